@@ -1,0 +1,59 @@
+/* Every API handler; one file per resource family. Handlers share one
+ * signature and are wired to paths only in src/http/routes.c. */
+#ifndef GI_API_H
+#define GI_API_H
+
+#include "http/request.h"
+
+/* health.c */
+void api_healthz(struct req *r);
+void api_kinds(struct req *r);
+
+/* session.c: dashboard sign-in */
+void api_session_create(struct req *r);
+void api_session_get(struct req *r);
+void api_session_delete(struct req *r);
+
+/* tokens.c */
+void api_tokens_list(struct req *r);
+void api_tokens_create(struct req *r);
+void api_tokens_revoke(struct req *r);
+
+/* audit.c */
+void api_audit_list(struct req *r);
+
+/* datacenters.c */
+void api_datacenters_list(struct req *r);
+void api_datacenters_create(struct req *r);
+void api_datacenters_get(struct req *r);
+void api_datacenters_update(struct req *r);
+void api_datacenters_delete(struct req *r);
+void api_datacenters_overview(struct req *r);
+
+/* resources.c */
+void api_resources_list(struct req *r);
+void api_resources_create(struct req *r);
+void api_resources_get(struct req *r);
+void api_resources_update(struct req *r);
+void api_resources_delete(struct req *r);
+void api_resources_allocate(struct req *r);
+void api_resources_release(struct req *r);
+
+/* allocations.c */
+void api_allocations_create(struct req *r);
+
+/* import.c */
+void api_resources_import(struct req *r);
+
+/* Shared by resources.c and import.c: validates a resource object (and,
+ * for a VM, that host_id names a server in the same data center) into
+ * *in; on GI_INVALID *err names the field. Caller decrefs in->attrs. */
+struct gi_resource_in;
+struct gi_verr;
+struct store_resource;
+int api_resource_check(struct store *st, const json_t *obj, bool from_text,
+                       struct gi_resource_in *in, struct gi_verr *err);
+/* Views a checked resource as the store's input struct (borrowing). */
+void api_resource_to_store(const struct gi_resource_in *in, struct store_resource *out);
+
+#endif

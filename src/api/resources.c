@@ -1,0 +1,270 @@
+/* Inventory resources of every kind: CRUD, listing with filters, and the
+ * allocate/release transitions used by provisioning automation. */
+#include "api/api.h"
+#include "core/kinds.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int api_resource_check(struct store *st, const json_t *obj, bool from_text,
+                       struct gi_resource_in *in, struct gi_verr *err)
+{
+    int rc = gi_resource_check(obj, from_text, in, err);
+    const json_t *host;
+    char kind[16];
+    int64_t dc;
+
+    if (rc != GI_OK)
+        return rc;
+    host = json_object_get(in->attrs, "host_id");
+    if (strcmp(in->kind, "vm") == 0 && host) {
+        rc = store_res_kind(st, json_integer_value(host), kind, sizeof kind, &dc);
+        if (rc == GI_NOT_FOUND || (rc == GI_OK && (strcmp(kind, "server") != 0 ||
+                                                   dc != in->datacenter_id))) {
+            gi_strlcpy(err->field, "host_id", sizeof err->field);
+            snprintf(err->message, sizeof err->message,
+                     "host_id must name a server in the same data center");
+            rc = GI_INVALID;
+        }
+        if (rc != GI_OK) {
+            json_decref(in->attrs);
+            in->attrs = NULL;
+        }
+    }
+    return rc;
+}
+
+void api_resource_to_store(const struct gi_resource_in *in, struct store_resource *out)
+{
+    out->datacenter_id = in->datacenter_id;
+    out->kind = in->kind;
+    out->name = in->name;
+    out->state = in->state;
+    out->tenant = in->tenant;
+    out->project = in->project;
+    out->gpu_model = in->gpu_model;
+    out->gpu_count = in->gpu_count;
+    out->attrs = in->attrs;
+    out->metadata = in->metadata;
+}
+
+/* Replies for a store status on a resource write; 409s say why. */
+static void reply_res_status(struct req *r, int st, const struct gi_resource_in *in)
+{
+    if (st == GI_CONFLICT && in)
+        reply_error(r, 409, "conflict", "name",
+                    "a %s named '%s' already exists in data center %lld", in->kind, in->name,
+                    (long long)in->datacenter_id);
+    else if (st == GI_NOT_FOUND && in)
+        reply_error(r, 400, "validation_failed", "datacenter_id", "data center %lld not found",
+                    (long long)in->datacenter_id);
+    else
+        reply_status(r, st, "resource");
+}
+
+void api_resources_create(struct req *r)
+{
+    json_t *body = NULL, *out = NULL;
+    struct gi_resource_in in = {0};
+    struct gi_verr err = {0};
+    struct store_resource sr;
+    int st;
+
+    if (!req_json_body_or_reply(r, &body))
+        return;
+    if ((st = api_resource_check(r->store, body, false, &in, &err)) != GI_OK) {
+        if (st == GI_INVALID)
+            reply_error(r, 400, "validation_failed", err.field, "%s", err.message);
+        else
+            reply_status(r, st, "resource");
+        goto cleanup;
+    }
+    api_resource_to_store(&in, &sr);
+    st = store_res_create(r->store, r->who.name, &sr, &out);
+    if (st != GI_OK)
+        reply_res_status(r, st, &in);
+    else
+        reply_json(r, 201, out);
+cleanup:
+    json_decref(in.attrs);
+    json_decref(body);
+}
+
+void api_resources_list(struct req *r)
+{
+    static const char *const sortable[] = {"id",        "name",       "state",     "kind",
+                                           "tenant",    "project",    "gpu_model", "gpu_count",
+                                           "created_at", "updated_at", "datacenter", NULL};
+    struct store_res_filter f = {0};
+    struct store_page pg;
+    json_t *items = NULL;
+    int64_t total = 0;
+    int st;
+
+    if (!req_page_or_reply(r, sortable, &pg) ||
+        !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
+        !req_param_str_or_reply(r, "kind", 16, &f.kind) ||
+        !req_param_str_or_reply(r, "state", 16, &f.state) ||
+        !req_param_str_or_reply(r, "tenant", 128, &f.tenant) ||
+        !req_param_str_or_reply(r, "project", 128, &f.project) ||
+        !req_param_str_or_reply(r, "q", 128, &f.q))
+        return;
+    if (f.kind && !gi_kind_find(f.kind)) {
+        reply_error(r, 400, "invalid_parameter", "kind",
+                    "kind must be one of server, vm, storage, switch, infiniband");
+        return;
+    }
+    if (f.state && !gi_state_valid(f.state)) {
+        reply_error(r, 400, "invalid_parameter", "state", "state must be one of " GI_STATES);
+        return;
+    }
+    if ((st = store_res_list(r->store, &f, &pg, &items, &total)) != GI_OK) {
+        reply_status(r, st, "resources");
+        return;
+    }
+    reply_list(r, items, total, pg.offset);
+}
+
+void api_resources_get(struct req *r)
+{
+    json_t *out = NULL, *hist = NULL;
+    int st = store_res_get(r->store, r->id, &out);
+
+    if (st == GI_OK)
+        st = store_res_allocations(r->store, r->id, &hist);
+    if (st != GI_OK) {
+        json_decref(out);
+        reply_status(r, st, "resource");
+        return;
+    }
+    json_object_set_new(out, "allocations", hist);
+    reply_json(r, 200, out);
+}
+
+/* True for the states in which a resource is held by a tenant. */
+static bool held(const char *state)
+{
+    return state && (strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0);
+}
+
+void api_resources_update(struct req *r)
+{
+    json_t *body = NULL, *cur = NULL;
+    json_t *out = NULL;
+    struct gi_resource_in in = {0};
+    struct gi_verr err = {0};
+    struct store_resource sr;
+    int64_t version;
+    const char *key;
+    json_t *v;
+    int st;
+
+    if (!req_json_body_or_reply(r, &body))
+        return;
+    if ((st = store_res_get(r->store, r->id, &cur)) != GI_OK) {
+        reply_status(r, st, "resource");
+        goto cleanup;
+    }
+    /* A client may send the version it read to refuse lost updates. */
+    version = json_integer_value(json_object_get(cur, "version"));
+    if (!json_int_or_reply(r, body, "version", false, 1, INT64_MAX, &version))
+        goto cleanup;
+    if (json_object_get(body, "kind") &&
+        !json_equal(json_object_get(body, "kind"), json_object_get(cur, "kind"))) {
+        reply_error(r, 400, "validation_failed", "kind", "the kind of a resource cannot change");
+        goto cleanup;
+    }
+    json_object_foreach(body, key, v)
+    {
+        if (json_is_null(v))
+            json_object_del(cur, key);
+        else
+            json_object_set(cur, key, v);
+    }
+    /* Leaving a held state ends the tenancy unless the body sets one. */
+    if (!held(json_string_value(json_object_get(cur, "state")))) {
+        if (!json_object_get(body, "tenant"))
+            json_object_del(cur, "tenant");
+        if (!json_object_get(body, "project"))
+            json_object_del(cur, "project");
+    }
+    if ((st = api_resource_check(r->store, cur, false, &in, &err)) != GI_OK) {
+        if (st == GI_INVALID)
+            reply_error(r, 400, "validation_failed", err.field, "%s", err.message);
+        else
+            reply_status(r, st, "resource");
+        goto cleanup;
+    }
+    api_resource_to_store(&in, &sr);
+    st = store_res_update(r->store, r->who.name, r->id, version, &sr, &out);
+    if (st == GI_CONFLICT && json_object_get(body, "name") == NULL)
+        reply_error(r, 409, "conflict", "version",
+                    "the resource changed since version %lld was read; fetch it and retry",
+                    (long long)version);
+    else if (st != GI_OK)
+        reply_res_status(r, st, &in);
+    else
+        reply_json(r, 200, out);
+cleanup:
+    json_decref(in.attrs);
+    json_decref(cur);
+    json_decref(body);
+}
+
+void api_resources_delete(struct req *r)
+{
+    int st = store_res_delete(r->store, r->who.name, r->id);
+
+    if (st != GI_OK)
+        reply_status(r, st, "resource");
+    else
+        reply_no_content(r);
+}
+
+void api_resources_allocate(struct req *r)
+{
+    static const char *const allowed[] = {"tenant", "project", NULL};
+    json_t *body = NULL, *out = NULL;
+    const char *tenant, *project;
+    int st;
+
+    if (!req_json_body_or_reply(r, &body))
+        return;
+    if (!json_known_or_reply(r, body, allowed) ||
+        !json_str_or_reply(r, body, "tenant", true, 128, &tenant) ||
+        !json_str_or_reply(r, body, "project", false, 128, &project))
+        goto cleanup;
+    st = store_res_allocate(r->store, r->who.name, r->id, tenant, project, &out);
+    if (st == GI_CONFLICT) {
+        json_t *cur = NULL;
+        const char *state = "unknown";
+        if (store_res_get(r->store, r->id, &cur) == GI_OK)
+            state = json_string_value(json_object_get(cur, "state"));
+        reply_error(r, 409, "not_available", "state", "resource %lld is %s, not available",
+                    (long long)r->id, state);
+        json_decref(cur);
+    } else if (st != GI_OK) {
+        reply_status(r, st, "resource");
+    } else {
+        reply_json(r, 200, out);
+    }
+cleanup:
+    json_decref(body);
+}
+
+void api_resources_release(struct req *r)
+{
+    json_t *out = NULL;
+    int st = store_res_release(r->store, r->who.name, r->id, &out);
+
+    if (st == GI_CONFLICT)
+        reply_error(r, 409, "not_allocated", "state",
+                    "resource %lld is not in use or reserved", (long long)r->id);
+    else if (st != GI_OK)
+        reply_status(r, st, "resource");
+    else
+        reply_json(r, 200, out);
+}

@@ -1,0 +1,202 @@
+/* `gpuinv token` and `gpuinv user`: credential administration straight on
+ * the database, for bootstrapping and automation. */
+#include "cli/cli.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "http/auth.h"
+#include "store/store.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char token_usage[] =
+    "usage: gpuinv token create --db PATH --role admin|editor|viewer|pusher --name NAME\n"
+    "       gpuinv token list --db PATH\n"
+    "       gpuinv token revoke --db PATH --id ID\n"
+    "\n"
+    "A new token is printed once; only its hash is stored.\n";
+
+static const char user_usage[] =
+    "usage: gpuinv user set --db PATH --name NAME --role admin|editor|viewer\n"
+    "\n"
+    "Reads the password from GPUINV_PASSWORD, else from the first line of stdin.\n";
+
+struct cred_args {
+    const char *db, *name, *role;
+    int64_t id;
+};
+
+/* Parses the shared options; returns -1 to go on, else an exit code. */
+static int parse_args(int argc, char **argv, const char *usage, struct cred_args *a)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'},   {"name", required_argument, NULL, 'n'},
+        {"role", required_argument, NULL, 'r'}, {"id", required_argument, NULL, 'i'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+    };
+    int opt;
+
+    memset(a, 0, sizeof *a);
+    optind = 2;
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'd':
+            a->db = optarg;
+            break;
+        case 'n':
+            a->name = optarg;
+            break;
+        case 'r':
+            a->role = optarg;
+            break;
+        case 'i':
+            if (gi_parse_int64(optarg, 1, INT64_MAX, &a->id) != GI_OK) {
+                fprintf(stderr, "--id must be a positive whole number\n");
+                return 2;
+            }
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "unexpected argument '%s'\n%s", argv[optind], usage);
+        return 2;
+    }
+    if (a->db == NULL) {
+        fprintf(stderr, "--db is required\n%s", usage);
+        return 2;
+    }
+    return -1;
+}
+
+static int open_store(const char *db, struct store **st)
+{
+    if (auth_init() != GI_OK || store_open(db, 1, st) != GI_OK) {
+        fprintf(stderr, "cannot open database %s\n", db);
+        return 1;
+    }
+    return 0;
+}
+
+int cli_token(int argc, char **argv)
+{
+    struct cred_args a;
+    struct store *st = NULL;
+    enum gi_role role;
+    int code, rc;
+
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        fputs(token_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "create") && strcmp(argv[1], "list") && strcmp(argv[1], "revoke")) {
+        fprintf(stderr, "gpuinv token: unknown action '%s'\n%s", argv[1], token_usage);
+        return 2;
+    }
+    if ((code = parse_args(argc, argv, token_usage, &a)) >= 0)
+        return code;
+    if (strcmp(argv[1], "create") == 0) {
+        char secret[AUTH_TOKEN_LEN], hash[AUTH_HASH_LEN];
+        int64_t id;
+        if (!a.name || !a.role || gi_role_parse(a.role, &role) != GI_OK ||
+            strlen(a.name) > 128 || !gi_text_ok(a.name)) {
+            fprintf(stderr, "create needs --name (text) and --role admin|editor|viewer|pusher\n");
+            return 2;
+        }
+        if ((code = open_store(a.db, &st)))
+            return code;
+        auth_token_new(secret);
+        auth_hash(secret, hash);
+        rc = store_token_create(st, "cli", a.name, role, hash, &id);
+        if (rc == GI_OK)
+            printf("%s\n", secret);
+        else
+            fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
+    } else if (strcmp(argv[1], "list") == 0) {
+        json_t *items = NULL;
+        size_t i;
+        json_t *t;
+        if ((code = open_store(a.db, &st)))
+            return code;
+        rc = store_token_list(st, &items);
+        if (rc == GI_OK) {
+            printf("%-6s %-24s %-8s %-21s %s\n", "ID", "NAME", "ROLE", "CREATED", "REVOKED");
+            json_array_foreach(items, i, t)
+            {
+                const char *rev = json_string_value(json_object_get(t, "revoked_at"));
+                printf("%-6lld %-24s %-8s %-21s %s\n",
+                       (long long)json_integer_value(json_object_get(t, "id")),
+                       json_string_value(json_object_get(t, "name")),
+                       json_string_value(json_object_get(t, "role")),
+                       json_string_value(json_object_get(t, "created_at")), rev ? rev : "-");
+            }
+        }
+        json_decref(items);
+    } else {
+        if (a.id == 0) {
+            fprintf(stderr, "revoke needs --id\n");
+            return 2;
+        }
+        if ((code = open_store(a.db, &st)))
+            return code;
+        rc = store_token_revoke(st, "cli", a.id);
+        if (rc != GI_OK)
+            fprintf(stderr, "could not revoke token %lld: %s\n", (long long)a.id,
+                    gi_status_name(rc));
+    }
+    store_close(st);
+    return rc == GI_OK ? 0 : 1;
+}
+
+int cli_user(int argc, char **argv)
+{
+    struct cred_args a;
+    struct store *st = NULL;
+    enum gi_role role;
+    char line[1024], pwhash[AUTH_PWHASH_LEN];
+    const char *pw = getenv("GPUINV_PASSWORD");
+    int code, rc;
+
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        fputs(user_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "set") != 0) {
+        fprintf(stderr, "gpuinv user: unknown action '%s'\n%s", argv[1], user_usage);
+        return 2;
+    }
+    if ((code = parse_args(argc, argv, user_usage, &a)) >= 0)
+        return code;
+    if (!a.name || !a.role || gi_role_parse(a.role, &role) != GI_OK || role == GI_ROLE_PUSHER) {
+        fprintf(stderr, "set needs --name and --role admin|editor|viewer\n");
+        return 2;
+    }
+    if (pw == NULL) {
+        if (fgets(line, sizeof line, stdin) == NULL) {
+            fprintf(stderr, "no password on stdin\n");
+            return 2;
+        }
+        line[strcspn(line, "\r\n")] = '\0';
+        pw = line;
+    }
+    if (strlen(pw) < 8) {
+        fprintf(stderr, "the password must be at least 8 characters\n");
+        return 2;
+    }
+    if ((code = open_store(a.db, &st)))
+        return code;
+    rc = auth_password_hash(pw, pwhash);
+    if (rc == GI_OK)
+        rc = store_user_set(st, a.name, role, pwhash);
+    if (rc != GI_OK)
+        fprintf(stderr, "could not set user: %s\n", gi_status_name(rc));
+    store_close(st);
+    return rc == GI_OK ? 0 : 1;
+}

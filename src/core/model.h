@@ -1,0 +1,35 @@
+/* The shared vocabulary of records: roles, principals, resource states. */
+#ifndef GI_MODEL_H
+#define GI_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Who may do what. viewer < editor < admin form a ladder; pusher stands
+ * apart and may only push observations as its own source. */
+enum gi_role {
+    GI_ROLE_NONE = 0,
+    GI_ROLE_PUSHER,
+    GI_ROLE_VIEWER,
+    GI_ROLE_EDITOR,
+    GI_ROLE_ADMIN,
+};
+
+const char *gi_role_name(enum gi_role r);
+/* Parses "admin", "editor", "viewer", "pusher"; GI_OK or GI_INVALID. */
+int gi_role_parse(const char *s, enum gi_role *out);
+/* True when a caller holding `have` may call something that needs `need`. */
+bool gi_role_allows(enum gi_role have, enum gi_role need);
+
+/* The authenticated caller of one request. */
+struct gi_principal {
+    enum gi_role role;
+    int64_t token_id;  /* tokens.id, or 0 for a dashboard session */
+    char name[128];    /* token or user name; recorded as the audit actor */
+};
+
+/* Allocation states of an inventory resource. */
+#define GI_STATES "available, in_use, reserved, maintenance, retired"
+bool gi_state_valid(const char *s);
+
+#endif

@@ -1,0 +1,457 @@
+/* Reading requests and building replies; see request.h. */
+#include "http/request.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "http/server.h"
+#include "store/store.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Sets the reply, replacing (and freeing) any earlier one. */
+static void set_reply(struct req *r, unsigned status, struct MHD_Response *resp)
+{
+    if (r->resp)
+        MHD_destroy_response(r->resp);
+    r->resp = resp;
+    r->status = status;
+}
+
+void reply_bytes(struct req *r, unsigned status, const char *content_type, const void *data,
+                 size_t len, bool copy)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, (void *)data, copy ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL) {
+        gi_error("out of memory building a reply");
+        return;
+    }
+    if (content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    set_reply(r, status, resp);
+}
+
+void reply_json(struct req *r, unsigned status, json_t *body)
+{
+    char *txt = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    struct MHD_Response *resp;
+
+    json_decref(body);
+    if (txt == NULL) {
+        reply_bytes(r, 500, "application/json",
+                    "{\"error\":{\"code\":\"internal\",\"message\":\"encoding failed\"}}", 58,
+                    false);
+        return;
+    }
+    resp = MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(txt);
+        return;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    set_reply(r, status, resp);
+}
+
+void reply_error(struct req *r, unsigned status, const char *code, const char *field,
+                 const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    json_t *err;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    err = json_pack("{s:s, s:s}", "code", code, "message", msg);
+    if (field && *field)
+        json_object_set_new(err, "field", json_string(field));
+    reply_json(r, status, json_pack("{s:o}", "error", err));
+}
+
+void reply_status(struct req *r, int st, const char *what)
+{
+    switch (st) {
+    case GI_OK:
+        reply_error(r, 500, "internal", NULL, "no reply for %s", what);
+        return;
+    case GI_NOT_FOUND:
+        reply_error(r, 404, "not_found", NULL, "%s not found", what);
+        return;
+    case GI_CONFLICT:
+        reply_error(r, 409, "conflict", NULL, "%s conflicts with the current state", what);
+        return;
+    case GI_INVALID:
+        reply_error(r, 400, "invalid", NULL, "%s is invalid", what);
+        return;
+    case GI_TOO_LARGE:
+        reply_error(r, 413, "too_large", NULL, "%s is too large", what);
+        return;
+    case GI_UNAVAILABLE:
+        reply_error(r, 503, "unavailable", NULL, "the database is busy; retry");
+        reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return;
+    default:
+        reply_error(r, 500, "internal", NULL, "internal error while handling %s", what);
+    }
+}
+
+void reply_no_content(struct req *r) { reply_bytes(r, 204, NULL, "", 0, false); }
+
+void reply_header(struct req *r, const char *name, const char *value)
+{
+    if (r->resp)
+        MHD_add_response_header(r->resp, name, value);
+}
+
+const char *req_param(struct req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *req_header(struct req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+bool req_wants_csv(struct req *r)
+{
+    const char *f = req_param(r, "format"), *acc;
+
+    if (f)
+        return strcmp(f, "csv") == 0;
+    acc = req_header(r, MHD_HTTP_HEADER_ACCEPT);
+    return acc && strstr(acc, "text/csv") != NULL;
+}
+
+/* ---- CSV output ---- */
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool failed;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *np;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        if ((np = realloc(b->p, cap)) == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+/* Writes one CSV cell: quoted when needed, and with a leading apostrophe
+ * when a spreadsheet would otherwise run it as a formula. */
+static void csv_cell(struct sbuf *b, const json_t *v)
+{
+    char num[64];
+    char *dumped = NULL;
+    const char *s = "";
+
+    if (json_is_string(v)) {
+        s = json_string_value(v);
+    } else if (json_is_integer(v)) {
+        snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        s = num;
+    } else if (json_is_real(v)) {
+        snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        s = num;
+    } else if (json_is_true(v)) {
+        s = "true";
+    } else if (json_is_false(v)) {
+        s = "false";
+    } else if (json_is_object(v) || json_is_array(v)) {
+        dumped = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+        s = dumped ? dumped : "";
+    }
+    bool formula = json_is_string(v) && strchr("=+-@\t\r", s[0]) && s[0] != '\0';
+    if (formula || strpbrk(s, ",\"\r\n") != NULL) {
+        sb_put(b, "\"", 1);
+        if (formula)
+            sb_put(b, "'", 1);
+        for (const char *p = s; *p; p++) {
+            if (*p == '"')
+                sb_put(b, "\"", 1);
+            sb_put(b, p, 1);
+        }
+        sb_put(b, "\"", 1);
+    } else {
+        sb_put(b, s, strlen(s));
+    }
+    free(dumped);
+}
+
+/* Renders an array of objects as CSV; columns are the keys in order of
+ * first appearance across all rows. Caller frees the result. */
+static char *csv_render(const json_t *items, size_t *len)
+{
+    json_t *cols = json_array();
+    struct sbuf b = {0};
+    size_t i, j;
+    json_t *row, *col;
+    const char *key;
+    json_t *v;
+
+    json_array_foreach(items, i, row)
+    {
+        json_object_foreach(row, key, v)
+        {
+            bool seen = false;
+            json_array_foreach(cols, j, col) if (strcmp(json_string_value(col), key) == 0) seen =
+                true;
+            if (!seen)
+                json_array_append_new(cols, json_string(key));
+        }
+    }
+    json_array_foreach(cols, j, col)
+    {
+        if (j)
+            sb_put(&b, ",", 1);
+        csv_cell(&b, col);
+    }
+    sb_put(&b, "\r\n", 2);
+    json_array_foreach(items, i, row)
+    {
+        json_array_foreach(cols, j, col)
+        {
+            if (j)
+                sb_put(&b, ",", 1);
+            csv_cell(&b, json_object_get(row, json_string_value(col)));
+        }
+        sb_put(&b, "\r\n", 2);
+    }
+    json_decref(cols);
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
+
+void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
+{
+    int64_t next = offset + (int64_t)json_array_size(items);
+
+    if (req_wants_csv(r)) {
+        size_t len = 0;
+        char *csv = csv_render(items, &len);
+        struct MHD_Response *resp;
+        json_decref(items);
+        if (csv == NULL) {
+            reply_error(r, 500, "internal", NULL, "out of memory rendering CSV");
+            return;
+        }
+        resp = MHD_create_response_from_buffer(len, csv, MHD_RESPMEM_MUST_FREE);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/csv; charset=utf-8");
+        MHD_add_response_header(resp, "Content-Disposition", "attachment; filename=\"export.csv\"");
+        set_reply(r, 200, resp);
+        return;
+    }
+    if (next < total) {
+        char cur[32];
+        snprintf(cur, sizeof cur, "%lld", (long long)next);
+        reply_json(r, 200,
+                   json_pack("{s:o, s:I, s:s}", "items", items, "total", (json_int_t)total, "next",
+                             cur));
+    } else {
+        reply_json(r, 200,
+                   json_pack("{s:o, s:I, s:n}", "items", items, "total", (json_int_t)total, "next"));
+    }
+}
+
+/* ---- input ---- */
+
+bool req_json_body_or_reply(struct req *r, json_t **out)
+{
+    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    json_error_t err;
+    json_t *v;
+
+    if (ct == NULL || strncmp(ct, "application/json", 16) != 0) {
+        reply_error(r, 415, "unsupported_media_type", NULL,
+                    "the body must be JSON (Content-Type: application/json)");
+        return false;
+    }
+    if (r->body == NULL || r->body_len == 0) {
+        reply_error(r, 400, "invalid_json", NULL, "the request body is empty");
+        return false;
+    }
+    v = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &err);
+    if (v == NULL) {
+        reply_error(r, 400, "invalid_json", NULL, "malformed JSON at line %d column %d: %s",
+                    err.line, err.column, err.text);
+        return false;
+    }
+    if (!json_is_object(v)) {
+        json_decref(v);
+        reply_error(r, 400, "invalid_json", NULL, "the body must be a JSON object");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool req_param_int_or_reply(struct req *r, const char *name, int64_t min, int64_t max,
+                            int64_t *out)
+{
+    const char *v = req_param(r, name);
+
+    if (v == NULL || *v == '\0')
+        return true;
+    if (gi_parse_int64(v, min, max, out) != GI_OK) {
+        reply_error(r, 400, "invalid_parameter", name,
+                    "query parameter %s must be a whole number from %lld to %lld", name,
+                    (long long)min, (long long)max);
+        return false;
+    }
+    return true;
+}
+
+bool req_param_str_or_reply(struct req *r, const char *name, size_t maxlen, const char **out)
+{
+    const char *v = req_param(r, name);
+
+    *out = NULL;
+    if (v == NULL || *v == '\0')
+        return true;
+    if (strlen(v) > maxlen || !gi_text_ok(v)) {
+        reply_error(r, 400, "invalid_parameter", name,
+                    "query parameter %s must be text of at most %zu bytes", name, maxlen);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool req_param_bool_or_reply(struct req *r, const char *name, bool *out)
+{
+    const char *v = req_param(r, name);
+
+    if (v == NULL || *v == '\0')
+        return true;
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
+        *out = true;
+    } else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) {
+        *out = false;
+    } else {
+        reply_error(r, 400, "invalid_parameter", name, "query parameter %s must be true or false",
+                    name);
+        return false;
+    }
+    return true;
+}
+
+bool req_page_or_reply(struct req *r, const char *const *sortable, struct store_page *pg)
+{
+    bool csv = req_wants_csv(r);
+    const char *sort = req_param(r, "sort");
+
+    /* CSV exports the whole filtered set unless a limit is given. */
+    pg->limit = csv ? 100000 : 100;
+    pg->offset = 0;
+    pg->sort = NULL;
+    pg->desc = false;
+    if (!req_param_int_or_reply(r, "limit", 1, csv ? 100000 : 1000, &pg->limit))
+        return false;
+    if (!req_param_int_or_reply(r, "cursor", 0, INT64_MAX / 2, &pg->offset))
+        return false;
+    if (sort && *sort) {
+        const char *name = sort[0] == '-' ? sort + 1 : sort;
+        pg->desc = sort[0] == '-';
+        for (const char *const *s = sortable; *s; s++)
+            if (strcmp(*s, name) == 0)
+                pg->sort = *s;
+        if (pg->sort == NULL) {
+            reply_error(r, 400, "invalid_parameter", "sort", "cannot sort by '%.64s'", name);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool json_str_or_reply(struct req *r, const json_t *obj, const char *field, bool required,
+                       size_t maxlen, const char **out)
+{
+    const json_t *v = json_object_get(obj, field);
+
+    *out = NULL;
+    if (v == NULL || json_is_null(v)) {
+        if (required) {
+            reply_error(r, 400, "validation_failed", field, "%s is required", field);
+            return false;
+        }
+        return true;
+    }
+    if (!json_is_string(v)) {
+        reply_error(r, 400, "validation_failed", field, "%s must be a string", field);
+        return false;
+    }
+    if (required && json_string_length(v) == 0) {
+        reply_error(r, 400, "validation_failed", field, "%s must not be empty", field);
+        return false;
+    }
+    if (json_string_length(v) > maxlen || !gi_text_ok(json_string_value(v))) {
+        reply_error(r, 400, "validation_failed", field,
+                    "%s must be text of at most %zu bytes without control characters", field,
+                    maxlen);
+        return false;
+    }
+    *out = json_string_value(v);
+    return true;
+}
+
+bool json_int_or_reply(struct req *r, const json_t *obj, const char *field, bool required,
+                       int64_t min, int64_t max, int64_t *out)
+{
+    const json_t *v = json_object_get(obj, field);
+
+    if (v == NULL || json_is_null(v)) {
+        if (required) {
+            reply_error(r, 400, "validation_failed", field, "%s is required", field);
+            return false;
+        }
+        return true;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+        reply_error(r, 400, "validation_failed", field,
+                    "%s must be a whole number from %lld to %lld", field, (long long)min,
+                    (long long)max);
+        return false;
+    }
+    *out = json_integer_value(v);
+    return true;
+}
+
+bool json_known_or_reply(struct req *r, const json_t *obj, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        bool ok = false;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = strcmp(*a, key) == 0;
+        if (!ok) {
+            reply_error(r, 400, "validation_failed", key, "unknown field '%.64s'", key);
+            return false;
+        }
+    }
+    return true;
+}

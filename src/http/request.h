@@ -1,0 +1,88 @@
+/* One HTTP request as handlers see it, and the helpers they use to read
+ * input and send replies. A handler is a straight line of early returns:
+ * every `..._or_reply` helper returns false after it has queued a 4xx reply.
+ * The request context (and everything hung on it) is freed in one place
+ * when libmicrohttpd reports the request complete. */
+#ifndef GI_REQUEST_H
+#define GI_REQUEST_H
+
+#include "core/model.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct server;
+struct store;
+
+struct req {
+    struct server *srv;
+    struct store *store;
+    struct MHD_Connection *conn;
+    const char *method;
+    char path[512];
+    /* Request body, NUL-terminated; bounded by the server's body limit. */
+    char *body;
+    size_t body_len;
+    bool body_too_large;
+    /* Path parameters matched by the route table. */
+    int64_t id;
+    char key[128];
+    struct gi_principal who;
+    bool via_session;
+    /* The reply, set exactly once by a reply_* helper. */
+    struct MHD_Response *resp;
+    unsigned status;
+};
+
+typedef void (*api_handler)(struct req *r);
+
+/* ---- replies (each takes ownership of the json_t it is given) ---- */
+void reply_json(struct req *r, unsigned status, json_t *body);
+/* {"error":{"code","message","field"?}}; field may be NULL. */
+void reply_error(struct req *r, unsigned status, const char *code, const char *field,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Maps a store status to the matching error reply. */
+void reply_status(struct req *r, int st, const char *what);
+void reply_bytes(struct req *r, unsigned status, const char *content_type, const void *data,
+                 size_t len, bool copy);
+void reply_no_content(struct req *r);
+/* Adds a header to the reply already set. */
+void reply_header(struct req *r, const char *name, const char *value);
+/* A list page: JSON envelope {"items","total","next"}, or CSV of the same
+ * rows when the client asked for it. */
+void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset);
+
+/* ---- input ---- */
+/* Query parameter or NULL (borrowed from libmicrohttpd). */
+const char *req_param(struct req *r, const char *name);
+const char *req_header(struct req *r, const char *name);
+/* True when the client asked for CSV (?format=csv or Accept: text/csv). */
+bool req_wants_csv(struct req *r);
+/* Parses the body as one JSON object; 415/400 on failure. Caller decrefs. */
+bool req_json_body_or_reply(struct req *r, json_t **out);
+/* Optional integer query parameter within [min,max]; 400 naming it. */
+bool req_param_int_or_reply(struct req *r, const char *name, int64_t min, int64_t max,
+                            int64_t *out);
+/* Optional text query parameter bounded by maxlen; 400 naming it. */
+bool req_param_str_or_reply(struct req *r, const char *name, size_t maxlen, const char **out);
+/* Optional boolean query parameter ("true"/"false"/"1"/"0"). */
+bool req_param_bool_or_reply(struct req *r, const char *name, bool *out);
+
+struct store_page;
+/* limit/cursor/sort from the query; sort must be one of `sortable`
+ * (NULL-terminated), with a leading '-' for descending. */
+bool req_page_or_reply(struct req *r, const char *const *sortable, struct store_page *pg);
+
+/* Reads a string member of a JSON body: required or optional, bounded,
+ * valid text; 400 naming the field otherwise. */
+bool json_str_or_reply(struct req *r, const json_t *obj, const char *field, bool required,
+                       size_t maxlen, const char **out);
+bool json_int_or_reply(struct req *r, const json_t *obj, const char *field, bool required,
+                       int64_t min, int64_t max, int64_t *out);
+/* Refuses members not in `allowed` (NULL-terminated) with 400. */
+bool json_known_or_reply(struct req *r, const json_t *obj, const char *const *allowed);
+
+#endif

@@ -1,0 +1,39 @@
+/* The route table: every path the server answers, in one place. */
+#include "http/routes.h"
+#include "api/api.h"
+
+const struct route gi_routes[] = {
+    {"GET", "/healthz", api_healthz, GI_ROLE_NONE},
+
+    {"POST", "/api/v1/session", api_session_create, GI_ROLE_NONE},
+    {"GET", "/api/v1/session", api_session_get, GI_ROLE_VIEWER},
+    {"DELETE", "/api/v1/session", api_session_delete, GI_ROLE_VIEWER},
+
+    {"GET", "/api/v1/kinds", api_kinds, GI_ROLE_VIEWER},
+
+    {"GET", "/api/v1/tokens", api_tokens_list, GI_ROLE_ADMIN},
+    {"POST", "/api/v1/tokens", api_tokens_create, GI_ROLE_ADMIN},
+    {"DELETE", "/api/v1/tokens/{id}", api_tokens_revoke, GI_ROLE_ADMIN},
+
+    {"GET", "/api/v1/audit", api_audit_list, GI_ROLE_VIEWER},
+
+    {"GET", "/api/v1/datacenters", api_datacenters_list, GI_ROLE_VIEWER},
+    {"POST", "/api/v1/datacenters", api_datacenters_create, GI_ROLE_EDITOR},
+    {"GET", "/api/v1/datacenters/{id}", api_datacenters_get, GI_ROLE_VIEWER},
+    {"PATCH", "/api/v1/datacenters/{id}", api_datacenters_update, GI_ROLE_EDITOR},
+    {"DELETE", "/api/v1/datacenters/{id}", api_datacenters_delete, GI_ROLE_EDITOR},
+    {"GET", "/api/v1/datacenters/{id}/overview", api_datacenters_overview, GI_ROLE_VIEWER},
+
+    {"GET", "/api/v1/resources", api_resources_list, GI_ROLE_VIEWER},
+    {"POST", "/api/v1/resources", api_resources_create, GI_ROLE_EDITOR},
+    {"POST", "/api/v1/resources/import", api_resources_import, GI_ROLE_EDITOR},
+    {"GET", "/api/v1/resources/{id}", api_resources_get, GI_ROLE_VIEWER},
+    {"PATCH", "/api/v1/resources/{id}", api_resources_update, GI_ROLE_EDITOR},
+    {"DELETE", "/api/v1/resources/{id}", api_resources_delete, GI_ROLE_EDITOR},
+    {"POST", "/api/v1/resources/{id}/allocate", api_resources_allocate, GI_ROLE_EDITOR},
+    {"POST", "/api/v1/resources/{id}/release", api_resources_release, GI_ROLE_EDITOR},
+
+    {"POST", "/api/v1/allocations", api_allocations_create, GI_ROLE_EDITOR},
+
+    {NULL, NULL, NULL, GI_ROLE_NONE},
+};

@@ -1,0 +1,144 @@
+/* The one storage interface. Nothing outside src/store knows SQL.
+ *
+ * Every function returns a gi_status: GI_OK, GI_NOT_FOUND (no such row),
+ * GI_CONFLICT (uniqueness or state precondition), GI_UNAVAILABLE (database
+ * busy past the timeout: retry), GI_INTERNAL. Records come back as jansson
+ * objects shaped as the API shows them; the caller owns (and decrefs) every
+ * json_t returned through an out-parameter. Every write is one transaction
+ * and records its audit row inside that transaction, under `actor`. */
+#ifndef GI_STORE_H
+#define GI_STORE_H
+
+#include "core/model.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct store;
+
+/* Opens (creating if needed) the database at path, applies pending
+ * migrations and prepares a pool of `conns` connections. Caller frees with
+ * store_close(). */
+int store_open(const char *path, int conns, struct store **out);
+/* Closes every connection; accepts NULL. */
+void store_close(struct store *st);
+/* Schema version after migrations. */
+int store_schema_version(struct store *st, int64_t *out);
+
+/* A page of a list: sort is a column name from the resource's allowed list
+ * (validated by the caller), NULL for insertion order. */
+struct store_page {
+    int64_t limit;
+    int64_t offset;
+    const char *sort;
+    bool desc;
+};
+
+/* ---- credentials ---- */
+int store_token_create(struct store *st, const char *actor, const char *name, enum gi_role role,
+                       const char *hash, int64_t *id_out);
+/* Creates the token unless one with this hash exists (start-up admin token). */
+int store_token_ensure(struct store *st, const char *name, enum gi_role role, const char *hash);
+/* Resolves an unrevoked token by hash; GI_NOT_FOUND when unknown. */
+int store_token_auth(struct store *st, const char *hash, struct gi_principal *out);
+int store_token_list(struct store *st, json_t **items);
+int store_token_revoke(struct store *st, const char *actor, int64_t id);
+
+/* Creates or replaces a dashboard user. */
+int store_user_set(struct store *st, const char *name, enum gi_role role, const char *pwhash);
+/* pwhash receives the stored password hash (capacity len). */
+int store_user_get(struct store *st, const char *name, int64_t *id, enum gi_role *role,
+                   char *pwhash, size_t len);
+int store_session_create(struct store *st, const char *hash, int64_t user_id, int64_t expires_at);
+int store_session_auth(struct store *st, const char *hash, struct gi_principal *out);
+int store_session_delete(struct store *st, const char *hash);
+
+/* ---- audit ---- */
+struct store_audit_filter {
+    const char *entity;
+    int64_t entity_id; /* 0: any */
+    const char *actor;
+};
+int store_audit_list(struct store *st, const struct store_audit_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total);
+
+/* ---- data centers ---- */
+struct store_dc {
+    const char *name;     /* NULL: unchanged (update) */
+    const char *location; /* NULL: unchanged (update) */
+    int64_t rows;         /* < 0: unchanged (update) */
+};
+int store_dc_create(struct store *st, const char *actor, const struct store_dc *in, json_t **out);
+int store_dc_list(struct store *st, const char *q, const struct store_page *pg, json_t **items,
+                  int64_t *total);
+int store_dc_get(struct store *st, int64_t id, json_t **out);
+int store_dc_update(struct store *st, const char *actor, int64_t id, const struct store_dc *in,
+                    json_t **out);
+/* Refuses with GI_CONFLICT while resources remain, unless force; *counts
+ * (may be NULL) receives the per-kind counts either way. */
+int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **counts);
+int store_dc_overview(struct store *st, int64_t id, json_t **out);
+int store_dc_id_by_name(struct store *st, const char *name, int64_t *id);
+
+/* ---- resources ---- */
+/* A validated resource as stored. attrs and metadata are borrowed objects. */
+struct store_resource {
+    int64_t datacenter_id;
+    const char *kind;
+    const char *name;
+    const char *state;
+    const char *tenant;
+    const char *project;
+    const char *gpu_model;
+    int64_t gpu_count;
+    const json_t *attrs;
+    const json_t *metadata;
+};
+struct store_res_filter {
+    int64_t datacenter_id; /* 0: any */
+    const char *kind;
+    const char *state;
+    const char *tenant;
+    const char *project;
+    const char *q; /* substring of name or attributes */
+};
+int store_res_create(struct store *st, const char *actor, const struct store_resource *in,
+                     json_t **out);
+int store_res_list(struct store *st, const struct store_res_filter *f, const struct store_page *pg,
+                   json_t **items, int64_t *total);
+int store_res_get(struct store *st, int64_t id, json_t **out);
+/* Replaces the record if its version still equals `version` (else
+ * GI_CONFLICT: it changed since it was read). */
+int store_res_update(struct store *st, const char *actor, int64_t id, int64_t version,
+                     const struct store_resource *in, json_t **out);
+int store_res_delete(struct store *st, const char *actor, int64_t id);
+/* available -> in_use for tenant/project; GI_CONFLICT if not available. */
+int store_res_allocate(struct store *st, const char *actor, int64_t id, const char *tenant,
+                       const char *project, json_t **out);
+/* in_use/reserved -> available; GI_CONFLICT otherwise. */
+int store_res_release(struct store *st, const char *actor, int64_t id, json_t **out);
+int store_res_allocations(struct store *st, int64_t id, json_t **items);
+
+/* Allocates `count` available resources matching the request, all or none.
+ * On GI_CONFLICT *available holds how many matched. */
+struct store_alloc_req {
+    int64_t datacenter_id;
+    const char *kind;
+    int64_t count;
+    int64_t min_gpus;
+    const char *gpu_model; /* NULL: any */
+    const char *tenant;
+    const char *project;
+};
+int store_alloc_bulk(struct store *st, const char *actor, const struct store_alloc_req *req,
+                     json_t **items, int64_t *available);
+
+/* Inserts n resources in one transaction. On GI_CONFLICT or GI_NOT_FOUND
+ * *bad_index names the offending row (0-based) and nothing is written. */
+int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
+                     size_t n, size_t *bad_index);
+/* Looks up the kind and data center of a resource (for cross-checks). */
+int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t *datacenter_id);
+
+#endif
