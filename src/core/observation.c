@@ -1,0 +1,151 @@
+/* Observation sets and the normalizations every parser shares. */
+#include "core/observation.h"
+#include "core/util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void gi_gpu_obs_init(struct gi_gpu_obs *g)
+{
+    memset(g, 0, sizeof *g);
+    g->index = -1;
+    g->mig_mode = -1;
+    g->mig_instance = -1;
+    g->memory_total_mib = NAN;
+    g->memory_used_mib = NAN;
+    g->util_gpu_pct = NAN;
+    g->util_mem_pct = NAN;
+    g->temp_c = NAN;
+    g->power_w = NAN;
+    g->power_limit_w = NAN;
+    g->energy_j = NAN;
+    g->ecc_corrected = -1;
+    g->ecc_uncorrected = -1;
+    g->xid_last = -1;
+}
+
+/* Grows *arr (of elem-sized items) to hold one more; false at the cap. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n >= GI_OBS_MAX)
+        return 0;
+    if (n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        void *p = realloc(*arr, nc * elem);
+        if (p == NULL)
+            return 0;
+        *arr = p;
+        *cap = nc;
+    }
+    return 1;
+}
+
+struct gi_gpu_obs *gi_obs_add_gpu(struct gi_obs_set *s)
+{
+    struct gi_gpu_obs *g;
+
+    if (!grow((void **)&s->gpus, &s->gpus_cap, s->ngpus, sizeof *s->gpus))
+        return NULL;
+    g = &s->gpus[s->ngpus++];
+    gi_gpu_obs_init(g);
+    return g;
+}
+
+struct gi_proc_obs *gi_obs_add_proc(struct gi_obs_set *s)
+{
+    struct gi_proc_obs *p;
+
+    if (!grow((void **)&s->procs, &s->procs_cap, s->nprocs, sizeof *s->procs))
+        return NULL;
+    p = &s->procs[s->nprocs++];
+    memset(p, 0, sizeof *p);
+    p->pid = -1;
+    p->used_mib = NAN;
+    return p;
+}
+
+void gi_obs_free(struct gi_obs_set *s)
+{
+    free(s->gpus);
+    free(s->procs);
+    memset(s, 0, sizeof *s);
+}
+
+int gi_pci_normalize(const char *in, char out[GI_BUS_LEN])
+{
+    /* domain:bus:device.function with a domain of 4 or 8 hex digits, or
+     * without a domain. */
+    const char *p = in;
+    const char *parts[4];
+    size_t lens[4];
+    int n = 0;
+    unsigned long dom = 0, bus, dev, fn;
+    char *end;
+
+    while (*p == ' ')
+        p++;
+    parts[n] = p;
+    for (; *p && n < 4; p++) {
+        if (*p == ':' || *p == '.') {
+            lens[n] = (size_t)(p - parts[n]);
+            parts[++n] = p + 1;
+        } else if (!isxdigit((unsigned char)*p)) {
+            break;
+        }
+    }
+    if (n >= 4 || (*p && *p != ' '))
+        return -1;
+    lens[n] = (size_t)(p - parts[n]);
+    n++;
+    if (n != 3 && n != 4)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (lens[i] == 0 || lens[i] > 8)
+            return -1;
+    int b = n == 4 ? 1 : 0;
+    if (n == 4)
+        dom = strtoul(parts[0], &end, 16);
+    bus = strtoul(parts[b], &end, 16);
+    dev = strtoul(parts[b + 1], &end, 16);
+    fn = strtoul(parts[b + 2], &end, 16);
+    if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+        return -1;
+    static const char hx[] = "0123456789abcdef";
+    char *o = out;
+    for (int sh = 12; sh >= 0; sh -= 4)
+        *o++ = hx[(dom >> sh) & 15];
+    *o++ = ':';
+    *o++ = hx[bus >> 4];
+    *o++ = hx[bus & 15];
+    *o++ = ':';
+    *o++ = hx[dev >> 4];
+    *o++ = hx[dev & 15];
+    *o++ = '.';
+    *o++ = hx[fn];
+    *o = '\0';
+    return 0;
+}
+
+int gi_is_placeholder(const char *s)
+{
+    static const char *const words[] = {"N/A", "NA", "None", "<<<NULL>>>", "<<<NOT_SUPPORTED>>>",
+                                        NULL};
+    size_t n;
+
+    while (*s == ' ')
+        s++;
+    n = strlen(s);
+    while (n > 0 && s[n - 1] == ' ')
+        n--;
+    if (n == 0)
+        return 1;
+    if (s[0] == '[' && s[n - 1] == ']')
+        return 1; /* [N/A], [Not Supported], [Insufficient Permissions], … */
+    for (const char *const *w = words; *w; w++)
+        if (strlen(*w) == n && strncasecmp(s, *w, n) == 0)
+            return 1;
+    return 0;
+}

@@ -1,0 +1,88 @@
+/* What a source says about GPUs at one moment, in one shape for every
+ * source (agent, nvidia-smi, amd-smi, dcgm-exporter, Prometheus,
+ * Kubernetes, CSV). Parsers fill these; correlation merges them into one
+ * record per physical GPU. Absent values: NAN for doubles, -1 for
+ * counters and indexes, "" for strings. Never zero for "unknown". */
+#ifndef GI_OBSERVATION_H
+#define GI_OBSERVATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GI_UUID_LEN 96
+#define GI_NAME_LEN 96
+#define GI_SERIAL_LEN 64
+#define GI_BUS_LEN 32
+#define GI_HOST_LEN 256
+#define GI_LABEL_LEN 256
+
+enum gi_vendor { GI_VENDOR_UNKNOWN = 0, GI_VENDOR_NVIDIA, GI_VENDOR_AMD };
+
+/* One GPU, or one MIG instance (parent_uuid set), as observed. */
+struct gi_gpu_obs {
+    char uuid[GI_UUID_LEN];     /* "GPU-…", "MIG-…" or AMD unique id */
+    char parent_uuid[GI_UUID_LEN]; /* MIG instance: its physical GPU */
+    int index;                  /* -1 unknown */
+    enum gi_vendor vendor;
+    char name[GI_NAME_LEN];     /* marketing name, e.g. "NVIDIA H100 80GB HBM3" */
+    char serial[GI_SERIAL_LEN];
+    char pci_bus_id[GI_BUS_LEN]; /* normalized "0000:83:00.0", lower-case hex */
+    char driver[GI_NAME_LEN];
+    char vbios[GI_NAME_LEN];
+    char hostname[GI_HOST_LEN];
+    int mig_mode;               /* -1 unknown, 0 disabled, 1 enabled */
+    char mig_profile[GI_NAME_LEN]; /* MIG instance: "1g.10gb" */
+    int mig_instance;           /* MIG GPU instance id, -1 none */
+    double memory_total_mib;
+    double memory_used_mib;
+    double util_gpu_pct;
+    double util_mem_pct;
+    double temp_c;
+    double power_w;
+    double power_limit_w;
+    double energy_j;            /* cumulative counter */
+    int64_t ecc_corrected;      /* volatile or aggregate total, -1 unknown */
+    int64_t ecc_uncorrected;
+    int64_t xid_last;           /* last XID error code, -1 unknown */
+    /* Workload labels carried by dcgm-exporter and Kubernetes. */
+    char pod[GI_LABEL_LEN];
+    char namespace_[GI_LABEL_LEN];
+    char container[GI_LABEL_LEN];
+    int64_t ts_ms;              /* observation time, ms since epoch; 0 unknown */
+};
+
+/* One process using a GPU. */
+struct gi_proc_obs {
+    char gpu_uuid[GI_UUID_LEN];
+    char pci_bus_id[GI_BUS_LEN];
+    int64_t pid;
+    char name[GI_LABEL_LEN];
+    double used_mib;            /* NAN unknown */
+};
+
+/* A growable array of observations with a hard cap (GI_OBS_MAX items). */
+#define GI_OBS_MAX 65536
+struct gi_obs_set {
+    struct gi_gpu_obs *gpus;
+    size_t ngpus, gpus_cap;
+    struct gi_proc_obs *procs;
+    size_t nprocs, procs_cap;
+};
+
+/* Resets an observation to "everything absent". */
+void gi_gpu_obs_init(struct gi_gpu_obs *g);
+/* Appends a fresh (absent-initialized) GPU / process; NULL past the cap
+ * or out of memory. The pointer is valid until the next append. */
+struct gi_gpu_obs *gi_obs_add_gpu(struct gi_obs_set *s);
+struct gi_proc_obs *gi_obs_add_proc(struct gi_obs_set *s);
+/* Frees the arrays; accepts a zeroed set. */
+void gi_obs_free(struct gi_obs_set *s);
+
+/* Normalizes a PCI bus id ("00000000:83:00.0", "0000:83:00.0", "83:00.0")
+ * to "0000:83:00.0" lower-case; returns 0, or -1 if it is not one. */
+int gi_pci_normalize(const char *in, char out[GI_BUS_LEN]);
+/* True for the placeholders meaning "absent": "", "N/A", "[N/A]",
+ * "[Not Supported]", "[Unknown Error]", "<<<NULL>>>", … */
+int gi_is_placeholder(const char *s);
+
+#endif
