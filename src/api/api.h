@@ -42,6 +42,14 @@ void api_resources_release(struct req *r);
 /* allocations.c */
 void api_allocations_create(struct req *r);
 
+/* ingest.c: the push API */
+void api_ingest(struct req *r);
+
+/* gpus.c */
+void api_gpus_list(struct req *r);
+void api_gpus_get(struct req *r);
+void api_sources_list(struct req *r);
+
 /* import.c */
 void api_resources_import(struct req *r);
 

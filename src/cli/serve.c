@@ -18,7 +18,7 @@
 
 static const char serve_usage[] =
     "usage: gpuinv serve [--listen ADDR:PORT] [--db PATH] [--demo] [--threads N]\n"
-    "                    [--max-body BYTES] [--session-ttl SECONDS]\n"
+    "                    [--max-body BYTES] [--session-ttl SECONDS] [--freshness SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH            SQLite database file (default gpuinv.db), created if missing\n"
@@ -26,6 +26,7 @@ static const char serve_usage[] =
     "  --threads N          HTTP worker threads (default 8)\n"
     "  --max-body BYTES     largest accepted request body (default 8388608)\n"
     "  --session-ttl SECS   dashboard session lifetime (default 43200)\n"
+    "  --freshness SECS     data older than this is flagged stale (default 3600)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -63,9 +64,10 @@ int cli_serve(int argc, char **argv)
         {"listen", required_argument, NULL, 'l'},  {"db", required_argument, NULL, 'd'},
         {"demo", no_argument, NULL, 'D'},          {"threads", required_argument, NULL, 't'},
         {"max-body", required_argument, NULL, 'b'}, {"session-ttl", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"freshness", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    struct server_config cfg = {"127.0.0.1:8080", 8u << 20, 8, 43200};
+    struct server_config cfg = {"127.0.0.1:8080", 8u << 20, 8, 43200, 3600};
     const char *db = "gpuinv.db";
     bool demo = false;
     struct store *st = NULL;
@@ -106,6 +108,13 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             cfg.session_ttl = n;
+            break;
+        case 'f':
+            if (gi_parse_int64(optarg, 60, 30 * 86400, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --freshness must be 60..2592000 seconds\n");
+                return 2;
+            }
+            cfg.freshness = n;
             break;
         case 'h':
             fputs(serve_usage, stdout);

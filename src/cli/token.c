@@ -12,11 +12,15 @@
 #include <string.h>
 
 static const char token_usage[] =
-    "usage: gpuinv token create --db PATH --role admin|editor|viewer|pusher --name NAME\n"
+    "usage: gpuinv token create --db PATH --role admin|editor|viewer --name NAME\n"
+    "       gpuinv token create --db PATH --role pusher --name NAME --source SOURCE\n"
+    "                           [--team TEAM] [--env ENV] [--cluster CLUSTER]\n"
     "       gpuinv token list --db PATH\n"
     "       gpuinv token revoke --db PATH --id ID\n"
     "\n"
-    "A new token is printed once; only its hash is stored.\n";
+    "A new token is printed once; only its hash is stored. A pusher token may only\n"
+    "push observations as SOURCE (created if new); --team/--env/--cluster become the\n"
+    "source's defaults for the GPUs it reports.\n";
 
 static const char user_usage[] =
     "usage: gpuinv user set --db PATH --name NAME --role admin|editor|viewer\n"
@@ -24,7 +28,7 @@ static const char user_usage[] =
     "Reads the password from GPUINV_PASSWORD, else from the first line of stdin.\n";
 
 struct cred_args {
-    const char *db, *name, *role;
+    const char *db, *name, *role, *source, *team, *env, *cluster;
     int64_t id;
 };
 
@@ -34,6 +38,8 @@ static int parse_args(int argc, char **argv, const char *usage, struct cred_args
     static const struct option opts[] = {
         {"db", required_argument, NULL, 'd'},   {"name", required_argument, NULL, 'n'},
         {"role", required_argument, NULL, 'r'}, {"id", required_argument, NULL, 'i'},
+        {"source", required_argument, NULL, 's'}, {"team", required_argument, NULL, 'T'},
+        {"env", required_argument, NULL, 'E'},  {"cluster", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     int opt;
@@ -50,6 +56,18 @@ static int parse_args(int argc, char **argv, const char *usage, struct cred_args
             break;
         case 'r':
             a->role = optarg;
+            break;
+        case 's':
+            a->source = optarg;
+            break;
+        case 'T':
+            a->team = optarg;
+            break;
+        case 'E':
+            a->env = optarg;
+            break;
+        case 'C':
+            a->cluster = optarg;
             break;
         case 'i':
             if (gi_parse_int64(optarg, 1, INT64_MAX, &a->id) != GI_OK) {
@@ -110,11 +128,25 @@ int cli_token(int argc, char **argv)
             fprintf(stderr, "create needs --name (text) and --role admin|editor|viewer|pusher\n");
             return 2;
         }
+        if ((role == GI_ROLE_PUSHER) != (a.source != NULL)) {
+            fprintf(stderr, "--source is required for, and only for, a pusher token\n");
+            return 2;
+        }
+        if (a.source && (strlen(a.source) > 63 || !gi_text_ok(a.source) || !*a.source)) {
+            fprintf(stderr, "--source must be text of 1..63 bytes\n");
+            return 2;
+        }
         if ((code = open_store(a.db, &st)))
             return code;
         auth_token_new(secret);
         auth_hash(secret, hash);
         rc = store_token_create(st, "cli", a.name, role, hash, &id);
+        if (rc == GI_OK && a.source) {
+            int64_t sid;
+            rc = store_source_ensure(st, a.source, "push", a.team, a.env, a.cluster, &sid);
+            if (rc == GI_OK)
+                rc = store_token_set_source(st, id, sid);
+        }
         if (rc == GI_OK)
             printf("%s\n", secret);
         else

@@ -25,6 +25,7 @@ bool gi_role_allows(enum gi_role have, enum gi_role need);
 struct gi_principal {
     enum gi_role role;
     int64_t token_id;  /* tokens.id, or 0 for a dashboard session */
+    int64_t source_id; /* pusher tokens: the one source they may write as */
     char name[128];    /* token or user name; recorded as the audit actor */
 };
 

@@ -63,6 +63,7 @@ struct gi_proc_obs *gi_obs_add_proc(struct gi_obs_set *s)
     p = &s->procs[s->nprocs++];
     memset(p, 0, sizeof *p);
     p->pid = -1;
+    p->uid = -1;
     p->used_mib = NAN;
     return p;
 }
@@ -148,4 +149,20 @@ int gi_is_placeholder(const char *s)
         if (strlen(*w) == n && strncasecmp(s, *w, n) == 0)
             return 1;
     return 0;
+}
+
+void gi_sample_init(struct gi_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    s->util_avg = s->util_max = s->mem_used_mib = s->power_avg_w = NAN;
+    s->energy_j = s->temp_c = NAN;
+    s->ecc_corrected = s->ecc_uncorrected = s->xid = -1;
+}
+
+void gi_batch_free(struct gi_batch *b)
+{
+    gi_obs_free(&b->set);
+    free(b->samples);
+    b->samples = NULL;
+    b->nsamples = 0;
 }

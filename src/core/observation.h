@@ -58,6 +58,35 @@ struct gi_proc_obs {
     int64_t pid;
     char name[GI_LABEL_LEN];
     double used_mib;            /* NAN unknown */
+    int64_t ts_ms;              /* when seen; 0 unknown */
+    char user[64];              /* from /proc/PID status uid, when known */
+    int64_t uid;                /* -1 unknown */
+    char container[GI_LABEL_LEN]; /* container id from /proc/PID/cgroup */
+    char pod_uid[64];           /* Kubernetes pod UID from the cgroup path */
+    char pod[GI_LABEL_LEN];
+    char namespace_[GI_LABEL_LEN];
+};
+
+/* The reporting host of a batch. */
+struct gi_host_obs {
+    char hostname[GI_HOST_LEN];
+    char machine_id[64];
+    char serial[GI_SERIAL_LEN];
+    char cluster[GI_LABEL_LEN];
+    char datacenter[GI_LABEL_LEN]; /* data-center name, when the reporter knows it */
+};
+
+/* One summarized telemetry sample of one GPU (an agent sends 60 s
+ * summaries of 10 s readings). Absent: NAN / -1. */
+struct gi_sample {
+    int64_t ts;                 /* unix seconds, end of the interval */
+    char gpu_uuid[GI_UUID_LEN];
+    double util_avg, util_max;  /* % */
+    double mem_used_mib;        /* max over the interval */
+    double power_avg_w;
+    double energy_j;            /* over the interval */
+    double temp_c;              /* max over the interval */
+    int64_t ecc_corrected, ecc_uncorrected, xid;
 };
 
 /* A growable array of observations with a hard cap (GI_OBS_MAX items). */
@@ -68,6 +97,21 @@ struct gi_obs_set {
     struct gi_proc_obs *procs;
     size_t nprocs, procs_cap;
 };
+
+/* A pushed batch: one host, its GPUs, samples and processes. */
+#define GI_BATCH_MAX_GPUS 1024
+#define GI_BATCH_MAX_SAMPLES 20000
+#define GI_BATCH_MAX_PROCS 20000
+struct gi_batch {
+    char batch_id[128]; /* idempotency key, unique per source */
+    char source[64];    /* source name (only for callers not bound to one) */
+    struct gi_host_obs host;
+    struct gi_obs_set set;
+    struct gi_sample *samples;
+    size_t nsamples;
+};
+void gi_batch_free(struct gi_batch *b);
+void gi_sample_init(struct gi_sample *s);
 
 /* Resets an observation to "everything absent". */
 void gi_gpu_obs_init(struct gi_gpu_obs *g);

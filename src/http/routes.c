@@ -35,5 +35,10 @@ const struct route gi_routes[] = {
 
     {"POST", "/api/v1/allocations", api_allocations_create, GI_ROLE_EDITOR},
 
+    {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER},
+    {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/gpus/{key}", api_gpus_get, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER},
+
     {NULL, NULL, NULL, GI_ROLE_NONE},
 };

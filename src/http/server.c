@@ -23,12 +23,14 @@ struct server {
     struct store *store;
     size_t max_body;
     int64_t session_ttl;
+    int64_t freshness;
     uint16_t port;
 };
 
 uint16_t server_port(const struct server *srv) { return srv->port; }
 size_t server_max_body(const struct server *srv) { return srv->max_body; }
 int64_t server_session_ttl(const struct server *srv) { return srv->session_ttl; }
+int64_t server_freshness(const struct server *srv) { return srv->freshness; }
 
 /* Matches one pattern against a path, capturing {id} and {key}. */
 static bool route_match(const char *pattern, const char *path, struct req *r)
@@ -262,8 +264,9 @@ int server_start(const struct server_config *cfg, struct store *st, struct serve
     srv->store = st;
     srv->max_body = cfg->max_body;
     srv->session_ttl = cfg->session_ttl;
+    srv->freshness = cfg->freshness > 0 ? cfg->freshness : 3600;
     srv->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
         on_complete, srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,

@@ -13,6 +13,7 @@ struct server_config {
     size_t max_body;    /* bytes */
     unsigned threads;
     int64_t session_ttl; /* seconds */
+    int64_t freshness;   /* seconds after which a GPU's data is stale */
 };
 
 /* Starts serving; the store is borrowed and must outlive the server. On
@@ -23,5 +24,6 @@ uint16_t server_port(const struct server *srv);
 void server_stop(struct server *srv);
 size_t server_max_body(const struct server *srv);
 int64_t server_session_ttl(const struct server *srv);
+int64_t server_freshness(const struct server *srv);
 
 #endif

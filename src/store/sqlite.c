@@ -3,11 +3,14 @@
  * written in the subset PostgreSQL also accepts; values are always bound. */
 #include "store/store.h"
 #include "core/log.h"
+#include "core/observation.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/embedded.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +63,32 @@
     "CASE :sort WHEN 'id' THEN d.id WHEN 'created_at' THEN d.created_at WHEN 'rows' THEN "        \
     "d.rows_count END"
 
+
+#define GPU_SELECT                                                                                 \
+    "SELECT g.uuid, g.parent_uuid, g.idx AS \"index\", g.vendor, g.model, g.serial, "             \
+    "g.pci_bus_id, g.memory_total_mib, g.driver, g.vbios, g.mig_mode, g.mig_profile, g.team, "    \
+    "g.env, g.cluster, h.hostname AS host, h.datacenter_id, d.name AS datacenter, s.name AS "      \
+    "source, g.first_seen_at, g.last_seen_at, g.missing_since, g.sample_at, g.util_pct, "         \
+    "g.mem_used_mib, g.power_w, g.temp_c, g.ecc_corrected, g.ecc_uncorrected, g.xid_last, "       \
+    "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= g.last_seen_at THEN "                     \
+    "COALESCE(g.sample_at, g.last_seen_at) ELSE g.last_seen_at END AS newest_at, "                \
+    "CASE WHEN g.last_seen_at < :stale AND COALESCE(g.sample_at, 0) < :stale THEN 1 ELSE 0 END "  \
+    "AS stale FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON d.id " \
+    "= h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id "
+#define GPU_WHERE                                                                                  \
+    "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) " \
+    "AND (:model IS NULL OR g.model = :model) AND (:dc = 0 OR h.datacenter_id = :dc) AND (:sid = " \
+    "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = (g.last_seen_at < :stale "    \
+    "AND COALESCE(g.sample_at, 0) < :stale)) AND (:q IS NULL OR g.uuid LIKE :q ESCAPE '!' OR "     \
+    "g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE '!' OR h.hostname LIKE :q ESCAPE '!') "
+
 #define STATEMENTS(X)                                                                              \
     X(BEGIN, "BEGIN IMMEDIATE")                                                                    \
     X(COMMIT, "COMMIT")                                                                            \
     X(ROLLBACK, "ROLLBACK")                                                                        \
     X(AUDIT_ADD, "INSERT INTO audit (at, actor, action, entity, entity_id, before_json, "         \
                  "after_json) VALUES (:at, :actor, :action, :entity, :eid, :before, :after)")      \
-    X(AUDIT_LIST, "SELECT id, at, actor, action, entity, entity_id, before_json AS before, "       \
+    X(AUDIT_LIST, "SELECT id, at AS occurred_at, actor, action, entity, entity_id, before_json AS before, "       \
                   "after_json AS after FROM audit WHERE (:entity IS NULL OR entity = :entity) "    \
                   "AND (:eid = 0 OR entity_id = :eid) AND (:actor IS NULL OR actor = :actor) "     \
                   "ORDER BY id DESC " PAGE)                                                        \
@@ -74,7 +96,7 @@
                    "(:eid = 0 OR entity_id = :eid) AND (:actor IS NULL OR actor = :actor)")        \
     X(TOKEN_ADD, "INSERT INTO tokens (name, role, hash, created_at) VALUES (:name, :role, :hash, " \
                  ":now)")                                                                          \
-    X(TOKEN_BY_HASH, "SELECT id, name, role, revoked_at, last_used_at FROM tokens WHERE hash = "   \
+    X(TOKEN_BY_HASH, "SELECT id, name, role, revoked_at, last_used_at, source_id FROM tokens WHERE hash = "   \
                      ":hash")                                                                      \
     X(TOKEN_TOUCH, "UPDATE tokens SET last_used_at = :now WHERE id = :id")                         \
     X(TOKEN_LIST, "SELECT id, name, role, created_at, last_used_at, revoked_at FROM tokens "       \
@@ -134,6 +156,79 @@
     X(ALLOC_FIND, "SELECT id FROM resources WHERE datacenter_id = :dc AND kind = :kind AND state " \
                   "= 'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR "          \
                   "gpu_model = :gpu_model) ORDER BY gpu_count, id LIMIT :limit")                   \
+    X(SOURCE_GET, "SELECT id FROM sources WHERE name = :name")                                     \
+    X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
+                  "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
+    X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
+    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = " \
+                 "NULL, gpus_reported = :n WHERE id = :id")                                        \
+    X(SOURCE_LIST, "SELECT s.id, s.name, s.kind, s.team, s.env, s.cluster, s.interval_s, "        \
+                   "s.enabled, s.last_attempt_at, s.last_success_at, s.last_error, "              \
+                   "s.gpus_reported, CASE WHEN s.last_success_at IS NULL OR s.last_success_at < " \
+                   ":stale THEN 1 ELSE 0 END AS stale, s.created_at FROM sources s ORDER BY s.id") \
+    X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
+    X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
+                 "(:sid, :bid, :now, :n)")                                                         \
+    X(HOST_UPSERT, "INSERT INTO hosts (hostname, machine_id, serial, cluster, datacenter_id, "     \
+                   "source_id, first_seen_at, last_seen_at) VALUES (:host, :mid, :serial, "        \
+                   ":cluster, :dc, :sid, :now, :now) ON CONFLICT (hostname) DO UPDATE SET "        \
+                   "machine_id = COALESCE(excluded.machine_id, hosts.machine_id), serial = "       \
+                   "COALESCE(excluded.serial, hosts.serial), cluster = COALESCE(excluded.cluster, " \
+                   "hosts.cluster), datacenter_id = COALESCE(excluded.datacenter_id, "             \
+                   "hosts.datacenter_id), source_id = excluded.source_id, last_seen_at = "         \
+                   "excluded.last_seen_at RETURNING id")                                           \
+    X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
+               "name = :short) ORDER BY id LIMIT 1")                                               \
+    X(GPU_IDENT, "SELECT host_id, serial FROM gpus WHERE uuid = :uuid")                            \
+    X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
+    X(GPU_UPSERT,                                                                                  \
+      "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
+      "memory_total_mib, driver, vbios, mig_mode, mig_profile, team, env, cluster, source_id, "    \
+      "first_seen_at, last_seen_at) VALUES (:uuid, :parent, :host, :idx, :vendor, :model, "        \
+      ":serial, :bus, :mem, :driver, :vbios, :mig, :profile, :team, :env, :cluster, :sid, :now, "  \
+      ":now) ON CONFLICT (uuid) DO UPDATE SET parent_uuid = COALESCE(excluded.parent_uuid, "       \
+      "gpus.parent_uuid), host_id = excluded.host_id, idx = COALESCE(excluded.idx, gpus.idx), "    \
+      "vendor = COALESCE(excluded.vendor, gpus.vendor), model = COALESCE(excluded.model, "         \
+      "gpus.model), serial = COALESCE(excluded.serial, gpus.serial), pci_bus_id = "                \
+      "COALESCE(excluded.pci_bus_id, gpus.pci_bus_id), memory_total_mib = "                        \
+      "COALESCE(excluded.memory_total_mib, gpus.memory_total_mib), driver = "                      \
+      "COALESCE(excluded.driver, gpus.driver), vbios = COALESCE(excluded.vbios, gpus.vbios), "     \
+      "mig_mode = COALESCE(excluded.mig_mode, gpus.mig_mode), mig_profile = "                      \
+      "COALESCE(excluded.mig_profile, gpus.mig_profile), team = COALESCE(gpus.team, "              \
+      "excluded.team), env = COALESCE(gpus.env, excluded.env), cluster = "                         \
+      "COALESCE(excluded.cluster, gpus.cluster), source_id = excluded.source_id, last_seen_at = "  \
+      "excluded.last_seen_at, missing_since = NULL")                                               \
+    X(PROV_SET, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "   \
+                "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET " \
+                "value = excluded.value, source_id = excluded.source_id, set_at = excluded.set_at") \
+    X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
+                 ":now, :kind, :detail, :sid)")                                                    \
+    X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL")        \
+    X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid")                      \
+    X(SAMPLE_ADD, "INSERT INTO gpu_samples (ts, gpu_uuid, util_avg, util_max, mem_used_mib, "      \
+                  "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) " \
+                  "VALUES (:ts, :uuid, :ua, :um, :mem, :pw, :en, :temp, :ecc_c, :ecc_u, :xid, "    \
+                  ":sid) ON CONFLICT DO NOTHING")                                                  \
+    X(GPU_LATEST, "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w " \
+                  "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "       \
+                  "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, " \
+                  "xid_last) WHERE uuid = :uuid AND (sample_at IS NULL OR sample_at <= :ts)")      \
+    X(PROC_ADD, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username, uid, container, "   \
+                "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
+                ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
+                "NOTHING")                                                                         \
+    X(GPU_LIST, GPU_SELECT GPU_WHERE "ORDER BY h.hostname, g.idx, g.uuid " PAGE)                   \
+    X(GPU_COUNT, "SELECT COUNT(*) FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id " GPU_WHERE)   \
+    X(GPU_GET, GPU_SELECT "WHERE g.uuid = :uuid")                                                  \
+    X(GPU_PROV, "SELECT p.field, p.value, s.name AS source, p.set_at FROM gpu_provenance p LEFT "  \
+                "JOIN sources s ON s.id = p.source_id WHERE p.gpu_uuid = :uuid ORDER BY p.field")  \
+    X(GPU_PROCS, "SELECT ts AS seen_at, pid, name, username AS user, uid, container, pod_uid, "    \
+                 "pod, namespace, used_mib FROM gpu_processes WHERE gpu_uuid = :uuid AND ts = "    \
+                 "(SELECT MAX(ts) FROM gpu_processes WHERE gpu_uuid = :uuid) ORDER BY pid")        \
+    X(GPU_EVENTS, "SELECT e.id, e.at AS occurred_at, e.kind, e.detail, s.name AS source FROM gpu_events e LEFT "  \
+                  "JOIN sources s ON s.id = e.source_id WHERE e.gpu_uuid = :uuid ORDER BY e.at "   \
+                  "DESC, e.id DESC LIMIT 100")                                                     \
+    X(GPU_CHILDREN, "SELECT uuid, mig_profile FROM gpus WHERE parent_uuid = :uuid ORDER BY uuid")  \
     X(RES_LIST_DK_ID, RES_LIST(RES_W_DK, O_ID))                                                    \
     X(RES_LIST_DK_ASC, RES_LIST(RES_W_DK, O_ASC))                                                  \
     X(RES_LIST_DK_DESC, RES_LIST(RES_W_DK, O_DESC))                                                \
@@ -401,7 +496,7 @@ static json_t *row_json(sqlite3_stmt *s)
                 continue;
             }
             if (strcmp(name, "metadata") == 0 || strcmp(name, "before") == 0 ||
-                strcmp(name, "after") == 0)
+                strcmp(name, "after") == 0 || strcmp(name, "detail") == 0)
                 v = json_loads(t, JSON_DECODE_ANY, NULL);
             if (v == NULL)
                 v = json_string(t);
@@ -645,6 +740,7 @@ int store_token_auth(struct store *st, const char *hash, struct gi_principal *ou
     if (sqlite3_column_type(s, 3) != SQLITE_NULL)
         rc = GI_NOT_FOUND; /* revoked */
     last = sqlite3_column_int64(s, 4);
+    out->source_id = sqlite3_column_int64(s, 5);
     out->token_id = id;
     sqlite3_reset(s);
     /* Record use at most once a minute so reads stay reads. */
@@ -780,6 +876,7 @@ int store_session_auth(struct store *st, const char *hash, struct gi_principal *
             gi_strlcpy(out->name, (const char *)sqlite3_column_text(s, 0), sizeof out->name);
             rc = gi_role_parse((const char *)sqlite3_column_text(s, 1), &out->role);
             out->token_id = 0;
+            out->source_id = 0;
         } else {
             rc = step == SQLITE_DONE ? GI_NOT_FOUND : map_rc(c->db, step);
         }
@@ -1491,6 +1588,556 @@ cleanup:
         arr = NULL;
     }
     json_decref(arr);
+    conn_put(st, c);
+    return rc;
+}
+
+/* ---- GPU discovery ---- */
+
+/* Binds a double, NAN as NULL. */
+static void bind_dbl(sqlite3_stmt *s, const char *name, double v)
+{
+    int i = sqlite3_bind_parameter_index(s, name);
+    if (i == 0)
+        return;
+    if (isnan(v))
+        sqlite3_bind_null(s, i);
+    else
+        sqlite3_bind_double(s, i, v);
+}
+
+/* Binds an optional counter, negative as NULL. */
+static void bind_opt_int(sqlite3_stmt *s, const char *name, int64_t v)
+{
+    int i = sqlite3_bind_parameter_index(s, name);
+    if (i == 0)
+        return;
+    if (v < 0)
+        sqlite3_bind_null(s, i);
+    else
+        sqlite3_bind_int64(s, i, v);
+}
+
+/* Binds a string, "" as NULL. */
+static void bind_opt_text(sqlite3_stmt *s, const char *name, const char *v)
+{
+    bind_text(s, name, v && *v ? v : NULL);
+}
+
+int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
+                        const char *env, const char *cluster, int64_t *id)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    int rc = GI_INTERNAL;
+
+    if (!(s = prep(c, ST_SOURCE_GET)))
+        goto cleanup;
+    bind_text(s, ":name", name);
+    rc = fetch_int(c, s, id);
+    if (rc != GI_NOT_FOUND)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SOURCE_ADD)))
+        goto cleanup;
+    bind_text(s, ":name", name);
+    bind_text(s, ":kind", kind);
+    bind_opt_text(s, ":team", team);
+    bind_opt_text(s, ":env", env);
+    bind_opt_text(s, ":cluster", cluster);
+    bind_int(s, ":now", gi_now());
+    if ((rc = exec_done(c, s)) == GI_OK)
+        *id = sqlite3_last_insert_rowid(c->db);
+cleanup:
+    conn_put(st, c);
+    return rc;
+}
+
+int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_TOKEN_SOURCE);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        bind_int(s, ":id", token_id);
+        bind_int(s, ":sid", source_id);
+        rc = exec_done(c, s);
+    }
+    conn_put(st, c);
+    return rc;
+}
+
+/* Records a GPU event inside the caller's transaction. */
+static int gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *kind,
+                     json_t *detail)
+{
+    sqlite3_stmt *s = prep(c, ST_EVENT_ADD);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        bind_text(s, ":uuid", uuid);
+        bind_int(s, ":now", gi_now());
+        bind_text(s, ":kind", kind);
+        bind_json(s, ":detail", detail);
+        bind_int(s, ":sid", sid);
+        rc = exec_done(c, s);
+    }
+    json_decref(detail);
+    return rc;
+}
+
+/* Resolves the reporting host to a hosts row, finding its data center by
+ * name or by an inventory server of the same name. */
+static int ingest_host(struct conn *c, int64_t sid, const struct gi_host_obs *h,
+                       const char *cluster, int64_t *host_id)
+{
+    sqlite3_stmt *s;
+    int64_t dc = 0;
+    char shortname[GI_HOST_LEN];
+    int rc, step;
+
+    if (h->datacenter[0]) {
+        if (!(s = prep(c, ST_DC_BY_NAME)))
+            return GI_INTERNAL;
+        bind_text(s, ":name", h->datacenter);
+        rc = fetch_int(c, s, &dc);
+        if (rc != GI_OK && rc != GI_NOT_FOUND)
+            return rc;
+    }
+    if (dc == 0) {
+        gi_strlcpy(shortname, h->hostname, sizeof shortname);
+        shortname[strcspn(shortname, ".")] = '\0';
+        if (!(s = prep(c, ST_HOST_DC)))
+            return GI_INTERNAL;
+        bind_text(s, ":host", h->hostname);
+        bind_text(s, ":short", shortname);
+        rc = fetch_int(c, s, &dc);
+        if (rc != GI_OK && rc != GI_NOT_FOUND)
+            return rc;
+    }
+    if (!(s = prep(c, ST_HOST_UPSERT)))
+        return GI_INTERNAL;
+    bind_text(s, ":host", h->hostname);
+    bind_opt_text(s, ":mid", h->machine_id);
+    bind_opt_text(s, ":serial", h->serial);
+    bind_opt_text(s, ":cluster", h->cluster[0] ? h->cluster : cluster);
+    if (dc)
+        bind_int(s, ":dc", dc);
+    else
+        bind_text(s, ":dc", NULL);
+    bind_int(s, ":sid", sid);
+    bind_int(s, ":now", gi_now());
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW)
+        *host_id = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    return step == SQLITE_ROW ? GI_OK : map_rc(c->db, step);
+}
+
+/* Records which source set one identity field; skips absent values. */
+static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field, const char *v)
+{
+    sqlite3_stmt *s;
+
+    if (v == NULL || *v == '\0')
+        return GI_OK;
+    if (!(s = prep(c, ST_PROV_SET)))
+        return GI_INTERNAL;
+    bind_text(s, ":uuid", uuid);
+    bind_text(s, ":field", field);
+    bind_text(s, ":value", v);
+    bind_int(s, ":sid", sid);
+    bind_int(s, ":now", gi_now());
+    return exec_done(c, s);
+}
+
+/* Upserts one GPU with provenance and identity events. */
+static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *hostname,
+                      const char *defaults[3], const struct gi_gpu_obs *g, int64_t *events)
+{
+    static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    sqlite3_stmt *s;
+    int64_t old_host = 0;
+    char old_serial[GI_SERIAL_LEN] = "", num[32];
+    bool known = false;
+    int rc, step;
+
+    if (!(s = prep(c, ST_GPU_IDENT)))
+        return GI_INTERNAL;
+    bind_text(s, ":uuid", g->uuid);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        known = true;
+        old_host = sqlite3_column_int64(s, 0);
+        if (sqlite3_column_type(s, 1) != SQLITE_NULL)
+            gi_strlcpy(old_serial, (const char *)sqlite3_column_text(s, 1), sizeof old_serial);
+    }
+    sqlite3_reset(s);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return map_rc(c->db, step);
+
+    if (known && old_host != 0 && old_host != host_id) {
+        rc = gpu_event(c, sid, g->uuid, "host_changed",
+                       json_pack("{s:I, s:s}", "from_host_id", (json_int_t)old_host, "to_host",
+                                 hostname));
+        if (rc != GI_OK)
+            return rc;
+        (*events)++;
+    }
+    if (g->serial[0]) {
+        if (!(s = prep(c, ST_GPU_SERIAL_OTHER)))
+            return GI_INTERNAL;
+        bind_text(s, ":serial", g->serial);
+        bind_text(s, ":uuid", g->uuid);
+        step = sqlite3_step(s);
+        if (step == SQLITE_ROW) {
+            char other[GI_UUID_LEN];
+            gi_strlcpy(other, (const char *)sqlite3_column_text(s, 0), sizeof other);
+            sqlite3_reset(s);
+            rc = gpu_event(c, sid, g->uuid, "serial_conflict",
+                           json_pack("{s:s, s:s}", "serial", g->serial, "other_uuid", other));
+            if (rc != GI_OK)
+                return rc;
+            (*events)++;
+        } else {
+            sqlite3_reset(s);
+            if (step != SQLITE_DONE)
+                return map_rc(c->db, step);
+        }
+        if (known && old_serial[0] && strcmp(old_serial, g->serial) != 0) {
+            rc = gpu_event(c, sid, g->uuid, "serial_changed",
+                           json_pack("{s:s, s:s}", "from", old_serial, "to", g->serial));
+            if (rc != GI_OK)
+                return rc;
+            (*events)++;
+        }
+    }
+    if (!known) {
+        rc = gpu_event(c, sid, g->uuid, "discovered", json_pack("{s:s}", "host", hostname));
+        if (rc != GI_OK)
+            return rc;
+        (*events)++;
+    }
+
+    if (!(s = prep(c, ST_GPU_UPSERT)))
+        return GI_INTERNAL;
+    bind_text(s, ":uuid", g->uuid);
+    bind_opt_text(s, ":parent", g->parent_uuid);
+    bind_int(s, ":host", host_id);
+    bind_opt_int(s, ":idx", g->index);
+    bind_text(s, ":vendor", vendors[g->vendor]);
+    bind_opt_text(s, ":model", g->name);
+    bind_opt_text(s, ":serial", g->serial);
+    bind_opt_text(s, ":bus", g->pci_bus_id);
+    bind_dbl(s, ":mem", g->memory_total_mib);
+    bind_opt_text(s, ":driver", g->driver);
+    bind_opt_text(s, ":vbios", g->vbios);
+    bind_opt_int(s, ":mig", g->mig_mode);
+    bind_opt_text(s, ":profile", g->mig_profile);
+    bind_opt_text(s, ":team", defaults[0]);
+    bind_opt_text(s, ":env", defaults[1]);
+    bind_opt_text(s, ":cluster", defaults[2]);
+    bind_int(s, ":sid", sid);
+    bind_int(s, ":now", gi_now());
+    if ((rc = exec_done(c, s)) != GI_OK)
+        return rc;
+
+    snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
+    if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
+        (rc = prov(c, sid, g->uuid, "model", g->name)) != GI_OK ||
+        (rc = prov(c, sid, g->uuid, "serial", g->serial)) != GI_OK ||
+        (rc = prov(c, sid, g->uuid, "pci_bus_id", g->pci_bus_id)) != GI_OK ||
+        (rc = prov(c, sid, g->uuid, "driver", g->driver)) != GI_OK ||
+        (rc = prov(c, sid, g->uuid, "memory_total_mib", isnan(g->memory_total_mib) ? NULL : num)))
+        return rc;
+    return GI_OK;
+}
+
+/* Marks GPUs that this host reported before but not now as missing. */
+static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const struct gi_batch *b,
+                          int64_t *events)
+{
+    sqlite3_stmt *s = prep(c, ST_GPU_ON_HOST);
+    json_t *gone = json_array();
+    size_t i;
+    json_t *v;
+    int rc = GI_OK, step;
+
+    if (!s) {
+        json_decref(gone);
+        return GI_INTERNAL;
+    }
+    bind_int(s, ":host", host_id);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *u = (const char *)sqlite3_column_text(s, 0);
+        bool present = false;
+        for (size_t k = 0; k < b->set.ngpus && !present; k++)
+            present = strcmp(b->set.gpus[k].uuid, u) == 0;
+        if (!present)
+            json_array_append_new(gone, json_string(u));
+    }
+    sqlite3_reset(s);
+    if (step != SQLITE_DONE)
+        rc = map_rc(c->db, step);
+    json_array_foreach(gone, i, v)
+    {
+        if (rc != GI_OK)
+            break;
+        if (!(s = prep(c, ST_GPU_MISSING))) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        bind_text(s, ":uuid", json_string_value(v));
+        bind_int(s, ":now", gi_now());
+        if ((rc = exec_done(c, s)) == GI_OK)
+            rc = gpu_event(c, sid, json_string_value(v), "missing_from_host",
+                           json_pack("{s:s}", "batch_id", b->batch_id));
+        (*events)++;
+    }
+    json_decref(gone);
+    return rc;
+}
+
+/* Inserts samples and moves each GPU's newest values onto its record. */
+static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b, int64_t *stored)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    for (size_t i = 0; i < b->nsamples; i++) {
+        const struct gi_sample *x = &b->samples[i];
+        if (!(s = prep(c, ST_SAMPLE_ADD)))
+            return GI_INTERNAL;
+        bind_int(s, ":ts", x->ts);
+        bind_text(s, ":uuid", x->gpu_uuid);
+        bind_dbl(s, ":ua", x->util_avg);
+        bind_dbl(s, ":um", x->util_max);
+        bind_dbl(s, ":mem", x->mem_used_mib);
+        bind_dbl(s, ":pw", x->power_avg_w);
+        bind_dbl(s, ":en", x->energy_j);
+        bind_dbl(s, ":temp", x->temp_c);
+        bind_opt_int(s, ":ecc_c", x->ecc_corrected);
+        bind_opt_int(s, ":ecc_u", x->ecc_uncorrected);
+        bind_opt_int(s, ":xid", x->xid);
+        bind_int(s, ":sid", sid);
+        if ((rc = exec_done(c, s)) != GI_OK)
+            return rc;
+        *stored += sqlite3_changes(c->db);
+    }
+    /* The newest sample of each GPU in the batch updates its record. */
+    for (size_t k = 0; k < b->set.ngpus; k++) {
+        const struct gi_sample *best = NULL;
+        for (size_t i = 0; i < b->nsamples; i++)
+            if (strcmp(b->samples[i].gpu_uuid, b->set.gpus[k].uuid) == 0 &&
+                (best == NULL || b->samples[i].ts >= best->ts))
+                best = &b->samples[i];
+        if (best == NULL)
+            continue;
+        if (!(s = prep(c, ST_GPU_LATEST)))
+            return GI_INTERNAL;
+        bind_int(s, ":ts", best->ts);
+        bind_text(s, ":uuid", best->gpu_uuid);
+        bind_dbl(s, ":ua", best->util_avg);
+        bind_dbl(s, ":mem", best->mem_used_mib);
+        bind_dbl(s, ":pw", best->power_avg_w);
+        bind_dbl(s, ":temp", best->temp_c);
+        bind_opt_int(s, ":ecc_c", best->ecc_corrected);
+        bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
+        bind_opt_int(s, ":xid", best->xid);
+        if ((rc = exec_done(c, s)) != GI_OK)
+            return rc;
+    }
+    return GI_OK;
+}
+
+static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, int64_t *stored)
+{
+    int64_t newest = 0;
+    sqlite3_stmt *s;
+    int rc;
+
+    for (size_t i = 0; i < b->nsamples; i++)
+        if (b->samples[i].ts > newest)
+            newest = b->samples[i].ts;
+    if (newest == 0)
+        newest = gi_now();
+    for (size_t i = 0; i < b->set.nprocs; i++) {
+        const struct gi_proc_obs *p = &b->set.procs[i];
+        if (!(s = prep(c, ST_PROC_ADD)))
+            return GI_INTERNAL;
+        bind_int(s, ":ts", p->ts_ms > 0 ? p->ts_ms / 1000 : newest);
+        bind_text(s, ":uuid", p->gpu_uuid);
+        bind_int(s, ":pid", p->pid);
+        bind_opt_text(s, ":name", p->name);
+        bind_opt_text(s, ":user", p->user);
+        bind_opt_int(s, ":uid", p->uid);
+        bind_opt_text(s, ":container", p->container);
+        bind_opt_text(s, ":pod_uid", p->pod_uid);
+        bind_opt_text(s, ":pod", p->pod);
+        bind_opt_text(s, ":ns", p->namespace_);
+        bind_dbl(s, ":mem", p->used_mib);
+        bind_int(s, ":sid", sid);
+        if ((rc = exec_done(c, s)) != GI_OK)
+            return rc;
+        *stored += sqlite3_changes(c->db);
+    }
+    return GI_OK;
+}
+
+int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
+                 struct store_ingest_result *res)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
+    const char *defaults[3] = {team, env, cluster};
+    int64_t host_id = 0;
+    int rc = tx_begin(c), step;
+
+    memset(res, 0, sizeof *res);
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_BATCH_ADD)))
+        goto cleanup;
+    bind_int(s, ":sid", source_id);
+    bind_text(s, ":bid", b->batch_id);
+    bind_int(s, ":now", gi_now());
+    bind_int(s, ":n", (int64_t)b->nsamples);
+    rc = exec_done(c, s);
+    if (rc == GI_CONFLICT) {
+        res->duplicate = true;
+        rc = GI_OK;
+        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+        goto cleanup;
+    }
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SOURCE_DEFAULTS)))
+        goto cleanup;
+    bind_int(s, ":id", source_id);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        for (int i = 0; i < 3; i++)
+            if (sqlite3_column_type(s, i) != SQLITE_NULL)
+                gi_strlcpy((char *)defaults[i], (const char *)sqlite3_column_text(s, i),
+                           GI_LABEL_LEN);
+    }
+    sqlite3_reset(s);
+    if ((rc = ingest_host(c, source_id, &b->host, cluster, &host_id)) != GI_OK)
+        goto cleanup;
+    for (size_t i = 0; i < b->set.ngpus; i++) {
+        rc = ingest_gpu(c, source_id, host_id, b->host.hostname, defaults, &b->set.gpus[i],
+                        &res->events);
+        if (rc != GI_OK)
+            goto cleanup;
+    }
+    res->gpus = (int64_t)b->set.ngpus;
+    if (b->set.ngpus > 0 && (rc = ingest_missing(c, source_id, host_id, b, &res->events)))
+        goto cleanup;
+    if ((rc = ingest_samples(c, source_id, b, &res->samples)) != GI_OK)
+        goto cleanup;
+    if ((rc = ingest_procs(c, source_id, b, &res->processes)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SOURCE_OK)))
+        goto cleanup;
+    bind_int(s, ":now", gi_now());
+    bind_int(s, ":n", (int64_t)b->set.ngpus);
+    bind_int(s, ":id", source_id);
+    rc = exec_done(c, s);
+cleanup:
+    if (!res->duplicate)
+        rc = tx_end(c, rc);
+    conn_put(st, c);
+    return rc;
+}
+
+static void bind_gpu_filter(sqlite3_stmt *s, const struct store_gpu_filter *f)
+{
+    bind_text(s, ":host", f->host);
+    bind_text(s, ":cluster", f->cluster);
+    bind_text(s, ":model", f->model);
+    bind_int(s, ":dc", f->datacenter_id);
+    bind_int(s, ":sid", f->source_id);
+    bind_int(s, ":stale_f", f->stale);
+    bind_int(s, ":stale", f->stale_before);
+    bind_like(s, ":q", f->q);
+}
+
+int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
+                   json_t **items, int64_t *total)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    int rc = GI_INTERNAL;
+
+    for (int pass = 0; pass < 2; pass++) {
+        if (!(s = prep(c, pass == 0 ? ST_GPU_COUNT : ST_GPU_LIST)))
+            goto cleanup;
+        bind_gpu_filter(s, f);
+        bind_page(s, pg);
+        rc = pass == 0 ? fetch_int(c, s, total) : collect(c, s, items);
+        if (rc != GI_OK)
+            goto cleanup;
+    }
+cleanup:
+    conn_put(st, c);
+    return rc;
+}
+
+int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out)
+{
+    static const struct {
+        enum stmt_id id;
+        const char *key;
+    } parts[] = {{ST_GPU_PROV, "provenance"},
+                 {ST_GPU_PROCS, "processes"},
+                 {ST_GPU_EVENTS, "events"},
+                 {ST_GPU_CHILDREN, "mig_instances"}};
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    json_t *g = NULL, *arr;
+    int rc = GI_INTERNAL;
+
+    *out = NULL;
+    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+    if (!(s = prep(c, ST_GPU_GET)))
+        goto cleanup;
+    bind_text(s, ":uuid", uuid);
+    bind_int(s, ":stale", stale_before);
+    if ((rc = fetch_one(c, s, &g)) != GI_OK)
+        goto cleanup;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        rc = GI_INTERNAL;
+        if (!(s = prep(c, parts[i].id)))
+            goto cleanup;
+        bind_text(s, ":uuid", uuid);
+        if ((rc = collect(c, s, &arr)) != GI_OK)
+            goto cleanup;
+        json_object_set_new(g, parts[i].key, arr);
+    }
+    *out = g;
+    g = NULL;
+cleanup:
+    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    json_decref(g);
+    conn_put(st, c);
+    return rc;
+}
+
+int store_source_list(struct store *st, int64_t stale_before, json_t **items)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_SOURCE_LIST);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        bind_int(s, ":stale", stale_before);
+        rc = collect(c, s, items);
+    }
     conn_put(st, c);
     return rc;
 }

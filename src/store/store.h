@@ -141,4 +141,35 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
 /* Looks up the kind and data center of a resource (for cross-checks). */
 int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t *datacenter_id);
 
+/* ---- GPU discovery ---- */
+struct gi_batch;
+
+/* Finds or creates the source `name` of `kind` (push sources are created
+ * on first use); *id receives its id. */
+int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
+                        const char *env, const char *cluster, int64_t *id);
+/* Binds a pusher token to a source (set at token creation). */
+int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id);
+
+struct store_ingest_result {
+    bool duplicate; /* the batch id was already applied: nothing written */
+    int64_t gpus, samples, processes, events;
+};
+/* Applies one batch from a source in one transaction: host, GPUs with
+ * provenance and identity events, samples, processes, source status. */
+int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
+                 struct store_ingest_result *res);
+
+struct store_gpu_filter {
+    const char *host, *cluster, *model, *q;
+    int64_t datacenter_id, source_id; /* 0: any */
+    int stale;                        /* -1 any, 0 fresh only, 1 stale only */
+    int64_t stale_before;             /* newest data older than this is stale */
+};
+int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
+                   json_t **items, int64_t *total);
+/* One GPU with provenance, current processes and recent events. */
+int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out);
+int store_source_list(struct store *st, int64_t stale_before, json_t **items);
+
 #endif

@@ -1,0 +1,62 @@
+/* GPUs as discovered: one record per physical GPU (and MIG instance), with
+ * provenance, the newest telemetry, processes, events and freshness. */
+#include "api/api.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "http/server.h"
+#include "store/store.h"
+
+/* Data older than this instant is stale. */
+static int64_t stale_before(struct req *r) { return gi_now() - server_freshness(r->srv); }
+
+void api_gpus_list(struct req *r)
+{
+    static const char *const sortable[] = {NULL};
+    struct store_gpu_filter f = {.stale = -1};
+    struct store_page pg;
+    json_t *items = NULL;
+    int64_t total = 0;
+    bool stale = false;
+    const char *stale_p = req_param(r, "stale");
+    int st;
+
+    if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "host", 253, &f.host) ||
+        !req_param_str_or_reply(r, "cluster", 128, &f.cluster) ||
+        !req_param_str_or_reply(r, "model", 96, &f.model) ||
+        !req_param_str_or_reply(r, "q", 128, &f.q) ||
+        !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
+        !req_param_int_or_reply(r, "source", 1, INT64_MAX, &f.source_id) ||
+        !req_param_bool_or_reply(r, "stale", &stale))
+        return;
+    if (stale_p && *stale_p)
+        f.stale = stale ? 1 : 0;
+    f.stale_before = stale_before(r);
+    if ((st = store_gpu_list(r->store, &f, &pg, &items, &total)) != GI_OK) {
+        reply_status(r, st, "GPUs");
+        return;
+    }
+    reply_list(r, items, total, pg.offset);
+}
+
+void api_gpus_get(struct req *r)
+{
+    json_t *out = NULL;
+    int st = store_gpu_get(r->store, r->key, stale_before(r), &out);
+
+    if (st != GI_OK)
+        reply_status(r, st, "GPU");
+    else
+        reply_json(r, 200, out);
+}
+
+void api_sources_list(struct req *r)
+{
+    json_t *items = NULL;
+    int st = store_source_list(r->store, stale_before(r), &items);
+
+    if (st != GI_OK) {
+        reply_status(r, st, "sources");
+        return;
+    }
+    reply_list(r, items, (int64_t)json_array_size(items), 0);
+}

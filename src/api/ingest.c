@@ -1,0 +1,59 @@
+/* The push API: a host's GPUs, samples and processes in one JSON batch.
+ * A pusher token writes only as the source it was created for; editors and
+ * admins name the source in the batch. Idempotent per (source, batch_id). */
+#include "api/api.h"
+#include "core/observation.h"
+#include "core/status.h"
+#include "parse/ingest.h"
+#include "store/store.h"
+
+void api_ingest(struct req *r)
+{
+    json_t *body = NULL;
+    struct gi_batch b = {0};
+    struct ingest_error err;
+    struct store_ingest_result res;
+    int64_t source_id = r->who.source_id;
+    int st;
+
+    if (r->who.role == GI_ROLE_PUSHER && source_id == 0) {
+        reply_error(r, 403, "forbidden", NULL, "this push token is not bound to a source");
+        return;
+    }
+    if (!req_json_body_or_reply(r, &body))
+        return;
+    if (ingest_parse(body, &b, &err) != 0) {
+        reply_error(r, err.too_large ? 413 : 400, err.too_large ? "too_large" : "validation_failed",
+                    err.field, "%s", err.message);
+        goto cleanup;
+    }
+    if (source_id != 0 && b.source[0]) {
+        reply_error(r, 400, "validation_failed", "source",
+                    "source is fixed by the push token and must not be given");
+        goto cleanup;
+    }
+    if (source_id == 0) {
+        if (b.source[0] == '\0') {
+            reply_error(r, 400, "validation_failed", "source",
+                        "source is required when pushing with a non-pusher token");
+            goto cleanup;
+        }
+        if ((st = store_source_ensure(r->store, b.source, "push", NULL, NULL, NULL,
+                                      &source_id)) != GI_OK) {
+            reply_status(r, st, "source");
+            goto cleanup;
+        }
+    }
+    if ((st = store_ingest(r->store, source_id, &b, &res)) != GI_OK) {
+        reply_status(r, st, "batch");
+        goto cleanup;
+    }
+    reply_json(r, res.duplicate ? 200 : 201,
+               json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "batch_id", b.batch_id, "duplicate",
+                         res.duplicate, "gpus", (json_int_t)res.gpus, "samples",
+                         (json_int_t)res.samples, "processes", (json_int_t)res.processes,
+                         "events", (json_int_t)res.events));
+cleanup:
+    gi_batch_free(&b);
+    json_decref(body);
+}
