@@ -5,7 +5,10 @@
 #include "core/observation.h"
 #include "core/status.h"
 #include "parse/ingest.h"
+#include "core/util.h"
 #include "store/store.h"
+
+#include <stdio.h>
 
 void api_ingest(struct req *r)
 {
@@ -26,6 +29,16 @@ void api_ingest(struct req *r)
         reply_error(r, err.too_large ? 413 : 400, err.too_large ? "too_large" : "validation_failed",
                     err.field, "%s", err.message);
         goto cleanup;
+    }
+    for (size_t i = 0; i < b.nsamples; i++) {
+        /* A clock far ahead would make a GPU look fresh forever. */
+        if (b.samples[i].ts > gi_now() + 300) {
+            char f[48];
+            snprintf(f, sizeof f, "samples[%zu].time", i);
+            reply_error(r, 400, "validation_failed", f,
+                        "%s is more than 5 minutes in the future; check the reporter's clock", f);
+            goto cleanup;
+        }
     }
     if (source_id != 0 && b.source[0]) {
         reply_error(r, 400, "validation_failed", "source",

@@ -110,8 +110,8 @@ int cli_serve(int argc, char **argv)
             cfg.session_ttl = n;
             break;
         case 'f':
-            if (gi_parse_int64(optarg, 60, 30 * 86400, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --freshness must be 60..2592000 seconds\n");
+            if (gi_parse_int64(optarg, 1, 30 * 86400, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --freshness must be 1..2592000 seconds\n");
                 return 2;
             }
             cfg.freshness = n;
