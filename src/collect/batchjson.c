@@ -1,0 +1,90 @@
+/* Batch JSON for the push API; absent values are left out, never zero. */
+#include "collect/batchjson.h"
+
+#include <math.h>
+
+static void put_str(json_t *o, const char *k, const char *v)
+{
+    if (v && *v)
+        json_object_set_new(o, k, json_string(v));
+}
+
+static void put_num(json_t *o, const char *k, double v)
+{
+    if (!isnan(v))
+        json_object_set_new(o, k, json_real(v));
+}
+
+static void put_int(json_t *o, const char *k, int64_t v)
+{
+    if (v >= 0)
+        json_object_set_new(o, k, json_integer(v));
+}
+
+json_t *batchjson_build(const struct gi_batch *b)
+{
+    static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    json_t *root = json_object(), *host = json_object();
+    json_t *gpus = json_array(), *samples = json_array(), *procs = json_array();
+
+    put_str(root, "batch_id", b->batch_id);
+    put_str(root, "source", b->source);
+    put_str(host, "hostname", b->host.hostname);
+    put_str(host, "machine_id", b->host.machine_id);
+    put_str(host, "serial", b->host.serial);
+    put_str(host, "cluster", b->host.cluster);
+    put_str(host, "datacenter", b->host.datacenter);
+    json_object_set_new(root, "host", host);
+    for (size_t i = 0; i < b->set.ngpus; i++) {
+        const struct gi_gpu_obs *g = &b->set.gpus[i];
+        json_t *o = json_object();
+        put_str(o, "uuid", g->uuid);
+        put_int(o, "index", g->index);
+        put_str(o, "vendor", vendors[g->vendor]);
+        put_str(o, "name", g->name);
+        put_str(o, "serial", g->serial);
+        put_str(o, "pci_bus_id", g->pci_bus_id);
+        put_num(o, "memory_total_mib", g->memory_total_mib);
+        put_str(o, "driver", g->driver);
+        put_str(o, "vbios", g->vbios);
+        if (g->mig_mode >= 0)
+            json_object_set_new(o, "mig_mode", json_boolean(g->mig_mode));
+        put_str(o, "parent_uuid", g->parent_uuid);
+        put_str(o, "mig_profile", g->mig_profile);
+        put_int(o, "mig_instance", g->mig_instance);
+        json_array_append_new(gpus, o);
+    }
+    for (size_t i = 0; i < b->nsamples; i++) {
+        const struct gi_sample *x = &b->samples[i];
+        json_t *o = json_pack("{s:I, s:s}", "time", (json_int_t)x->ts, "gpu", x->gpu_uuid);
+        put_num(o, "util_avg", x->util_avg);
+        put_num(o, "util_max", x->util_max);
+        put_num(o, "mem_used_mib", x->mem_used_mib);
+        put_num(o, "power_avg_w", x->power_avg_w);
+        put_num(o, "energy_j", x->energy_j);
+        put_num(o, "temp_c", x->temp_c);
+        put_int(o, "ecc_corrected", x->ecc_corrected);
+        put_int(o, "ecc_uncorrected", x->ecc_uncorrected);
+        put_int(o, "xid", x->xid);
+        json_array_append_new(samples, o);
+    }
+    for (size_t i = 0; i < b->set.nprocs; i++) {
+        const struct gi_proc_obs *p = &b->set.procs[i];
+        json_t *o = json_pack("{s:s, s:I}", "gpu", p->gpu_uuid, "pid", (json_int_t)p->pid);
+        put_str(o, "name", p->name);
+        put_str(o, "user", p->user);
+        put_int(o, "uid", p->uid);
+        put_str(o, "container", p->container);
+        put_str(o, "pod_uid", p->pod_uid);
+        put_str(o, "pod", p->pod);
+        put_str(o, "namespace", p->namespace_);
+        put_num(o, "used_mib", p->used_mib);
+        if (p->ts_ms > 0)
+            json_object_set_new(o, "time", json_integer(p->ts_ms / 1000));
+        json_array_append_new(procs, o);
+    }
+    json_object_set_new(root, "gpus", gpus);
+    json_object_set_new(root, "samples", samples);
+    json_object_set_new(root, "processes", procs);
+    return root;
+}
