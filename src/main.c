@@ -11,6 +11,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  serve    run the HTTP API and dashboard\n"
+    "  agent    discover this host's GPUs and push them to a server\n"
     "  token    create, list and revoke API tokens\n"
     "  user     set a dashboard user's role and password\n"
     "\n"
@@ -21,7 +22,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"serve", cli_serve}, {"token", cli_token}, {"user", cli_user}};
+    } cmds[] = {{"serve", cli_serve}, {"agent", cli_agent}, {"token", cli_token}, {"user", cli_user}};
 
     if (argc < 2) {
         fputs(usage, stderr);

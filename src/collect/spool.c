@@ -214,3 +214,12 @@ int spool_stat(struct spool *sp, size_t *count, uint64_t *bytes)
     uint64_t oldest, newest;
     return scan(sp, &oldest, &newest, count, bytes);
 }
+
+int spool_reject(struct spool *sp, uint64_t seq)
+{
+    char p[600], q[620];
+
+    path_of(sp, seq, p, sizeof p);
+    snprintf(q, sizeof q, "%s/%016" PRIu64 ".rejected", sp->dir, seq);
+    return rename(p, q) == 0 ? 0 : -1;
+}

@@ -26,6 +26,9 @@ int spool_put(struct spool *sp, const char *data, size_t len);
 int spool_peek(struct spool *sp, uint64_t *seq, char **data, size_t *len);
 /* Removes batch seq after the server acknowledged it. */
 int spool_remove(struct spool *sp, uint64_t seq);
+/* Sets batch seq aside as "<seq>.rejected" (the server refused it as
+ * malformed; it is kept for inspection, not retried). */
+int spool_reject(struct spool *sp, uint64_t seq);
 /* Number of batches and bytes waiting. */
 int spool_stat(struct spool *sp, size_t *count, uint64_t *bytes);
 
