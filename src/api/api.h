@@ -48,7 +48,17 @@ void api_ingest(struct req *r);
 /* gpus.c */
 void api_gpus_list(struct req *r);
 void api_gpus_get(struct req *r);
+
+/* sources.c */
 void api_sources_list(struct req *r);
+void api_sources_create(struct req *r);
+void api_sources_get(struct req *r);
+void api_sources_update(struct req *r);
+void api_sources_delete(struct req *r);
+void api_sources_run(struct req *r);
+
+/* metrics.c */
+void api_metrics(struct req *r);
 
 /* import.c */
 void api_resources_import(struct req *r);

@@ -48,15 +48,3 @@ void api_gpus_get(struct req *r)
     else
         reply_json(r, 200, out);
 }
-
-void api_sources_list(struct req *r)
-{
-    json_t *items = NULL;
-    int st = store_source_list(r->store, stale_before(r), &items);
-
-    if (st != GI_OK) {
-        reply_status(r, st, "sources");
-        return;
-    }
-    reply_list(r, items, (int64_t)json_array_size(items), 0);
-}

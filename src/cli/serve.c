@@ -2,6 +2,8 @@
  * optionally fills the demo fleet, serves until SIGTERM/SIGINT, then
  * finishes requests in flight and closes the database. */
 #include "cli/cli.h"
+#include "collect/push.h"
+#include "collect/scheduler.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -72,6 +74,7 @@ int cli_serve(int argc, char **argv)
     bool demo = false;
     struct store *st = NULL;
     struct server *srv = NULL;
+    struct scheduler *sched = NULL;
     sigset_t sigs;
     int64_t n;
     int opt, sig, rc, code = 1;
@@ -152,6 +155,11 @@ int cli_serve(int argc, char **argv)
     }
     if ((rc = server_start(&cfg, st, &srv)) != GI_OK)
         goto cleanup;
+    push_global_init();
+    if ((sched = scheduler_start(st, 5)) == NULL) {
+        gi_error("cannot start the scheduler");
+        goto cleanup;
+    }
     {
         char host[64];
         const char *colon = strrchr(cfg.listen, ':');
@@ -169,8 +177,11 @@ int cli_serve(int argc, char **argv)
     gi_info("signal %d: finishing requests in flight", sig);
     code = 0;
 cleanup:
+    scheduler_stop(sched);
     server_stop(srv);
     store_close(st);
+    if (srv)
+        push_global_cleanup();
     if (code == 0)
         gi_info("stopped cleanly");
     return code;

@@ -4,6 +4,7 @@
 
 const struct route gi_routes[] = {
     {"GET", "/healthz", api_healthz, GI_ROLE_NONE},
+    {"GET", "/metrics", api_metrics, GI_ROLE_VIEWER},
 
     {"POST", "/api/v1/session", api_session_create, GI_ROLE_NONE},
     {"GET", "/api/v1/session", api_session_get, GI_ROLE_VIEWER},
@@ -39,6 +40,11 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER},
     {"GET", "/api/v1/gpus/{key}", api_gpus_get, GI_ROLE_VIEWER},
     {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER},
+    {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN},
+    {"GET", "/api/v1/sources/{id}", api_sources_get, GI_ROLE_VIEWER},
+    {"PATCH", "/api/v1/sources/{id}", api_sources_update, GI_ROLE_ADMIN},
+    {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN},
+    {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR},
 
     {NULL, NULL, NULL, GI_ROLE_NONE},
 };

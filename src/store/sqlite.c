@@ -82,6 +82,12 @@
     "AND COALESCE(g.sample_at, 0) < :stale)) AND (:q IS NULL OR g.uuid LIKE :q ESCAPE '!' OR "     \
     "g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE '!' OR h.hostname LIKE :q ESCAPE '!') "
 
+#define SRC_SELECT                                                                                 \
+    "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "  \
+    "s.last_attempt_at, s.last_success_at, s.last_error, s.gpus_reported, CASE WHEN "             \
+    "s.last_success_at IS NULL OR s.last_success_at < :stale THEN 1 ELSE 0 END AS stale, "         \
+    "s.created_at, s.updated_at FROM sources s "
+
 #define STATEMENTS(X)                                                                              \
     X(BEGIN, "BEGIN IMMEDIATE")                                                                    \
     X(COMMIT, "COMMIT")                                                                            \
@@ -162,10 +168,7 @@
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
     X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = " \
                  "NULL, gpus_reported = :n WHERE id = :id")                                        \
-    X(SOURCE_LIST, "SELECT s.id, s.name, s.kind, s.team, s.env, s.cluster, s.interval_s, "        \
-                   "s.enabled, s.last_attempt_at, s.last_success_at, s.last_error, "              \
-                   "s.gpus_reported, CASE WHEN s.last_success_at IS NULL OR s.last_success_at < " \
-                   ":stale THEN 1 ELSE 0 END AS stale, s.created_at FROM sources s ORDER BY s.id") \
+    X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
                  "(:sid, :bid, :now, :n)")                                                         \
@@ -229,6 +232,27 @@
                   "JOIN sources s ON s.id = e.source_id WHERE e.gpu_uuid = :uuid ORDER BY e.at "   \
                   "DESC, e.id DESC LIMIT 100")                                                     \
     X(GPU_CHILDREN, "SELECT uuid, mig_profile FROM gpus WHERE parent_uuid = :uuid ORDER BY uuid")  \
+    X(SRC_ADD, "INSERT INTO sources (name, kind, config, team, env, cluster, interval_s, "         \
+               "enabled, created_at, updated_at) VALUES (:name, :kind, :config, :team, :env, "     \
+               ":cluster, :interval, :enabled, :now, :now)")                                       \
+    X(SRC_GET, SRC_SELECT "WHERE s.id = :id")                                                      \
+    X(SRC_UPDATE, "UPDATE sources SET name = COALESCE(:name, name), config = COALESCE(:config, "   \
+                  "config), team = COALESCE(:team, team), env = COALESCE(:env, env), cluster = "   \
+                  "COALESCE(:cluster, cluster), interval_s = CASE WHEN :interval < 0 THEN "        \
+                  "interval_s ELSE :interval END, enabled = CASE WHEN :enabled < 0 THEN enabled "  \
+                  "ELSE :enabled END, updated_at = :now WHERE id = :id")                           \
+    X(SRC_DELETE, "DELETE FROM sources WHERE id = :id")                                            \
+    X(SRC_DUE, "SELECT id, name, kind, config, team, env, cluster FROM sources WHERE enabled = 1 " \
+               "AND kind <> 'push' AND (last_attempt_at IS NULL OR last_attempt_at + interval_s "  \
+               "<= :now) ORDER BY COALESCE(last_attempt_at, 0), id")                               \
+    X(SRC_RECORD, "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "  \
+                  "IS NULL THEN :now ELSE last_success_at END, last_error = :err, gpus_reported = " \
+                  "CASE WHEN :err IS NULL THEN :n ELSE gpus_reported END WHERE id = :id")          \
+    X(METRICS_GPUS, "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN last_seen_at < :stale AND "  \
+                    "COALESCE(sample_at, 0) < :stale THEN 1 ELSE 0 END), 0) AS stale, "            \
+                    "COALESCE(SUM(CASE WHEN missing_since IS NOT NULL THEN 1 ELSE 0 END), 0) AS "  \
+                    "missing, COALESCE(SUM(CASE WHEN parent_uuid IS NOT NULL THEN 1 ELSE 0 END), " \
+                    "0) AS mig FROM gpus")                                                         \
     X(RES_LIST_DK_ID, RES_LIST(RES_W_DK, O_ID))                                                    \
     X(RES_LIST_DK_ASC, RES_LIST(RES_W_DK, O_ASC))                                                  \
     X(RES_LIST_DK_DESC, RES_LIST(RES_W_DK, O_DESC))                                                \
@@ -496,7 +520,8 @@ static json_t *row_json(sqlite3_stmt *s)
                 continue;
             }
             if (strcmp(name, "metadata") == 0 || strcmp(name, "before") == 0 ||
-                strcmp(name, "after") == 0 || strcmp(name, "detail") == 0)
+                strcmp(name, "after") == 0 || strcmp(name, "detail") == 0 ||
+                strcmp(name, "config") == 0)
                 v = json_loads(t, JSON_DECODE_ANY, NULL);
             if (v == NULL)
                 v = json_string(t);
@@ -2138,6 +2163,209 @@ int store_source_list(struct store *st, int64_t stale_before, json_t **items)
         bind_int(s, ":stale", stale_before);
         rc = collect(c, s, items);
     }
+    conn_put(st, c);
+    return rc;
+}
+
+static int src_get(struct conn *c, int64_t id, int64_t stale_before, json_t **out)
+{
+    sqlite3_stmt *s = prep(c, ST_SRC_GET);
+    if (!s)
+        return GI_INTERNAL;
+    bind_int(s, ":id", id);
+    bind_int(s, ":stale", stale_before);
+    return fetch_one(c, s, out);
+}
+
+/* Audit rows for sources never carry their config (it may hold secrets). */
+static json_t *src_audit_view(const json_t *src)
+{
+    json_t *v = src ? json_deep_copy(src) : NULL;
+    if (v)
+        json_object_del(v, "config");
+    return v;
+}
+
+int store_source_create(struct store *st, const char *actor, const struct store_source *in,
+                        json_t **out)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    json_t *view = NULL;
+    int64_t id;
+    int rc = tx_begin(c);
+
+    *out = NULL;
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SRC_ADD)))
+        goto cleanup;
+    bind_text(s, ":name", in->name);
+    bind_text(s, ":kind", in->kind);
+    bind_json(s, ":config", in->config);
+    bind_opt_text(s, ":team", in->team);
+    bind_opt_text(s, ":env", in->env);
+    bind_opt_text(s, ":cluster", in->cluster);
+    bind_int(s, ":interval", in->interval_s < 0 ? 300 : in->interval_s);
+    bind_int(s, ":enabled", in->enabled < 0 ? 1 : in->enabled);
+    bind_int(s, ":now", gi_now());
+    if ((rc = exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    id = sqlite3_last_insert_rowid(c->db);
+    if ((rc = src_get(c, id, 0, out)) != GI_OK)
+        goto cleanup;
+    view = src_audit_view(*out);
+    rc = audit(c, actor, "create", "source", id, NULL, view);
+cleanup:
+    rc = tx_end(c, rc);
+    if (rc != GI_OK && *out) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    json_decref(view);
+    conn_put(st, c);
+    return rc;
+}
+
+int store_source_get(struct store *st, int64_t id, int64_t stale_before, json_t **out)
+{
+    struct conn *c = conn_get(st);
+    int rc = src_get(c, id, stale_before, out);
+    conn_put(st, c);
+    return rc;
+}
+
+int store_source_update(struct store *st, const char *actor, int64_t id,
+                        const struct store_source *in, json_t **out)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    json_t *before = NULL, *bv = NULL, *av = NULL;
+    int rc = tx_begin(c);
+
+    *out = NULL;
+    if (rc != GI_OK)
+        goto cleanup;
+    if ((rc = src_get(c, id, 0, &before)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SRC_UPDATE)))
+        goto cleanup;
+    bind_int(s, ":id", id);
+    bind_text(s, ":name", in->name);
+    bind_json(s, ":config", in->config);
+    bind_text(s, ":team", in->team);
+    bind_text(s, ":env", in->env);
+    bind_text(s, ":cluster", in->cluster);
+    bind_int(s, ":interval", in->interval_s);
+    bind_int(s, ":enabled", in->enabled);
+    bind_int(s, ":now", gi_now());
+    if ((rc = exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    if ((rc = src_get(c, id, 0, out)) != GI_OK)
+        goto cleanup;
+    bv = src_audit_view(before);
+    av = src_audit_view(*out);
+    rc = audit(c, actor, "update", "source", id, bv, av);
+cleanup:
+    rc = tx_end(c, rc);
+    if (rc != GI_OK && *out) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    json_decref(before);
+    json_decref(bv);
+    json_decref(av);
+    conn_put(st, c);
+    return rc;
+}
+
+int store_source_delete(struct store *st, const char *actor, int64_t id)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    json_t *before = NULL, *bv = NULL;
+    int rc = tx_begin(c);
+
+    if (rc != GI_OK)
+        goto cleanup;
+    if ((rc = src_get(c, id, 0, &before)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SRC_DELETE)))
+        goto cleanup;
+    bind_int(s, ":id", id);
+    if ((rc = exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    bv = src_audit_view(before);
+    rc = audit(c, actor, "delete", "source", id, bv, NULL);
+cleanup:
+    rc = tx_end(c, rc);
+    json_decref(before);
+    json_decref(bv);
+    conn_put(st, c);
+    return rc;
+}
+
+int store_source_due(struct store *st, int64_t now, json_t **items)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_SRC_DUE);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        bind_int(s, ":now", now);
+        rc = collect(c, s, items);
+    }
+    conn_put(st, c);
+    return rc;
+}
+
+int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_SRC_RECORD);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        bind_int(s, ":id", id);
+        bind_text(s, ":err", error);
+        bind_int(s, ":n", gpus);
+        bind_int(s, ":now", gi_now());
+        rc = exec_done(c, s);
+    }
+    conn_put(st, c);
+    return rc;
+}
+
+int store_metrics(struct store *st, int64_t stale_before, json_t **out)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    json_t *gpus = NULL, *sources = NULL;
+    int rc = GI_INTERNAL;
+
+    *out = NULL;
+    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+    if (!(s = prep(c, ST_METRICS_GPUS)))
+        goto cleanup;
+    bind_int(s, ":stale", stale_before);
+    if ((rc = fetch_one(c, s, &gpus)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SOURCE_LIST)))
+        goto cleanup;
+    bind_int(s, ":stale", stale_before);
+    if ((rc = collect(c, s, &sources)) != GI_OK)
+        goto cleanup;
+    *out = json_pack("{s:o, s:o}", "gpus", gpus, "sources", sources);
+    gpus = sources = NULL;
+    rc = *out ? GI_OK : GI_INTERNAL;
+cleanup:
+    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    json_decref(gpus);
+    json_decref(sources);
     conn_put(st, c);
     return rc;
 }

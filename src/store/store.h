@@ -172,4 +172,28 @@ int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const str
 int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out);
 int store_source_list(struct store *st, int64_t stale_before, json_t **items);
 
+/* A pull source's settings; NULL/negative members are unchanged on update. */
+struct store_source {
+    const char *name, *kind;
+    const json_t *config;
+    const char *team, *env, *cluster;
+    int64_t interval_s; /* < 0: unchanged */
+    int enabled;        /* < 0: unchanged */
+};
+/* Objects returned include `config` (with secrets: the API redacts). */
+int store_source_create(struct store *st, const char *actor, const struct store_source *in,
+                        json_t **out);
+int store_source_get(struct store *st, int64_t id, int64_t stale_before, json_t **out);
+int store_source_update(struct store *st, const char *actor, int64_t id,
+                        const struct store_source *in, json_t **out);
+int store_source_delete(struct store *st, const char *actor, int64_t id);
+/* Enabled pull sources whose next run is due at `now` (id, name, kind,
+ * config, team, env, cluster). */
+int store_source_due(struct store *st, int64_t now, json_t **items);
+/* Records the outcome of one pull: error NULL on success. */
+int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus);
+/* Figures for /metrics: GPU totals, stale and missing counts, per-source
+ * status. */
+int store_metrics(struct store *st, int64_t stale_before, json_t **out);
+
 #endif

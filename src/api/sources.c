@@ -1,0 +1,226 @@
+/* Data sources: push sources (created with their pusher tokens) and pull
+ * sources the server polls on their own schedule (Prometheus, a
+ * dcgm-exporter, a Kubernetes API server). Secrets in a source's config
+ * are write-only: replies show that they are set, never their value. */
+#include "api/api.h"
+#include "collect/pull.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "http/server.h"
+#include "store/store.h"
+
+#include <string.h>
+
+static int64_t stale_before(struct req *r) { return gi_now() - server_freshness(r->srv); }
+
+/* Replaces secret config values with "(set)". */
+static void redact(json_t *src)
+{
+    json_t *cfg = json_object_get(src, "config");
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(cfg, key, v)
+    {
+        if (pull_config_secret(key) && !json_is_null(v))
+            json_object_set_new(cfg, key, json_string("(set)"));
+    }
+}
+
+void api_sources_list(struct req *r)
+{
+    json_t *items = NULL, *it;
+    size_t i;
+    int st = store_source_list(r->store, stale_before(r), &items);
+
+    if (st != GI_OK) {
+        reply_status(r, st, "sources");
+        return;
+    }
+    json_array_foreach(items, i, it) redact(it);
+    reply_list(r, items, (int64_t)json_array_size(items), 0);
+}
+
+void api_sources_get(struct req *r)
+{
+    json_t *out = NULL;
+    int st = store_source_get(r->store, r->id, stale_before(r), &out);
+
+    if (st != GI_OK) {
+        reply_status(r, st, "source");
+        return;
+    }
+    redact(out);
+    reply_json(r, 200, out);
+}
+
+/* Reads a source body; on create kind and name are required. Config is
+ * validated for the kind (the stored kind on update). */
+static bool source_body_or_reply(struct req *r, const json_t *body, const char *kind,
+                                 struct store_source *in)
+{
+    static const char *const allowed[] = {"name", "kind",    "config",   "team", "env",
+                                          "cluster", "interval_s", "enabled", NULL};
+    const json_t *cfg = json_object_get(body, "config"), *en = json_object_get(body, "enabled");
+    char field[64], msg[256];
+
+    in->interval_s = -1;
+    in->enabled = -1;
+    if (!json_known_or_reply(r, body, allowed) ||
+        !json_str_or_reply(r, body, "name", kind == NULL, 63, &in->name) ||
+        !json_str_or_reply(r, body, "team", false, 128, &in->team) ||
+        !json_str_or_reply(r, body, "env", false, 64, &in->env) ||
+        !json_str_or_reply(r, body, "cluster", false, 128, &in->cluster) ||
+        !json_int_or_reply(r, body, "interval_s", false, 10, 86400, &in->interval_s))
+        return false;
+    if (kind == NULL) {
+        if (!json_str_or_reply(r, body, "kind", true, 32, &in->kind))
+            return false;
+        if (!pull_kind_known(in->kind)) {
+            reply_error(r, 400, "validation_failed", "kind",
+                        "kind must be one of prometheus, dcgm-exporter, kubernetes");
+            return false;
+        }
+        kind = in->kind;
+    } else if (json_object_get(body, "kind") &&
+               !json_equal(json_object_get(body, "kind"), json_string(kind))) {
+        reply_error(r, 400, "validation_failed", "kind", "the kind of a source cannot change");
+        return false;
+    }
+    if (en && !json_is_null(en)) {
+        if (!json_is_boolean(en)) {
+            reply_error(r, 400, "validation_failed", "enabled", "enabled must be true or false");
+            return false;
+        }
+        in->enabled = json_is_true(en);
+    }
+    if (cfg || in->kind) {
+        if (pull_config_check(kind, cfg, field, sizeof field, msg, sizeof msg) != 0) {
+            reply_error(r, 400, "validation_failed", field, "%s", msg);
+            return false;
+        }
+        in->config = cfg;
+    }
+    return true;
+}
+
+void api_sources_create(struct req *r)
+{
+    json_t *body = NULL, *out = NULL;
+    struct store_source in = {0};
+    int st;
+
+    if (!req_json_body_or_reply(r, &body))
+        return;
+    if (!source_body_or_reply(r, body, NULL, &in))
+        goto cleanup;
+    st = store_source_create(r->store, r->who.name, &in, &out);
+    if (st == GI_CONFLICT) {
+        reply_error(r, 409, "conflict", "name", "a source named '%s' already exists", in.name);
+    } else if (st != GI_OK) {
+        reply_status(r, st, "source");
+    } else {
+        redact(out);
+        reply_json(r, 201, out);
+    }
+cleanup:
+    json_decref(body);
+}
+
+void api_sources_update(struct req *r)
+{
+    json_t *body = NULL, *cur = NULL, *out = NULL, *merged = NULL;
+    struct store_source in = {0};
+    const char *kind;
+    int st;
+
+    if (!req_json_body_or_reply(r, &body))
+        return;
+    if ((st = store_source_get(r->store, r->id, 0, &cur)) != GI_OK) {
+        reply_status(r, st, "source");
+        goto cleanup;
+    }
+    kind = json_string_value(json_object_get(cur, "kind"));
+    if (strcmp(kind, "push") == 0 && json_object_get(body, "config")) {
+        reply_error(r, 400, "validation_failed", "config", "a push source has no config");
+        goto cleanup;
+    }
+    /* A config patch keeps secrets not mentioned, so clients need not
+     * resend what they cannot read. */
+    if (json_is_object(json_object_get(body, "config"))) {
+        merged = json_deep_copy(json_object_get(cur, "config"));
+        if (!json_is_object(merged)) {
+            json_decref(merged);
+            merged = json_object();
+        }
+        {
+            const char *key;
+            json_t *v;
+            json_object_foreach(json_object_get(body, "config"), key, v)
+            {
+                /* "(set)" is what replies show for a secret: keep it. */
+                if (pull_config_secret(key) && json_is_string(v) &&
+                    strcmp(json_string_value(v), "(set)") == 0)
+                    continue;
+                json_object_set(merged, key, v);
+            }
+        }
+        json_object_set(body, "config", merged);
+    }
+    if (!source_body_or_reply(r, body, kind, &in))
+        goto cleanup;
+    if (strcmp(kind, "push") == 0)
+        in.config = NULL;
+    st = store_source_update(r->store, r->who.name, r->id, &in, &out);
+    if (st == GI_CONFLICT) {
+        reply_error(r, 409, "conflict", "name", "a source with that name already exists");
+    } else if (st != GI_OK) {
+        reply_status(r, st, "source");
+    } else {
+        redact(out);
+        reply_json(r, 200, out);
+    }
+cleanup:
+    json_decref(merged);
+    json_decref(cur);
+    json_decref(body);
+}
+
+void api_sources_delete(struct req *r)
+{
+    int st = store_source_delete(r->store, r->who.name, r->id);
+
+    if (st != GI_OK)
+        reply_status(r, st, "source");
+    else
+        reply_no_content(r);
+}
+
+void api_sources_run(struct req *r)
+{
+    json_t *src = NULL, *out = NULL;
+    struct pull_result res;
+    int st = store_source_get(r->store, r->id, 0, &src);
+
+    if (st != GI_OK) {
+        reply_status(r, st, "source");
+        return;
+    }
+    if (strcmp(json_string_value(json_object_get(src, "kind")), "push") == 0) {
+        reply_error(r, 409, "conflict", "kind", "a push source is not pulled; its reporters push");
+        json_decref(src);
+        return;
+    }
+    pull_run_source(r->store, src, &res);
+    json_decref(src);
+    if ((st = store_source_get(r->store, r->id, stale_before(r), &out)) != GI_OK) {
+        reply_status(r, st, "source");
+        return;
+    }
+    redact(out);
+    json_object_set_new(out, "run",
+                        json_pack("{s:b, s:s?, s:I, s:I}", "ok", res.ok, "error",
+                                  res.ok ? NULL : res.error, "gpus", (json_int_t)res.gpus,
+                                  "hosts", (json_int_t)res.hosts));
+    reply_json(r, 200, out);
+}
