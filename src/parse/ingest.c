@@ -33,6 +33,11 @@ static int get_str(const json_t *o, const char *key, char *dst, size_t cap, cons
 
     if (v == NULL || json_is_null(v))
         return 0;
+    if (json_is_string(v) && json_string_length(v) < cap && gi_text_ok(json_string_value(v))) {
+        memcpy(dst, json_string_value(v), json_string_length(v) + 1);
+        return 0;
+    }
+    /* Only a failure pays for formatting the field's path. */
     snprintf(f, sizeof f, "%s%s", path, key);
     if (!json_is_string(v))
         return fail(e, 0, f, "%s must be a string", f);
@@ -53,6 +58,10 @@ static int get_num(const json_t *o, const char *key, double lo, double hi, doubl
 
     if (v == NULL || json_is_null(v))
         return 0;
+    if (json_is_number(v) && json_number_value(v) >= lo && json_number_value(v) <= hi) {
+        *out = json_number_value(v);
+        return 0;
+    }
     snprintf(f, sizeof f, "%s%s", path, key);
     if (!json_is_number(v) || !isfinite(json_number_value(v)))
         return fail(e, 0, f, "%s must be a number", f);
@@ -70,6 +79,10 @@ static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int
 
     if (v == NULL || json_is_null(v))
         return 0;
+    if (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) {
+        *out = json_integer_value(v);
+        return 0;
+    }
     snprintf(f, sizeof f, "%s%s", path, key);
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
         return fail(e, 0, f, "%s must be a whole number from %lld to %lld", f, (long long)lo,
@@ -85,7 +98,6 @@ static int get_time(const json_t *o, const char *key, int64_t *out, const char *
     const json_t *v = json_object_get(o, key);
     char f[96];
 
-    snprintf(f, sizeof f, "%s%s", path, key);
     if (json_is_integer(v) && json_integer_value(v) > 0 &&
         json_integer_value(v) < INT64_C(253402300799)) {
         *out = json_integer_value(v);
@@ -97,6 +109,7 @@ static int get_time(const json_t *o, const char *key, int64_t *out, const char *
     }
     if (json_is_string(v) && gi_time_parse(json_string_value(v), out) == GI_OK)
         return 0;
+    snprintf(f, sizeof f, "%s%s", path, key);
     return fail(e, 0, f, "%s must be an RFC 3339 time or unix seconds", f);
 }
 
@@ -209,9 +222,10 @@ static int parse_sample(const json_t *o, const char *p, struct gi_sample *s,
         get_int(o, "ecc_uncorrected", 0, INT64_MAX, &s->ecc_uncorrected, p, e) ||
         get_int(o, "xid", 0, 1000000, &s->xid, p, e))
         return -1;
-    snprintf(f, sizeof f, "%sgpu", p);
-    if (s->gpu_uuid[0] == '\0')
+    if (s->gpu_uuid[0] == '\0') {
+        snprintf(f, sizeof f, "%sgpu", p);
         return fail(e, 0, f, "%s is required", f);
+    }
     return 0;
 }
 
@@ -344,9 +358,13 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
     {
         struct gi_sample *s = &out->samples[out->nsamples++];
         gi_sample_init(s);
-        snprintf(p, sizeof p, "samples[%zu].", i);
-        if (parse_sample(v, p, s, e))
+        if (parse_sample(v, "samples[].", s, e)) {
+            /* Re-run with the element's real path for the error message. */
+            snprintf(p, sizeof p, "samples[%zu].", i);
+            gi_sample_init(s);
+            parse_sample(v, p, s, e);
             return -1;
+        }
     }
     json_array_foreach(procs, i, v)
     {

@@ -200,7 +200,7 @@
       "COALESCE(excluded.mig_profile, gpus.mig_profile), team = COALESCE(gpus.team, "              \
       "excluded.team), env = COALESCE(gpus.env, excluded.env), cluster = "                         \
       "COALESCE(excluded.cluster, gpus.cluster), source_id = excluded.source_id, last_seen_at = "  \
-      "excluded.last_seen_at, missing_since = NULL")                                               \
+      "excluded.last_seen_at, missing_since = NULL RETURNING id")                                  \
     X(PROV_SET, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "   \
                 "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET " \
                 "value = excluded.value, source_id = excluded.source_id, set_at = excluded.set_at") \
@@ -208,14 +208,14 @@
                  ":now, :kind, :detail, :sid)")                                                    \
     X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL")        \
     X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid")                      \
-    X(SAMPLE_ADD, "INSERT INTO gpu_samples (ts, gpu_uuid, util_avg, util_max, mem_used_mib, "      \
+    X(SAMPLE_ADD, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "      \
                   "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) " \
-                  "VALUES (:ts, :uuid, :ua, :um, :mem, :pw, :en, :temp, :ecc_c, :ecc_u, :xid, "    \
+                  "VALUES (:ts, :gid, :ua, :um, :mem, :pw, :en, :temp, :ecc_c, :ecc_u, :xid, "     \
                   ":sid) ON CONFLICT DO NOTHING")                                                  \
     X(GPU_LATEST, "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w " \
                   "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "       \
                   "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, " \
-                  "xid_last) WHERE uuid = :uuid AND (sample_at IS NULL OR sample_at <= :ts)")      \
+                  "xid_last) WHERE id = :gid AND (sample_at IS NULL OR sample_at <= :ts)")         \
     X(PROC_ADD, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username, uid, container, "   \
                 "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
                 ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
@@ -1779,7 +1779,8 @@ static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field
 
 /* Upserts one GPU with provenance and identity events. */
 static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *hostname,
-                      const char *defaults[3], const struct gi_gpu_obs *g, int64_t *events)
+                      const char *defaults[3], const struct gi_gpu_obs *g, int64_t *events,
+                      int64_t *gpu_id)
 {
     static const char *const vendors[] = {NULL, "nvidia", "amd"};
     sqlite3_stmt *s;
@@ -1865,8 +1866,12 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     bind_opt_text(s, ":cluster", defaults[2]);
     bind_int(s, ":sid", sid);
     bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
-        return rc;
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW)
+        *gpu_id = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (step != SQLITE_ROW)
+        return map_rc(c->db, step);
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
     if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
@@ -1924,18 +1929,38 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
     return rc;
 }
 
-/* Inserts samples and moves each GPU's newest values onto its record. */
-static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b, int64_t *stored)
+/* A batch GPU's uuid with its row id, sorted for lookup by uuid. */
+struct gpu_ref {
+    const char *uuid;
+    int64_t id;
+    const struct gi_sample *newest;
+};
+
+static int ref_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct gpu_ref *)a)->uuid, ((const struct gpu_ref *)b)->uuid);
+}
+
+/* Inserts samples and moves each GPU's newest values onto its record.
+ * refs (sorted by uuid) maps the batch's GPUs to their row ids. */
+static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
+                          struct gpu_ref *refs, size_t nrefs, int64_t *stored)
 {
     sqlite3_stmt *s;
     int rc;
 
     for (size_t i = 0; i < b->nsamples; i++) {
         const struct gi_sample *x = &b->samples[i];
+        struct gpu_ref key = {.uuid = x->gpu_uuid}, *ref;
+        ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
+        if (ref == NULL)
+            return GI_INVALID; /* the parser guarantees every sample names a batch GPU */
+        if (ref->newest == NULL || x->ts >= ref->newest->ts)
+            ref->newest = x;
         if (!(s = prep(c, ST_SAMPLE_ADD)))
             return GI_INTERNAL;
         bind_int(s, ":ts", x->ts);
-        bind_text(s, ":uuid", x->gpu_uuid);
+        bind_int(s, ":gid", ref->id);
         bind_dbl(s, ":ua", x->util_avg);
         bind_dbl(s, ":um", x->util_max);
         bind_dbl(s, ":mem", x->mem_used_mib);
@@ -1951,18 +1976,14 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
         *stored += sqlite3_changes(c->db);
     }
     /* The newest sample of each GPU in the batch updates its record. */
-    for (size_t k = 0; k < b->set.ngpus; k++) {
-        const struct gi_sample *best = NULL;
-        for (size_t i = 0; i < b->nsamples; i++)
-            if (strcmp(b->samples[i].gpu_uuid, b->set.gpus[k].uuid) == 0 &&
-                (best == NULL || b->samples[i].ts >= best->ts))
-                best = &b->samples[i];
+    for (size_t k = 0; k < nrefs; k++) {
+        const struct gi_sample *best = refs[k].newest;
         if (best == NULL)
             continue;
         if (!(s = prep(c, ST_GPU_LATEST)))
             return GI_INTERNAL;
         bind_int(s, ":ts", best->ts);
-        bind_text(s, ":uuid", best->gpu_uuid);
+        bind_int(s, ":gid", refs[k].id);
         bind_dbl(s, ":ua", best->util_avg);
         bind_dbl(s, ":mem", best->mem_used_mib);
         bind_dbl(s, ":pw", best->power_avg_w);
@@ -2017,8 +2038,9 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
     sqlite3_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     const char *defaults[3] = {team, env, cluster};
+    struct gpu_ref *refs = calloc(b->set.ngpus + 1, sizeof *refs);
     int64_t host_id = 0;
-    int rc = tx_begin(c), step;
+    int rc = refs ? tx_begin(c) : GI_INTERNAL, step;
 
     memset(res, 0, sizeof *res);
     if (rc != GI_OK)
@@ -2054,15 +2076,17 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
     if ((rc = ingest_host(c, source_id, &b->host, cluster, &host_id)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < b->set.ngpus; i++) {
+        refs[i].uuid = b->set.gpus[i].uuid;
         rc = ingest_gpu(c, source_id, host_id, b->host.hostname, defaults, &b->set.gpus[i],
-                        &res->events);
+                        &res->events, &refs[i].id);
         if (rc != GI_OK)
             goto cleanup;
     }
+    qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
     res->gpus = (int64_t)b->set.ngpus;
     if (b->set.ngpus > 0 && (rc = ingest_missing(c, source_id, host_id, b, &res->events)))
         goto cleanup;
-    if ((rc = ingest_samples(c, source_id, b, &res->samples)) != GI_OK)
+    if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_procs(c, source_id, b, &res->processes)) != GI_OK)
         goto cleanup;
@@ -2076,6 +2100,7 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
 cleanup:
     if (!res->duplicate)
         rc = tx_end(c, rc);
+    free(refs);
     conn_put(st, c);
     return rc;
 }

@@ -33,7 +33,8 @@ CREATE TABLE hosts (
 );
 
 CREATE TABLE gpus (
-    uuid TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    uuid TEXT NOT NULL UNIQUE,
     parent_uuid TEXT,
     host_id BIGINT REFERENCES hosts(id) ON DELETE SET NULL,
     idx BIGINT,
@@ -77,11 +78,12 @@ CREATE TABLE gpu_provenance (
     PRIMARY KEY (gpu_uuid, field)
 );
 
--- Time-major so that appends touch the end of the index; per-GPU history
--- is served by the (gpu_uuid, ts) index.
+-- Time-major so that appends touch the end of the index, keyed by the
+-- GPU's integer id to keep rows and index entries small. The newest values
+-- live on the gpus row; history is read by time range.
 CREATE TABLE gpu_samples (
     ts BIGINT NOT NULL,
-    gpu_uuid TEXT NOT NULL,
+    gpu_id BIGINT NOT NULL,
     util_avg DOUBLE PRECISION,
     util_max DOUBLE PRECISION,
     mem_used_mib DOUBLE PRECISION,
@@ -92,7 +94,7 @@ CREATE TABLE gpu_samples (
     ecc_uncorrected BIGINT,
     xid BIGINT,
     source_id BIGINT,
-    PRIMARY KEY (ts, gpu_uuid)
+    PRIMARY KEY (ts, gpu_id)
 );
 
 CREATE TABLE gpu_processes (

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Push-API ingest throughput next to a raw SQLite bulk insert of the same rows.
+# Usage: bench/ingest.sh [THREADS] [BATCHES_PER_THREAD]; needs build/gpuinv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+threads=${1:-2}
+per=${2:-100}
+work=$(mktemp -d)
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+cc -O2 -o "$work/ingest_bench" bench/ingest_bench.c $(pkg-config --cflags --libs libcurl sqlite3) -lpthread
+token=bench-token-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+GPUINV_ADMIN_TOKEN=$token build/gpuinv serve --db "$work/gpuinv.db" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
+pid=$!
+for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
+ptoken=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+  -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
+"$work/ingest_bench" "$url" "$ptoken" "$threads" "$per" "$work/ref.db"

@@ -1,0 +1,208 @@
+/* Push-API ingest benchmark: N client threads POST batches of 1,000 GPU
+ * samples (8 GPUs x 125 sixty-second summaries, as an agent replaying its
+ * spool sends them) to a running gpuinv, and report samples/s and batch
+ * latency percentiles. The reference, measured in the same run, is a raw
+ * SQLite bulk insert of the same rows into the same table layout (one
+ * prepared statement, one transaction per 1,000 rows, WAL, synchronous=NORMAL).
+ *
+ * Build and run: see bench/ingest.sh. */
+#define _GNU_SOURCE
+#include <curl/curl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GPUS 8
+#define PER_GPU 125
+
+static const char *server, *token;
+static int batches_per_thread;
+static long long base_ts;
+static double *lat;
+static int failures;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Builds the JSON body of batch b from host h (caller frees). */
+static char *make_batch(int h, int b, size_t *len)
+{
+    size_t cap = 256 * 1024, n = 0;
+    char *s = malloc(cap);
+    n += (size_t)snprintf(s + n, cap - n,
+                          "{\"batch_id\":\"bench-%d-%d\",\"host\":{\"hostname\":\"bench-host-%04d\"},"
+                          "\"gpus\":[",
+                          h, b, h);
+    for (int g = 0; g < GPUS; g++)
+        n += (size_t)snprintf(s + n, cap - n,
+                              "%s{\"uuid\":\"GPU-bench%04d-%04d-0000-0000-000000000000\",\"index\":%d,"
+                              "\"name\":\"NVIDIA H100 80GB HBM3\",\"serial\":\"S%04d%04d\","
+                              "\"pci_bus_id\":\"0000:%02x:00.0\",\"memory_total_mib\":81559}",
+                              g ? "," : "", h, g, g, h, g, 0x18 + g);
+    n += (size_t)snprintf(s + n, cap - n, "],\"samples\":[");
+    for (int k = 0; k < PER_GPU; k++)
+        for (int g = 0; g < GPUS; g++)
+            n += (size_t)snprintf(s + n, cap - n,
+                                  "%s{\"time\":%lld,\"gpu\":\"GPU-bench%04d-%04d-0000-0000-000000000000\","
+                                  "\"util_avg\":%d.5,\"util_max\":%d,\"mem_used_mib\":%d,"
+                                  "\"power_avg_w\":%d.25,\"energy_j\":%d,\"temp_c\":%d}",
+                                  k || g ? "," : "", base_ts + (long long)b * PER_GPU + k, h, g,
+                                  (k * 7 + g) % 100, (k * 7 + g) % 100, 1000 + k * 10, 200 + g,
+                                  12000 + k, 40 + g);
+    n += (size_t)snprintf(s + n, cap - n, "]}");
+    *len = n;
+    return s;
+}
+
+static size_t discard(char *p, size_t a, size_t b, void *c)
+{
+    (void)p;
+    (void)c;
+    return a * b;
+}
+
+struct worker {
+    int id;
+    char **bodies;
+    size_t *lens;
+};
+
+static void *client(void *arg)
+{
+    struct worker *w = arg;
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    char url[512], auth[512];
+
+    snprintf(url, sizeof url, "%s/api/v1/ingest", server);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    h = curl_slist_append(h, "Content-Type: application/json");
+    h = curl_slist_append(h, auth);
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    for (int b = 0; b < batches_per_thread; b++) {
+        long code = 0;
+        double t0 = now_s();
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, w->bodies[b]);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)w->lens[b]);
+        if (curl_easy_perform(c) != CURLE_OK ||
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 201) {
+            pthread_mutex_lock(&mu);
+            failures++;
+            pthread_mutex_unlock(&mu);
+        }
+        lat[w->id * batches_per_thread + b] = now_s() - t0;
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The reference: the same rows (same hosts, GPUs and times, batches
+ * interleaved across clients as the server sees them) straight into SQLite. */
+static double raw_sqlite(const char *path, int threads, int per_thread)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    double t0;
+
+    unlink(path);
+    sqlite3_open(path, &db);
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                     "CREATE TABLE gpu_samples (ts BIGINT NOT NULL, gpu_id BIGINT NOT NULL,"
+                     " util_avg DOUBLE PRECISION, util_max DOUBLE PRECISION, mem_used_mib DOUBLE"
+                     " PRECISION, power_avg_w DOUBLE PRECISION, energy_j DOUBLE PRECISION, temp_c"
+                     " DOUBLE PRECISION, ecc_corrected BIGINT, ecc_uncorrected BIGINT, xid BIGINT,"
+                     " source_id BIGINT, PRIMARY KEY (ts, gpu_id))",
+                 NULL, NULL, NULL);
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib,"
+                       " power_avg_w, energy_j, temp_c, source_id) VALUES (?,?,?,?,?,?,?,?,1)",
+                       -1, &st, NULL);
+    t0 = now_s();
+    for (int i = 0; i < threads * per_thread; i++) {
+        int h = i % threads, b = i / threads;
+        sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+        for (int k = 0; k < PER_GPU; k++)
+            for (int g = 0; g < GPUS; g++) {
+                /* The server keys samples by an integer GPU id; so does this. */
+                sqlite3_bind_int64(st, 1, base_ts + (long long)b * PER_GPU + k);
+                sqlite3_bind_int64(st, 2, h * GPUS + g + 1);
+                sqlite3_bind_double(st, 3, (k * 7 + g) % 100 + 0.5);
+                sqlite3_bind_double(st, 4, (k * 7 + g) % 100);
+                sqlite3_bind_double(st, 5, 1000 + k * 10);
+                sqlite3_bind_double(st, 6, 200 + g + 0.25);
+                sqlite3_bind_double(st, 7, 12000 + k);
+                sqlite3_bind_double(st, 8, 40 + g);
+                sqlite3_step(st);
+                sqlite3_reset(st);
+            }
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    }
+    double el = now_s() - t0;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return (double)threads * per_thread * GPUS * PER_GPU / el;
+}
+
+int main(int argc, char **argv)
+{
+    int threads, total;
+    pthread_t *tid;
+    struct worker *w;
+    double t0, el, rate, ref;
+
+    if (argc != 6) {
+        fprintf(stderr, "usage: ingest_bench URL TOKEN THREADS BATCHES_PER_THREAD REF_DB\n");
+        return 2;
+    }
+    server = argv[1];
+    token = argv[2];
+    threads = (int)strtol(argv[3], NULL, 10);
+    batches_per_thread = (int)strtol(argv[4], NULL, 10);
+    total = threads * batches_per_thread;
+    base_ts = (long long)time(NULL) - (long long)batches_per_thread * PER_GPU - 3600;
+    lat = calloc((size_t)total, sizeof *lat);
+    tid = calloc((size_t)threads, sizeof *tid);
+    w = calloc((size_t)threads, sizeof *w);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    for (int t = 0; t < threads; t++) {
+        w[t].id = t;
+        w[t].bodies = calloc((size_t)batches_per_thread, sizeof(char *));
+        w[t].lens = calloc((size_t)batches_per_thread, sizeof(size_t));
+        for (int b = 0; b < batches_per_thread; b++)
+            w[t].bodies[b] = make_batch(t, b, &w[t].lens[b]);
+    }
+    t0 = now_s();
+    for (int t = 0; t < threads; t++)
+        pthread_create(&tid[t], NULL, client, &w[t]);
+    for (int t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    el = now_s() - t0;
+    rate = (double)total * GPUS * PER_GPU / el;
+    qsort(lat, (size_t)total, sizeof *lat, cmp);
+    ref = raw_sqlite(argv[5], threads, batches_per_thread);
+    printf("{\"batches\":%d,\"samples_per_batch\":%d,\"threads\":%d,\"failures\":%d,"
+           "\"samples_per_s\":%.0f,\"batch_p50_ms\":%.1f,\"batch_p99_ms\":%.1f,"
+           "\"batch_max_ms\":%.1f,\"raw_sqlite_rows_per_s\":%.0f,\"ratio\":%.2f}\n",
+           total, GPUS * PER_GPU, threads, failures, rate, lat[total / 2] * 1e3,
+           lat[(int)(total * 0.99)] * 1e3, lat[total - 1] * 1e3, ref, rate / ref);
+    return failures ? 1 : 0;
+}
