@@ -34,6 +34,15 @@ static bool digits(const char **p, int n, int *out)
     return true;
 }
 
+/* Days in month mo (1-12) of year y, proleptic Gregorian. */
+static int days_in_month(int y, int mo)
+{
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+    return mo == 2 && leap ? 29 : days[mo - 1];
+}
+
 int gi_time_parse(const char *s, int64_t *out)
 {
     struct tm tm = {0};
@@ -65,7 +74,8 @@ int gi_time_parse(const char *s, int64_t *out)
     } else {
         return GI_INVALID;
     }
-    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 ||
+        mi > 59 || sec > 60 || oh > 23 || om > 59)
         return GI_INVALID;
     tm.tm_year = y - 1900;
     tm.tm_mon = mo - 1;
@@ -157,6 +167,11 @@ bool gi_text_ok(const char *s)
         for (int i = 1; i <= n; i++)
             if ((p[i] & 0xc0) != 0x80)
                 return false;
+        /* Refuse overlong forms, UTF-16 surrogates and code points past
+         * U+10FFFF, which the lead byte alone does not rule out. */
+        if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+            (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+            return false;
         p += n + 1;
     }
     return true;
