@@ -3,6 +3,7 @@
 #include "core/util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,7 @@ int gi_pci_normalize(const char *in, char out[GI_BUS_LEN])
     const char *p = in;
     const char *parts[4];
     size_t lens[4];
+    char seps[3];
     int n = 0;
     unsigned long dom = 0, bus, dev, fn;
     char *end;
@@ -89,20 +91,29 @@ int gi_pci_normalize(const char *in, char out[GI_BUS_LEN])
     while (*p == ' ')
         p++;
     parts[n] = p;
-    for (; *p && n < 4; p++) {
+    for (; *p; p++) {
         if (*p == ':' || *p == '.') {
+            if (n == 3)
+                return -1; /* more than four parts */
             lens[n] = (size_t)(p - parts[n]);
+            seps[n] = *p;
             parts[++n] = p + 1;
         } else if (!isxdigit((unsigned char)*p)) {
             break;
         }
     }
-    if (n >= 4 || (*p && *p != ' '))
-        return -1;
     lens[n] = (size_t)(p - parts[n]);
+    while (*p == ' ')
+        p++;
+    if (*p)
+        return -1;
     n++;
     if (n != 3 && n != 4)
         return -1;
+    /* Colons between domain, bus and device; a dot before the function. */
+    for (int i = 0; i < n - 1; i++)
+        if (seps[i] != (i == n - 2 ? '.' : ':'))
+            return -1;
     for (int i = 0; i < n; i++)
         if (lens[i] == 0 || lens[i] > 8)
             return -1;
@@ -130,6 +141,31 @@ int gi_pci_normalize(const char *in, char out[GI_BUS_LEN])
     return 0;
 }
 
+/* True for the numeric blanks DCGM reports for a value it could not read:
+ * the 64-bit integer blank 0x7ffffffffffffff0 and the double blank 2^47,
+ * each followed by up to 15 reason codes (not found, not supported, …). */
+static int dcgm_blank(const char *s, size_t n)
+{
+    char buf[64];
+    char *end;
+    unsigned long long u;
+    double d;
+
+    if (n == 0 || n >= sizeof buf)
+        return 0;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (isdigit((unsigned char)buf[0])) {
+        errno = 0;
+        u = strtoull(buf, &end, 10);
+        if (*end == '\0' && errno == 0 && u >= 0x7ffffffffffffff0ULL &&
+            u <= 0x7fffffffffffffffULL)
+            return 1;
+    }
+    d = strtod(buf, &end);
+    return end != buf && *end == '\0' && d >= 140737488355328.0 && d < 140737488355344.0;
+}
+
 int gi_is_placeholder(const char *s)
 {
     static const char *const words[] = {"N/A", "NA", "None", "<<<NULL>>>", "<<<NOT_SUPPORTED>>>",
@@ -148,7 +184,7 @@ int gi_is_placeholder(const char *s)
     for (const char *const *w = words; *w; w++)
         if (strlen(*w) == n && strncasecmp(s, *w, n) == 0)
             return 1;
-    return 0;
+    return dcgm_blank(s, n);
 }
 
 void gi_sample_init(struct gi_sample *s)
