@@ -22,13 +22,18 @@ void csv_free(struct csv *c)
     c->cap = 0;
 }
 
+/* The largest record: every field at its bound plus its terminator. */
+#define CSV_MAX_RECORD ((size_t)CSV_MAX_FIELDS * (CSV_MAX_FIELD + 1))
+
 /* Appends one byte to the record buffer; false past the bound. */
 static bool put(struct csv *c, size_t *len, char ch)
 {
-    if (*len + 2 > c->cap) {
+    if (*len >= c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 1024;
         char *nb;
-        if (cap > CSV_MAX_FIELDS * (size_t)CSV_MAX_FIELD)
+        if (cap > CSV_MAX_RECORD)
+            cap = CSV_MAX_RECORD;
+        if (*len >= cap)
             return false;
         if ((nb = realloc(c->buf, cap)) == NULL)
             return false;
