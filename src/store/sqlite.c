@@ -321,6 +321,9 @@ static int conn_open(const char *path, struct conn *c)
         gi_error("cannot open database %s: %s", path, c->db ? sqlite3_errmsg(c->db) : "no memory");
         return GI_UNAVAILABLE;
     }
+    /* Extended codes let map_rc tell a missing parent row (foreign key)
+     * from a duplicate (unique). */
+    sqlite3_extended_result_codes(c->db, 1);
     sqlite3_busy_timeout(c->db, 5000);
     rc = sqlite3_exec(c->db,
                       "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;",
@@ -481,7 +484,7 @@ static int tx_end(struct conn *c, int st)
     return st;
 }
 
-/* Converts the current row to an object: *_at integers become RFC 3339,
+/* Converts the current row to an object: `at` and *_at integers become RFC 3339,
  * `attrs` text is merged into the object, `metadata`, `before` and `after`
  * text is parsed as JSON. Caller owns the result. */
 static json_t *row_json(sqlite3_stmt *s)
@@ -499,7 +502,7 @@ static json_t *row_json(sqlite3_stmt *s)
             v = json_null();
             break;
         case SQLITE_INTEGER:
-            if (nl > 3 && strcmp(name + nl - 3, "_at") == 0) {
+            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0) || strcmp(name, "at") == 0) {
                 char ts[32];
                 gi_time_format(sqlite3_column_int64(s, i), ts, sizeof ts);
                 v = json_string(ts);
@@ -1215,8 +1218,15 @@ static void bind_resource(sqlite3_stmt *s, const struct store_resource *in)
     bind_text(s, ":project", in->project);
     bind_text(s, ":gpu_model", in->gpu_model);
     bind_int(s, ":gpu_count", in->gpu_count);
-    bind_json(s, ":attrs", in->attrs);
-    bind_json(s, ":metadata", in->metadata);
+    /* Both columns are NOT NULL: an absent object is stored empty. */
+    if (in->attrs)
+        bind_json(s, ":attrs", in->attrs);
+    else
+        bind_text(s, ":attrs", "{}");
+    if (in->metadata)
+        bind_json(s, ":metadata", in->metadata);
+    else
+        bind_text(s, ":metadata", "{}");
     bind_int(s, ":now", gi_now());
 }
 
@@ -1354,8 +1364,9 @@ int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t
 static int alloc_track(struct conn *c, const char *actor, int64_t id, const char *old_state,
                        const struct store_resource *in)
 {
+    const char *state = in->state ? in->state : "available"; /* as bind_resource stores it */
     bool was = strcmp(old_state, "in_use") == 0 || strcmp(old_state, "reserved") == 0;
-    bool now_held = strcmp(in->state, "in_use") == 0 || strcmp(in->state, "reserved") == 0;
+    bool now_held = strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0;
     sqlite3_stmt *s;
     int rc;
 
