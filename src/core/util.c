@@ -16,8 +16,12 @@ void gi_time_format(int64_t t, char *buf, size_t len)
     time_t tt = (time_t)t;
     struct tm tm;
 
-    gmtime_r(&tt, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (len == 0)
+        return;
+    /* Out of range for the format (or for gmtime): an empty string rather
+     * than whatever strftime left behind. */
+    if (gmtime_r(&tt, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        buf[0] = '\0';
 }
 
 /* Reads exactly n digits at *p into *out, advancing *p. */
@@ -47,6 +51,7 @@ int gi_time_parse(const char *s, int64_t *out)
 {
     struct tm tm = {0};
     int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+    int64_t t;
     const char *p = s;
 
     if (gi_parse_int64(s, 0, INT64_C(253402300799), out) == GI_OK)
@@ -83,7 +88,12 @@ int gi_time_parse(const char *s, int64_t *out)
     tm.tm_hour = h;
     tm.tm_min = mi;
     tm.tm_sec = sec;
-    *out = (int64_t)timegm(&tm) - sign * (oh * 3600 + om * 60);
+    t = (int64_t)timegm(&tm) - sign * (oh * 3600 + om * 60);
+    /* The same range as unix seconds: an offset must not carry the instant
+     * before 1970 or past the end of year 9999. */
+    if (t < 0 || t > INT64_C(253402300799))
+        return GI_INVALID;
+    *out = t;
     return GI_OK;
 }
 

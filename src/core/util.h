@@ -10,11 +10,13 @@
 /* Current time, unix seconds. */
 int64_t gi_now(void);
 
-/* Writes t as RFC 3339 UTC ("2026-01-02T03:04:05Z") into buf (>= 21 bytes). */
+/* Writes t as RFC 3339 UTC ("2026-01-02T03:04:05Z") into buf (>= 21 bytes);
+ * "" when the text does not fit (t past year 9999 needs more). */
 void gi_time_format(int64_t t, char *buf, size_t len);
 
 /* Parses RFC 3339 (Z or +hh:mm offset, optional fraction) or plain unix
- * seconds into *out. Returns GI_OK or GI_INVALID. */
+ * seconds into *out, from 1970 to the end of 9999. Returns GI_OK or
+ * GI_INVALID. */
 int gi_time_parse(const char *s, int64_t *out);
 
 /* Parses a whole decimal integer in [min, max]; GI_OK or GI_INVALID. */
