@@ -115,6 +115,12 @@ static void test_time_parse_rejects_out_of_range(void **state)
     time_bad("2026-01-10T23:59:61Z");
     time_bad("2026-01-10T00:00:00+24:00");
     time_bad("2026-01-10T00:00:00+02:60");
+    /* The instant itself must lie in 1970-9999, whatever the offset. */
+    time_bad("1969-12-31T23:59:59Z");
+    time_bad("0000-01-01T00:00:00Z");
+    time_bad("1970-01-01T00:30:00+01:00");
+    time_bad("9999-12-31T23:59:59-00:01");
+    time_ok("1970-01-01T01:00:00+01:00", 0);
     time_ok("2000-02-29T00:00:00Z", 951782400); /* divisible by 400: leap */
     time_ok("2026-01-31T00:00:00Z", 1769817600);
     time_ok("2026-01-10T00:00:00+23:59", 1768003200 - 23 * 3600 - 59 * 60);
@@ -132,6 +138,16 @@ static void test_time_format(void **state)
     assert_string_equal(buf, "9999-12-31T23:59:59Z");
     gi_time_format(1709208000, buf, 21); /* the documented minimum */
     assert_string_equal(buf, "2024-02-29T12:00:00Z");
+    /* Too small a buffer, or a year past 9999 in the minimum: empty. */
+    memset(buf, 'x', sizeof buf);
+    gi_time_format(1709208000, buf, 20);
+    assert_string_equal(buf, "");
+    memset(buf, 'x', sizeof buf);
+    gi_time_format(INT64_C(253402300800), buf, 21);
+    assert_string_equal(buf, "");
+    buf[0] = 'q';
+    gi_time_format(0, buf, 0); /* writes nothing */
+    assert_int_equal(buf[0], 'q');
 }
 
 static void test_time_round_trip(void **state)
