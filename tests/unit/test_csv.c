@@ -39,7 +39,7 @@ static char *render(const char *data, size_t len)
     do {                                                                                           \
         char *got_ = render(data, sizeof(data) - 1);                                               \
         if (strcmp(got_, want) != 0) {                                                             \
-            print_error("input:\n%s\ngot:\n%s\nwant:\n%s\n", data, got_, want);                   \
+            print_error("input:\n%s\ngot:\n%s\nwant:\n%s\n", data, got_, want);                    \
             free(got_);                                                                            \
             fail();                                                                                \
         }                                                                                          \
@@ -70,7 +70,7 @@ static void test_bom(void **state)
     expect_csv("\xEF\xBB\xBF", "");
     expect_csv("\xEF\xBB\xBF\"q\"\n", "L1:q");
     /* Only a leading mark is special. */
-    expect_csv("a\n\xEF\xBB\xBF" "b\n", "L1:a\nL2:\xEF\xBB\xBF" "b");
+    expect_csv("a\n\xEF\xBB\xBF\x62\n", "L1:a\nL2:\xEF\xBB\xBF\x62"); /* \x62 is 'b' */
     expect_csv("\xEF\xBB", "L1:\xEF\xBB");
 }
 

@@ -180,16 +180,14 @@ static void test_name_length(void **state)
 
     memset(name, 'n', 128);
     name[128] = '\0';
-    snprintf(body, sizeof body, "{\"datacenter_id\": 1, \"kind\": \"vm\", \"name\": \"%s\"}",
-             name);
+    snprintf(body, sizeof body, "{\"datacenter_id\": 1, \"kind\": \"vm\", \"name\": \"%s\"}", name);
     a = check_ok(body, false, &r);
     assert_int_equal(strlen(r.name), 128);
     json_decref(a);
 
     name[128] = 'n';
     name[129] = '\0';
-    snprintf(body, sizeof body, "{\"datacenter_id\": 1, \"kind\": \"vm\", \"name\": \"%s\"}",
-             name);
+    snprintf(body, sizeof body, "{\"datacenter_id\": 1, \"kind\": \"vm\", \"name\": \"%s\"}", name);
     check_bad(body, false, "name", "longer than 128");
 
     /* Attribute strings have their own bounds (rack: 32). */
@@ -255,8 +253,8 @@ static void test_state_and_tenant_rules(void **state)
     check_bad("{\"datacenter_id\": 1, \"kind\": \"server\", \"name\": \"s\", \"state\": "
               "\"allocated\"}",
               false, "state", "one of");
-    check_bad("{\"datacenter_id\": 1, \"kind\": \"server\", \"name\": \"s\", \"state\": 1}",
-              false, "state", "string");
+    check_bad("{\"datacenter_id\": 1, \"kind\": \"server\", \"name\": \"s\", \"state\": 1}", false,
+              "state", "string");
 }
 
 static void test_attribute_errors(void **state)
@@ -471,8 +469,7 @@ static void test_kinds_json(void **state)
 
     assert_true(json_is_array(arr));
     assert_int_equal(json_array_size(arr), 5);
-    json_array_foreach(arr, i, k)
-    {
+    json_array_foreach(arr, i, k) {
         json_t *fields = json_object_get(k, "fields"), *f;
         size_t j;
         assert_string_equal(json_string_value(json_object_get(k, "kind")), kinds[i]);
@@ -480,8 +477,7 @@ static void test_kinds_json(void **state)
         assert_non_null(json_string_value(json_object_get(k, "label")));
         assert_true(json_is_array(fields));
         assert_true(json_array_size(fields) > 0);
-        json_array_foreach(fields, j, f)
-        {
+        json_array_foreach(fields, j, f) {
             const char *type = json_string_value(json_object_get(f, "type"));
             assert_non_null(json_string_value(json_object_get(f, "name")));
             assert_non_null(json_string_value(json_object_get(f, "label")));
@@ -501,8 +497,7 @@ static void test_kinds_json(void **state)
     /* Spot-check one field of each shape. */
     json_t *server = json_object_get(json_array_get(arr, 0), "fields");
     json_t *pos = NULL, *host = NULL;
-    json_array_foreach(server, i, k)
-    {
+    json_array_foreach(server, i, k) {
         const char *name = json_string_value(json_object_get(k, "name"));
         if (strcmp(name, "position") == 0)
             pos = k;

@@ -12,7 +12,7 @@ static void test_role_names(void **state)
     assert_string_equal(gi_role_name(GI_ROLE_EDITOR), "editor");
     assert_string_equal(gi_role_name(GI_ROLE_ADMIN), "admin");
     assert_string_equal(gi_role_name((enum gi_role)99), "none");
-    assert_string_equal(gi_role_name((enum gi_role)-1), "none");
+    assert_string_equal(gi_role_name((enum gi_role) - 1), "none");
 }
 
 static void test_role_parse(void **state)

@@ -105,7 +105,7 @@ static void test_placeholders(void **state)
         "9223372036854775792", /* DCGM int64 blank */
         "9223372036854775794", /* DCGM int64 not supported */
         "9223372036854775807",
-        "140737488355328",     /* DCGM double blank, 2^47 */
+        "140737488355328", /* DCGM double blank, 2^47 */
         "140737488355330.000000",
         "1.40737488355328e+14",
     };
@@ -227,12 +227,9 @@ static void test_obs_cap(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pci_domains),
-        cmocka_unit_test(test_pci_case_and_spaces),
-        cmocka_unit_test(test_pci_garbage),
-        cmocka_unit_test(test_placeholders),
-        cmocka_unit_test(test_gpu_obs_init),
-        cmocka_unit_test(test_obs_growth),
+        cmocka_unit_test(test_pci_domains),  cmocka_unit_test(test_pci_case_and_spaces),
+        cmocka_unit_test(test_pci_garbage),  cmocka_unit_test(test_placeholders),
+        cmocka_unit_test(test_gpu_obs_init), cmocka_unit_test(test_obs_growth),
         cmocka_unit_test(test_obs_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

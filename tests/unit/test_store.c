@@ -330,9 +330,8 @@ static void test_dc_delete(void **state)
     json_t *row = audit_last(f->st, "datacenter", dc);
     assert_string_equal(sget(row, "action"), "delete");
     assert_string_equal(sget(row, "actor"), "carol");
-    assert_int_equal(iget(json_object_get(json_object_get(row, "before"), "deleted_resources"),
-                          "servers"),
-                     1);
+    assert_int_equal(
+        iget(json_object_get(json_object_get(row, "before"), "deleted_resources"), "servers"), 1);
     assert_true(json_is_null(json_object_get(row, "after")));
     json_decref(row);
 
@@ -394,8 +393,8 @@ static void test_res_create_get(void **state)
     int64_t dc = make_dc(f->st, "r");
     json_t *attrs = json_pack("{s:s, s:i}", "hostname", "n1", "position", 7);
     json_t *md = json_pack("{s:s}", "owner", "infra");
-    struct store_resource r = {dc, "server", "node-1", "in_use", "acme", "llm", "H100", 8,
-                               attrs, md};
+    struct store_resource r = {dc,    "server", "node-1", "in_use", "acme",
+                               "llm", "H100",   8,        attrs,    md};
     json_t *out = NULL;
     int64_t id;
 
@@ -467,8 +466,7 @@ static void names_are(json_t *items, const char *const *want, size_t n)
         fail_msg("%zu items, want %zu", json_array_size(items), n);
     for (size_t i = 0; i < n; i++)
         if (strcmp(sget(json_array_get(items, i), "name"), want[i]) != 0)
-            fail_msg("item %zu is %s, want %s", i, sget(json_array_get(items, i), "name"),
-                     want[i]);
+            fail_msg("item %zu is %s, want %s", i, sget(json_array_get(items, i), "name"), want[i]);
 }
 
 static void test_res_list(void **state)
@@ -496,8 +494,8 @@ static void test_res_list(void **state)
     memset(&fl, 0, sizeof fl);
     assert_status(store_res_list(f->st, &fl, &pg, &items, &total), GI_OK);
     assert_int_equal(total, 6);
-    names_are(items, (const char *const[]){"charlie", "alpha", "bravo", "delta", "echo_1%",
-                                           "foxtrot"},
+    names_are(items,
+              (const char *const[]){"charlie", "alpha", "bravo", "delta", "echo_1%", "foxtrot"},
               6); /* insertion order */
     json_decref(items);
 
@@ -541,15 +539,13 @@ static void test_res_list(void **state)
     memset(&fl, 0, sizeof fl);
     pg = (struct store_page){100, 0, "name", false};
     assert_status(store_res_list(f->st, &fl, &pg, &items, &total), GI_OK);
-    names_are(items, (const char *const[]){"alpha", "bravo", "charlie", "delta", "echo_1%",
-                                           "foxtrot"},
-              6);
+    names_are(items,
+              (const char *const[]){"alpha", "bravo", "charlie", "delta", "echo_1%", "foxtrot"}, 6);
     json_decref(items);
     pg.desc = true;
     assert_status(store_res_list(f->st, &fl, &pg, &items, &total), GI_OK);
-    names_are(items, (const char *const[]){"foxtrot", "echo_1%", "delta", "charlie", "bravo",
-                                           "alpha"},
-              6);
+    names_are(items,
+              (const char *const[]){"foxtrot", "echo_1%", "delta", "charlie", "bravo", "alpha"}, 6);
     json_decref(items);
     pg = (struct store_page){100, 0, "gpu_count", true};
     fl.kind = "server";
@@ -834,8 +830,7 @@ static void test_import_all_or_none(void **state)
     assert_status(store_res_list(f->st, &held, &pg, &items, &total), GI_OK);
     assert_int_equal(total, 1);
     json_t *hist = NULL;
-    assert_status(store_res_allocations(f->st, iget(json_array_get(items, 0), "id"), &hist),
-                  GI_OK);
+    assert_status(store_res_allocations(f->st, iget(json_array_get(items, 0), "id"), &hist), GI_OK);
     assert_int_equal(json_array_size(hist), 1);
     json_decref(hist);
     json_decref(items);

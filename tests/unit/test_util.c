@@ -152,8 +152,9 @@ static void test_time_format(void **state)
 
 static void test_time_round_trip(void **state)
 {
-    static const int64_t ts[] = {0, 1, 59, 86399, 86400, 951782400, 1709208000, 1767323045,
-                                 INT64_C(4102444800), INT64_C(253402300799)};
+    /* Literals too large for int get a wider type by themselves. */
+    static const int64_t ts[] = {0,         1,          59,         86399,      86400,
+                                 951782400, 1709208000, 1767323045, 4102444800, 253402300799};
     for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) {
         char buf[32];
         int64_t back = -1;
@@ -187,8 +188,7 @@ static void test_parse_int64(void **state)
     assert_status(gi_parse_int64("-1", 0, 10, &v), GI_INVALID);
     assert_status(gi_parse_int64("9223372036854775808", INT64_MIN, INT64_MAX, &v), GI_INVALID);
     assert_status(gi_parse_int64("-9223372036854775809", INT64_MIN, INT64_MAX, &v), GI_INVALID);
-    assert_status(gi_parse_int64("99999999999999999999999", INT64_MIN, INT64_MAX, &v),
-                  GI_INVALID);
+    assert_status(gi_parse_int64("99999999999999999999999", INT64_MIN, INT64_MAX, &v), GI_INVALID);
     assert_status(gi_parse_int64("", 0, 10, &v), GI_INVALID);
     assert_status(gi_parse_int64(NULL, 0, 10, &v), GI_INVALID);
     assert_status(gi_parse_int64(" 5", 0, 10, &v), GI_INVALID);
@@ -281,46 +281,46 @@ static void test_text_ok_valid(void **state)
     assert_true(gi_text_ok(""));
     assert_true(gi_text_ok("plain ASCII, with punctuation!"));
     assert_true(gi_text_ok("tab\tcr\rlf\n"));
-    assert_true(gi_text_ok("caf\xc3\xa9"));                 /* U+00E9 */
-    assert_true(gi_text_ok("\xc2\x80"));                    /* U+0080, smallest 2-byte */
-    assert_true(gi_text_ok("\xdf\xbf"));                    /* U+07FF */
-    assert_true(gi_text_ok("\xe0\xa0\x80"));                /* U+0800, smallest 3-byte */
-    assert_true(gi_text_ok("\xe2\x82\xac"));                /* euro sign */
-    assert_true(gi_text_ok("\xed\x9f\xbf"));                /* U+D7FF, below surrogates */
-    assert_true(gi_text_ok("\xee\x80\x80"));                /* U+E000, above surrogates */
-    assert_true(gi_text_ok("\xef\xbf\xbd"));                /* U+FFFD */
-    assert_true(gi_text_ok("\xf0\x90\x80\x80"));            /* U+10000, smallest 4-byte */
-    assert_true(gi_text_ok("\xf0\x9f\x98\x80 GPU"));        /* emoji */
-    assert_true(gi_text_ok("\xf4\x8f\xbf\xbf"));            /* U+10FFFF, the last */
+    assert_true(gi_text_ok("caf\xc3\xa9"));                          /* U+00E9 */
+    assert_true(gi_text_ok("\xc2\x80"));                             /* U+0080, smallest 2-byte */
+    assert_true(gi_text_ok("\xdf\xbf"));                             /* U+07FF */
+    assert_true(gi_text_ok("\xe0\xa0\x80"));                         /* U+0800, smallest 3-byte */
+    assert_true(gi_text_ok("\xe2\x82\xac"));                         /* euro sign */
+    assert_true(gi_text_ok("\xed\x9f\xbf"));                         /* U+D7FF, below surrogates */
+    assert_true(gi_text_ok("\xee\x80\x80"));                         /* U+E000, above surrogates */
+    assert_true(gi_text_ok("\xef\xbf\xbd"));                         /* U+FFFD */
+    assert_true(gi_text_ok("\xf0\x90\x80\x80"));                     /* U+10000, smallest 4-byte */
+    assert_true(gi_text_ok("\xf0\x9f\x98\x80 GPU"));                 /* emoji */
+    assert_true(gi_text_ok("\xf4\x8f\xbf\xbf"));                     /* U+10FFFF, the last */
     assert_true(gi_text_ok("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e")); /* CJK */
 }
 
 static void test_text_ok_invalid(void **state)
 {
     static const char *const bad[] = {
-        "\x01",               /* C0 control */
-        "a\x1b[31m",          /* escape */
-        "\x7f",               /* DEL */
-        "\x80",               /* lone continuation */
-        "abc\xbf",            /* lone continuation at the end */
-        "\xc0\x80",           /* overlong NUL */
-        "\xc1\xbf",           /* overlong 2-byte */
-        "\xc3",               /* truncated 2-byte */
-        "\xc3(",              /* bad continuation */
-        "\xe0\x80\x80",       /* overlong 3-byte */
-        "\xe0\x9f\xbf",       /* overlong 3-byte, largest */
-        "\xed\xa0\x80",       /* U+D800, a surrogate */
-        "\xed\xbf\xbf",       /* U+DFFF, a surrogate */
-        "\xe2\x82",           /* truncated 3-byte */
-        "\xe2(\xac",          /* bad continuation */
-        "\xf0\x80\x80\x80",   /* overlong 4-byte */
-        "\xf0\x8f\xbf\xbf",   /* overlong 4-byte, largest */
-        "\xf4\x90\x80\x80",   /* U+110000, past Unicode */
-        "\xf5\x80\x80\x80",   /* lead byte past Unicode */
+        "\x01",                 /* C0 control */
+        "a\x1b[31m",            /* escape */
+        "\x7f",                 /* DEL */
+        "\x80",                 /* lone continuation */
+        "abc\xbf",              /* lone continuation at the end */
+        "\xc0\x80",             /* overlong NUL */
+        "\xc1\xbf",             /* overlong 2-byte */
+        "\xc3",                 /* truncated 2-byte */
+        "\xc3(",                /* bad continuation */
+        "\xe0\x80\x80",         /* overlong 3-byte */
+        "\xe0\x9f\xbf",         /* overlong 3-byte, largest */
+        "\xed\xa0\x80",         /* U+D800, a surrogate */
+        "\xed\xbf\xbf",         /* U+DFFF, a surrogate */
+        "\xe2\x82",             /* truncated 3-byte */
+        "\xe2(\xac",            /* bad continuation */
+        "\xf0\x80\x80\x80",     /* overlong 4-byte */
+        "\xf0\x8f\xbf\xbf",     /* overlong 4-byte, largest */
+        "\xf4\x90\x80\x80",     /* U+110000, past Unicode */
+        "\xf5\x80\x80\x80",     /* lead byte past Unicode */
         "\xf8\x88\x80\x80\x80", /* 5-byte form */
         "\xfe",
         "\xff",
-        "\xf0\x9f\x98",       /* truncated 4-byte */
+        "\xf0\x9f\x98", /* truncated 4-byte */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (gi_text_ok(bad[i]))
