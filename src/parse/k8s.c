@@ -347,6 +347,18 @@ static enum res_kind resource_kind(const char *name, enum gi_vendor *vendor)
     return RES_OTHER;
 }
 
+/* Sums and products of non-negative counts, saturating at INT64_MAX so
+ * that absurd quantities cannot overflow. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    return a != 0 && b > INT64_MAX / a ? INT64_MAX : a * b;
+}
+
 /* Whole decimal digits only (GFD integer labels); -1 when not. */
 static int64_t label_int(const char *s)
 {
@@ -642,7 +654,7 @@ static void node_derive(struct k8s_node *n)
         n->shared = true;
     for (size_t i = 0; i < n->nres; i++)
         if (starts_with(n->res[i].name, "nvidia.com/mig-") && n->res[i].capacity >= 0)
-            mig_sum = (mig_sum < 0 ? 0 : mig_sum) + n->res[i].capacity;
+            mig_sum = sat_add(mig_sum < 0 ? 0 : mig_sum, n->res[i].capacity);
     n->physical_gpus = -1;
     n->mig_devices = mig_sum;
 
@@ -653,7 +665,7 @@ static void node_derive(struct k8s_node *n)
     if (single) {
         /* nvidia.com/gpu and gpu.count count MIG devices, not GPUs. */
         n->mig_devices = gpu >= 0 ? gpu : n->gpu_count;
-        if (gpu >= 0 && n->gpu_count >= 0 && gpu != n->gpu_count * replicas)
+        if (gpu >= 0 && n->gpu_count >= 0 && gpu != sat_mul(n->gpu_count, replicas))
             warn(n->warning, "capacity nvidia.com/gpu %" PRId64 " but gpu.count %" PRId64,
                  gpu, n->gpu_count);
         return;
@@ -662,7 +674,7 @@ static void node_derive(struct k8s_node *n)
     if (n->gpu_count >= 0) {
         /* GFD counts physical GPUs; sharing multiplies the capacity. */
         n->physical_gpus = n->gpu_count;
-        if (!mixed && cap >= 0 && cap != n->gpu_count * replicas)
+        if (!mixed && cap >= 0 && cap != sat_mul(n->gpu_count, replicas))
             warn(n->warning,
                  "capacity %" PRId64 " is not gpu.count %" PRId64 " x replicas %" PRId64, cap,
                  n->gpu_count, replicas);
@@ -951,9 +963,9 @@ static int parse_container(struct ctx *c, struct k8s_pod *p, const json_t *obj, 
             warn(p->warning, "%s: %s request %" PRId64 " differs from limit %" PRId64, field,
                  r->name, r->request, r->limit);
         if (resource_kind(r->name, &vendor) == RES_MIG)
-            k->mig_devices += eff;
+            k->mig_devices = sat_add(k->mig_devices, eff);
         else
-            k->gpus += eff;
+            k->gpus = sat_add(k->gpus, eff);
     }
     return GI_OK;
 }
@@ -967,15 +979,14 @@ static int64_t pod_effective(const struct k8s_pod *p, int which)
     for (size_t i = 0; i < p->ncontainers; i++) {
         const struct k8s_container *k = &p->containers[i];
         int64_t v = which == 0 ? k->gpus : k->mig_devices;
-        if (!k->init) {
-            app += v;
-        } else if (k->sidecar) {
-            sidecars += v;
-        } else if (v + sidecars > init_max) {
-            init_max = v + sidecars;
-        }
+        if (!k->init)
+            app = sat_add(app, v);
+        else if (k->sidecar)
+            sidecars = sat_add(sidecars, v);
+        else if (sat_add(v, sidecars) > init_max)
+            init_max = sat_add(v, sidecars);
     }
-    return app + sidecars > init_max ? app + sidecars : init_max;
+    return sat_add(app, sidecars) > init_max ? sat_add(app, sidecars) : init_max;
 }
 
 static int pod_labels(struct ctx *c, struct k8s_pod *p, const json_t *labels)

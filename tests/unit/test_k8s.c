@@ -660,6 +660,29 @@ static void test_malformed(void **state)
              "limits[nvidia.com/gpu]: negative count");
     pods_bad(CT("{\"limits\":{\"nvidia.com/gpu\":\"1e30\"}}"), GI_TOO_LARGE,
              "limits[nvidia.com/gpu]: quantity \"1e30\" too large");
+    /* Absurd counts saturate instead of overflowing. */
+    {
+        static const char big[] =
+            POD("{\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+                "\"9223372036854775807\",\"amd.com/gpu\":\"9e18\"}}},{\"resources\":{"
+                "\"limits\":{\"nvidia.com/gpu\":\"9e18\"}}}]}");
+        static const char node[] =
+            "{\"items\":[{\"metadata\":{\"name\":\"n\",\"labels\":{"
+            "\"nvidia.com/gpu.count\":\"999999999999999999\",\"nvidia.com/gpu.replicas\":"
+            "\"999999999999999999\"}},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"1\","
+            "\"nvidia.com/mig-1g.5gb\":\"9e18\",\"nvidia.com/mig-2g.10gb\":\"9e18\"}}}]}";
+        struct k8s_pod_list l = {0};
+        struct k8s_node_list nl = {0};
+        char err[K8S_ERR_LEN];
+        assert_int_equal(k8s_parse_pod_list(big, strlen(big), &l, err, sizeof err), GI_OK);
+        assert_int_equal(l.items[0].gpus, INT64_MAX);
+        k8s_pod_list_free(&l);
+        assert_int_equal(k8s_parse_node_list(node, strlen(node), &nl, err, sizeof err), GI_OK);
+        assert_int_equal(nl.items[0].mig_devices, INT64_MAX);
+        assert_int_equal(nl.items[0].physical_gpus, 999999999999999999);
+        assert_non_null(strstr(nl.items[0].warning, "replicas"));
+        k8s_node_list_free(&nl);
+    }
     /* A malformed quantity on a resource gpuinv does not read is ignored. */
     {
         static const char ok[] = CT("{\"limits\":{\"cpu\":\"lots\",\"nvidia.com/gpu\":\"1\"}}");
