@@ -383,8 +383,15 @@ static void copy_cut(const json_t *obj, const char *key, char *dst, size_t cap)
     const json_t *v = json_object_get(obj, key);
 
     dst[0] = '\0';
-    if (json_is_string(v) && gi_text_ok(json_string_value(v))) {
-        gi_strlcpy(dst, json_string_value(v), cap);
+    if (json_is_string(v) && gi_text_ok(json_string_value(v)) &&
+        !gi_strlcpy(dst, json_string_value(v), cap)) {
+        /* Cut before a partial UTF-8 sequence, not inside it. */
+        size_t n = strlen(dst);
+        while (n > 0 && ((unsigned char)dst[n - 1] & 0xc0) == 0x80)
+            n--;
+        if (n > 0 && (unsigned char)dst[n - 1] >= 0xc0)
+            n--;
+        dst[n] = '\0';
     }
 }
 

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "core/status.h"
+#include "core/util.h"
 #include "parse/k8s.h"
 
 #include <stdio.h>
@@ -563,6 +564,20 @@ static void test_status(void **state)
     assert_non_null(strstr(err, "403 Forbidden"));
     k8s_node_list_free(&nl);
     free(data);
+
+    /* A long message is cut on a character boundary. */
+    {
+        char body[600];
+        int n = snprintf(body, sizeof body, "{\"kind\":\"Status\",\"code\":500,\"message\":\"");
+        for (int i = 0; i < 200; i++)
+            n += snprintf(body + n, sizeof body - (size_t)n, "\xc3\xa9"); /* é */
+        snprintf(body + n, sizeof body - (size_t)n, "\"}");
+        assert_int_equal(k8s_parse_pod_list(body, strlen(body), &l, err, sizeof err),
+                         GI_UNAVAILABLE);
+        assert_int_equal(strlen(l.status.message), K8S_MSG_LEN - 2); /* 127 whole é */
+        assert_true(gi_text_ok(l.status.message));
+        k8s_pod_list_free(&l);
+    }
 
     /* A Gone without a code still means "restart". */
     static const char gone[] = "{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Gone\"}";
