@@ -183,7 +183,7 @@ test('a delete refused with 409 shows the counts and offers the forced delete', 
   await row.waitFor();
   // A resource arrives after the list was drawn, so the page believes it is empty.
   const res = await server.api('POST', '/api/v1/resources',
-    { body: { datacenter_id: made.json.id, kind: 'server', name: 'late-arrival' } });
+    { body: { datacenter_id: made.json.id, kind: 'server', name: 'late-arrival', metadata: {} } });
   assert.equal(res.status, 201);
   await page.getByRole('button', { name: 'Delete Stale DC5' }).click();
   await dialog().waitFor();

@@ -164,8 +164,10 @@ async function editResource(kind, ctx, row) {
         }
         if (!m || typeof m !== 'object' || Array.isArray(m)) throw fieldError('metadata', 'Metadata must be a JSON object');
         body.metadata = m;
-      } else if (row) {
-        body.metadata = null;
+      } else {
+        // An empty object rather than null: the server stores metadata as
+        // NOT NULL and answers a null with a misleading 409.
+        body.metadata = {};
       }
       if (row) {
         body.version = current.version;
@@ -257,7 +259,7 @@ export async function renderResources(frame, ctx, kind, states) {
   const fieldsByName = new Map(kind.fields.map((f) => [f.name, f]));
   const extra = (EXTRA_COLUMNS[kind.kind] || []).filter((n) => fieldsByName.has(n)).map((n) => ({
     label: n === 'host_id' ? 'Host' : fieldsByName.get(n).label,
-    cls: fieldsByName.get(n).type === 'integer' || fieldsByName.get(n).type === 'number' ? 'n' : null,
+    cls: n !== 'host_id' && ['integer', 'number'].includes(fieldsByName.get(n).type) ? 'n' : null,
     cell: (r) => clip(n === 'host_id' && fctx.hosts && r.host_id != null ? fctx.hosts.get(r.host_id) || `#${r.host_id}` : r[n]),
   }));
 
@@ -275,6 +277,8 @@ export async function renderResources(frame, ctx, kind, states) {
     } else if (HELD.includes(r.state)) {
       btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-act', text: 'Release',
         'aria-label': `Release ${r.name}`, on: { click: async () => { if (await release(r)) reload(false); } } }));
+    } else {
+      btns.push(h('span', { class: 'btn-act', 'aria-hidden': 'true' }));
     }
     btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Delete',
       'aria-label': `Delete ${r.name}`, on: { click: async () => { if (await remove(r, kind)) reload(true); } } }));
