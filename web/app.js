@@ -4,7 +4,7 @@
 //   #/datacenters/{id}           one data center's overview
 //   #/datacenters/{id}/{kinds}   its resources of one kind (servers, vms, ...)
 import { h, replace, icon } from './js/dom.js';
-import { api, setSignedOutHandler } from './js/api.js';
+import { api, setSignedOutHandler, setRole } from './js/api.js';
 import { renderLogin } from './js/login.js';
 import { renderDatacenters } from './js/datacenters.js';
 import { renderOverview, renderResourceTab } from './js/datacenter.js';
@@ -68,6 +68,7 @@ async function render() {
     document.title = 'Sign in · gpuinv';
     renderLogin(root, async (who) => {
       user = who;
+      setRole(who.role);
       const target = returnTo || '#/datacenters';
       returnTo = null;
       go(target);
@@ -77,6 +78,7 @@ async function render() {
   if (!user) {
     try {
       user = await api('GET', '/api/v1/session', undefined, { quiet401: true });
+      setRole(user.role);
     } catch {
       returnTo = location.hash && location.hash !== '#/login' ? location.hash : null;
       go('#/login');

@@ -4,7 +4,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { startServer } from '../lib/server.mjs';
+import { execFileSync } from 'node:child_process';
+import { startServer, BIN } from '../lib/server.mjs';
 import { launch, newPage, shot, signIn, tableReady, columnTexts } from './browser.mjs';
 
 let server;
@@ -220,5 +221,24 @@ test('signing out returns to the sign-in page and ends the session', async () =>
   await page.locator('input[name=password]').waitFor();
   const status = await page.evaluate(async () => (await fetch('/api/v1/session')).status);
   assert.equal(status, 401);
+  assert.deepEqual(errors, []);
+});
+
+test('a viewer sees the inventory without the controls that change it', async () => {
+  execFileSync(BIN, ['user', 'set', '--db', server.db, '--name', 'viewer', '--role', 'viewer'],
+    { env: { ...process.env, GPUINV_PASSWORD: 'viewer-pass-1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await signIn(page, 'viewer-pass-1', 'viewer');
+  await tableReady(page);
+  assert.ok((await columnTexts(page, 0)).length > 0);
+  assert.equal(await page.locator('[data-testid=add-datacenter]').count(), 0);
+  assert.equal(await page.getByRole('button', { name: /^(Edit|Delete) / }).count(), 0);
+  assert.equal(await page.locator('th', { hasText: 'Actions' }).count(), 0);
+  await page.locator('tbody tr[data-id] a.row-link').first().click();
+  await page.locator('[data-testid=card-servers]').click();
+  await tableReady(page);
+  assert.equal(await page.locator('[data-testid=add-resource]').count(), 0);
+  assert.equal(await page.getByRole('button', { name: /^(Edit|Delete|Allocate|Release)/ }).count(), 0);
+  assert.equal(await page.locator('[data-testid=export-csv]').count(), 1);
+  await shot(page, 'dc-10-viewer');
   assert.deepEqual(errors, []);
 });

@@ -81,6 +81,13 @@ test('overview cards and GPU totals match the API', async () => {
     assert.equal((await page.locator(`[data-testid=gpus-${key}]`).textContent()).replace(/,/g, ''),
       String(ov.gpus[key]), `GPUs ${key}`);
   }
+  const byModel = page.locator('table[aria-label="GPUs by model"]');
+  await byModel.waitFor();
+  const sums = await byModel.locator('tbody tr').evaluateAll((rows) => rows.reduce((acc, r) => {
+    const n = (i) => Number(r.children[i].textContent.replace(/,/g, ''));
+    return { gpus: acc.gpus + n(2), allocated: acc.allocated + n(3), available: acc.available + n(4) };
+  }, { gpus: 0, allocated: 0, available: 0 }));
+  assert.deepEqual(sums, { gpus: ov.gpus.total, allocated: ov.gpus.allocated, available: ov.gpus.available });
   await shot(page, 'res-01-overview');
 });
 

@@ -12,6 +12,17 @@ export class ApiError extends Error {
 }
 
 let onSignedOut = () => {};
+let role = 'viewer';
+
+/** Records the signed-in user's role (admin, editor, viewer). */
+export function setRole(r) {
+  role = r || 'viewer';
+}
+
+/** True when the signed-in user may change the inventory. */
+export function canWrite() {
+  return role === 'admin' || role === 'editor';
+}
 
 /** Registers what to do when a request finds the session gone (401). */
 export function setSignedOutHandler(fn) {

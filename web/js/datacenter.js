@@ -1,7 +1,7 @@
 // One data center: its header and tabs, the overview page, and the
 // resource tab of each kind.
 import { h, replace, icon, num, toast } from './dom.js';
-import { api, kinds } from './api.js';
+import { api, kinds, canWrite } from './api.js';
 import { editDatacenter, deleteDatacenter } from './datacenters.js';
 import { renderResources } from './resources.js';
 
@@ -70,7 +70,7 @@ async function dcFrame(main, ctx, id, active) {
       h('span', { 'aria-current': 'page', text: dc.name })),
     h('div', { class: 'page-head' },
       h('div', {}, title, sub),
-      h('div', { class: 'page-actions' },
+      canWrite() && h('div', { class: 'page-actions' },
         h('button', { type: 'button', class: 'btn btn-secondary', text: 'Edit',
           on: { click: async () => { if (await editDatacenter(dc)) frame.refresh(); } } }),
         h('button', { type: 'button', class: 'btn btn-secondary btn-danger-outline', text: 'Delete',
@@ -135,13 +135,13 @@ export async function renderOverview(main, ctx, id) {
 
 /**
  * Adds "GPUs by model" and "Allocated GPUs by tenant" tables, summed from
- * the data center's resources that hold GPUs.
+ * the data center's servers, as the overview's GPU totals are.
  */
 async function breakdowns(frame, ctx, id, total) {
   if (total === 0) return;
   let res;
   try {
-    res = await api('GET', `/api/v1/resources?datacenter=${id}&sort=-gpu_count&limit=1000`);
+    res = await api('GET', `/api/v1/resources?datacenter=${id}&kind=server&sort=-gpu_count&limit=1000`);
   } catch {
     return;
   }

@@ -1,6 +1,6 @@
 // The data-center list: search, sort, add, edit, delete, CSV export.
 import { h, replace, icon, num, toast, debounce } from './dom.js';
-import { api, withQuery } from './api.js';
+import { api, withQuery, canWrite } from './api.js';
 import { field, formDialog, fieldError, value, para } from './dialog.js';
 import { dataTable, pager } from './table.js';
 
@@ -125,13 +125,13 @@ export function renderDatacenters(main, ctx) {
       { label: 'Storage', cls: 'n', cell: countCell('storages') },
       { label: 'Switches', cls: 'n', cell: countCell('switches') },
       { label: 'InfiniBand', cls: 'n', cell: countCell('infiniband') },
-      { label: 'Actions', cls: 'actions', cell: (dc) => h('div', { class: 'row-actions' },
+      canWrite() && { label: 'Actions', cls: 'actions', cell: (dc) => h('div', { class: 'row-actions' },
         h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Edit', 'aria-label': `Edit ${dc.name}`,
           on: { click: async () => { if (await editDatacenter(dc)) load(); } } }),
         h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Delete',
           'aria-label': `Delete ${dc.name}`,
           on: { click: async () => { if (await deleteDatacenter(dc)) load(); } } })) },
-    ],
+    ].filter(Boolean),
   });
   const pg = pager(() => load());
 
@@ -167,7 +167,7 @@ export function renderDatacenters(main, ctx) {
   replace(main,
     h('div', { class: 'page-head' },
       h('div', {}, h('h1', { text: 'Data centers' }), total),
-      h('div', { class: 'page-actions' }, csv, add)),
+      h('div', { class: 'page-actions' }, csv, canWrite() ? add : null)),
     h('section', { class: 'panel' },
       h('div', { class: 'toolbar' },
         h('label', { class: 'search' }, icon('search'), search)),

@@ -1,7 +1,7 @@
 // A data center's resources of one kind: filters, sortable paged table,
 // add/edit forms built from the kind's fields, allocate/release, delete.
 import { h, replace, icon, num, badge, stateLabel, toast, debounce } from './dom.js';
-import { api, withQuery } from './api.js';
+import { api, withQuery, canWrite } from './api.js';
 import { field, formDialog, fieldError, value, para } from './dialog.js';
 import { dataTable, pager } from './table.js';
 
@@ -299,8 +299,8 @@ export async function renderResources(frame, ctx, kind, states) {
       { label: 'GPU model', sortKey: 'gpu_model', cell: (r) => clip(r.gpu_model) },
       { label: 'GPUs', sortKey: 'gpu_count', cls: 'n', cell: (r) => show(r.gpu_count) },
       ...extra,
-      { label: 'Actions', cls: 'actions', cell: actions },
-    ],
+      canWrite() && { label: 'Actions', cls: 'actions', cell: actions },
+    ].filter(Boolean),
   });
   const pg = pager(() => load());
 
@@ -372,7 +372,7 @@ export async function renderResources(frame, ctx, kind, states) {
       h('div', { class: 'toolbar' },
         h('label', { class: 'search' }, icon('search'), search),
         stateSel, tenantIn, tenantList, clear,
-        h('div', { class: 'toolbar-right' }, summary, csv, add)),
+        h('div', { class: 'toolbar-right' }, summary, csv, canWrite() ? add : null)),
       table.el,
       pg.el));
   await load();
