@@ -62,6 +62,8 @@ function frame(active) {
 
 async function render() {
   const gen = ++generation;
+  // A dialog belongs to the page it was opened on.
+  for (const d of document.querySelectorAll('dialog[open]')) d.close();
   const { parts, query } = currentRoute();
   if (parts[0] === 'login') {
     if (user) return go(returnTo || '#/datacenters');

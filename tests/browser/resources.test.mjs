@@ -288,3 +288,19 @@ test('deleting a server asks first', async () => {
   assert.equal((await apiList({ q: NAME })).total, 0);
   assert.deepEqual(errors, []);
 });
+
+test('a lost session leads to the sign-in page and back to the same view', async () => {
+  await page.locator('select[name=state]').selectOption('available');
+  await tableReady(page);
+  const here = new URL(page.url()).hash;
+  assert.match(here, /state=available/);
+  await page.context().clearCookies();
+  await page.locator('select[name=state]').selectOption('in_use');
+  await page.locator('input[name=password]').waitFor();
+  assert.equal(await page.locator('dialog[open]').count(), 0);
+  await signIn(page, server.password);
+  await tableReady(page);
+  assert.match(page.url(), new RegExp(`#/datacenters/${dc.id}/servers\\?state=in_use`));
+  assert.equal(await page.locator('select[name=state]').inputValue(), 'in_use');
+  assert.deepEqual(errors, []);
+});

@@ -205,6 +205,6 @@ export async function renderResourceTab(main, ctx, id, segment) {
   try {
     await renderResources(frame, ctx, kind, k.states);
   } catch (err) {
-    toast(err.message, 'error');
+    if (err.status !== 401) toast(err.message, 'error');
   }
 }

@@ -151,7 +151,7 @@ export function renderDatacenters(main, ctx) {
     } catch (err) {
       if (my !== seq) return;
       table.setRows([]);
-      toast(err.message, 'error');
+      if (err.status !== 401) toast(err.message, 'error');
     } finally {
       if (my === seq) table.setBusy(false);
     }

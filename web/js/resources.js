@@ -350,7 +350,7 @@ export async function renderResources(frame, ctx, kind, states) {
       if (my !== seq) return;
       table.setRows([]);
       pg.update(0, 0, null);
-      toast(err.message, 'error');
+      if (err.status !== 401) toast(err.message, 'error');
     } finally {
       if (my === seq) table.setBusy(false);
     }
