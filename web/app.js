@@ -1,1 +1,116 @@
-/* dashboard */
+// Dashboard entry point: session check, page frame and hash routing.
+//   #/login                      sign-in page
+//   #/datacenters                data-center list
+//   #/datacenters/{id}           one data center's overview
+//   #/datacenters/{id}/{kinds}   its resources of one kind (servers, vms, ...)
+import { h, replace, icon } from './js/dom.js';
+import { api, setSignedOutHandler, setRole } from './js/api.js';
+import { renderLogin } from './js/login.js';
+import { renderDatacenters } from './js/datacenters.js';
+import { renderOverview, renderResourceTab } from './js/datacenter.js';
+
+const root = document.getElementById('app');
+let user = null;
+let returnTo = null;
+let generation = 0;
+
+/** Splits the hash into path segments and query parameters. */
+function currentRoute() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const [path, qs] = raw.split('?');
+  return { parts: path.split('/').filter(Boolean).map(decodeURIComponent), query: new URLSearchParams(qs || '') };
+}
+
+function go(hash) {
+  if (location.hash === hash) render();
+  else location.hash = hash;
+}
+
+async function signOut() {
+  try {
+    await api('DELETE', '/api/v1/session', undefined, { quiet401: true });
+  } catch {
+    /* the session is gone either way */
+  }
+  user = null;
+  returnTo = null;
+  go('#/login');
+}
+
+function frame(active) {
+  const initial = (user.user || '?').charAt(0).toUpperCase();
+  const header = h('header', { class: 'topbar' },
+    h('div', { class: 'topbar-inner' },
+      h('a', { class: 'brand', href: '#/datacenters' },
+        h('img', { src: 'logo.svg', alt: '', width: 28, height: 28 }),
+        h('span', { class: 'brand-name', text: 'gpuinv' }),
+        h('span', { class: 'brand-sub', text: 'GPU inventory' })),
+      h('nav', { class: 'topnav', 'aria-label': 'Main' },
+        h('a', { href: '#/datacenters', class: active === 'datacenters' ? 'active' : null,
+          'aria-current': active === 'datacenters' ? 'page' : null }, icon('datacenter'), 'Data centers')),
+      h('div', { class: 'userbox' },
+        h('span', { class: 'avatar', 'aria-hidden': 'true', text: initial }),
+        h('span', { class: 'user-meta' },
+          h('span', { class: 'user-name', 'data-testid': 'user-name', text: user.user }),
+          h('span', { class: 'user-role', text: user.role })),
+        h('button', { type: 'button', class: 'btn btn-ghost btn-sm', 'data-testid': 'sign-out',
+          on: { click: signOut } }, icon('logout'), 'Sign out'))));
+  const main = h('main', { id: 'main', class: 'main' });
+  replace(root, header, main);
+  return main;
+}
+
+async function render() {
+  const gen = ++generation;
+  // A dialog belongs to the page it was opened on.
+  for (const d of document.querySelectorAll('dialog[open]')) d.close();
+  const { parts, query } = currentRoute();
+  if (parts[0] === 'login') {
+    if (user) return go(returnTo || '#/datacenters');
+    document.title = 'Sign in · gpuinv';
+    renderLogin(root, async (who) => {
+      user = who;
+      setRole(who.role);
+      const target = returnTo || '#/datacenters';
+      returnTo = null;
+      go(target);
+    });
+    return;
+  }
+  if (!user) {
+    try {
+      user = await api('GET', '/api/v1/session', undefined, { quiet401: true });
+      setRole(user.role);
+    } catch {
+      returnTo = location.hash && location.hash !== '#/login' ? location.hash : null;
+      go('#/login');
+      return;
+    }
+    if (gen !== generation) return;
+  }
+  const ctx = { alive: () => gen === generation, query, go };
+  if (parts.length === 0) return go('#/datacenters');
+  if (parts[0] === 'datacenters') {
+    const main = frame('datacenters');
+    if (parts.length === 1) return renderDatacenters(main, ctx);
+    const id = Number(parts[1]);
+    if (Number.isInteger(id) && id > 0) {
+      if (parts.length === 2) return renderOverview(main, ctx, id);
+      if (parts.length === 3) return renderResourceTab(main, ctx, id, parts[2]);
+    }
+  }
+  const main = frame('');
+  document.title = 'Not found · gpuinv';
+  replace(main, h('section', { class: 'panel empty' },
+    h('h1', { text: 'Page not found' }),
+    h('p', {}, h('a', { href: '#/datacenters', text: 'Back to data centers' }))));
+}
+
+setSignedOutHandler(() => {
+  if (!user) return;
+  user = null;
+  returnTo = location.hash;
+  go('#/login');
+});
+window.addEventListener('hashchange', render);
+render();
