@@ -30,9 +30,11 @@
  * (for noheader output). Aliases (gpu_uuid/uuid, gpu_name/name,
  * gpu_bus_id/pci.bus_id, gpu_serial/serial, clocks_throttle_reasons.* /
  * clocks_event_reasons.*) are accepted; unknown columns are ignored.
- * Appends one NVIDIA GPU per row. Returns GI_OK, GI_INVALID (err says
- * which line and why) or GI_TOO_LARGE. A lone "No devices were found"
- * line means zero GPUs. */
+ * Appends one NVIDIA GPU per row; a row that is wholly placeholders is
+ * skipped. Returns GI_OK, GI_INVALID (err says which line and why) or
+ * GI_TOO_LARGE. "No devices were found" means zero GPUs; a line "Unable
+ * to determine the device handle for GPU<bus>: <reason>" (a GPU lost
+ * from the bus) yields a GPU known only by its bus id. */
 int nvsmi_parse_query_gpu(const char *data, size_t len, const char *fields,
                           struct gi_obs_set *out, char *err, size_t errlen);
 

@@ -518,6 +518,39 @@ static void xml_malformed(void **state)
     gi_obs_free(&s);
 }
 
+static void xml_bounded(void **state)
+{
+    char err[NVSMI_ERR_LEN];
+    struct gi_obs_set s = {0};
+    char *doc = malloc(64 * 1024);
+    size_t n = 0;
+
+    /* Exponential entity expansion is refused by the parser. */
+    n += (size_t)snprintf(doc + n, 64 * 1024 - n,
+                          "<?xml version=\"1.0\"?><!DOCTYPE nvidia_smi_log [<!ENTITY a0 \"lol\">");
+    for (int i = 1; i < 10; i++) {
+        n += (size_t)snprintf(doc + n, 64 * 1024 - n, "<!ENTITY a%d \"", i);
+        for (int k = 0; k < 10; k++)
+            n += (size_t)snprintf(doc + n, 64 * 1024 - n, "&a%d;", i - 1);
+        n += (size_t)snprintf(doc + n, 64 * 1024 - n, "\">");
+    }
+    n += (size_t)snprintf(doc + n, 64 * 1024 - n,
+                          "]><nvidia_smi_log><gpu><uuid>&a9;</uuid></gpu></nvidia_smi_log>");
+    expect_error(nvsmi_parse_xml(doc, n, &s, err, sizeof err), err, GI_INVALID, "XML:");
+    /* Nesting deeper than libxml2's limit is refused. */
+    n = 0;
+    n += (size_t)snprintf(doc + n, 64 * 1024 - n, "<nvidia_smi_log>");
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(doc + n, 64 * 1024 - n, "<a>");
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(doc + n, 64 * 1024 - n, "</a>");
+    n += (size_t)snprintf(doc + n, 64 * 1024 - n, "</nvidia_smi_log>");
+    expect_error(nvsmi_parse_xml(doc, n, &s, err, sizeof err), err, GI_INVALID, "depth");
+    assert_int_equal(s.ngpus, 0);
+    free(doc);
+    gi_obs_free(&s);
+}
+
 /* ---- -L ---- */
 
 static void list_plain(void **state)
@@ -611,6 +644,7 @@ int main(void)
         cmocka_unit_test(xml_535_mig),
         cmocka_unit_test(xml_570),
         cmocka_unit_test(xml_malformed),
+        cmocka_unit_test(xml_bounded),
         cmocka_unit_test(list_plain),
         cmocka_unit_test(list_mig),
         cmocka_unit_test(list_mig_old),
