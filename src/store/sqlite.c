@@ -185,7 +185,9 @@ static int map_rc(sqlite3 *db, int rc)
     case SQLITE_CONSTRAINT:
         if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
             return GI_NOT_FOUND;
-        return GI_CONFLICT;
+        if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+            return GI_CONFLICT;
+        break; /* NOT NULL, CHECK: a value the code should never have bound */
     case SQLITE_TOOBIG:
         return GI_TOO_LARGE;
     }
@@ -202,6 +204,8 @@ static int conn_open(const char *path, struct conn *c)
         gi_error("cannot open database %s: %s", path, c->db ? sqlite3_errmsg(c->db) : "no memory");
         return GI_UNAVAILABLE;
     }
+    /* Extended codes tell a foreign-key or unique violation from others. */
+    sqlite3_extended_result_codes(c->db, 1);
     sqlite3_busy_timeout(c->db, 5000);
     rc = sqlite3_exec(c->db,
                       "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;",
@@ -1093,8 +1097,15 @@ static void bind_resource(sqlite3_stmt *s, const struct store_resource *in)
     bind_text(s, ":project", in->project);
     bind_text(s, ":gpu_model", in->gpu_model);
     bind_int(s, ":gpu_count", in->gpu_count);
-    bind_json(s, ":attrs", in->attrs);
-    bind_json(s, ":metadata", in->metadata);
+    /* Both columns are NOT NULL: no attributes or metadata is "{}". */
+    if (in->attrs)
+        bind_json(s, ":attrs", in->attrs);
+    else
+        bind_text(s, ":attrs", "{}");
+    if (in->metadata)
+        bind_json(s, ":metadata", in->metadata);
+    else
+        bind_text(s, ":metadata", "{}");
     bind_int(s, ":now", gi_now());
 }
 
