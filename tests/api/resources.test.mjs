@@ -179,7 +179,11 @@ describe('resources', () => {
     assert.equal(ok(await h.s.api('GET', `/api/v1/resources/${r.id}`)).rack, 'R2');
     // A stale version with a rename is still a version conflict, not a name one.
     const renamed = await h.s.api('PATCH', `/api/v1/resources/${r.id}`, { body: { name: uniq('nn'), version: 1 } });
-    assertError(renamed, 409);
+    assertError(renamed, 409, { field: 'version' });
+    // A move into a data center where the name is taken is a name conflict.
+    await mkRes(h.s, dc2.id, { name: r.name });
+    assertError(await h.s.api('PATCH', `/api/v1/resources/${r.id}`, { body: { datacenter_id: dc2.id } }), 409,
+      { field: 'name' });
     // Without a version the update applies to the current one.
     assert.equal(ok(await h.s.api('PATCH', `/api/v1/resources/${r.id}`, { body: { rack: 'R4' } })).version, 3);
     assertError(await h.s.api('PATCH', `/api/v1/resources/${r.id}`, { body: { version: 'x' } }), 400, { field: 'version' });
