@@ -366,7 +366,7 @@ static int tx_end(struct conn *c, int st)
     return st;
 }
 
-/* Converts the current row to an object: *_at integers become RFC 3339,
+/* Converts the current row to an object: `at` and *_at integers become RFC 3339,
  * `attrs` text is merged into the object, `metadata`, `before` and `after`
  * text is parsed as JSON. Caller owns the result. */
 static json_t *row_json(sqlite3_stmt *s)
@@ -384,7 +384,7 @@ static json_t *row_json(sqlite3_stmt *s)
             v = json_null();
             break;
         case SQLITE_INTEGER:
-            if (nl > 3 && strcmp(name + nl - 3, "_at") == 0) {
+            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0) || strcmp(name, "at") == 0) {
                 char ts[32];
                 gi_time_format(sqlite3_column_int64(s, i), ts, sizeof ts);
                 v = json_string(ts);
