@@ -307,7 +307,7 @@ describe('audit trail', () => {
     for (const a of all.items) {
       assert.equal(typeof a.actor, 'string');
       assert.ok(a.actor.length > 0);
-      assert.ok(a.at !== undefined && a.at !== null);
+      assert.match(a.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/, 'audit times are RFC 3339 UTC');
     }
 
     // Filters: entity, entity_id, actor.
