@@ -150,6 +150,18 @@ static bool held(const char *state)
     return state && (strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0);
 }
 
+/* True while resource r->id is still at `version`: a conflict on update was
+ * then its kind and name being taken, not a concurrent change. */
+static bool at_version(struct req *r, int64_t version)
+{
+    json_t *now = NULL;
+    bool same = store_res_get(r->store, r->id, &now) == GI_OK &&
+                json_integer_value(json_object_get(now, "version")) == version;
+
+    json_decref(now);
+    return same;
+}
+
 void api_resources_update(struct req *r)
 {
     json_t *body = NULL, *cur = NULL;
@@ -200,7 +212,7 @@ void api_resources_update(struct req *r)
     }
     api_resource_to_store(&in, &sr);
     st = store_res_update(r->store, r->who.name, r->id, version, &sr, &out);
-    if (st == GI_CONFLICT && json_object_get(body, "name") == NULL)
+    if (st == GI_CONFLICT && !at_version(r, version))
         reply_error(r, 409, "conflict", "version",
                     "the resource changed since version %lld was read; fetch it and retry",
                     (long long)version);

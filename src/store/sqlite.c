@@ -304,7 +304,9 @@ static int map_rc(sqlite3 *db, int rc)
     case SQLITE_CONSTRAINT:
         if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
             return GI_NOT_FOUND;
-        return GI_CONFLICT;
+        if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+            return GI_CONFLICT;
+        break; /* NOT NULL, CHECK: a value the code should never have bound */
     case SQLITE_TOOBIG:
         return GI_TOO_LARGE;
     }
@@ -321,8 +323,7 @@ static int conn_open(const char *path, struct conn *c)
         gi_error("cannot open database %s: %s", path, c->db ? sqlite3_errmsg(c->db) : "no memory");
         return GI_UNAVAILABLE;
     }
-    /* Extended codes let map_rc tell a missing parent row (foreign key)
-     * from a duplicate (unique). */
+    /* Extended codes tell a foreign-key or unique violation from others. */
     sqlite3_extended_result_codes(c->db, 1);
     sqlite3_busy_timeout(c->db, 5000);
     rc = sqlite3_exec(c->db,
@@ -502,7 +503,7 @@ static json_t *row_json(sqlite3_stmt *s)
             v = json_null();
             break;
         case SQLITE_INTEGER:
-            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0) || strcmp(name, "at") == 0) {
+            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0) ) {
                 char ts[32];
                 gi_time_format(sqlite3_column_int64(s, i), ts, sizeof ts);
                 v = json_string(ts);
@@ -1218,7 +1219,7 @@ static void bind_resource(sqlite3_stmt *s, const struct store_resource *in)
     bind_text(s, ":project", in->project);
     bind_text(s, ":gpu_model", in->gpu_model);
     bind_int(s, ":gpu_count", in->gpu_count);
-    /* Both columns are NOT NULL: an absent object is stored empty. */
+    /* Both columns are NOT NULL: no attributes or metadata is "{}". */
     if (in->attrs)
         bind_json(s, ":attrs", in->attrs);
     else
