@@ -9,10 +9,10 @@
 #include <string.h>
 
 /* Aborts when a string field is not terminated within its buffer. */
-#define CHECK_STR(f) \
-    do { \
-        if (memchr((f), '\0', sizeof(f)) == NULL) \
-            abort(); \
+#define CHECK_STR(f)                                                                               \
+    do {                                                                                           \
+        if (memchr((f), '\0', sizeof(f)) == NULL)                                                  \
+            abort();                                                                               \
     } while (0)
 
 static void check_nodes(const char *data, size_t len)

@@ -4,25 +4,25 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char usage[] =
-    "usage: gpuinv COMMAND [OPTIONS]\n"
-    "\n"
-    "The authoritative record of GPU infrastructure.\n"
-    "\n"
-    "commands:\n"
-    "  serve    run the HTTP API and dashboard\n"
-    "  agent    discover this host's GPUs and push them to a server\n"
-    "  token    create, list and revoke API tokens\n"
-    "  user     set a dashboard user's role and password\n"
-    "\n"
-    "Run 'gpuinv COMMAND --help' for a command's options.\n";
+static const char usage[] = "usage: gpuinv COMMAND [OPTIONS]\n"
+                            "\n"
+                            "The authoritative record of GPU infrastructure.\n"
+                            "\n"
+                            "commands:\n"
+                            "  serve    run the HTTP API and dashboard\n"
+                            "  agent    discover this host's GPUs and push them to a server\n"
+                            "  token    create, list and revoke API tokens\n"
+                            "  user     set a dashboard user's role and password\n"
+                            "\n"
+                            "Run 'gpuinv COMMAND --help' for a command's options.\n";
 
 int main(int argc, char **argv)
 {
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"serve", cli_serve}, {"agent", cli_agent}, {"token", cli_token}, {"user", cli_user}};
+    } cmds[] = {
+        {"serve", cli_serve}, {"agent", cli_agent}, {"token", cli_token}, {"user", cli_user}};
 
     if (argc < 2) {
         fputs(usage, stderr);

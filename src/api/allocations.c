@@ -34,11 +34,11 @@ void api_allocations_create(struct req *r)
     }
     st = store_alloc_bulk(r->store, r->who.name, &q, &items, &available);
     if (st == GI_CONFLICT) {
-        json_t *err = json_pack("{s:s, s:s, s:s, s:I, s:I}", "code", "insufficient_capacity",
-                                "message", "not enough matching available resources; none "
-                                           "were allocated",
-                                "field", "count", "requested", (json_int_t)q.count, "available",
-                                (json_int_t)available);
+        json_t *err = json_pack(
+            "{s:s, s:s, s:s, s:I, s:I}", "code", "insufficient_capacity", "message",
+            "not enough matching available resources; none "
+            "were allocated",
+            "field", "count", "requested", (json_int_t)q.count, "available", (json_int_t)available);
         reply_json(r, 409, json_pack("{s:o}", "error", err));
     } else if (st != GI_OK) {
         reply_status(r, st, "allocation");

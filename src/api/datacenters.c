@@ -39,8 +39,7 @@ void api_datacenters_create(struct req *r)
         goto cleanup;
     st = store_dc_create(r->store, r->who.name, &dc, &out);
     if (st == GI_CONFLICT)
-        reply_error(r, 409, "conflict", "name", "a data center named '%s' already exists",
-                    dc.name);
+        reply_error(r, 409, "conflict", "name", "a data center named '%s' already exists", dc.name);
     else if (st != GI_OK)
         reply_status(r, st, "data center");
     else
@@ -90,8 +89,7 @@ void api_datacenters_update(struct req *r)
         goto cleanup;
     st = store_dc_update(r->store, r->who.name, r->id, &dc, &out);
     if (st == GI_CONFLICT)
-        reply_error(r, 409, "conflict", "name", "a data center named '%s' already exists",
-                    dc.name);
+        reply_error(r, 409, "conflict", "name", "a data center named '%s' already exists", dc.name);
     else if (st != GI_OK)
         reply_status(r, st, "data center");
     else

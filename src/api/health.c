@@ -6,6 +6,7 @@ void api_healthz(struct req *r) { reply_json(r, 200, json_pack("{s:s}", "status"
 
 void api_kinds(struct req *r)
 {
-    reply_json(r, 200, json_pack("{s:o, s:[sssss]}", "kinds", gi_kinds_json(), "states",
-                                 "available", "in_use", "reserved", "maintenance", "retired"));
+    reply_json(r, 200,
+               json_pack("{s:o, s:[sssss]}", "kinds", gi_kinds_json(), "states", "available",
+                         "in_use", "reserved", "maintenance", "retired"));
 }

@@ -27,10 +27,9 @@ static void add_error(struct import *im, size_t line, const char *column, const 
     im->nerr++;
     if (json_array_size(im->errors) >= IMPORT_MAX_ERRORS)
         return;
-    json_array_append_new(im->errors,
-                          json_pack("{s:I, s:s, s:s, s:s}", "line", (json_int_t)line, "column",
-                                    column ? column : "", "field", field ? field : "", "reason",
-                                    reason));
+    json_array_append_new(im->errors, json_pack("{s:I, s:s, s:s, s:s}", "line", (json_int_t)line,
+                                                "column", column ? column : "", "field",
+                                                field ? field : "", "reason", reason));
 }
 
 /* Resolves a data center name to its id, caching in `cache`. */
@@ -51,8 +50,8 @@ static int dc_by_name(struct store *st, json_t *cache, const char *name, int64_t
 
 /* Builds the JSON object of one row from the header; false (with an error
  * recorded) when a cell cannot be placed. */
-static bool row_object(struct store *st, struct import *im, const struct csv *c,
-                       char header[][128], size_t ncols, json_t *dcs, json_t *obj)
+static bool row_object(struct store *st, struct import *im, const struct csv *c, char header[][128],
+                       size_t ncols, json_t *dcs, json_t *obj)
 {
     json_t *md = NULL;
 
@@ -181,14 +180,15 @@ void api_resources_import(struct req *r)
         reply_json(r, 422,
                    json_pack("{s:{s:s, s:s}, s:b, s:I, s:I, s:O}", "error", "code",
                              "validation_failed", "message",
-                             "the file has invalid rows; nothing was imported", "valid", 0,
-                             "rows", (json_int_t)nrows, "error_count", (json_int_t)im.nerr,
-                             "errors", im.errors));
+                             "the file has invalid rows; nothing was imported", "valid", 0, "rows",
+                             (json_int_t)nrows, "error_count", (json_int_t)im.nerr, "errors",
+                             im.errors));
         goto cleanup;
     }
     if (dry) {
-        reply_json(r, 200, json_pack("{s:b, s:b, s:I, s:[]}", "valid", 1, "dry_run", 1, "rows",
-                                     (json_int_t)nrows, "errors"));
+        reply_json(r, 200,
+                   json_pack("{s:b, s:b, s:I, s:[]}", "valid", 1, "dry_run", 1, "rows",
+                             (json_int_t)nrows, "errors"));
         goto cleanup;
     }
     {
@@ -202,15 +202,16 @@ void api_resources_import(struct req *r)
                                           "the data center"
                                         : "data center not found");
             reply_json(r, 409,
-                       json_pack("{s:{s:s, s:s}, s:b, s:I, s:I, s:O}", "error", "code",
-                                 "conflict", "message",
+                       json_pack("{s:{s:s, s:s}, s:b, s:I, s:I, s:O}", "error", "code", "conflict",
+                                 "message",
                                  "a row conflicts with existing records; nothing was imported",
                                  "valid", 0, "rows", (json_int_t)nrows, "error_count",
                                  (json_int_t)im.nerr, "errors", im.errors));
         } else if (st != GI_OK) {
             reply_status(r, st, "import");
         } else {
-            reply_json(r, 201, json_pack("{s:I, s:b}", "imported", (json_int_t)nrows, "dry_run", 0));
+            reply_json(r, 201,
+                       json_pack("{s:I, s:b}", "imported", (json_int_t)nrows, "dry_run", 0));
         }
     }
 cleanup:

@@ -51,8 +51,8 @@ void api_ingest(struct req *r)
                         "source is required when pushing with a non-pusher token");
             goto cleanup;
         }
-        if ((st = store_source_ensure(r->store, b.source, "push", NULL, NULL, NULL,
-                                      &source_id)) != GI_OK) {
+        if ((st = store_source_ensure(r->store, b.source, "push", NULL, NULL, NULL, &source_id)) !=
+            GI_OK) {
             reply_status(r, st, "source");
             goto cleanup;
         }
@@ -64,8 +64,8 @@ void api_ingest(struct req *r)
     reply_json(r, res.duplicate ? 200 : 201,
                json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "batch_id", b.batch_id, "duplicate",
                          res.duplicate, "gpus", (json_int_t)res.gpus, "samples",
-                         (json_int_t)res.samples, "processes", (json_int_t)res.processes,
-                         "events", (json_int_t)res.events));
+                         (json_int_t)res.samples, "processes", (json_int_t)res.processes, "events",
+                         (json_int_t)res.events));
 cleanup:
     gi_batch_free(&b);
     json_decref(body);

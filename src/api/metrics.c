@@ -88,8 +88,7 @@ void api_metrics(struct req *r)
              (long long)json_integer_value(json_object_get(g, "total")),
              (long long)json_integer_value(json_object_get(g, "stale")),
              (long long)json_integer_value(json_object_get(g, "missing")), (long long)fresh);
-    json_array_foreach(json_object_get(m, "sources"), i, src)
-    {
+    json_array_foreach(json_object_get(m, "sources"), i, src) {
         const char *last = json_string_value(json_object_get(src, "last_success_at"));
         int64_t t;
         label(name, sizeof name, json_string_value(json_object_get(src, "name")));
@@ -102,25 +101,23 @@ void api_metrics(struct req *r)
     ok = ok && put(&buf, &len, &cap,
                    "# HELP gpuinv_source_up 1 if the source's last attempt succeeded and is "
                    "fresh.\n# TYPE gpuinv_source_up gauge\n");
-    json_array_foreach(json_object_get(m, "sources"), i, src)
-    {
+    json_array_foreach(json_object_get(m, "sources"), i, src) {
         bool up = json_is_null(json_object_get(src, "last_error")) &&
                   json_integer_value(json_object_get(src, "stale")) == 0;
         label(name, sizeof name, json_string_value(json_object_get(src, "name")));
         label(kind, sizeof kind, json_string_value(json_object_get(src, "kind")));
-        ok = ok && put(&buf, &len, &cap, "gpuinv_source_up{source=\"%s\",kind=\"%s\"} %d\n",
-                       name, kind, up ? 1 : 0);
+        ok = ok && put(&buf, &len, &cap, "gpuinv_source_up{source=\"%s\",kind=\"%s\"} %d\n", name,
+                       kind, up ? 1 : 0);
     }
     ok = ok && put(&buf, &len, &cap,
                    "# HELP gpuinv_source_gpus GPUs each source reported on its last success.\n"
                    "# TYPE gpuinv_source_gpus gauge\n");
-    json_array_foreach(json_object_get(m, "sources"), i, src)
-    {
+    json_array_foreach(json_object_get(m, "sources"), i, src) {
         label(name, sizeof name, json_string_value(json_object_get(src, "name")));
         label(kind, sizeof kind, json_string_value(json_object_get(src, "kind")));
-        ok = ok && put(&buf, &len, &cap, "gpuinv_source_gpus{source=\"%s\",kind=\"%s\"} %lld\n",
-                       name, kind,
-                       (long long)json_integer_value(json_object_get(src, "gpus_reported")));
+        ok = ok &&
+             put(&buf, &len, &cap, "gpuinv_source_gpus{source=\"%s\",kind=\"%s\"} %lld\n", name,
+                 kind, (long long)json_integer_value(json_object_get(src, "gpus_reported")));
     }
     json_decref(m);
     if (!ok) {

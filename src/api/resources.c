@@ -22,8 +22,8 @@ int api_resource_check(struct store *st, const json_t *obj, bool from_text,
     host = json_object_get(in->attrs, "host_id");
     if (strcmp(in->kind, "vm") == 0 && host) {
         rc = store_res_kind(st, json_integer_value(host), kind, sizeof kind, &dc);
-        if (rc == GI_NOT_FOUND || (rc == GI_OK && (strcmp(kind, "server") != 0 ||
-                                                   dc != in->datacenter_id))) {
+        if (rc == GI_NOT_FOUND ||
+            (rc == GI_OK && (strcmp(kind, "server") != 0 || dc != in->datacenter_id))) {
             gi_strlcpy(err->field, "host_id", sizeof err->field);
             snprintf(err->message, sizeof err->message,
                      "host_id must name a server in the same data center");
@@ -95,8 +95,8 @@ cleanup:
 
 void api_resources_list(struct req *r)
 {
-    static const char *const sortable[] = {"id",        "name",       "state",     "kind",
-                                           "tenant",    "project",    "gpu_model", "gpu_count",
+    static const char *const sortable[] = {"id",         "name",       "state",      "kind",
+                                           "tenant",     "project",    "gpu_model",  "gpu_count",
                                            "created_at", "updated_at", "datacenter", NULL};
     struct store_res_filter f = {0};
     struct store_page pg;
@@ -189,8 +189,7 @@ void api_resources_update(struct req *r)
         reply_error(r, 400, "validation_failed", "kind", "the kind of a resource cannot change");
         goto cleanup;
     }
-    json_object_foreach(body, key, v)
-    {
+    json_object_foreach(body, key, v) {
         if (json_is_null(v))
             json_object_del(cur, key);
         else
@@ -273,8 +272,8 @@ void api_resources_release(struct req *r)
     int st = store_res_release(r->store, r->who.name, r->id, &out);
 
     if (st == GI_CONFLICT)
-        reply_error(r, 409, "not_allocated", "state",
-                    "resource %lld is not in use or reserved", (long long)r->id);
+        reply_error(r, 409, "not_allocated", "state", "resource %lld is not in use or reserved",
+                    (long long)r->id);
     else if (st != GI_OK)
         reply_status(r, st, "resource");
     else

@@ -20,8 +20,7 @@ static void redact(json_t *src)
     const char *key;
     json_t *v;
 
-    json_object_foreach(cfg, key, v)
-    {
+    json_object_foreach(cfg, key, v) {
         if (pull_config_secret(key) && !json_is_null(v))
             json_object_set_new(cfg, key, json_string("(set)"));
     }
@@ -37,7 +36,8 @@ void api_sources_list(struct req *r)
         reply_status(r, st, "sources");
         return;
     }
-    json_array_foreach(items, i, it) redact(it);
+    json_array_foreach(items, i, it)
+        redact(it);
     reply_list(r, items, (int64_t)json_array_size(items), 0);
 }
 
@@ -59,7 +59,7 @@ void api_sources_get(struct req *r)
 static bool source_body_or_reply(struct req *r, const json_t *body, const char *kind,
                                  struct store_source *in)
 {
-    static const char *const allowed[] = {"name", "kind",    "config",   "team", "env",
+    static const char *const allowed[] = {"name",    "kind",       "config",  "team", "env",
                                           "cluster", "interval_s", "enabled", NULL};
     const json_t *cfg = json_object_get(body, "config"), *en = json_object_get(body, "enabled");
     char field[64], msg[256];
@@ -156,8 +156,7 @@ void api_sources_update(struct req *r)
         {
             const char *key;
             json_t *v;
-            json_object_foreach(json_object_get(body, "config"), key, v)
-            {
+            json_object_foreach(json_object_get(body, "config"), key, v) {
                 /* "(set)" is what replies show for a secret: keep it. */
                 if (pull_config_secret(key) && json_is_string(v) &&
                     strcmp(json_string_value(v), "(set)") == 0)
@@ -220,7 +219,7 @@ void api_sources_run(struct req *r)
     redact(out);
     json_object_set_new(out, "run",
                         json_pack("{s:b, s:s?, s:I, s:I}", "ok", res.ok, "error",
-                                  res.ok ? NULL : res.error, "gpus", (json_int_t)res.gpus,
-                                  "hosts", (json_int_t)res.hosts));
+                                  res.ok ? NULL : res.error, "gpus", (json_int_t)res.gpus, "hosts",
+                                  (json_int_t)res.hosts));
     reply_json(r, 200, out);
 }

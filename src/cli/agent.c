@@ -247,19 +247,32 @@ static int run(struct agent *a)
 int cli_agent(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"server", required_argument, NULL, 's'},     {"token", required_argument, NULL, 't'},
-        {"token-file", required_argument, NULL, 'T'}, {"interval", required_argument, NULL, 'i'},
-        {"push-interval", required_argument, NULL, 'p'}, {"once", no_argument, NULL, 'o'},
-        {"print", no_argument, NULL, 'P'},            {"spool", required_argument, NULL, 'd'},
-        {"spool-max", required_argument, NULL, 'm'},  {"collector", required_argument, NULL, 'c'},
-        {"nvml", required_argument, NULL, 'n'},       {"nvidia-smi", required_argument, NULL, 'N'},
-        {"amd-smi", required_argument, NULL, 'a'},    {"rocm-smi", required_argument, NULL, 'r'},
-        {"hostname", required_argument, NULL, 'H'},   {"cluster", required_argument, NULL, 'C'},
-        {"datacenter", required_argument, NULL, 'D'}, {"root", required_argument, NULL, 'R'},
-        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0},
+        {"server", required_argument, NULL, 's'},
+        {"token", required_argument, NULL, 't'},
+        {"token-file", required_argument, NULL, 'T'},
+        {"interval", required_argument, NULL, 'i'},
+        {"push-interval", required_argument, NULL, 'p'},
+        {"once", no_argument, NULL, 'o'},
+        {"print", no_argument, NULL, 'P'},
+        {"spool", required_argument, NULL, 'd'},
+        {"spool-max", required_argument, NULL, 'm'},
+        {"collector", required_argument, NULL, 'c'},
+        {"nvml", required_argument, NULL, 'n'},
+        {"nvidia-smi", required_argument, NULL, 'N'},
+        {"amd-smi", required_argument, NULL, 'a'},
+        {"rocm-smi", required_argument, NULL, 'r'},
+        {"hostname", required_argument, NULL, 'H'},
+        {"cluster", required_argument, NULL, 'C'},
+        {"datacenter", required_argument, NULL, 'D'},
+        {"root", required_argument, NULL, 'R'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    struct agent a = {.interval = 10, .push_interval = 60, .spool_dir = "gpuinv-spool",
-                      .spool_max = 64u << 20, .root = "/"};
+    struct agent a = {.interval = 10,
+                      .push_interval = 60,
+                      .spool_dir = "gpuinv-spool",
+                      .spool_max = 64u << 20,
+                      .root = "/"};
     static char token_buf[512];
     const char *token_file = NULL;
     struct sigaction sa;
@@ -269,9 +282,15 @@ int cli_agent(int argc, char **argv)
     optind = 1;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
-        case 's': a.server = optarg; break;
-        case 't': a.token = optarg; break;
-        case 'T': token_file = optarg; break;
+        case 's':
+            a.server = optarg;
+            break;
+        case 't':
+            a.token = optarg;
+            break;
+        case 'T':
+            token_file = optarg;
+            break;
         case 'i':
         case 'p':
             if (gi_parse_int64(optarg, 1, 86400, &n) != GI_OK) {
@@ -284,9 +303,15 @@ int cli_agent(int argc, char **argv)
             else
                 a.push_interval = (long)n;
             break;
-        case 'o': a.once = true; break;
-        case 'P': a.print = true; break;
-        case 'd': a.spool_dir = optarg; break;
+        case 'o':
+            a.once = true;
+            break;
+        case 'P':
+            a.print = true;
+            break;
+        case 'd':
+            a.spool_dir = optarg;
+            break;
         case 'm':
             if (gi_parse_int64(optarg, 65536, INT64_C(1) << 40, &n) != GI_OK) {
                 fprintf(stderr, "gpuinv agent: --spool-max must be at least 65536 bytes\n");
@@ -294,17 +319,39 @@ int cli_agent(int argc, char **argv)
             }
             a.spool_max = (uint64_t)n;
             break;
-        case 'c': a.copts.only = optarg; break;
-        case 'n': a.copts.nvml_path = optarg; break;
-        case 'N': a.copts.nvidia_smi = optarg; break;
-        case 'a': a.copts.amd_smi = optarg; break;
-        case 'r': a.copts.rocm_smi = optarg; break;
-        case 'H': gi_strlcpy(a.host.hostname, optarg, sizeof a.host.hostname); break;
-        case 'C': gi_strlcpy(a.host.cluster, optarg, sizeof a.host.cluster); break;
-        case 'D': gi_strlcpy(a.host.datacenter, optarg, sizeof a.host.datacenter); break;
-        case 'R': a.root = optarg; break;
-        case 'h': fputs(agent_usage, stdout); return 0;
-        default: fputs(agent_usage, stderr); return 2;
+        case 'c':
+            a.copts.only = optarg;
+            break;
+        case 'n':
+            a.copts.nvml_path = optarg;
+            break;
+        case 'N':
+            a.copts.nvidia_smi = optarg;
+            break;
+        case 'a':
+            a.copts.amd_smi = optarg;
+            break;
+        case 'r':
+            a.copts.rocm_smi = optarg;
+            break;
+        case 'H':
+            gi_strlcpy(a.host.hostname, optarg, sizeof a.host.hostname);
+            break;
+        case 'C':
+            gi_strlcpy(a.host.cluster, optarg, sizeof a.host.cluster);
+            break;
+        case 'D':
+            gi_strlcpy(a.host.datacenter, optarg, sizeof a.host.datacenter);
+            break;
+        case 'R':
+            a.root = optarg;
+            break;
+        case 'h':
+            fputs(agent_usage, stdout);
+            return 0;
+        default:
+            fputs(agent_usage, stderr);
+            return 2;
         }
     }
     if (optind < argc) {

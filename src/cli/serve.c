@@ -63,10 +63,14 @@ static int seed_credentials(struct store *st)
 int cli_serve(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'},  {"db", required_argument, NULL, 'd'},
-        {"demo", no_argument, NULL, 'D'},          {"threads", required_argument, NULL, 't'},
-        {"max-body", required_argument, NULL, 'b'}, {"session-ttl", required_argument, NULL, 's'},
-        {"freshness", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+        {"listen", required_argument, NULL, 'l'},
+        {"db", required_argument, NULL, 'd'},
+        {"demo", no_argument, NULL, 'D'},
+        {"threads", required_argument, NULL, 't'},
+        {"max-body", required_argument, NULL, 'b'},
+        {"session-ttl", required_argument, NULL, 's'},
+        {"freshness", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct server_config cfg = {"127.0.0.1:8080", 8u << 20, 8, 43200, 3600};

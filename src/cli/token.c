@@ -36,11 +36,11 @@ struct cred_args {
 static int parse_args(int argc, char **argv, const char *usage, struct cred_args *a)
 {
     static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'},   {"name", required_argument, NULL, 'n'},
-        {"role", required_argument, NULL, 'r'}, {"id", required_argument, NULL, 'i'},
+        {"db", required_argument, NULL, 'd'},     {"name", required_argument, NULL, 'n'},
+        {"role", required_argument, NULL, 'r'},   {"id", required_argument, NULL, 'i'},
         {"source", required_argument, NULL, 's'}, {"team", required_argument, NULL, 'T'},
-        {"env", required_argument, NULL, 'E'},  {"cluster", required_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"env", required_argument, NULL, 'E'},    {"cluster", required_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     int opt;
 
@@ -123,8 +123,8 @@ int cli_token(int argc, char **argv)
     if (strcmp(argv[1], "create") == 0) {
         char secret[AUTH_TOKEN_LEN], hash[AUTH_HASH_LEN];
         int64_t id;
-        if (!a.name || !a.role || gi_role_parse(a.role, &role) != GI_OK ||
-            strlen(a.name) > 128 || !gi_text_ok(a.name)) {
+        if (!a.name || !a.role || gi_role_parse(a.role, &role) != GI_OK || strlen(a.name) > 128 ||
+            !gi_text_ok(a.name)) {
             fprintf(stderr, "create needs --name (text) and --role admin|editor|viewer|pusher\n");
             return 2;
         }
@@ -160,8 +160,7 @@ int cli_token(int argc, char **argv)
         rc = store_token_list(st, &items);
         if (rc == GI_OK) {
             printf("%-6s %-24s %-8s %-21s %s\n", "ID", "NAME", "ROLE", "CREATED", "REVOKED");
-            json_array_foreach(items, i, t)
-            {
+            json_array_foreach(items, i, t) {
                 const char *rev = json_string_value(json_object_get(t, "revoked_at"));
                 printf("%-6lld %-24s %-8s %-21s %s\n",
                        (long long)json_integer_value(json_object_get(t, "id")),

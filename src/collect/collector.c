@@ -15,8 +15,7 @@ static const struct {
     {NULL, NULL},
 };
 
-int collector_open(const struct collector_opts *o, struct collector *out, char *err,
-                   size_t errlen)
+int collector_open(const struct collector_opts *o, struct collector *out, char *err, size_t errlen)
 {
     size_t used = 0;
 

@@ -27,8 +27,7 @@ struct collector {
 
 /* Opens the first collector that works on this host; err says why each
  * candidate failed when none did. Returns 0 or -1. */
-int collector_open(const struct collector_opts *o, struct collector *out, char *err,
-                   size_t errlen);
+int collector_open(const struct collector_opts *o, struct collector *out, char *err, size_t errlen);
 void collector_close(struct collector *c);
 
 #endif

@@ -29,8 +29,15 @@ static void first_line(const char *root, const char *rel, char *buf, size_t len)
 /* DMI fields vendors fill with placeholders instead of a serial. */
 static int junk_serial(const char *s)
 {
-    static const char *const junk[] = {"", "0", "000", "0000000000", "None", "Not Specified",
-                                       "To Be Filled By O.E.M.", "Default string", "System Serial Number",
+    static const char *const junk[] = {"",
+                                       "0",
+                                       "000",
+                                       "0000000000",
+                                       "None",
+                                       "Not Specified",
+                                       "To Be Filled By O.E.M.",
+                                       "Default string",
+                                       "System Serial Number",
                                        NULL};
     for (const char *const *j = junk; *j; j++)
         if (strcmp(s, *j) == 0)

@@ -9,7 +9,7 @@ struct httpget_opts {
     const char *ca_file; /* CA bundle for https, or NULL for the system's */
     int insecure;        /* skip TLS verification (test clusters only) */
     long timeout_s;
-    size_t max_bytes;    /* larger bodies fail */
+    size_t max_bytes; /* larger bodies fail */
 };
 
 /* Fetches url; *body (NUL-terminated, caller frees) and *status are set

@@ -28,15 +28,19 @@ struct cfg_key {
 
 #define COMMON_KEYS                                                                                \
     {"bearer_token", CFG_SECRET, false, 0, 0}, {"ca_file", CFG_STR, false, 0, 0},                  \
-        {"insecure_skip_verify", CFG_BOOL, false, 0, 0}, {"timeout_s", CFG_INT, false, 1, 300}
+        {"insecure_skip_verify", CFG_BOOL, false, 0, 0},                                           \
+    {                                                                                              \
+        "timeout_s", CFG_INT, false, 1, 300                                                        \
+    }
 
 static const struct cfg_key prom_keys[] = {
     {"url", CFG_URL, true, 0, 0}, {"query", CFG_STR, false, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
-static const struct cfg_key dcgm_keys[] = {{"url", CFG_URL, true, 0, 0}, COMMON_KEYS,
-                                           {NULL, 0, 0, 0, 0}};
-static const struct cfg_key k8s_keys[] = {
-    {"url", CFG_URL, true, 0, 0}, {"page_size", CFG_INT, false, 1, 1000}, COMMON_KEYS,
-    {NULL, 0, 0, 0, 0}};
+static const struct cfg_key dcgm_keys[] = {
+    {"url", CFG_URL, true, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
+static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
+                                          {"page_size", CFG_INT, false, 1, 1000},
+                                          COMMON_KEYS,
+                                          {NULL, 0, 0, 0, 0}};
 
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
@@ -93,8 +97,7 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
         return bad(field, flen, msg, mlen, NULL, "unknown source kind");
     if (!json_is_object(cfg))
         return bad(field, flen, msg, mlen, NULL, "config must be an object");
-    json_object_foreach((json_t *)cfg, key, v)
-    {
+    json_object_foreach((json_t *)cfg, key, v) {
         const struct cfg_key *ck = kinds[k].keys;
         while (ck->name && strcmp(ck->name, key) != 0)
             ck++;
@@ -105,8 +108,9 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
             continue;
         switch (ck->type) {
         case CFG_URL:
-            if (!json_is_string(v) || (strncmp(json_string_value(v), "http://", 7) != 0 &&
-                                       strncmp(json_string_value(v), "https://", 8) != 0) ||
+            if (!json_is_string(v) ||
+                (strncmp(json_string_value(v), "http://", 7) != 0 &&
+                 strncmp(json_string_value(v), "https://", 8) != 0) ||
                 json_string_length(v) > 2000 || !gi_text_ok(json_string_value(v)))
                 return bad(field, flen, msg, mlen, key, "config.%s must be an http(s) URL", key);
             break;
@@ -123,8 +127,10 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
         case CFG_INT:
             if (!json_is_integer(v) || json_integer_value(v) < ck->min ||
                 json_integer_value(v) > ck->max)
-                return bad(field, flen, msg, mlen, key, "config.%s must be a whole number from "
-                           "%lld to %lld", key, (long long)ck->min, (long long)ck->max);
+                return bad(field, flen, msg, mlen, key,
+                           "config.%s must be a whole number from "
+                           "%lld to %lld",
+                           key, (long long)ck->min, (long long)ck->max);
             break;
         }
     }

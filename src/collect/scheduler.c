@@ -28,8 +28,7 @@ static void run_due(struct scheduler *s)
 
     if (store_source_due(s->st, gi_now(), &due) != GI_OK)
         return;
-    json_array_foreach(due, i, src)
-    {
+    json_array_foreach(due, i, src) {
         struct pull_result res;
         bool stop;
         pthread_mutex_lock(&s->mu);

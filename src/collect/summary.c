@@ -41,7 +41,8 @@ int summary_add(struct summary *s, const struct gi_obs_set *set, int64_t ts)
             g->util_max = isnan(g->util_max) ? o->util_gpu_pct : fmax(g->util_max, o->util_gpu_pct);
         }
         if (!isnan(o->memory_used_mib))
-            g->mem_max = isnan(g->mem_max) ? o->memory_used_mib : fmax(g->mem_max, o->memory_used_mib);
+            g->mem_max =
+                isnan(g->mem_max) ? o->memory_used_mib : fmax(g->mem_max, o->memory_used_mib);
         if (!isnan(o->temp_c))
             g->temp_max = isnan(g->temp_max) ? o->temp_c : fmax(g->temp_max, o->temp_c);
         if (!isnan(o->power_w)) {

@@ -10,43 +10,74 @@
 #include <string.h>
 
 static const char *const storage_types[] = {"block", "file", "object", NULL};
-static const char *const ib_generations[] = {"QDR", "FDR", "EDR", "HDR", "HDR100", "NDR",
-                                             "NDR200", "XDR", NULL};
+static const char *const ib_generations[] = {"QDR", "FDR",    "EDR", "HDR", "HDR100",
+                                             "NDR", "NDR200", "XDR", NULL};
 static const char *const ib_devices[] = {"switch", "hca", "gateway", "router", "fabric", NULL};
 
-#define STR(n, len, lbl) {n, GI_F_STRING, 0, 0, len, NULL, lbl}
-#define INT(n, lo, hi, lbl) {n, GI_F_INT, lo, hi, 0, NULL, lbl}
-#define NUM(n, lo, hi, lbl) {n, GI_F_NUMBER, lo, hi, 0, NULL, lbl}
-#define ENUM(n, ch, lbl) {n, GI_F_ENUM, 0, 0, 32, ch, lbl}
-#define END {NULL, 0, 0, 0, 0, NULL, NULL}
+#define STR(n, len, lbl)                                                                           \
+    {                                                                                              \
+        n, GI_F_STRING, 0, 0, len, NULL, lbl                                                       \
+    }
+#define INT(n, lo, hi, lbl)                                                                        \
+    {                                                                                              \
+        n, GI_F_INT, lo, hi, 0, NULL, lbl                                                          \
+    }
+#define NUM(n, lo, hi, lbl)                                                                        \
+    {                                                                                              \
+        n, GI_F_NUMBER, lo, hi, 0, NULL, lbl                                                       \
+    }
+#define ENUM(n, ch, lbl)                                                                           \
+    {                                                                                              \
+        n, GI_F_ENUM, 0, 0, 32, ch, lbl                                                            \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        NULL, 0, 0, 0, 0, NULL, NULL                                                               \
+    }
 
-static const struct gi_field server_fields[] = {
-    STR("hostname", 253, "Hostname"),   STR("serial", 64, "Serial"),
-    STR("vendor", 64, "Vendor"),        STR("model", 128, "Model"),
-    STR("rack", 32, "Rack"),            STR("row", 32, "Row"),
-    INT("position", 0, 100, "Rack unit"), STR("cpu", 128, "CPU"),
-    INT("cpu_cores", 0, 4096, "CPU cores"), INT("memory_gb", 0, 65536, "Memory (GB)"),
-    STR("asset_tag", 64, "Asset tag"),  END};
-static const struct gi_field vm_fields[] = {
-    INT("host_id", 1, 9e15, "Host server id"), STR("hostname", 253, "Hostname"),
-    INT("vcpu", 0, 4096, "vCPU"),             INT("memory_gb", 0, 65536, "Memory (GB)"),
-    STR("image", 128, "Image"),               END};
-static const struct gi_field storage_fields[] = {
-    ENUM("storage_type", storage_types, "Type"), NUM("capacity_tb", 0, 1e6, "Capacity (TB)"),
-    STR("protocol", 32, "Protocol"),             STR("vendor", 64, "Vendor"),
-    STR("model", 128, "Model"),                  STR("serial", 64, "Serial"),
-    STR("rack", 32, "Rack"),                     END};
-static const struct gi_field switch_fields[] = {
-    STR("vendor", 64, "Vendor"),           STR("model", 128, "Model"),
-    INT("ports", 0, 4096, "Ports"),        INT("speed_gbps", 0, 1600, "Port speed (Gb/s)"),
-    STR("mgmt_address", 253, "Management address"), STR("serial", 64, "Serial"),
-    STR("rack", 32, "Rack"),               END};
-static const struct gi_field ib_fields[] = {
-    STR("fabric", 64, "Fabric"),      ENUM("device_type", ib_devices, "Device type"),
-    ENUM("generation", ib_generations, "Generation"), INT("ports", 0, 4096, "Ports"),
-    STR("vendor", 64, "Vendor"),      STR("model", 128, "Model"),
-    STR("serial", 64, "Serial"),      STR("rack", 32, "Rack"),
-    END};
+static const struct gi_field server_fields[] = {STR("hostname", 253, "Hostname"),
+                                                STR("serial", 64, "Serial"),
+                                                STR("vendor", 64, "Vendor"),
+                                                STR("model", 128, "Model"),
+                                                STR("rack", 32, "Rack"),
+                                                STR("row", 32, "Row"),
+                                                INT("position", 0, 100, "Rack unit"),
+                                                STR("cpu", 128, "CPU"),
+                                                INT("cpu_cores", 0, 4096, "CPU cores"),
+                                                INT("memory_gb", 0, 65536, "Memory (GB)"),
+                                                STR("asset_tag", 64, "Asset tag"),
+                                                END};
+static const struct gi_field vm_fields[] = {INT("host_id", 1, 9e15, "Host server id"),
+                                            STR("hostname", 253, "Hostname"),
+                                            INT("vcpu", 0, 4096, "vCPU"),
+                                            INT("memory_gb", 0, 65536, "Memory (GB)"),
+                                            STR("image", 128, "Image"),
+                                            END};
+static const struct gi_field storage_fields[] = {ENUM("storage_type", storage_types, "Type"),
+                                                 NUM("capacity_tb", 0, 1e6, "Capacity (TB)"),
+                                                 STR("protocol", 32, "Protocol"),
+                                                 STR("vendor", 64, "Vendor"),
+                                                 STR("model", 128, "Model"),
+                                                 STR("serial", 64, "Serial"),
+                                                 STR("rack", 32, "Rack"),
+                                                 END};
+static const struct gi_field switch_fields[] = {STR("vendor", 64, "Vendor"),
+                                                STR("model", 128, "Model"),
+                                                INT("ports", 0, 4096, "Ports"),
+                                                INT("speed_gbps", 0, 1600, "Port speed (Gb/s)"),
+                                                STR("mgmt_address", 253, "Management address"),
+                                                STR("serial", 64, "Serial"),
+                                                STR("rack", 32, "Rack"),
+                                                END};
+static const struct gi_field ib_fields[] = {STR("fabric", 64, "Fabric"),
+                                            ENUM("device_type", ib_devices, "Device type"),
+                                            ENUM("generation", ib_generations, "Generation"),
+                                            INT("ports", 0, 4096, "Ports"),
+                                            STR("vendor", 64, "Vendor"),
+                                            STR("model", 128, "Model"),
+                                            STR("serial", 64, "Serial"),
+                                            STR("rack", 32, "Rack"),
+                                            END};
 
 const struct gi_kind gi_kinds[] = {
     {"server", "servers", "Servers", server_fields},
@@ -66,11 +97,10 @@ const struct gi_kind *gi_kind_find(const char *name)
 }
 
 /* Fields every kind has, validated by gi_resource_check itself. */
-static const char *const common_fields[] = {"datacenter_id", "kind",      "name",
-                                            "state",         "tenant",    "project",
-                                            "gpu_model",     "gpu_count", "metadata",
-                                            "id",            "version",   "datacenter",
-                                            "created_at",    "updated_at", NULL};
+static const char *const common_fields[] = {
+    "datacenter_id", "kind",       "name",       "state",      "tenant",
+    "project",       "gpu_model",  "gpu_count",  "metadata",   "id",
+    "version",       "datacenter", "created_at", "updated_at", NULL};
 
 static int fail(struct gi_verr *err, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -230,8 +260,7 @@ int gi_resource_check(const json_t *in, bool from_text, struct gi_resource_in *o
         return fail(err, "state", "state must be one of " GI_STATES);
     if ((rc = check_str(json_object_get(in, "tenant"), "tenant", 128, false, &out->tenant, err)))
         return rc;
-    if ((rc = check_str(json_object_get(in, "project"), "project", 128, false, &out->project,
-                        err)))
+    if ((rc = check_str(json_object_get(in, "project"), "project", 128, false, &out->project, err)))
         return rc;
     if ((rc = check_str(json_object_get(in, "gpu_model"), "gpu_model", 64, false, &out->gpu_model,
                         err)))
@@ -254,12 +283,10 @@ int gi_resource_check(const json_t *in, bool from_text, struct gi_resource_in *o
             return fail(err, "metadata", "metadata must be an object");
         if (json_object_size(md) > 64)
             return fail(err, "metadata", "metadata has more than 64 keys");
-        json_object_foreach((json_t *)md, key, v)
-        {
+        json_object_foreach((json_t *)md, key, v) {
             if (strlen(key) > 64 || !gi_text_ok(key))
                 return fail(err, "metadata", "metadata key is too long or not text");
-            if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v) &&
-                !json_is_null(v))
+            if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v) && !json_is_null(v))
                 return fail(err, "metadata", "metadata.%s must be a string, number or boolean",
                             key);
             if (json_is_string(v) &&
@@ -270,8 +297,7 @@ int gi_resource_check(const json_t *in, bool from_text, struct gi_resource_in *o
     }
 
     out->attrs = json_object();
-    json_object_foreach((json_t *)in, key, v)
-    {
+    json_object_foreach((json_t *)in, key, v) {
         const struct gi_field *f;
         if (is_common(key))
             continue;

@@ -158,8 +158,7 @@ static int dcgm_blank(const char *s, size_t n)
     if (isdigit((unsigned char)buf[0])) {
         errno = 0;
         u = strtoull(buf, &end, 10);
-        if (*end == '\0' && errno == 0 && u >= 0x7ffffffffffffff0ULL &&
-            u <= 0x7fffffffffffffffULL)
+        if (*end == '\0' && errno == 0 && u >= 0x7ffffffffffffff0ULL && u <= 0x7fffffffffffffffULL)
             return 1;
     }
     d = strtod(buf, &end);

@@ -20,19 +20,19 @@ enum gi_vendor { GI_VENDOR_UNKNOWN = 0, GI_VENDOR_NVIDIA, GI_VENDOR_AMD };
 
 /* One GPU, or one MIG instance (parent_uuid set), as observed. */
 struct gi_gpu_obs {
-    char uuid[GI_UUID_LEN];     /* "GPU-…", "MIG-…" or AMD unique id */
+    char uuid[GI_UUID_LEN];        /* "GPU-…", "MIG-…" or AMD unique id */
     char parent_uuid[GI_UUID_LEN]; /* MIG instance: its physical GPU */
-    int index;                  /* -1 unknown */
+    int index;                     /* -1 unknown */
     enum gi_vendor vendor;
-    char name[GI_NAME_LEN];     /* marketing name, e.g. "NVIDIA H100 80GB HBM3" */
+    char name[GI_NAME_LEN]; /* marketing name, e.g. "NVIDIA H100 80GB HBM3" */
     char serial[GI_SERIAL_LEN];
     char pci_bus_id[GI_BUS_LEN]; /* normalized "0000:83:00.0", lower-case hex */
     char driver[GI_NAME_LEN];
     char vbios[GI_NAME_LEN];
     char hostname[GI_HOST_LEN];
-    int mig_mode;               /* -1 unknown, 0 disabled, 1 enabled */
+    int mig_mode;                  /* -1 unknown, 0 disabled, 1 enabled */
     char mig_profile[GI_NAME_LEN]; /* MIG instance: "1g.10gb" */
-    int mig_instance;           /* MIG GPU instance id, -1 none */
+    int mig_instance;              /* MIG GPU instance id, -1 none */
     double memory_total_mib;
     double memory_used_mib;
     double util_gpu_pct;
@@ -40,15 +40,15 @@ struct gi_gpu_obs {
     double temp_c;
     double power_w;
     double power_limit_w;
-    double energy_j;            /* cumulative counter */
-    int64_t ecc_corrected;      /* volatile or aggregate total, -1 unknown */
+    double energy_j;       /* cumulative counter */
+    int64_t ecc_corrected; /* volatile or aggregate total, -1 unknown */
     int64_t ecc_uncorrected;
-    int64_t xid_last;           /* last XID error code, -1 unknown */
+    int64_t xid_last; /* last XID error code, -1 unknown */
     /* Workload labels carried by dcgm-exporter and Kubernetes. */
     char pod[GI_LABEL_LEN];
     char namespace_[GI_LABEL_LEN];
     char container[GI_LABEL_LEN];
-    int64_t ts_ms;              /* observation time, ms since epoch; 0 unknown */
+    int64_t ts_ms; /* observation time, ms since epoch; 0 unknown */
 };
 
 /* One process using a GPU. */
@@ -57,12 +57,12 @@ struct gi_proc_obs {
     char pci_bus_id[GI_BUS_LEN];
     int64_t pid;
     char name[GI_LABEL_LEN];
-    double used_mib;            /* NAN unknown */
-    int64_t ts_ms;              /* when seen; 0 unknown */
-    char user[64];              /* from /proc/PID status uid, when known */
-    int64_t uid;                /* -1 unknown */
+    double used_mib;              /* NAN unknown */
+    int64_t ts_ms;                /* when seen; 0 unknown */
+    char user[64];                /* from /proc/PID status uid, when known */
+    int64_t uid;                  /* -1 unknown */
     char container[GI_LABEL_LEN]; /* container id from /proc/PID/cgroup */
-    char pod_uid[64];           /* Kubernetes pod UID from the cgroup path */
+    char pod_uid[64];             /* Kubernetes pod UID from the cgroup path */
     char pod[GI_LABEL_LEN];
     char namespace_[GI_LABEL_LEN];
 };
@@ -79,13 +79,13 @@ struct gi_host_obs {
 /* One summarized telemetry sample of one GPU (an agent sends 60 s
  * summaries of 10 s readings). Absent: NAN / -1. */
 struct gi_sample {
-    int64_t ts;                 /* unix seconds, end of the interval */
+    int64_t ts; /* unix seconds, end of the interval */
     char gpu_uuid[GI_UUID_LEN];
-    double util_avg, util_max;  /* % */
-    double mem_used_mib;        /* max over the interval */
+    double util_avg, util_max; /* % */
+    double mem_used_mib;       /* max over the interval */
     double power_avg_w;
-    double energy_j;            /* over the interval */
-    double temp_c;              /* max over the interval */
+    double energy_j; /* over the interval */
+    double temp_c;   /* max over the interval */
     int64_t ecc_corrected, ecc_uncorrected, xid;
 };
 

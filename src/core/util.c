@@ -79,8 +79,8 @@ int gi_time_parse(const char *s, int64_t *out)
     } else {
         return GI_INVALID;
     }
-    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 ||
-        mi > 59 || sec > 60 || oh > 23 || om > 59)
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 ||
+        sec > 60 || oh > 23 || om > 59)
         return GI_INVALID;
     tm.tm_year = y - 1900;
     tm.tm_mon = mo - 1;

@@ -98,17 +98,15 @@ int demo_fill(struct store *st)
                     r.tenant = "platform";
                     r.project = "capacity-buffer";
                 }
-                rc = add(st, &r,
-                         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:s, s:i, s:i}",
-                                   "hostname", host, "serial", serial, "vendor", fleet[f].vendor,
-                                   "model", fleet[f].server, "rack",
-                                   (char[]){'R', (char)('A' + n % 6), 0}, "row",
-                                   (char[]){(char)('1' + n % 4), 0}, "position",
-                                   (int)(2 + (n % 8) * 5), "cpu",
-                                   f == 2 ? "AMD EPYC 9354 (2x32c)" : "Intel Xeon 8480+ (2x56c)",
-                                   "cpu_cores", f == 2 ? 64 : 112, "memory_gb",
-                                   f == 2 ? 1024 : 2048),
-                         &servers[ns]);
+                rc = add(
+                    st, &r,
+                    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:s, s:i, s:i}", "hostname",
+                              host, "serial", serial, "vendor", fleet[f].vendor, "model",
+                              fleet[f].server, "rack", (char[]){'R', (char)('A' + n % 6), 0}, "row",
+                              (char[]){(char)('1' + n % 4), 0}, "position", (int)(2 + (n % 8) * 5),
+                              "cpu", f == 2 ? "AMD EPYC 9354 (2x32c)" : "Intel Xeon 8480+ (2x56c)",
+                              "cpu_cores", f == 2 ? 64 : 112, "memory_gb", f == 2 ? 1024 : 2048),
+                    &servers[ns]);
                 if (rc != GI_OK)
                     return rc;
                 ns++;
@@ -128,9 +126,9 @@ int demo_fill(struct store *st)
                 r.project = tenants[k][1];
             }
             rc = add(st, &r,
-                     json_pack("{s:I, s:i, s:i, s:s}", "host_id", (json_int_t)servers[ns - 1 - i % 3],
-                               "vcpu", 16 << (i % 2), "memory_gb", 128 << (i % 2), "image",
-                               "ubuntu-22.04-cuda-12.4"),
+                     json_pack("{s:I, s:i, s:i, s:s}", "host_id",
+                               (json_int_t)servers[ns - 1 - i % 3], "vcpu", 16 << (i % 2),
+                               "memory_gb", 128 << (i % 2), "image", "ubuntu-22.04-cuda-12.4"),
                      NULL);
             if (rc != GI_OK)
                 return rc;
@@ -155,22 +153,23 @@ int demo_fill(struct store *st)
                 return rc;
         }
         for (int i = 0; i < 6; i++) {
-            struct store_resource r = {.datacenter_id = dcid, .kind = "switch", .state = "available"};
+            struct store_resource r = {
+                .datacenter_id = dcid, .kind = "switch", .state = "available"};
             snprintf(name, sizeof name, "%s-tor-%02d", dcs[d].code, i + 1);
             snprintf(addr, sizeof addr, "10.%d.0.%d", 10 + d, 10 + i);
             r.name = name;
             rc = add(st, &r,
                      json_pack("{s:s, s:s, s:i, s:i, s:s, s:s}", "vendor", "Arista", "model",
-                               i < 4 ? "7060X5" : "7800R3", "ports", i < 4 ? 64 : 576,
-                               "speed_gbps", i < 4 ? 400 : 100, "mgmt_address", addr, "rack",
+                               i < 4 ? "7060X5" : "7800R3", "ports", i < 4 ? 64 : 576, "speed_gbps",
+                               i < 4 ? 400 : 100, "mgmt_address", addr, "rack",
                                (char[]){'R', (char)('A' + i), 0}),
                      NULL);
             if (rc != GI_OK)
                 return rc;
         }
         for (int i = 0; i < 4; i++) {
-            struct store_resource r = {.datacenter_id = dcid, .kind = "infiniband",
-                                       .state = "available"};
+            struct store_resource r = {
+                .datacenter_id = dcid, .kind = "infiniband", .state = "available"};
             snprintf(name, sizeof name, "%s-ib-%02d", dcs[d].code, i + 1);
             r.name = name;
             rc = add(st, &r,

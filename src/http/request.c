@@ -207,28 +207,24 @@ static char *csv_render(const json_t *items, size_t *len)
     const char *key;
     json_t *v;
 
-    json_array_foreach(items, i, row)
-    {
-        json_object_foreach(row, key, v)
-        {
+    json_array_foreach(items, i, row) {
+        json_object_foreach(row, key, v) {
             bool seen = false;
-            json_array_foreach(cols, j, col) if (strcmp(json_string_value(col), key) == 0) seen =
-                true;
+            json_array_foreach(cols, j, col)
+                if (strcmp(json_string_value(col), key) == 0)
+                    seen = true;
             if (!seen)
                 json_array_append_new(cols, json_string(key));
         }
     }
-    json_array_foreach(cols, j, col)
-    {
+    json_array_foreach(cols, j, col) {
         if (j)
             sb_put(&b, ",", 1);
         csv_cell(&b, col);
     }
     sb_put(&b, "\r\n", 2);
-    json_array_foreach(items, i, row)
-    {
-        json_array_foreach(cols, j, col)
-        {
+    json_array_foreach(items, i, row) {
+        json_array_foreach(cols, j, col) {
             if (j)
                 sb_put(&b, ",", 1);
             csv_cell(&b, json_object_get(row, json_string_value(col)));
@@ -266,12 +262,13 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
     if (next < total) {
         char cur[32];
         snprintf(cur, sizeof cur, "%lld", (long long)next);
-        reply_json(r, 200,
-                   json_pack("{s:o, s:I, s:s}", "items", items, "total", (json_int_t)total, "next",
-                             cur));
+        reply_json(
+            r, 200,
+            json_pack("{s:o, s:I, s:s}", "items", items, "total", (json_int_t)total, "next", cur));
     } else {
-        reply_json(r, 200,
-                   json_pack("{s:o, s:I, s:n}", "items", items, "total", (json_int_t)total, "next"));
+        reply_json(
+            r, 200,
+            json_pack("{s:o, s:I, s:n}", "items", items, "total", (json_int_t)total, "next"));
     }
 }
 
@@ -307,8 +304,7 @@ bool req_json_body_or_reply(struct req *r, json_t **out)
     return true;
 }
 
-bool req_param_int_or_reply(struct req *r, const char *name, int64_t min, int64_t max,
-                            int64_t *out)
+bool req_param_int_or_reply(struct req *r, const char *name, int64_t min, int64_t max, int64_t *out)
 {
     const char *v = req_param(r, name);
 
@@ -443,8 +439,7 @@ bool json_known_or_reply(struct req *r, const json_t *obj, const char *const *al
     const char *key;
     json_t *v;
 
-    json_object_foreach((json_t *)obj, key, v)
-    {
+    json_object_foreach((json_t *)obj, key, v) {
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = strcmp(*a, key) == 0;

@@ -103,8 +103,8 @@ static void dispatch(struct req *r)
             break;
         }
         if (al + strlen(rt->method) + 3 < sizeof allow) {
-            al += (size_t)snprintf(allow + al, sizeof allow - al, "%s%s", al ? ", " : "",
-                                   rt->method);
+            al +=
+                (size_t)snprintf(allow + al, sizeof allow - al, "%s%s", al ? ", " : "", rt->method);
         }
     }
     if (hit == NULL && strcmp(r->method, "GET") == 0 && strncmp(r->path, "/api/", 5) != 0 &&
@@ -153,8 +153,8 @@ static void dispatch(struct req *r)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     struct server *srv = cls;
     struct req *r = *con_cls;
@@ -266,12 +266,11 @@ int server_start(const struct server_config *cfg, struct store *st, struct serve
     srv->session_ttl = cfg->session_ttl;
     srv->freshness = cfg->freshness > 0 ? cfg->freshness : 3600;
     srv->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
+        NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
-        on_complete, srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-        (unsigned)1, MHD_OPTION_END);
+        on_complete, srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)1000, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (srv->daemon == NULL) {
         gi_error("cannot listen on %s", cfg->listen);
         free(srv);

@@ -16,8 +16,8 @@
 /* How many '{'/'[' line starts to try before giving up on finding JSON. */
 #define MAX_JSON_TRIES 16
 
-__attribute__((format(printf, 3, 4))) static void fail(char *err, size_t errlen,
-                                                       const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void fail(char *err, size_t errlen, const char *fmt,
+                                                       ...)
 {
     va_list ap;
 
@@ -39,12 +39,26 @@ static double unit_scale(enum uclass c, const char *u)
         const char *u;
         double scale;
     } units[] = {
-        {C_MEM, "B", 1.0 / 1048576.0}, {C_MEM, "KB", 1.0 / 1024.0}, {C_MEM, "KiB", 1.0 / 1024.0},
-        {C_MEM, "MB", 1.0},            {C_MEM, "MiB", 1.0},         {C_MEM, "GB", 1024.0},
-        {C_MEM, "GiB", 1024.0},        {C_W, "W", 1.0},             {C_W, "mW", 1e-3},
-        {C_W, "uW", 1e-6},             {C_C, "C", 1.0},             {C_C, "\xC2\xB0" "C", 1.0},
-        {C_PCT, "%", 1.0},             {C_J, "J", 1.0},             {C_J, "mJ", 1e-3},
-        {C_J, "uJ", 1e-6},             {C_J, "kJ", 1e3},
+        {C_MEM, "B", 1.0 / 1048576.0},
+        {C_MEM, "KB", 1.0 / 1024.0},
+        {C_MEM, "KiB", 1.0 / 1024.0},
+        {C_MEM, "MB", 1.0},
+        {C_MEM, "MiB", 1.0},
+        {C_MEM, "GB", 1024.0},
+        {C_MEM, "GiB", 1024.0},
+        {C_W, "W", 1.0},
+        {C_W, "mW", 1e-3},
+        {C_W, "uW", 1e-6},
+        {C_C, "C", 1.0},
+        {C_C,
+         "\xC2\xB0"
+         "C",
+         1.0},
+        {C_PCT, "%", 1.0},
+        {C_J, "J", 1.0},
+        {C_J, "mJ", 1e-3},
+        {C_J, "uJ", 1e-6},
+        {C_J, "kJ", 1e3},
     };
 
     if (u == NULL || *u == '\0')
@@ -206,8 +220,7 @@ static void lower(char *s)
 /* Parses the JSON in data, skipping warning lines before it. Returns a
  * new reference, or NULL with err set (line numbers count from the
  * start of data). */
-static json_t *load_json(const char *data, size_t len, const char *what, char *err,
-                         size_t errlen)
+static json_t *load_json(const char *data, size_t len, const char *what, char *err, size_t errlen)
 {
     const char *p = data, *end = data + len;
     size_t line = 1, skipped_lines = 0;
@@ -244,8 +257,8 @@ static json_t *load_json(const char *data, size_t len, const char *what, char *e
 }
 
 /* Copies a string field; on failure names it in err. */
-static int take_str(json_t *v, char *dst, size_t cap, const char *where, const char *key,
-                    char *err, size_t errlen)
+static int take_str(json_t *v, char *dst, size_t cap, const char *where, const char *key, char *err,
+                    size_t errlen)
 {
     if (str_value(v, dst, cap) < 0) {
         fail(err, errlen, "%s: \"%s\": too long or not text", where, key);
@@ -256,9 +269,9 @@ static int take_str(json_t *v, char *dst, size_t cap, const char *where, const c
 
 /* Reads the first present of several numeric keys into *out (left as is
  * when none is present). getter is get_ci or get_path. */
-static int take_num(json_t *obj, json_t *(*getter)(json_t *, const char *),
-                    const char *const *keys, enum uclass c, const char *dflt_unit, double *out,
-                    const char *where, char *err, size_t errlen)
+static int take_num(json_t *obj, json_t *(*getter)(json_t *, const char *), const char *const *keys,
+                    enum uclass c, const char *dflt_unit, double *out, const char *where, char *err,
+                    size_t errlen)
 {
     for (; *keys; keys++) {
         double d;
@@ -276,8 +289,8 @@ static int take_num(json_t *obj, json_t *(*getter)(json_t *, const char *),
 }
 
 /* Reads the first present of several keys as a PCI bus id. */
-static int take_bus(json_t *v, char out[GI_BUS_LEN], const char *where, const char *key,
-                    char *err, size_t errlen)
+static int take_bus(json_t *v, char out[GI_BUS_LEN], const char *where, const char *key, char *err,
+                    size_t errlen)
 {
     char buf[64] = "";
     int seps = 0;
@@ -314,8 +327,8 @@ static int rocm_card(json_t *c, const char *where, const char *sys_driver, struc
                      char *err, size_t errlen)
 {
     static const char *const k_util[] = {"GPU use (%)", NULL};
-    static const char *const k_umem[] = {"GPU Memory Read/Write Activity (%)",
-                                         "GPU memory use (%)", NULL};
+    static const char *const k_umem[] = {"GPU Memory Read/Write Activity (%)", "GPU memory use (%)",
+                                         NULL};
     static const char *const k_mtot[] = {"VRAM Total Memory (B)", NULL};
     static const char *const k_mused[] = {"VRAM Total Used Memory (B)", NULL};
     static const char *const k_temp[] = {"Temperature (Sensor edge) (C)",
@@ -331,14 +344,14 @@ static int rocm_card(json_t *c, const char *where, const char *sys_driver, struc
     g->vendor = GI_VENDOR_AMD;
     if (take_str(get_ci(c, "Card Series"), g->name, sizeof g->name, where, "Card Series", err,
                  errlen) < 0 ||
-        take_str(get_ci(c, "Serial Number"), g->serial, sizeof g->serial, where,
-                 "Serial Number", err, errlen) < 0 ||
-        take_str(get_ci(c, "Unique ID"), g->uuid, sizeof g->uuid, where, "Unique ID", err,
-                 errlen) < 0 ||
-        take_str(get_ci(c, "VBIOS version"), g->vbios, sizeof g->vbios, where, "VBIOS version",
+        take_str(get_ci(c, "Serial Number"), g->serial, sizeof g->serial, where, "Serial Number",
                  err, errlen) < 0 ||
-        take_str(get_ci(c, "Driver version"), g->driver, sizeof g->driver, where,
-                 "Driver version", err, errlen) < 0 ||
+        take_str(get_ci(c, "Unique ID"), g->uuid, sizeof g->uuid, where, "Unique ID", err, errlen) <
+            0 ||
+        take_str(get_ci(c, "VBIOS version"), g->vbios, sizeof g->vbios, where, "VBIOS version", err,
+                 errlen) < 0 ||
+        take_str(get_ci(c, "Driver version"), g->driver, sizeof g->driver, where, "Driver version",
+                 err, errlen) < 0 ||
         take_bus(get_ci(c, "PCI Bus"), g->pci_bus_id, where, "PCI Bus", err, errlen) < 0)
         return -1;
     lower(g->uuid);
@@ -376,8 +389,8 @@ int amdsmi_parse_rocm(const char *data, size_t len, struct gi_obs_set *out, char
         fail(err, errlen, "rocm-smi: expected an object of cards");
         goto cleanup;
     }
-    if (take_str(get_ci(get_ci(root, "system"), "Driver version"), sys_driver,
-                 sizeof sys_driver, "system", "Driver version", err, errlen) < 0)
+    if (take_str(get_ci(get_ci(root, "system"), "Driver version"), sys_driver, sizeof sys_driver,
+                 "system", "Driver version", err, errlen) < 0)
         goto cleanup;
     cards = calloc(json_object_size(root) + 1, sizeof *cards);
     if (cards == NULL) {
@@ -449,8 +462,7 @@ static struct gi_gpu_obs *gpu_for(struct gi_obs_set *out, size_t first, int inde
 }
 
 /* Reads one static entry's identity into g. */
-static int amd_static(json_t *e, const char *where, struct gi_gpu_obs *g, char *err,
-                      size_t errlen)
+static int amd_static(json_t *e, const char *where, struct gi_gpu_obs *g, char *err, size_t errlen)
 {
     static const char *const k_mem[] = {"vram.size", NULL};
     static const char *const k_plim[] = {"limit.max_power", NULL};
@@ -465,17 +477,16 @@ static int amd_static(json_t *e, const char *where, struct gi_gpu_obs *g, char *
         take_str(get_path(e, "uuid"), alt, sizeof alt, where, "uuid", err, errlen) < 0 ||
         take_str(get_path(e, "driver.version"), g->driver, sizeof g->driver, where,
                  "driver.version", err, errlen) < 0 ||
-        take_str(get_path(e, "vbios.version"), g->vbios, sizeof g->vbios, where,
-                 "vbios.version", err, errlen) < 0 ||
+        take_str(get_path(e, "vbios.version"), g->vbios, sizeof g->vbios, where, "vbios.version",
+                 err, errlen) < 0 ||
         take_bus(get_path(e, "bus.bdf"), g->pci_bus_id, where, "bus.bdf", err, errlen) < 0)
         return -1;
-    if (g->name[0] == '\0' && take_str(get_path(e, "board.product_name"), g->name,
-                                       sizeof g->name, where, "board.product_name", err,
-                                       errlen) < 0)
+    if (g->name[0] == '\0' && take_str(get_path(e, "board.product_name"), g->name, sizeof g->name,
+                                       where, "board.product_name", err, errlen) < 0)
         return -1;
-    if (g->vbios[0] == '\0' && take_str(get_path(e, "vbios.vbios_version"), g->vbios,
-                                        sizeof g->vbios, where, "vbios.vbios_version", err,
-                                        errlen) < 0)
+    if (g->vbios[0] == '\0' &&
+        take_str(get_path(e, "vbios.vbios_version"), g->vbios, sizeof g->vbios, where,
+                 "vbios.vbios_version", err, errlen) < 0)
         return -1;
     if (g->uuid[0] == '\0')
         memcpy(g->uuid, alt, sizeof alt);
@@ -487,8 +498,7 @@ static int amd_static(json_t *e, const char *where, struct gi_gpu_obs *g, char *
 }
 
 /* Reads one metric entry's live values into g. */
-static int amd_metric(json_t *e, const char *where, struct gi_gpu_obs *g, char *err,
-                      size_t errlen)
+static int amd_metric(json_t *e, const char *where, struct gi_gpu_obs *g, char *err, size_t errlen)
 {
     static const char *const k_util[] = {"usage.gfx_activity", NULL};
     static const char *const k_umem[] = {"usage.umc_activity", NULL};
@@ -500,18 +510,16 @@ static int amd_metric(json_t *e, const char *where, struct gi_gpu_obs *g, char *
     static const char *const k_energy[] = {"energy.total_energy_consumption", NULL};
     static const char *const k_ce[] = {"ecc.total_correctable_count", "ecc.total_correctable",
                                        NULL};
-    static const char *const k_ue[] = {"ecc.total_uncorrectable_count",
-                                       "ecc.total_uncorrectable", NULL};
+    static const char *const k_ue[] = {"ecc.total_uncorrectable_count", "ecc.total_uncorrectable",
+                                       NULL};
     double ce = NAN, ue = NAN;
 
     if (take_num(e, get_path, k_util, C_PCT, "%", &g->util_gpu_pct, where, err, errlen) < 0 ||
         take_num(e, get_path, k_umem, C_PCT, "%", &g->util_mem_pct, where, err, errlen) < 0 ||
         take_num(e, get_path, k_pow, C_W, "W", &g->power_w, where, err, errlen) < 0 ||
         take_num(e, get_path, k_temp, C_C, "C", &g->temp_c, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_mtot, C_MEM, "MB", &g->memory_total_mib, where, err, errlen) <
-            0 ||
-        take_num(e, get_path, k_mused, C_MEM, "MB", &g->memory_used_mib, where, err, errlen) <
-            0 ||
+        take_num(e, get_path, k_mtot, C_MEM, "MB", &g->memory_total_mib, where, err, errlen) < 0 ||
+        take_num(e, get_path, k_mused, C_MEM, "MB", &g->memory_used_mib, where, err, errlen) < 0 ||
         take_num(e, get_path, k_energy, C_J, "J", &g->energy_j, where, err, errlen) < 0 ||
         take_num(e, get_path, k_ce, C_NONE, "", &ce, where, err, errlen) < 0 ||
         take_num(e, get_path, k_ue, C_NONE, "", &ue, where, err, errlen) < 0)
@@ -524,8 +532,8 @@ static int amd_metric(json_t *e, const char *where, struct gi_gpu_obs *g, char *
 }
 
 /* Reads one output (static or metric) into out, merging by index. */
-static int amd_doc(const char *data, size_t len, int metric, size_t first,
-                   struct gi_obs_set *out, char *err, size_t errlen)
+static int amd_doc(const char *data, size_t len, int metric, size_t first, struct gi_obs_set *out,
+                   char *err, size_t errlen)
 {
     const char *what = metric ? "metric" : "static";
     json_t *root = load_json(data, len, what, err, errlen), *list, *e;

@@ -12,12 +12,12 @@
 
 struct csv {
     const char *p, *end;
-    size_t line;          /* line on which the next record starts, 1-based */
-    char *buf;            /* field storage for the current record */
+    size_t line; /* line on which the next record starts, 1-based */
+    char *buf;   /* field storage for the current record */
     size_t cap;
     char *fields[CSV_MAX_FIELDS];
     size_t nfields;
-    size_t record_line;   /* line on which the current record started */
+    size_t record_line; /* line on which the current record started */
     char error[128];
 };
 

@@ -121,8 +121,7 @@ static int known(const json_t *o, const char *const *allowed, const char *path,
     json_t *v;
     char f[96];
 
-    json_object_foreach((json_t *)o, key, v)
-    {
+    json_object_foreach((json_t *)o, key, v) {
         const char *const *a = allowed;
         while (*a && strcmp(*a, key) != 0)
             a++;
@@ -154,8 +153,8 @@ static int get_array(const json_t *root, const char *key, size_t max, const json
 static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struct ingest_error *e)
 {
     static const char *const allowed[] = {
-        "uuid",   "index",      "name",        "serial",       "pci_bus_id",   "memory_total_mib",
-        "driver", "vbios",      "mig_mode",    "parent_uuid",  "mig_profile",  "mig_instance",
+        "uuid",   "index", "name",     "serial",      "pci_bus_id",  "memory_total_mib",
+        "driver", "vbios", "mig_mode", "parent_uuid", "mig_profile", "mig_instance",
         "vendor", NULL};
     const json_t *mig = json_object_get(o, "mig_mode");
     const char *vendor = json_string_value(json_object_get(o, "vendor"));
@@ -192,7 +191,7 @@ static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struc
         }
         g->mig_mode = json_is_true(mig);
     }
-    g->vendor = vendor && strcmp(vendor, "amd") == 0 ? GI_VENDOR_AMD
+    g->vendor = vendor && strcmp(vendor, "amd") == 0      ? GI_VENDOR_AMD
                 : vendor && strcmp(vendor, "nvidia") == 0 ? GI_VENDOR_NVIDIA
                 : strncmp(g->uuid, "GPU-", 4) == 0 || strncmp(g->uuid, "MIG-", 4) == 0
                     ? GI_VENDOR_NVIDIA
@@ -200,12 +199,11 @@ static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struc
     return 0;
 }
 
-static int parse_sample(const json_t *o, const char *p, struct gi_sample *s,
-                        struct ingest_error *e)
+static int parse_sample(const json_t *o, const char *p, struct gi_sample *s, struct ingest_error *e)
 {
-    static const char *const allowed[] = {"time",      "gpu",         "util_avg",        "util_max",
-                                          "mem_used_mib", "power_avg_w", "energy_j",        "temp_c",
-                                          "ecc_corrected", "ecc_uncorrected", "xid", NULL};
+    static const char *const allowed[] = {
+        "time",     "gpu",    "util_avg",      "util_max",        "mem_used_mib", "power_avg_w",
+        "energy_j", "temp_c", "ecc_corrected", "ecc_uncorrected", "xid",          NULL};
     char f[96];
 
     if (!json_is_object(o))
@@ -232,9 +230,9 @@ static int parse_sample(const json_t *o, const char *p, struct gi_sample *s,
 static int parse_proc(const json_t *o, const char *p, struct gi_proc_obs *pr,
                       struct ingest_error *e)
 {
-    static const char *const allowed[] = {"gpu",     "pid",       "name", "user",     "uid",
-                                          "container", "pod_uid", "pod",  "namespace", "used_mib",
-                                          "time",    NULL};
+    static const char *const allowed[] = {"gpu",       "pid",       "name",    "user",
+                                          "uid",       "container", "pod_uid", "pod",
+                                          "namespace", "used_mib",  "time",    NULL};
     int64_t ts = 0;
     char f[96];
 
@@ -304,10 +302,10 @@ static int check_refs(const struct gi_batch *b, struct ingest_error *e)
 
 int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *e)
 {
-    static const char *const allowed[] = {"batch_id", "source", "sent_at", "host",
+    static const char *const allowed[] = {"batch_id", "source",  "sent_at",   "host",
                                           "gpus",     "samples", "processes", NULL};
-    static const char *const host_allowed[] = {"hostname", "machine_id", "serial", "cluster",
-                                               "datacenter", NULL};
+    static const char *const host_allowed[] = {"hostname", "machine_id", "serial",
+                                               "cluster",  "datacenter", NULL};
     const json_t *host, *gpus, *samples, *procs, *v;
     char p[64];
     size_t i;
@@ -320,8 +318,9 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
         get_str(root, "source", out->source, sizeof out->source, "", e))
         return -1;
     if (out->batch_id[0] == '\0')
-        return fail(e, 0, "batch_id", "batch_id is required (a key unique per source, so that "
-                                      "a retried batch is stored once)");
+        return fail(e, 0, "batch_id",
+                    "batch_id is required (a key unique per source, so that "
+                    "a retried batch is stored once)");
     host = json_object_get(root, "host");
     if (!json_is_object(host))
         return fail(e, 0, "host", "host is required and must be an object");
@@ -331,8 +330,7 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
                 e) ||
         get_str(host, "serial", out->host.serial, sizeof out->host.serial, "host.", e) ||
         get_str(host, "cluster", out->host.cluster, sizeof out->host.cluster, "host.", e) ||
-        get_str(host, "datacenter", out->host.datacenter, sizeof out->host.datacenter, "host.",
-                e))
+        get_str(host, "datacenter", out->host.datacenter, sizeof out->host.datacenter, "host.", e))
         return -1;
     if (out->host.hostname[0] == '\0')
         return fail(e, 0, "host.hostname", "host.hostname is required");
@@ -340,8 +338,7 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
         get_array(root, "samples", GI_BATCH_MAX_SAMPLES, &samples, e) ||
         get_array(root, "processes", GI_BATCH_MAX_PROCS, &procs, e))
         return -1;
-    json_array_foreach(gpus, i, v)
-    {
+    json_array_foreach(gpus, i, v) {
         struct gi_gpu_obs *g = gi_obs_add_gpu(&out->set);
         snprintf(p, sizeof p, "gpus[%zu].", i);
         if (g == NULL)
@@ -354,8 +351,7 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
         if (out->samples == NULL)
             return fail(e, 1, "samples", "out of memory");
     }
-    json_array_foreach(samples, i, v)
-    {
+    json_array_foreach(samples, i, v) {
         struct gi_sample *s = &out->samples[out->nsamples++];
         gi_sample_init(s);
         if (parse_sample(v, "samples[].", s, e)) {
@@ -366,8 +362,7 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
             return -1;
         }
     }
-    json_array_foreach(procs, i, v)
-    {
+    json_array_foreach(procs, i, v) {
         struct gi_proc_obs *pr = gi_obs_add_proc(&out->set);
         snprintf(p, sizeof p, "processes[%zu].", i);
         if (pr == NULL)

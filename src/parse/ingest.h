@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 struct ingest_error {
-    char field[96];    /* e.g. "samples[3].util_avg" */
+    char field[96]; /* e.g. "samples[3].util_avg" */
     char message[192];
-    int too_large;     /* the failure is a bound (reply 413) */
+    int too_large; /* the failure is a bound (reply 413) */
 };
 
 /* Reads a decoded batch object into *out (zeroed by the caller; free with

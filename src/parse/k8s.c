@@ -26,10 +26,9 @@ static bool quantity_suffix(const char *s, int *dec, int *bin)
         const char *sfx;
         int dec, bin;
     } table[] = {
-        {"", 0, 0},   {"n", -9, 0}, {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},
-        {"M", 6, 0},  {"G", 9, 0},  {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
-        {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50},
-        {"Ei", 0, 60},
+        {"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},
+        {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
+        {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strcmp(s, table[i].sfx) == 0) {
@@ -144,20 +143,11 @@ static int quantity_int(const char *s, int shift, bool round_up, int64_t *out)
     return GI_OK;
 }
 
-int k8s_quantity_count(const char *s, int64_t *out)
-{
-    return quantity_int(s, 0, false, out);
-}
+int k8s_quantity_count(const char *s, int64_t *out) { return quantity_int(s, 0, false, out); }
 
-int k8s_quantity_bytes(const char *s, int64_t *out)
-{
-    return quantity_int(s, 0, true, out);
-}
+int k8s_quantity_bytes(const char *s, int64_t *out) { return quantity_int(s, 0, true, out); }
 
-int k8s_quantity_milli(const char *s, int64_t *out)
-{
-    return quantity_int(s, 3, true, out);
-}
+int k8s_quantity_milli(const char *s, int64_t *out) { return quantity_int(s, 3, true, out); }
 
 /* ---- Shared helpers -------------------------------------------------- */
 
@@ -170,8 +160,7 @@ struct ctx {
 
 /* Writes "items[N].<message>" (or the message alone outside items) into
  * the error buffer and returns st. */
-__attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int st, const char *fmt,
-                                                       ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int st, const char *fmt, ...)
 {
     char msg[K8S_ERR_LEN];
     va_list ap;
@@ -349,10 +338,7 @@ static enum res_kind resource_kind(const char *name, enum gi_vendor *vendor)
 
 /* Sums and products of non-negative counts, saturating at INT64_MAX so
  * that absurd quantities cannot overflow. */
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    return a > INT64_MAX - b ? INT64_MAX : a + b;
-}
+static int64_t sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
 
 static int64_t sat_mul(int64_t a, int64_t b)
 {
@@ -431,8 +417,7 @@ static int load_list(struct ctx *c, const char *data, size_t len, const char *li
         copy_cut(*root, "reason", status->reason, sizeof status->reason);
         copy_cut(*root, "message", status->message, sizeof status->message);
         if (strcmp(status->status, "Success") == 0)
-            return fail(c, GI_INVALID, "kind: Status (Success) where a %s was expected",
-                        list_kind);
+            return fail(c, GI_INVALID, "kind: Status (Success) where a %s was expected", list_kind);
         if (k8s_status_expired(status))
             return fail(c, GI_CONFLICT, "listing expired (%" PRId64 " %s): restart it",
                         status->code, status->reason);
@@ -444,8 +429,8 @@ static int load_list(struct ctx *c, const char *data, size_t len, const char *li
     md = get_obj(c, *root, "metadata", "metadata", &st);
     if (st != GI_OK)
         return st;
-    if ((st = get_str(c, md, "resourceVersion", "metadata.resourceVersion",
-                      meta->resource_version, sizeof meta->resource_version)) != GI_OK ||
+    if ((st = get_str(c, md, "resourceVersion", "metadata.resourceVersion", meta->resource_version,
+                      sizeof meta->resource_version)) != GI_OK ||
         (st = get_str(c, md, "continue", "metadata.continue", meta->continue_token,
                       sizeof meta->continue_token)) != GI_OK)
         return st;
@@ -551,8 +536,8 @@ static int node_label(struct ctx *c, const json_t *labels, const char *key, char
 }
 
 /* An integer GFD label; absent gives -1, a malformed one -1 and a warning. */
-static int node_label_int(struct ctx *c, struct k8s_node *n, const json_t *labels,
-                          const char *key, int64_t *out)
+static int node_label_int(struct ctx *c, struct k8s_node *n, const json_t *labels, const char *key,
+                          int64_t *out)
 {
     char buf[K8S_VALUE_LEN];
     int st;
@@ -656,8 +641,8 @@ static void node_derive(struct k8s_node *n)
     bool mixed = strcmp(n->mig_strategy, "mixed") == 0;
     int64_t replicas = n->replicas > 1 ? n->replicas : 1;
 
-    if (n->replicas > 1 || (n->sharing_strategy[0] != '\0' &&
-                            strcmp(n->sharing_strategy, "none") != 0) || shared >= 0)
+    if (n->replicas > 1 ||
+        (n->sharing_strategy[0] != '\0' && strcmp(n->sharing_strategy, "none") != 0) || shared >= 0)
         n->shared = true;
     for (size_t i = 0; i < n->nres; i++)
         if (starts_with(n->res[i].name, "nvidia.com/mig-") && n->res[i].capacity >= 0)
@@ -673,8 +658,8 @@ static void node_derive(struct k8s_node *n)
         /* nvidia.com/gpu and gpu.count count MIG devices, not GPUs. */
         n->mig_devices = gpu >= 0 ? gpu : n->gpu_count;
         if (gpu >= 0 && n->gpu_count >= 0 && gpu != sat_mul(n->gpu_count, replicas))
-            warn(n->warning, "capacity nvidia.com/gpu %" PRId64 " but gpu.count %" PRId64,
-                 gpu, n->gpu_count);
+            warn(n->warning, "capacity nvidia.com/gpu %" PRId64 " but gpu.count %" PRId64, gpu,
+                 n->gpu_count);
         return;
     }
     cap = gpu >= 0 ? gpu : shared >= 0 ? shared : legacy;
@@ -743,8 +728,8 @@ static int parse_node(struct ctx *c, const json_t *item, struct k8s_node *n)
     }
 
     /* Placement and identity labels, current names first. */
-    if ((st = node_label(c, labels, "kubernetes.io/hostname", n->hostname,
-                         sizeof n->hostname)) != GI_OK ||
+    if ((st = node_label(c, labels, "kubernetes.io/hostname", n->hostname, sizeof n->hostname)) !=
+            GI_OK ||
         (st = node_label(c, labels, "topology.kubernetes.io/region", n->region,
                          sizeof n->region)) != GI_OK ||
         (!n->region[0] && (st = node_label(c, labels, "failure-domain.beta.kubernetes.io/region",
@@ -772,8 +757,7 @@ static int parse_node(struct ctx *c, const json_t *item, struct k8s_node *n)
         (st = node_label(c, labels, "nvidia.com/mig.strategy", n->mig_strategy,
                          sizeof n->mig_strategy)) != GI_OK ||
         (st = node_label_int(c, n, labels, "nvidia.com/gpu.count", &n->gpu_count)) != GI_OK ||
-        (st = node_label_int(c, n, labels, "nvidia.com/gpu.memory", &n->gpu_memory_mb)) !=
-            GI_OK ||
+        (st = node_label_int(c, n, labels, "nvidia.com/gpu.memory", &n->gpu_memory_mb)) != GI_OK ||
         (st = node_label_int(c, n, labels, "nvidia.com/gpu.replicas", &n->replicas)) != GI_OK ||
         (st = node_label_int(c, n, labels, "nvidia.com/gpu.compute.major", &n->compute_major)) !=
             GI_OK ||
@@ -878,15 +862,14 @@ void k8s_node_list_free(struct k8s_node_list *l)
 /* ---- Pods ------------------------------------------------------------ */
 
 /* Finds or adds the container resource entry for name. */
-static struct k8s_pod_res *container_res(struct ctx *c, struct k8s_container *k,
-                                         const char *field, const char *name, int *st)
+static struct k8s_pod_res *container_res(struct ctx *c, struct k8s_container *k, const char *field,
+                                         const char *name, int *st)
 {
     for (size_t i = 0; i < k->nres; i++)
         if (strcmp(k->res[i].name, name) == 0)
             return &k->res[i];
     if (k->nres == K8S_MAX_CONTAINER_RES) {
-        *st = fail(c, GI_TOO_LARGE, "%s: more than %d GPU resources", field,
-                   K8S_MAX_CONTAINER_RES);
+        *st = fail(c, GI_TOO_LARGE, "%s: more than %d GPU resources", field, K8S_MAX_CONTAINER_RES);
         return NULL;
     }
     if (strlen(name) >= K8S_RES_LEN) {
@@ -1071,8 +1054,8 @@ static int parse_pod(struct ctx *c, const json_t *item, struct k8s_pod *p)
                       sizeof p->namespace_)) != GI_OK ||
         (st = get_str(c, md, "name", "metadata.name", p->name, sizeof p->name)) != GI_OK ||
         (st = get_str(c, md, "uid", "metadata.uid", p->uid, sizeof p->uid)) != GI_OK ||
-        (st = get_str(c, spec, "nodeName", "spec.nodeName", p->node_name,
-                      sizeof p->node_name)) != GI_OK ||
+        (st = get_str(c, spec, "nodeName", "spec.nodeName", p->node_name, sizeof p->node_name)) !=
+            GI_OK ||
         (st = get_str(c, status, "phase", "status.phase", p->phase, sizeof p->phase)) != GI_OK ||
         (st = get_str(c, status, "startTime", "status.startTime", start, sizeof start)) != GI_OK)
         return st;
@@ -1092,8 +1075,7 @@ static int parse_pod(struct ctx *c, const json_t *item, struct k8s_pod *p)
             struct k8s_container *k;
             snprintf(field, sizeof field, "%s[%zu]", lists[l].field, i);
             if (p->ncontainers == K8S_MAX_CONTAINERS)
-                return fail(c, GI_TOO_LARGE, "spec: more than %d containers",
-                            K8S_MAX_CONTAINERS);
+                return fail(c, GI_TOO_LARGE, "spec: more than %d containers", K8S_MAX_CONTAINERS);
             k = &p->containers[p->ncontainers++];
             k->init = lists[l].init;
             if ((st = parse_container(c, p, json_array_get(arr, i), field, k)) != GI_OK)

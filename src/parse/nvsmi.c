@@ -25,8 +25,8 @@
 /* ---- shared helpers ---------------------------------------------------- */
 
 /* Writes a formatted message into err (if any). */
-__attribute__((format(printf, 3, 4))) static void fail(char *err, size_t errlen,
-                                                       const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void fail(char *err, size_t errlen, const char *fmt,
+                                                       ...)
 {
     va_list ap;
 
@@ -206,8 +206,8 @@ int nvsmi_parse_time(const char *s, int64_t *ms)
         while (fdig++ < 3)
             frac *= 10;
     }
-    if (s[i] != '\0' || v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[3] > 23 ||
-        v[4] > 59 || v[5] > 60)
+    if (s[i] != '\0' || v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[3] > 23 || v[4] > 59 ||
+        v[5] > 60)
         return GI_INVALID;
     tm.tm_year = v[0] - 1900;
     tm.tm_mon = v[1] - 1;
@@ -223,8 +223,8 @@ int nvsmi_parse_time(const char *s, int64_t *ms)
 
 struct lines {
     const char *p, *end;
-    size_t no;  /* number of the line last returned, 1-based */
-    char *buf;  /* NVSMI_MAX_LINE + 1 bytes */
+    size_t no; /* number of the line last returned, 1-based */
+    char *buf; /* NVSMI_MAX_LINE + 1 bytes */
 };
 
 /* Starts reading data, skipping a UTF-8 byte-order mark. */
@@ -271,11 +271,33 @@ static int lines_next(struct lines *L, char *err, size_t errlen)
 
 enum fid {
     F_IGNORE = 0,
-    F_INDEX, F_UUID, F_NAME, F_SERIAL, F_BUS, F_DRIVER, F_VBIOS, F_HOST, F_TS,
-    F_MEM_TOTAL, F_MEM_USED, F_UTIL_GPU, F_UTIL_MEM, F_TEMP,
-    F_PDRAW, F_PAVG, F_PINST, F_PLIMIT, F_PENF, F_MIG,
-    F_ECC_CV, F_ECC_CA, F_ECC_UV, F_ECC_UA,
-    F_PID, F_PNAME, F_PMEM,
+    F_INDEX,
+    F_UUID,
+    F_NAME,
+    F_SERIAL,
+    F_BUS,
+    F_DRIVER,
+    F_VBIOS,
+    F_HOST,
+    F_TS,
+    F_MEM_TOTAL,
+    F_MEM_USED,
+    F_UTIL_GPU,
+    F_UTIL_MEM,
+    F_TEMP,
+    F_PDRAW,
+    F_PAVG,
+    F_PINST,
+    F_PLIMIT,
+    F_PENF,
+    F_MIG,
+    F_ECC_CV,
+    F_ECC_CA,
+    F_ECC_UV,
+    F_ECC_UA,
+    F_PID,
+    F_PNAME,
+    F_PMEM,
     F_COUNT
 };
 
@@ -285,20 +307,16 @@ static const struct {
     enum kind kind;
     enum unit unit;
 } fid_info[F_COUNT] = {
-    [F_IGNORE] = {K_STR, U_NONE},     [F_INDEX] = {K_INT, U_NONE},
-    [F_UUID] = {K_STR, U_NONE},       [F_NAME] = {K_STR, U_NONE},
-    [F_SERIAL] = {K_STR, U_NONE},     [F_BUS] = {K_BUS, U_NONE},
-    [F_DRIVER] = {K_STR, U_NONE},     [F_VBIOS] = {K_STR, U_NONE},
-    [F_HOST] = {K_STR, U_NONE},       [F_TS] = {K_TIME, U_NONE},
-    [F_MEM_TOTAL] = {K_NUM, U_MIB},   [F_MEM_USED] = {K_NUM, U_MIB},
-    [F_UTIL_GPU] = {K_NUM, U_PCT},    [F_UTIL_MEM] = {K_NUM, U_PCT},
-    [F_TEMP] = {K_NUM, U_C},          [F_PDRAW] = {K_NUM, U_W},
-    [F_PAVG] = {K_NUM, U_W},          [F_PINST] = {K_NUM, U_W},
-    [F_PLIMIT] = {K_NUM, U_W},        [F_PENF] = {K_NUM, U_W},
-    [F_MIG] = {K_MIG, U_NONE},        [F_ECC_CV] = {K_INT, U_NONE},
-    [F_ECC_CA] = {K_INT, U_NONE},     [F_ECC_UV] = {K_INT, U_NONE},
-    [F_ECC_UA] = {K_INT, U_NONE},     [F_PID] = {K_INT, U_NONE},
-    [F_PNAME] = {K_TEXT, U_NONE},     [F_PMEM] = {K_NUM, U_MIB},
+    [F_IGNORE] = {K_STR, U_NONE},  [F_INDEX] = {K_INT, U_NONE},    [F_UUID] = {K_STR, U_NONE},
+    [F_NAME] = {K_STR, U_NONE},    [F_SERIAL] = {K_STR, U_NONE},   [F_BUS] = {K_BUS, U_NONE},
+    [F_DRIVER] = {K_STR, U_NONE},  [F_VBIOS] = {K_STR, U_NONE},    [F_HOST] = {K_STR, U_NONE},
+    [F_TS] = {K_TIME, U_NONE},     [F_MEM_TOTAL] = {K_NUM, U_MIB}, [F_MEM_USED] = {K_NUM, U_MIB},
+    [F_UTIL_GPU] = {K_NUM, U_PCT}, [F_UTIL_MEM] = {K_NUM, U_PCT},  [F_TEMP] = {K_NUM, U_C},
+    [F_PDRAW] = {K_NUM, U_W},      [F_PAVG] = {K_NUM, U_W},        [F_PINST] = {K_NUM, U_W},
+    [F_PLIMIT] = {K_NUM, U_W},     [F_PENF] = {K_NUM, U_W},        [F_MIG] = {K_MIG, U_NONE},
+    [F_ECC_CV] = {K_INT, U_NONE},  [F_ECC_CA] = {K_INT, U_NONE},   [F_ECC_UV] = {K_INT, U_NONE},
+    [F_ECC_UA] = {K_INT, U_NONE},  [F_PID] = {K_INT, U_NONE},      [F_PNAME] = {K_TEXT, U_NONE},
+    [F_PMEM] = {K_NUM, U_MIB},
 };
 
 struct field_name {
@@ -339,17 +357,10 @@ static const struct field_name gpu_fields[] = {
 };
 
 static const struct field_name app_fields[] = {
-    {"timestamp", F_TS},
-    {"gpu_name", F_NAME},
-    {"gpu_bus_id", F_BUS},
-    {"gpu_serial", F_SERIAL},
-    {"gpu_uuid", F_UUID},
-    {"pid", F_PID},
-    {"process_name", F_PNAME},
-    {"name", F_PNAME},
-    {"used_gpu_memory", F_PMEM},
-    {"used_memory", F_PMEM},
-    {NULL, F_IGNORE},
+    {"timestamp", F_TS},       {"gpu_name", F_NAME}, {"gpu_bus_id", F_BUS},
+    {"gpu_serial", F_SERIAL},  {"gpu_uuid", F_UUID}, {"pid", F_PID},
+    {"process_name", F_PNAME}, {"name", F_PNAME},    {"used_gpu_memory", F_PMEM},
+    {"used_memory", F_PMEM},   {NULL, F_IGNORE},
 };
 
 /* The column layout of one query's output. */
@@ -414,8 +425,7 @@ static int build_layout(struct layout *lo, char *names, const struct field_name 
         }
         name = canon_name(p);
         if (name == NULL) {
-            fail(err, errlen, "line %zu: column %zu is not a field name", lineno,
-                 lo->ncols + 1);
+            fail(err, errlen, "line %zu: column %zu is not a field name", lineno, lo->ncols + 1);
             return -1;
         }
         lo->col[lo->ncols] = F_IGNORE;
@@ -779,8 +789,8 @@ cleanup:
     return rc;
 }
 
-int nvsmi_parse_query_gpu(const char *data, size_t len, const char *fields,
-                          struct gi_obs_set *out, char *err, size_t errlen)
+int nvsmi_parse_query_gpu(const char *data, size_t len, const char *fields, struct gi_obs_set *out,
+                          char *err, size_t errlen)
 {
     return parse_query(data, len, fields, 0, out, err, errlen);
 }
@@ -1068,8 +1078,8 @@ static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
         buf[0] = '\0';
     if (!gi_is_placeholder(buf)) {
         if ((g->mig_mode = parse_mig(buf)) < 0) {
-            fail(x->err, x->errlen, "gpu %d: <mig_mode/current_mig>: bad value \"%.40s\"",
-                 x->gpu, buf);
+            fail(x->err, x->errlen, "gpu %d: <mig_mode/current_mig>: bad value \"%.40s\"", x->gpu,
+                 buf);
             return GI_INVALID;
         }
     }
@@ -1128,8 +1138,7 @@ static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
     return GI_OK;
 }
 
-int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *err,
-                    size_t errlen)
+int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *err, size_t errlen)
 {
     xmlParserCtxtPtr ctxt = NULL;
     xmlDocPtr doc = NULL;
@@ -1231,8 +1240,7 @@ static int read_small(char **p, int *v)
     return 0;
 }
 
-int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char *err,
-                     size_t errlen)
+int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char *err, size_t errlen)
 {
     struct lines L = {0};
     size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs;

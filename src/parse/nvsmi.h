@@ -35,8 +35,8 @@
  * GI_TOO_LARGE. "No devices were found" means zero GPUs; a line "Unable
  * to determine the device handle for GPU<bus>: <reason>" (a GPU lost
  * from the bus) yields a GPU known only by its bus id. */
-int nvsmi_parse_query_gpu(const char *data, size_t len, const char *fields,
-                          struct gi_obs_set *out, char *err, size_t errlen);
+int nvsmi_parse_query_gpu(const char *data, size_t len, const char *fields, struct gi_obs_set *out,
+                          char *err, size_t errlen);
 
 /* Parses `nvidia-smi --query-compute-apps=… --format=csv[,…]`; fields as
  * above ("name" here means process_name, "used_memory" used_gpu_memory).
@@ -58,8 +58,7 @@ int nvsmi_parse_compute_apps(const char *data, size_t len, const char *fields,
  * (drivers before 535), <gpu_power_readings> (535) or the
  * average/instant draws of later drivers. No external entities, DTDs or
  * network; entity references are never expanded. */
-int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *err,
-                    size_t errlen);
+int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *err, size_t errlen);
 
 /* Parses `nvidia-smi -L`: "GPU 0: NAME (UUID: GPU-…)" lines and the MIG
  * lines under them, "  MIG 1g.10gb Device 0: (UUID: MIG-…)" or the old

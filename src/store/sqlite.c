@@ -18,26 +18,26 @@
 /* ---- statements ---- */
 
 #define RES_SELECT                                                                                 \
-    "SELECT r.id, r.datacenter_id, d.name AS datacenter, r.kind, r.name, r.state, r.tenant, "     \
+    "SELECT r.id, r.datacenter_id, d.name AS datacenter, r.kind, r.name, r.state, r.tenant, "      \
     "r.project, r.gpu_model, r.gpu_count, r.attrs, r.metadata, r.version, r.created_at, "          \
     "r.updated_at FROM resources r JOIN datacenters d ON d.id = r.datacenter_id "
 /* Filters common to every list variant; the variant prefix adds the
  * equality terms the planner can serve from an index. */
 #define RES_WHERE_COMMON                                                                           \
-    "(:dc = 0 OR r.datacenter_id = :dc) AND (:kind IS NULL OR r.kind = :kind) AND "               \
-    "(:state IS NULL OR r.state = :state) AND (:tenant IS NULL OR r.tenant = :tenant) AND "       \
-    "(:project IS NULL OR r.project = :project) AND (:q IS NULL OR r.name LIKE :q ESCAPE '!' "    \
+    "(:dc = 0 OR r.datacenter_id = :dc) AND (:kind IS NULL OR r.kind = :kind) AND "                \
+    "(:state IS NULL OR r.state = :state) AND (:tenant IS NULL OR r.tenant = :tenant) AND "        \
+    "(:project IS NULL OR r.project = :project) AND (:q IS NULL OR r.name LIKE :q ESCAPE '!' "     \
     "OR r.attrs LIKE :q ESCAPE '!' OR r.tenant LIKE :q ESCAPE '!') "
 #define RES_W_DK "WHERE r.datacenter_id = :dc AND r.kind = :kind AND "
 #define RES_W_D "WHERE r.datacenter_id = :dc AND "
 #define RES_W_K "WHERE r.kind = :kind AND "
 #define RES_W_A "WHERE "
 #define RES_KEY_TEXT                                                                               \
-    "CASE :sort WHEN 'name' THEN r.name WHEN 'state' THEN r.state WHEN 'kind' THEN r.kind "       \
+    "CASE :sort WHEN 'name' THEN r.name WHEN 'state' THEN r.state WHEN 'kind' THEN r.kind "        \
     "WHEN 'tenant' THEN r.tenant WHEN 'project' THEN r.project WHEN 'gpu_model' THEN r.gpu_model " \
     "WHEN 'datacenter' THEN d.name END"
 #define RES_KEY_NUM                                                                                \
-    "CASE :sort WHEN 'gpu_count' THEN r.gpu_count WHEN 'created_at' THEN r.created_at "           \
+    "CASE :sort WHEN 'gpu_count' THEN r.gpu_count WHEN 'created_at' THEN r.created_at "            \
     "WHEN 'updated_at' THEN r.updated_at WHEN 'id' THEN r.id END"
 #define PAGE "LIMIT :limit OFFSET :offset"
 #define O_ID "ORDER BY r.id " PAGE
@@ -48,43 +48,42 @@
 
 #define DC_SELECT                                                                                  \
     "SELECT d.id, d.name, d.location, d.rows_count AS \"rows\", d.created_at, d.updated_at, "      \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'server') "      \
-    "AS servers, "                                                                                \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'vm') AS vms, "  \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'storage') "     \
-    "AS storages, "                                                                               \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'switch') "      \
-    "AS switches, "                                                                               \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'infiniband') "  \
+    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'server') "       \
+    "AS servers, "                                                                                 \
+    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'vm') AS vms, "   \
+    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'storage') "      \
+    "AS storages, "                                                                                \
+    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'switch') "       \
+    "AS switches, "                                                                                \
+    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'infiniband') "   \
     "AS infiniband FROM datacenters d "
 #define DC_WHERE "WHERE (:q IS NULL OR d.name LIKE :q ESCAPE '!' OR d.location LIKE :q ESCAPE '!') "
 #define DC_KEY_TEXT "CASE :sort WHEN 'name' THEN d.name WHEN 'location' THEN d.location END"
 #define DC_KEY_NUM                                                                                 \
-    "CASE :sort WHEN 'id' THEN d.id WHEN 'created_at' THEN d.created_at WHEN 'rows' THEN "        \
+    "CASE :sort WHEN 'id' THEN d.id WHEN 'created_at' THEN d.created_at WHEN 'rows' THEN "         \
     "d.rows_count END"
 
-
 #define GPU_SELECT                                                                                 \
-    "SELECT g.uuid, g.parent_uuid, g.idx AS \"index\", g.vendor, g.model, g.serial, "             \
-    "g.pci_bus_id, g.memory_total_mib, g.driver, g.vbios, g.mig_mode, g.mig_profile, g.team, "    \
+    "SELECT g.uuid, g.parent_uuid, g.idx AS \"index\", g.vendor, g.model, g.serial, "              \
+    "g.pci_bus_id, g.memory_total_mib, g.driver, g.vbios, g.mig_mode, g.mig_profile, g.team, "     \
     "g.env, g.cluster, h.hostname AS host, h.datacenter_id, d.name AS datacenter, s.name AS "      \
-    "source, g.first_seen_at, g.last_seen_at, g.missing_since, g.sample_at, g.util_pct, "         \
-    "g.mem_used_mib, g.power_w, g.temp_c, g.ecc_corrected, g.ecc_uncorrected, g.xid_last, "       \
-    "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= g.last_seen_at THEN "                     \
-    "COALESCE(g.sample_at, g.last_seen_at) ELSE g.last_seen_at END AS newest_at, "                \
-    "CASE WHEN g.last_seen_at < :stale AND COALESCE(g.sample_at, 0) < :stale THEN 1 ELSE 0 END "  \
-    "AS stale FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON d.id " \
+    "source, g.first_seen_at, g.last_seen_at, g.missing_since, g.sample_at, g.util_pct, "          \
+    "g.mem_used_mib, g.power_w, g.temp_c, g.ecc_corrected, g.ecc_uncorrected, g.xid_last, "        \
+    "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= g.last_seen_at THEN "                      \
+    "COALESCE(g.sample_at, g.last_seen_at) ELSE g.last_seen_at END AS newest_at, "                 \
+    "CASE WHEN g.last_seen_at < :stale AND COALESCE(g.sample_at, 0) < :stale THEN 1 ELSE 0 END "   \
+    "AS stale FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON d.id "  \
     "= h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id "
 #define GPU_WHERE                                                                                  \
-    "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) " \
+    "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) "  \
     "AND (:model IS NULL OR g.model = :model) AND (:dc = 0 OR h.datacenter_id = :dc) AND (:sid = " \
-    "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = (g.last_seen_at < :stale "    \
+    "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = (g.last_seen_at < :stale "     \
     "AND COALESCE(g.sample_at, 0) < :stale)) AND (:q IS NULL OR g.uuid LIKE :q ESCAPE '!' OR "     \
     "g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE '!' OR h.hostname LIKE :q ESCAPE '!') "
 
 #define SRC_SELECT                                                                                 \
-    "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "  \
-    "s.last_attempt_at, s.last_success_at, s.last_error, s.gpus_reported, CASE WHEN "             \
+    "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "   \
+    "s.last_attempt_at, s.last_success_at, s.last_error, s.gpus_reported, CASE WHEN "              \
     "s.last_success_at IS NULL OR s.last_success_at < :stale THEN 1 ELSE 0 END AS stale, "         \
     "s.created_at, s.updated_at FROM sources s "
 
@@ -92,18 +91,20 @@
     X(BEGIN, "BEGIN IMMEDIATE")                                                                    \
     X(COMMIT, "COMMIT")                                                                            \
     X(ROLLBACK, "ROLLBACK")                                                                        \
-    X(AUDIT_ADD, "INSERT INTO audit (at, actor, action, entity, entity_id, before_json, "         \
+    X(AUDIT_ADD, "INSERT INTO audit (at, actor, action, entity, entity_id, before_json, "          \
                  "after_json) VALUES (:at, :actor, :action, :entity, :eid, :before, :after)")      \
-    X(AUDIT_LIST, "SELECT id, at AS occurred_at, actor, action, entity, entity_id, before_json AS before, "       \
-                  "after_json AS after FROM audit WHERE (:entity IS NULL OR entity = :entity) "    \
-                  "AND (:eid = 0 OR entity_id = :eid) AND (:actor IS NULL OR actor = :actor) "     \
-                  "ORDER BY id DESC " PAGE)                                                        \
+    X(AUDIT_LIST,                                                                                  \
+      "SELECT id, at AS occurred_at, actor, action, entity, entity_id, before_json AS before, "    \
+      "after_json AS after FROM audit WHERE (:entity IS NULL OR entity = :entity) "                \
+      "AND (:eid = 0 OR entity_id = :eid) AND (:actor IS NULL OR actor = :actor) "                 \
+      "ORDER BY id DESC " PAGE)                                                                    \
     X(AUDIT_COUNT, "SELECT COUNT(*) FROM audit WHERE (:entity IS NULL OR entity = :entity) AND "   \
                    "(:eid = 0 OR entity_id = :eid) AND (:actor IS NULL OR actor = :actor)")        \
     X(TOKEN_ADD, "INSERT INTO tokens (name, role, hash, created_at) VALUES (:name, :role, :hash, " \
                  ":now)")                                                                          \
-    X(TOKEN_BY_HASH, "SELECT id, name, role, revoked_at, last_used_at, source_id FROM tokens WHERE hash = "   \
-                     ":hash")                                                                      \
+    X(TOKEN_BY_HASH,                                                                               \
+      "SELECT id, name, role, revoked_at, last_used_at, source_id FROM tokens WHERE hash = "       \
+      ":hash")                                                                                     \
     X(TOKEN_TOUCH, "UPDATE tokens SET last_used_at = :now WHERE id = :id")                         \
     X(TOKEN_LIST, "SELECT id, name, role, created_at, last_used_at, revoked_at FROM tokens "       \
                   "ORDER BY id")                                                                   \
@@ -160,26 +161,28 @@
     X(ALLOC_HISTORY, "SELECT id, tenant, project, actor, started_at, ended_at FROM allocations "   \
                      "WHERE resource_id = :id ORDER BY started_at DESC, id DESC LIMIT 1000")       \
     X(ALLOC_FIND, "SELECT id FROM resources WHERE datacenter_id = :dc AND kind = :kind AND state " \
-                  "= 'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR "          \
+                  "= 'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR "           \
                   "gpu_model = :gpu_model) ORDER BY gpu_count, id LIMIT :limit")                   \
     X(SOURCE_GET, "SELECT id FROM sources WHERE name = :name")                                     \
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
                   "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
-    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = " \
-                 "NULL, gpus_reported = :n WHERE id = :id")                                        \
+    X(SOURCE_OK,                                                                                   \
+      "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
+      "NULL, gpus_reported = :n WHERE id = :id")                                                   \
     X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
                  "(:sid, :bid, :now, :n)")                                                         \
-    X(HOST_UPSERT, "INSERT INTO hosts (hostname, machine_id, serial, cluster, datacenter_id, "     \
-                   "source_id, first_seen_at, last_seen_at) VALUES (:host, :mid, :serial, "        \
-                   ":cluster, :dc, :sid, :now, :now) ON CONFLICT (hostname) DO UPDATE SET "        \
-                   "machine_id = COALESCE(excluded.machine_id, hosts.machine_id), serial = "       \
-                   "COALESCE(excluded.serial, hosts.serial), cluster = COALESCE(excluded.cluster, " \
-                   "hosts.cluster), datacenter_id = COALESCE(excluded.datacenter_id, "             \
-                   "hosts.datacenter_id), source_id = excluded.source_id, last_seen_at = "         \
-                   "excluded.last_seen_at RETURNING id")                                           \
+    X(HOST_UPSERT,                                                                                 \
+      "INSERT INTO hosts (hostname, machine_id, serial, cluster, datacenter_id, "                  \
+      "source_id, first_seen_at, last_seen_at) VALUES (:host, :mid, :serial, "                     \
+      ":cluster, :dc, :sid, :now, :now) ON CONFLICT (hostname) DO UPDATE SET "                     \
+      "machine_id = COALESCE(excluded.machine_id, hosts.machine_id), serial = "                    \
+      "COALESCE(excluded.serial, hosts.serial), cluster = COALESCE(excluded.cluster, "             \
+      "hosts.cluster), datacenter_id = COALESCE(excluded.datacenter_id, "                          \
+      "hosts.datacenter_id), source_id = excluded.source_id, last_seen_at = "                      \
+      "excluded.last_seen_at RETURNING id")                                                        \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
     X(GPU_IDENT, "SELECT host_id, serial FROM gpus WHERE uuid = :uuid")                            \
@@ -201,21 +204,24 @@
       "excluded.team), env = COALESCE(gpus.env, excluded.env), cluster = "                         \
       "COALESCE(excluded.cluster, gpus.cluster), source_id = excluded.source_id, last_seen_at = "  \
       "excluded.last_seen_at, missing_since = NULL RETURNING id")                                  \
-    X(PROV_SET, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "   \
-                "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET " \
-                "value = excluded.value, source_id = excluded.source_id, set_at = excluded.set_at") \
+    X(PROV_SET,                                                                                    \
+      "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "             \
+      "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET "           \
+      "value = excluded.value, source_id = excluded.source_id, set_at = excluded.set_at")          \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
                  ":now, :kind, :detail, :sid)")                                                    \
     X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL")        \
     X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid")                      \
-    X(SAMPLE_ADD, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "      \
-                  "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) " \
-                  "VALUES (:ts, :gid, :ua, :um, :mem, :pw, :en, :temp, :ecc_c, :ecc_u, :xid, "     \
-                  ":sid) ON CONFLICT DO NOTHING")                                                  \
-    X(GPU_LATEST, "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w " \
-                  "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "       \
-                  "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, " \
-                  "xid_last) WHERE id = :gid AND (sample_at IS NULL OR sample_at <= :ts)")         \
+    X(SAMPLE_ADD,                                                                                  \
+      "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "                    \
+      "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) "            \
+      "VALUES (:ts, :gid, :ua, :um, :mem, :pw, :en, :temp, :ecc_c, :ecc_u, :xid, "                 \
+      ":sid) ON CONFLICT DO NOTHING")                                                              \
+    X(GPU_LATEST,                                                                                  \
+      "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w "             \
+      "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "                   \
+      "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, "            \
+      "xid_last) WHERE id = :gid AND (sample_at IS NULL OR sample_at <= :ts)")                     \
     X(PROC_ADD, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username, uid, container, "   \
                 "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
                 ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
@@ -228,7 +234,8 @@
     X(GPU_PROCS, "SELECT ts AS seen_at, pid, name, username AS user, uid, container, pod_uid, "    \
                  "pod, namespace, used_mib FROM gpu_processes WHERE gpu_uuid = :uuid AND ts = "    \
                  "(SELECT MAX(ts) FROM gpu_processes WHERE gpu_uuid = :uuid) ORDER BY pid")        \
-    X(GPU_EVENTS, "SELECT e.id, e.at AS occurred_at, e.kind, e.detail, s.name AS source FROM gpu_events e LEFT "  \
+    X(GPU_EVENTS, "SELECT e.id, e.at AS occurred_at, e.kind, e.detail, s.name AS source FROM "     \
+                  "gpu_events e LEFT "                                                             \
                   "JOIN sources s ON s.id = e.source_id WHERE e.gpu_uuid = :uuid ORDER BY e.at "   \
                   "DESC, e.id DESC LIMIT 100")                                                     \
     X(GPU_CHILDREN, "SELECT uuid, mig_profile FROM gpus WHERE parent_uuid = :uuid ORDER BY uuid")  \
@@ -245,9 +252,10 @@
     X(SRC_DUE, "SELECT id, name, kind, config, team, env, cluster FROM sources WHERE enabled = 1 " \
                "AND kind <> 'push' AND (last_attempt_at IS NULL OR last_attempt_at + interval_s "  \
                "<= :now) ORDER BY COALESCE(last_attempt_at, 0), id")                               \
-    X(SRC_RECORD, "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "  \
-                  "IS NULL THEN :now ELSE last_success_at END, last_error = :err, gpus_reported = " \
-                  "CASE WHEN :err IS NULL THEN :n ELSE gpus_reported END WHERE id = :id")          \
+    X(SRC_RECORD,                                                                                  \
+      "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "               \
+      "IS NULL THEN :now ELSE last_success_at END, last_error = :err, gpus_reported = "            \
+      "CASE WHEN :err IS NULL THEN :n ELSE gpus_reported END WHERE id = :id")                      \
     X(METRICS_GPUS, "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN last_seen_at < :stale AND "  \
                     "COALESCE(sample_at, 0) < :stale THEN 1 ELSE 0 END), 0) AS stale, "            \
                     "COALESCE(SUM(CASE WHEN missing_since IS NOT NULL THEN 1 ELSE 0 END), 0) AS "  \
@@ -317,8 +325,8 @@ static int map_rc(sqlite3 *db, int rc)
 /* Opens one connection with the pragmas every connection needs. */
 static int conn_open(const char *path, struct conn *c)
 {
-    int rc = sqlite3_open_v2(path, &c->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(
+        path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         gi_error("cannot open database %s: %s", path, c->db ? sqlite3_errmsg(c->db) : "no memory");
         return GI_UNAVAILABLE;
@@ -503,7 +511,7 @@ static json_t *row_json(sqlite3_stmt *s)
             v = json_null();
             break;
         case SQLITE_INTEGER:
-            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0) ) {
+            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0)) {
                 char ts[32];
                 gi_time_format(sqlite3_column_int64(s, i), ts, sizeof ts);
                 v = json_string(ts);
@@ -1075,8 +1083,8 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out)
 
     if (!s)
         return GI_INTERNAL;
-    o = json_pack("{s:i, s:i, s:i, s:i, s:i}", "servers", 0, "vms", 0, "storages", 0, "switches",
-                  0, "infiniband", 0);
+    o = json_pack("{s:i, s:i, s:i, s:i, s:i}", "servers", 0, "vms", 0, "storages", 0, "switches", 0,
+                  "infiniband", 0);
     bind_int(s, ":id", id);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(s, 0);
@@ -1112,7 +1120,8 @@ int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force,
         goto cleanup;
     if ((rc = dc_counts(c, id, &cnt)) != GI_OK)
         goto cleanup;
-    json_object_foreach(cnt, k, v) total += json_integer_value(v);
+    json_object_foreach(cnt, k, v)
+        total += json_integer_value(v);
     if (total > 0 && !force) {
         rc = GI_CONFLICT;
         goto cleanup;
@@ -1816,9 +1825,9 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
         return map_rc(c->db, step);
 
     if (known && old_host != 0 && old_host != host_id) {
-        rc = gpu_event(c, sid, g->uuid, "host_changed",
-                       json_pack("{s:I, s:s}", "from_host_id", (json_int_t)old_host, "to_host",
-                                 hostname));
+        rc = gpu_event(
+            c, sid, g->uuid, "host_changed",
+            json_pack("{s:I, s:s}", "from_host_id", (json_int_t)old_host, "to_host", hostname));
         if (rc != GI_OK)
             return rc;
         (*events)++;
@@ -1922,8 +1931,7 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
     sqlite3_reset(s);
     if (step != SQLITE_DONE)
         rc = map_rc(c->db, step);
-    json_array_foreach(gone, i, v)
-    {
+    json_array_foreach(gone, i, v) {
         if (rc != GI_OK)
             break;
         if (!(s = prep(c, ST_GPU_MISSING))) {

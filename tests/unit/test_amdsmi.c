@@ -227,9 +227,9 @@ static void amd_malformed(void **state)
                  GI_INVALID, "static entry 0: not an object");
     expect_error(amdsmi_parse(badidx, sizeof badidx - 1, NULL, 0, &s, err, sizeof err), err,
                  GI_INVALID, "\"gpu\" is not an index");
-    expect_error(amdsmi_parse(good, sizeof good - 1, badnum, sizeof badnum - 1, &s, err,
-                              sizeof err),
-                 err, GI_INVALID, "metric entry 0: \"usage.gfx_activity\": not a number");
+    expect_error(
+        amdsmi_parse(good, sizeof good - 1, badnum, sizeof badnum - 1, &s, err, sizeof err), err,
+        GI_INVALID, "metric entry 0: \"usage.gfx_activity\": not a number");
     expect_error(amdsmi_parse(NULL, 0, badunit, sizeof badunit - 1, &s, err, sizeof err), err,
                  GI_INVALID, "mem_usage.total_vram");
     expect_error(amdsmi_parse(badbus, sizeof badbus - 1, NULL, 0, &s, err, sizeof err), err,
@@ -250,12 +250,9 @@ static void amd_malformed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(rocm_mi300x),
-        cmocka_unit_test(rocm_consumer_with_warning),
-        cmocka_unit_test(amdsmi_pair),
-        cmocka_unit_test(amdsmi_old_strings),
-        cmocka_unit_test(amdsmi_one_side),
-        cmocka_unit_test(amd_malformed),
+        cmocka_unit_test(rocm_mi300x),     cmocka_unit_test(rocm_consumer_with_warning),
+        cmocka_unit_test(amdsmi_pair),     cmocka_unit_test(amdsmi_old_strings),
+        cmocka_unit_test(amdsmi_one_side), cmocka_unit_test(amd_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

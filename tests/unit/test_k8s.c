@@ -156,9 +156,9 @@ static void test_quantity_bytes_milli(void **state)
     bytes_ok("2Gi", INT64_C(2147483648));
     bytes_ok("2113276956Ki", INT64_C(2163995602944));
     bytes_ok("1.5Gi", INT64_C(1610612736));
-    bytes_ok("1.5", 2);         /* rounded up, as Kubernetes does */
+    bytes_ok("1.5", 2); /* rounded up, as Kubernetes does */
     bytes_ok("100m", 1);
-    bytes_ok("0.1Ki", 103);     /* 102.4 */
+    bytes_ok("0.1Ki", 103); /* 102.4 */
     bytes_ok("128974848", INT64_C(128974848));
     bytes_ok("129e6", INT64_C(129000000));
     bytes_ok("123Mi", INT64_C(128974848));
@@ -388,9 +388,10 @@ static void test_pods_two_pages(void **state)
 
     assert_int_equal(k8s_parse_pod_list(data, len, &l, err, sizeof err), GI_OK);
     assert_string_equal(l.meta.resource_version, "10245");
-    assert_string_equal(l.meta.continue_token,
-                        "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTAyNDUsInN0YXJ0Ijoic2VydmluZy9pbmZlcmV"
-                        "uY2UtN2Q5ZmI4YzZkNC14cWs5cFx1MDAwMCJ9");
+    assert_string_equal(
+        l.meta.continue_token,
+        "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTAyNDUsInN0YXJ0Ijoic2VydmluZy9pbmZlcmV"
+        "uY2UtN2Q5ZmI4YzZkNC14cWs5cFx1MDAwMCJ9");
     assert_int_equal(l.meta.remaining, 3);
     assert_int_equal(l.nitems, 2);
 
@@ -485,7 +486,7 @@ static void test_pods_edge(void **state)
     assert_int_equal(l.meta.remaining, -1); /* null */
     assert_int_equal(l.nitems, 4);
 
-    p = &l.items[0]; /* request != limit, request without limit */
+    p = &l.items[0];                                  /* request != limit, request without limit */
     assert_string_equal(p->owner_kind, "ReplicaSet"); /* the controller, not the first */
     assert_string_equal(p->owner_name, "rs-1");
     assert_int_equal(p->containers[0].res[0].limit, 2);
@@ -504,7 +505,7 @@ static void test_pods_edge(void **state)
     assert_int_equal(p->ncontainers, 3);
     assert_true(p->containers[0].sidecar);
     assert_false(p->containers[1].sidecar);
-    assert_int_equal(p->gpus, 3);        /* prep (2) + sidecar (1) > main (1) + sidecar (1) */
+    assert_int_equal(p->gpus, 3); /* prep (2) + sidecar (1) > main (1) + sidecar (1) */
     assert_int_equal(p->mig_devices, 3);
     assert_int_equal(p->start_time, 1718006405);
     assert_string_equal(p->warning, "");
@@ -610,7 +611,8 @@ static void nodes_bad(const char *json, int want_st, const char *want_err)
     k8s_node_list_free(&l);
 }
 
-#define POD(spec) "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"p\"},\"spec\":" spec "}]}"
+#define POD(spec)                                                                                  \
+    "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"p\"},\"spec\":" spec "}]}"
 #define CT(res) POD("{\"containers\":[{\"name\":\"c\",\"resources\":" res "}]}")
 
 static void test_malformed(void **state)
@@ -646,8 +648,9 @@ static void test_malformed(void **state)
              GI_INVALID, "items[0].metadata.name: control characters");
     pods_bad("{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\\u0000b\"}}]}",
              GI_INVALID, "not JSON");
-    pods_bad("{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":1}}}]}",
-             GI_INVALID, "items[0].metadata.labels[a]: not a string");
+    pods_bad(
+        "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":1}}}]}",
+        GI_INVALID, "items[0].metadata.labels[a]: not a string");
     pods_bad("{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"p\"},"
              "\"status\":{\"startTime\":\"yesterday\"}}]}",
              GI_INVALID, "items[0].status.startTime: not a time");
@@ -780,7 +783,8 @@ static void test_bounds(void **state)
     pods_bad(buf, GI_TOO_LARGE, "items: more than 2000");
 
     /* A name longer than a DNS subdomain. */
-    n = (size_t)snprintf(buf, 1 << 20, "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"");
+    n = (size_t)snprintf(buf, 1 << 20,
+                         "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"");
     memset(buf + n, 'a', K8S_NAME_LEN);
     n += K8S_NAME_LEN;
     snprintf(buf + n, (1 << 20) - n, "\"}}]}");

@@ -235,14 +235,14 @@ static void query_malformed(void **state)
                  GI_INVALID, "line 2: expected 3 fields, found 2");
     expect_error(nvsmi_parse_query_gpu(many, sizeof many - 1, NULL, &s, err, sizeof err), err,
                  GI_INVALID, "line 2: expected 2 fields, found 3");
-    expect_error(nvsmi_parse_query_gpu(badnum, sizeof badnum - 1, NULL, &s, err, sizeof err),
-                 err, GI_INVALID, "line 3: column 2 (memory.total): bad value \"lots MiB\"");
-    expect_error(nvsmi_parse_query_gpu(badunit, sizeof badunit - 1, NULL, &s, err, sizeof err),
-                 err, GI_INVALID, "line 2: column 2 (power.draw)");
-    expect_error(nvsmi_parse_query_gpu(badbus, sizeof badbus - 1, NULL, &s, err, sizeof err),
-                 err, GI_INVALID, "pci.bus_id");
-    expect_error(nvsmi_parse_query_gpu(badmig, sizeof badmig - 1, NULL, &s, err, sizeof err),
-                 err, GI_INVALID, "mig.mode.current");
+    expect_error(nvsmi_parse_query_gpu(badnum, sizeof badnum - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "line 3: column 2 (memory.total): bad value \"lots MiB\"");
+    expect_error(nvsmi_parse_query_gpu(badunit, sizeof badunit - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "line 2: column 2 (power.draw)");
+    expect_error(nvsmi_parse_query_gpu(badbus, sizeof badbus - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "pci.bus_id");
+    expect_error(nvsmi_parse_query_gpu(badmig, sizeof badmig - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "mig.mode.current");
     expect_error(nvsmi_parse_query_gpu(hex, sizeof hex - 1, NULL, &s, err, sizeof err), err,
                  GI_INVALID, "bad value");
     expect_error(nvsmi_parse_query_gpu(inf, sizeof inf - 1, NULL, &s, err, sizeof err), err,
@@ -251,10 +251,10 @@ static void query_malformed(void **state)
                  GI_INVALID, "bad value");
     expect_error(nvsmi_parse_query_gpu(nul, sizeof nul - 1, NULL, &s, err, sizeof err), err,
                  GI_INVALID, "line 2: NUL byte");
-    expect_error(nvsmi_parse_query_gpu(header, sizeof header - 1, NULL, &s, err, sizeof err),
-                 err, GI_INVALID, "line 1: column 1 is not a field name");
-    expect_error(nvsmi_parse_query_gpu("x", NVSMI_MAX_INPUT + 1u, NULL, &s, err, sizeof err),
-                 err, GI_TOO_LARGE, "larger");
+    expect_error(nvsmi_parse_query_gpu(header, sizeof header - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "line 1: column 1 is not a field name");
+    expect_error(nvsmi_parse_query_gpu("x", NVSMI_MAX_INPUT + 1u, NULL, &s, err, sizeof err), err,
+                 GI_TOO_LARGE, "larger");
     /* Nothing was appended by any failure, even after good rows. */
     assert_int_equal(s.ngpus, 0);
     gi_obs_free(&s);
@@ -353,12 +353,13 @@ static void apps_malformed(void **state)
     static const char badpid[] = "pid, process_name\nabc, x\n";
     static const char badts[] = "timestamp, pid\n2024-01-01 00:00:00, 5\n";
     static const char few[] = "pid, process_name, used_gpu_memory [MiB]\n5\n";
-    static const char bytes[] = "pid, process_name\n5, ab\xff\x01" "c\n";
+    static const char bytes[] = "pid, process_name\n5, ab\xff\x01"
+                                "c\n";
 
     expect_error(nvsmi_parse_compute_apps(badpid, sizeof badpid - 1, NULL, &s, err, sizeof err),
                  err, GI_INVALID, "line 2: column 1 (pid)");
-    expect_error(nvsmi_parse_compute_apps(badts, sizeof badts - 1, NULL, &s, err, sizeof err),
-                 err, GI_INVALID, "column 1 (timestamp)");
+    expect_error(nvsmi_parse_compute_apps(badts, sizeof badts - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "column 1 (timestamp)");
     expect_error(nvsmi_parse_compute_apps(few, sizeof few - 1, NULL, &s, err, sizeof err), err,
                  GI_INVALID, "expected 3 fields, found 1");
     /* Bytes that are not text are replaced, not refused. */
@@ -499,14 +500,14 @@ static void xml_malformed(void **state)
                  "line 1: XML:");
     expect_error(nvsmi_parse_xml(root, sizeof root - 1, &s, err, sizeof err), err, GI_INVALID,
                  "root element is <foo>");
-    expect_error(nvsmi_parse_xml(badnum, sizeof badnum - 1, &s, err, sizeof err), err,
-                 GI_INVALID, "gpu 0: <fb_memory_usage/total>: bad value \"lots\"");
-    expect_error(nvsmi_parse_xml(second, sizeof second - 1, &s, err, sizeof err), err,
-                 GI_INVALID, "gpu 1: <temperature/gpu_temp>");
-    expect_error(nvsmi_parse_xml(badbus, sizeof badbus - 1, &s, err, sizeof err), err,
-                 GI_INVALID, "bad PCI bus id");
-    expect_error(nvsmi_parse_xml(badmig, sizeof badmig - 1, &s, err, sizeof err), err,
-                 GI_INVALID, "current_mig");
+    expect_error(nvsmi_parse_xml(badnum, sizeof badnum - 1, &s, err, sizeof err), err, GI_INVALID,
+                 "gpu 0: <fb_memory_usage/total>: bad value \"lots\"");
+    expect_error(nvsmi_parse_xml(second, sizeof second - 1, &s, err, sizeof err), err, GI_INVALID,
+                 "gpu 1: <temperature/gpu_temp>");
+    expect_error(nvsmi_parse_xml(badbus, sizeof badbus - 1, &s, err, sizeof err), err, GI_INVALID,
+                 "bad PCI bus id");
+    expect_error(nvsmi_parse_xml(badmig, sizeof badmig - 1, &s, err, sizeof err), err, GI_INVALID,
+                 "current_mig");
     expect_error(nvsmi_parse_xml("", 0, &s, err, sizeof err), err, GI_INVALID, "XML");
     assert_int_equal(s.ngpus, 0);
     assert_int_equal(s.nprocs, 0);
@@ -608,8 +609,8 @@ static void list_malformed(void **state)
     static const char num[] = "GPU x: A (UUID: GPU-a)\n";
     static const char dev[] = "GPU 0: A (UUID: GPU-a)\n  MIG 1g.5gb Thing 0: (UUID: MIG-x)\n";
 
-    expect_error(nvsmi_parse_list(orphan, sizeof orphan - 1, &s, err, sizeof err), err,
-                 GI_INVALID, "line 1: MIG device before any GPU");
+    expect_error(nvsmi_parse_list(orphan, sizeof orphan - 1, &s, err, sizeof err), err, GI_INVALID,
+                 "line 1: MIG device before any GPU");
     expect_error(nvsmi_parse_list(junk, sizeof junk - 1, &s, err, sizeof err), err, GI_INVALID,
                  "line 2: not a GPU or MIG line");
     expect_error(nvsmi_parse_list(num, sizeof num - 1, &s, err, sizeof err), err, GI_INVALID,
