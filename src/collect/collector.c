@@ -8,10 +8,18 @@
 typedef int (*collector_open_fn)(const struct collector_opts *o, struct collector *out, char *err,
                                  size_t errlen);
 
+int collector_open_nvsmi(const struct collector_opts *o, struct collector *out, char *err,
+                         size_t errlen);
+int collector_open_amd(const struct collector_opts *o, struct collector *out, char *err,
+                       size_t errlen);
+
+/* In order of preference: the library first, the tools as fallbacks. */
 static const struct {
     const char *name;
     collector_open_fn open;
 } candidates[] = {
+    {"nvidia-smi", collector_open_nvsmi},
+    {"amd", collector_open_amd},
     {NULL, NULL},
 };
 

@@ -72,7 +72,9 @@ export async function mkRes(s, dcId, fields = {}) {
 
 /** Creates an API token with the admin token; returns {id, name, role, token}. */
 export async function mkToken(s, role, name = uniq(role)) {
-  const t = ok(await s.api('POST', '/api/v1/tokens', { body: { name, role } }), 201);
+  // A pusher token writes only as its source, so it names one.
+  const body = role === 'pusher' ? { name, role, source: 'src-' + name } : { name, role };
+  const t = ok(await s.api('POST', '/api/v1/tokens', { body }), 201);
   assert.equal(t.role, role);
   assert.match(t.token, /^gpi_[A-Za-z0-9_-]{20,}$/);
   return t;

@@ -861,7 +861,7 @@ static void test_audit_list(void **state)
     assert_int_equal(iget(json_array_get(items, 0), "entity_id"), tid);
     assert_string_equal(sget(json_array_get(items, 1), "action"), "allocate");
     assert_true(iget(json_array_get(items, 0), "id") > iget(json_array_get(items, 1), "id"));
-    assert_non_null(sget(json_array_get(items, 0), "at"));
+    assert_non_null(sget(json_array_get(items, 0), "occurred_at"));
     json_decref(items);
 
     af.actor = "kim";
