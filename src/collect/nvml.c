@@ -345,32 +345,27 @@ void nvml_close(struct nvml *h)
 static void read_pci(struct nvml *h, struct dev *d, struct gi_gpu_obs *g)
 {
     union pci_info pci;
-    char raw[40];
+    char legacy[sizeof pci.v3.bus_id_legacy + 1], full[sizeof pci.v3.bus_id + 1], num[40];
 
     if (h->fn[NVML_FN_PCI] == NULL)
         return;
     memset(&pci, 0, sizeof pci);
     if (!ok(d, ((fn_dev_ptr)h->fn[NVML_FN_PCI])(d->handle, &pci)))
         return;
-    if (h->variant[NVML_FN_PCI] == 2) {
-        memcpy(raw, pci.v1.bus_id, sizeof pci.v1.bus_id);
-        raw[sizeof pci.v1.bus_id] = '\0';
-    } else {
-        memcpy(raw, pci.v3.bus_id, sizeof pci.v3.bus_id);
-        raw[sizeof pci.v3.bus_id] = '\0';
-        if (gi_pci_normalize(raw, d->bus_id) != 0) {
-            memcpy(raw, pci.v3.bus_id_legacy, sizeof pci.v3.bus_id_legacy);
-            raw[sizeof pci.v3.bus_id_legacy] = '\0';
-        }
-    }
-    if (gi_pci_normalize(raw, d->bus_id) != 0) {
-        /* The numeric fields share an offset in every layout; they carry
-         * no function number, which is 0 for every GPU seen so far. */
-        snprintf(raw, sizeof raw, "%04x:%02x:%02x.0", pci.v1.domain & 0xffffu,
-                 pci.v1.bus & 0xffu, pci.v1.device & 0x1fu);
-        if (gi_pci_normalize(raw, d->bus_id) != 0)
-            d->bus_id[0] = '\0';
-    }
+    /* v2/v3 fill busId and busIdLegacy; the unsuffixed function fills the
+     * old 16-byte busId, at busIdLegacy's offset. The numeric fields share
+     * an offset in every layout; they carry no function number, which is 0
+     * for every GPU seen so far. */
+    memcpy(legacy, pci.v3.bus_id_legacy, sizeof pci.v3.bus_id_legacy);
+    legacy[sizeof legacy - 1] = '\0';
+    memcpy(full, pci.v3.bus_id, sizeof pci.v3.bus_id);
+    full[sizeof full - 1] = '\0';
+    snprintf(num, sizeof num, "%04x:%02x:%02x.0", pci.v1.domain & 0xffffu, pci.v1.bus & 0xffu,
+             pci.v1.device & 0x1fu);
+    if ((h->variant[NVML_FN_PCI] == 2 || gi_pci_normalize(full, d->bus_id) != 0) &&
+        gi_pci_normalize(legacy, d->bus_id) != 0 &&
+        ((pci.v1.bus | pci.v1.device) == 0 || gi_pci_normalize(num, d->bus_id) != 0))
+        d->bus_id[0] = '\0';
     gi_strlcpy(g->pci_bus_id, d->bus_id, sizeof g->pci_bus_id);
 }
 
