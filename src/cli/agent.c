@@ -6,6 +6,7 @@
 #include "collect/batchjson.h"
 #include "collect/collector.h"
 #include "collect/hostid.h"
+#include "collect/procmap.h"
 #include "collect/push.h"
 #include "collect/spool.h"
 #include "collect/summary.h"
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 static const char agent_usage[] =
@@ -65,6 +67,7 @@ struct agent {
     struct gi_host_obs host;
     struct gi_obs_set last; /* newest discovery: identity and processes */
     uint64_t seq;
+    char run_id[24]; /* random per process: batch ids never repeat across runs */
     unsigned fails;
 };
 
@@ -82,15 +85,21 @@ static void nap(int64_t secs)
         nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
 }
 
-/* One reading of every GPU, folded into the running summary. */
-static int take_reading(struct agent *a, char *err, size_t errlen)
+/* A full discovery (identity, readings, processes mapped to their users,
+ * containers and pods), folded into the running summary. */
+static int discover(struct agent *a, char *err, size_t errlen)
 {
     struct gi_obs_set set = {0};
+    char proc_root[600];
     int rc = a->col.discover(a->col.state, &set, err, errlen);
 
-    if (rc == 0 && summary_add(&a->sum, &set, gi_now()) != 0) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
+    if (rc == 0) {
+        snprintf(proc_root, sizeof proc_root, "%s/proc", strcmp(a->root, "/") ? a->root : "");
+        procmap_fill_all(proc_root, &set);
+        if (summary_add(&a->sum, &set, gi_now()) != 0) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
     }
     if (rc == 0) {
         gi_obs_free(&a->last);
@@ -101,6 +110,21 @@ static int take_reading(struct agent *a, char *err, size_t errlen)
     return rc;
 }
 
+/* One reading between discoveries: the collector's cheap refresh when it
+ * has one. */
+static int take_reading(struct agent *a, char *err, size_t errlen)
+{
+    if (a->col.sample == NULL || a->last.ngpus == 0)
+        return discover(a, err, errlen);
+    if (a->col.sample(a->col.state, &a->last, err, errlen) != 0)
+        return -1;
+    if (summary_add(&a->sum, &a->last, gi_now()) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* Closes the interval into a batch and returns its JSON text (caller
  * frees), or NULL out of memory. */
 static char *make_batch(struct agent *a)
@@ -109,8 +133,9 @@ static char *make_batch(struct agent *a)
     json_t *j;
     char *txt;
 
-    snprintf(b.batch_id, sizeof b.batch_id, "%.64s-%" PRId64 "-%" PRIu64,
-             a->host.machine_id[0] ? a->host.machine_id : a->host.hostname, gi_now(), ++a->seq);
+    snprintf(b.batch_id, sizeof b.batch_id, "%.64s-%s-%" PRId64 "-%" PRIu64,
+             a->host.machine_id[0] ? a->host.machine_id : a->host.hostname, a->run_id, gi_now(),
+             ++a->seq);
     b.host = a->host;
     b.set = a->last; /* borrowed: not freed with b */
     if (summary_flush(&a->sum, gi_now(), &b.samples, &b.nsamples) != 0)
@@ -198,7 +223,7 @@ static int run(struct agent *a)
         return 1;
     }
     gi_info("reading GPUs with %s", a->col.name);
-    if (take_reading(a, err, sizeof err) != 0) {
+    if (discover(a, err, sizeof err) != 0) {
         gi_error("reading GPUs failed: %s", err);
         return 1;
     }
@@ -223,6 +248,9 @@ static int run(struct agent *a)
             next_read = now + a->interval;
         }
         if (now >= next_push) {
+            /* Identity and processes are refreshed once per push. */
+            if (discover(a, err, sizeof err) != 0)
+                gi_warn("discovering GPUs failed: %s", err);
             emit(a);
             next_push = now + a->push_interval;
         }
@@ -393,7 +421,15 @@ int cli_agent(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    srand((unsigned)(gi_now() ^ getpid()));
+    {
+        unsigned char rnd[8];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            fprintf(stderr, "gpuinv agent: no randomness for batch ids\n");
+            return 1;
+        }
+        gi_hex(rnd, sizeof rnd, a.run_id);
+        srand((unsigned)(rnd[0] | rnd[1] << 8 | rnd[2] << 16));
+    }
     push_global_init();
     code = run(&a);
     collector_close(&a.col);

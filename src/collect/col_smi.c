@@ -14,14 +14,14 @@
 #define SMI_TIMEOUT 20
 
 #define NVSMI_GPU_FIELDS                                                                           \
-    "index,uuid,name,serial,pci.bus_id,driver_version,vbios_version,memory.total,memory.used,"   \
-    "utilization.gpu,utilization.memory,temperature.gpu,power.draw,enforced.power.limit,"         \
+    "index,uuid,name,serial,pci.bus_id,driver_version,vbios_version,memory.total,memory.used,"     \
+    "utilization.gpu,utilization.memory,temperature.gpu,power.draw,enforced.power.limit,"          \
     "mig.mode.current,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total"
 #define NVSMI_APP_FIELDS "gpu_uuid,gpu_bus_id,pid,process_name,used_gpu_memory"
 
 struct smi_state {
-    char tool[512];  /* nvidia-smi, or amd-smi / rocm-smi */
-    int amd_kind;    /* 0 nvidia-smi, 1 amd-smi, 2 rocm-smi */
+    char tool[512]; /* nvidia-smi, or amd-smi / rocm-smi */
+    int amd_kind;   /* 0 nvidia-smi, 1 amd-smi, 2 rocm-smi */
 };
 
 /* Runs the tool with args and hands stdout to the caller. */
@@ -47,8 +47,8 @@ static int nvsmi_discover(void *state, struct gi_obs_set *set, char *err, size_t
     if (rc != 0)
         return -1;
     /* Processes are best effort: a container may not be allowed to list them. */
-    if (run(s, "--query-compute-apps=" NVSMI_APP_FIELDS, "--format=csv,nounits", NULL, &out,
-            &len, err, errlen) == 0) {
+    if (run(s, "--query-compute-apps=" NVSMI_APP_FIELDS, "--format=csv,nounits", NULL, &out, &len,
+            err, errlen) == 0) {
         nvsmi_parse_compute_apps(out, len, NULL, set, err, errlen);
         free(out);
     }
@@ -79,8 +79,7 @@ static int amd_discover(void *state, struct gi_obs_set *set, char *err, size_t e
 static void smi_close(void *state) { free(state); }
 
 /* Opens a tool-based collector after checking the tool runs at all. */
-static int smi_open(const char *tool, int amd_kind, struct collector *out, char *err,
-                    size_t errlen)
+static int smi_open(const char *tool, int amd_kind, struct collector *out, char *err, size_t errlen)
 {
     struct smi_state *s = calloc(1, sizeof *s);
     struct gi_obs_set probe = {0};

@@ -8,6 +8,8 @@
 typedef int (*collector_open_fn)(const struct collector_opts *o, struct collector *out, char *err,
                                  size_t errlen);
 
+int collector_open_nvml(const struct collector_opts *o, struct collector *out, char *err,
+                        size_t errlen);
 int collector_open_nvsmi(const struct collector_opts *o, struct collector *out, char *err,
                          size_t errlen);
 int collector_open_amd(const struct collector_opts *o, struct collector *out, char *err,
@@ -18,6 +20,7 @@ static const struct {
     const char *name;
     collector_open_fn open;
 } candidates[] = {
+    {"nvml", collector_open_nvml},
     {"nvidia-smi", collector_open_nvsmi},
     {"amd", collector_open_amd},
     {NULL, NULL},

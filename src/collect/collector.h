@@ -22,6 +22,9 @@ struct collector {
     /* Identity, current readings and processes of every GPU, appended to
      * set. Returns 0, or -1 with err filled. */
     int (*discover)(void *state, struct gi_obs_set *set, char *err, size_t errlen);
+    /* Optional: refreshes only the readings of a set discover filled
+     * (cheaper); NULL means the agent calls discover instead. */
+    int (*sample)(void *state, struct gi_obs_set *set, char *err, size_t errlen);
     void (*close)(void *state);
 };
 

@@ -138,8 +138,8 @@ static const char *const fn_names[NVML_FN__COUNT][4] = {
 /* One device of the last discovery, with its NVML handle. */
 struct dev {
     nvml_device handle;
-    int parent;       /* position of the physical GPU in devs, -1 for one */
-    int gi_id;        /* MIG GPU instance id, -1 unknown or none */
+    int parent; /* position of the physical GPU in devs, -1 for one */
+    int gi_id;  /* MIG GPU instance id, -1 unknown or none */
     char bus_id[GI_BUS_LEN];
     struct nvml_dev_status st;
 };
@@ -173,17 +173,28 @@ static const char *rc_text(const struct nvml *h, int rc)
             return s;
     }
     switch (rc) {
-    case 1: return "Uninitialized";
-    case 2: return "Invalid Argument";
-    case 3: return "Not Supported";
-    case 4: return "Insufficient Permissions";
-    case 6: return "Not Found";
-    case 7: return "Insufficient Size";
-    case 9: return "Driver Not Loaded";
-    case 12: return "NVML Shared Library Not Found";
-    case 13: return "Function Not Found";
-    case 15: return "GPU is lost";
-    default: return "Unknown Error";
+    case 1:
+        return "Uninitialized";
+    case 2:
+        return "Invalid Argument";
+    case 3:
+        return "Not Supported";
+    case 4:
+        return "Insufficient Permissions";
+    case 6:
+        return "Not Found";
+    case 7:
+        return "Insufficient Size";
+    case 9:
+        return "Driver Not Loaded";
+    case 12:
+        return "NVML Shared Library Not Found";
+    case 13:
+        return "Function Not Found";
+    case 15:
+        return "GPU is lost";
+    default:
+        return "Unknown Error";
     }
 }
 
@@ -268,8 +279,8 @@ static enum nvml_fn resolve(struct nvml *h)
                 break;
             }
         }
-        int required = f == NVML_FN_INIT || f == NVML_FN_SHUTDOWN || f == NVML_FN_COUNT ||
-                       f == NVML_FN_HANDLE;
+        int required =
+            f == NVML_FN_INIT || f == NVML_FN_SHUTDOWN || f == NVML_FN_COUNT || f == NVML_FN_HANDLE;
         if (required && h->fn[f] == NULL && missing == NVML_FN__COUNT)
             missing = (enum nvml_fn)f;
     }
@@ -501,7 +512,7 @@ static int discover_mig(struct nvml *h, size_t pi, const struct gi_gpu_obs *pg,
         nvml_device mh = NULL;
         int rc = ((fn_dev_mig_handle)h->fn[NVML_FN_MIG_HANDLE])(h->devs[pi].handle, i, &mh);
         if (!ok(&h->devs[pi], rc) || mh == NULL)
-            continue; /* NOT_FOUND: an empty slot */
+            continue;               /* NOT_FOUND: an empty slot */
         struct dev *d = add_dev(h); /* may move h->devs */
         if (d == NULL)
             return GI_INTERNAL;
@@ -627,8 +638,8 @@ static int list_procs(struct nvml *h, size_t di, struct gi_obs_set *set)
     unsigned char *buf = NULL;
     unsigned int cap = 64, n = 0;
     int rc = 0, st = GI_OK;
-    size_t stride = h->variant[NVML_FN_PROCS] == 2 ? sizeof(struct proc_info_v1)
-                                                   : sizeof(struct proc_info_v2);
+    size_t stride =
+        h->variant[NVML_FN_PROCS] == 2 ? sizeof(struct proc_info_v1) : sizeof(struct proc_info_v2);
 
     d->st.procs_error = 0;
     for (int attempt = 0; attempt < 4; attempt++) {

@@ -16,9 +16,9 @@
 /* nvml_open results; anything but NVML_OPEN_OK leaves *out NULL. */
 enum nvml_open_result {
     NVML_OPEN_OK = 0,
-    NVML_OPEN_NOLIB,  /* no loadable libnvidia-ml (no driver installed) */
-    NVML_OPEN_NOSYM,  /* the library lacks a required function */
-    NVML_OPEN_INIT,   /* nvmlInit failed; the message carries NVML's reason */
+    NVML_OPEN_NOLIB, /* no loadable libnvidia-ml (no driver installed) */
+    NVML_OPEN_NOSYM, /* the library lacks a required function */
+    NVML_OPEN_INIT,  /* nvmlInit failed; the message carries NVML's reason */
     NVML_OPEN_NOMEM,
 };
 
@@ -69,12 +69,12 @@ enum nvml_fn {
  * beyond its observation: whether NVML lost it, and why it could not be
  * read. Refreshed by nvml_discover, nvml_sample and nvml_processes. */
 struct nvml_dev_status {
-    int index;               /* NVML index of the physical GPU */
-    int mig;                 /* 1 for a MIG instance, 0 for a physical GPU */
-    char uuid[GI_UUID_LEN];  /* "" when NVML could not tell */
-    int lost;                /* NVML answered GPU_IS_LOST: fallen off the bus */
-    int handle_error;        /* NVML code when no handle could be had, else 0 */
-    int procs_error;         /* NVML code of the last failed process listing, else 0 */
+    int index;              /* NVML index of the physical GPU */
+    int mig;                /* 1 for a MIG instance, 0 for a physical GPU */
+    char uuid[GI_UUID_LEN]; /* "" when NVML could not tell */
+    int lost;               /* NVML answered GPU_IS_LOST: fallen off the bus */
+    int handle_error;       /* NVML code when no handle could be had, else 0 */
+    int procs_error;        /* NVML code of the last failed process listing, else 0 */
 };
 
 struct nvml;

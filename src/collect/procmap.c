@@ -76,8 +76,7 @@ int procmap_parse_uid(const char *status, int64_t *uid)
             num[n] = '\0';
             if (isdigit((unsigned char)*p))
                 return GI_NOT_FOUND; /* too long to be a uid */
-            return gi_parse_int64(num, 0, INT64_C(4294967295), uid) == GI_OK ? GI_OK
-                                                                           : GI_NOT_FOUND;
+            return gi_parse_int64(num, 0, INT64_C(4294967295), uid) == GI_OK ? GI_OK : GI_NOT_FOUND;
         }
         p = strchr(p, '\n');
         if (p != NULL)
@@ -264,8 +263,7 @@ int procmap_fill(const char *root, struct gi_proc_obs *p)
     free(text);
     text = NULL;
 
-    if (proc_path(path, sizeof path, root, p->pid, "cgroup") &&
-        read_small(path, &text) == GI_OK) {
+    if (proc_path(path, sizeof path, root, p->pid, "cgroup") && read_small(path, &text) == GI_OK) {
         char cid[PROCMAP_ID_LEN], pod[PROCMAP_POD_UID_LEN];
         procmap_parse_cgroup(text, cid, sizeof cid, pod, sizeof pod);
         if (cid[0])

@@ -24,8 +24,8 @@ static long long ms_now(void)
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-int runcmd(const char *const argv[], size_t max, int timeout_s, char **out, size_t *len,
-           char *err, size_t errlen)
+int runcmd(const char *const argv[], size_t max, int timeout_s, char **out, size_t *len, char *err,
+           size_t errlen)
 {
     int po[2] = {-1, -1}, pe[2] = {-1, -1}, status = 0, rc = -1;
     posix_spawn_file_actions_t fa;

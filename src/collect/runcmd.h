@@ -10,7 +10,7 @@
  * program cannot start, runs past timeout_s (it is killed), writes more
  * than max bytes, or exits non-zero (err then holds its first stderr
  * line). */
-int runcmd(const char *const argv[], size_t max, int timeout_s, char **out, size_t *len,
-           char *err, size_t errlen);
+int runcmd(const char *const argv[], size_t max, int timeout_s, char **out, size_t *len, char *err,
+           size_t errlen);
 
 #endif

@@ -47,11 +47,16 @@ enum field {
 };
 
 static const char *const field_keys[F__COUNT] = {
-    [F_MEM_TOTAL] = "memory_total_mib", [F_MEM_USED] = "memory_used_mib",
-    [F_MEM_RESERVED] = "memory_reserved_mib", [F_UTIL_GPU] = "util_gpu",
-    [F_UTIL_MEM] = "util_mem", [F_TEMP] = "temp_c",
-    [F_POWER] = "power_w", [F_POWER_LIMIT] = "power_limit_w",
-    [F_ECC_CORR] = "ecc_corrected", [F_ECC_UNCORR] = "ecc_uncorrected",
+    [F_MEM_TOTAL] = "memory_total_mib",
+    [F_MEM_USED] = "memory_used_mib",
+    [F_MEM_RESERVED] = "memory_reserved_mib",
+    [F_UTIL_GPU] = "util_gpu",
+    [F_UTIL_MEM] = "util_mem",
+    [F_TEMP] = "temp_c",
+    [F_POWER] = "power_w",
+    [F_POWER_LIMIT] = "power_limit_w",
+    [F_ECC_CORR] = "ecc_corrected",
+    [F_ECC_UNCORR] = "ecc_uncorrected",
 };
 
 struct fdev {
@@ -260,17 +265,28 @@ EXPORT int nvmlShutdown(void)
 EXPORT const char *nvmlErrorString(int rc)
 {
     switch (rc) {
-    case 0: return "Success";
-    case 1: return "Uninitialized";
-    case 2: return "Invalid Argument";
-    case 3: return "Not Supported";
-    case 4: return "Insufficient Permissions";
-    case 6: return "Not Found";
-    case 7: return "Insufficient Size";
-    case 9: return "Driver Not Loaded";
-    case 15: return "GPU is lost";
-    case 25: return "Argument version mismatch";
-    default: return "Unknown Error";
+    case 0:
+        return "Success";
+    case 1:
+        return "Uninitialized";
+    case 2:
+        return "Invalid Argument";
+    case 3:
+        return "Not Supported";
+    case 4:
+        return "Insufficient Permissions";
+    case 6:
+        return "Not Found";
+    case 7:
+        return "Insufficient Size";
+    case 9:
+        return "Driver Not Loaded";
+    case 15:
+        return "GPU is lost";
+    case 25:
+        return "Argument version mismatch";
+    default:
+        return "Unknown Error";
     }
 }
 
@@ -522,8 +538,7 @@ EXPORT int nvmlDeviceGetEnforcedPowerLimit(struct fdev *d, unsigned int *mw)
     return reading(d, "nvmlDeviceGetEnforcedPowerLimit", F_POWER_LIMIT, 1000, mw);
 }
 
-EXPORT int nvmlDeviceGetTotalEccErrors(struct fdev *d, int type, int counter,
-                                       unsigned long long *n)
+EXPORT int nvmlDeviceGetTotalEccErrors(struct fdev *d, int type, int counter, unsigned long long *n)
 {
     double v;
     int rc = enter(d, "nvmlDeviceGetTotalEccErrors");

@@ -436,9 +436,9 @@ static void test_legacy(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_h100x8),      cmocka_unit_test(test_mig),
+        cmocka_unit_test(test_h100x8),       cmocka_unit_test(test_mig),
         cmocka_unit_test(test_field_errors), cmocka_unit_test(test_open_failures),
-        cmocka_unit_test(test_env_path),    cmocka_unit_test(test_lost),
+        cmocka_unit_test(test_env_path),     cmocka_unit_test(test_lost),
         cmocka_unit_test(test_legacy),
     };
 

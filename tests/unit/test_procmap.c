@@ -149,18 +149,18 @@ static void test_parse_cgroup(void **state)
     char cid[PROCMAP_ID_LEN], pod[PROCMAP_POD_UID_LEN];
 
     /* Upper-case ids are lower-cased; 70 hex digits are no id. */
-    assert_int_equal(procmap_parse_cgroup("0::/docker/ABCDEF" H3 "\n", cid, sizeof cid, pod,
-                                          sizeof pod),
-                     GI_NOT_FOUND);
+    assert_int_equal(
+        procmap_parse_cgroup("0::/docker/ABCDEF" H3 "\n", cid, sizeof cid, pod, sizeof pod),
+        GI_NOT_FOUND);
     assert_int_equal(procmap_parse_cgroup("1:cpu:/docker/3F4E5D6C7B8A99887766554433221100FFEEDDCC"
                                           "BBAA00112233445566778899\n",
                                           cid, sizeof cid, pod, sizeof pod),
                      GI_OK);
     assert_string_equal(cid, H1);
     /* The innermost container wins. */
-    assert_int_equal(procmap_parse_cgroup("0::/docker/" H1 "/docker/" H4 "\n", cid, sizeof cid,
-                                          pod, sizeof pod),
-                     GI_OK);
+    assert_int_equal(
+        procmap_parse_cgroup("0::/docker/" H1 "/docker/" H4 "\n", cid, sizeof cid, pod, sizeof pod),
+        GI_OK);
     assert_string_equal(cid, H4);
     assert_int_equal(procmap_parse_cgroup("0::/system.slice/docker-3F4E5D6C7B8A.scope", cid,
                                           sizeof cid, pod, sizeof pod),
