@@ -134,8 +134,8 @@ static int emit(struct api *a, json_t *pair, const char *name, size_t nlabels, c
 static int read_item(struct api *a, json_t *item, size_t idx, int matrix)
 {
     char where[64];
-    const char *name;
-    size_t nlabels, i;
+    const char *name = "";
+    size_t nlabels = 0, i;
     json_t *pts, *pt;
     int rc;
 

@@ -392,7 +392,7 @@ static int parse_labels(struct parser *ps, const char *s, size_t n, size_t *i, c
         if (k >= n || s[k] != '"')
             return fail(ps, GI_INVALID, "expected '\"' to open the label value");
         k++;
-        size_t vl;
+        size_t vl = 0;
         int rc = read_value(ps, s, n, &k, w, &vl);
         if (rc != GI_OK)
             return rc;
