@@ -304,6 +304,19 @@ static void read_ids(const struct prom_sample *s, struct ids *id)
     }
 }
 
+/* gi_pci_normalize for a label value, refusing first what that function
+ * cannot take safely: it writes past its part arrays on a value with more
+ * than three ':' / '.' separators ("0000:31:00.0.1"). */
+static int normalize_bus(const char *v, char out[GI_BUS_LEN])
+{
+    int seps = 0;
+
+    for (const char *p = v; *p; p++)
+        if ((*p == ':' || *p == '.') && ++seps > 3)
+            return -1;
+    return gi_pci_normalize(v, out);
+}
+
 /* The GPU index from the gpu label, else from device ("nvidia3"); -1. */
 static int gpu_index(const struct ids *id)
 {
@@ -442,7 +455,7 @@ int dcgm_sample(void *ctx, const struct prom_sample *s, struct prom_error *err)
         return GI_OK;
     read_ids(s, &id);
     host = d->hostname ? d->hostname : id.host;
-    if (id.bus && gi_pci_normalize(id.bus, bus) != 0)
+    if (id.bus && normalize_bus(id.bus, bus) != 0)
         bus[0] = '\0';
     index = gpu_index(&id);
     if (!gpu_key(&id, host, bus, index, key)) {

@@ -388,7 +388,8 @@ static void test_blank_values_and_skips(void **state)
         "DCGM_FI_DEV_GPU_TEMP{UUID=\"N/A\",gpu=\"x\"} 41\n"
         "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-1\",GPU_I_ID=\"bad\",Hostname=\"[N/A]\",pod=\"<<<NULL>>>\"} 42\n"
         "DCGM_FI_DEV_GPU_TEMP{device=\"nvidia7\",hostname=\"h\"} 43\n"
-        "DCGM_FI_DEV_GPU_TEMP{device=\"nvidia7\",Hostname=\"h\"} 44\n";
+        "DCGM_FI_DEV_GPU_TEMP{device=\"nvidia7\",Hostname=\"h\"} 44\n"
+        "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-2\",pci_bus_id=\"0000:31:00.0.1\"} 45\n";
 
     for (size_t i = 0; i < sizeof blank / sizeof *blank; i++)
         assert_true(dcgm_is_blank(blank[i]));
@@ -400,7 +401,7 @@ static void test_blank_values_and_skips(void **state)
     assert_int_equal(dcgm_finish(&d), GI_OK);
     assert_int_equal(d.skipped, 2);
     assert_int_equal(d.npods, 0);
-    assert_int_equal(set.ngpus, 2);
+    assert_int_equal(set.ngpus, 3);
     assert_string_equal(set.gpus[0].uuid, "GPU-1");
     assert_int_equal(set.gpus[0].mig_mode, -1); /* GPU_I_ID "bad" is not an instance */
     assert_string_equal(set.gpus[0].hostname, "");
@@ -408,6 +409,8 @@ static void test_blank_values_and_skips(void **state)
     assert_int_equal(set.gpus[1].index, 7);
     assert_string_equal(set.gpus[1].hostname, "h");
     assert_true(set.gpus[1].temp_c == 44.0);
+    assert_string_equal(set.gpus[2].pci_bus_id, ""); /* five parts: not a bus id */
+    assert_true(set.gpus[2].temp_c == 45.0);
     dcgm_free(&d);
     dcgm_free(&d); /* twice is harmless */
     gi_obs_free(&set);
