@@ -295,6 +295,8 @@ static void read_ids(const struct prom_sample *s, struct ids *id)
     }
     if (id->uuid == NULL)
         id->uuid = old_uuid;
+    if (id->uuid && strlen(id->uuid) >= GI_UUID_LEN)
+        id->uuid = NULL; /* not a UUID, and it would not fit */
     if (id->pod == NULL) {
         id->pod = old_pod;
         if (id->ns == NULL)
@@ -335,12 +337,15 @@ static int gpu_index(const struct ids *id)
 static int gpu_key(const struct ids *id, const char *host, const char *bus, int index,
                    char key[KEY_LEN])
 {
+    /* The host is cut as the record stores it, so a key never is. */
+    int hl = GI_HOST_LEN - 1;
+
     if (id->uuid)
         snprintf(key, KEY_LEN, "u:%s", id->uuid);
     else if (bus[0])
-        snprintf(key, KEY_LEN, "b:%s|%s", host ? host : "", bus);
+        snprintf(key, KEY_LEN, "b:%.*s|%s", hl, host ? host : "", bus);
     else if (index >= 0)
-        snprintf(key, KEY_LEN, "i:%s|%d", host ? host : "", index);
+        snprintf(key, KEY_LEN, "i:%.*s|%d", hl, host ? host : "", index);
     else
         return 0;
     return 1;
@@ -486,8 +491,13 @@ int dcgm_sample(void *ctx, const struct prom_sample *s, struct prom_error *err)
         fill_identity(g, &id, host, bus, index);
     }
     r = &d->recs[ri];
-    if (s->has_ts && s->ts_ms > g->ts_ms)
-        g->ts_ms = s->ts_ms;
+    if (s->has_ts) {
+        struct gi_gpu_obs *parent = &d->out->gpus[d->recs[pi].obs];
+        if (s->ts_ms > g->ts_ms)
+            g->ts_ms = s->ts_ms;
+        if (s->ts_ms > parent->ts_ms)
+            parent->ts_ms = s->ts_ms;
+    }
     enum field f = field_of(s->name + 8);
     if (f != F_COUNT && !dcgm_is_blank(s->value))
         r->v[f] = s->value;

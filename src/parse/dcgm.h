@@ -29,7 +29,9 @@
  * the GPU known. NaN, ±Inf and DCGM's blank sentinels (int32, int64 and
  * fp64 BLANK / NOT_FOUND / NOT_SUPPORTED / NOT_PERMISSIONED) read as
  * absent, as do placeholder label values (<<<NULL>>>, N/A, …). When a
- * metric repeats for a record the last sample wins. */
+ * metric repeats for a record the last sample wins. A record's ts_ms is
+ * its latest sample timestamp (a MIG instance's also counts for its
+ * physical GPU); 0 when the samples carry none, as scraped text does. */
 #ifndef GI_DCGM_H
 #define GI_DCGM_H
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* Character classes: bit 1 may start a metric name, bit 2 may continue
  * one, bit 4 may start a label name (no ':'), bit 8 a blank. */
@@ -51,7 +50,8 @@ struct parser {
 };
 
 /* Records an error at the current line and returns st. */
-__attribute__((format(printf, 3, 4))) static int fail(struct parser *ps, int st, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct parser *ps, int st,
+                                                      const char *fmt, ...)
 {
     char why[200];
     va_list ap;
@@ -91,9 +91,9 @@ static size_t utf8_len(const unsigned char *s, size_t avail)
     size_t need;
     unsigned char lo = 0x80, hi = 0xbf;
 
-    if (c >= 0xc2 && c <= 0xdf)
+    if (c >= 0xc2 && c <= 0xdf) {
         need = 1;
-    else if (c >= 0xe0 && c <= 0xef) {
+    } else if (c >= 0xe0 && c <= 0xef) {
         need = 2;
         if (c == 0xe0)
             lo = 0xa0;
@@ -105,8 +105,9 @@ static size_t utf8_len(const unsigned char *s, size_t avail)
             lo = 0x90;
         else if (c == 0xf4)
             hi = 0x8f;
-    } else
+    } else {
         return 0;
+    }
     if (avail < need + 1 || s[1] < lo || s[1] > hi)
         return 0;
     for (size_t i = 2; i <= need; i++)
@@ -115,67 +116,25 @@ static size_t utf8_len(const unsigned char *s, size_t avail)
     return need + 1;
 }
 
-/* Reads the digits-only fast path: at most 15 significant digits with an
- * optional fraction and no exponent. Such a mantissa and the power of
- * ten are exact doubles, so one division rounds exactly as strtod would.
- * Returns 0, or -1 when the token needs strtod. */
-static int fast_decimal(const char *s, size_t n, double *out)
-{
-    static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
-                                 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-    size_t i = 0, digits = 0, frac = 0;
-    int neg = 0, dot = 0;
-    uint64_t m = 0;
-
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        neg = s[i++] == '-';
-    if (i == n)
-        return -1;
-    for (; i < n; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d <= 9) {
-            if (++digits > 15)
-                return -1;
-            m = m * 10 + d;
-            frac += dot;
-        } else if (s[i] == '.' && !dot) {
-            dot = 1;
-        } else {
-            return -1;
-        }
-    }
-    if (digits == 0)
-        return -1;
-    *out = (double)m / p10[frac];
-    if (neg)
-        *out = -*out;
-    return 0;
-}
-
 int prom_parse_value(const char *s, size_t len, double *out)
 {
     char tmp[64];
     char *end = NULL;
-    double v;
 
     if (len == 0 || len >= sizeof tmp)
         return -1;
-    if (fast_decimal(s, len, out) == 0)
-        return 0;
-    /* strtod also reads hex and "nan(…)", which Prometheus does not. */
+    /* Only what decimal numbers, NaN, Inf and Infinity are made of: strtod
+     * would also skip leading white space and read hex and "nan(…)". */
     for (size_t i = 0; i < len; i++)
-        if (s[i] == 'x' || s[i] == 'X' || s[i] == '(' || s[i] == ' ' || s[i] == '\t')
+        if (!((s[i] >= '0' && s[i] <= '9') || strchr("+-.eEaAfFiInNtTyY", s[i]) != NULL) ||
+            s[i] == '\0')
             return -1;
     memcpy(tmp, s, len);
     tmp[len] = '\0';
-    errno = 0;
-    v = strtod(tmp, &end);
-    if (end != tmp + len)
-        return -1;
-    /* ERANGE: overflow gives ±HUGE_VAL (= ±Inf) and underflow a value
-     * near zero, as Prometheus does; both are accepted. */
-    *out = v;
-    return 0;
+    /* On ERANGE strtod gives ±HUGE_VAL (±Inf) or a value near zero, as
+     * Prometheus does; both are accepted. */
+    *out = strtod(tmp, &end);
+    return end == tmp + len ? 0 : -1;
 }
 
 /* Reads a timestamp token: an optionally signed decimal int64. */

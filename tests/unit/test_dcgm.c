@@ -386,10 +386,15 @@ static void test_blank_values_and_skips(void **state)
         "go_goroutines 12\n"
         "DCGM_FI_DEV_GPU_TEMP 40\n"
         "DCGM_FI_DEV_GPU_TEMP{UUID=\"N/A\",gpu=\"x\"} 41\n"
-        "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-1\",GPU_I_ID=\"bad\",Hostname=\"[N/A]\",pod=\"<<<NULL>>>\"} 42\n"
+        "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-1\",GPU_I_ID=\"bad\",Hostname=\"[N/A]\","
+        "pod=\"<<<NULL>>>\"} 42\n"
         "DCGM_FI_DEV_GPU_TEMP{device=\"nvidia7\",hostname=\"h\"} 43\n"
         "DCGM_FI_DEV_GPU_TEMP{device=\"nvidia7\",Hostname=\"h\"} 44\n"
-        "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-2\",pci_bus_id=\"0000:31:00.0.1\"} 45\n";
+        "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-2\",pci_bus_id=\"0000:31:00.0.1\"} 45\n"
+        "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-3\",GPU_I_ID=\"2\"} 46 1700000000000\n"
+        "DCGM_FI_DEV_GPU_TEMP{UUID=\"GPU-"
+        "0123456789012345678901234567890123456789012345678901234567890123456789"
+        "012345678901234567890123456789\"} 47\n";
 
     for (size_t i = 0; i < sizeof blank / sizeof *blank; i++)
         assert_true(dcgm_is_blank(blank[i]));
@@ -399,9 +404,9 @@ static void test_blank_values_and_skips(void **state)
     dcgm_begin(&d, &set);
     assert_int_equal(prom_parse_text(text, sizeof text - 1, dcgm_sample, &d, &err), GI_OK);
     assert_int_equal(dcgm_finish(&d), GI_OK);
-    assert_int_equal(d.skipped, 2);
+    assert_int_equal(d.skipped, 3); /* the last UUID is too long to be one */
     assert_int_equal(d.npods, 0);
-    assert_int_equal(set.ngpus, 3);
+    assert_int_equal(set.ngpus, 5);
     assert_string_equal(set.gpus[0].uuid, "GPU-1");
     assert_int_equal(set.gpus[0].mig_mode, -1); /* GPU_I_ID "bad" is not an instance */
     assert_string_equal(set.gpus[0].hostname, "");
@@ -411,6 +416,13 @@ static void test_blank_values_and_skips(void **state)
     assert_true(set.gpus[1].temp_c == 44.0);
     assert_string_equal(set.gpus[2].pci_bus_id, ""); /* five parts: not a bus id */
     assert_true(set.gpus[2].temp_c == 45.0);
+    assert_string_equal(set.gpus[3].uuid, "GPU-3");
+    assert_int_equal(set.gpus[3].ts_ms, INT64_C(1700000000000));
+    assert_true(isnan(set.gpus[3].temp_c));
+    assert_string_equal(set.gpus[4].parent_uuid, "GPU-3");
+    assert_int_equal(set.gpus[4].mig_instance, 2);
+    assert_int_equal(set.gpus[4].ts_ms, INT64_C(1700000000000));
+    assert_true(set.gpus[4].temp_c == 46.0);
     dcgm_free(&d);
     dcgm_free(&d); /* twice is harmless */
     gi_obs_free(&set);

@@ -264,12 +264,23 @@ static void test_values(void **state)
     static const struct {
         const char *in;
         double want;
-    } ok[] = {{"0", 0},         {"-0.5", -0.5},         {"+12", 12},     {"1e3", 1000},
-              {"1E-2", 0.01},   {".5", 0.5},            {"5.", 5},       {"123456789012345", 123456789012345.0},
+    } ok[] = {{"0", 0},
+              {"-0.5", -0.5},
+              {"+12", 12},
+              {"1e3", 1000},
+              {"1E-2", 0.01},
+              {".5", 0.5},
+              {"5.", 5},
+              {"123456789012345", 123456789012345.0},
               {"9223372036854775794", 9223372036854775794.0},
-              {"0.1", 0.1},     {"2.675", 2.675},       {"1.7976931348623157e308", 1.7976931348623157e308}};
+              {"0.1", 0.1},
+              {"2.675", 2.675},
+              {"1.7976931348623157e308", 1.7976931348623157e308},
+              {"1e999", HUGE_VAL},
+              {"Infinity", HUGE_VAL},
+              {"inf", HUGE_VAL}};
     static const char *const bad[] = {"", "abc", "1.2.3", "0x10", "1e", "nan(1)", "--1", "1 2",
-                                      "+", ".", "1,5"};
+                                      "+", ".", "1,5", "\v5", "\r5", "5\r"};
     double v;
 
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
@@ -521,7 +532,8 @@ static void test_api_errors(void **state)
                      GI_INVALID);
     assert_string_equal(err.msg, "data.result[0].value: invalid value \"abc\"");
     assert_int_equal(parse_api_str("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\","
-                                   "\"result\":[{\"metric\":{},\"values\":[[1,\"2\"],[\"x\",\"2\"]]}]}}",
+                                   "\"result\":[{\"metric\":{},"
+                                   "\"values\":[[1,\"2\"],[\"x\",\"2\"]]}]}}",
                                    &k, &err),
                      GI_INVALID);
     assert_string_equal(err.msg, "data.result[0].values[1]: time is not a number");
