@@ -10,6 +10,8 @@
  * same buffer: a plain memchr line split (the floor any line parser
  * pays), prom_parse_text with a callback that only counts, and
  * prom_parse_text feeding the dcgm consumer. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include "core/observation.h"
 #include "core/status.h"
 #include "parse/dcgm.h"
