@@ -172,6 +172,10 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
         const char *host = set->gpus[i].hostname[0] ? set->gpus[i].hostname : "unknown-host";
         if (done[i])
             continue;
+        if (set->gpus[i].uuid[0] == '\0') {
+            done[i] = true; /* nothing identifies it: it cannot be stored */
+            continue;
+        }
         snprintf(b.batch_id, sizeof b.batch_id, "pull-%.40s-%lld-%.60s", source_name,
                  (long long)now, host);
         gi_strlcpy(b.host.hostname, host, sizeof b.host.hostname);
@@ -185,7 +189,7 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
         for (size_t j = i; j < set->ngpus; j++) {
             const char *h = set->gpus[j].hostname[0] ? set->gpus[j].hostname : "unknown-host";
             struct gi_gpu_obs *g;
-            if (done[j] || strcmp(h, host) != 0)
+            if (done[j] || strcmp(h, host) != 0 || set->gpus[j].uuid[0] == '\0')
                 continue;
             done[j] = true;
             if ((g = gi_obs_add_gpu(&b.set)) == NULL) {
@@ -194,6 +198,16 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
             }
             *g = set->gpus[j];
             reading_sample(&set->gpus[j], now, &b.samples[b.nsamples++]);
+        }
+        for (size_t p = 0; p < set->npods && rc == GI_OK; p++) {
+            for (size_t k = 0; k < b.set.ngpus; k++) {
+                if (strcmp(set->pods[p].gpu_uuid, b.set.gpus[k].uuid) == 0) {
+                    struct gi_pod_obs *po = gi_obs_add_pod(&b.set);
+                    if (po)
+                        *po = set->pods[p];
+                    break;
+                }
+            }
         }
         for (size_t p = 0; p < set->nprocs && rc == GI_OK; p++) {
             for (size_t k = 0; k < b.set.ngpus; k++) {

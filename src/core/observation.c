@@ -69,10 +69,22 @@ struct gi_proc_obs *gi_obs_add_proc(struct gi_obs_set *s)
     return p;
 }
 
+struct gi_pod_obs *gi_obs_add_pod(struct gi_obs_set *s)
+{
+    struct gi_pod_obs *p;
+
+    if (!grow((void **)&s->pods, &s->pods_cap, s->npods, sizeof *s->pods))
+        return NULL;
+    p = &s->pods[s->npods++];
+    memset(p, 0, sizeof *p);
+    return p;
+}
+
 void gi_obs_free(struct gi_obs_set *s)
 {
     free(s->gpus);
     free(s->procs);
+    free(s->pods);
     memset(s, 0, sizeof *s);
 }
 

@@ -89,6 +89,14 @@ struct gi_sample {
     int64_t ecc_corrected, ecc_uncorrected, xid;
 };
 
+/* A Kubernetes pod seen on a GPU (dcgm-exporter's pod labels). */
+struct gi_pod_obs {
+    char gpu_uuid[GI_UUID_LEN];
+    char namespace_[GI_LABEL_LEN];
+    char pod[GI_LABEL_LEN];
+    char container[GI_LABEL_LEN];
+};
+
 /* A growable array of observations with a hard cap (GI_OBS_MAX items). */
 #define GI_OBS_MAX 65536
 struct gi_obs_set {
@@ -96,6 +104,8 @@ struct gi_obs_set {
     size_t ngpus, gpus_cap;
     struct gi_proc_obs *procs;
     size_t nprocs, procs_cap;
+    struct gi_pod_obs *pods;
+    size_t npods, pods_cap;
 };
 
 /* A pushed batch: one host, its GPUs, samples and processes. */
@@ -119,6 +129,7 @@ void gi_gpu_obs_init(struct gi_gpu_obs *g);
  * or out of memory. The pointer is valid until the next append. */
 struct gi_gpu_obs *gi_obs_add_gpu(struct gi_obs_set *s);
 struct gi_proc_obs *gi_obs_add_proc(struct gi_obs_set *s);
+struct gi_pod_obs *gi_obs_add_pod(struct gi_obs_set *s);
 /* Frees the arrays; accepts a zeroed set. */
 void gi_obs_free(struct gi_obs_set *s);
 

@@ -62,9 +62,9 @@ static const char *const field_names[F_COUNT] = {
 struct dcgm_rec {
     char key[KEY_LEN];
     uint64_t hash;
-    size_t obs;       /* index in out->gpus */
-    size_t pod_head;  /* first pod + 1, 0 none */
-    size_t pod_last;  /* last matched pod + 1, 0 none */
+    size_t obs;      /* index in out->gpus */
+    size_t pod_head; /* first pod + 1, 0 none */
+    size_t pod_last; /* last matched pod + 1, 0 none */
     size_t npods;
     double v[F_COUNT];
 };
@@ -209,10 +209,7 @@ oom:
 }
 
 /* A label value that means something: not a placeholder. */
-static const char *present(const char *v)
-{
-    return gi_is_placeholder(v) ? NULL : v;
-}
+static const char *present(const char *v) { return gi_is_placeholder(v) ? NULL : v; }
 
 /* A workload label: empty and DCGM's <<<…>>> strings mean none. */
 static const char *workload(const char *v)

@@ -65,16 +65,13 @@ static int read_metric(struct api *a, json_t *metric, const char *where, const c
     }
     if (!json_is_object(metric))
         return fail(a, GI_INVALID, where, "\"metric\" is not an object");
-    json_object_foreach(metric, key, v)
-    {
+    json_object_foreach(metric, key, v) {
         if (!json_is_string(v))
             return fail(a, GI_INVALID, where, "label \"%.64s\" is not a string", key);
         if (strlen(key) > PROM_MAX_NAME)
-            return fail(a, GI_TOO_LARGE, where, "label name longer than %d bytes",
-                        PROM_MAX_NAME);
+            return fail(a, GI_TOO_LARGE, where, "label name longer than %d bytes", PROM_MAX_NAME);
         if (json_string_length(v) > PROM_MAX_VALUE)
-            return fail(a, GI_TOO_LARGE, where, "label value longer than %d bytes",
-                        PROM_MAX_VALUE);
+            return fail(a, GI_TOO_LARGE, where, "label value longer than %d bytes", PROM_MAX_VALUE);
         if (strcmp(key, "__name__") == 0) {
             *name = json_string_value(v);
             continue;
@@ -157,8 +154,7 @@ static int read_item(struct api *a, json_t *item, size_t idx, int matrix)
     snprintf(where, sizeof where, "data.result[%zu].values", idx);
     if (!json_is_array(pts))
         return fail(a, GI_INVALID, where, "not an array");
-    json_array_foreach(pts, i, pt)
-    {
+    json_array_foreach(pts, i, pt) {
         snprintf(where, sizeof where, "data.result[%zu].values[%zu]", idx, i);
         if ((rc = emit(a, pt, name, nlabels, where)) != GI_OK)
             return rc;
@@ -184,8 +180,8 @@ static int read_root(struct api *a, json_t *root)
         json_t *em = json_object_get(root, "error");
         const char *ets = json_is_string(et) ? json_string_value(et) : "";
         snprintf(a->err->api_type, sizeof a->err->api_type, "%s", ets);
-        return fail(a, error_status(ets), NULL, "prometheus %s (%s): %s",
-                    json_string_value(status), *ets ? ets : "no errorType",
+        return fail(a, error_status(ets), NULL, "prometheus %s (%s): %s", json_string_value(status),
+                    *ets ? ets : "no errorType",
                     json_is_string(em) ? json_string_value(em) : "no message");
     }
     data = json_object_get(root, "data");
@@ -202,8 +198,7 @@ static int read_root(struct api *a, json_t *root)
         return fail(a, GI_INVALID, "data", "resultType \"%.32s\" carries no samples", type);
     if (!json_is_array(result))
         return fail(a, GI_INVALID, "data.result", "not an array");
-    json_array_foreach(result, i, item)
-    {
+    json_array_foreach(result, i, item) {
         if ((rc = read_item(a, item, i, type[0] == 'm')) != GI_OK)
             return rc;
     }

@@ -19,17 +19,73 @@
 enum { C_NAME0 = 1, C_NAME = 2, C_LABEL0 = 4, C_BLANK = 8 };
 
 static const unsigned char cls[256] = {
-    ['\t'] = C_BLANK, [' '] = C_BLANK, [':'] = C_NAME0 | C_NAME,
+    ['\t'] = C_BLANK,
+    [' '] = C_BLANK,
+    [':'] = C_NAME0 | C_NAME,
     ['_'] = C_NAME0 | C_NAME | C_LABEL0,
-    ['0'] = C_NAME, ['1'] = C_NAME, ['2'] = C_NAME, ['3'] = C_NAME, ['4'] = C_NAME,
-    ['5'] = C_NAME, ['6'] = C_NAME, ['7'] = C_NAME, ['8'] = C_NAME, ['9'] = C_NAME,
+    ['0'] = C_NAME,
+    ['1'] = C_NAME,
+    ['2'] = C_NAME,
+    ['3'] = C_NAME,
+    ['4'] = C_NAME,
+    ['5'] = C_NAME,
+    ['6'] = C_NAME,
+    ['7'] = C_NAME,
+    ['8'] = C_NAME,
+    ['9'] = C_NAME,
 #define L(c) [c] = C_NAME0 | C_NAME | C_LABEL0
-    L('a'), L('b'), L('c'), L('d'), L('e'), L('f'), L('g'), L('h'), L('i'), L('j'),
-    L('k'), L('l'), L('m'), L('n'), L('o'), L('p'), L('q'), L('r'), L('s'), L('t'),
-    L('u'), L('v'), L('w'), L('x'), L('y'), L('z'),
-    L('A'), L('B'), L('C'), L('D'), L('E'), L('F'), L('G'), L('H'), L('I'), L('J'),
-    L('K'), L('L'), L('M'), L('N'), L('O'), L('P'), L('Q'), L('R'), L('S'), L('T'),
-    L('U'), L('V'), L('W'), L('X'), L('Y'), L('Z'),
+    L('a'),
+    L('b'),
+    L('c'),
+    L('d'),
+    L('e'),
+    L('f'),
+    L('g'),
+    L('h'),
+    L('i'),
+    L('j'),
+    L('k'),
+    L('l'),
+    L('m'),
+    L('n'),
+    L('o'),
+    L('p'),
+    L('q'),
+    L('r'),
+    L('s'),
+    L('t'),
+    L('u'),
+    L('v'),
+    L('w'),
+    L('x'),
+    L('y'),
+    L('z'),
+    L('A'),
+    L('B'),
+    L('C'),
+    L('D'),
+    L('E'),
+    L('F'),
+    L('G'),
+    L('H'),
+    L('I'),
+    L('J'),
+    L('K'),
+    L('L'),
+    L('M'),
+    L('N'),
+    L('O'),
+    L('P'),
+    L('Q'),
+    L('R'),
+    L('S'),
+    L('T'),
+    L('U'),
+    L('V'),
+    L('W'),
+    L('X'),
+    L('Y'),
+    L('Z'),
 #undef L
 };
 
@@ -42,7 +98,7 @@ struct parser {
     struct prom_error *err;
     size_t line;
     size_t nsamples;
-    char *buf;                /* scratch: names and values of one line */
+    char *buf;                      /* scratch: names and values of one line */
     char family[PROM_MAX_NAME + 1]; /* family of the last # TYPE line */
     size_t family_len;
     enum prom_type family_type;
@@ -50,8 +106,8 @@ struct parser {
 };
 
 /* Records an error at the current line and returns st. */
-__attribute__((format(printf, 3, 4))) static int fail(struct parser *ps, int st,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct parser *ps, int st, const char *fmt,
+                                                      ...)
 {
     char why[200];
     va_list ap;
@@ -196,8 +252,10 @@ static int parse_comment(struct parser *ps, const char *s, size_t n)
     static const struct {
         const char *word;
         enum prom_type type;
-    } types[] = {{"counter", PROM_COUNTER},     {"gauge", PROM_GAUGE},
-                 {"histogram", PROM_HISTOGRAM}, {"summary", PROM_SUMMARY},
+    } types[] = {{"counter", PROM_COUNTER},
+                 {"gauge", PROM_GAUGE},
+                 {"histogram", PROM_HISTOGRAM},
+                 {"summary", PROM_SUMMARY},
                  {"untyped", PROM_UNTYPED}};
     char tok[40];
     size_t i = skip_blanks(s, 1, n), name0, name_len, w0;
@@ -258,8 +316,7 @@ static enum prom_type type_of(const struct parser *ps, const char *name, size_t 
 /* Reads a quoted label value starting after its opening quote at s[*i],
  * unescaping into o. Returns GI_OK with *i after the closing quote and
  * the unescaped length in *vlen, or the status of the recorded error. */
-static int read_value(struct parser *ps, const char *s, size_t n, size_t *i, char *o,
-                      size_t *vlen)
+static int read_value(struct parser *ps, const char *s, size_t n, size_t *i, char *o, size_t *vlen)
 {
     char *o0 = o;
     size_t k = *i;

@@ -19,10 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROM_MAX_LINE 65536     /* bytes in one line, without its end */
-#define PROM_MAX_NAME 512       /* bytes in a metric or label name */
-#define PROM_MAX_VALUE 16384    /* bytes in an unescaped label value */
-#define PROM_MAX_LABELS 128     /* labels on one sample */
+#define PROM_MAX_LINE 65536      /* bytes in one line, without its end */
+#define PROM_MAX_NAME 512        /* bytes in a metric or label name */
+#define PROM_MAX_VALUE 16384     /* bytes in an unescaped label value */
+#define PROM_MAX_LABELS 128      /* labels on one sample */
 #define PROM_MAX_SAMPLES 4000000 /* samples in one input */
 
 enum prom_type {
@@ -42,13 +42,13 @@ struct prom_label {
 /* One sample. Every pointer is borrowed and valid only during the
  * callback that receives it. */
 struct prom_sample {
-    const char *name;               /* "" when the source gave none (API) */
+    const char *name;                /* "" when the source gave none (API) */
     const struct prom_label *labels; /* in input order */
     size_t nlabels;
-    double value;                   /* may be NaN or ±Inf */
+    double value; /* may be NaN or ±Inf */
     bool has_ts;
-    int64_t ts_ms;                  /* ms since epoch when has_ts */
-    enum prom_type type;            /* from the family's # TYPE, else untyped */
+    int64_t ts_ms;       /* ms since epoch when has_ts */
+    enum prom_type type; /* from the family's # TYPE, else untyped */
 };
 
 /* Where and why parsing stopped. */

@@ -226,6 +226,11 @@
                 "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
                 ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
                 "NOTHING")                                                                         \
+    X(POD_ADD, "INSERT INTO gpu_pods (ts, gpu_uuid, namespace, pod, container, source_id) VALUES " \
+               "(:ts, :uuid, :ns, :pod, :container, :sid) ON CONFLICT DO NOTHING")                 \
+    X(GPU_PODS, "SELECT ts AS seen_at, namespace, pod, container FROM gpu_pods WHERE gpu_uuid = "  \
+                ":uuid AND ts = (SELECT MAX(ts) FROM gpu_pods WHERE gpu_uuid = :uuid) ORDER BY "   \
+                "namespace, pod")                                                                  \
     X(GPU_LIST, GPU_SELECT GPU_WHERE "ORDER BY h.hostname, g.idx, g.uuid " PAGE)                   \
     X(GPU_COUNT, "SELECT COUNT(*) FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id " GPU_WHERE)   \
     X(GPU_GET, GPU_SELECT "WHERE g.uuid = :uuid")                                                  \
@@ -2051,6 +2056,34 @@ static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, i
     return GI_OK;
 }
 
+/* Records the pods seen on the batch's GPUs at the newest sample time. */
+static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b)
+{
+    int64_t newest = 0;
+    sqlite3_stmt *s;
+    int rc;
+
+    for (size_t i = 0; i < b->nsamples; i++)
+        if (b->samples[i].ts > newest)
+            newest = b->samples[i].ts;
+    if (newest == 0)
+        newest = gi_now();
+    for (size_t i = 0; i < b->set.npods; i++) {
+        const struct gi_pod_obs *p = &b->set.pods[i];
+        if (!(s = prep(c, ST_POD_ADD)))
+            return GI_INTERNAL;
+        bind_int(s, ":ts", newest);
+        bind_text(s, ":uuid", p->gpu_uuid);
+        bind_text(s, ":ns", p->namespace_);
+        bind_text(s, ":pod", p->pod);
+        bind_opt_text(s, ":container", p->container);
+        bind_int(s, ":sid", sid);
+        if ((rc = exec_done(c, s)) != GI_OK)
+            return rc;
+    }
+    return GI_OK;
+}
+
 int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
                  struct store_ingest_result *res)
 {
@@ -2110,6 +2143,8 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
         goto cleanup;
     if ((rc = ingest_procs(c, source_id, b, &res->processes)) != GI_OK)
         goto cleanup;
+    if ((rc = ingest_pods(c, source_id, b)) != GI_OK)
+        goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_OK)))
         goto cleanup;
@@ -2165,6 +2200,7 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
         const char *key;
     } parts[] = {{ST_GPU_PROV, "provenance"},
                  {ST_GPU_PROCS, "processes"},
+                 {ST_GPU_PODS, "pods"},
                  {ST_GPU_EVENTS, "events"},
                  {ST_GPU_CHILDREN, "mig_instances"}};
     struct conn *c = conn_get(st);

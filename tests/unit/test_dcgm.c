@@ -30,8 +30,7 @@ static char *fixture(const char *name, size_t *len)
     char *buf;
     long n;
 
-    snprintf(path, sizeof path, "%.*s/../fixtures/prom/%s", dirlen, slash ? __FILE__ : ".",
-             name);
+    snprintf(path, sizeof path, "%.*s/../fixtures/prom/%s", dirlen, slash ? __FILE__ : ".", name);
     f = fopen(path, "rb");
     assert_non_null(f);
     assert_int_equal(fseek(f, 0, SEEK_END), 0);
@@ -372,12 +371,21 @@ static void test_api(void **state)
 
 static void test_blank_values_and_skips(void **state)
 {
-    static const double blank[] = {2147483632.0, 2147483633.0, 2147483634.0, 2147483635.0,
-                                   140737488355328.0, 140737488355329.0, 140737488355330.0,
-                                   140737488355331.0, 9223372036854775792.0,
-                                   9223372036854775794.0, 9223372036854775807.0, NAN, INFINITY,
+    static const double blank[] = {2147483632.0,
+                                   2147483633.0,
+                                   2147483634.0,
+                                   2147483635.0,
+                                   140737488355328.0,
+                                   140737488355329.0,
+                                   140737488355330.0,
+                                   140737488355331.0,
+                                   9223372036854775792.0,
+                                   9223372036854775794.0,
+                                   9223372036854775807.0,
+                                   NAN,
+                                   INFINITY,
                                    -INFINITY};
-    static const double real[] = {0.0, 100.0, 2147483631.0, 2147483636.0, 140737488355327.0,
+    static const double real[] = {0.0,  100.0,  2147483631.0, 2147483636.0, 140737488355327.0,
                                   1e15, 9.2e18, -1.0};
     struct gi_obs_set set = {0};
     struct prom_error err;

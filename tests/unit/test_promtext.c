@@ -22,7 +22,7 @@ struct got {
     size_t nlabels;
     char lname[16][64];
     char lvalue[16][128]; /* truncated copies */
-    size_t lvlen[16];      /* full lengths */
+    size_t lvlen[16];     /* full lengths */
     double value;
     bool has_ts;
     int64_t ts_ms;
@@ -77,8 +77,7 @@ static char *fixture(const char *name, size_t *len)
     char *buf;
     long n;
 
-    snprintf(path, sizeof path, "%.*s/../fixtures/prom/%s", dirlen, slash ? __FILE__ : ".",
-             name);
+    snprintf(path, sizeof path, "%.*s/../fixtures/prom/%s", dirlen, slash ? __FILE__ : ".", name);
     f = fopen(path, "rb");
     assert_non_null(f);
     assert_int_equal(fseek(f, 0, SEEK_END), 0);
@@ -189,7 +188,8 @@ static void test_edge_cases_fixture(void **state)
     assert_int_equal(k.s[12].ts_ms, 5);
     assert_int_equal(k.s[12].type, PROM_UNTYPED);
 
-    assert_string_equal(label(&k.s[13], "name"), "Gr\xc3\xbc\xc3\x9f" "e \xe2\x98\x83");
+    assert_string_equal(label(&k.s[13], "name"), "Gr\xc3\xbc\xc3\x9f"
+                                                 "e \xe2\x98\x83");
     assert_string_equal(label(&k.s[13], "empty"), "");
     assert_true(k.s[14].value == 1.5e-3);
     free(text);
@@ -279,8 +279,8 @@ static void test_values(void **state)
               {"1e999", HUGE_VAL},
               {"Infinity", HUGE_VAL},
               {"inf", HUGE_VAL}};
-    static const char *const bad[] = {"", "abc", "1.2.3", "0x10", "1e", "nan(1)", "--1", "1 2",
-                                      "+", ".", "1,5", "\v5", "\r5", "5\r"};
+    static const char *const bad[] = {"",    "abc", "1.2.3", "0x10", "1e",  "nan(1)", "--1",
+                                      "1 2", "+",   ".",     "1,5",  "\v5", "\r5",    "5\r"};
     double v;
 
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
@@ -419,9 +419,9 @@ static void test_consumer_stop_and_edges(void **state)
     assert_int_equal(parse_str("a{} 1\n", &k, &err), GI_OK);
     assert_int_equal(k.s[0].nlabels, 0);
     /* The TYPE of one family does not leak to another. */
-    assert_int_equal(parse_str("# TYPE a counter\na 1\nab 2\n# TYPE c summary\nc_sum 1\nc_x 1\n",
-                               &k, &err),
-                     GI_OK);
+    assert_int_equal(
+        parse_str("# TYPE a counter\na 1\nab 2\n# TYPE c summary\nc_sum 1\nc_x 1\n", &k, &err),
+        GI_OK);
     assert_int_equal(k.s[0].type, PROM_COUNTER);
     assert_int_equal(k.s[1].type, PROM_UNTYPED);
     assert_int_equal(k.s[2].type, PROM_SUMMARY);
