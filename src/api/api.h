@@ -57,6 +57,10 @@ void api_sources_update(struct req *r);
 void api_sources_delete(struct req *r);
 void api_sources_run(struct req *r);
 
+/* kubernetes.c */
+void api_k8s_nodes(struct req *r);
+void api_k8s_pods(struct req *r);
+
 /* metrics.c */
 void api_metrics(struct req *r);
 

@@ -44,16 +44,22 @@ static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
 
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
-int pull_fetch_kubernetes(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
+/* A source that stores what it finds itself, rather than as GPU
+ * observations (Kubernetes knows nodes and pods, not GPU identities). */
+typedef int (*pull_run_fn)(struct store *st, int64_t source_id, const json_t *cfg,
+                           const char *cluster, struct pull_result *res);
+int pull_run_kubernetes(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                        struct pull_result *res);
 
 static const struct {
     const char *kind;
     const struct cfg_key *keys;
     pull_fetch_fn fetch;
+    pull_run_fn run;
 } kinds[] = {
-    {"prometheus", prom_keys, pull_fetch_prometheus},
-    {"dcgm-exporter", dcgm_keys, pull_fetch_dcgm},
-    {"kubernetes", k8s_keys, pull_fetch_kubernetes},
+    {"prometheus", prom_keys, pull_fetch_prometheus, NULL},
+    {"dcgm-exporter", dcgm_keys, pull_fetch_dcgm, NULL},
+    {"kubernetes", k8s_keys, NULL, pull_run_kubernetes},
 };
 
 static int kind_index(const char *kind)
@@ -243,6 +249,8 @@ void pull_run_source(struct store *st, const json_t *src, struct pull_result *re
     memset(res, 0, sizeof *res);
     if (k < 0) {
         snprintf(res->error, sizeof res->error, "unknown source kind '%s'", kind ? kind : "");
+    } else if (kinds[k].run) {
+        res->ok = kinds[k].run(st, id, json_object_get(src, "config"), cluster, res) == 0;
     } else if (kinds[k].fetch(json_object_get(src, "config"), &set, res->error,
                               sizeof res->error) == 0) {
         rc = ingest_by_host(st, id, name ? name : "source", cluster, &set, res);

@@ -46,5 +46,8 @@ const struct route gi_routes[] = {
     {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN},
     {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR},
 
+    {"GET", "/api/v1/kubernetes/nodes", api_k8s_nodes, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER},
+
     {NULL, NULL, NULL, GI_ROLE_NONE},
 };

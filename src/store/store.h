@@ -192,6 +192,33 @@ int store_source_delete(struct store *st, const char *actor, int64_t id);
 int store_source_due(struct store *st, int64_t now, json_t **items);
 /* Records the outcome of one pull: error NULL on success. */
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus);
+/* What one Kubernetes listing found. Strings may be NULL. */
+struct store_k8s_node {
+    const char *name, *hostname, *product, *sharing, *driver, *cloud, *region, *zone,
+        *instance_type, *warning;
+    int64_t physical_gpus, capacity, allocatable, mig_devices, replicas; /* -1 unknown */
+    int ready;                                                           /* -1 unknown */
+};
+struct store_k8s_pod {
+    const char *uid, *ns, *name, *node, *phase, *owner_kind, *owner_name;
+    const json_t *labels;
+    int64_t gpus, mig_devices, started_at; /* started_at -1 unknown */
+};
+/* Replaces a Kubernetes source's view in one transaction: nodes upserted
+ * (those gone removed), GPU pods upserted, pods no longer listed (or
+ * finished) get their ended_at; hosts and GPUs on these nodes take the
+ * source's cluster. */
+int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
+                   const struct store_k8s_node *nodes, size_t nn, const struct store_k8s_pod *pods,
+                   size_t np);
+struct store_k8s_filter {
+    const char *cluster, *node, *ns;
+    int active; /* -1 any, 1 running now, 0 ended */
+};
+int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t **items);
+int store_k8s_pods(struct store *st, const struct store_k8s_filter *f, const struct store_page *pg,
+                   json_t **items, int64_t *total);
+
 /* Figures for /metrics: GPU totals, stale and missing counts, per-source
  * status. */
 int store_metrics(struct store *st, int64_t stale_before, json_t **out);
