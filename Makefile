@@ -2,7 +2,6 @@
 .PHONY: run test build deps bench clean
 
 LISTEN ?= 127.0.0.1:8080
-DEMO_DIR := build/demo
 JOBS ?= $(shell nproc)
 
 deps:
@@ -12,15 +11,10 @@ build: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j $(JOBS)
 
-# Starts gpuinv with a demo fleet on its embedded SQLite database.
+# Starts gpuinv with a demo fleet on its embedded SQLite database, and
+# simulated GPU hosts that report through the real agent.
 run: build
-	@mkdir -p $(DEMO_DIR)
-	@[ -s $(DEMO_DIR)/admin-password ] || (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' 'xy' > $(DEMO_DIR)/admin-password)
-	@echo "gpuinv: dashboard at http://$(LISTEN)/"
-	@echo "gpuinv: sign in as user 'admin' with password '$$(cat $(DEMO_DIR)/admin-password)'"
-	@echo "gpuinv: (the password is kept in $(DEMO_DIR)/admin-password; Ctrl-C stops)"
-	@GPUINV_ADMIN_PASSWORD="$$(cat $(DEMO_DIR)/admin-password)" \
-	  exec build/gpuinv serve --demo --db $(DEMO_DIR)/gpuinv.db --listen $(LISTEN)
+	@LISTEN=$(LISTEN) scripts/demo.sh
 
 # Builds with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test.
 test: deps

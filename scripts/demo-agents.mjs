@@ -1,0 +1,68 @@
+// Simulated GPU hosts for the demo: for servers of the demo fleet, writes a
+// stand-in NVML configuration (8 GPUs of the server's model, utilization
+// moving as sine waves, a few processes) and runs the real `gpuinv agent`
+// against it, so the dashboard's GPUs update live.
+// Usage: node scripts/demo-agents.mjs URL ADMIN_TOKEN BUILD_DIR WORK_DIR [HOSTS]
+import { spawn } from 'node:child_process';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const [url, adminToken, buildDir, workDir, hostsArg] = process.argv.slice(2);
+const hosts = Number(hostsArg || 12);
+const H = { Authorization: 'Bearer ' + adminToken, 'Content-Type': 'application/json' };
+
+async function call(method, p, body) {
+  const r = await fetch(url + p, { method, headers: H, body: body && JSON.stringify(body) });
+  const j = await r.json().catch(() => null);
+  if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(j)}`);
+  return j;
+}
+
+const servers = (await call('GET', '/api/v1/resources?kind=server&limit=1000')).items;
+// Spread the simulated hosts over the data centers.
+const byDc = new Map();
+for (const s of servers) (byDc.get(s.datacenter_id) || byDc.set(s.datacenter_id, []).get(s.datacenter_id)).push(s);
+const picked = [];
+for (let i = 0; picked.length < hosts && i < servers.length; i++)
+  for (const list of byDc.values()) if (list[i] && picked.length < hosts) picked.push(list[i]);
+
+const memOf = (m) => (/80GB|H100/.test(m) ? 81559 : /L40S/.test(m) ? 46068 : 40960);
+const hex = (n, w) => n.toString(16).padStart(w, '0');
+const procs = [];
+mkdirSync(workDir, { recursive: true });
+const log = openSync(path.join(workDir, 'agents.log'), 'a');
+const token = (await call('POST', '/api/v1/tokens', { name: 'demo-agents', role: 'pusher', source: 'demo-agents', env: 'prod' })).token;
+
+picked.forEach((s, h) => {
+  const busy = s.state === 'in_use';
+  const gpus = Array.from({ length: s.gpu_count || 8 }, (_, g) => ({
+    uuid: `GPU-${hex(0xdeed0000 + h, 8)}-${hex(g, 4)}-4000-8000-${hex(s.id, 12)}`,
+    name: s.gpu_model,
+    serial: `16549${hex(h, 3)}${hex(g, 2)}`.replace(/[a-f]/g, '7'),
+    bus_id: `00000000:${hex([0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb][g % 8], 2).toUpperCase()}:00.0`,
+    memory_total_mib: memOf(s.gpu_model),
+    memory_used_mib: busy ? { min: memOf(s.gpu_model) * 0.5, max: memOf(s.gpu_model) * 0.95, period_s: 300 + 17 * g } : 512,
+    util_gpu: busy ? { min: 35 + (g * 7) % 30, max: 100, period_s: 180 + 13 * g + 7 * h } : (g % 3 === 0 ? { min: 0, max: 8, period_s: 600 } : 0),
+    util_mem: busy ? { min: 10, max: 60, period_s: 240 } : 0,
+    temp_c: busy ? { min: 55, max: 78, period_s: 200 + g } : 33,
+    power_w: busy ? { min: 280, max: 650, period_s: 180 + 13 * g + 7 * h } : 75,
+    power_limit_w: /H100/.test(s.gpu_model) ? 700 : /A100/.test(s.gpu_model) ? 400 : 350,
+    ecc_corrected: 0,
+    ecc_uncorrected: 0,
+    mig_mode: 0,
+    processes: busy ? [{ pid: 10000 + h * 100 + g, used_mib: 30000 }] : [],
+  }));
+  const cfg = path.join(workDir, `${s.name}.json`);
+  writeFileSync(cfg, JSON.stringify({ driver: '550.54.15', gpus }, null, 1));
+  const spool = path.join(workDir, `${s.name}.spool`);
+  const child = spawn(path.join(buildDir, 'gpuinv'), ['agent', '--server', url, '--token', token,
+    '--nvml', path.join(buildDir, 'fake-nvml', 'libnvidia-ml.so.1'), '--hostname', s.name,
+    '--datacenter', s.datacenter, '--spool', spool, '--interval', '5', '--push-interval', '15'],
+  { env: { ...process.env, FAKE_NVML_CONFIG: cfg }, stdio: ['ignore', 'ignore', log] });
+  procs.push(child);
+});
+console.log(`gpuinv: ${procs.length} simulated GPU hosts report through the real agent (log: ${path.join(workDir, 'agents.log')})`);
+const stop = () => { for (const p of procs) p.kill('SIGTERM'); process.exit(0); };
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
+setInterval(() => {}, 1 << 30);

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make run`: gpuinv with the demo fleet on its embedded SQLite database,
+# plus simulated GPU hosts running the real agent against the stand-in NVML.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+listen=${LISTEN:-127.0.0.1:8080}
+dir=build/demo
+mkdir -p "$dir"
+[ -s "$dir/admin-password" ] || (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' 'xy' > "$dir/admin-password")
+token=demo-admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+GPUINV_ADMIN_PASSWORD="$(cat "$dir/admin-password")" GPUINV_ADMIN_TOKEN="$token" \
+  build/gpuinv serve --demo --db "$dir/gpuinv.db" --listen "$listen" > "$dir/serve.out" &
+server=$!
+agents=
+cleanup() {
+  [ -n "$agents" ] && kill "$agents" 2>/dev/null || true
+  kill "$server" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+for _ in $(seq 100); do grep -q listening "$dir/serve.out" 2>/dev/null && break; sleep 0.1; done
+url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$dir/serve.out")
+[ -n "$url" ] || { echo "gpuinv did not start"; exit 1; }
+node scripts/demo-agents.mjs "$url" "$token" build "$dir/agents" "${DEMO_HOSTS:-12}" &
+agents=$!
+echo "gpuinv: dashboard at $url/"
+echo "gpuinv: sign in as user 'admin' with password '$(cat "$dir/admin-password")'"
+echo "gpuinv: (the password is kept in $dir/admin-password; Ctrl-C stops)"
+wait "$server"
