@@ -49,6 +49,9 @@ void api_ingest(struct req *r);
 void api_gpus_list(struct req *r);
 void api_gpus_get(struct req *r);
 
+/* gpu_import.c */
+void api_gpus_import(struct req *r);
+
 /* sources.c */
 void api_sources_list(struct req *r);
 void api_sources_create(struct req *r);

@@ -205,8 +205,10 @@ void api_sources_run(struct req *r)
         reply_status(r, st, "source");
         return;
     }
-    if (strcmp(json_string_value(json_object_get(src, "kind")), "push") == 0) {
-        reply_error(r, 409, "conflict", "kind", "a push source is not pulled; its reporters push");
+    if (!pull_kind_known(json_string_value(json_object_get(src, "kind")))) {
+        reply_error(r, 409, "conflict", "kind",
+                    "a %s source is not pulled; its reporters send data themselves",
+                    json_string_value(json_object_get(src, "kind")));
         json_decref(src);
         return;
     }

@@ -2,6 +2,7 @@
  * function that turns what the remote system says into observations; the
  * rest (grouping by host, ingest, status) is shared. */
 #include "collect/pull.h"
+#include "collect/hostbatch.h"
 #include "collect/httpget.h"
 #include "core/log.h"
 #include "core/observation.h"
@@ -146,94 +147,29 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
     return 0;
 }
 
-/* Turns each GPU's current readings into one sample at time ts. */
-static void reading_sample(const struct gi_gpu_obs *g, int64_t ts, struct gi_sample *x)
-{
-    gi_sample_init(x);
-    x->ts = g->ts_ms > 0 ? g->ts_ms / 1000 : ts;
-    gi_strlcpy(x->gpu_uuid, g->uuid, sizeof x->gpu_uuid);
-    x->util_avg = x->util_max = g->util_gpu_pct;
-    x->mem_used_mib = g->memory_used_mib;
-    x->power_avg_w = g->power_w;
-    x->temp_c = g->temp_c;
-    x->ecc_corrected = g->ecc_corrected;
-    x->ecc_uncorrected = g->ecc_uncorrected;
-    x->xid = g->xid_last;
-}
-
-/* Ingests a pulled observation set as one batch per reporting host. */
+/* Ingests a pulled observation set as one batch per reporting host, all
+ * in one transaction. */
 static int ingest_by_host(struct store *st, int64_t source_id, const char *source_name,
                           const char *cluster, const struct gi_obs_set *set,
                           struct pull_result *res)
 {
-    bool *done = calloc(set->ngpus + 1, sizeof *done);
-    int64_t now = gi_now();
-    int rc = GI_OK;
+    struct gi_batch *b = NULL;
+    struct store_ingest_result *ir = NULL;
+    char prefix[64];
+    size_t n = 0;
+    int rc;
 
-    if (done == NULL)
+    snprintf(prefix, sizeof prefix, "pull-%.40s", source_name);
+    if (hostbatch_split(set, prefix, gi_now(), cluster, true, &b, &n) != 0)
         return GI_INTERNAL;
-    for (size_t i = 0; i < set->ngpus && rc == GI_OK; i++) {
-        struct gi_batch b = {0};
-        struct store_ingest_result ir;
-        const char *host = set->gpus[i].hostname[0] ? set->gpus[i].hostname : "unknown-host";
-        if (done[i])
-            continue;
-        if (set->gpus[i].uuid[0] == '\0') {
-            done[i] = true; /* nothing identifies it: it cannot be stored */
-            continue;
-        }
-        snprintf(b.batch_id, sizeof b.batch_id, "pull-%.40s-%lld-%.60s", source_name,
-                 (long long)now, host);
-        gi_strlcpy(b.host.hostname, host, sizeof b.host.hostname);
-        if (cluster)
-            gi_strlcpy(b.host.cluster, cluster, sizeof b.host.cluster);
-        b.samples = calloc(set->ngpus, sizeof *b.samples);
-        if (b.samples == NULL) {
-            rc = GI_INTERNAL;
-            break;
-        }
-        for (size_t j = i; j < set->ngpus; j++) {
-            const char *h = set->gpus[j].hostname[0] ? set->gpus[j].hostname : "unknown-host";
-            struct gi_gpu_obs *g;
-            if (done[j] || strcmp(h, host) != 0 || set->gpus[j].uuid[0] == '\0')
-                continue;
-            done[j] = true;
-            if ((g = gi_obs_add_gpu(&b.set)) == NULL) {
-                rc = GI_INTERNAL;
-                break;
-            }
-            *g = set->gpus[j];
-            reading_sample(&set->gpus[j], now, &b.samples[b.nsamples++]);
-        }
-        for (size_t p = 0; p < set->npods && rc == GI_OK; p++) {
-            for (size_t k = 0; k < b.set.ngpus; k++) {
-                if (strcmp(set->pods[p].gpu_uuid, b.set.gpus[k].uuid) == 0) {
-                    struct gi_pod_obs *po = gi_obs_add_pod(&b.set);
-                    if (po)
-                        *po = set->pods[p];
-                    break;
-                }
-            }
-        }
-        for (size_t p = 0; p < set->nprocs && rc == GI_OK; p++) {
-            for (size_t k = 0; k < b.set.ngpus; k++) {
-                if (strcmp(set->procs[p].gpu_uuid, b.set.gpus[k].uuid) == 0) {
-                    struct gi_proc_obs *pr = gi_obs_add_proc(&b.set);
-                    if (pr)
-                        *pr = set->procs[p];
-                    break;
-                }
-            }
-        }
-        if (rc == GI_OK)
-            rc = store_ingest(st, source_id, &b, &ir);
-        if (rc == GI_OK) {
-            res->hosts++;
-            res->gpus += ir.gpus;
-        }
-        gi_batch_free(&b);
+    ir = calloc(n + 1, sizeof *ir);
+    rc = ir ? store_ingest_many(st, source_id, b, n, ir) : GI_INTERNAL;
+    for (size_t i = 0; rc == GI_OK && i < n; i++) {
+        res->hosts++;
+        res->gpus += ir[i].gpus;
     }
-    free(done);
+    free(ir);
+    hostbatch_free(b, n);
     return rc;
 }
 

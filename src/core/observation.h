@@ -6,6 +6,7 @@
 #ifndef GI_OBSERVATION_H
 #define GI_OBSERVATION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,9 @@ struct gi_gpu_obs {
     char namespace_[GI_LABEL_LEN];
     char container[GI_LABEL_LEN];
     int64_t ts_ms; /* observation time, ms since epoch; 0 unknown */
+    /* Ownership stated by the reporter (spreadsheets); "" leaves it. */
+    char team[64];
+    char env[32];
 };
 
 /* One process using a GPU. */
@@ -114,6 +118,7 @@ struct gi_obs_set {
 #define GI_BATCH_MAX_PROCS 20000
 struct gi_batch {
     char batch_id[128]; /* idempotency key, unique per source */
+    bool partial;       /* lists only some of the host's GPUs: none is "missing" */
     char source[64];    /* source name (only for callers not bound to one) */
     struct gi_host_obs host;
     struct gi_obs_set set;

@@ -179,7 +179,8 @@
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
     X(SOURCE_OK,                                                                                   \
       "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
-      "NULL, gpus_reported = :n WHERE id = :id")                                                   \
+      "NULL, gpus_reported = CASE WHEN :n < 0 THEN gpus_reported ELSE :n END WHERE "               \
+      "id = :id")                                                                                  \
     X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
@@ -210,8 +211,8 @@
       "COALESCE(excluded.memory_total_mib, gpus.memory_total_mib), driver = "                      \
       "COALESCE(excluded.driver, gpus.driver), vbios = COALESCE(excluded.vbios, gpus.vbios), "     \
       "mig_mode = COALESCE(excluded.mig_mode, gpus.mig_mode), mig_profile = "                      \
-      "COALESCE(excluded.mig_profile, gpus.mig_profile), team = COALESCE(gpus.team, "              \
-      "excluded.team), env = COALESCE(gpus.env, excluded.env), cluster = "                         \
+      "COALESCE(excluded.mig_profile, gpus.mig_profile), team = COALESCE(:team_set, gpus.team, "   \
+      "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "               \
       "COALESCE(excluded.cluster, gpus.cluster), source_id = excluded.source_id, last_seen_at = "  \
       "excluded.last_seen_at, missing_since = NULL RETURNING id")                                  \
     X(PROV_SET,                                                                                    \
@@ -269,7 +270,8 @@
                   "ELSE :enabled END, updated_at = :now WHERE id = :id")                           \
     X(SRC_DELETE, "DELETE FROM sources WHERE id = :id")                                            \
     X(SRC_DUE, "SELECT id, name, kind, config, team, env, cluster FROM sources WHERE enabled = 1 " \
-               "AND kind <> 'push' AND (last_attempt_at IS NULL OR last_attempt_at + interval_s "  \
+               "AND kind NOT IN ('push', 'csv') AND (last_attempt_at IS NULL OR last_attempt_at "  \
+               "+ interval_s "                                                                     \
                "<= :now) ORDER BY COALESCE(last_attempt_at, 0), id")                               \
     X(SRC_RECORD,                                                                                  \
       "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "               \
@@ -1948,8 +1950,10 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     bind_opt_text(s, ":vbios", g->vbios);
     bind_opt_int(s, ":mig", g->mig_mode);
     bind_opt_text(s, ":profile", g->mig_profile);
-    bind_opt_text(s, ":team", defaults[0]);
-    bind_opt_text(s, ":env", defaults[1]);
+    bind_opt_text(s, ":team", g->team[0] ? g->team : defaults[0]);
+    bind_opt_text(s, ":env", g->env[0] ? g->env : defaults[1]);
+    bind_opt_text(s, ":team_set", g->team);
+    bind_opt_text(s, ":env_set", g->env);
     bind_opt_text(s, ":cluster", defaults[2]);
     bind_int(s, ":sid", sid);
     bind_int(s, ":now", gi_now());
@@ -2145,22 +2149,18 @@ static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b)
     return GI_OK;
 }
 
-int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
-                 struct store_ingest_result *res)
+/* Applies one batch inside the caller's transaction; a batch id already
+ * applied for this source is skipped (res->duplicate). */
+static int ingest_one(struct conn *c, int64_t source_id, const struct gi_batch *b,
+                      const char *defaults[3], struct store_ingest_result *res)
 {
-    struct conn *c = conn_get(st);
     sqlite3_stmt *s;
-    char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
-    const char *defaults[3] = {team, env, cluster};
     struct gpu_ref *refs = calloc(b->set.ngpus + 1, sizeof *refs);
     int64_t host_id = 0;
-    int rc = refs ? tx_begin(c) : GI_INTERNAL, step;
+    int rc = GI_INTERNAL;
 
     memset(res, 0, sizeof *res);
-    if (rc != GI_OK)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_BATCH_ADD)))
+    if (refs == NULL || !(s = prep(c, ST_BATCH_ADD)))
         goto cleanup;
     bind_int(s, ":sid", source_id);
     bind_text(s, ":bid", b->batch_id);
@@ -2168,11 +2168,48 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
     bind_int(s, ":n", (int64_t)b->nsamples);
     rc = exec_done(c, s);
     if (rc == GI_CONFLICT) {
+        /* Only this statement failed; the transaction goes on. */
         res->duplicate = true;
         rc = GI_OK;
-        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
         goto cleanup;
     }
+    if (rc != GI_OK)
+        goto cleanup;
+    if ((rc = ingest_host(c, source_id, &b->host, defaults[2], &host_id)) != GI_OK)
+        goto cleanup;
+    for (size_t i = 0; i < b->set.ngpus; i++) {
+        refs[i].uuid = b->set.gpus[i].uuid;
+        rc = ingest_gpu(c, source_id, host_id, b->host.hostname, defaults, &b->set.gpus[i],
+                        &res->events, &refs[i].id);
+        if (rc != GI_OK)
+            goto cleanup;
+    }
+    qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
+    res->gpus = (int64_t)b->set.ngpus;
+    if (!b->partial && b->set.ngpus > 0 &&
+        (rc = ingest_missing(c, source_id, host_id, b, &res->events)) != GI_OK)
+        goto cleanup;
+    if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
+        goto cleanup;
+    if ((rc = ingest_procs(c, source_id, b, &res->processes)) != GI_OK)
+        goto cleanup;
+    rc = ingest_pods(c, source_id, b);
+cleanup:
+    free(refs);
+    return rc;
+}
+
+int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
+                      struct store_ingest_result *res)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s;
+    char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
+    const char *defaults[3] = {team, env, cluster};
+    int64_t gpus = 0;
+    bool fresh = false;
+    int rc = tx_begin(c), step;
+
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
@@ -2187,38 +2224,31 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
                            GI_LABEL_LEN);
     }
     sqlite3_reset(s);
-    if ((rc = ingest_host(c, source_id, &b->host, cluster, &host_id)) != GI_OK)
-        goto cleanup;
-    for (size_t i = 0; i < b->set.ngpus; i++) {
-        refs[i].uuid = b->set.gpus[i].uuid;
-        rc = ingest_gpu(c, source_id, host_id, b->host.hostname, defaults, &b->set.gpus[i],
-                        &res->events, &refs[i].id);
-        if (rc != GI_OK)
-            goto cleanup;
+    rc = GI_OK;
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        rc = ingest_one(c, source_id, &b[i], defaults, &res[i]);
+        gpus += res[i].gpus;
+        fresh = fresh || !res[i].duplicate;
     }
-    qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
-    res->gpus = (int64_t)b->set.ngpus;
-    if (b->set.ngpus > 0 && (rc = ingest_missing(c, source_id, host_id, b, &res->events)))
-        goto cleanup;
-    if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
-        goto cleanup;
-    if ((rc = ingest_procs(c, source_id, b, &res->processes)) != GI_OK)
-        goto cleanup;
-    if ((rc = ingest_pods(c, source_id, b)) != GI_OK)
+    if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_OK)))
         goto cleanup;
     bind_int(s, ":now", gi_now());
-    bind_int(s, ":n", (int64_t)b->set.ngpus);
+    bind_int(s, ":n", fresh ? gpus : -1); /* a replayed batch says nothing new */
     bind_int(s, ":id", source_id);
     rc = exec_done(c, s);
 cleanup:
-    if (!res->duplicate)
-        rc = tx_end(c, rc);
-    free(refs);
+    rc = tx_end(c, rc);
     conn_put(st, c);
     return rc;
+}
+
+int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
+                 struct store_ingest_result *res)
+{
+    return store_ingest_many(st, source_id, b, 1, res);
 }
 
 static void bind_gpu_filter(sqlite3_stmt *s, const struct store_gpu_filter *f)

@@ -159,6 +159,10 @@ struct store_ingest_result {
  * provenance and identity events, samples, processes, source status. */
 int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
                  struct store_ingest_result *res);
+/* Applies n batches (one per host) in one transaction: all or none.
+ * res has n entries. */
+int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
+                      struct store_ingest_result *res);
 
 struct store_gpu_filter {
     const char *host, *cluster, *model, *q;
