@@ -5,7 +5,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { startServer } from '../lib/server.mjs';
+import { execFileSync } from 'node:child_process';
+import { startServer, BIN } from '../lib/server.mjs';
 import { launch, newPage, shot, signIn, tableReady, columnTexts, rowCount } from './browser.mjs';
 
 let server;
@@ -219,5 +220,27 @@ test('sources: add with a bad URL, run now, edit, delete', async () => {
   await dialog().waitFor({ state: 'detached' });
   await row.waitFor({ state: 'detached' });
   assert.equal((await server.api('GET', `/api/v1/sources/${made.id}`)).status, 404);
+  assert.deepEqual(errors, []);
+});
+
+test('an editor may run pull sources but not change them', async () => {
+  const made = await server.api('POST', '/api/v1/sources',
+    { body: { name: 'prom-lab', kind: 'prometheus', config: { url: 'http://127.0.0.1:9/' } } });
+  assert.equal(made.status, 201, made.text);
+  execFileSync(BIN, ['user', 'set', '--db', server.db, '--name', 'ed', '--role', 'editor'],
+    { env: { ...process.env, GPUINV_PASSWORD: 'editor-pass-1' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await page.locator('[data-testid=sign-out]').click();
+  await page.locator('input[name=password]').waitFor();
+  await page.goto(server.url + '/#/sources');
+  await signIn(page, 'editor-pass-1', 'ed');
+  await page.locator('[data-nav=sources][aria-current=page]').waitFor();
+  await tableReady(page);
+  const row = page.locator('tbody tr', { hasText: 'prom-lab' });
+  await row.getByRole('button', { name: 'Run prom-lab now' }).waitFor();
+  assert.equal(await page.getByRole('button', { name: /^(Edit|Delete) / }).count(), 0);
+  assert.equal(await page.locator('[data-testid=add-source]').count(), 0);
+  await row.getByRole('button', { name: 'Run prom-lab now' }).click();
+  await page.locator('[data-testid=run-error]').waitFor();
+  await shot(page, 'gpus-10-editor-sources');
   assert.deepEqual(errors, []);
 });

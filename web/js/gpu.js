@@ -17,7 +17,7 @@ const IDENTITY = [
   ['Memory', 'memory_total_mib', 'mib'],
   ['Driver', 'driver'],
   ['VBIOS', 'vbios'],
-  ['MIG mode', 'mig_mode'],
+  ['MIG mode', 'mig_mode', 'bool'],
   ['MIG profile', 'mig_profile'],
   ['Parent GPU', 'parent_uuid', 'gpu'],
   ['Host', 'host', 'mono'],
@@ -48,6 +48,7 @@ function showValue(g, key, how) {
   case 'mib': return mib(v);
   case 'gpu': return h('a', { class: 'mono', href: gpuHref(v), text: v });
   case 'dc': return g.datacenter_id ? h('a', { href: `#/datacenters/${g.datacenter_id}`, text: v }) : String(v);
+  case 'bool': return v === 1 || v === true ? 'Enabled' : v === 0 || v === false ? 'Disabled' : String(v);
   case 'time': return h('span', {}, timeAgo(v), h('span', { class: 'muted small', text: ` · ${when(v)}` }));
   default: return String(v);
   }

@@ -50,8 +50,9 @@ export function renderGpus(main, ctx) {
     onRow: (g) => ctx.go(gpuHref(g.uuid)),
     columns: [
       { label: 'Model', cell: (g) => h('div', { class: 'stack' },
-        h('a', { class: 'row-link clip clip-wide', href: gpuHref(g.uuid), title: g.uuid, text: g.model || g.uuid }),
-        h('span', { class: 'sub mono', text: `${g.parent_uuid ? `MIG ${g.mig_profile || ''} · ` : ''}#${g.index ?? '?'} · ${g.pci_bus_id || g.uuid}` })) },
+        h('a', { class: 'row-link clip clip-model', href: gpuHref(g.uuid), title: `${g.model || ''}\n${g.uuid}`, text: g.model || g.uuid }),
+        h('span', { class: 'sub mono', text: g.parent_uuid ? `MIG ${g.mig_profile || 'instance'}`
+          : `#${g.index ?? '?'} · ${g.pci_bus_id || g.uuid.slice(0, 12)}` })) },
       { label: 'Host', cell: (g) => text(g.host, 'mono') },
       { label: 'Data center', cell: (g) => (g.datacenter_id
         ? h('a', { href: `#/datacenters/${g.datacenter_id}`, class: 'clip', text: g.datacenter || `#${g.datacenter_id}` })
@@ -76,7 +77,7 @@ export function renderGpus(main, ctx) {
   const refresh = h('button', { type: 'button', class: 'btn btn-secondary', 'data-testid': 'refresh', text: 'Refresh',
     on: { click: () => load() } });
   const search = h('input', { type: 'search', class: 'search-input', name: 'q', value: filter.q,
-    placeholder: 'Search UUID, serial, model, host', 'aria-label': 'Search GPUs' });
+    placeholder: 'Search UUID, serial, host', 'aria-label': 'Search GPUs' });
   const lists = {};
   const inputs = {};
   for (const [k, label] of [['model', 'Model'], ['host', 'Host'], ['cluster', 'Cluster']]) {

@@ -38,9 +38,9 @@ function sourceFlag(s) {
 }
 
 /** A checkbox laid out as a form field, errors shown like any other field. */
-function checkField(name, label, checked, hint) {
+function checkField(name, label, checked, hint, wide = false) {
   const id = `chk-${name.replace(/\W/g, '-')}`;
-  return h('div', { class: 'field field-check', dataset: { field: name } },
+  return h('div', { class: `field field-check${wide ? ' field-wide' : ''}`, dataset: { field: name } },
     h('label', { for: id, class: 'check-label' },
       h('input', { type: 'checkbox', id, name, checked, 'aria-describedby': `${id}-err` }), label),
     hint ? h('p', { class: 'field-hint', text: hint }) : null,
@@ -80,7 +80,7 @@ async function editSource(src) {
   const tokenField = field({ name: 'config.bearer_token', label: 'Bearer token', type: 'password', value: '',
     autocomplete: 'new-password',
     hint: src && tokenSet ? 'A token is stored. Leave blank to keep it.' : 'Optional; sent as Authorization: Bearer' });
-  const removeToken = src && tokenSet ? checkField('remove_token', 'Remove the stored token', false) : null;
+  const removeToken = src && tokenSet ? checkField('remove_token', 'Remove the stored bearer token', false, null, true) : null;
   const fields = [
     h('h3', { class: 'form-section', text: 'Source' }),
     field({ name: 'name', label: 'Name', required: true, value: src ? src.name : '', attrs: { maxlength: 63 } }),
@@ -94,11 +94,11 @@ async function editSource(src) {
       hint: 'PEM bundle on the server to verify the peer', attrs: { spellcheck: 'false' } }),
     field({ name: 'config.timeout_s', label: 'Timeout (seconds)', type: 'number', value: cfg.timeout_s ?? '',
       attrs: { min: 1, max: 300, step: 1, inputmode: 'numeric' } }),
+    checkField('config.insecure_skip_verify', 'Skip TLS verification (insecure)', Boolean(cfg.insecure_skip_verify)),
     field({ name: 'interval_s', label: 'Interval (seconds)', type: 'number', value: src ? src.interval_s : 300,
       attrs: { min: 10, max: 86400, step: 1, inputmode: 'numeric' }, hint: 'How often the server pulls (10–86400)' }),
-    checkField('config.insecure_skip_verify', 'Skip TLS verification (insecure)', Boolean(cfg.insecure_skip_verify)),
-    removeToken,
     checkField('enabled', 'Enabled', src ? Boolean(src.enabled) : true, 'A disabled source is kept but not pulled'),
+    removeToken,
     h('h3', { class: 'form-section', text: 'Defaults for what it reports' }),
     field({ name: 'team', label: 'Team', value: src ? src.team || '' : '', attrs: { maxlength: 128 } }),
     field({ name: 'env', label: 'Environment', value: src ? src.env || '' : '', attrs: { maxlength: 64 } }),
@@ -240,9 +240,9 @@ export function renderSources(main, ctx) {
       { label: 'Last success', cell: (s) => timeAgo(s.last_success_at) },
       { label: 'Last attempt', cell: (s) => (s.kind === 'push' ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
       { label: 'Last error', cell: (s) => (s.last_error
-        ? h('span', { class: 'clip clip-wide error-text', title: s.last_error, text: s.last_error })
+        ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
-      { label: 'GPUs reported', cls: 'n', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`, text: num(s.gpus_reported) }) },
+      { label: 'GPUs', cls: 'n', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`, text: num(s.gpus_reported) }) },
       { label: 'Interval', cell: (s) => (s.kind === 'push' ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
       (runner || admin) && { label: 'Actions', cls: 'actions', cell: actions },
     ].filter(Boolean),
