@@ -242,7 +242,8 @@ export function renderSources(main, ctx) {
       { label: 'Last error', cell: (s) => (s.last_error
         ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
-      { label: 'GPUs', cls: 'n', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`, text: num(s.gpus_reported) }) },
+      { label: 'GPUs', cls: 'n', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
+        title: 'GPUs in its last successful report; open the list of every GPU it reported', text: num(s.gpus_reported) }) },
       { label: 'Interval', cell: (s) => (s.kind === 'push' ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
       (runner || admin) && { label: 'Actions', cls: 'actions', cell: actions },
     ].filter(Boolean),
