@@ -3,11 +3,17 @@
 //   #/datacenters                data-center list
 //   #/datacenters/{id}           one data center's overview
 //   #/datacenters/{id}/{kinds}   its resources of one kind (servers, vms, ...)
+//   #/gpus                       discovered GPUs (filters in the query)
+//   #/gpus/{uuid}                one GPU: telemetry, provenance, processes, events
+//   #/sources                    push and pull data sources
 import { h, replace, icon } from './js/dom.js';
 import { api, setSignedOutHandler, setRole } from './js/api.js';
 import { renderLogin } from './js/login.js';
 import { renderDatacenters } from './js/datacenters.js';
 import { renderOverview, renderResourceTab } from './js/datacenter.js';
+import { renderGpus } from './js/gpus.js';
+import { renderGpu } from './js/gpu.js';
+import { renderSources } from './js/sources.js';
 
 const root = document.getElementById('app');
 let user = null;
@@ -46,8 +52,9 @@ function frame(active) {
         h('span', { class: 'brand-name', text: 'gpuinv' }),
         h('span', { class: 'brand-sub', text: 'GPU inventory' })),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
-        h('a', { href: '#/datacenters', class: active === 'datacenters' ? 'active' : null,
-          'aria-current': active === 'datacenters' ? 'page' : null }, icon('datacenter'), 'Data centers')),
+        [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources']]
+          .map(([key, ic, label]) => h('a', { href: `#/${key}`, class: active === key ? 'active' : null,
+            'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label))),
       h('div', { class: 'userbox' },
         h('span', { class: 'avatar', 'aria-hidden': 'true', text: initial }),
         h('span', { class: 'user-meta' },
@@ -88,7 +95,7 @@ async function render() {
     }
     if (gen !== generation) return;
   }
-  const ctx = { alive: () => gen === generation, query, go };
+  const ctx = { alive: () => gen === generation, query, go, role: user.role };
   if (parts.length === 0) return go('#/datacenters');
   if (parts[0] === 'datacenters') {
     const main = frame('datacenters');
@@ -99,6 +106,11 @@ async function render() {
       if (parts.length === 3) return renderResourceTab(main, ctx, id, parts[2]);
     }
   }
+  if (parts[0] === 'gpus' && parts.length <= 2) {
+    const main = frame('gpus');
+    return parts.length === 1 ? renderGpus(main, ctx) : renderGpu(main, ctx, parts[1]);
+  }
+  if (parts[0] === 'sources' && parts.length === 1) return renderSources(frame('sources'), ctx);
   const main = frame('');
   document.title = 'Not found · gpuinv';
   replace(main, h('section', { class: 'panel empty' },

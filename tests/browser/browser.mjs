@@ -79,3 +79,8 @@ export async function columnTexts(page, col) {
   return page.$$eval('.table-wrap[aria-busy] tbody tr[data-id]',
     (rows, c) => rows.map((r) => r.children[c].textContent.trim()), col);
 }
+
+/** The number of data rows in the main data table. */
+export async function rowCount(page) {
+  return page.locator('.table-wrap[aria-busy] tbody tr[data-id]').count();
+}

@@ -1,0 +1,184 @@
+// The discovered-GPU list: a summary strip, filters (text, model, host,
+// cluster, stale only; data center and source from the address), a paged
+// table with live telemetry and freshness badges, CSV export of the filter.
+import { h, replace, icon, num, toast, debounce } from './dom.js';
+import { api, withQuery } from './api.js';
+import { dataTable, pager } from './table.js';
+import { timeAgo, utilBar, memUsed, unit, gpuFlags, isNum } from './fmt.js';
+
+const PAGE = 50;
+const TEXT_FILTERS = ['q', 'model', 'host', 'cluster'];
+
+/** A cell value with a muted dash when empty. */
+function text(v, cls) {
+  if (v === null || v === undefined || v === '') return h('span', { class: 'muted', text: '—' });
+  return h('span', { class: `clip${cls ? ` ${cls}` : ''}`, title: String(v), text: String(v) });
+}
+
+/** The address of a GPU's page. */
+export function gpuHref(uuid) {
+  return `#/gpus/${encodeURIComponent(uuid)}`;
+}
+
+/** One figure of the summary strip. */
+function stat(key, label, note) {
+  const value = h('span', { class: 'gpu-stat-value', 'data-testid': `sum-${key}`, text: '—' });
+  const noteEl = h('span', { class: 'gpu-stat-note', text: note });
+  return { el: h('div', { class: `gpu-stat sum-${key}` }, h('span', { class: 'gpu-stat-label', text: label }), value, noteEl),
+    set(v, n) { value.textContent = v; if (n !== undefined) noteEl.textContent = n; } };
+}
+
+/** Renders the GPU list into main. */
+export function renderGpus(main, ctx) {
+  document.title = 'GPUs · gpuinv';
+  const filter = {};
+  for (const k of TEXT_FILTERS) filter[k] = ctx.query.get(k) || '';
+  filter.stale = ctx.query.get('stale') === 'true';
+  // Set only by links from other pages (a data center, a source).
+  filter.datacenter = /^\d+$/.test(ctx.query.get('datacenter') || '') ? ctx.query.get('datacenter') : '';
+  filter.source = /^\d+$/.test(ctx.query.get('source') || '') ? ctx.query.get('source') : '';
+  const seen = { model: new Set(), host: new Set(), cluster: new Set() };
+  let seq = 0;
+
+  const sums = { total: stat('total', 'GPUs', 'matching the filters'), stale: stat('stale', 'Stale', 'no fresh data'),
+    missing: stat('missing', 'Missing', 'on this page'), util: stat('util', 'Average utilization', 'on this page') };
+  const scope = h('p', { class: 'page-sub', 'data-testid': 'gpu-scope' });
+
+  const table = dataTable({
+    label: 'GPUs',
+    empty: 'No GPUs match these filters.',
+    onRow: (g) => ctx.go(gpuHref(g.uuid)),
+    columns: [
+      { label: 'Model', cell: (g) => h('div', { class: 'stack' },
+        h('a', { class: 'row-link clip clip-model', href: gpuHref(g.uuid), title: `${g.model || ''}\n${g.uuid}`, text: g.model || g.uuid }),
+        h('span', { class: 'sub mono', text: g.parent_uuid ? `MIG ${g.mig_profile || 'instance'}`
+          : `#${g.index ?? '?'} · ${g.pci_bus_id || g.uuid.slice(0, 12)}` })) },
+      { label: 'Host', cell: (g) => text(g.host, 'mono') },
+      { label: 'Data center', cell: (g) => (g.datacenter_id
+        ? h('a', { href: `#/datacenters/${g.datacenter_id}`, class: 'clip', text: g.datacenter || `#${g.datacenter_id}` })
+        : text(g.datacenter)) },
+      { label: 'Cluster / team / env', cell: (g) => h('div', { class: 'stack' }, text(g.cluster),
+        h('span', { class: 'sub', text: [g.team || '—', g.env || '—'].join(' · ') })) },
+      { label: 'Utilization', cls: 'util-cell', cell: (g) => utilBar(g.util_pct) },
+      { label: 'Memory used', cls: 'n', cell: (g) => memUsed(g.mem_used_mib, g.memory_total_mib) },
+      { label: 'Power', cls: 'n', cell: (g) => unit(g.power_w, 'W') },
+      { label: 'Temp.', cls: 'n', cell: (g) => unit(g.temp_c, '°C') },
+      { label: 'Last seen', cell: (g) => timeAgo(g.newest_at) },
+      { label: 'Status', cls: 'flags', cell: (g) => {
+        const f = gpuFlags(g);
+        return f.length ? h('span', { class: 'flag-list' }, f) : h('span', { class: 'muted', text: '—' });
+      } },
+    ],
+  });
+  const pg = pager(() => load());
+
+  const csv = h('a', { class: 'btn btn-secondary', 'data-testid': 'export-csv', download: 'gpus.csv' },
+    icon('download'), 'Export CSV');
+  const refresh = h('button', { type: 'button', class: 'btn btn-secondary', 'data-testid': 'refresh', text: 'Refresh',
+    on: { click: () => load() } });
+  const search = h('input', { type: 'search', class: 'search-input', name: 'q', value: filter.q,
+    placeholder: 'Search UUID, serial, host', 'aria-label': 'Search GPUs' });
+  const lists = {};
+  const inputs = {};
+  for (const [k, label] of [['model', 'Model'], ['host', 'Host'], ['cluster', 'Cluster']]) {
+    lists[k] = h('datalist', { id: `gpu-${k}-list` });
+    inputs[k] = h('input', { type: 'text', name: k, value: filter[k], placeholder: label, 'aria-label': label,
+      class: `filter-input filter-${k}`, list: `gpu-${k}-list`, autocomplete: 'off' });
+  }
+  const staleBox = h('input', { type: 'checkbox', name: 'stale', checked: filter.stale });
+  const staleLabel = h('label', { class: 'check-filter' }, staleBox, 'Stale only');
+  const linked = h('span', { class: 'filter-chip', 'data-testid': 'linked-filter', hidden: true });
+  const clear = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Clear filters',
+    on: { click: () => {
+      search.value = '';
+      for (const k of Object.keys(inputs)) inputs[k].value = '';
+      staleBox.checked = false;
+      Object.assign(filter, { q: '', model: '', host: '', cluster: '', stale: false, datacenter: '', source: '' });
+      pg.reset();
+      load();
+    } } });
+
+  function params() {
+    return { q: filter.q, model: filter.model, host: filter.host, cluster: filter.cluster,
+      datacenter: filter.datacenter, source: filter.source, stale: filter.stale ? 'true' : '' };
+  }
+
+  /** Stale GPUs under the current filter (a count-only query). */
+  async function staleCount(p, total) {
+    if (filter.stale) return total;
+    const r = await api('GET', withQuery('/api/v1/gpus', { ...p, stale: 'true', limit: 1 }));
+    return r.total;
+  }
+
+  async function load() {
+    const my = ++seq;
+    const p = params();
+    history.replaceState(null, '', withQuery('#/gpus', p));
+    csv.href = withQuery('/api/v1/gpus', { ...p, format: 'csv' });
+    clear.hidden = !Object.values(p).some(Boolean);
+    table.setBusy(true);
+    try {
+      const res = await api('GET', withQuery('/api/v1/gpus', { ...p, limit: PAGE, cursor: pg.cursor() }));
+      if (my !== seq || !ctx.alive()) return;
+      const rows = res.items.map((g) => ({ ...g, id: g.uuid }));
+      for (const g of rows) for (const k of Object.keys(seen)) if (g[k]) seen[k].add(g[k]);
+      for (const k of Object.keys(seen)) replace(lists[k], [...seen[k]].sort().map((v) => h('option', { value: v })));
+      table.setRows(rows);
+      pg.update(rows.length, res.total, res.next);
+      drawLinked(rows);
+      sums.total.set(num(res.total));
+      const missing = rows.filter((g) => g.missing_since).length;
+      sums.missing.set(num(missing), res.next || pg.cursor() ? 'on this page' : 'of these GPUs');
+      const utils = rows.map((g) => g.util_pct).filter(isNum);
+      sums.util.set(utils.length ? `${Math.round(utils.reduce((a, b) => a + b, 0) / utils.length)}%` : '—',
+        utils.length ? `over ${num(utils.length)} GPU${utils.length === 1 ? '' : 's'} on this page` : 'no telemetry');
+      const stale = await staleCount(p, res.total);
+      if (my !== seq || !ctx.alive()) return;
+      sums.stale.set(num(stale));
+      sums.stale.el.classList.toggle('sum-alert', stale > 0);
+    } catch (err) {
+      if (my !== seq) return;
+      table.setRows([]);
+      pg.update(0, 0, null);
+      if (err.status !== 401) toast(err.message, 'error');
+    } finally {
+      if (my === seq) table.setBusy(false);
+    }
+  }
+
+  /** Names the data-center or source filter that came with the address. */
+  function drawLinked(rows) {
+    const bits = [];
+    if (filter.datacenter) bits.push(`Data center: ${(rows[0] && rows[0].datacenter) || `#${filter.datacenter}`}`);
+    if (filter.source) bits.push(`Source: ${(rows[0] && rows[0].source) || `#${filter.source}`}`);
+    linked.textContent = bits.join(' · ');
+    linked.hidden = bits.length === 0;
+    scope.textContent = bits.length ? `Reported by ${bits.join(', ').toLowerCase()}` : 'Every GPU the sources have reported';
+  }
+
+  const refilter = () => {
+    const next = { q: search.value.trim(), stale: staleBox.checked };
+    for (const k of Object.keys(inputs)) next[k] = inputs[k].value.trim();
+    if (Object.keys(next).every((k) => next[k] === filter[k])) return;
+    Object.assign(filter, next);
+    pg.reset();
+    load();
+  };
+  const later = debounce(refilter, 250);
+  search.addEventListener('input', later);
+  for (const el of Object.values(inputs)) el.addEventListener('input', later);
+  staleBox.addEventListener('change', refilter);
+
+  replace(main,
+    h('div', { class: 'page-head' },
+      h('div', {}, h('h1', { text: 'GPUs' }), scope),
+      h('div', { class: 'page-actions' }, refresh, csv)),
+    h('section', { class: 'summary-strip', 'aria-label': 'Summary' }, Object.values(sums).map((s) => s.el)),
+    h('section', { class: 'panel' },
+      h('div', { class: 'toolbar' },
+        h('label', { class: 'search' }, icon('search'), search),
+        Object.values(inputs), Object.values(lists), staleLabel, linked, clear),
+      table.el,
+      pg.el));
+  load();
+}

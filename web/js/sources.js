@@ -1,0 +1,281 @@
+// Data sources: push sources (agents) with their freshness, and pull
+// sources (Prometheus, dcgm-exporter, Kubernetes) that admins add, edit and
+// delete and editors run on demand. Secrets are write-only: the form never
+// shows a stored token, and a blank token field keeps it.
+import { h, replace, icon, num, toast } from './dom.js';
+import { api } from './api.js';
+import { field, formDialog, fieldError, value, para } from './dialog.js';
+import { dataTable } from './table.js';
+import { timeAgo, flag, ago } from './fmt.js';
+
+const PULL_KINDS = [
+  { value: 'dcgm-exporter', label: 'dcgm-exporter' },
+  { value: 'prometheus', label: 'Prometheus' },
+  { value: 'kubernetes', label: 'Kubernetes' },
+];
+const KIND_LABELS = { push: 'Push (agents)', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus', kubernetes: 'Kubernetes' };
+const URL_HINTS = {
+  'dcgm-exporter': 'The exporter’s metrics page, e.g. http://gpu-node:9400/metrics',
+  prometheus: 'The Prometheus server, e.g. https://prometheus.example:9090',
+  kubernetes: 'The API server, e.g. https://kubernetes.default.svc',
+};
+
+/** "every 5 min" for an interval in seconds. */
+function every(s) {
+  if (typeof s !== 'number') return '—';
+  if (s % 3600 === 0) return `every ${s / 3600} h`;
+  if (s % 60 === 0) return `every ${s / 60} min`;
+  return `every ${s} s`;
+}
+
+/** The status badge of a source: disabled, error, stale, never run or OK. */
+function sourceFlag(s) {
+  if (!s.enabled) return flag('off', 'Disabled');
+  if (s.last_error) return flag('error', 'Error', s.last_error);
+  if (!s.last_success_at) return flag('stale', s.kind === 'push' ? 'No data yet' : 'Never succeeded');
+  if (s.stale) return flag('stale', 'Stale', `Last success ${ago(s.last_success_at)}`);
+  return flag('ok', 'OK');
+}
+
+/** A checkbox laid out as a form field, errors shown like any other field. */
+function checkField(name, label, checked, hint, wide = false) {
+  const id = `chk-${name.replace(/\W/g, '-')}`;
+  return h('div', { class: `field field-check${wide ? ' field-wide' : ''}`, dataset: { field: name } },
+    h('label', { for: id, class: 'check-label' },
+      h('input', { type: 'checkbox', id, name, checked, 'aria-describedby': `${id}-err` }), label),
+    hint ? h('p', { class: 'field-hint', text: hint }) : null,
+    h('p', { class: 'field-error', id: `${id}-err`, hidden: true }));
+}
+
+/** Reads a whole-number field: null when blank, a field error when not whole. */
+function intField(form, name, label) {
+  const el = form.elements.namedItem(name);
+  const raw = value(form, name);
+  if (raw === '') {
+    if (el && el.validity && el.validity.badInput) throw fieldError(name, `${label} must be a whole number`);
+    return null;
+  }
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw fieldError(name, `${label} must be a whole number`);
+  return n;
+}
+
+/**
+ * Opens the add (src absent) or edit form of a pull source. Resolves to
+ * the saved source or null.
+ */
+async function editSource(src) {
+  let saved = null;
+  const cfg = (src && src.config) || {};
+  const tokenSet = Boolean(cfg.bearer_token);
+  const kindField = field({ name: 'kind', label: 'Kind', type: 'select', required: true,
+    value: src ? src.kind : 'dcgm-exporter', choices: PULL_KINDS,
+    attrs: src ? { disabled: true } : {}, hint: src ? 'The kind of a source cannot change' : null });
+  const urlField = field({ name: 'config.url', label: 'URL', required: true, value: cfg.url || '', wide: true,
+    type: 'url', attrs: { maxlength: 2000, spellcheck: 'false', inputmode: 'url' } });
+  const queryField = field({ name: 'config.query', label: 'Query (PromQL)', value: cfg.query || '', wide: true,
+    hint: 'Optional; the default selects the DCGM GPU metrics', attrs: { spellcheck: 'false' } });
+  const pageField = field({ name: 'config.page_size', label: 'Page size', type: 'number', value: cfg.page_size ?? '',
+    attrs: { min: 1, max: 1000, step: 1, inputmode: 'numeric' }, hint: 'Objects per list request (1–1000)' });
+  const tokenField = field({ name: 'config.bearer_token', label: 'Bearer token', type: 'password', value: '',
+    autocomplete: 'new-password',
+    hint: src && tokenSet ? 'A token is stored. Leave blank to keep it.' : 'Optional; sent as Authorization: Bearer' });
+  const removeToken = src && tokenSet ? checkField('remove_token', 'Remove the stored bearer token', false, null, true) : null;
+  const fields = [
+    h('h3', { class: 'form-section', text: 'Source' }),
+    field({ name: 'name', label: 'Name', required: true, value: src ? src.name : '', attrs: { maxlength: 63 } }),
+    kindField,
+    urlField,
+    queryField,
+    pageField,
+    h('h3', { class: 'form-section', text: 'Connection' }),
+    tokenField,
+    field({ name: 'config.ca_file', label: 'CA file', value: cfg.ca_file || '',
+      hint: 'PEM bundle on the server to verify the peer', attrs: { spellcheck: 'false' } }),
+    field({ name: 'config.timeout_s', label: 'Timeout (seconds)', type: 'number', value: cfg.timeout_s ?? '',
+      attrs: { min: 1, max: 300, step: 1, inputmode: 'numeric' } }),
+    checkField('config.insecure_skip_verify', 'Skip TLS verification (insecure)', Boolean(cfg.insecure_skip_verify)),
+    field({ name: 'interval_s', label: 'Interval (seconds)', type: 'number', value: src ? src.interval_s : 300,
+      attrs: { min: 10, max: 86400, step: 1, inputmode: 'numeric' }, hint: 'How often the server pulls (10–86400)' }),
+    checkField('enabled', 'Enabled', src ? Boolean(src.enabled) : true, 'A disabled source is kept but not pulled'),
+    removeToken,
+    h('h3', { class: 'form-section', text: 'Defaults for what it reports' }),
+    field({ name: 'team', label: 'Team', value: src ? src.team || '' : '', attrs: { maxlength: 128 } }),
+    field({ name: 'env', label: 'Environment', value: src ? src.env || '' : '', attrs: { maxlength: 64 } }),
+    field({ name: 'cluster', label: 'Cluster', value: src ? src.cluster || '' : '', attrs: { maxlength: 128 } }),
+  ].filter(Boolean);
+
+  const kindSel = kindField.querySelector('select');
+  const syncKind = () => {
+    const k = kindSel.value;
+    queryField.hidden = k !== 'prometheus';
+    pageField.hidden = k !== 'kubernetes';
+    urlField.querySelector('.field-hint')?.remove();
+    urlField.querySelector('input').after(h('p', { class: 'field-hint', text: URL_HINTS[k] || '' }));
+  };
+  kindSel.addEventListener('change', syncKind);
+  syncKind();
+
+  await formDialog({
+    title: src ? `Edit ${src.name}` : 'Add pull source',
+    fields,
+    wide: true,
+    submitLabel: src ? 'Save changes' : 'Add source',
+    async submit(form) {
+      const kind = src ? src.kind : value(form, 'kind');
+      const name = value(form, 'name');
+      if (!name) throw fieldError('name', 'Enter a name');
+      const url = value(form, 'config.url');
+      if (!url) throw fieldError('config.url', 'Enter the URL to pull from');
+      const config = { url };
+      const opt = (key, v) => {
+        // On edit a cleared setting is sent as null; on add it is left out.
+        if (v !== null && v !== '') config[key] = v;
+        else if (src && cfg[key] !== undefined && cfg[key] !== null) config[key] = null;
+      };
+      opt('ca_file', value(form, 'config.ca_file'));
+      opt('timeout_s', intField(form, 'config.timeout_s', 'Timeout'));
+      const insecure = form.elements.namedItem('config.insecure_skip_verify').checked;
+      if (insecure || (src && cfg.insecure_skip_verify !== undefined)) config.insecure_skip_verify = insecure;
+      if (kind === 'prometheus') opt('query', value(form, 'config.query'));
+      if (kind === 'kubernetes') opt('page_size', intField(form, 'config.page_size', 'Page size'));
+      const token = form.elements.namedItem('config.bearer_token').value;
+      if (token) config.bearer_token = token;
+      else if (removeToken && form.elements.namedItem('remove_token').checked) config.bearer_token = null;
+
+      const body = { name, config, enabled: form.elements.namedItem('enabled').checked };
+      const interval = intField(form, 'interval_s', 'Interval');
+      if (interval !== null) body.interval_s = interval;
+      for (const k of ['team', 'env', 'cluster']) {
+        const v = value(form, k);
+        if (v || (src && src[k])) body[k] = v;
+      }
+      if (src) {
+        saved = await api('PATCH', `/api/v1/sources/${src.id}`, body);
+      } else {
+        body.kind = kind;
+        saved = await api('POST', '/api/v1/sources', body);
+      }
+    },
+  });
+  if (saved) toast(src ? `Saved ${saved.name}` : `Added ${saved.name}`);
+  return saved;
+}
+
+/** Asks before deleting a source. Resolves to true once deleted. */
+async function deleteSource(src) {
+  const ok = await formDialog({
+    title: 'Delete source',
+    intro: [para('Delete the source ', h('strong', { text: src.name }), '? The server stops pulling from it. ',
+      'GPUs it reported stay in the inventory. This cannot be undone.')],
+    submitLabel: 'Delete',
+    danger: true,
+    async submit() {
+      await api('DELETE', `/api/v1/sources/${src.id}`);
+    },
+  });
+  if (ok) toast(`Deleted ${src.name}`);
+  return ok;
+}
+
+/** Renders the source list into main. ctx.role decides the controls. */
+export function renderSources(main, ctx) {
+  document.title = 'Sources · gpuinv';
+  const admin = ctx.role === 'admin';
+  const runner = admin || ctx.role === 'editor';
+  let seq = 0;
+  const sub = h('p', { class: 'page-sub', 'data-testid': 'source-total' });
+  const result = h('div', { class: 'run-result', role: 'status', 'data-testid': 'run-result', hidden: true });
+
+  async function runNow(src, btn) {
+    btn.disabled = true;
+    btn.textContent = 'Running…';
+    try {
+      const r = await api('POST', `/api/v1/sources/${src.id}/run`);
+      const run = r.run || {};
+      result.className = `run-result ${run.ok ? 'run-ok' : 'run-failed'}`;
+      replace(result, run.ok
+        ? [h('strong', { text: `${r.name}: the run succeeded. ` }),
+          `${num(run.gpus)} GPU${run.gpus === 1 ? '' : 's'} on ${num(run.hosts)} host${run.hosts === 1 ? '' : 's'}.`]
+        : [h('strong', { text: `${r.name}: the run failed. ` }),
+          h('span', { 'data-testid': 'run-error', text: run.error || 'No reason was given.' })]);
+      result.hidden = false;
+      await load();
+    } catch (err) {
+      if (err.status !== 401) toast(err.message, 'error');
+    } finally {
+      btn.disabled = false;
+      btn.textContent = 'Run now';
+    }
+  }
+
+  const actions = (s) => {
+    if (s.kind === 'push') return h('span', { class: 'muted small', text: 'pushed by agents' });
+    const btns = [];
+    if (runner) {
+      const run = h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-primary btn-act', text: 'Run now',
+        'aria-label': `Run ${s.name} now` });
+      run.addEventListener('click', () => runNow(s, run));
+      btns.push(run);
+    }
+    if (admin) {
+      btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Edit', 'aria-label': `Edit ${s.name}`,
+        on: { click: async () => { if (await editSource(s)) load(); } } }));
+      btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Delete',
+        'aria-label': `Delete ${s.name}`, on: { click: async () => {
+          if (await deleteSource(s)) { result.hidden = true; load(); }
+        } } }));
+    }
+    return h('div', { class: 'row-actions' }, btns);
+  };
+
+  const table = dataTable({
+    label: 'Sources',
+    empty: 'No sources yet. Agents create a push source with their token; pull sources are added here.',
+    columns: [
+      { label: 'Name', cell: (s) => h('div', { class: 'stack' }, h('span', { class: 'row-link', text: s.name }),
+        h('span', { class: 'sub', text: [s.cluster, s.team, s.env].filter(Boolean).join(' · ') || 'no defaults' })) },
+      { label: 'Kind', cell: (s) => h('span', { class: `kind-tag kind-${s.kind}`, text: KIND_LABELS[s.kind] || s.kind }) },
+      { label: 'Status', cls: 'flags', cell: sourceFlag },
+      { label: 'Last success', cell: (s) => timeAgo(s.last_success_at) },
+      { label: 'Last attempt', cell: (s) => (s.kind === 'push' ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
+      { label: 'Last error', cell: (s) => (s.last_error
+        ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
+        : h('span', { class: 'muted', text: '—' })) },
+      { label: 'GPUs', cls: 'n', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
+        title: 'GPUs in its last successful report; open the list of every GPU it reported', text: num(s.gpus_reported) }) },
+      { label: 'Interval', cell: (s) => (s.kind === 'push' ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
+      (runner || admin) && { label: 'Actions', cls: 'actions', cell: actions },
+    ].filter(Boolean),
+  });
+
+  async function load() {
+    const my = ++seq;
+    table.setBusy(true);
+    try {
+      const res = await api('GET', '/api/v1/sources');
+      if (my !== seq || !ctx.alive()) return;
+      table.setRows(res.items);
+      const pull = res.items.filter((s) => s.kind !== 'push').length;
+      sub.textContent = `${num(res.items.length - pull)} push · ${num(pull)} pull`;
+    } catch (err) {
+      if (my !== seq) return;
+      table.setRows([]);
+      if (err.status !== 401) toast(err.message, 'error');
+    } finally {
+      if (my === seq) table.setBusy(false);
+    }
+  }
+
+  const add = h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'add-source',
+    on: { click: async () => { if (await editSource(null)) load(); } } }, icon('plus'), 'Add pull source');
+  replace(main,
+    h('div', { class: 'page-head' },
+      h('div', {}, h('h1', { text: 'Sources' }), sub),
+      h('div', { class: 'page-actions' },
+        h('button', { type: 'button', class: 'btn btn-secondary', text: 'Refresh', on: { click: () => load() } }),
+        admin ? add : null)),
+    result,
+    h('section', { class: 'panel' }, table.el));
+  load();
+}
