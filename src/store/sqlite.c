@@ -177,10 +177,9 @@
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
                   "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
-    X(SOURCE_OK,                                                                                   \
-      "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
-      "NULL, gpus_reported = CASE WHEN :n < 0 THEN gpus_reported ELSE :n END WHERE "               \
-      "id = :id")                                                                                  \
+    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = " \
+                 "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "     \
+                 "missing_since IS NULL) WHERE id = :id")                                          \
     X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
@@ -196,7 +195,8 @@
       "excluded.last_seen_at RETURNING id")                                                        \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
-    X(GPU_IDENT, "SELECT host_id, serial FROM gpus WHERE uuid = :uuid")                            \
+    X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname FROM gpus g LEFT JOIN hosts h ON h.id = " \
+                 "g.host_id WHERE g.uuid = :uuid")                            \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
     X(GPU_UPSERT,                                                                                  \
       "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
@@ -1874,7 +1874,7 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     static const char *const vendors[] = {NULL, "nvidia", "amd"};
     sqlite3_stmt *s;
     int64_t old_host = 0;
-    char old_serial[GI_SERIAL_LEN] = "", num[32];
+    char old_serial[GI_SERIAL_LEN] = "", old_hostname[GI_HOST_LEN] = "", num[32];
     bool known = false;
     int rc, step;
 
@@ -1887,6 +1887,9 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
         old_host = sqlite3_column_int64(s, 0);
         if (sqlite3_column_type(s, 1) != SQLITE_NULL)
             gi_strlcpy(old_serial, (const char *)sqlite3_column_text(s, 1), sizeof old_serial);
+        if (sqlite3_column_type(s, 2) != SQLITE_NULL)
+            gi_strlcpy(old_hostname, (const char *)sqlite3_column_text(s, 2),
+                       sizeof old_hostname);
     }
     sqlite3_reset(s);
     if (step != SQLITE_ROW && step != SQLITE_DONE)
@@ -1895,7 +1898,7 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     if (known && old_host != 0 && old_host != host_id) {
         rc = gpu_event(
             c, sid, g->uuid, "host_changed",
-            json_pack("{s:I, s:s}", "from_host_id", (json_int_t)old_host, "to_host", hostname));
+            json_pack("{s:s, s:s}", "from_host", old_hostname, "to_host", hostname));
         if (rc != GI_OK)
             return rc;
         (*events)++;
@@ -2207,7 +2210,6 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     const char *defaults[3] = {team, env, cluster};
     int64_t gpus = 0;
-    bool fresh = false;
     int rc = tx_begin(c), step;
 
     if (rc != GI_OK)
@@ -2228,7 +2230,6 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
         rc = ingest_one(c, source_id, &b[i], defaults, &res[i]);
         gpus += res[i].gpus;
-        fresh = fresh || !res[i].duplicate;
     }
     if (rc != GI_OK)
         goto cleanup;
@@ -2236,7 +2237,6 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
     if (!(s = prep(c, ST_SOURCE_OK)))
         goto cleanup;
     bind_int(s, ":now", gi_now());
-    bind_int(s, ":n", fresh ? gpus : -1); /* a replayed batch says nothing new */
     bind_int(s, ":id", source_id);
     rc = exec_done(c, s);
 cleanup:

@@ -67,7 +67,7 @@ function eventText(e) {
   switch (e.kind) {
   case 'discovered': return [`First reported on host `, h('span', { class: 'mono', text: d.host || '?' })];
   case 'host_changed': return ['Now on host ', h('span', { class: 'mono', text: d.to_host || '?' }),
-    d.from_host_id != null ? ` (previously host #${d.from_host_id})` : ''];
+    d.from_host ? ` (previously ${d.from_host})` : ''];
   case 'serial_conflict': return [`Serial ${d.serial || '?'} is also reported by `,
     d.other_uuid ? h('a', { class: 'mono', href: gpuHref(d.other_uuid), text: d.other_uuid }) : 'another GPU'];
   case 'serial_changed': return [`Serial changed from ${d.from || '?'} to ${d.to || '?'}`];

@@ -67,6 +67,7 @@ CREATE TABLE gpus (
 CREATE INDEX gpus_host ON gpus(host_id);
 CREATE INDEX gpus_serial ON gpus(serial);
 CREATE INDEX gpus_last_seen ON gpus(last_seen_at);
+CREATE INDEX gpus_source ON gpus(source_id);
 
 -- Which source last set each identity field of a GPU, and when.
 CREATE TABLE gpu_provenance (
