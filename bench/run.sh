@@ -14,6 +14,7 @@
 #   BENCH_ROWS=50000      resources to load (at most 50,000 per import request)
 #   BENCH_DURATION=20     seconds of each measured wrk run (after a 2 s warm-up)
 #   BENCH_CONNECTIONS=32  wrk connections
+#   BENCH_C1_DURATION=5   seconds of the extra single-connection gpuinv runs
 #   BENCH_STARTS=10       start-up samples of each kind
 #   BENCH_PIN=1           0: do not pin processes to CPUs
 #   BENCH_KEEP=0          1: keep the temporary directory (database, logs)
@@ -25,6 +26,7 @@ rows=${BENCH_ROWS:-50000}
 dur=${BENCH_DURATION:-20}
 conns=${BENCH_CONNECTIONS:-32}
 starts=${BENCH_STARTS:-10}
+c1dur=${BENCH_C1_DURATION:-5}
 pin=${BENCH_PIN:-1}
 bin=${GPUINV:-build/gpuinv}
 results=bench/results
@@ -216,11 +218,12 @@ done
 only_listener "$ngx_port"
 cmp -s "$www/list.json" <(curl -s "http://127.0.0.1:$ngx_port/list.json") || die "nginx serves other bytes"
 
-# Runs wrk against a URL; prints "rps p50_ms p90_ms p99_ms max_ms non2xx sockerr".
+# Runs wrk against a URL with $2 connections for $3 seconds; prints
+# "rps p50_ms p90_ms p99_ms max_ms non2xx sockerr".
 wrk_run() {
-  local url=$1 out line
-  wrk -t1 -c"$conns" -d2s -s bench/wrk-auth.lua "$url" >/dev/null # warm-up
-  out=$(wrk -t1 -c"$conns" -d"${dur}s" --latency -s bench/wrk-auth.lua "$url")
+  local url=$1 c=$2 d=$3 out line
+  wrk -t1 -c"$c" -d2s -s bench/wrk-auth.lua "$url" >/dev/null # warm-up
+  out=$(wrk -t1 -c"$c" -d"${d}s" --latency -s bench/wrk-auth.lua "$url")
   echo "$out" >>"$tmp/wrk.log"
   line=$(echo "$out" | grep '^RESULT ')
   echo "$line" | awk '{
@@ -232,9 +235,12 @@ declare -A http
 for ep in overview list; do
   if [ "$ep" = overview ]; then path=$ov_path; else path=$list_path; fi
   echo "bench: wrk $ep: gpuinv"
-  http[$ep.gpuinv]=$(wrk_run "$base$path")
+  http[$ep.gpuinv]=$(wrk_run "$base$path" "$conns" "$dur")
   echo "bench: wrk $ep: nginx"
-  http[$ep.nginx]=$(wrk_run "http://127.0.0.1:$ngx_port/$ep.json")
+  http[$ep.nginx]=$(wrk_run "http://127.0.0.1:$ngx_port/$ep.json" "$conns" "$dur")
+  # One connection: the time one request takes when nothing queues.
+  echo "bench: wrk $ep: gpuinv, 1 connection, ${c1dur}s"
+  http[$ep.gpuinv_c1]=$(wrk_run "$base$path" 1 "$c1dur")
 done
 for k in "${!http[@]}"; do
   set -- ${http[$k]}
@@ -303,9 +309,11 @@ cat >"$results/latest.json" <<EOF
              "nginx": "$(nginx -v 2>&1 | sed 's/.*nginx\///')", "sqlite3": "$(sqlite3 --version | awk '{ print $1 }')"},
   "http": {
     "overview": {"path": "$ov_path", "bytes": $ov_bytes,
-                 "gpuinv": $(jnum overview.gpuinv), "nginx": $(jnum overview.nginx)},
+                 "gpuinv": $(jnum overview.gpuinv), "nginx": $(jnum overview.nginx),
+                 "gpuinv_1_connection": $(jnum overview.gpuinv_c1)},
     "list": {"path": "$list_path", "bytes": $list_bytes,
-             "gpuinv": $(jnum list.gpuinv), "nginx": $(jnum list.nginx)}
+             "gpuinv": $(jnum list.gpuinv), "nginx": $(jnum list.nginx),
+             "gpuinv_1_connection": $(jnum list.gpuinv_c1)}
   },
   "memory_kb": {"gpuinv_idle_after_import_rss": $rss_load, "gpuinv_idle_after_import_hwm": $hwm_load,
                 "gpuinv_after_http_rss": $rss_http, "gpuinv_after_http_hwm": $hwm_http,
@@ -335,11 +343,18 @@ row() { # label endpoint
   row "DC overview ($ov_bytes B)" overview
   row "filtered list, 100 items ($list_bytes B)" list
   echo
+  echo "| gpuinv, 1 connection (${c1dur} s) | req/s | p50 | p99 |"
+  echo "|---|---|---|---|"
+  for ep in overview list; do
+    set -- ${http[$ep.gpuinv_c1]}
+    echo "| $ep | $1 | $2 ms | $4 ms |"
+  done
+  echo
   echo "| measure | gpuinv | reference | target |"
   echo "|---|---|---|---|"
-  echo "| RSS idle after import (VmRSS / VmHWM) | $(mb "$rss_load") / $(mb "$hwm_load") MB | nginx $(mb "$ngx_rss") MB (master+worker) | < 50 MB: $(verdict "$(mb "$rss_load")" 50) |"
-  echo "| RSS after the HTTP runs (VmRSS / VmHWM) | $(mb "$rss_http") / $(mb "$hwm_http") MB | | |"
-  echo "| RSS of a restarted server (VmRSS / VmHWM) | $(mb "$rss_fresh") / $(mb "$hwm_fresh") MB | | < 50 MB: $(verdict "$(mb "$rss_fresh")" 50) |"
+  echo "| RSS idle after import (VmRSS / VmHWM) | $(mb "$rss_load") / $(mb "$hwm_load") MiB | nginx $(mb "$ngx_rss") MiB (master+worker) | < 50 MB: $(verdict "$(mb "$rss_load")" 47.68) |"
+  echo "| RSS after the HTTP runs (VmRSS / VmHWM) | $(mb "$rss_http") / $(mb "$hwm_http") MiB | | |"
+  echo "| RSS of a restarted server (VmRSS / VmHWM) | $(mb "$rss_fresh") / $(mb "$hwm_fresh") MiB | | < 50 MB: $(verdict "$(mb "$rss_fresh")" 47.68) |"
   echo "| start-up to /healthz 200, median of $starts | $start_med ms | sqlite3 count(*) $ref_med ms | < 200 ms: $(verdict "$start_med" 200) |"
   echo "| import of $rows rows (2 requests) | $import_rps rows/s (${import_total} s) | sqlite3 CLI, 1 transaction: $ref_import_rps rows/s (${ref_import_s} s) | |"
 } >"$results/latest.md"
