@@ -7,6 +7,7 @@
 #include "store/store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int api_resource_check(struct store *st, const json_t *obj, bool from_text,
@@ -119,6 +120,18 @@ void api_resources_list(struct req *r)
     }
     if (f.state && !gi_state_valid(f.state)) {
         reply_error(r, 400, "invalid_parameter", "state", "state must be one of " GI_STATES);
+        return;
+    }
+    if (!req_wants_csv(r)) {
+        /* The hot path: rows arrive as JSON text and are passed through. */
+        char *text = NULL;
+        size_t len, rows;
+        if ((st = store_res_list_text(r->store, &f, &pg, &text, &len, &rows, &total)) != GI_OK) {
+            reply_status(r, st, "resources");
+            return;
+        }
+        reply_list_text(r, text, len, rows, total, pg.offset);
+        free(text);
         return;
     }
     if ((st = store_res_list(r->store, &f, &pg, &items, &total)) != GI_OK) {

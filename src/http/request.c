@@ -272,6 +272,37 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
     }
 }
 
+void reply_list_text(struct req *r, const char *items, size_t len, size_t rows, int64_t total,
+                     int64_t offset)
+{
+    int64_t next = offset + (int64_t)rows;
+    char tail[96];
+    int tl;
+    char *buf;
+    struct MHD_Response *resp;
+
+    if (next < total)
+        tl = snprintf(tail, sizeof tail, "],\"total\":%lld,\"next\":\"%lld\"}", (long long)total,
+                      (long long)next);
+    else
+        tl = snprintf(tail, sizeof tail, "],\"total\":%lld,\"next\":null}", (long long)total);
+    buf = malloc(len + (size_t)tl + 16);
+    if (buf == NULL) {
+        reply_error(r, 500, "internal", NULL, "out of memory");
+        return;
+    }
+    memcpy(buf, "{\"items\":[", 10);
+    memcpy(buf + 10, items, len);
+    memcpy(buf + 10 + len, tail, (size_t)tl + 1);
+    resp = MHD_create_response_from_buffer(10 + len + (size_t)tl, buf, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(buf);
+        return;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    set_reply(r, 200, resp);
+}
+
 /* ---- input ---- */
 
 bool req_json_body_or_reply(struct req *r, json_t **out)

@@ -54,6 +54,10 @@ void reply_header(struct req *r, const char *name, const char *value);
 /* A list page: JSON envelope {"items","total","next"}, or CSV of the same
  * rows when the client asked for it. */
 void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset);
+/* A list page whose members are already JSON text joined by commas
+ * (borrowed); the JSON envelope only, never CSV. */
+void reply_list_text(struct req *r, const char *items, size_t len, size_t rows, int64_t total,
+                     int64_t offset);
 
 /* ---- input ---- */
 /* Query parameter or NULL (borrowed from libmicrohttpd). */

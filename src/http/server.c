@@ -270,7 +270,7 @@ int server_start(const struct server_config *cfg, struct store *st, struct serve
         NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
         on_complete, srv, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)1000, MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+        (unsigned)1000, MHD_OPTION_END);
     if (srv->daemon == NULL) {
         gi_error("cannot listen on %s", cfg->listen);
         free(srv);

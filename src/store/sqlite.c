@@ -43,20 +43,28 @@
 #define O_ID "ORDER BY r.id " PAGE
 #define O_ASC "ORDER BY " RES_KEY_TEXT ", " RES_KEY_NUM ", r.id " PAGE
 #define O_DESC "ORDER BY " RES_KEY_TEXT " DESC, " RES_KEY_NUM " DESC, r.id DESC " PAGE
-#define RES_LIST(w, o) RES_SELECT w RES_WHERE_COMMON o
+/* List rows are rendered to JSON by SQLite itself (the JSON1 functions
+ * built into SQLite >= 3.38): no per-row object building in C on the
+ * hottest read path. The shape matches row_json() over RES_SELECT. */
+#define RES_TS(col) "strftime('%Y-%m-%dT%H:%M:%SZ', " col ", 'unixepoch')"
+#define RES_DOC_SELECT                                                                             \
+    "SELECT json_patch(json_object('id', r.id, 'datacenter_id', r.datacenter_id, 'datacenter', "   \
+    "d.name, 'kind', r.kind, 'name', r.name, 'state', r.state, 'tenant', r.tenant, 'project', "    \
+    "r.project, 'gpu_model', r.gpu_model, 'gpu_count', r.gpu_count, 'metadata', "                  \
+    "json(r.metadata), "                                                                           \
+    "'version', r.version, 'created_at', " RES_TS("r.created_at") ", 'updated_at', " RES_TS(       \
+        "r.updated_at") "), r.attrs) AS doc FROM resources r JOIN datacenters d ON d.id = "        \
+                        "r.datacenter_id "
+#define RES_LIST(w, o) RES_DOC_SELECT w RES_WHERE_COMMON o
 #define RES_COUNT(w) "SELECT COUNT(*) FROM resources r " w RES_WHERE_COMMON
 
+#define DC_KIND_N(kind)                                                                            \
+    "(SELECT COALESCE(SUM(c.n), 0) FROM dc_counts c WHERE c.datacenter_id = d.id AND c.kind = "    \
+    "'" kind "')"
 #define DC_SELECT                                                                                  \
-    "SELECT d.id, d.name, d.location, d.rows_count AS \"rows\", d.created_at, d.updated_at, "      \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'server') "       \
-    "AS servers, "                                                                                 \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'vm') AS vms, "   \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'storage') "      \
-    "AS storages, "                                                                                \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'switch') "       \
-    "AS switches, "                                                                                \
-    "(SELECT COUNT(*) FROM resources r WHERE r.datacenter_id = d.id AND r.kind = 'infiniband') "   \
-    "AS infiniband FROM datacenters d "
+    "SELECT d.id, d.name, d.location, d.rows_count AS \"rows\", d.created_at, "                    \
+    "d.updated_at, " DC_KIND_N("server") " AS servers, " DC_KIND_N("vm") " AS vms, " DC_KIND_N(    \
+        "storage") " AS storages, " DC_KIND_N("switch") " AS switches, " DC_KIND_N("infiniband") " AS infiniband FROM datacenters d "
 #define DC_WHERE "WHERE (:q IS NULL OR d.name LIKE :q ESCAPE '!' OR d.location LIKE :q ESCAPE '!') "
 #define DC_KEY_TEXT "CASE :sort WHEN 'name' THEN d.name WHEN 'location' THEN d.location END"
 #define DC_KEY_NUM                                                                                 \
@@ -143,10 +151,11 @@
                  "rows_count ELSE :rows END, updated_at = :now WHERE id = :id")                    \
     X(DC_BY_NAME, "SELECT id FROM datacenters WHERE name = :name")                                 \
     X(DC_DELETE, "DELETE FROM datacenters WHERE id = :id")                                         \
-    X(DC_KIND_COUNTS, "SELECT kind, COUNT(*) FROM resources WHERE datacenter_id = :id GROUP BY "   \
-                      "kind")                                                                      \
-    X(DC_GPU_STATES, "SELECT state, SUM(gpu_count) FROM resources WHERE datacenter_id = :id AND "  \
-                     "kind = 'server' GROUP BY state")                                             \
+    X(DC_COUNTS, "SELECT kind, state, n, gpus FROM dc_counts WHERE datacenter_id = :id")           \
+    X(DC_BASIC, "SELECT id, name, location FROM datacenters WHERE id = :id")                       \
+    X(RES_COUNT_FAST, "SELECT COALESCE(SUM(n), 0) FROM dc_counts WHERE (:dc = 0 OR datacenter_id " \
+                      "= :dc) AND (:kind IS NULL OR kind = :kind) AND (:state IS NULL OR state = " \
+                      ":state)")                                                                   \
     X(RES_ADD, "INSERT INTO resources (datacenter_id, kind, name, state, tenant, project, "        \
                "gpu_model, gpu_count, attrs, metadata, created_at, updated_at) VALUES (:dc, "      \
                ":kind, :name, :state, :tenant, :project, :gpu_model, :gpu_count, :attrs, "         \
@@ -177,9 +186,10 @@
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
                   "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
-    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = " \
-                 "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "     \
-                 "missing_since IS NULL) WHERE id = :id")                                          \
+    X(SOURCE_OK,                                                                                   \
+      "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
+      "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "                \
+      "missing_since IS NULL) WHERE id = :id")                                                     \
     X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
@@ -196,7 +206,7 @@
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
     X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname FROM gpus g LEFT JOIN hosts h ON h.id = " \
-                 "g.host_id WHERE g.uuid = :uuid")                            \
+                 "g.host_id WHERE g.uuid = :uuid")                                                 \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
     X(GPU_UPSERT,                                                                                  \
       "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
@@ -1142,33 +1152,43 @@ cleanup:
     return rc;
 }
 
-/* Per-kind resource counts of a data center, every kind present. */
-static int dc_counts(struct conn *c, int64_t id, json_t **out)
+/* Per-kind resource counts of a data center (every kind present) and,
+ * when gpus is not NULL, its servers' GPU totals by allocation state. Read
+ * from the trigger-kept dc_counts table. */
+static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
 {
-    sqlite3_stmt *s = prep(c, ST_DC_KIND_COUNTS);
-    json_t *o;
+    sqlite3_stmt *s = prep(c, ST_DC_COUNTS);
+    json_int_t n[5] = {0}, total = 0, allocated = 0, available = 0;
+    static const char *const kinds[5] = {"server", "vm", "storage", "switch", "infiniband"};
     int step;
 
     if (!s)
         return GI_INTERNAL;
-    o = json_pack("{s:i, s:i, s:i, s:i, s:i}", "servers", 0, "vms", 0, "storages", 0, "switches", 0,
-                  "infiniband", 0);
     bind_int(s, ":id", id);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(s, 0);
-        const char *key = strcmp(k, "server") == 0    ? "servers"
-                          : strcmp(k, "vm") == 0      ? "vms"
-                          : strcmp(k, "storage") == 0 ? "storages"
-                          : strcmp(k, "switch") == 0  ? "switches"
-                                                      : "infiniband";
-        json_object_set_new(o, key, json_integer(sqlite3_column_int64(s, 1)));
+        const char *state = (const char *)sqlite3_column_text(s, 1);
+        json_int_t cnt = sqlite3_column_int64(s, 2), g = sqlite3_column_int64(s, 3);
+        for (int i = 0; i < 5; i++)
+            if (strcmp(k, kinds[i]) == 0)
+                n[i] += cnt;
+        /* Servers carry the GPUs; a VM's GPUs are its host's. */
+        if (strcmp(k, "server") != 0 || strcmp(state, "retired") == 0)
+            continue;
+        total += g;
+        if (strcmp(state, "available") == 0)
+            available += g;
+        else if (strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0)
+            allocated += g;
     }
     sqlite3_reset(s);
-    if (step != SQLITE_DONE) {
-        json_decref(o);
+    if (step != SQLITE_DONE)
         return map_rc(c->db, step);
-    }
-    *out = o;
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:I}", "servers", n[0], "vms", n[1], "storages", n[2],
+                     "switches", n[3], "infiniband", n[4]);
+    if (gpus)
+        *gpus = json_pack("{s:I, s:I, s:I, s:I}", "total", total, "allocated", allocated,
+                          "available", available, "unavailable", total - allocated - available);
     return GI_OK;
 }
 
@@ -1186,7 +1206,7 @@ int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force,
         goto cleanup;
     if ((rc = dc_get(c, id, &before)) != GI_OK)
         goto cleanup;
-    if ((rc = dc_counts(c, id, &cnt)) != GI_OK)
+    if ((rc = dc_counts(c, id, &cnt, NULL)) != GI_OK)
         goto cleanup;
     json_object_foreach(cnt, k, v)
         total += json_integer_value(v);
@@ -1217,46 +1237,29 @@ int store_dc_overview(struct store *st, int64_t id, json_t **out)
 {
     struct conn *c = conn_get(st);
     sqlite3_stmt *s;
-    json_t *dc = NULL, *cnt = NULL;
-    json_int_t total = 0, allocated = 0, available = 0;
-    int rc, step;
+    json_t *dc = NULL, *cnt = NULL, *gpus = NULL;
+    int rc = GI_INTERNAL;
 
     /* One read transaction so counts and GPU totals agree. */
     sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-    if ((rc = dc_get(c, id, &dc)) != GI_OK)
-        goto cleanup;
-    if ((rc = dc_counts(c, id, &cnt)) != GI_OK)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_DC_GPU_STATES)))
+    if (!(s = prep(c, ST_DC_BASIC)))
         goto cleanup;
     bind_int(s, ":id", id);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *state = (const char *)sqlite3_column_text(s, 0);
-        json_int_t n = sqlite3_column_int64(s, 1);
-        if (strcmp(state, "retired") == 0)
-            continue;
-        total += n;
-        if (strcmp(state, "available") == 0)
-            available += n;
-        else if (strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0)
-            allocated += n;
-    }
-    sqlite3_reset(s);
-    if (step != SQLITE_DONE) {
-        rc = map_rc(c->db, step);
+    if ((rc = fetch_one(c, s, &dc)) != GI_OK)
         goto cleanup;
-    }
-    *out = json_pack("{s:I, s:s?, s:s?, s:O, s:{s:I, s:I, s:I, s:I}}", "datacenter_id",
-                     (json_int_t)id, "name", json_string_value(json_object_get(dc, "name")),
-                     "location", json_string_value(json_object_get(dc, "location")), "counts", cnt,
-                     "gpus", "total", total, "allocated", allocated, "available", available,
-                     "unavailable", total - allocated - available);
+    if ((rc = dc_counts(c, id, &cnt, &gpus)) != GI_OK)
+        goto cleanup;
+    *out =
+        json_pack("{s:I, s:s?, s:s?, s:o, s:o}", "datacenter_id", (json_int_t)id, "name",
+                  json_string_value(json_object_get(dc, "name")), "location",
+                  json_string_value(json_object_get(dc, "location")), "counts", cnt, "gpus", gpus);
+    cnt = gpus = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
 cleanup:
     sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     json_decref(dc);
     json_decref(cnt);
+    json_decref(gpus);
     conn_put(st, c);
     return rc;
 }
@@ -1376,18 +1379,59 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
     return rc;
 }
 
-int store_res_list(struct store *st, const struct store_res_filter *f, const struct store_page *pg,
-                   json_t **items, int64_t *total)
+/* Appends a statement's single text column, row by row, to *buf as a
+ * comma-separated list (the inside of a JSON array); *rows counts them. */
+static int collect_text(struct conn *c, sqlite3_stmt *s, char **buf, size_t *len, size_t *cap,
+                        size_t *rows)
+{
+    int rc;
+
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(s, 0);
+        size_t n = (size_t)sqlite3_column_bytes(s, 0);
+        if (*len + n + 2 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 65536;
+            char *nb;
+            while (nc < *len + n + 2)
+                nc *= 2;
+            if ((nb = realloc(*buf, nc)) == NULL) {
+                sqlite3_reset(s);
+                return GI_INTERNAL;
+            }
+            *buf = nb;
+            *cap = nc;
+        }
+        if (*rows)
+            (*buf)[(*len)++] = ',';
+        memcpy(*buf + *len, t ? t : "null", t ? n : 4);
+        *len += t ? n : 4;
+        (*buf)[*len] = '\0';
+        (*rows)++;
+    }
+    sqlite3_reset(s);
+    return rc == SQLITE_DONE ? GI_OK : map_rc(c->db, rc);
+}
+
+int store_res_list_text(struct store *st, const struct store_res_filter *f,
+                        const struct store_page *pg, char **items, size_t *len, size_t *rows,
+                        int64_t *total)
 {
     struct conn *c = conn_get(st);
     /* Pick the variant whose WHERE prefix lets the planner use an index. */
     int variant = f->datacenter_id && f->kind ? 0 : f->datacenter_id ? 1 : f->kind ? 2 : 3;
     int order = !pg->sort ? 0 : pg->desc ? 2 : 1;
     enum stmt_id list = (enum stmt_id)(ST_RES_LIST_DK_ID + variant * 3 + order);
-    enum stmt_id count = (enum stmt_id)(ST_RES_COUNT_DK + variant);
+    /* Without tenant/project/text filters the trigger-kept counts answer. */
+    enum stmt_id count = !f->tenant && !f->project && !(f->q && *f->q)
+                             ? ST_RES_COUNT_FAST
+                             : (enum stmt_id)(ST_RES_COUNT_DK + variant);
+    size_t cap = 0;
     sqlite3_stmt *s;
     int rc = GI_INTERNAL;
 
+    *items = NULL;
+    *len = *rows = 0;
+    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
     for (int pass = 0; pass < 2; pass++) {
         if (!(s = prep(c, pass == 0 ? count : list)))
             goto cleanup;
@@ -1398,13 +1442,45 @@ int store_res_list(struct store *st, const struct store_res_filter *f, const str
         bind_text(s, ":project", f->project);
         bind_like(s, ":q", f->q);
         bind_page(s, pg);
-        rc = pass == 0 ? fetch_int(c, s, total) : collect(c, s, items);
+        rc = pass == 0 ? fetch_int(c, s, total) : collect_text(c, s, items, len, &cap, rows);
         if (rc != GI_OK)
             goto cleanup;
     }
+    if (*items == NULL && (*items = calloc(1, 1)) == NULL)
+        rc = GI_INTERNAL;
 cleanup:
+    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != GI_OK) {
+        free(*items);
+        *items = NULL;
+    }
     conn_put(st, c);
     return rc;
+}
+
+int store_res_list(struct store *st, const struct store_res_filter *f, const struct store_page *pg,
+                   json_t **items, int64_t *total)
+{
+    char *text = NULL, *wrapped;
+    size_t len, rows;
+    json_error_t err;
+    int rc = store_res_list_text(st, f, pg, &text, &len, &rows, total);
+
+    if (rc != GI_OK)
+        return rc;
+    wrapped = malloc(len + 3);
+    if (wrapped == NULL) {
+        free(text);
+        return GI_INTERNAL;
+    }
+    wrapped[0] = '[';
+    memcpy(wrapped + 1, text, len);
+    wrapped[len + 1] = ']';
+    wrapped[len + 2] = '\0';
+    free(text);
+    *items = json_loadb(wrapped, len + 2, 0, &err);
+    free(wrapped);
+    return *items ? GI_OK : GI_INTERNAL;
 }
 
 int store_res_get(struct store *st, int64_t id, json_t **out)
@@ -1888,17 +1964,15 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
         if (sqlite3_column_type(s, 1) != SQLITE_NULL)
             gi_strlcpy(old_serial, (const char *)sqlite3_column_text(s, 1), sizeof old_serial);
         if (sqlite3_column_type(s, 2) != SQLITE_NULL)
-            gi_strlcpy(old_hostname, (const char *)sqlite3_column_text(s, 2),
-                       sizeof old_hostname);
+            gi_strlcpy(old_hostname, (const char *)sqlite3_column_text(s, 2), sizeof old_hostname);
     }
     sqlite3_reset(s);
     if (step != SQLITE_ROW && step != SQLITE_DONE)
         return map_rc(c->db, step);
 
     if (known && old_host != 0 && old_host != host_id) {
-        rc = gpu_event(
-            c, sid, g->uuid, "host_changed",
-            json_pack("{s:s, s:s}", "from_host", old_hostname, "to_host", hostname));
+        rc = gpu_event(c, sid, g->uuid, "host_changed",
+                       json_pack("{s:s, s:s}", "from_host", old_hostname, "to_host", hostname));
         if (rc != GI_OK)
             return rc;
         (*events)++;

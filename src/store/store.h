@@ -107,6 +107,11 @@ int store_res_create(struct store *st, const char *actor, const struct store_res
                      json_t **out);
 int store_res_list(struct store *st, const struct store_res_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total);
+/* The same page as JSON text: *items holds the array's members joined
+ * by commas (no brackets; caller frees), *rows how many. */
+int store_res_list_text(struct store *st, const struct store_res_filter *f,
+                        const struct store_page *pg, char **items, size_t *len, size_t *rows,
+                        int64_t *total);
 int store_res_get(struct store *st, int64_t id, json_t **out);
 /* Replaces the record if its version still equals `version` (else
  * GI_CONFLICT: it changed since it was read). */
