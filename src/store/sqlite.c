@@ -43,18 +43,9 @@
 #define O_ID "ORDER BY r.id " PAGE
 #define O_ASC "ORDER BY " RES_KEY_TEXT ", " RES_KEY_NUM ", r.id " PAGE
 #define O_DESC "ORDER BY " RES_KEY_TEXT " DESC, " RES_KEY_NUM " DESC, r.id DESC " PAGE
-/* List rows are rendered to JSON by SQLite itself (the JSON1 functions
- * built into SQLite >= 3.38): no per-row object building in C on the
- * hottest read path. The shape matches row_json() over RES_SELECT. */
-#define RES_TS(col) "strftime('%Y-%m-%dT%H:%M:%SZ', " col ", 'unixepoch')"
-#define RES_DOC_SELECT                                                                             \
-    "SELECT json_patch(json_object('id', r.id, 'datacenter_id', r.datacenter_id, 'datacenter', "   \
-    "d.name, 'kind', r.kind, 'name', r.name, 'state', r.state, 'tenant', r.tenant, 'project', "    \
-    "r.project, 'gpu_model', r.gpu_model, 'gpu_count', r.gpu_count, 'metadata', "                  \
-    "json(r.metadata), "                                                                           \
-    "'version', r.version, 'created_at', " RES_TS("r.created_at") ", 'updated_at', " RES_TS(       \
-        "r.updated_at") "), r.attrs) AS doc FROM resources r JOIN datacenters d ON d.id = "        \
-                        "r.datacenter_id "
+/* List rows are the stored API documents (resources.doc, kept by the
+ * triggers of migration 006): the hottest read path builds nothing per row. */
+#define RES_DOC_SELECT "SELECT r.doc FROM resources r JOIN datacenters d ON d.id = r.datacenter_id "
 #define RES_LIST(w, o) RES_DOC_SELECT w RES_WHERE_COMMON o
 #define RES_COUNT(w) "SELECT COUNT(*) FROM resources r " w RES_WHERE_COMMON
 
