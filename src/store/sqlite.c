@@ -2107,30 +2107,45 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     sqlite3_stmt *s;
     int rc;
 
+    /* The hottest insert binds by position, looked up once per batch. */
+    static const char *const names[] = {":ts", ":gid",  ":ua",    ":um",    ":mem", ":pw",
+                                        ":en", ":temp", ":ecc_c", ":ecc_u", ":xid", ":sid"};
+    int ix[12];
+
+    if (!(s = prep(c, ST_SAMPLE_ADD)))
+        return GI_INTERNAL;
+    for (int k = 0; k < 12; k++)
+        ix[k] = sqlite3_bind_parameter_index(s, names[k]);
     for (size_t i = 0; i < b->nsamples; i++) {
         const struct gi_sample *x = &b->samples[i];
         struct gpu_ref key = {.uuid = x->gpu_uuid}, *ref;
+        const double d[6] = {x->util_avg,    x->util_max, x->mem_used_mib,
+                             x->power_avg_w, x->energy_j, x->temp_c};
+        const int64_t n[3] = {x->ecc_corrected, x->ecc_uncorrected, x->xid};
         ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
         if (ref == NULL)
             return GI_INVALID; /* the parser guarantees every sample names a batch GPU */
         if (ref->newest == NULL || x->ts >= ref->newest->ts)
             ref->newest = x;
-        if (!(s = prep(c, ST_SAMPLE_ADD)))
-            return GI_INTERNAL;
-        bind_int(s, ":ts", x->ts);
-        bind_int(s, ":gid", ref->id);
-        bind_dbl(s, ":ua", x->util_avg);
-        bind_dbl(s, ":um", x->util_max);
-        bind_dbl(s, ":mem", x->mem_used_mib);
-        bind_dbl(s, ":pw", x->power_avg_w);
-        bind_dbl(s, ":en", x->energy_j);
-        bind_dbl(s, ":temp", x->temp_c);
-        bind_opt_int(s, ":ecc_c", x->ecc_corrected);
-        bind_opt_int(s, ":ecc_u", x->ecc_uncorrected);
-        bind_opt_int(s, ":xid", x->xid);
-        bind_int(s, ":sid", sid);
-        if ((rc = exec_done(c, s)) != GI_OK)
-            return rc;
+        sqlite3_bind_int64(s, ix[0], x->ts);
+        sqlite3_bind_int64(s, ix[1], ref->id);
+        for (int k = 0; k < 6; k++) {
+            if (isnan(d[k]))
+                sqlite3_bind_null(s, ix[2 + k]);
+            else
+                sqlite3_bind_double(s, ix[2 + k], d[k]);
+        }
+        for (int k = 0; k < 3; k++) {
+            if (n[k] < 0)
+                sqlite3_bind_null(s, ix[8 + k]);
+            else
+                sqlite3_bind_int64(s, ix[8 + k], n[k]);
+        }
+        sqlite3_bind_int64(s, ix[11], sid);
+        rc = sqlite3_step(s);
+        sqlite3_reset(s);
+        if (rc != SQLITE_DONE)
+            return map_rc(c->db, rc);
         *stored += sqlite3_changes(c->db);
     }
     /* The newest sample of each GPU in the batch updates its record. */
