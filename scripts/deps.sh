@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
-      libsodium-dev libxml2-dev libcurl4-openssl-dev libcmocka-dev sqlite3 curl chromium procps clang-format prometheus)
+      libsodium-dev libxml2-dev libcurl4-gnutls-dev libcmocka-dev sqlite3 curl chromium procps clang-format prometheus)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(wrk nginx-light)
 fi
