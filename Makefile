@@ -22,9 +22,14 @@ test: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j 2
 
+# Every benchmark, each next to its reference (figures: docs/PERFORMANCE.md).
 bench: build
 	@scripts/deps.sh --bench
 	bench/run.sh
+	bench/ingest.sh 2 100
+	bench/agent.sh 180
+	cc -O2 -Isrc bench/bench_promtext.c src/parse/promtext.c src/parse/dcgm.c \
+	  src/core/observation.c src/core/util.c -lm -o build/bench_promtext && build/bench_promtext
 
 clean:
 	rm -rf build build-asan
