@@ -31,7 +31,17 @@ const hex = (n, w) => n.toString(16).padStart(w, '0');
 const procs = [];
 mkdirSync(workDir, { recursive: true });
 const log = openSync(path.join(workDir, 'agents.log'), 'a');
-const token = (await call('POST', '/api/v1/tokens', { name: 'demo-agents', role: 'pusher', source: 'demo-agents', env: 'prod' })).token;
+// One pusher token per owning team: a source's labels become its GPUs' defaults.
+const tokens = new Map();
+async function tokenFor(s) {
+  const team = s.tenant || 'platform';
+  if (!tokens.has(team)) {
+    const env = team === 'platform' ? 'dev' : 'prod';
+    tokens.set(team, (await call('POST', '/api/v1/tokens', { name: `demo-agents-${team}`, role: 'pusher', source: `agents-${team}`, team, env, cluster: s.name.slice(0, 4) })).token);
+  }
+  return tokens.get(team);
+}
+for (const s of picked) await tokenFor(s);
 
 picked.forEach((s, h) => {
   const busy = s.state === 'in_use';
@@ -55,9 +65,9 @@ picked.forEach((s, h) => {
   const cfg = path.join(workDir, `${s.name}.json`);
   writeFileSync(cfg, JSON.stringify({ driver: '550.54.15', gpus }, null, 1));
   const spool = path.join(workDir, `${s.name}.spool`);
-  const child = spawn(path.join(buildDir, 'gpuinv'), ['agent', '--server', url, '--token', token,
+  const child = spawn(path.join(buildDir, 'gpuinv'), ['agent', '--server', url, '--token', tokens.get(s.tenant || 'platform'),
     '--nvml', path.join(buildDir, 'fake-nvml', 'libnvidia-ml.so.1'), '--hostname', s.name,
-    '--datacenter', s.datacenter, '--spool', spool, '--interval', '5', '--push-interval', '15'],
+    '--datacenter', s.datacenter, '--cluster', `${s.name.slice(0, 4)}-gpu`, '--spool', spool, '--interval', '5', '--push-interval', '15'],
   { env: { ...process.env, FAKE_NVML_CONFIG: cfg }, stdio: ['ignore', 'ignore', log] });
   procs.push(child);
 });
