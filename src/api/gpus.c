@@ -6,6 +6,8 @@
 #include "http/server.h"
 #include "store/store.h"
 
+#include <string.h>
+
 /* Data older than this instant is stale. */
 static int64_t stale_before(struct req *r) { return gi_now() - server_freshness(r->srv); }
 
@@ -26,8 +28,15 @@ void api_gpus_list(struct req *r)
         !req_param_str_or_reply(r, "q", 128, &f.q) ||
         !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
         !req_param_int_or_reply(r, "source", 1, INT64_MAX, &f.source_id) ||
-        !req_param_bool_or_reply(r, "stale", &stale))
+        !req_param_bool_or_reply(r, "stale", &stale) ||
+        !req_param_str_or_reply(r, "state", 16, &f.state))
         return;
+    if (f.state && strcmp(f.state, "in_use") && strcmp(f.state, "idle") &&
+        strcmp(f.state, "stale") && strcmp(f.state, "missing")) {
+        reply_error(r, 400, "invalid_parameter", "state",
+                    "state must be in_use, idle, stale or missing");
+        return;
+    }
     if (stale_p && *stale_p)
         f.stale = stale ? 1 : 0;
     f.stale_before = stale_before(r);

@@ -6,6 +6,7 @@
 #include "parse/amdsmi.h"
 #include "parse/nvsmi.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 struct smi_state {
     char tool[512]; /* nvidia-smi, or amd-smi / rocm-smi */
     int amd_kind;   /* 0 nvidia-smi, 1 amd-smi, 2 rocm-smi */
+    bool xml;       /* nvidia-smi refused the CSV query: use -q -x */
 };
 
 /* Runs the tool with args and hands stdout to the caller. */
@@ -35,13 +37,25 @@ static int run(const struct smi_state *s, const char *a1, const char *a2, const 
 static int nvsmi_discover(void *state, struct gi_obs_set *set, char *err, size_t errlen)
 {
     struct smi_state *s = state;
-    char *out = NULL;
+    char *out = NULL, why[256];
     size_t len;
     int rc;
 
-    if (run(s, "--query-gpu=" NVSMI_GPU_FIELDS, "--format=csv,nounits", NULL, &out, &len, err,
-            errlen) != 0)
-        return -1;
+    if (s->xml || run(s, "--query-gpu=" NVSMI_GPU_FIELDS, "--format=csv,nounits", NULL, &out, &len,
+                      why, sizeof why) != 0) {
+        /* Drivers that do not know a queried field refuse the whole CSV
+         * query; the XML report has GPUs and processes in one run. */
+        if (run(s, "-q", "-x", NULL, &out, &len, err, errlen) != 0) {
+            if (!s->xml)
+                snprintf(err, errlen, "CSV query: %s; XML report failed too", why);
+            return -1;
+        }
+        rc = nvsmi_parse_xml(out, len, set, err, errlen);
+        free(out);
+        if (rc == 0)
+            s->xml = true;
+        return rc == 0 ? 0 : -1;
+    }
     rc = nvsmi_parse_query_gpu(out, len, NULL, set, err, errlen);
     free(out);
     if (rc != 0)

@@ -62,6 +62,13 @@
     "CASE :sort WHEN 'id' THEN d.id WHEN 'created_at' THEN d.created_at WHEN 'rows' THEN "         \
     "d.rows_count END"
 
+/* A GPU's state, derived when read: missing (its host stopped listing it),
+ * stale (newest data older than the freshness limit), idle (fresh and
+ * under 5% utilization) or in_use. */
+#define GPU_STATE                                                                                  \
+    "CASE WHEN g.missing_since IS NOT NULL THEN 'missing' WHEN g.last_seen_at < :stale AND "       \
+    "COALESCE(g.sample_at, 0) < :stale THEN 'stale' WHEN COALESCE(g.util_pct, 0) < 5 THEN 'idle' " \
+    "ELSE 'in_use' END"
 #define GPU_SELECT                                                                                 \
     "SELECT g.uuid, g.parent_uuid, g.idx AS \"index\", g.vendor, g.model, g.serial, "              \
     "g.pci_bus_id, g.memory_total_mib, g.driver, g.vbios, g.mig_mode, g.mig_profile, g.team, "     \
@@ -71,14 +78,15 @@
     "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= g.last_seen_at THEN "                      \
     "COALESCE(g.sample_at, g.last_seen_at) ELSE g.last_seen_at END AS newest_at, "                 \
     "CASE WHEN g.last_seen_at < :stale AND COALESCE(g.sample_at, 0) < :stale THEN 1 ELSE 0 END "   \
-    "AS stale FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON d.id "  \
-    "= h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id "
+    "AS stale, " GPU_STATE " AS state FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT "     \
+    "JOIN datacenters d ON d.id = h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id "
 #define GPU_WHERE                                                                                  \
     "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) "  \
     "AND (:model IS NULL OR g.model = :model) AND (:dc = 0 OR h.datacenter_id = :dc) AND (:sid = " \
     "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = (g.last_seen_at < :stale "     \
     "AND COALESCE(g.sample_at, 0) < :stale)) AND (:q IS NULL OR g.uuid LIKE :q ESCAPE '!' OR "     \
-    "g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE '!' OR h.hostname LIKE :q ESCAPE '!') "
+    "g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE '!' OR h.hostname LIKE :q ESCAPE '!') " \
+    "AND (:gstate IS NULL OR " GPU_STATE " = :gstate) "
 
 #define SRC_SELECT                                                                                 \
     "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "   \
@@ -2341,6 +2349,7 @@ static void bind_gpu_filter(sqlite3_stmt *s, const struct store_gpu_filter *f)
     bind_int(s, ":stale_f", f->stale);
     bind_int(s, ":stale", f->stale_before);
     bind_like(s, ":q", f->q);
+    bind_text(s, ":gstate", f->state);
 }
 
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,

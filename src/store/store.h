@@ -171,6 +171,7 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
 
 struct store_gpu_filter {
     const char *host, *cluster, *model, *q;
+    const char *state;                /* in_use, idle, stale, missing; NULL any */
     int64_t datacenter_id, source_id; /* 0: any */
     int stale;                        /* -1 any, 0 fresh only, 1 stale only */
     int64_t stale_before;             /* newest data older than this is stale */

@@ -14,6 +14,8 @@ const FAKE = path.join(path.dirname(BIN), 'fake-nvml', 'libnvidia-ml.so.1');
 const H100 = path.join(here, '..', 'fake-nvml', 'h100x8.json');
 const MIG = path.join(here, '..', 'fake-nvml', 'a100-mig.json');
 const SMI = path.join(here, '..', 'fixtures', 'bin', 'nvidia-smi');
+const SMI_XML = path.join(here, '..', 'fixtures', 'bin', 'nvidia-smi-xml');
+const AMD = path.join(here, '..', 'fixtures', 'bin', 'amd-smi');
 
 let s;
 let token;
@@ -75,6 +77,27 @@ test('falls back to nvidia-smi when NVML cannot be loaded', async () => {
   assert.equal(g.json.util_pct, 100);
   assert.equal(g.json.processes.length, 1);
   assert.equal(g.json.processes[0].pid, 48211);
+});
+
+test('an nvidia-smi that refuses the CSV query is read through -q -x', async () => {
+  const r = agent(['--server', s.url, '--token', token, '--once', '--collector', 'nvidia-smi', '--nvidia-smi', SMI_XML, '--spool', tempDir('spool-'), '--hostname', 'xml-01']);
+  assert.equal(r.code, 0, r.err);
+  const g = await s.api('GET', '/api/v1/gpus/GPU-1d0e2a6b-9c3f-4b1e-8a27-5f6d4c3b2a19');
+  assert.equal(g.status, 200, g.text);
+  assert.equal(g.json.host, 'xml-01');
+  assert.ok(g.json.model.includes('V100'), g.json.model);
+});
+
+test('AMD GPUs are read through amd-smi', async () => {
+  const r = agent(['--server', s.url, '--token', token, '--once', '--collector', 'amd', '--amd-smi', AMD, '--spool', tempDir('spool-'), '--hostname', 'mi300-01']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.err, /reading GPUs with amd-smi/);
+  const list = (await s.api('GET', '/api/v1/gpus?host=mi300-01')).json;
+  assert.equal(list.total, 2);
+  const g = list.items.find((x) => x.uuid === '0x18a5e2b3c4d5e6f7');
+  assert.ok(g, JSON.stringify(list.items.map((x) => x.uuid)));
+  assert.equal(g.vendor, 'amd');
+  assert.match(g.model, /MI300X/);
 });
 
 test('no GPU source: a clear error, exit 1', () => {

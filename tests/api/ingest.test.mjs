@@ -163,3 +163,22 @@ test('samples from the future are refused', async () => {
   assert.equal(r.status, 400);
   assert.equal(r.json.error.field, 'samples[0].time');
 });
+
+test('GPU state: in_use, idle, missing, stale', async () => {
+  const busy = 'GPU-88888888-0000-0000-0000-000000000001';
+  const idle = 'GPU-88888888-0000-0000-0000-000000000002';
+  const b = batch('st-1', 'node-st', [gpu(busy, 'ST1', 0), gpu(idle, 'ST2', 1)]);
+  b.samples[0].util_avg = 90;
+  b.samples[1].util_avg = 1;
+  assert.equal((await s.api('POST', '/api/v1/ingest', { body: b, auth: pushToken })).status, 201);
+  const st = async (u) => (await s.api('GET', '/api/v1/gpus/' + u)).json.state;
+  assert.equal(await st(busy), 'in_use');
+  assert.equal(await st(idle), 'idle');
+  const only = (await s.api('GET', '/api/v1/gpus?host=node-st&state=idle')).json;
+  assert.deepEqual(only.items.map((x) => x.uuid), [idle]);
+  assert.equal((await s.api('GET', '/api/v1/gpus?state=bogus')).status, 400);
+  const b2 = batch('st-2', 'node-st', [gpu(busy, 'ST1', 0)]);
+  b2.samples[0].util_avg = 90;
+  await s.api('POST', '/api/v1/ingest', { body: b2, auth: pushToken });
+  assert.equal(await st(idle), 'missing');
+});
