@@ -6,6 +6,7 @@
  * reported with its line and column. A good file is written in one
  * transaction, one batch per host, under the source named by ?source=. */
 #include "api/api.h"
+#include "api/csvimport.h"
 #include "collect/hostbatch.h"
 #include "core/observation.h"
 #include "core/status.h"
@@ -66,19 +67,6 @@ static void normalize(const char *in, char *out, size_t len)
     out[j] = '\0';
 }
 
-struct gimport {
-    json_t *errors;
-    size_t nerr;
-};
-
-static void row_error(struct gimport *im, size_t line, const char *column, const char *reason)
-{
-    im->nerr++;
-    if (json_array_size(im->errors) < 1000)
-        json_array_append_new(im->errors, json_pack("{s:I, s:s, s:s}", "line", (json_int_t)line,
-                                                    "column", column, "reason", reason));
-}
-
 /* Maps header columns to fields: explicit map.FIELD params first, then
  * aliases. Returns false after replying 400. */
 static bool map_header_or_reply(struct req *r, const struct csv *c, int col_of[C__N])
@@ -118,8 +106,8 @@ static bool map_header_or_reply(struct req *r, const struct csv *c, int col_of[C
 }
 
 /* Copies a bounded, valid text cell; false (error recorded) otherwise. */
-static bool cell(struct gimport *im, const struct csv *c, int col, const char *name, char *dst,
-                 size_t cap, bool required)
+static bool cell(struct import_report *im, const struct csv *c, int col, const char *name,
+                 char *dst, size_t cap, bool required)
 {
     const char *v = col >= 0 && (size_t)col < c->nfields ? c->fields[col] : "";
 
@@ -127,11 +115,11 @@ static bool cell(struct gimport *im, const struct csv *c, int col, const char *n
         v++;
     if (*v == '\0' || gi_is_placeholder(v)) {
         if (required)
-            row_error(im, c->record_line, name, "required");
+            import_problem(im, c->record_line, name, name, "required");
         return !required;
     }
     if (strlen(v) >= cap || !gi_text_ok(v)) {
-        row_error(im, c->record_line, name, "too long, or not text");
+        import_problem(im, c->record_line, name, name, "too long, or not text");
         return false;
     }
     gi_strlcpy(dst, v, cap);
@@ -141,7 +129,7 @@ static bool cell(struct gimport *im, const struct csv *c, int col, const char *n
 }
 
 /* Reads one data row into a GPU observation. */
-static bool read_row(struct gimport *im, const struct csv *c, const int col_of[C__N],
+static bool read_row(struct import_report *im, const struct csv *c, const int col_of[C__N],
                      struct gi_gpu_obs *g, char *dc, size_t dclen, char *cluster, size_t cllen)
 {
     char num[64] = "", bus[GI_BUS_LEN] = "";
@@ -161,7 +149,8 @@ static bool read_row(struct gimport *im, const struct csv *c, const int col_of[C
         if (gi_parse_int64(num, 0, 4096, &idx) == GI_OK)
             g->index = (int)idx;
         else
-            ok = false, row_error(im, c->record_line, "index", "not a whole number 0..4096");
+            ok = false,
+            import_problem(im, c->record_line, "index", "index", "not a whole number 0..4096");
     }
     num[0] = '\0';
     if (cell(im, c, col_of[C_MEM], "memory_total_mib", num, sizeof num, false) && num[0]) {
@@ -169,12 +158,13 @@ static bool read_row(struct gimport *im, const struct csv *c, const int col_of[C
         if (gi_parse_double(num, 0, 1e9, &mem) == GI_OK)
             g->memory_total_mib = mem;
         else
-            ok = false, row_error(im, c->record_line, "memory_total_mib", "not a number of MiB");
+            ok = false, import_problem(im, c->record_line, "memory_total_mib", "memory_total_mib",
+                                       "not a number of MiB");
     }
     if (cell(im, c, col_of[C_BUS], "pci_bus_id", bus, sizeof bus, false) && bus[0] &&
         gi_pci_normalize(bus, g->pci_bus_id) != 0)
-        ok = false,
-        row_error(im, c->record_line, "pci_bus_id", "not a PCI bus id like 0000:83:00.0");
+        ok = false, import_problem(im, c->record_line, "pci_bus_id", "pci_bus_id",
+                                   "not a PCI bus id like 0000:83:00.0");
     if (g->uuid[0])
         g->vendor = strncmp(g->uuid, "GPU-", 4) == 0 ? GI_VENDOR_NVIDIA : GI_VENDOR_UNKNOWN;
     return ok;
@@ -182,52 +172,25 @@ static bool read_row(struct gimport *im, const struct csv *c, const int col_of[C
 
 void api_gpus_import(struct req *r)
 {
-    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE), *source = NULL;
-    struct gimport im = {json_array(), 0};
+    const char *source = NULL;
+    struct import_report im;
     struct gi_obs_set set = {0};
     struct gi_batch *b = NULL;
     struct store_ingest_result *ir = NULL;
     json_t *seen = json_object(), *hostdc = json_object();
     int col_of[C__N];
     struct csv c;
-    size_t rows = 0, nb = 0;
-    bool dry = false;
+    size_t nb = 0;
     int64_t sid;
     int st;
 
-    csv_init(&c, r->body ? r->body : "", r->body_len);
-    if (!req_param_bool_or_reply(r, "dry_run", &dry) ||
-        !req_param_str_or_reply(r, "source", 63, &source))
+    if (!import_open_or_reply(r, &c, &im) || !req_param_str_or_reply(r, "source", 63, &source))
         goto cleanup;
-    if (ct == NULL || strncmp(ct, "text/csv", 8) != 0) {
-        reply_error(r, 415, "unsupported_media_type", NULL,
-                    "the body must be CSV (Content-Type: text/csv)");
-        goto cleanup;
-    }
-    if ((st = csv_next(&c)) != 1) {
-        reply_error(r, 400, "invalid_csv", NULL, "line 1: %s",
-                    st == 0 ? "the file is empty; a header row is required" : c.error);
-        goto cleanup;
-    }
     if (!map_header_or_reply(r, &c, col_of))
         goto cleanup;
-    while ((st = csv_next(&c)) != 0) {
+    while ((st = import_next_row_or_reply(r, &c, &im, GPU_IMPORT_MAX_ROWS)) == 1) {
         struct gi_gpu_obs *g;
         char dc[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
-        bool empty = true;
-        if (st < 0) {
-            row_error(&im, c.record_line, "", c.error);
-            break;
-        }
-        for (size_t i = 0; i < c.nfields; i++)
-            empty = empty && c.fields[i][0] == '\0';
-        if (empty)
-            continue;
-        if (++rows > GPU_IMPORT_MAX_ROWS) {
-            reply_error(r, 413, "too_large", NULL, "more than %d rows in one import",
-                        GPU_IMPORT_MAX_ROWS);
-            goto cleanup;
-        }
         if ((g = gi_obs_add_gpu(&set)) == NULL) {
             reply_error(r, 500, "internal", NULL, "out of memory");
             goto cleanup;
@@ -235,7 +198,8 @@ void api_gpus_import(struct req *r)
         if (!read_row(&im, &c, col_of, g, dc, sizeof dc, cluster, sizeof cluster))
             continue;
         if (json_object_get(seen, g->uuid)) {
-            row_error(&im, c.record_line, "uuid", "the same GPU appears twice in this file");
+            import_problem(&im, c.record_line, "uuid", "uuid",
+                           "the same GPU appears twice in this file");
             continue;
         }
         json_object_set_new(seen, g->uuid, json_integer((json_int_t)c.record_line));
@@ -243,21 +207,8 @@ void api_gpus_import(struct req *r)
             json_object_set_new(hostdc, g->hostname,
                                 json_pack("{s:s, s:s}", "dc", dc, "cluster", cluster));
     }
-    if (im.nerr > 0) {
-        reply_json(r, 422,
-                   json_pack("{s:{s:s, s:s}, s:b, s:I, s:I, s:O}", "error", "code",
-                             "validation_failed", "message",
-                             "the file has invalid rows; nothing was imported", "valid", 0, "rows",
-                             (json_int_t)rows, "error_count", (json_int_t)im.nerr, "errors",
-                             im.errors));
+    if (st < 0 || !import_verdict_or_reply(r, &im))
         goto cleanup;
-    }
-    if (dry) {
-        reply_json(r, 200,
-                   json_pack("{s:b, s:b, s:I, s:[]}", "valid", 1, "dry_run", 1, "rows",
-                             (json_int_t)rows, "errors"));
-        goto cleanup;
-    }
     if ((st = store_source_ensure(r->store, source ? source : "spreadsheet", "csv", NULL, NULL,
                                   NULL, &sid)) != GI_OK) {
         reply_status(r, st, "source");
@@ -283,8 +234,8 @@ void api_gpus_import(struct req *r)
         goto cleanup;
     }
     reply_json(r, 201,
-               json_pack("{s:I, s:I, s:b}", "imported", (json_int_t)rows, "hosts", (json_int_t)nb,
-                         "dry_run", 0));
+               json_pack("{s:I, s:I, s:b}", "imported", (json_int_t)im.rows, "hosts",
+                         (json_int_t)nb, "dry_run", 0));
 cleanup:
     free(ir);
     hostbatch_free(b, nb);

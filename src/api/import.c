@@ -4,6 +4,7 @@
  * with any bad row, or with ?dry_run=true, nothing is written and every
  * problem is reported with its line and column. */
 #include "api/api.h"
+#include "api/csvimport.h"
 #include "core/kinds.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -15,23 +16,6 @@
 #include <string.h>
 
 #define IMPORT_MAX_ROWS 50000
-#define IMPORT_MAX_ERRORS 1000
-
-struct import {
-    json_t *errors;
-    size_t nerr;
-};
-
-static void add_error(struct import *im, size_t line, const char *column, const char *field,
-                      const char *reason)
-{
-    im->nerr++;
-    if (json_array_size(im->errors) >= IMPORT_MAX_ERRORS)
-        return;
-    json_array_append_new(im->errors, json_pack("{s:I, s:s, s:s, s:s}", "line", (json_int_t)line,
-                                                "column", column ? column : "", "field",
-                                                field ? field : "", "reason", reason));
-}
 
 /* Resolves a data center name to its id, caching in `cache`. */
 static int dc_by_name(struct store *st, json_t *cache, const char *name, int64_t *id)
@@ -51,8 +35,8 @@ static int dc_by_name(struct store *st, json_t *cache, const char *name, int64_t
 
 /* Builds the JSON object of one row from the header; false (with an error
  * recorded) when a cell cannot be placed. */
-static bool row_object(struct store *st, struct import *im, const struct csv *c, char header[][128],
-                       size_t ncols, json_t *dcs, json_t *obj)
+static bool row_object(struct store *st, struct import_report *im, const struct csv *c,
+                       char header[][128], size_t ncols, json_t *dcs, json_t *obj)
 {
     json_t *md = NULL;
 
@@ -64,9 +48,9 @@ static bool row_object(struct store *st, struct import *im, const struct csv *c,
             int64_t id;
             int rc = dc_by_name(st, dcs, v, &id);
             if (rc != GI_OK) {
-                add_error(im, c->record_line, col, "datacenter_id",
-                          rc == GI_NOT_FOUND ? "no data center has this name"
-                                             : "data center lookup failed");
+                import_problem(im, c->record_line, col, "datacenter_id",
+                               rc == GI_NOT_FOUND ? "no data center has this name"
+                                                  : "data center lookup failed");
                 json_decref(md);
                 return false;
             }
@@ -86,31 +70,18 @@ static bool row_object(struct store *st, struct import *im, const struct csv *c,
 
 void api_resources_import(struct req *r)
 {
-    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-    struct import im = {json_array(), 0};
+    struct import_report im;
     struct csv c;
     char(*header)[128] = NULL;
-    size_t ncols = 0, nrows = 0;
+    size_t ncols = 0;
     json_t *objs = json_array(), *lines = json_array(), *dcs = json_object();
     json_t *seen = json_object();
     struct gi_resource_in *ins = NULL;
     struct store_resource *rows = NULL;
-    bool dry = false;
     int st;
 
-    csv_init(&c, r->body ? r->body : "", r->body_len);
-    if (!req_param_bool_or_reply(r, "dry_run", &dry))
+    if (!import_open_or_reply(r, &c, &im))
         goto cleanup;
-    if (ct == NULL || strncmp(ct, "text/csv", 8) != 0) {
-        reply_error(r, 415, "unsupported_media_type", NULL,
-                    "the body must be CSV (Content-Type: text/csv)");
-        goto cleanup;
-    }
-    if ((st = csv_next(&c)) != 1) {
-        reply_error(r, 400, "invalid_csv", NULL, "line 1: %s",
-                    st == 0 ? "the file is empty; a header row is required" : c.error);
-        goto cleanup;
-    }
     ncols = c.nfields;
     header = calloc(ncols, sizeof *header);
     for (size_t i = 0; header && i < ncols; i++) {
@@ -121,26 +92,10 @@ void api_resources_import(struct req *r)
         for (size_t j = strlen(header[i]); j > 0 && header[i][j - 1] == ' '; j--)
             header[i][j - 1] = '\0';
     }
-    for (;;) {
+    while ((st = import_next_row_or_reply(r, &c, &im, IMPORT_MAX_ROWS)) == 1) {
         json_t *obj;
-        bool empty = true;
-        if ((st = csv_next(&c)) == 0)
-            break;
-        if (st < 0) {
-            add_error(&im, c.record_line, NULL, NULL, c.error);
-            break;
-        }
-        for (size_t i = 0; i < c.nfields; i++)
-            empty = empty && c.fields[i][0] == '\0';
-        if (empty)
-            continue;
-        if (++nrows > IMPORT_MAX_ROWS) {
-            reply_error(r, 413, "too_large", NULL, "more than %d rows in one import",
-                        IMPORT_MAX_ROWS);
-            goto cleanup;
-        }
         if (c.nfields > ncols) {
-            add_error(&im, c.record_line, NULL, NULL, "more cells than header columns");
+            import_problem(&im, c.record_line, NULL, NULL, "more cells than header columns");
             continue;
         }
         obj = json_object();
@@ -151,7 +106,8 @@ void api_resources_import(struct req *r)
             json_decref(obj);
         }
     }
-
+    if (st < 0)
+        goto cleanup;
     ins = calloc(json_array_size(objs) + 1, sizeof *ins);
     rows = calloc(json_array_size(objs) + 1, sizeof *rows);
     if (!ins || !rows || !header) {
@@ -164,55 +120,39 @@ void api_resources_import(struct req *r)
         char key[512];
         st = api_resource_check(r->store, json_array_get(objs, i), true, &ins[i], &err);
         if (st != GI_OK) {
-            add_error(&im, line, err.field, err.field,
-                      st == GI_INVALID ? err.message : "validation failed");
+            import_problem(&im, line, err.field, err.field,
+                           st == GI_INVALID ? err.message : "validation failed");
             continue;
         }
         snprintf(key, sizeof key, "%lld/%s/%s", (long long)ins[i].datacenter_id, ins[i].kind,
                  ins[i].name);
         if (json_object_get(seen, key)) {
-            add_error(&im, line, "name", "name", "the same resource appears twice in this file");
+            import_problem(&im, line, "name", "name",
+                           "the same resource appears twice in this file");
             continue;
         }
         json_object_set_new(seen, key, json_integer((json_int_t)line));
         api_resource_to_store(&ins[i], &rows[i]);
     }
-    if (im.nerr > 0) {
-        reply_json(r, 422,
-                   json_pack("{s:{s:s, s:s}, s:b, s:I, s:I, s:O}", "error", "code",
-                             "validation_failed", "message",
-                             "the file has invalid rows; nothing was imported", "valid", 0, "rows",
-                             (json_int_t)nrows, "error_count", (json_int_t)im.nerr, "errors",
-                             im.errors));
+    if (!import_verdict_or_reply(r, &im))
         goto cleanup;
-    }
-    if (dry) {
-        reply_json(r, 200,
-                   json_pack("{s:b, s:b, s:I, s:[]}", "valid", 1, "dry_run", 1, "rows",
-                             (json_int_t)nrows, "errors"));
-        goto cleanup;
-    }
     {
         size_t bad_i = 0;
         st = store_res_import(r->store, r->who.name, rows, json_array_size(objs), &bad_i);
         if (st == GI_CONFLICT || st == GI_NOT_FOUND) {
             size_t line = (size_t)json_integer_value(json_array_get(lines, bad_i));
-            add_error(&im, line, st == GI_CONFLICT ? "name" : "datacenter_id",
-                      st == GI_CONFLICT ? "name" : "datacenter_id",
-                      st == GI_CONFLICT ? "a resource with this kind and name already exists in "
-                                          "the data center"
-                                        : "data center not found");
-            reply_json(r, 409,
-                       json_pack("{s:{s:s, s:s}, s:b, s:I, s:I, s:O}", "error", "code", "conflict",
-                                 "message",
-                                 "a row conflicts with existing records; nothing was imported",
-                                 "valid", 0, "rows", (json_int_t)nrows, "error_count",
-                                 (json_int_t)im.nerr, "errors", im.errors));
+            import_problem(&im, line, st == GI_CONFLICT ? "name" : "datacenter_id",
+                           st == GI_CONFLICT ? "name" : "datacenter_id",
+                           st == GI_CONFLICT
+                               ? "a resource with this kind and name already exists in "
+                                 "the data center"
+                               : "data center not found");
+            import_conflict_reply(r, &im);
         } else if (st != GI_OK) {
             reply_status(r, st, "import");
         } else {
             reply_json(r, 201,
-                       json_pack("{s:I, s:b}", "imported", (json_int_t)nrows, "dry_run", 0));
+                       json_pack("{s:I, s:b}", "imported", (json_int_t)im.rows, "dry_run", 0));
         }
     }
 cleanup:

@@ -1,0 +1,96 @@
+/* Shared CSV import steps; see csvimport.h. */
+#include "api/csvimport.h"
+
+#include <string.h>
+
+#define IMPORT_MAX_LISTED 1000
+
+bool import_open_or_reply(struct req *r, struct csv *c, struct import_report *rep)
+{
+    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    int st;
+
+    memset(rep, 0, sizeof *rep);
+    rep->errors = json_array();
+    csv_init(c, r->body ? r->body : "", r->body_len);
+    if (!req_param_bool_or_reply(r, "dry_run", &rep->dry_run))
+        return false;
+    if (ct == NULL || strncmp(ct, "text/csv", 8) != 0) {
+        reply_error(r, 415, "unsupported_media_type", NULL,
+                    "the body must be CSV (Content-Type: text/csv)");
+        return false;
+    }
+    if ((st = csv_next(c)) != 1) {
+        reply_error(r, 400, "invalid_csv", NULL, "line 1: %s",
+                    st == 0 ? "the file is empty; a header row is required" : c->error);
+        return false;
+    }
+    return true;
+}
+
+int import_next_row_or_reply(struct req *r, struct csv *c, struct import_report *rep,
+                             size_t max_rows)
+{
+    for (;;) {
+        bool blank = true;
+        int st = csv_next(c);
+        if (st == 0)
+            return 0;
+        if (st < 0) {
+            import_problem(rep, c->record_line, NULL, NULL, c->error);
+            return 0;
+        }
+        for (size_t i = 0; i < c->nfields; i++)
+            blank = blank && c->fields[i][0] == '\0';
+        if (blank)
+            continue;
+        if (++rep->rows > max_rows) {
+            reply_error(r, 413, "too_large", NULL, "more than %zu rows in one import", max_rows);
+            return -1;
+        }
+        return 1;
+    }
+}
+
+void import_problem(struct import_report *rep, size_t line, const char *column, const char *field,
+                    const char *reason)
+{
+    rep->nerr++;
+    if (json_array_size(rep->errors) >= IMPORT_MAX_LISTED)
+        return;
+    json_array_append_new(rep->errors, json_pack("{s:I, s:s, s:s, s:s}", "line", (json_int_t)line,
+                                                 "column", column ? column : "", "field",
+                                                 field ? field : "", "reason", reason));
+}
+
+/* The shared body of 422 and 409 replies. */
+static void problems_reply(struct req *r, unsigned status, const char *code, const char *msg,
+                           const struct import_report *rep)
+{
+    reply_json(r, status,
+               json_pack("{s:{s:s, s:s}, s:b, s:I, s:I, s:O}", "error", "code", code, "message",
+                         msg, "valid", 0, "rows", (json_int_t)rep->rows, "error_count",
+                         (json_int_t)rep->nerr, "errors", rep->errors));
+}
+
+bool import_verdict_or_reply(struct req *r, const struct import_report *rep)
+{
+    if (rep->nerr > 0) {
+        problems_reply(r, 422, "validation_failed",
+                       "the file has invalid rows; nothing was imported", rep);
+        return false;
+    }
+    if (rep->dry_run) {
+        reply_json(r, 200,
+                   json_pack("{s:b, s:b, s:I, s:[]}", "valid", 1, "dry_run", 1, "rows",
+                             (json_int_t)rep->rows, "errors"));
+        return false;
+    }
+    return true;
+}
+
+void import_conflict_reply(struct req *r, const struct import_report *rep)
+{
+    problems_reply(r, 409, "conflict",
+                   "a row conflicts with existing records; nothing was imported", rep);
+}
