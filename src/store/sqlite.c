@@ -1015,29 +1015,49 @@ int store_session_delete(struct store *st, const char *hash)
     return rc;
 }
 
-/* ---- audit ---- */
+/* Binds one list's filters to a statement (count or page). */
+typedef void (*filter_binder)(sqlite3_stmt *s, const void *filter);
 
-int store_audit_list(struct store *st, const struct store_audit_filter *f,
-                     const struct store_page *pg, json_t **items, int64_t *total)
+/* A list page and its total: the count and the page statement get the
+ * same filter bindings, in one read transaction so they agree. */
+static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, filter_binder bind,
+                     const void *filter, const struct store_page *pg, json_t **items,
+                     int64_t *total)
 {
     struct conn *c = conn_get(st);
     sqlite3_stmt *s;
     int rc = GI_INTERNAL;
 
+    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
     for (int pass = 0; pass < 2; pass++) {
-        if (!(s = prep(c, pass == 0 ? ST_AUDIT_COUNT : ST_AUDIT_LIST)))
+        if (!(s = prep(c, pass == 0 ? count : list)))
             goto cleanup;
-        bind_text(s, ":entity", f->entity);
-        bind_int(s, ":eid", f->entity_id);
-        bind_text(s, ":actor", f->actor);
+        bind(s, filter);
         bind_page(s, pg);
         rc = pass == 0 ? fetch_int(c, s, total) : collect(c, s, items);
         if (rc != GI_OK)
             goto cleanup;
     }
 cleanup:
+    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     conn_put(st, c);
     return rc;
+}
+
+/* ---- audit ---- */
+
+static void bind_audit_filter(sqlite3_stmt *s, const void *filter)
+{
+    const struct store_audit_filter *f = filter;
+    bind_text(s, ":entity", f->entity);
+    bind_int(s, ":eid", f->entity_id);
+    bind_text(s, ":actor", f->actor);
+}
+
+int store_audit_list(struct store *st, const struct store_audit_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total)
+{
+    return list_page(st, ST_AUDIT_COUNT, ST_AUDIT_LIST, bind_audit_filter, f, pg, items, total);
 }
 
 /* ---- data centers ---- */
@@ -1084,26 +1104,13 @@ cleanup:
     return rc;
 }
 
+static void bind_dc_filter(sqlite3_stmt *s, const void *q) { bind_like(s, ":q", q); }
+
 int store_dc_list(struct store *st, const char *q, const struct store_page *pg, json_t **items,
                   int64_t *total)
 {
-    struct conn *c = conn_get(st);
     enum stmt_id list = !pg->sort ? ST_DC_LIST_ID : pg->desc ? ST_DC_LIST_DESC : ST_DC_LIST_ASC;
-    sqlite3_stmt *s;
-    int rc = GI_INTERNAL;
-
-    for (int pass = 0; pass < 2; pass++) {
-        if (!(s = prep(c, pass == 0 ? ST_DC_COUNT : list)))
-            goto cleanup;
-        bind_like(s, ":q", q);
-        bind_page(s, pg);
-        rc = pass == 0 ? fetch_int(c, s, total) : collect(c, s, items);
-        if (rc != GI_OK)
-            goto cleanup;
-    }
-cleanup:
-    conn_put(st, c);
-    return rc;
+    return list_page(st, ST_DC_COUNT, list, bind_dc_filter, q, pg, items, total);
 }
 
 int store_dc_get(struct store *st, int64_t id, json_t **out)
@@ -2339,8 +2346,9 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
     return store_ingest_many(st, source_id, b, 1, res);
 }
 
-static void bind_gpu_filter(sqlite3_stmt *s, const struct store_gpu_filter *f)
+static void bind_gpu_filter(sqlite3_stmt *s, const void *filter)
 {
+    const struct store_gpu_filter *f = filter;
     bind_text(s, ":host", f->host);
     bind_text(s, ":cluster", f->cluster);
     bind_text(s, ":model", f->model);
@@ -2355,22 +2363,7 @@ static void bind_gpu_filter(sqlite3_stmt *s, const struct store_gpu_filter *f)
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s;
-    int rc = GI_INTERNAL;
-
-    for (int pass = 0; pass < 2; pass++) {
-        if (!(s = prep(c, pass == 0 ? ST_GPU_COUNT : ST_GPU_LIST)))
-            goto cleanup;
-        bind_gpu_filter(s, f);
-        bind_page(s, pg);
-        rc = pass == 0 ? fetch_int(c, s, total) : collect(c, s, items);
-        if (rc != GI_OK)
-            goto cleanup;
-    }
-cleanup:
-    conn_put(st, c);
-    return rc;
+    return list_page(st, ST_GPU_COUNT, ST_GPU_LIST, bind_gpu_filter, f, pg, items, total);
 }
 
 int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out)
@@ -2730,8 +2723,9 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
     return rc;
 }
 
-static void bind_k8s_filter(sqlite3_stmt *s, const struct store_k8s_filter *f)
+static void bind_k8s_filter(sqlite3_stmt *s, const void *filter)
 {
+    const struct store_k8s_filter *f = filter;
     bind_text(s, ":cluster", f->cluster);
     bind_text(s, ":node", f->node);
     bind_text(s, ":ns", f->ns);
@@ -2755,20 +2749,5 @@ int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t *
 int store_k8s_pods(struct store *st, const struct store_k8s_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s;
-    int rc = GI_INTERNAL;
-
-    for (int pass = 0; pass < 2; pass++) {
-        if (!(s = prep(c, pass == 0 ? ST_K8S_PODS_COUNT : ST_K8S_PODS)))
-            goto cleanup;
-        bind_k8s_filter(s, f);
-        bind_page(s, pg);
-        rc = pass == 0 ? fetch_int(c, s, total) : collect(c, s, items);
-        if (rc != GI_OK)
-            goto cleanup;
-    }
-cleanup:
-    conn_put(st, c);
-    return rc;
+    return list_page(st, ST_K8S_PODS_COUNT, ST_K8S_PODS, bind_k8s_filter, f, pg, items, total);
 }
