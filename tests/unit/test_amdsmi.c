@@ -10,38 +10,15 @@
 
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "core/status.h"
 #include "parse/amdsmi.h"
 
 #define NUM(a, b) assert_float_equal((a), (b), 1e-9)
 #define ABSENT(x) assert_true(isnan(x))
 
-/* Reads tests/fixtures/amd/<name>, located from this file's path.
- * Caller frees; *len excludes the terminating NUL. */
-static char *fixture(const char *name, size_t *len)
-{
-    char path[1024];
-    const char *src = __FILE__;
-    const char *cut = strstr(src, "unit/test_amdsmi.c");
-    FILE *f;
-    char *buf;
-    long n;
-
-    assert_non_null(cut);
-    snprintf(path, sizeof path, "%.*sfixtures/amd/%s", (int)(cut - src), src, name);
-    f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
+static char *fixture(const char *name, size_t *len) { return unit_fixture("amd", name, len); }
 
 static void expect_error(int rc, const char *err, int want_rc, const char *want)
 {

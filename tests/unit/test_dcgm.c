@@ -7,6 +7,8 @@
 
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "core/status.h"
 #include "parse/dcgm.h"
 #include "parse/promapi.h"
@@ -20,31 +22,7 @@
 /* Doubles computed from decimal text compare within a rounding step. */
 #define assert_near(a, b) assert_true(fabs((a) - (b)) <= 1e-9 * (fabs(b) + 1))
 
-/* Reads tests/fixtures/prom/<name>; caller frees. */
-static char *fixture(const char *name, size_t *len)
-{
-    char path[1024];
-    const char *slash = strrchr(__FILE__, '/');
-    int dirlen = slash ? (int)(slash - __FILE__) : 1;
-    FILE *f;
-    char *buf;
-    long n;
-
-    snprintf(path, sizeof path, "%.*s/../fixtures/prom/%s", dirlen, slash ? __FILE__ : ".", name);
-    f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
-    assert_true(n >= 0);
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
+static char *fixture(const char *name, size_t *len) { return unit_fixture("prom", name, len); }
 
 /* Runs a fixture (text, or API JSON when the name ends in .json)
  * through the consumer into set. */

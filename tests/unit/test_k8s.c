@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "core/status.h"
 #include "core/util.h"
 #include "parse/k8s.h"
@@ -14,31 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads tests/fixtures/k8s/<name>, found next to this source file. */
-static char *slurp(const char *name, size_t *len)
-{
-    char path[1024];
-    const char *slash = strrchr(__FILE__, '/');
-    int dir = slash ? (int)(slash - __FILE__) : 1;
-    FILE *f;
-    char *buf;
-    long n;
-
-    snprintf(path, sizeof path, "%.*s/../fixtures/k8s/%s", dir, slash ? __FILE__ : ".", name);
-    f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
-    assert_true(n > 0);
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
+static char *slurp(const char *name, size_t *len) { return unit_fixture("k8s", name, len); }
 
 /* ---- Quantities ------------------------------------------------------ */
 

@@ -7,6 +7,8 @@
 
 #include <cmocka.h>
 
+#include "unit.h"
+
 #include "core/status.h"
 #include "parse/promapi.h"
 #include "parse/promtext.h"
@@ -66,32 +68,7 @@ static int collect(void *ctx, const struct prom_sample *s, struct prom_error *er
     return GI_OK;
 }
 
-/* Reads tests/fixtures/prom/<name> (located from this file's path);
- * caller frees. */
-static char *fixture(const char *name, size_t *len)
-{
-    char path[1024];
-    const char *slash = strrchr(__FILE__, '/');
-    int dirlen = slash ? (int)(slash - __FILE__) : 1;
-    FILE *f;
-    char *buf;
-    long n;
-
-    snprintf(path, sizeof path, "%.*s/../fixtures/prom/%s", dirlen, slash ? __FILE__ : ".", name);
-    f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
-    assert_true(n >= 0);
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
+static char *fixture(const char *name, size_t *len) { return unit_fixture("prom", name, len); }
 
 static int parse_str(const char *text, struct sink *k, struct prom_error *err)
 {
