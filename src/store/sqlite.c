@@ -666,6 +666,24 @@ static int fetch_int(struct conn *c, sqlite3_stmt *s, int64_t *out)
     return st;
 }
 
+/* Runs one statement with at most one integer parameter (name NULL for
+ * none) on a borrowed connection and collects its rows. */
+static int collect_with(struct store *st, enum stmt_id id, const char *name, int64_t v,
+                        json_t **items)
+{
+    struct conn *c = conn_get(st);
+    sqlite3_stmt *s = prep(c, id);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        if (name)
+            bind_int(s, name, v);
+        rc = collect(c, s, items);
+    }
+    conn_put(st, c);
+    return rc;
+}
+
 /* Appends an audit row inside the caller's transaction. */
 static int audit(struct conn *c, const char *actor, const char *action, const char *entity,
                  int64_t id, const json_t *before, const json_t *after)
@@ -871,11 +889,7 @@ cleanup:
 
 int store_token_list(struct store *st, json_t **items)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_TOKEN_LIST);
-    int rc = s ? collect(c, s, items) : GI_INTERNAL;
-    conn_put(st, c);
-    return rc;
+    return collect_with(st, ST_TOKEN_LIST, NULL, 0, items);
 }
 
 int store_token_revoke(struct store *st, const char *actor, int64_t id)
@@ -1724,16 +1738,7 @@ cleanup:
 
 int store_res_allocations(struct store *st, int64_t id, json_t **items)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_ALLOC_HISTORY);
-    int rc = GI_INTERNAL;
-
-    if (s) {
-        bind_int(s, ":id", id);
-        rc = collect(c, s, items);
-    }
-    conn_put(st, c);
-    return rc;
+    return collect_with(st, ST_ALLOC_HISTORY, ":id", id, items);
 }
 
 int store_alloc_bulk(struct store *st, const char *actor, const struct store_alloc_req *req,
@@ -2407,16 +2412,7 @@ cleanup:
 
 int store_source_list(struct store *st, int64_t stale_before, json_t **items)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_SOURCE_LIST);
-    int rc = GI_INTERNAL;
-
-    if (s) {
-        bind_int(s, ":stale", stale_before);
-        rc = collect(c, s, items);
-    }
-    conn_put(st, c);
-    return rc;
+    return collect_with(st, ST_SOURCE_LIST, ":stale", stale_before, items);
 }
 
 static int src_get(struct conn *c, int64_t id, int64_t stale_before, json_t **out)
@@ -2562,16 +2558,7 @@ cleanup:
 
 int store_source_due(struct store *st, int64_t now, json_t **items)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_SRC_DUE);
-    int rc = GI_INTERNAL;
-
-    if (s) {
-        bind_int(s, ":now", now);
-        rc = collect(c, s, items);
-    }
-    conn_put(st, c);
-    return rc;
+    return collect_with(st, ST_SRC_DUE, ":now", now, items);
 }
 
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus)
