@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Agent cost on a host with 8 GPUs at the default intervals (10 s readings,
-# 60 s pushes): RSS and CPU share over a measured window, for the NVML path
+# 60 s pushes), of the standalone gpuinv-agent binary: RSS (and its peak)
+# and CPU share over a measured window, for the NVML path
 # (the stand-in libnvidia-ml.so.1) next to the nvidia-smi fallback path
 # (a stand-in nvidia-smi printing recorded output), measured in the same run.
 # Usage: bench/agent.sh [SECONDS]   (default 180; needs build/gpuinv)
@@ -18,17 +19,18 @@ url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
 ptoken=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
 
-FAKE_NVML_CONFIG=tests/fake-nvml/h100x8.json build/gpuinv agent --server "$url" --token "$ptoken" \
+FAKE_NVML_CONFIG=tests/fake-nvml/h100x8.json build/gpuinv-agent --server "$url" --token "$ptoken" \
   --nvml build/fake-nvml/libnvidia-ml.so.1 --spool "$work/s1" --hostname bench-nvml 2>/dev/null &
 nvml=$!
 pids+=($nvml)
-build/gpuinv agent --server "$url" --token "$ptoken" --collector nvidia-smi \
+build/gpuinv-agent --server "$url" --token "$ptoken" --collector nvidia-smi \
   --nvidia-smi tests/fixtures/bin/nvidia-smi --spool "$work/s2" --hostname bench-smi 2>/dev/null &
 smi=$!
 pids+=($smi)
 sleep 2
 ticks=$(getconf CLK_TCK)
-# CPU of a process and its reaped children (the nvidia-smi path forks).
+# CPU of a process and its reaped children (the spool sender and, on the
+# nvidia-smi path, nvidia-smi itself run as children).
 cpu() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
 a0=$(cpu $nvml); b0=$(cpu $smi); t0=$(date +%s.%N)
 sleep "$secs"

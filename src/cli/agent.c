@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char agent_usage[] =
@@ -67,6 +68,7 @@ struct agent {
     struct gi_host_obs host;
     struct gi_obs_set last; /* newest discovery: identity and processes */
     uint64_t seq;
+    pid_t sender;    /* the process sending the spool, 0 when none */
     char run_id[24]; /* random per process: batch ids never repeat across runs */
     unsigned fails;
 };
@@ -148,15 +150,22 @@ static char *make_batch(struct agent *a)
 }
 
 /* Sends spooled batches oldest first until the spool is empty or the
- * server is unreachable. Returns the number of batches still waiting. */
+ * server is unreachable. Returns the number of batches still waiting.
+ * libcurl is loaded only for the send and unloaded after it, so the agent
+ * between sends holds little more than its readings. */
 static size_t drain(struct agent *a)
 {
     uint64_t seq, bytes;
     char *data = NULL, err[512];
     size_t len, count = 0;
-    int got;
+    int got = 0;
 
-    while ((got = spool_peek(&a->sp, &seq, &data, &len)) == 1) {
+    if (push_global_init() != 0) {
+        a->fails++;
+        spool_stat(&a->sp, &count, &bytes);
+        return count;
+    }
+    while (!stopping && (got = spool_peek(&a->sp, &seq, &data, &len)) == 1) {
         enum push_result pr = push_send(a->server, a->token, data, len, 30, err, sizeof err);
         free(data);
         data = NULL;
@@ -174,10 +183,55 @@ static size_t drain(struct agent *a)
         gi_warn("push failed (%s); batch %" PRIu64 " stays spooled", err, seq);
         break;
     }
+    push_global_cleanup();
     if (got < 0)
         gi_error("cannot read spool %s: %s", a->spool_dir, strerror(errno));
     spool_stat(&a->sp, &count, &bytes);
     return count;
+}
+
+/* Starts a child process that sends the spool and exits: the agent itself
+ * never loads libcurl and its dependencies, which are most of its memory
+ * while sending, and a slow server cannot delay readings. The child exits
+ * 0 when the spool is empty, 1 when a push failed and batches wait. */
+static void sender_start(struct agent *a)
+{
+    pid_t pid;
+
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        gi_warn("cannot start the sender: %s; sending from the agent", strerror(errno));
+        drain(a);
+        return;
+    }
+    if (pid == 0) {
+        size_t left = drain(a);
+        _exit(left > 0 && a->fails > 0 ? 1 : 0);
+    }
+    a->sender = pid;
+}
+
+/* Reaps a finished sender (waiting for it when block); true when it was
+ * reaped, with the push failure count updated. */
+static bool sender_reap(struct agent *a, bool block)
+{
+    int status = 0;
+    pid_t got;
+
+    if (a->sender == 0)
+        return false;
+    do {
+        got = waitpid(a->sender, &status, block ? 0 : WNOHANG);
+    } while (got < 0 && errno == EINTR);
+    if (got == 0)
+        return false;
+    a->sender = 0;
+    if (got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        a->fails = 0;
+    else
+        a->fails++;
+    return true;
 }
 
 /* Seconds to wait after `fails` failed pushes: exponential from the push
@@ -254,20 +308,25 @@ static int run(struct agent *a)
             emit(a);
             next_push = now + a->push_interval;
         }
-        if (!a->print && now >= next_send) {
-            size_t left = drain(a);
-            next_send = left > 0 && a->fails > 0 ? now + backoff(a) : next_push;
+        if (!a->print && a->sender == 0 && now >= next_send) {
+            sender_start(a);
+            next_send = INT64_MAX; /* set when the sender finishes */
         }
+        if (sender_reap(a, false))
+            next_send = a->fails > 0 ? now + backoff(a) : next_push;
         {
             int64_t wake = next_read < next_push ? next_read : next_push;
             if (!a->print && next_send < wake)
                 wake = next_send;
+            if (a->sender && wake > now + 1)
+                wake = now + 1; /* look for the sender's end every second */
             if (wake > now)
                 nap(wake - now);
         }
     }
     /* Keep what was read since the last push: spool it for the next run. */
     gi_info("stopping: spooling the current interval");
+    sender_reap(a, true);
     emit(a);
     return 0;
 }
@@ -430,11 +489,9 @@ int cli_agent(int argc, char **argv)
         gi_hex(rnd, sizeof rnd, a.run_id);
         srand((unsigned)(rnd[0] | rnd[1] << 8 | rnd[2] << 16));
     }
-    push_global_init();
     code = run(&a);
     collector_close(&a.col);
     summary_free(&a.sum);
     gi_obs_free(&a.last);
-    push_global_cleanup();
     return code;
 }

@@ -1,7 +1,7 @@
 /* Bounded HTTP GET; see httpget.h. */
 #include "collect/httpget.h"
+#include "collect/curlso.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +40,7 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
 int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *len, long *status,
             char *err, size_t errlen)
 {
-    CURL *c = curl_easy_init();
+    CURL *c = curlso ? curlso->easy_init() : NULL;
     struct curl_slist *h = NULL;
     struct sink s = {.max = o->max_bytes};
     char auth[4200];
@@ -51,44 +51,44 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
     *len = 0;
     *status = 0;
     if (c == NULL) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, curlso ? "out of memory" : "libcurl is not loaded");
         return -1;
     }
     if (o->bearer && *o->bearer) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->bearer);
-        h = curl_slist_append(h, auth);
+        h = curlso->slist_append(h, auth);
     }
-    h = curl_slist_append(h, "Accept: application/json, text/plain;q=0.9, */*;q=0.5");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 30L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuinv");
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+    h = curlso->slist_append(h, "Accept: application/json, text/plain;q=0.9, */*;q=0.5");
+    curlso->easy_setopt(c, CURLOPT_URL, url);
+    curlso->easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curlso->easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 30L);
+    curlso->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    curlso->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curlso->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curlso->easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curlso->easy_setopt(c, CURLOPT_USERAGENT, "gpuinv");
+    curlso->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curlso->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
     if (o->ca_file && *o->ca_file)
-        curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
+        curlso->easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
     if (o->insecure) {
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
-    cc = curl_easy_perform(c);
+    cc = curlso->easy_perform(c);
     if (s.too_large) {
         snprintf(err, errlen, "the answer is larger than %zu bytes", o->max_bytes);
     } else if (cc != CURLE_OK) {
-        snprintf(err, errlen, "%s", curl_easy_strerror(cc));
+        snprintf(err, errlen, "%s", curlso->easy_strerror(cc));
     } else {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        curlso->easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
         *body = s.p ? s.p : calloc(1, 1);
         *len = s.len;
         s.p = NULL;
         rc = *body ? 0 : -1;
     }
     free(s.p);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    curlso->slist_free_all(h);
+    curlso->easy_cleanup(c);
     return rc;
 }

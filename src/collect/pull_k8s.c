@@ -2,6 +2,7 @@
  * GPU capacity) and Pods (GPU and MIG requests), listed in pages with
  * limit/continue; a listing whose continue token expired (410) is started
  * again once. */
+#include "collect/curlso.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
 #include "core/log.h"
@@ -10,7 +11,6 @@
 #include "parse/k8s.h"
 #include "store/store.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,14 +51,14 @@ static int get_page(struct k8s_pull *k, const char *path, const char *cont, char
     char url[6000], *tok = NULL;
 
     pull_http_opts(k->cfg, &o, K8S_MAX_BODY);
-    if (cont && *cont && (tok = curl_easy_escape(NULL, cont, 0)) == NULL) {
+    if (cont && *cont && (tok = curlso->easy_escape(NULL, cont, 0)) == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     snprintf(url, sizeof url, "%s%s%s?limit=%lld%s%s", k->base,
              k->base[strlen(k->base) - 1] == '/' ? "" : "/", path, (long long)k->page_size,
              tok ? "&continue=" : "", tok ? tok : "");
-    curl_free(tok);
+    curlso->free(tok);
     return httpget(url, &o, body, len, status, err, errlen);
 }
 

@@ -1,6 +1,7 @@
 /* Pulling dcgm-exporter metrics: straight from an exporter's /metrics
  * (text format), or from a Prometheus server that scrapes exporters (HTTP
  * API instant query). Both feed the same dcgm consumer. */
+#include "collect/curlso.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
 #include "core/observation.h"
@@ -10,7 +11,6 @@
 #include "parse/promapi.h"
 #include "parse/promtext.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,14 +104,14 @@ int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, 
     size_t len;
     int rc;
 
-    q = curl_easy_escape(NULL, query && *query ? query : DEFAULT_QUERY, 0);
+    q = curlso->easy_escape(NULL, query && *query ? query : DEFAULT_QUERY, 0);
     if (q == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     snprintf(url, sizeof url, "%s%sapi/v1/query?query=%s", base,
              base[strlen(base) - 1] == '/' ? "" : "/", q);
-    curl_free(q);
+    curlso->free(q);
     if (fetch(url, cfg, &body, &len, err, errlen) != 0)
         return -1;
     dcgm_begin(&d, set);

@@ -56,6 +56,32 @@ test('--once reads the stand-in NVML through dlopen and pushes', async () => {
   assert.equal(readdirSync(spool).filter((f) => f.endsWith('.json')).length, 0, 'spool drained');
 });
 
+test('the standalone gpuinv-agent binary does the same', async () => {
+  const lean = path.join(path.dirname(BIN), 'gpuinv-agent');
+  const r = spawnSync(lean, ['--server', s.url, '--token', token, '--once', '--nvml', FAKE, '--spool', tempDir('spool-'), '--hostname', 'lean-01'],
+    { env: { ...process.env, FAKE_NVML_CONFIG: H100 }, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal((await s.api('GET', '/api/v1/gpus?host=lean-01')).json.total, 8);
+});
+
+test('a running agent keeps reading while a child process sends its spool', async () => {
+  const spool = tempDir('spool-');
+  const child = spawn(BIN, ['agent', '--server', s.url, '--token', token, '--nvml', FAKE, '--spool', spool, '--interval', '1', '--push-interval', '2', '--hostname', 'live-01'], { env: { ...process.env, FAKE_NVML_CONFIG: H100 } });
+  try {
+    const end = Date.now() + 15000;
+    let g;
+    while (Date.now() < end) {
+      g = (await s.api('GET', '/api/v1/gpus?host=live-01')).json;
+      if (g.total === 8 && g.items.every((x) => x.sample_at)) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    assert.equal(g.total, 8);
+  } finally {
+    child.kill('SIGTERM');
+    assert.equal(await new Promise((r) => child.on('exit', (c) => r(c))), 0);
+  }
+});
+
 test('MIG instances are reported as children of their GPU', async () => {
   const r = agent(['--server', s.url, '--token', token, '--once', '--nvml', FAKE, '--spool', tempDir('spool-'), '--hostname', 'mig-01'], { FAKE_NVML_CONFIG: MIG });
   assert.equal(r.code, 0, r.err);
