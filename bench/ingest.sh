@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Push-API ingest throughput next to a raw SQLite bulk insert of the same rows.
-# Usage: bench/ingest.sh [THREADS] [BATCHES_PER_THREAD]; needs build/gpuinv.
+# Usage: bench/ingest.sh [THREADS] [BATCHES_PER_THREAD] [columns|objects]; needs build/gpuinv.
+# columns (default) is the form the agent sends; objects has one JSON object per sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}
@@ -15,4 +16,4 @@ for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; slee
 url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
 ptoken=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
-"$work/ingest_bench" "$url" "$ptoken" "$threads" "$per" "$work/ref.db"
+"$work/ingest_bench" "$url" "$ptoken" "$threads" "$per" "$work/ref.db" "${3:-columns}"

@@ -20,6 +20,7 @@
 #define PER_GPU 125
 
 static const char *server, *token;
+static int columnar = 1; /* the form the agent sends; 0: one object per sample */
 static int batches_per_thread;
 static long long base_ts;
 static double *lat;
@@ -48,6 +49,21 @@ static char *make_batch(int h, int b, size_t *len)
                               "\"name\":\"NVIDIA H100 80GB HBM3\",\"serial\":\"S%04d%04d\","
                               "\"pci_bus_id\":\"0000:%02x:00.0\",\"memory_total_mib\":81559}",
                               g ? "," : "", h, g, g, h, g, 0x18 + g);
+    if (columnar) {
+        n += (size_t)snprintf(s + n, cap - n,
+                              "],\"samples\":{\"columns\":[\"time\",\"gpu\",\"util_avg\","
+                              "\"util_max\",\"mem_used_mib\",\"power_avg_w\",\"energy_j\","
+                              "\"temp_c\"],\"rows\":[");
+        for (int k = 0; k < PER_GPU; k++)
+            for (int g = 0; g < GPUS; g++)
+                n += (size_t)snprintf(s + n, cap - n, "%s[%lld,%d,%d.5,%d,%d,%d.25,%d,%d]",
+                                      k || g ? "," : "", base_ts + (long long)b * PER_GPU + k, g,
+                                      (k * 7 + g) % 100, (k * 7 + g) % 100, 1000 + k * 10,
+                                      200 + g, 12000 + k, 40 + g);
+        n += (size_t)snprintf(s + n, cap - n, "]}}");
+        *len = n;
+        return s;
+    }
     n += (size_t)snprintf(s + n, cap - n, "],\"samples\":[");
     for (int k = 0; k < PER_GPU; k++)
         for (int g = 0; g < GPUS; g++)
@@ -169,10 +185,13 @@ int main(int argc, char **argv)
     struct worker *w;
     double t0, el, rate, ref;
 
-    if (argc != 6) {
-        fprintf(stderr, "usage: ingest_bench URL TOKEN THREADS BATCHES_PER_THREAD REF_DB\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr,
+                "usage: ingest_bench URL TOKEN THREADS BATCHES_PER_THREAD REF_DB [columns|objects]\n");
         return 2;
     }
+    if (argc == 7)
+        columnar = strcmp(argv[6], "objects") != 0;
     server = argv[1];
     token = argv[2];
     threads = (int)strtol(argv[3], NULL, 10);
@@ -199,10 +218,10 @@ int main(int argc, char **argv)
     rate = (double)total * GPUS * PER_GPU / el;
     qsort(lat, (size_t)total, sizeof *lat, cmp);
     ref = raw_sqlite(argv[5], threads, batches_per_thread);
-    printf("{\"batches\":%d,\"samples_per_batch\":%d,\"threads\":%d,\"failures\":%d,"
+    printf("{\"format\":\"%s\",\"batches\":%d,\"samples_per_batch\":%d,\"threads\":%d,\"failures\":%d,"
            "\"samples_per_s\":%.0f,\"batch_p50_ms\":%.1f,\"batch_p99_ms\":%.1f,"
            "\"batch_max_ms\":%.1f,\"raw_sqlite_rows_per_s\":%.0f,\"ratio\":%.2f}\n",
-           total, GPUS * PER_GPU, threads, failures, rate, lat[total / 2] * 1e3,
+           columnar ? "columns" : "objects", total, GPUS * PER_GPU, threads, failures, rate, lat[total / 2] * 1e3,
            lat[(int)(total * 0.99)] * 1e3, lat[total - 1] * 1e3, ref, rate / ref);
     return failures ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 #include "collect/batchjson.h"
 
 #include <math.h>
+#include <string.h>
 
 static void put_str(json_t *o, const char *k, const char *v)
 {
@@ -54,19 +55,25 @@ json_t *batchjson_build(const struct gi_batch *b)
         put_int(o, "mig_instance", g->mig_instance);
         json_array_append_new(gpus, o);
     }
+    /* Samples go in columns, the GPU as its index in "gpus": a third of
+     * the bytes of one object per sample, and far cheaper to decode. */
     for (size_t i = 0; i < b->nsamples; i++) {
         const struct gi_sample *x = &b->samples[i];
-        json_t *o = json_pack("{s:I, s:s}", "time", (json_int_t)x->ts, "gpu", x->gpu_uuid);
-        put_num(o, "util_avg", x->util_avg);
-        put_num(o, "util_max", x->util_max);
-        put_num(o, "mem_used_mib", x->mem_used_mib);
-        put_num(o, "power_avg_w", x->power_avg_w);
-        put_num(o, "energy_j", x->energy_j);
-        put_num(o, "temp_c", x->temp_c);
-        put_int(o, "ecc_corrected", x->ecc_corrected);
-        put_int(o, "ecc_uncorrected", x->ecc_uncorrected);
-        put_int(o, "xid", x->xid);
-        json_array_append_new(samples, o);
+        const double d[6] = {x->util_avg,    x->util_max, x->mem_used_mib,
+                             x->power_avg_w, x->energy_j, x->temp_c};
+        const int64_t n[3] = {x->ecc_corrected, x->ecc_uncorrected, x->xid};
+        json_t *row = json_array();
+        size_t g = 0;
+        while (g < b->set.ngpus && strcmp(b->set.gpus[g].uuid, x->gpu_uuid) != 0)
+            g++;
+        json_array_append_new(row, json_integer((json_int_t)x->ts));
+        json_array_append_new(row, g < b->set.ngpus ? json_integer((json_int_t)g)
+                                                    : json_string(x->gpu_uuid));
+        for (int k = 0; k < 6; k++)
+            json_array_append_new(row, isnan(d[k]) ? json_null() : json_real(d[k]));
+        for (int k = 0; k < 3; k++)
+            json_array_append_new(row, n[k] < 0 ? json_null() : json_integer(n[k]));
+        json_array_append_new(samples, row);
     }
     for (size_t i = 0; i < b->set.nprocs; i++) {
         const struct gi_proc_obs *p = &b->set.procs[i];
@@ -84,7 +91,10 @@ json_t *batchjson_build(const struct gi_batch *b)
         json_array_append_new(procs, o);
     }
     json_object_set_new(root, "gpus", gpus);
-    json_object_set_new(root, "samples", samples);
+    json_object_set_new(root, "samples",
+                        json_pack("{s:[sssssssssss], s:o}", "columns", "time", "gpu", "util_avg",
+                                  "util_max", "mem_used_mib", "power_avg_w", "energy_j", "temp_c",
+                                  "ecc_corrected", "ecc_uncorrected", "xid", "rows", samples));
     json_object_set_new(root, "processes", procs);
     return root;
 }

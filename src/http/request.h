@@ -26,6 +26,7 @@ struct req {
     /* Request body, NUL-terminated; bounded by the server's body limit. */
     char *body;
     size_t body_len;
+    size_t body_cap; /* allocated (or, before the first byte, announced) */
     bool body_too_large;
     /* Path parameters matched by the route table. */
     int64_t id;

@@ -175,6 +175,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > srv->max_body)
             r->body_too_large = true;
+        else if (cl)
+            r->body_cap = (size_t)strtoull(cl, NULL, 10); /* one allocation, below */
         *con_cls = r;
         return MHD_YES;
     }
@@ -187,11 +189,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 r->body = NULL;
                 r->body_len = 0;
             } else {
-                char *nb = realloc(r->body, need + 1);
-                if (nb == NULL)
-                    return MHD_NO;
-                memcpy(nb + r->body_len, upload_data, *upload_size);
-                r->body = nb;
+                if (need + 1 > r->body_cap || r->body == NULL) {
+                    /* Sized by Content-Length when given, else doubling. */
+                    size_t cap = need + 1 > r->body_cap ? need + 1 : r->body_cap + 1;
+                    char *nb;
+                    if (r->body && cap < 2 * r->body_cap)
+                        cap = 2 * r->body_cap < srv->max_body + 1 ? 2 * r->body_cap
+                                                                  : srv->max_body + 1;
+                    if ((nb = realloc(r->body, cap)) == NULL)
+                        return MHD_NO;
+                    r->body = nb;
+                    r->body_cap = cap;
+                }
+                memcpy(r->body + r->body_len, upload_data, *upload_size);
                 r->body_len = need;
                 r->body[need] = '\0';
             }

@@ -4,6 +4,8 @@
 #include "core/util.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,23 +93,28 @@ static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int
     return 0;
 }
 
-/* A time member: RFC 3339 string or unix seconds; required. */
-static int get_time(const json_t *o, const char *key, int64_t *out, const char *path,
-                    struct ingest_error *e)
+/* A time value: RFC 3339 string or unix seconds. */
+static bool time_value(const json_t *v, int64_t *out)
 {
-    const json_t *v = json_object_get(o, key);
-    char f[96];
-
     if (json_is_integer(v) && json_integer_value(v) > 0 &&
         json_integer_value(v) < INT64_C(253402300799)) {
         *out = json_integer_value(v);
-        return 0;
+        return true;
     }
     if (json_is_real(v) && json_real_value(v) > 0 && json_real_value(v) < 253402300799.0) {
         *out = (int64_t)json_real_value(v);
-        return 0;
+        return true;
     }
-    if (json_is_string(v) && gi_time_parse(json_string_value(v), out) == GI_OK)
+    return json_is_string(v) && gi_time_parse(json_string_value(v), out) == GI_OK;
+}
+
+/* A time member; required. */
+static int get_time(const json_t *o, const char *key, int64_t *out, const char *path,
+                    struct ingest_error *e)
+{
+    char f[96];
+
+    if (time_value(json_object_get(o, key), out))
         return 0;
     snprintf(f, sizeof f, "%s%s", path, key);
     return fail(e, 0, f, "%s must be an RFC 3339 time or unix seconds", f);
@@ -199,30 +206,175 @@ static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struc
     return 0;
 }
 
-static int parse_sample(const json_t *o, const char *p, struct gi_sample *s, struct ingest_error *e)
+/* The sample fields, as data: the object form and the columnar form of
+ * "samples" are both read through this table. */
+enum sample_kind { SF_TIME, SF_GPU, SF_NUM, SF_INT };
+static const struct {
+    const char *name;
+    enum sample_kind kind;
+    double lo, hi;
+    size_t off; /* of the double or int64_t in struct gi_sample */
+} sample_fields[] = {
+    {"time", SF_TIME, 0, 0, offsetof(struct gi_sample, ts)},
+    {"gpu", SF_GPU, 0, 0, 0},
+    {"util_avg", SF_NUM, 0, 100, offsetof(struct gi_sample, util_avg)},
+    {"util_max", SF_NUM, 0, 100, offsetof(struct gi_sample, util_max)},
+    {"mem_used_mib", SF_NUM, 0, 1e9, offsetof(struct gi_sample, mem_used_mib)},
+    {"power_avg_w", SF_NUM, 0, 1e5, offsetof(struct gi_sample, power_avg_w)},
+    {"energy_j", SF_NUM, 0, 1e12, offsetof(struct gi_sample, energy_j)},
+    {"temp_c", SF_NUM, -50, 200, offsetof(struct gi_sample, temp_c)},
+    {"ecc_corrected", SF_INT, 0, 9e18, offsetof(struct gi_sample, ecc_corrected)},
+    {"ecc_uncorrected", SF_INT, 0, 9e18, offsetof(struct gi_sample, ecc_uncorrected)},
+    {"xid", SF_INT, 0, 1e6, offsetof(struct gi_sample, xid)},
+};
+#define NSAMPLE_FIELDS (sizeof sample_fields / sizeof *sample_fields)
+
+/* Sets sample field k from v (null leaves it absent). gpus: the batch's
+ * GPUs, so that "gpu" may also be an index into them. p: the sample's
+ * path for messages, only formatted on failure. */
+static int sample_set(struct gi_sample *s, size_t k, const json_t *v, const struct gi_obs_set *gpus,
+                      const char *p, struct ingest_error *e)
 {
-    static const char *const allowed[] = {
-        "time",     "gpu",    "util_avg",      "util_max",        "mem_used_mib", "power_avg_w",
-        "energy_j", "temp_c", "ecc_corrected", "ecc_uncorrected", "xid",          NULL};
+    char *base = (char *)s + sample_fields[k].off;
+    double d;
+
+    if (v == NULL || json_is_null(v))
+        return 0;
+    switch (sample_fields[k].kind) {
+    case SF_TIME:
+        if (time_value(v, &s->ts))
+            return 0;
+        break;
+    case SF_GPU:
+        if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+            (size_t)json_integer_value(v) < gpus->ngpus) {
+            gi_strlcpy(s->gpu_uuid, gpus->gpus[json_integer_value(v)].uuid, sizeof s->gpu_uuid);
+            return 0;
+        }
+        if (json_is_string(v) && json_string_length(v) < sizeof s->gpu_uuid &&
+            gi_text_ok(json_string_value(v))) {
+            memcpy(s->gpu_uuid, json_string_value(v), json_string_length(v) + 1);
+            return 0;
+        }
+        break;
+    case SF_NUM:
+        d = json_number_value(v);
+        if (json_is_number(v) && d >= sample_fields[k].lo && d <= sample_fields[k].hi) {
+            memcpy(base, &d, sizeof d);
+            return 0;
+        }
+        break;
+    case SF_INT:
+        if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+            (double)json_integer_value(v) <= sample_fields[k].hi) {
+            int64_t n = json_integer_value(v);
+            memcpy(base, &n, sizeof n);
+            return 0;
+        }
+        break;
+    }
+    {
+        char f[96];
+        snprintf(f, sizeof f, "%s%s", p, sample_fields[k].name);
+        if (sample_fields[k].kind == SF_TIME)
+            return fail(e, 0, f, "%s must be an RFC 3339 time or unix seconds", f);
+        if (sample_fields[k].kind == SF_GPU)
+            return fail(e, 0, f, "%s must be a GPU uuid or an index into gpus", f);
+        if (sample_fields[k].kind == SF_INT)
+            return fail(e, 0, f, "%s must be a whole number from 0 to %.0f", f,
+                        sample_fields[k].hi);
+        return fail(e, 0, f, "%s must be a number from %g to %g", f, sample_fields[k].lo,
+                    sample_fields[k].hi);
+    }
+}
+
+/* A sample given as an object. */
+static int parse_sample(const json_t *o, const char *p, const struct gi_obs_set *gpus,
+                        struct gi_sample *s, struct ingest_error *e)
+{
+    const char *key;
+    json_t *v;
     char f[96];
 
     if (!json_is_object(o))
         return fail(e, 0, p, "%s must be an object", p);
-    if (known(o, allowed, p, e) || get_time(o, "time", &s->ts, p, e) ||
-        get_str(o, "gpu", s->gpu_uuid, sizeof s->gpu_uuid, p, e) ||
-        get_num(o, "util_avg", 0, 100, &s->util_avg, p, e) ||
-        get_num(o, "util_max", 0, 100, &s->util_max, p, e) ||
-        get_num(o, "mem_used_mib", 0, 1e9, &s->mem_used_mib, p, e) ||
-        get_num(o, "power_avg_w", 0, 1e5, &s->power_avg_w, p, e) ||
-        get_num(o, "energy_j", 0, 1e12, &s->energy_j, p, e) ||
-        get_num(o, "temp_c", -50, 200, &s->temp_c, p, e) ||
-        get_int(o, "ecc_corrected", 0, INT64_MAX, &s->ecc_corrected, p, e) ||
-        get_int(o, "ecc_uncorrected", 0, INT64_MAX, &s->ecc_uncorrected, p, e) ||
-        get_int(o, "xid", 0, 1000000, &s->xid, p, e))
-        return -1;
+    json_object_foreach((json_t *)o, key, v) {
+        size_t k = 0;
+        while (k < NSAMPLE_FIELDS && strcmp(sample_fields[k].name, key) != 0)
+            k++;
+        if (k == NSAMPLE_FIELDS) {
+            snprintf(f, sizeof f, "%s%.40s", p, key);
+            return fail(e, 0, f, "unknown field %s", f);
+        }
+        if (sample_set(s, k, v, gpus, p, e))
+            return -1;
+    }
+    if (s->ts == 0) {
+        snprintf(f, sizeof f, "%stime", p);
+        return fail(e, 0, f, "%s must be an RFC 3339 time or unix seconds", f);
+    }
     if (s->gpu_uuid[0] == '\0') {
         snprintf(f, sizeof f, "%sgpu", p);
         return fail(e, 0, f, "%s is required", f);
+    }
+    return 0;
+}
+
+/* Samples given in columns: {"columns":["time","gpu",…],"rows":[[…],…]},
+ * the compact form the agent sends (no per-sample key names). */
+static int parse_columns(const json_t *cols, const json_t *rows, const struct gi_obs_set *gpus,
+                         struct gi_batch *out, struct ingest_error *e)
+{
+    size_t map[NSAMPLE_FIELDS], ncol = json_array_size(cols), i, c;
+    bool seen[NSAMPLE_FIELDS] = {false};
+    const json_t *row, *v;
+    char p[64];
+
+    if (!json_is_array(cols) || ncol == 0 || ncol > NSAMPLE_FIELDS)
+        return fail(e, 0, "samples.columns", "samples.columns must list sample field names");
+    if (!json_is_array(rows))
+        return fail(e, 0, "samples.rows", "samples.rows must be an array of arrays");
+    if (json_array_size(rows) > GI_BATCH_MAX_SAMPLES)
+        return fail(e, 1, "samples.rows", "samples.rows has more than %d entries",
+                    GI_BATCH_MAX_SAMPLES);
+    json_array_foreach(cols, c, v) {
+        size_t k = 0;
+        while (k < NSAMPLE_FIELDS &&
+               !(json_is_string(v) && strcmp(sample_fields[k].name, json_string_value(v)) == 0))
+            k++;
+        snprintf(p, sizeof p, "samples.columns[%zu]", c);
+        if (k == NSAMPLE_FIELDS)
+            return fail(e, 0, p, "%s is not a sample field", p);
+        if (seen[k])
+            return fail(e, 0, p, "%s names a column twice", p);
+        seen[k] = true;
+        map[c] = k;
+    }
+    if (!seen[0] || !seen[1])
+        return fail(e, 0, "samples.columns", "samples.columns must include time and gpu");
+    if (json_array_size(rows) > 0 &&
+        (out->samples = calloc(json_array_size(rows), sizeof *out->samples)) == NULL)
+        return fail(e, 1, "samples", "out of memory");
+    json_array_foreach(rows, i, row) {
+        struct gi_sample *s = &out->samples[out->nsamples++];
+        gi_sample_init(s);
+        if (!json_is_array(row) || json_array_size(row) != ncol) {
+            snprintf(p, sizeof p, "samples.rows[%zu]", i);
+            return fail(e, 0, p, "%s must be an array of %zu values", p, ncol);
+        }
+        for (c = 0; c < ncol; c++) {
+            if (sample_set(s, map[c], json_array_get(row, c), gpus, "samples.rows[].", e)) {
+                /* Name the real row in the message. */
+                snprintf(p, sizeof p, "samples.rows[%zu].", i);
+                gi_sample_init(s);
+                sample_set(s, map[c], json_array_get(row, c), gpus, p, e);
+                return -1;
+            }
+        }
+        if (s->ts == 0 || s->gpu_uuid[0] == '\0') {
+            snprintf(p, sizeof p, "samples.rows[%zu]", i);
+            return fail(e, 0, p, "%s needs a time and a gpu", p);
+        }
     }
     return 0;
 }
@@ -335,7 +487,6 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
     if (out->host.hostname[0] == '\0')
         return fail(e, 0, "host.hostname", "host.hostname is required");
     if (get_array(root, "gpus", GI_BATCH_MAX_GPUS, &gpus, e) ||
-        get_array(root, "samples", GI_BATCH_MAX_SAMPLES, &samples, e) ||
         get_array(root, "processes", GI_BATCH_MAX_PROCS, &procs, e))
         return -1;
     json_array_foreach(gpus, i, v) {
@@ -346,6 +497,17 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
         if (parse_gpu(v, p, g, e))
             return -1;
     }
+    samples = json_object_get(root, "samples");
+    if (json_is_object(samples)) {
+        static const char *const allowed_cols[] = {"columns", "rows", NULL};
+        if (known(samples, allowed_cols, "samples.", e) ||
+            parse_columns(json_object_get(samples, "columns"), json_object_get(samples, "rows"),
+                          &out->set, out, e))
+            return -1;
+        samples = NULL;
+    } else if (get_array(root, "samples", GI_BATCH_MAX_SAMPLES, &samples, e)) {
+        return -1;
+    }
     if (samples && json_array_size(samples) > 0) {
         out->samples = calloc(json_array_size(samples), sizeof *out->samples);
         if (out->samples == NULL)
@@ -354,11 +516,11 @@ int ingest_parse(const json_t *root, struct gi_batch *out, struct ingest_error *
     json_array_foreach(samples, i, v) {
         struct gi_sample *s = &out->samples[out->nsamples++];
         gi_sample_init(s);
-        if (parse_sample(v, "samples[].", s, e)) {
+        if (parse_sample(v, "samples[].", &out->set, s, e)) {
             /* Re-run with the element's real path for the error message. */
             snprintf(p, sizeof p, "samples[%zu].", i);
             gi_sample_init(s);
-            parse_sample(v, p, s, e);
+            parse_sample(v, p, &out->set, s, e);
             return -1;
         }
     }

@@ -224,10 +224,12 @@
       "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "               \
       "COALESCE(excluded.cluster, gpus.cluster), source_id = excluded.source_id, last_seen_at = "  \
       "excluded.last_seen_at, missing_since = NULL RETURNING id")                                  \
-    X(PROV_SET,                                                                                    \
-      "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "             \
-      "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET "           \
-      "value = excluded.value, source_id = excluded.source_id, set_at = excluded.set_at")          \
+    X(PROV_SET, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "   \
+                "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET " \
+                "value = excluded.value, source_id = excluded.source_id, set_at = "                \
+                "excluded.set_at WHERE gpu_provenance.value IS NOT excluded.value OR "             \
+                "gpu_provenance.source_id IS NOT excluded.source_id OR gpu_provenance.set_at < "   \
+                "excluded.set_at - 60")                                                            \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
                  ":now, :kind, :detail, :sid)")                                                    \
     X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL")        \
@@ -366,11 +368,18 @@ struct conn {
     sqlite3 *db;
     sqlite3_stmt *stmts[ST__COUNT];
     bool busy;
+    bool writing;               /* holds the store's writer lock */
+    pthread_mutex_t *writer_mu; /* the store's; borrowed */
 };
 
 struct store {
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    /* SQLite admits one writer at a time. Writers of this process queue
+     * here and wake as soon as the lock is free, instead of polling with
+     * SQLite's sleeping busy handler (which adds up to 100 ms per wait);
+     * the busy timeout still covers writers in other processes. */
+    pthread_mutex_t writer_mu;
     int n;
     struct conn *conns;
 };
@@ -555,18 +564,24 @@ static int simple(struct conn *c, enum stmt_id id)
     return s ? exec_done(c, s) : GI_INTERNAL;
 }
 
-static int tx_begin(struct conn *c) { return simple(c, ST_BEGIN); }
+static int tx_begin(struct conn *c)
+{
+    pthread_mutex_lock(c->writer_mu);
+    c->writing = true;
+    return simple(c, ST_BEGIN);
+}
 
 /* Commits when st is GI_OK, else rolls back; returns the final status. */
 static int tx_end(struct conn *c, int st)
 {
-    if (st == GI_OK) {
+    if (st == GI_OK)
         st = simple(c, ST_COMMIT);
-        if (st == GI_OK)
-            return GI_OK;
-    }
-    if (!sqlite3_get_autocommit(c->db))
+    if (st != GI_OK && !sqlite3_get_autocommit(c->db))
         simple(c, ST_ROLLBACK);
+    if (c->writing) {
+        c->writing = false;
+        pthread_mutex_unlock(c->writer_mu);
+    }
     return st;
 }
 
@@ -763,6 +778,7 @@ int store_open(const char *path, int conns, struct store **out)
         conns = 1;
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
+    pthread_mutex_init(&st->writer_mu, NULL);
     st->conns = calloc((size_t)conns, sizeof *st->conns);
     if (st->conns == NULL) {
         free(st);
@@ -770,6 +786,7 @@ int store_open(const char *path, int conns, struct store **out)
     }
     for (int i = 0; i < conns; i++) {
         st->n = i + 1;
+        st->conns[i].writer_mu = &st->writer_mu;
         rc = conn_open(path, &st->conns[i]);
         if (rc != GI_OK)
             goto cleanup;
@@ -792,6 +809,7 @@ void store_close(struct store *st)
     free(st->conns);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
+    pthread_mutex_destroy(&st->writer_mu);
     free(st);
 }
 

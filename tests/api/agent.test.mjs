@@ -137,7 +137,8 @@ test('--print writes a batch the push API accepts', async () => {
   assert.equal(r.code, 0, r.err);
   const batch = JSON.parse(r.out);
   assert.equal(batch.gpus.length, 8);
-  assert.equal(batch.samples.length, 8);
+  assert.equal(batch.samples.rows.length, 8);
+  assert.deepEqual(batch.samples.columns.slice(0, 2), ['time', 'gpu']);
   const pushed = await s.api('POST', '/api/v1/ingest', { body: batch, auth: token });
   assert.equal(pushed.status, 201, pushed.text);
 });

@@ -182,3 +182,32 @@ test('GPU state: in_use, idle, missing, stale', async () => {
   await s.api('POST', '/api/v1/ingest', { body: b2, auth: pushToken });
   assert.equal(await st(idle), 'missing');
 });
+
+test('samples may come in columns, the GPU by uuid or by its index in gpus', async () => {
+  const a = 'GPU-99999999-0000-0000-0000-000000000001';
+  const b = 'GPU-99999999-0000-0000-0000-000000000002';
+  const t = Math.floor(Date.now() / 1000) - 60;
+  const body = { batch_id: 'col-1', host: { hostname: 'node-col' }, gpus: [gpu(a, 'C1', 0), gpu(b, 'C2', 1)],
+    samples: { columns: ['time', 'gpu', 'util_avg', 'temp_c'], rows: [[t, 0, 42.5, 61], [t, b, 7, null], [t + 1, 0, 50, 62]] } };
+  const r = await s.api('POST', '/api/v1/ingest', { body, auth: pushToken });
+  assert.equal(r.status, 201, r.text);
+  assert.equal(r.json.samples, 3);
+  const ga = (await s.api('GET', '/api/v1/gpus/' + a)).json;
+  assert.equal(ga.util_pct, 50, 'the newest sample of GPU 0');
+  assert.equal(ga.temp_c, 62);
+  assert.equal((await s.api('GET', '/api/v1/gpus/' + b)).json.temp_c, null);
+
+  const bad = async (samples, field) => {
+    const x = await s.api('POST', '/api/v1/ingest', { auth: pushToken, body: { ...body, batch_id: 'col-bad-' + field, samples } });
+    assert.equal(x.status, 400, x.text);
+    assert.equal(x.json.error.field, field);
+  };
+  await bad({ columns: ['time', 'gpu', 'colour'], rows: [] }, 'samples.columns[2]');
+  await bad({ columns: ['time', 'util_avg'], rows: [] }, 'samples.columns');
+  await bad({ columns: ['time', 'gpu', 'util_avg'], rows: [[t, 0, 5], [t, 7, 5]] }, 'samples.rows[1].gpu');
+  await bad({ columns: ['time', 'gpu', 'util_avg'], rows: [[t, 0, 500]] }, 'samples.rows[0].util_avg');
+  await bad({ columns: ['time', 'gpu'], rows: [[t, 0, 1]] }, 'samples.rows[0]');
+  await bad({ columns: ['time', 'gpu'], rows: [['soon', 0]] }, 'samples.rows[0].time');
+  const none = await s.api('GET', '/api/v1/gpus?host=node-col');
+  assert.equal(none.json.total, 2, 'the refused batches wrote nothing new');
+});
