@@ -65,7 +65,7 @@ picked.forEach((s, h) => {
   const cfg = path.join(workDir, `${s.name}.json`);
   writeFileSync(cfg, JSON.stringify({ driver: '550.54.15', gpus }, null, 1));
   const spool = path.join(workDir, `${s.name}.spool`);
-  const child = spawn(path.join(buildDir, 'gpuinv'), ['agent', '--server', url, '--token', tokens.get(s.tenant || 'platform'),
+  const child = spawn(path.join(buildDir, 'gpuinv-agent'), ['--server', url, '--token', tokens.get(s.tenant || 'platform'),
     '--nvml', path.join(buildDir, 'fake-nvml', 'libnvidia-ml.so.1'), '--hostname', s.name,
     '--datacenter', s.datacenter, '--cluster', `${s.name.slice(0, 4)}-gpu`, '--spool', spool, '--interval', '5', '--push-interval', '15'],
   { env: { ...process.env, FAKE_NVML_CONFIG: cfg }, stdio: ['ignore', 'ignore', log] });
