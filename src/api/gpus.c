@@ -13,7 +13,9 @@ static int64_t stale_before(struct req *r) { return gi_now() - server_freshness(
 
 void api_gpus_list(struct req *r)
 {
-    static const char *const sortable[] = {NULL};
+    static const char *const sortable[] = {"host",       "model",        "cluster",       "team",
+                                           "datacenter", "util_pct",     "mem_used_mib",  "power_w",
+                                           "temp_c",     "last_seen_at", "first_seen_at", NULL};
     struct store_gpu_filter f = {.stale = -1};
     struct store_page pg;
     json_t *items = NULL;

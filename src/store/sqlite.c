@@ -62,6 +62,14 @@
     "CASE :sort WHEN 'id' THEN d.id WHEN 'created_at' THEN d.created_at WHEN 'rows' THEN "         \
     "d.rows_count END"
 
+/* Sort keys of the GPU list; NULLs (no telemetry yet) sort first. */
+#define GPU_KEY_TEXT                                                                               \
+    "CASE :sort WHEN 'host' THEN h.hostname WHEN 'model' THEN g.model WHEN 'cluster' THEN "        \
+    "g.cluster WHEN 'team' THEN g.team WHEN 'datacenter' THEN d.name END"
+#define GPU_KEY_NUM                                                                                \
+    "CASE :sort WHEN 'util_pct' THEN g.util_pct WHEN 'mem_used_mib' THEN g.mem_used_mib WHEN "     \
+    "'power_w' THEN g.power_w WHEN 'temp_c' THEN g.temp_c WHEN 'last_seen_at' THEN "               \
+    "g.last_seen_at WHEN 'first_seen_at' THEN g.first_seen_at END"
 /* A GPU's state, derived when read: missing (its host stopped listing it),
  * stale (newest data older than the freshness limit), idle (fresh and
  * under 5% utilization) or in_use. */
@@ -258,6 +266,10 @@
                      "h.hostname FROM gpus g JOIN hosts h ON h.id = g.host_id WHERE g.uuid = "     \
                      ":uuid) ORDER BY p.namespace, p.name")                                        \
     X(GPU_LIST, GPU_SELECT GPU_WHERE "ORDER BY h.hostname, g.idx, g.uuid " PAGE)                   \
+    X(GPU_LIST_ASC, GPU_SELECT GPU_WHERE "ORDER BY " GPU_KEY_TEXT ", " GPU_KEY_NUM                 \
+                                         ", h.hostname, g.idx, g.uuid " PAGE)                      \
+    X(GPU_LIST_DESC, GPU_SELECT GPU_WHERE "ORDER BY " GPU_KEY_TEXT " DESC, " GPU_KEY_NUM           \
+                                          " DESC, h.hostname, g.idx, g.uuid " PAGE)                \
     X(GPU_COUNT, "SELECT COUNT(*) FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id " GPU_WHERE)   \
     X(GPU_GET, GPU_SELECT "WHERE g.uuid = :uuid")                                                  \
     X(GPU_PROV, "SELECT p.field, p.value, s.name AS source, p.set_at FROM gpu_provenance p LEFT "  \
@@ -2386,7 +2398,8 @@ static void bind_gpu_filter(sqlite3_stmt *s, const void *filter)
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total)
 {
-    return list_page(st, ST_GPU_COUNT, ST_GPU_LIST, bind_gpu_filter, f, pg, items, total);
+    enum stmt_id list = !pg->sort ? ST_GPU_LIST : pg->desc ? ST_GPU_LIST_DESC : ST_GPU_LIST_ASC;
+    return list_page(st, ST_GPU_COUNT, list, bind_gpu_filter, f, pg, items, total);
 }
 
 int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out)

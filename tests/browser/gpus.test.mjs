@@ -65,7 +65,7 @@ test('the GPU list shows every pushed GPU with its telemetry', async () => {
   await page.locator('[data-nav=gpus][aria-current=page]').waitFor();
   await tableReady(page);
   assert.equal(await rowCount(page), 10);
-  const heads = (await page.locator('.table-wrap thead th').allTextContents()).map((t) => t.trim());
+  const heads = (await page.locator('.table-wrap thead th').allTextContents()).map((t) => t.replace(/[↕▲▼]/g, '').trim());
   assert.deepEqual(heads, ['Model', 'Host', 'Data center', 'Cluster / team / env', 'Utilization', 'Memory used',
     'Power', 'Temp.', 'Last seen', 'Status']);
   assert.deepEqual(await columnTexts(page, 1), [...Array(8).fill('node-a'), 'node-b', 'node-b']);
@@ -101,6 +101,24 @@ test('search and the host filter narrow the list', async () => {
   await shot(page, 'gpus-03-host-filter');
   await page.getByRole('button', { name: 'Clear filters' }).click();
   await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-id]').length === 10);
+});
+
+test('the list sorts on the server by a clicked column', async () => {
+  await page.locator('[data-nav=gpus]').click();
+  await tableReady(page);
+  await page.locator('thead button[data-sort=util_pct]').click();
+  await page.waitForFunction(() => /sort=util_pct/.test(location.hash));
+  await page.locator('thead button[data-sort=util_pct]').click();
+  await page.waitForFunction(() => /sort=-util_pct/.test(location.hash));
+  await tableReady(page);
+  const utils = (await columnTexts(page, 4)).map((t) => Number(t.replace('%', '')));
+  assert.deepEqual(utils, [...utils].sort((a, b) => b - a), 'descending utilization');
+  assert.equal(utils[0], 75);
+  const api = await server.api('GET', '/api/v1/gpus?sort=-util_pct&limit=1');
+  assert.equal(api.json.items[0].util_pct, 75);
+  assert.equal((await server.api('GET', '/api/v1/gpus?sort=colour')).status, 400);
+  await page.locator('thead button[data-sort=host]').click();
+  await page.waitForFunction(() => /sort=host/.test(location.hash));
 });
 
 test('CSV export has the header and one row per GPU', async () => {
@@ -154,6 +172,15 @@ test('after the freshness limit the list marks GPUs stale', async () => {
   assert.equal(await rowCount(page), 10);
   await shot(page, 'gpus-05-stale');
   await page.getByRole('checkbox', { name: 'Stale only' }).uncheck();
+  // The state filter: every GPU is stale now, none in use.
+  await page.getByRole('combobox', { name: 'State' }).selectOption('stale');
+  await page.waitForFunction(() => /state=stale/.test(location.hash));
+  await tableReady(page);
+  assert.equal(await rowCount(page), 10);
+  await page.getByRole('combobox', { name: 'State' }).selectOption('in_use');
+  await page.waitForFunction(() => /state=in_use/.test(location.hash));
+  await page.getByText('No GPUs match these filters.').waitFor();
+  await page.getByRole('combobox', { name: 'State' }).selectOption('');
 });
 
 test('sources: add with a bad URL, run now, edit, delete', async () => {

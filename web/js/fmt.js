@@ -87,10 +87,11 @@ export function flag(kind, text, title) {
   return h('span', { class: `badge badge-flag badge-${kind}`, title: title || null, dataset: { flag: kind }, text });
 }
 
-/** The stale and missing badges of a GPU record (nothing when neither). */
+/** The state badges of a GPU record: missing, stale, or (fresh) idle. */
 export function gpuFlags(g) {
   return [
     g.missing_since ? flag('missing', 'Missing', `Its host stopped reporting it ${ago(g.missing_since)}`) : null,
     g.stale ? flag('stale', 'Stale', `No data since ${when(g.newest_at) || 'ever'}`) : null,
+    g.state === 'idle' ? flag('info', 'Idle', 'Under 5% utilization in its newest sample') : null,
   ].filter(Boolean);
 }

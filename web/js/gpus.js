@@ -34,6 +34,8 @@ export function renderGpus(main, ctx) {
   const filter = {};
   for (const k of TEXT_FILTERS) filter[k] = ctx.query.get(k) || '';
   filter.stale = ctx.query.get('stale') === 'true';
+  filter.state = ctx.query.get('state') || '';
+  filter.sort = ctx.query.get('sort') || '';
   // Set only by links from other pages (a data center, a source).
   filter.datacenter = /^\d+$/.test(ctx.query.get('datacenter') || '') ? ctx.query.get('datacenter') : '';
   filter.source = /^\d+$/.test(ctx.query.get('source') || '') ? ctx.query.get('source') : '';
@@ -47,23 +49,25 @@ export function renderGpus(main, ctx) {
   const table = dataTable({
     label: 'GPUs',
     empty: 'No GPUs match these filters.',
+    sort: filter.sort,
+    onSort: (next) => { filter.sort = next; pg.reset(); load(); },
     onRow: (g) => ctx.go(gpuHref(g.uuid)),
     columns: [
-      { label: 'Model', cell: (g) => h('div', { class: 'stack' },
+      { label: 'Model', sortKey: 'model', cell: (g) => h('div', { class: 'stack' },
         h('a', { class: 'row-link clip clip-model', href: gpuHref(g.uuid), title: `${g.model || ''}\n${g.uuid}`, text: g.model || g.uuid }),
         h('span', { class: 'sub mono', text: g.parent_uuid ? `MIG ${g.mig_profile || 'instance'}`
           : `#${g.index ?? '?'} · ${g.pci_bus_id || g.uuid.slice(0, 12)}` })) },
-      { label: 'Host', cell: (g) => text(g.host, 'mono') },
+      { label: 'Host', sortKey: 'host', cell: (g) => text(g.host, 'mono') },
       { label: 'Data center', cell: (g) => (g.datacenter_id
         ? h('a', { href: `#/datacenters/${g.datacenter_id}`, class: 'clip', text: g.datacenter || `#${g.datacenter_id}` })
         : text(g.datacenter)) },
       { label: 'Cluster / team / env', cell: (g) => h('div', { class: 'stack' }, text(g.cluster),
         h('span', { class: 'sub', text: [g.team || '—', g.env || '—'].join(' · ') })) },
-      { label: 'Utilization', cls: 'util-cell', cell: (g) => utilBar(g.util_pct) },
-      { label: 'Memory used', cls: 'n', cell: (g) => memUsed(g.mem_used_mib, g.memory_total_mib) },
-      { label: 'Power', cls: 'n', cell: (g) => unit(g.power_w, 'W') },
-      { label: 'Temp.', cls: 'n', cell: (g) => unit(g.temp_c, '°C') },
-      { label: 'Last seen', cell: (g) => timeAgo(g.newest_at) },
+      { label: 'Utilization', sortKey: 'util_pct', cls: 'util-cell', cell: (g) => utilBar(g.util_pct) },
+      { label: 'Memory used', sortKey: 'mem_used_mib', cls: 'n', cell: (g) => memUsed(g.mem_used_mib, g.memory_total_mib) },
+      { label: 'Power', sortKey: 'power_w', cls: 'n', cell: (g) => unit(g.power_w, 'W') },
+      { label: 'Temp.', sortKey: 'temp_c', cls: 'n', cell: (g) => unit(g.temp_c, '°C') },
+      { label: 'Last seen', sortKey: 'last_seen_at', cell: (g) => timeAgo(g.newest_at) },
       { label: 'Status', cls: 'flags', cell: (g) => {
         const f = gpuFlags(g);
         return f.length ? h('span', { class: 'flag-list' }, f) : h('span', { class: 'muted', text: '—' });
@@ -87,25 +91,30 @@ export function renderGpus(main, ctx) {
   }
   const staleBox = h('input', { type: 'checkbox', name: 'stale', checked: filter.stale });
   const staleLabel = h('label', { class: 'check-filter' }, staleBox, 'Stale only');
+  const stateSel = h('select', { name: 'state', class: 'filter-input filter-state', 'aria-label': 'State' },
+    [['', 'Any state'], ['in_use', 'In use'], ['idle', 'Idle'], ['stale', 'Stale'], ['missing', 'Missing']]
+      .map(([v, t]) => h('option', { value: v, text: t, selected: v === filter.state })));
   const linked = h('span', { class: 'filter-chip', 'data-testid': 'linked-filter', hidden: true });
   const clear = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Clear filters',
     on: { click: () => {
       search.value = '';
       for (const k of Object.keys(inputs)) inputs[k].value = '';
       staleBox.checked = false;
-      Object.assign(filter, { q: '', model: '', host: '', cluster: '', stale: false, datacenter: '', source: '' });
+      stateSel.value = '';
+      Object.assign(filter, { q: '', model: '', host: '', cluster: '', stale: false, state: '', datacenter: '', source: '' });
       pg.reset();
       load();
     } } });
 
   function params() {
     return { q: filter.q, model: filter.model, host: filter.host, cluster: filter.cluster,
-      datacenter: filter.datacenter, source: filter.source, stale: filter.stale ? 'true' : '' };
+      datacenter: filter.datacenter, source: filter.source, stale: filter.stale ? 'true' : '', state: filter.state,
+      sort: filter.sort };
   }
 
   /** Stale GPUs under the current filter (a count-only query). */
   async function staleCount(p, total) {
-    if (filter.stale) return total;
+    if (filter.stale || filter.state === 'stale') return total;
     const r = await api('GET', withQuery('/api/v1/gpus', { ...p, stale: 'true', limit: 1 }));
     return r.total;
   }
@@ -157,7 +166,7 @@ export function renderGpus(main, ctx) {
   }
 
   const refilter = () => {
-    const next = { q: search.value.trim(), stale: staleBox.checked };
+    const next = { q: search.value.trim(), stale: staleBox.checked, state: stateSel.value };
     for (const k of Object.keys(inputs)) next[k] = inputs[k].value.trim();
     if (Object.keys(next).every((k) => next[k] === filter[k])) return;
     Object.assign(filter, next);
@@ -168,6 +177,7 @@ export function renderGpus(main, ctx) {
   search.addEventListener('input', later);
   for (const el of Object.values(inputs)) el.addEventListener('input', later);
   staleBox.addEventListener('change', refilter);
+  stateSel.addEventListener('change', refilter);
 
   replace(main,
     h('div', { class: 'page-head' },
@@ -177,7 +187,7 @@ export function renderGpus(main, ctx) {
     h('section', { class: 'panel' },
       h('div', { class: 'toolbar' },
         h('label', { class: 'search' }, icon('search'), search),
-        Object.values(inputs), Object.values(lists), staleLabel, linked, clear),
+        Object.values(inputs), Object.values(lists), stateSel, staleLabel, linked, clear),
       table.el,
       pg.el));
   load();
