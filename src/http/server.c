@@ -11,6 +11,7 @@
 #include "http/routes.h"
 
 #include <arpa/inet.h>
+#include <stdatomic.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -25,6 +26,10 @@ struct server {
     int64_t session_ttl;
     int64_t freshness;
     uint16_t port;
+    /* Requests between their first byte and their completion; idle
+     * keep-alive connections are not counted, so shutdown need not wait
+     * for clients to hang up. */
+    atomic_int active;
 };
 
 uint16_t server_port(const struct server *srv) { return srv->port; }
@@ -168,6 +173,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         r->srv = srv;
         r->store = srv->store;
+        atomic_fetch_add(&srv->active, 1);
         r->conn = conn;
         r->method = method;
         if (!gi_strlcpy(r->path, url, sizeof r->path))
@@ -220,12 +226,13 @@ static void on_complete(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe)
 {
     struct req *r = *con_cls;
+    struct server *srv = cls;
 
-    (void)cls;
     (void)conn;
     (void)toe;
     if (r == NULL)
         return;
+    atomic_fetch_sub(&srv->active, 1);
     if (r->resp)
         MHD_destroy_response(r->resp);
     free(r->body);
@@ -299,13 +306,8 @@ void server_stop(struct server *srv)
     /* Stop accepting, then let requests in flight finish (up to 10 s)
      * before the threads are joined. */
     MHD_quiesce_daemon(srv->daemon);
-    for (int i = 0; i < 100; i++) {
-        const union MHD_DaemonInfo *info =
-            MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-        if (info == NULL || info->num_connections == 0)
-            break;
-        nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
-    }
+    for (int i = 0; i < 1000 && atomic_load(&srv->active) > 0; i++)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
     MHD_stop_daemon(srv->daemon);
     free(srv);
 }
