@@ -217,10 +217,11 @@
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
     X(GPU_UPSERT,                                                                                  \
       "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
-      "memory_total_mib, driver, vbios, mig_mode, mig_profile, team, env, cluster, source_id, "    \
-      "first_seen_at, last_seen_at) VALUES (:uuid, :parent, :host, :idx, :vendor, :model, "        \
-      ":serial, :bus, :mem, :driver, :vbios, :mig, :profile, :team, :env, :cluster, :sid, :now, "  \
-      ":now) ON CONFLICT (uuid) DO UPDATE SET parent_uuid = COALESCE(excluded.parent_uuid, "       \
+      "memory_total_mib, driver, vbios, mig_mode, mig_profile, mig_instance, team, env, cluster, " \
+      "source_id, first_seen_at, last_seen_at) VALUES (:uuid, :parent, :host, :idx, :vendor, "     \
+      ":model, "                                                                                   \
+      ":serial, :bus, :mem, :driver, :vbios, :mig, :profile, :inst, :team, :env, :cluster, :sid, " \
+      ":now, :now) ON CONFLICT (uuid) DO UPDATE SET parent_uuid = COALESCE(excluded.parent_uuid, " \
       "gpus.parent_uuid), host_id = excluded.host_id, idx = COALESCE(excluded.idx, gpus.idx), "    \
       "vendor = COALESCE(excluded.vendor, gpus.vendor), model = COALESCE(excluded.model, "         \
       "gpus.model), serial = COALESCE(excluded.serial, gpus.serial), pci_bus_id = "                \
@@ -228,10 +229,18 @@
       "COALESCE(excluded.memory_total_mib, gpus.memory_total_mib), driver = "                      \
       "COALESCE(excluded.driver, gpus.driver), vbios = COALESCE(excluded.vbios, gpus.vbios), "     \
       "mig_mode = COALESCE(excluded.mig_mode, gpus.mig_mode), mig_profile = "                      \
-      "COALESCE(excluded.mig_profile, gpus.mig_profile), team = COALESCE(:team_set, gpus.team, "   \
+      "COALESCE(excluded.mig_profile, gpus.mig_profile), mig_instance = "                          \
+      "COALESCE(excluded.mig_instance, gpus.mig_instance), team = COALESCE(:team_set, gpus.team, " \
       "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "               \
       "COALESCE(excluded.cluster, gpus.cluster), source_id = excluded.source_id, last_seen_at = "  \
       "excluded.last_seen_at, missing_since = NULL RETURNING id")                                  \
+    X(MIG_OTHER, "SELECT uuid FROM gpus WHERE parent_uuid = :parent AND mig_instance = :inst AND " \
+                 "uuid <> :uuid ORDER BY id LIMIT 1")                                              \
+    X(GPU_EXISTS, "SELECT COUNT(*) FROM gpus WHERE uuid = :uuid")                                  \
+    X(RENAME_GPU, "UPDATE gpus SET uuid = :to WHERE uuid = :from")                                 \
+    X(RENAME_EVENTS, "UPDATE gpu_events SET gpu_uuid = :to WHERE gpu_uuid = :from")                \
+    X(RENAME_PROCS, "UPDATE gpu_processes SET gpu_uuid = :to WHERE gpu_uuid = :from")              \
+    X(RENAME_PODS, "UPDATE gpu_pods SET gpu_uuid = :to WHERE gpu_uuid = :from")                    \
     X(PROV_SET, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "   \
                 "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET " \
                 "value = excluded.value, source_id = excluded.source_id, set_at = "                \
@@ -1984,17 +1993,75 @@ static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field
 }
 
 /* Upserts one GPU with provenance and identity events. */
+/* MIG instances reported without a UUID (dcgm-exporter) are named
+ * "MIG-<parent>/<GPU instance>"; one reported with NVML's UUID is the same
+ * instance. Sets canon to the name the instance is stored under: an
+ * existing real UUID wins over the made-up name, and a record stored under
+ * the made-up name is renamed when the real UUID arrives. */
+static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[GI_UUID_LEN])
+{
+    /* Provenance follows the rename by its foreign key (ON UPDATE CASCADE). */
+    static const enum stmt_id renames[] = {ST_RENAME_GPU, ST_RENAME_EVENTS, ST_RENAME_PROCS,
+                                           ST_RENAME_PODS};
+    char made_up[GI_UUID_LEN], other[GI_UUID_LEN] = "";
+    sqlite3_stmt *s;
+    int64_t n = 0;
+    int rc, step;
+
+    gi_strlcpy(canon, g->uuid, GI_UUID_LEN);
+    if (g->parent_uuid[0] == '\0' || g->mig_instance < 0)
+        return GI_OK;
+    snprintf(made_up, sizeof made_up, "MIG-%.80s/%d", g->parent_uuid, g->mig_instance);
+    if (!(s = prep(c, ST_MIG_OTHER)))
+        return GI_INTERNAL;
+    bind_text(s, ":parent", g->parent_uuid);
+    bind_int(s, ":inst", g->mig_instance);
+    bind_text(s, ":uuid", g->uuid);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW)
+        gi_strlcpy(other, (const char *)sqlite3_column_text(s, 0), sizeof other);
+    sqlite3_reset(s);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return map_rc(c->db, step);
+    if (other[0] == '\0')
+        return GI_OK;
+    if (strcmp(g->uuid, made_up) == 0) {
+        gi_strlcpy(canon, other, GI_UUID_LEN); /* the real UUID is known */
+        return GI_OK;
+    }
+    if (strcmp(other, made_up) != 0)
+        return GI_OK; /* two real UUIDs: leave both */
+    if (!(s = prep(c, ST_GPU_EXISTS)))
+        return GI_INTERNAL;
+    bind_text(s, ":uuid", g->uuid);
+    if ((rc = fetch_int(c, s, &n)) != GI_OK || n > 0)
+        return rc;
+    for (size_t i = 0; i < sizeof renames / sizeof *renames; i++) {
+        if (!(s = prep(c, renames[i])))
+            return GI_INTERNAL;
+        bind_text(s, ":to", g->uuid);
+        bind_text(s, ":from", made_up);
+        if ((rc = exec_done(c, s)) != GI_OK)
+            return rc;
+    }
+    return GI_OK;
+}
+
 static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *hostname,
-                      const char *defaults[3], const struct gi_gpu_obs *g, int64_t *events,
-                      int64_t *gpu_id)
+                      const char *defaults[3], const struct gi_gpu_obs *seen, int64_t *events,
+                      int64_t *gpu_id, char canon[GI_UUID_LEN])
 {
     static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    struct gi_gpu_obs obs = *seen, *g = &obs;
     sqlite3_stmt *s;
     int64_t old_host = 0;
     char old_serial[GI_SERIAL_LEN] = "", old_hostname[GI_HOST_LEN] = "", num[32];
     bool known = false;
     int rc, step;
 
+    if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
+        return rc;
+    gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
     if (!(s = prep(c, ST_GPU_IDENT)))
         return GI_INTERNAL;
     bind_text(s, ":uuid", g->uuid);
@@ -2068,6 +2135,7 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     bind_opt_text(s, ":vbios", g->vbios);
     bind_opt_int(s, ":mig", g->mig_mode);
     bind_opt_text(s, ":profile", g->mig_profile);
+    bind_opt_int(s, ":inst", g->mig_instance);
     bind_opt_text(s, ":team", g->team[0] ? g->team : defaults[0]);
     bind_opt_text(s, ":env", g->env[0] ? g->env : defaults[1]);
     bind_opt_text(s, ":team_set", g->team);
@@ -2093,9 +2161,29 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     return GI_OK;
 }
 
+/* A batch GPU's uuid with its row id, sorted for lookup by uuid. */
+struct gpu_ref {
+    const char *uuid;        /* as the batch names it */
+    char canon[GI_UUID_LEN]; /* as it is stored (see mig_canonical) */
+    int64_t id;
+    const struct gi_sample *newest;
+};
+
+static int ref_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct gpu_ref *)a)->uuid, ((const struct gpu_ref *)b)->uuid);
+}
+
+/* The stored name of a GPU the batch names `uuid` (itself when unknown). */
+static const char *canon_of(struct gpu_ref *refs, size_t nrefs, const char *uuid)
+{
+    struct gpu_ref key = {.uuid = uuid}, *ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
+    return ref ? ref->canon : uuid;
+}
+
 /* Marks GPUs that this host reported before but not now as missing. */
 static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const struct gi_batch *b,
-                          int64_t *events)
+                          const struct gpu_ref *refs, size_t nrefs, int64_t *events)
 {
     sqlite3_stmt *s = prep(c, ST_GPU_ON_HOST);
     json_t *gone = json_array();
@@ -2111,8 +2199,8 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         const char *u = (const char *)sqlite3_column_text(s, 0);
         bool present = false;
-        for (size_t k = 0; k < b->set.ngpus && !present; k++)
-            present = strcmp(b->set.gpus[k].uuid, u) == 0;
+        for (size_t k = 0; k < nrefs && !present; k++)
+            present = strcmp(refs[k].canon, u) == 0;
         if (!present)
             json_array_append_new(gone, json_string(u));
     }
@@ -2135,18 +2223,6 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
     }
     json_decref(gone);
     return rc;
-}
-
-/* A batch GPU's uuid with its row id, sorted for lookup by uuid. */
-struct gpu_ref {
-    const char *uuid;
-    int64_t id;
-    const struct gi_sample *newest;
-};
-
-static int ref_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct gpu_ref *)a)->uuid, ((const struct gpu_ref *)b)->uuid);
 }
 
 /* Inserts samples and moves each GPU's newest values onto its record.
@@ -2220,7 +2296,8 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     return GI_OK;
 }
 
-static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, int64_t *stored)
+static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
+                        size_t nrefs, int64_t *stored)
 {
     int64_t newest = 0;
     sqlite3_stmt *s;
@@ -2236,7 +2313,7 @@ static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, i
         if (!(s = prep(c, ST_PROC_ADD)))
             return GI_INTERNAL;
         bind_int(s, ":ts", p->ts_ms > 0 ? p->ts_ms / 1000 : newest);
-        bind_text(s, ":uuid", p->gpu_uuid);
+        bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
         bind_int(s, ":pid", p->pid);
         bind_opt_text(s, ":name", p->name);
         bind_opt_text(s, ":user", p->user);
@@ -2255,7 +2332,8 @@ static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, i
 }
 
 /* Records the pods seen on the batch's GPUs at the newest sample time. */
-static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b)
+static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
+                       size_t nrefs)
 {
     int64_t newest = 0;
     sqlite3_stmt *s;
@@ -2271,7 +2349,7 @@ static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b)
         if (!(s = prep(c, ST_POD_ADD)))
             return GI_INTERNAL;
         bind_int(s, ":ts", newest);
-        bind_text(s, ":uuid", p->gpu_uuid);
+        bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
         bind_text(s, ":ns", p->namespace_);
         bind_text(s, ":pod", p->pod);
         bind_opt_text(s, ":container", p->container);
@@ -2313,20 +2391,20 @@ static int ingest_one(struct conn *c, int64_t source_id, const struct gi_batch *
     for (size_t i = 0; i < b->set.ngpus; i++) {
         refs[i].uuid = b->set.gpus[i].uuid;
         rc = ingest_gpu(c, source_id, host_id, b->host.hostname, defaults, &b->set.gpus[i],
-                        &res->events, &refs[i].id);
+                        &res->events, &refs[i].id, refs[i].canon);
         if (rc != GI_OK)
             goto cleanup;
     }
     qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
     res->gpus = (int64_t)b->set.ngpus;
     if (!b->partial && b->set.ngpus > 0 &&
-        (rc = ingest_missing(c, source_id, host_id, b, &res->events)) != GI_OK)
+        (rc = ingest_missing(c, source_id, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
         goto cleanup;
-    if ((rc = ingest_procs(c, source_id, b, &res->processes)) != GI_OK)
+    if ((rc = ingest_procs(c, source_id, b, refs, b->set.ngpus, &res->processes)) != GI_OK)
         goto cleanup;
-    rc = ingest_pods(c, source_id, b);
+    rc = ingest_pods(c, source_id, b, refs, b->set.ngpus);
 cleanup:
     free(refs);
     return rc;

@@ -211,3 +211,27 @@ test('samples may come in columns, the GPU by uuid or by its index in gpus', asy
   const none = await s.api('GET', '/api/v1/gpus?host=node-col');
   assert.equal(none.json.total, 2, 'the refused batches wrote nothing new');
 });
+
+test('a MIG instance named by dcgm-exporter and by NVML is one record', async () => {
+  const parent = 'GPU-mig00000-0000-0000-0000-000000000001';
+  const madeUp = (i) => `MIG-${parent}/${i}`;
+  const real = (i) => `MIG-1f2e3d4c-0000-5000-8000-00000000000${i}`;
+  const t = Math.floor(Date.now() / 1000) - 30;
+  const mig = (uuid, inst) => ({ uuid, parent_uuid: parent, mig_profile: '3g.40gb', mig_instance: inst });
+  const push = async (id, gpus, samples) => {
+    const r = await s.api('POST', '/api/v1/ingest', { auth: pushToken, body: { batch_id: id, host: { hostname: 'node-mig' }, gpus, samples } });
+    assert.equal(r.status, 201, r.text);
+  };
+  // Instance 1: first under the made-up name (as a dcgm pull names it), then NVML's UUID.
+  await push('m-1', [gpu(parent, 'M1', 0), mig(madeUp(1), 1)], [{ time: t, gpu: madeUp(1), util_avg: 33 }]);
+  await push('m-2', [gpu(parent, 'M1', 0), mig(real(1), 1), mig(real(2), 2)], [{ time: t + 1, gpu: real(2), util_avg: 44 }]);
+  // Instance 2: first under NVML's UUID, then under the made-up name.
+  await push('m-3', [gpu(parent, 'M1', 0), mig(madeUp(2), 2), mig(real(1), 1)], [{ time: t + 2, gpu: madeUp(2), util_avg: 55 }]);
+  const kids = (await s.api('GET', '/api/v1/gpus/' + parent)).json.mig_instances.map((m) => m.uuid).sort();
+  assert.deepEqual(kids, [real(1), real(2)]);
+  assert.equal((await s.api('GET', '/api/v1/gpus/' + encodeURIComponent(madeUp(1)))).status, 404, 'renamed');
+  const one = (await s.api('GET', '/api/v1/gpus/' + real(1))).json;
+  assert.equal(one.events[one.events.length - 1].kind, 'discovered', 'history kept across the rename');
+  assert.equal((await s.api('GET', '/api/v1/gpus/' + real(2))).json.util_pct, 55, 'made-up name fed the real record');
+  assert.equal(one.missing_since, null);
+});

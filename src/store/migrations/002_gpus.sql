@@ -47,6 +47,7 @@ CREATE TABLE gpus (
     vbios TEXT,
     mig_mode BIGINT,
     mig_profile TEXT,
+    mig_instance BIGINT,
     team TEXT,
     env TEXT,
     cluster TEXT,
@@ -71,7 +72,7 @@ CREATE INDEX gpus_source ON gpus(source_id);
 
 -- Which source last set each identity field of a GPU, and when.
 CREATE TABLE gpu_provenance (
-    gpu_uuid TEXT NOT NULL REFERENCES gpus(uuid) ON DELETE CASCADE,
+    gpu_uuid TEXT NOT NULL REFERENCES gpus(uuid) ON DELETE CASCADE ON UPDATE CASCADE,
     field TEXT NOT NULL,
     value TEXT,
     source_id BIGINT,
