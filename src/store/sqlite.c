@@ -2296,18 +2296,25 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     return GI_OK;
 }
 
-static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
-                        size_t nrefs, int64_t *stored)
+/* The time a batch's processes and pods were seen: its newest sample's,
+ * or now when it has none. */
+static int64_t batch_time(const struct gi_batch *b)
 {
     int64_t newest = 0;
-    sqlite3_stmt *s;
-    int rc;
 
     for (size_t i = 0; i < b->nsamples; i++)
         if (b->samples[i].ts > newest)
             newest = b->samples[i].ts;
-    if (newest == 0)
-        newest = gi_now();
+    return newest ? newest : gi_now();
+}
+
+static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
+                        size_t nrefs, int64_t *stored)
+{
+    int64_t newest = batch_time(b);
+    sqlite3_stmt *s;
+    int rc;
+
     for (size_t i = 0; i < b->set.nprocs; i++) {
         const struct gi_proc_obs *p = &b->set.procs[i];
         if (!(s = prep(c, ST_PROC_ADD)))
@@ -2335,15 +2342,10 @@ static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, s
 static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
                        size_t nrefs)
 {
-    int64_t newest = 0;
+    int64_t newest = batch_time(b);
     sqlite3_stmt *s;
     int rc;
 
-    for (size_t i = 0; i < b->nsamples; i++)
-        if (b->samples[i].ts > newest)
-            newest = b->samples[i].ts;
-    if (newest == 0)
-        newest = gi_now();
     for (size_t i = 0; i < b->set.npods; i++) {
         const struct gi_pod_obs *p = &b->set.pods[i];
         if (!(s = prep(c, ST_POD_ADD)))
