@@ -7,7 +7,6 @@
 
 bool import_open_or_reply(struct req *r, struct csv *c, struct import_report *rep)
 {
-    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
     int st;
 
     memset(rep, 0, sizeof *rep);
@@ -15,9 +14,9 @@ bool import_open_or_reply(struct req *r, struct csv *c, struct import_report *re
     csv_init(c, r->body ? r->body : "", r->body_len);
     if (!req_param_bool_or_reply(r, "dry_run", &rep->dry_run))
         return false;
-    if (ct == NULL || strncmp(ct, "text/csv", 8) != 0) {
+    if (!req_media_type_is(r, "text/csv")) {
         reply_error(r, 415, "unsupported_media_type", NULL,
-                    "the body must be CSV (Content-Type: text/csv)");
+                    "the body must be CSV in UTF-8 (Content-Type: text/csv)");
         return false;
     }
     if ((st = csv_next(c)) != 1) {

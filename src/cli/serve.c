@@ -17,10 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+
+/* Exit status when GPUINV_ADMIN_TOKEN names a revoked token. */
+#define EXIT_REVOKED_TOKEN 3
 
 static const char serve_usage[] =
     "usage: gpuinv serve [--listen ADDR:PORT] [--db PATH] [--demo] [--threads N]\n"
     "                    [--max-body BYTES] [--session-ttl SECONDS] [--freshness SECONDS]\n"
+    "                    [--tls-cert FILE --tls-key FILE] [--max-connections N]\n"
+    "                    [--per-ip-connections N] [--idle-timeout SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH            SQLite database file (default gpuinv.db), created if missing\n"
@@ -29,10 +35,23 @@ static const char serve_usage[] =
     "  --max-body BYTES     largest accepted request body (default 8388608)\n"
     "  --session-ttl SECS   dashboard session lifetime (default 43200)\n"
     "  --freshness SECS     data older than this is flagged stale (default 3600)\n"
+    "  --tls-cert FILE      serve HTTPS with this PEM certificate (chain) ...\n"
+    "  --tls-key FILE       ... and this PEM private key; cookies become Secure and\n"
+    "                       replies carry Strict-Transport-Security\n"
+    "  --max-connections N  open connections in all (default 1000, kept below the\n"
+    "                       open file limit, whose soft value is raised to the hard one)\n"
+    "  --per-ip-connections N  connections one client address may hold (default 64;\n"
+    "                       0: no limit, e.g. behind a reverse proxy)\n"
+    "  --idle-timeout SECS  close a connection idle this long (default 30)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
-    "  GPUINV_ADMIN_PASSWORD  sets the password of dashboard user 'admin'\n";
+    "  GPUINV_ADMIN_PASSWORD  sets the password of dashboard user 'admin' (and ends\n"
+    "                         its sessions when it changes)\n"
+    "\n"
+    "exit status: 0 stopped cleanly; 1 could not start or failed; 2 bad usage;\n"
+    "  3 GPUINV_ADMIN_TOKEN names a revoked token (create a new one with\n"
+    "  'gpuinv token create --db PATH --name NAME --role admin' and use that)\n";
 
 /* Applies GPUINV_ADMIN_TOKEN and GPUINV_ADMIN_PASSWORD. */
 static int seed_credentials(struct store *st)
@@ -48,14 +67,31 @@ static int seed_credentials(struct store *st)
             return GI_INVALID;
         }
         auth_hash(tok, hash);
-        if ((rc = store_token_ensure(st, "env-admin", GI_ROLE_ADMIN, hash)) != GI_OK)
+        rc = store_token_ensure(st, "env-admin", GI_ROLE_ADMIN, hash);
+        if (rc == GI_CONFLICT) {
+            gi_error("GPUINV_ADMIN_TOKEN names a revoked token; create a new one with "
+                     "'gpuinv token create --db PATH --name NAME --role admin' and set "
+                     "GPUINV_ADMIN_TOKEN to it (or unset it)");
             return rc;
+        }
+        if (rc != GI_OK) {
+            gi_error("cannot record GPUINV_ADMIN_TOKEN: %s", gi_status_name(rc));
+            return rc;
+        }
     }
     if (pw && *pw) {
+        int64_t uid;
+        enum gi_role role;
+        /* Unchanged credentials leave the admin's sessions alone. */
+        if (store_user_get(st, "admin", &uid, &role, pwhash, sizeof pwhash) == GI_OK &&
+            role == GI_ROLE_ADMIN && auth_password_ok(pwhash, pw))
+            return GI_OK;
         if ((rc = auth_password_hash(pw, pwhash)) != GI_OK)
             return rc;
-        if ((rc = store_user_set(st, "admin", GI_ROLE_ADMIN, pwhash)) != GI_OK)
+        if ((rc = store_user_set(st, "admin", GI_ROLE_ADMIN, pwhash)) != GI_OK) {
+            gi_error("cannot set the password of user admin: %s", gi_status_name(rc));
             return rc;
+        }
     }
     return GI_OK;
 }
@@ -70,10 +106,24 @@ int cli_serve(int argc, char **argv)
         {"max-body", required_argument, NULL, 'b'},
         {"session-ttl", required_argument, NULL, 's'},
         {"freshness", required_argument, NULL, 'f'},
+        {"tls-cert", required_argument, NULL, 'C'},
+        {"tls-key", required_argument, NULL, 'K'},
+        {"max-connections", required_argument, NULL, 'm'},
+        {"per-ip-connections", required_argument, NULL, 'p'},
+        {"idle-timeout", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct server_config cfg = {"127.0.0.1:8080", 8u << 20, 8, 43200, 3600};
+    struct server_config cfg = {
+        .listen = "127.0.0.1:8080",
+        .max_body = 8u << 20,
+        .threads = 8,
+        .session_ttl = 43200,
+        .freshness = 3600,
+        .per_ip_connections = SERVER_DEFAULT_PER_IP,
+        .idle_timeout = SERVER_DEFAULT_IDLE_TIMEOUT,
+    };
+    struct rlimit rl;
     const char *db = "gpuinv.db";
     bool demo = false;
     struct store *st = NULL;
@@ -123,6 +173,33 @@ int cli_serve(int argc, char **argv)
             }
             cfg.freshness = n;
             break;
+        case 'C':
+            cfg.tls_cert = optarg;
+            break;
+        case 'K':
+            cfg.tls_key = optarg;
+            break;
+        case 'm':
+            if (gi_parse_int64(optarg, 1, 1000000, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --max-connections must be 1..1000000\n");
+                return 2;
+            }
+            cfg.max_connections = (unsigned)n;
+            break;
+        case 'p':
+            if (gi_parse_int64(optarg, 0, 1000000, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --per-ip-connections must be 0..1000000\n");
+                return 2;
+            }
+            cfg.per_ip_connections = (unsigned)n;
+            break;
+        case 'i':
+            if (gi_parse_int64(optarg, 1, 3600, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --idle-timeout must be 1..3600 seconds\n");
+                return 2;
+            }
+            cfg.idle_timeout = (unsigned)n;
+            break;
         case 'h':
             fputs(serve_usage, stdout);
             return 0;
@@ -134,6 +211,16 @@ int cli_serve(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "gpuinv serve: unexpected argument '%s'\n%s", argv[optind], serve_usage);
         return 2;
+    }
+    if ((cfg.tls_cert == NULL) != (cfg.tls_key == NULL)) {
+        fprintf(stderr, "gpuinv serve: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+    /* Every connection is a file descriptor: take all the process may. */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            gi_warn("cannot raise the open file limit");
     }
 
     /* Block the stop signals in every thread; main waits for them. */
@@ -151,8 +238,11 @@ int cli_serve(int argc, char **argv)
         gi_error("cannot open database %s: %s", db, gi_status_name(rc));
         return 1;
     }
-    if ((rc = seed_credentials(st)) != GI_OK)
+    if ((rc = seed_credentials(st)) != GI_OK) {
+        if (rc == GI_CONFLICT)
+            code = EXIT_REVOKED_TOKEN;
         goto cleanup;
+    }
     if (demo && (rc = demo_fill(st)) != GI_OK) {
         gi_error("demo fleet failed: %s", gi_status_name(rc));
         goto cleanup;
@@ -174,7 +264,8 @@ int cli_serve(int argc, char **argv)
         host[hl] = '\0';
         if (hl == 0 || strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0)
             gi_strlcpy(host, "127.0.0.1", sizeof host);
-        printf("gpuinv listening on http://%s:%u/\n", host, server_port(srv));
+        printf("gpuinv listening on %s://%s:%u/\n", cfg.tls_cert ? "https" : "http", host,
+               server_port(srv));
         fflush(stdout);
     }
     sigwait(&sigs, &sig);

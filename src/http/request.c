@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Sets the reply, replacing (and freeing) any earlier one. */
 static void set_reply(struct req *r, unsigned status, struct MHD_Response *resp)
@@ -36,14 +37,15 @@ void reply_bytes(struct req *r, unsigned status, const char *content_type, const
 
 void reply_json(struct req *r, unsigned status, json_t *body)
 {
+    static const char failed[] =
+        "{\"error\":{\"code\":\"internal\",\"message\":\"encoding failed\"}}";
     char *txt = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
     struct MHD_Response *resp;
 
     json_decref(body);
     if (txt == NULL) {
-        reply_bytes(r, 500, "application/json",
-                    "{\"error\":{\"code\":\"internal\",\"message\":\"encoding failed\"}}", 58,
-                    false);
+        /* The reply is the text, without the array's terminating NUL. */
+        reply_bytes(r, 500, "application/json", failed, sizeof failed - 1, false);
         return;
     }
     resp = MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_FREE);
@@ -53,6 +55,33 @@ void reply_json(struct req *r, unsigned status, json_t *body)
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     set_reply(r, status, resp);
+}
+
+/* Replaces, in place, every byte of s that is not part of valid UTF-8 text
+ * (or is a control character) with '?', so that a message quoting client
+ * input (or cut short mid-character) can always be encoded as JSON. */
+static void text_sanitize(char *s)
+{
+    for (size_t i = 0; s[i];) {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80             ? 1
+                   : (c & 0xe0) == 0xc0 ? 2
+                   : (c & 0xf0) == 0xe0 ? 3
+                   : (c & 0xf8) == 0xf0 ? 4
+                                        : 0;
+        char one[5] = {0};
+        size_t k = 0;
+
+        while (k < n && s[i + k]) {
+            one[k] = s[i + k];
+            k++;
+        }
+        if (n == 0 || k < n || !gi_text_ok(one)) {
+            s[i++] = '?';
+            continue;
+        }
+        i += n;
+    }
 }
 
 void reply_error(struct req *r, unsigned status, const char *code, const char *field,
@@ -65,6 +94,7 @@ void reply_error(struct req *r, unsigned status, const char *code, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    text_sanitize(msg);
     err = json_pack("{s:s, s:s}", "code", code, "message", msg);
     if (field && *field)
         json_object_set_new(err, "field", json_string(field));
@@ -114,6 +144,53 @@ const char *req_param(struct req *r, const char *name)
 const char *req_header(struct req *r, const char *name)
 {
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+bool req_media_type_is(struct req *r, const char *type)
+{
+    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    size_t tl = strlen(type);
+    char params[256];
+    char *p;
+
+    if (ct == NULL || strncasecmp(ct, type, tl) != 0)
+        return false;
+    ct += tl;
+    ct += strspn(ct, " \t");
+    if (*ct == '\0')
+        return true;
+    if (*ct != ';' || !gi_strlcpy(params, ct, sizeof params))
+        return false;
+    /* Each parameter is name=value (value possibly quoted); only charset
+     * is judged, and it must name UTF-8. */
+    for (p = params; p && *p == ';';) {
+        char *name = p + 1, *eq, *end = strchr(name, ';'), *val;
+        size_t vl;
+        if (end)
+            *end = '\0';
+        name += strspn(name, " \t");
+        if ((eq = strchr(name, '=')) == NULL)
+            return false;
+        val = eq + 1;
+        while (eq > name && (eq[-1] == ' ' || eq[-1] == '\t'))
+            eq--;
+        *eq = '\0';
+        val += strspn(val, " \t");
+        vl = strcspn(val, " \t");
+        if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
+            val++;
+            vl -= 2;
+        }
+        val[vl] = '\0';
+        if (strcasecmp(name, "charset") == 0 && strcasecmp(val, "utf-8") != 0 &&
+            strcasecmp(val, "utf8") != 0)
+            return false;
+        if (end == NULL)
+            break;
+        *end = ';';
+        p = end;
+    }
+    return true;
 }
 
 bool req_wants_csv(struct req *r)
@@ -307,13 +384,12 @@ void reply_list_text(struct req *r, const char *items, size_t len, size_t rows, 
 
 bool req_json_body_or_reply(struct req *r, json_t **out)
 {
-    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
     json_error_t err;
     json_t *v;
 
-    if (ct == NULL || strncmp(ct, "application/json", 16) != 0) {
+    if (!req_media_type_is(r, "application/json")) {
         reply_error(r, 415, "unsupported_media_type", NULL,
-                    "the body must be JSON (Content-Type: application/json)");
+                    "the body must be JSON in UTF-8 (Content-Type: application/json)");
         return false;
     }
     if (r->body == NULL || r->body_len == 0) {
@@ -329,6 +405,11 @@ bool req_json_body_or_reply(struct req *r, json_t **out)
     if (!json_is_object(v)) {
         json_decref(v);
         reply_error(r, 400, "invalid_json", NULL, "the body must be a JSON object");
+        return false;
+    }
+    if (strcmp(r->method, "PATCH") == 0 && json_object_size(v) == 0) {
+        json_decref(v);
+        reply_error(r, 400, "validation_failed", NULL, "the body names no field to change");
         return false;
     }
     *out = v;

@@ -16,13 +16,31 @@
 
 struct server;
 struct store;
+struct route;
+
+/* What was wrong with the request target, found before routing. */
+enum req_path_fault {
+    REQ_PATH_OK,
+    REQ_PATH_TOO_LONG, /* answers 404: no route is that long */
+    REQ_PATH_BAD,      /* control byte, broken escape or invalid UTF-8: 400 */
+};
 
 struct req {
     struct server *srv;
     struct store *store;
     struct MHD_Connection *conn;
     const char *method;
+    /* The path as sent (percent-encoded, without the query), and decoded.
+     * Routes match the raw form, so "%31" is not the id 1. */
+    char raw[512];
     char path[512];
+    enum req_path_fault path_fault;
+    /* The client's address as text (IPv4 or IPv6). */
+    char addr[64];
+    /* Set once the headers have been checked (route, credentials, role,
+     * query, announced length); the body is gathered only after that. */
+    bool started;
+    const struct route *route;
     /* Request body, NUL-terminated; bounded by the server's body limit. */
     char *body;
     size_t body_len;
@@ -64,6 +82,9 @@ void reply_list_text(struct req *r, const char *items, size_t len, size_t rows, 
 /* Query parameter or NULL (borrowed from libmicrohttpd). */
 const char *req_param(struct req *r, const char *name);
 const char *req_header(struct req *r, const char *name);
+/* True when the body's Content-Type is `type` (case-insensitive), with
+ * at most parameters after it of which a charset, if given, is UTF-8. */
+bool req_media_type_is(struct req *r, const char *type);
 /* True when the client asked for CSV (?format=csv or Accept: text/csv). */
 bool req_wants_csv(struct req *r);
 /* Parses the body as one JSON object; 415/400 on failure. Caller decrefs. */

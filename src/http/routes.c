@@ -1,54 +1,86 @@
-/* The route table: every path the server answers, in one place. */
+/* The route table: every path the server answers, in one place, with the
+ * query parameters each handler reads (see routes.h). */
 #include "http/routes.h"
 #include "api/api.h"
 
+#include <string.h>
+
+/* Parameters shared by routes that answer a list: the list envelope (or
+ * CSV with format=csv), and for paged lists the page and sort. */
+#define LIST "format"
+#define PAGED LIST ",limit,cursor,sort"
+/* CSV imports: a dry run reports without writing. */
+#define IMPORT "dry_run"
+
 const struct route gi_routes[] = {
-    {"GET", "/healthz", api_healthz, GI_ROLE_NONE},
-    {"GET", "/metrics", api_metrics, GI_ROLE_VIEWER},
+    {"GET", "/healthz", api_healthz, GI_ROLE_NONE, ""},
+    {"GET", "/metrics", api_metrics, GI_ROLE_VIEWER, ""},
 
-    {"POST", "/api/v1/session", api_session_create, GI_ROLE_NONE},
-    {"GET", "/api/v1/session", api_session_get, GI_ROLE_VIEWER},
-    {"DELETE", "/api/v1/session", api_session_delete, GI_ROLE_VIEWER},
+    {"POST", "/api/v1/session", api_session_create, GI_ROLE_NONE, ""},
+    {"GET", "/api/v1/session", api_session_get, GI_ROLE_VIEWER, ""},
+    {"DELETE", "/api/v1/session", api_session_delete, GI_ROLE_VIEWER, ""},
 
-    {"GET", "/api/v1/kinds", api_kinds, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/kinds", api_kinds, GI_ROLE_VIEWER, ""},
 
-    {"GET", "/api/v1/tokens", api_tokens_list, GI_ROLE_ADMIN},
-    {"POST", "/api/v1/tokens", api_tokens_create, GI_ROLE_ADMIN},
-    {"DELETE", "/api/v1/tokens/{id}", api_tokens_revoke, GI_ROLE_ADMIN},
+    {"GET", "/api/v1/tokens", api_tokens_list, GI_ROLE_ADMIN, LIST},
+    {"POST", "/api/v1/tokens", api_tokens_create, GI_ROLE_ADMIN, ""},
+    {"DELETE", "/api/v1/tokens/{id}", api_tokens_revoke, GI_ROLE_ADMIN, ""},
 
-    {"GET", "/api/v1/audit", api_audit_list, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/audit", api_audit_list, GI_ROLE_VIEWER, PAGED ",entity,entity_id,actor"},
 
-    {"GET", "/api/v1/datacenters", api_datacenters_list, GI_ROLE_VIEWER},
-    {"POST", "/api/v1/datacenters", api_datacenters_create, GI_ROLE_EDITOR},
-    {"GET", "/api/v1/datacenters/{id}", api_datacenters_get, GI_ROLE_VIEWER},
-    {"PATCH", "/api/v1/datacenters/{id}", api_datacenters_update, GI_ROLE_EDITOR},
-    {"DELETE", "/api/v1/datacenters/{id}", api_datacenters_delete, GI_ROLE_EDITOR},
-    {"GET", "/api/v1/datacenters/{id}/overview", api_datacenters_overview, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/datacenters", api_datacenters_list, GI_ROLE_VIEWER, PAGED ",q"},
+    {"POST", "/api/v1/datacenters", api_datacenters_create, GI_ROLE_EDITOR, ""},
+    {"GET", "/api/v1/datacenters/{id}", api_datacenters_get, GI_ROLE_VIEWER, ""},
+    {"PATCH", "/api/v1/datacenters/{id}", api_datacenters_update, GI_ROLE_EDITOR, ""},
+    {"DELETE", "/api/v1/datacenters/{id}", api_datacenters_delete, GI_ROLE_EDITOR, "force"},
+    {"GET", "/api/v1/datacenters/{id}/overview", api_datacenters_overview, GI_ROLE_VIEWER, ""},
 
-    {"GET", "/api/v1/resources", api_resources_list, GI_ROLE_VIEWER},
-    {"POST", "/api/v1/resources", api_resources_create, GI_ROLE_EDITOR},
-    {"POST", "/api/v1/resources/import", api_resources_import, GI_ROLE_EDITOR},
-    {"GET", "/api/v1/resources/{id}", api_resources_get, GI_ROLE_VIEWER},
-    {"PATCH", "/api/v1/resources/{id}", api_resources_update, GI_ROLE_EDITOR},
-    {"DELETE", "/api/v1/resources/{id}", api_resources_delete, GI_ROLE_EDITOR},
-    {"POST", "/api/v1/resources/{id}/allocate", api_resources_allocate, GI_ROLE_EDITOR},
-    {"POST", "/api/v1/resources/{id}/release", api_resources_release, GI_ROLE_EDITOR},
+    {"GET", "/api/v1/resources", api_resources_list, GI_ROLE_VIEWER,
+     PAGED ",datacenter,kind,state,tenant,project,q"},
+    {"POST", "/api/v1/resources", api_resources_create, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/resources/import", api_resources_import, GI_ROLE_EDITOR, IMPORT},
+    {"GET", "/api/v1/resources/{id}", api_resources_get, GI_ROLE_VIEWER, ""},
+    {"PATCH", "/api/v1/resources/{id}", api_resources_update, GI_ROLE_EDITOR, ""},
+    {"DELETE", "/api/v1/resources/{id}", api_resources_delete, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/resources/{id}/allocate", api_resources_allocate, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/resources/{id}/release", api_resources_release, GI_ROLE_EDITOR, ""},
 
-    {"POST", "/api/v1/allocations", api_allocations_create, GI_ROLE_EDITOR},
+    {"POST", "/api/v1/allocations", api_allocations_create, GI_ROLE_EDITOR, ""},
 
-    {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER},
-    {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER},
-    {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR},
-    {"GET", "/api/v1/gpus/{key}", api_gpus_get, GI_ROLE_VIEWER},
-    {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER},
-    {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN},
-    {"GET", "/api/v1/sources/{id}", api_sources_get, GI_ROLE_VIEWER},
-    {"PATCH", "/api/v1/sources/{id}", api_sources_update, GI_ROLE_ADMIN},
-    {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN},
-    {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR},
+    {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER, ""},
+    {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER,
+     PAGED ",host,cluster,model,q,datacenter,source,stale,state"},
+    {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR, IMPORT ",source,map.*"},
+    {"GET", "/api/v1/gpus/{key}", api_gpus_get, GI_ROLE_VIEWER, ""},
+    {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER, LIST},
+    {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN, ""},
+    {"GET", "/api/v1/sources/{id}", api_sources_get, GI_ROLE_VIEWER, ""},
+    {"PATCH", "/api/v1/sources/{id}", api_sources_update, GI_ROLE_ADMIN, ""},
+    {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN, ""},
+    {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR, ""},
 
-    {"GET", "/api/v1/kubernetes/nodes", api_k8s_nodes, GI_ROLE_VIEWER},
-    {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/kubernetes/nodes", api_k8s_nodes, GI_ROLE_VIEWER,
+     LIST ",cluster,node,namespace,active"},
+    {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER,
+     PAGED ",cluster,node,namespace,active"},
 
-    {NULL, NULL, NULL, GI_ROLE_NONE},
+    {NULL, NULL, NULL, GI_ROLE_NONE, NULL},
 };
+
+bool route_param_known(const struct route *rt, const char *name)
+{
+    size_t nl = strlen(name);
+
+    for (const char *p = rt->params; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > 0 && p[len - 1] == '*') {
+            if (nl >= len - 1 && strncmp(p, name, len - 1) == 0)
+                return true;
+        } else if (len == nl && strncmp(p, name, len) == 0) {
+            return true;
+        }
+        p = e ? e + 1 : p + len;
+    }
+    return false;
+}

@@ -1,20 +1,32 @@
-/* The one route table: method, path pattern, handler, least role needed.
- * Patterns are literal segments, "{id}" (a positive integer, into req.id)
- * or "{key}" (any one segment, into req.key). */
+/* The one route table: method, path pattern, handler, least role needed,
+ * and the query parameters the handler reads.
+ * Patterns are literal segments, "{id}" (a positive integer written as a
+ * canonical decimal, into req.id) or "{key}" (any one segment,
+ * percent-decoded, into req.key). */
 #ifndef GI_ROUTES_H
 #define GI_ROUTES_H
 
 #include "core/model.h"
 #include "http/request.h"
 
+#include <stdbool.h>
+
 struct route {
     const char *method;
     const char *pattern;
     api_handler handler;
     enum gi_role need; /* GI_ROLE_NONE: no authentication */
+    /* Query parameters the handler reads, comma-separated ("" for none);
+     * an entry ending in '*' admits every name with that prefix. The
+     * dispatcher refuses any other parameter with 400 before the handler
+     * runs. */
+    const char *params;
 };
 
 /* Ends with a zeroed entry. */
 extern const struct route gi_routes[];
+
+/* True when query parameter `name` is one that route rt reads. */
+bool route_param_known(const struct route *rt, const char *name);
 
 #endif

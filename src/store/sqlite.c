@@ -145,6 +145,9 @@
     X(SESSION_AUTH, "SELECT u.name, u.role FROM sessions s JOIN users u ON u.id = s.user_id "      \
                     "WHERE s.hash = :hash AND s.expires_at > :now")                                \
     X(SESSION_DEL, "DELETE FROM sessions WHERE hash = :hash OR expires_at <= :now")                \
+    X(SESSION_DEL_USER,                                                                            \
+      "DELETE FROM sessions WHERE user_id IN (SELECT id FROM users WHERE name = "                  \
+      ":name)")                                                                                    \
     X(DC_ADD, "INSERT INTO datacenters (name, location, rows_count, created_at, updated_at) "      \
               "VALUES (:name, :location, :rows, :now, :now)")                                      \
     X(DC_GET, DC_SELECT "WHERE d.id = :id")                                                        \
@@ -882,6 +885,8 @@ int store_token_ensure(struct store *st, const char *name, enum gi_role role, co
     int64_t id;
     int rc = store_token_auth(st, hash, &p);
 
+    /* Hashes are unique, so a create that conflicts met the same token,
+     * revoked. */
     if (rc == GI_NOT_FOUND)
         return store_token_create(st, "system", name, role, hash, &id);
     return rc;
@@ -975,16 +980,30 @@ cleanup:
 int store_user_set(struct store *st, const char *name, enum gi_role role, const char *pwhash)
 {
     struct conn *c = conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_USER_UPSERT);
-    int rc = GI_INTERNAL;
+    sqlite3_stmt *s;
+    int rc = tx_begin(c);
 
-    if (s) {
-        bind_text(s, ":name", name);
-        bind_text(s, ":role", gi_role_name(role));
-        bind_text(s, ":hash", pwhash);
-        bind_int(s, ":now", gi_now());
-        rc = exec_done(c, s);
-    }
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    /* A new password or role ends the user's sessions, in the same
+     * transaction, so no session outlives the credentials it was made
+     * with. */
+    if (!(s = prep(c, ST_SESSION_DEL_USER)))
+        goto cleanup;
+    bind_text(s, ":name", name);
+    if ((rc = exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_USER_UPSERT)))
+        goto cleanup;
+    bind_text(s, ":name", name);
+    bind_text(s, ":role", gi_role_name(role));
+    bind_text(s, ":hash", pwhash);
+    bind_int(s, ":now", gi_now());
+    rc = exec_done(c, s);
+cleanup:
+    rc = tx_end(c, rc);
     conn_put(st, c);
     return rc;
 }
@@ -1015,16 +1034,31 @@ int store_user_get(struct store *st, const char *name, int64_t *id, enum gi_role
 int store_session_create(struct store *st, const char *hash, int64_t user_id, int64_t expires_at)
 {
     struct conn *c = conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_SESSION_ADD);
-    int rc = GI_INTERNAL;
+    sqlite3_stmt *s;
+    int64_t now = gi_now();
+    int rc = tx_begin(c);
 
-    if (s) {
-        bind_text(s, ":hash", hash);
-        bind_int(s, ":uid", user_id);
-        bind_int(s, ":now", gi_now());
-        bind_int(s, ":exp", expires_at);
-        rc = exec_done(c, s);
-    }
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    /* Expired sessions are pruned whenever one is made (SESSION_DEL with no
+     * hash deletes only the expired ones). */
+    if (!(s = prep(c, ST_SESSION_DEL)))
+        goto cleanup;
+    bind_text(s, ":hash", NULL);
+    bind_int(s, ":now", now);
+    if ((rc = exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SESSION_ADD)))
+        goto cleanup;
+    bind_text(s, ":hash", hash);
+    bind_int(s, ":uid", user_id);
+    bind_int(s, ":now", now);
+    bind_int(s, ":exp", expires_at);
+    rc = exec_done(c, s);
+cleanup:
+    rc = tx_end(c, rc);
     conn_put(st, c);
     return rc;
 }

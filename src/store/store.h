@@ -38,18 +38,21 @@ struct store_page {
 /* ---- credentials ---- */
 int store_token_create(struct store *st, const char *actor, const char *name, enum gi_role role,
                        const char *hash, int64_t *id_out);
-/* Creates the token unless one with this hash exists (start-up admin token). */
+/* Creates the token unless one with this hash exists (start-up admin
+ * token); GI_CONFLICT when the token with this hash has been revoked. */
 int store_token_ensure(struct store *st, const char *name, enum gi_role role, const char *hash);
 /* Resolves an unrevoked token by hash; GI_NOT_FOUND when unknown. */
 int store_token_auth(struct store *st, const char *hash, struct gi_principal *out);
 int store_token_list(struct store *st, json_t **items);
 int store_token_revoke(struct store *st, const char *actor, int64_t id);
 
-/* Creates or replaces a dashboard user. */
+/* Creates or replaces a dashboard user, ending all of its sessions in the
+ * same transaction. */
 int store_user_set(struct store *st, const char *name, enum gi_role role, const char *pwhash);
 /* pwhash receives the stored password hash (capacity len). */
 int store_user_get(struct store *st, const char *name, int64_t *id, enum gi_role *role,
                    char *pwhash, size_t len);
+/* Records a session; expired sessions are pruned in the same write. */
 int store_session_create(struct store *st, const char *hash, int64_t user_id, int64_t expires_at);
 int store_session_auth(struct store *st, const char *hash, struct gi_principal *out);
 int store_session_delete(struct store *st, const char *hash);
