@@ -40,7 +40,7 @@ static const char serve_usage[] =
     "                       replies carry Strict-Transport-Security\n"
     "  --max-connections N  open connections in all (default 1000, kept below the\n"
     "                       open file limit, whose soft value is raised to the hard one)\n"
-    "  --per-ip-connections N  connections one client address may hold (default 64;\n"
+    "  --per-ip-connections N  connections one client address may hold (default 256;\n"
     "                       0: no limit, e.g. behind a reverse proxy)\n"
     "  --idle-timeout SECS  close a connection idle this long (default 30)\n"
     "\n"

@@ -30,7 +30,7 @@ struct server_config {
 };
 
 #define SERVER_DEFAULT_CONNECTIONS 1000u
-#define SERVER_DEFAULT_PER_IP 64u
+#define SERVER_DEFAULT_PER_IP 256u
 #define SERVER_DEFAULT_IDLE_TIMEOUT 30u
 
 /* Starts serving; the store is borrowed and must outlive the server. On
