@@ -18,8 +18,9 @@ export function tempDir(prefix = 'gpuinv-') {
 /**
  * Starts `gpuinv serve`. Options: db (path; default a new temp file), demo,
  * args (extra flags), env (extra environment). Resolves to a handle with
- * url, token (admin bearer token), password (admin dashboard password),
- * api(), stop() and the child process.
+ * url (https:// when started with --tls-cert), token (admin bearer token),
+ * password (admin dashboard password), pid, api(), stop() and the child
+ * process.
  */
 export async function startServer(opts = {}) {
   const dir = opts.dir || tempDir();
@@ -41,13 +42,13 @@ export async function startServer(opts = {}) {
     const timer = setTimeout(() => reject(new Error('server did not start:\n' + stderr)), 30000);
     child.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(/listening on (http:\/\/[^\s]+?)\/?\s/);
+      const m = out.match(/listening on (https?:\/\/[^\s]+?)\/?\s/);
       if (m) { clearTimeout(timer); resolve(m[1]); }
     });
     exited.then(({ code }) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${stderr}`)); });
   });
   const handle = {
-    url, token, password, db, dir, child,
+    url, token, password, db, dir, child, pid: child.pid,
     get stderr() { return stderr; },
     /** HTTP call; body objects are sent as JSON, strings as-is. */
     async api(method, p, { body, auth = token, headers = {}, contentType } = {}) {
