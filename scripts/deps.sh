@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
+pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev openssl
       libsodium-dev libxml2-dev libcurl4-gnutls-dev libcmocka-dev sqlite3 curl chromium procps clang-format prometheus)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(wrk nginx-light)
