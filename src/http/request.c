@@ -3,6 +3,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "http/routes.h"
 #include "http/server.h"
 #include "store/store.h"
 
@@ -138,6 +139,18 @@ void reply_header(struct req *r, const char *name, const char *value)
 
 const char *req_param(struct req *r, const char *name)
 {
+    /* The dispatcher refuses parameters a route does not list, so a
+     * handler reading an unlisted one could never see it: that is a bug in
+     * the route table, made loud (and fatal in debug builds, so that any
+     * test reaching the handler finds it). */
+    if (r->route && !route_param_known(r->route, name)) {
+        gi_error("%s %s reads query parameter '%s', which its line in src/http/routes.c does not "
+                 "list",
+                 r->method, r->route->pattern, name);
+#ifndef NDEBUG
+        abort();
+#endif
+    }
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 

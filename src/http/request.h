@@ -79,7 +79,8 @@ void reply_list_text(struct req *r, const char *items, size_t len, size_t rows, 
                      int64_t offset);
 
 /* ---- input ---- */
-/* Query parameter or NULL (borrowed from libmicrohttpd). */
+/* Query parameter or NULL (borrowed from libmicrohttpd). `name` must be
+ * listed for the request's route in src/http/routes.c. */
 const char *req_param(struct req *r, const char *name);
 const char *req_header(struct req *r, const char *name);
 /* True when the body's Content-Type is `type` (case-insensitive), with
