@@ -38,7 +38,7 @@ static const char serve_usage[] =
     "  --tls-cert FILE      serve HTTPS with this PEM certificate (chain) ...\n"
     "  --tls-key FILE       ... and this PEM private key; cookies become Secure and\n"
     "                       replies carry Strict-Transport-Security\n"
-    "  --max-connections N  open connections in all (default 1000, kept below the\n"
+    "  --max-connections N  open connections in all (default 4096, kept below the\n"
     "                       open file limit, whose soft value is raised to the hard one)\n"
     "  --per-ip-connections N  connections one client address may hold (default 256;\n"
     "                       0: no limit, e.g. behind a reverse proxy)\n"

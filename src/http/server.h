@@ -29,7 +29,7 @@ struct server_config {
     unsigned idle_timeout;
 };
 
-#define SERVER_DEFAULT_CONNECTIONS 1000u
+#define SERVER_DEFAULT_CONNECTIONS 4096u
 #define SERVER_DEFAULT_PER_IP 256u
 #define SERVER_DEFAULT_IDLE_TIMEOUT 30u
 
