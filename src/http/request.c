@@ -5,6 +5,7 @@
 #include "core/util.h"
 #include "http/routes.h"
 #include "http/server.h"
+#include "http/uri.h"
 #include "store/store.h"
 
 #include <stdarg.h>
@@ -161,49 +162,7 @@ const char *req_header(struct req *r, const char *name)
 
 bool req_media_type_is(struct req *r, const char *type)
 {
-    const char *ct = req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
-    size_t tl = strlen(type);
-    char params[256];
-    char *p;
-
-    if (ct == NULL || strncasecmp(ct, type, tl) != 0)
-        return false;
-    ct += tl;
-    ct += strspn(ct, " \t");
-    if (*ct == '\0')
-        return true;
-    if (*ct != ';' || !gi_strlcpy(params, ct, sizeof params))
-        return false;
-    /* Each parameter is name=value (value possibly quoted); only charset
-     * is judged, and it must name UTF-8. */
-    for (p = params; p && *p == ';';) {
-        char *name = p + 1, *eq, *end = strchr(name, ';'), *val;
-        size_t vl;
-        if (end)
-            *end = '\0';
-        name += strspn(name, " \t");
-        if ((eq = strchr(name, '=')) == NULL)
-            return false;
-        val = eq + 1;
-        while (eq > name && (eq[-1] == ' ' || eq[-1] == '\t'))
-            eq--;
-        *eq = '\0';
-        val += strspn(val, " \t");
-        vl = strcspn(val, " \t");
-        if (vl >= 2 && val[0] == '"' && val[vl - 1] == '"') {
-            val++;
-            vl -= 2;
-        }
-        val[vl] = '\0';
-        if (strcasecmp(name, "charset") == 0 && strcasecmp(val, "utf-8") != 0 &&
-            strcasecmp(val, "utf8") != 0)
-            return false;
-        if (end == NULL)
-            break;
-        *end = ';';
-        p = end;
-    }
-    return true;
+    return uri_media_type_is(req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE), type);
 }
 
 bool req_wants_csv(struct req *r)

@@ -12,6 +12,7 @@
 #include "http/request.h"
 #include "http/routes.h"
 #include "http/throttle.h"
+#include "http/uri.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,40 +55,6 @@ int64_t server_freshness(const struct server *srv) { return srv->freshness; }
 bool server_tls(const struct server *srv) { return srv->tls; }
 struct throttle *server_throttle(const struct server *srv) { return srv->throttle; }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes n bytes of in into out (capacity cap, NUL-terminated).
- * Refuses (false) a broken escape, any control byte (so "%00" cannot cut
- * a path short), invalid UTF-8, or a result that does not fit. */
-static bool pct_decode(const char *in, size_t n, char *out, size_t cap)
-{
-    size_t j = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == '%') {
-            if (i + 2 >= n || hexval(in[i + 1]) < 0 || hexval(in[i + 2]) < 0)
-                return false;
-            c = (unsigned char)(hexval(in[i + 1]) * 16 + hexval(in[i + 2]));
-            i += 2;
-        }
-        if (c < 0x20 || c == 0x7f || j + 1 >= cap)
-            return false;
-        out[j++] = (char)c;
-    }
-    out[j] = '\0';
-    return gi_text_ok(out);
-}
-
 /* Called by libmicrohttpd with the request target as sent, before it is
  * decoded; allocates the request context (freed in on_complete), keeps
  * the raw path and decodes it strictly. NULL when out of memory. */
@@ -120,26 +87,11 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     }
     memcpy(r->raw, uri, n);
     r->raw[n] = '\0';
-    if (!pct_decode(r->raw, n, r->path, sizeof r->path)) {
+    if (!uri_decode(r->raw, n, r->path, sizeof r->path)) {
         r->path_fault = REQ_PATH_BAD;
         r->path[0] = '\0';
     }
     return r;
-}
-
-/* A canonical decimal id: digits only, no sign, no leading zero. */
-static bool canonical_id(const char *s, size_t n, int64_t *out)
-{
-    char num[24];
-
-    if (n == 0 || n >= sizeof num || s[0] == '0')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-    memcpy(num, s, n);
-    num[n] = '\0';
-    return gi_parse_int64(num, 1, INT64_MAX, out) == GI_OK;
 }
 
 /* Matches one pattern against the raw path, capturing {id} and {key}. */
@@ -153,10 +105,10 @@ static bool route_match(const char *pattern, const char *path, struct req *r)
         size_t ul = ue ? (size_t)(ue - u) : strlen(u);
 
         if (pl == 4 && strncmp(p, "{id}", 4) == 0) {
-            if (!canonical_id(u, ul, &r->id))
+            if (!uri_canonical_id(u, ul, &r->id))
                 return false;
         } else if (pl == 5 && strncmp(p, "{key}", 5) == 0) {
-            if (ul == 0 || !pct_decode(u, ul, r->key, sizeof r->key))
+            if (ul == 0 || !uri_decode(u, ul, r->key, sizeof r->key))
                 return false;
         } else if (pl != ul || strncmp(p, u, pl) != 0) {
             return false;
