@@ -66,18 +66,20 @@ void api_session_create(struct req *r)
         reply_status(r, st, "user");
         goto cleanup;
     }
-    good = false;
-    if (st == GI_OK) {
-        /* Argon2 is deliberately costly; bound how many run at once so a
-         * flood of sign-ins cannot take every worker thread. */
-        if (!throttle_work_begin(t)) {
-            reply_error(r, 503, "busy", NULL, "too many sign-ins at once; retry");
-            reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-            goto cleanup;
-        }
-        good = auth_password_ok(stored, pass);
-        throttle_work_end(t);
+    /* Argon2 is deliberately costly; bound how many run at once so a flood
+     * of sign-ins cannot take every worker thread. An unknown user name
+     * costs the same work as a wrong password. */
+    if (!throttle_work_begin(t)) {
+        reply_error(r, 503, "busy", NULL, "too many sign-ins at once; retry");
+        reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        goto cleanup;
     }
+    good = false;
+    if (st == GI_OK)
+        good = auth_password_ok(stored, pass);
+    else
+        auth_password_dummy(pass);
+    throttle_work_end(t);
     if (!good) {
         throttle_failed(t, ukey, gi_now());
         throttle_failed(t, akey, gi_now());

@@ -23,6 +23,10 @@ void auth_token_new(char token[AUTH_TOKEN_LEN]);
 void auth_hash(const char *secret, char out[AUTH_HASH_LEN]);
 int auth_password_hash(const char *password, char out[AUTH_PWHASH_LEN]);
 bool auth_password_ok(const char *stored, const char *password);
+/* Does the work of a password check that always fails, so that an unknown
+ * user name costs as much as a wrong password and the time of a reply
+ * does not tell which names exist. */
+void auth_password_dummy(const char *password);
 /* Resolves the caller of r from its bearer token or session cookie into
  * r->who; GI_OK, GI_NOT_FOUND (no or unknown credentials), or a store error. */
 int auth_resolve(struct req *r);
