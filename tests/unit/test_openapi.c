@@ -198,6 +198,32 @@ static void check_params(struct problems *pr, json_t *doc, const struct route *r
     }
 }
 
+/* Checks that an operation documents the errors the dispatcher and the
+ * request helpers give every route of its kind: 401 and 403 behind
+ * credentials, 404 for a record named in the path, 400/413/415 for a body. */
+static void check_errors(struct problems *pr, const struct route *rt, const char *dpath,
+                         json_t *opn)
+{
+    json_t *resp = json_object_get(opn, "responses");
+    const char *need[8];
+    size_t n = 0;
+
+    if (rt->need != GI_ROLE_NONE) {
+        need[n++] = "401";
+        need[n++] = "403";
+    }
+    if (strchr(rt->pattern, '{'))
+        need[n++] = "404";
+    if (json_object_get(opn, "requestBody")) {
+        need[n++] = "400";
+        need[n++] = "413";
+        need[n++] = "415";
+    }
+    for (size_t i = 0; i < n; i++)
+        if (json_object_get(resp, need[i]) == NULL)
+            problem(pr, "%s %s must document the %s reply", rt->method, dpath, need[i]);
+}
+
 /* Every route of the table is in the document, with its role. */
 static void test_every_route_is_documented(void **state)
 {
@@ -237,6 +263,7 @@ static void test_every_route_is_documented(void **state)
                     dpath);
         if (!json_is_object(json_object_get(opn, "responses")))
             problem(&pr, "%s %s has no responses", rt->method, dpath);
+        check_errors(&pr, rt, dpath, opn);
         check_params(&pr, doc, rt, dpath, item, opn);
     }
     json_decref(doc);
