@@ -1,7 +1,8 @@
 // The API description: served without credentials, equal to the file in
 // the repository, and usable by a schema validator. Every other suite's
-// replies are checked against it by the harness (tests/lib/contract.mjs);
-// the checks here show that the checker itself catches a mismatch.
+// replies (and the bodies the server accepted) are checked against it by
+// the harness (tests/lib/contract.mjs); the checks here show that the
+// checker itself catches a mismatch.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -68,6 +69,10 @@ test('the checker refuses replies the document does not describe', async () => {
   assert.throws(() => checkReply('GET', '/api/v1/datacenters/1', reply(200, dc, 'text/html')), /content type "text\/html"/);
   assert.throws(() => checkReply('GET', '/api/v1/datacenters/1', reply(404, { message: 'gone' })), /error/);
   assert.throws(() => checkReply('GET', '/api/v1/nothing-here', reply(200, {})), /not an error/);
+  // A request body the server took but the document would refuse.
+  checkReply('POST', '/api/v1/datacenters', reply(201, dc), { name: 'x', rows: 2 });
+  assert.throws(() => checkReply('POST', '/api/v1/datacenters', reply(201, dc), { name: 'x', colour: 'red' }),
+    /accepted a request body the document refuses/);
   // A list in CSV is documented as text/csv.
   checkReply('GET', '/api/v1/datacenters?format=csv', reply(200, 'id,name\r\n', 'text/csv; charset=utf-8'));
 });

@@ -115,8 +115,11 @@ function excerpt(text) {
 /**
  * Checks one reply ({status, headers, text, json}) to `method rawPath`
  * against the document; throws an Error describing the first mismatch.
+ * `sent`, when given, is the JSON body of the request: a body the server
+ * accepted (2xx) must also fit the operation's request schema, so that the
+ * document never refuses what the server takes.
  */
-export function checkReply(method, rawPath, res) {
+export function checkReply(method, rawPath, res, sent) {
   const where = `${method.toUpperCase()} ${rawPath.split('?')[0]} → ${res.status}`;
   const fail = (why) => {
     throw new Error(`reply does not match src/api/openapi.json: ${where}: ${why}\nbody: ${excerpt(res.text)}`);
@@ -145,6 +148,14 @@ export function checkReply(method, rawPath, res) {
     if (!res.headers.get('allow')) fail('a 405 reply must carry Allow');
     checkJson('Error', errorSchema);
     return;
+  }
+  const reqSchema = deref(hit.op.requestBody)?.content?.['application/json']?.schema;
+  if (sent !== undefined && reqSchema && res.status >= 200 && res.status < 300) {
+    const validate = validatorFor(`${method.toUpperCase()} ${hit.path} request`, reqSchema);
+    if (!validate(sent)) {
+      fail('the server accepted a request body the document refuses: ' + validate.errors.slice(0, 8)
+        .map((e) => `${e.instancePath || '(body)'} ${e.message}`).join('; '));
+    }
   }
   let resp = hit.op.responses?.[String(res.status)] ?? hit.op.responses?.[`${String(res.status)[0]}XX`] ??
     hit.op.responses?.default;

@@ -68,7 +68,12 @@ export async function startServer(opts = {}) {
       let json = null;
       try { json = JSON.parse(text); } catch { /* not JSON */ }
       const reply = { status: res.status, headers: res.headers, text, json };
-      checkReply(method, p, reply);
+      let sent;
+      if (body !== undefined && typeof body !== 'string') sent = body;
+      else if (typeof body === 'string' && /^application\/json/.test(contentType || '')) {
+        try { sent = JSON.parse(body); } catch { /* not JSON: nothing to compare */ }
+      }
+      checkReply(method, p, reply, sent);
       return reply;
     },
     /** Sends SIGTERM and resolves to the exit status ({code, signal}). */
