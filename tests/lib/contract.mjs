@@ -2,7 +2,8 @@
 // test harness receives (tests/lib/server.mjs, api()) is checked against
 // src/api/openapi.json. A reply must have a status the operation documents,
 // a documented content type, and a JSON body that validates against that
-// response's schema (JSON Schema 2020-12, with formats such as date-time).
+// response's schema (JSON Schema 2020-12, with formats such as date-time),
+// and a JSON request body the server accepted must fit the request schema.
 // A mismatch throws, naming the method, the path, the status and the schema
 // error, so the test that made the call fails.
 //
