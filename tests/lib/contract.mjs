@@ -21,12 +21,17 @@ export const openapi = JSON.parse(readFileSync(DOC_FILE, 'utf8'));
 const COMPONENTS_ID = 'https://gpuinv.invalid/openapi/components.json';
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
 
-/** Rewrites document references to schema components so ajv can resolve them. */
+/**
+ * Rewrites document references to schema components so ajv can resolve
+ * them, and drops `discriminator` (a hint for client generators; `oneOf`
+ * with a `const` kind already says the same to a validator).
+ */
 function rewrite(v, prefix) {
   if (Array.isArray(v)) return v.map((x) => rewrite(x, prefix));
   if (v === null || typeof v !== 'object') return v;
   const out = {};
   for (const [k, x] of Object.entries(v)) {
+    if (k === 'discriminator') continue;
     if (k === '$ref' && typeof x === 'string' && x.startsWith('#/components/schemas/')) {
       out[k] = prefix + '#/$defs/' + x.slice('#/components/schemas/'.length);
     } else {
