@@ -80,13 +80,18 @@ bool import_verdict_or_reply(struct req *r, const struct import_report *rep)
                        "the file has invalid rows; nothing was imported", rep);
         return false;
     }
-    if (rep->dry_run) {
-        reply_json(r, 200,
-                   json_pack("{s:b, s:b, s:I, s:[]}", "valid", 1, "dry_run", 1, "rows",
-                             (json_int_t)rep->rows, "errors"));
-        return false;
-    }
     return true;
+}
+
+void import_dry_run_reply(struct req *r, const struct import_report *rep, json_t *would)
+{
+    json_t *out = json_pack("{s:b, s:b, s:I, s:[]}", "valid", 1, "dry_run", 1, "rows",
+                            (json_int_t)rep->rows, "errors");
+
+    if (json_is_object(would))
+        json_object_update(out, would);
+    json_decref(would);
+    reply_json(r, 200, out);
 }
 
 void import_conflict_reply(struct req *r, const struct import_report *rep)

@@ -1,6 +1,8 @@
 /* What the CSV importers (resources, GPUs) share: opening the upload,
  * collecting every row's problems, and the verdict reply. Every importer
- * checks all rows first; any problem, or ?dry_run=true, writes nothing. */
+ * checks all rows first; any problem, or ?dry_run=true, writes nothing. A
+ * dry run runs the import's own writes and rolls them back, so its answer
+ * is the import's, conflicts included. */
 #ifndef GI_CSVIMPORT_H
 #define GI_CSVIMPORT_H
 
@@ -31,9 +33,13 @@ int import_next_row_or_reply(struct req *r, struct csv *c, struct import_report 
  * concerns (may equal the column) and why. */
 void import_problem(struct import_report *rep, size_t line, const char *column, const char *field,
                     const char *reason);
-/* Replies 422 with every problem, or 200 for a clean dry run, and returns
- * false; returns true (no reply) when the import should be written. */
+/* Replies 422 with every problem and returns false; returns true (no
+ * reply) when the rows are valid. A dry run then goes on to rehearse the
+ * write, so that it meets what the import would meet. */
 bool import_verdict_or_reply(struct req *r, const struct import_report *rep);
+/* Replies 200 for a clean dry run: valid, dry_run, rows, errors, and the
+ * members of `would` (what the import would do; taken, may be NULL). */
+void import_dry_run_reply(struct req *r, const struct import_report *rep, json_t *would);
 /* Replies 409 for a row that conflicts with stored records. */
 void import_conflict_reply(struct req *r, const struct import_report *rep);
 

@@ -181,7 +181,7 @@ void api_gpus_import(struct req *r)
     int col_of[C__N];
     struct csv c;
     size_t nb = 0;
-    int64_t sid;
+    int64_t events = 0;
     int st;
 
     if (!import_open_or_reply(r, &c, &im) || !req_param_str_or_reply(r, "source", 63, &source))
@@ -209,11 +209,6 @@ void api_gpus_import(struct req *r)
     }
     if (st < 0 || !import_verdict_or_reply(r, &im))
         goto cleanup;
-    if ((st = store_source_ensure(r->store, source ? source : "spreadsheet", "csv", NULL, NULL,
-                                  NULL, &sid)) != GI_OK) {
-        reply_status(r, st, "source");
-        goto cleanup;
-    }
     if (hostbatch_split(&set, "csv", gi_now(), NULL, false, &b, &nb) != 0 ||
         (ir = calloc(nb + 1, sizeof *ir)) == NULL) {
         reply_error(r, 500, "internal", NULL, "out of memory");
@@ -229,13 +224,27 @@ void api_gpus_import(struct req *r)
                        sizeof b[i].host.cluster);
         }
     }
-    if ((st = store_ingest_many(r->store, sid, b, nb, ir)) != GI_OK) {
+    /* The source and the batches in one transaction; a dry run makes the
+     * same writes and rolls them back. */
+    st = store_ingest_as(r->store, source ? source : "spreadsheet", "csv", b, nb, im.dry_run, ir);
+    for (size_t i = 0; st == GI_OK && i < nb; i++)
+        events += ir[i].events;
+    if (st == GI_CONFLICT) {
+        reply_error(r, 409, "conflict", "source",
+                    "'%s' names a source of another kind; a spreadsheet imports under a csv "
+                    "source's name",
+                    source ? source : "spreadsheet");
+    } else if (st != GI_OK) {
         reply_status(r, st, "import");
-        goto cleanup;
+    } else if (im.dry_run) {
+        import_dry_run_reply(r, &im,
+                             json_pack("{s:I, s:I, s:I}", "would_import", (json_int_t)im.rows,
+                                       "hosts", (json_int_t)nb, "events", (json_int_t)events));
+    } else {
+        reply_json(r, 201,
+                   json_pack("{s:I, s:I, s:I, s:b}", "imported", (json_int_t)im.rows, "hosts",
+                             (json_int_t)nb, "events", (json_int_t)events, "dry_run", 0));
     }
-    reply_json(r, 201,
-               json_pack("{s:I, s:I, s:b}", "imported", (json_int_t)im.rows, "hosts",
-                         (json_int_t)nb, "dry_run", 0));
 cleanup:
     free(ir);
     hostbatch_free(b, nb);

@@ -185,7 +185,7 @@
     X(ALLOC_FIND, "SELECT id FROM resources WHERE datacenter_id = :dc AND kind = :kind AND state " \
                   "= 'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR "           \
                   "gpu_model = :gpu_model) ORDER BY gpu_count, id LIMIT :limit")                   \
-    X(SOURCE_GET, "SELECT id FROM sources WHERE name = :name")                                     \
+    X(SOURCE_GET, "SELECT id, kind FROM sources WHERE name = :name")                               \
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
                   "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
@@ -942,20 +942,34 @@ int store_res_create(struct store *st, const char *actor, const struct store_res
 }
 
 int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
-                     size_t n, size_t *bad_index)
+                     size_t n, bool dry_run, int *row_status)
 {
     struct conn *c = db_conn_get(st);
     int64_t id;
-    int rc = db_tx_begin(c);
+    int rc = db_tx_begin(c), failed = GI_OK;
 
+    /* A constraint failure undoes only its statement, so the transaction
+     * goes on and every row's conflict is found. */
     for (size_t i = 0; rc == GI_OK && i < n; i++) {
         json_t *after = NULL;
-        rc = res_insert(c, actor, &rows[i], &id, &after);
+        int one = res_insert(c, actor, &rows[i], &id, &after);
         json_decref(after);
-        if (rc != GI_OK)
-            *bad_index = i;
+        row_status[i] = one;
+        if (one == GI_CONFLICT || one == GI_NOT_FOUND) {
+            if (failed == GI_OK)
+                failed = one;
+        } else {
+            rc = one;
+        }
     }
-    rc = db_tx_end(c, rc);
+    if (rc == GI_OK)
+        rc = failed;
+    /* A rehearsal runs every insert and constraint, then undoes them
+     * (db_tx_end rolls back for any status but GI_OK). */
+    if (rc == GI_OK && dry_run)
+        db_tx_end(c, GI_CONFLICT);
+    else
+        rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     return rc;
 }
@@ -1356,22 +1370,31 @@ cleanup:
 
 /* ---- GPU discovery ---- */
 
-int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
-                        const char *env, const char *cluster, int64_t *id)
+/* Finds or creates the source `name` of `kind` on c (inside the caller's
+ * transaction, if any): GI_CONFLICT when the name belongs to a source of
+ * another kind. */
+static int source_ensure(struct conn *c, const char *name, const char *kind, const char *team,
+                         const char *env, const char *cluster, int64_t *id)
 {
-    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
-    int rc = GI_INTERNAL;
+    int rc = GI_INTERNAL, step;
 
     if (!(s = prep(c, ST_SOURCE_GET)))
-        goto cleanup;
+        return GI_INTERNAL;
     db_bind_text(s, ":name", name);
-    rc = db_fetch_int(c, s, id);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        const char *have = (const char *)sqlite3_column_text(s, 1);
+        *id = sqlite3_column_int64(s, 0);
+        rc = have && strcmp(have, kind) == 0 ? GI_OK : GI_CONFLICT;
+    } else {
+        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+    }
+    sqlite3_reset(s);
     if (rc != GI_NOT_FOUND)
-        goto cleanup;
-    rc = GI_INTERNAL;
+        return rc;
     if (!(s = prep(c, ST_SOURCE_ADD)))
-        goto cleanup;
+        return GI_INTERNAL;
     db_bind_text(s, ":name", name);
     db_bind_text(s, ":kind", kind);
     db_bind_opt_text(s, ":team", team);
@@ -1380,7 +1403,15 @@ int store_source_ensure(struct store *st, const char *name, const char *kind, co
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) == GI_OK)
         *id = sqlite3_last_insert_rowid(c->db);
-cleanup:
+    return rc;
+}
+
+int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
+                        const char *env, const char *cluster, int64_t *id)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = source_ensure(c, name, kind, team, env, cluster, id);
+
     db_conn_put(st, c);
     return rc;
 }
@@ -1904,18 +1935,16 @@ cleanup:
     return rc;
 }
 
-int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
-                      struct store_ingest_result *res)
+/* Applies n batches inside the caller's write transaction on c. */
+static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_batch *b, size_t n,
+                          struct store_ingest_result *res)
 {
-    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     const char *defaults[3] = {team, env, cluster};
     int64_t gpus = 0;
-    int rc = db_tx_begin(c), step;
+    int rc, step;
 
-    if (rc != GI_OK)
-        goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_DEFAULTS)))
         goto cleanup;
@@ -1942,7 +1971,39 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
     db_bind_int(s, ":id", source_id);
     rc = db_exec_done(c, s);
 cleanup:
+    return rc;
+}
+
+int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
+                      struct store_ingest_result *res)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK)
+        rc = ingest_many_tx(c, source_id, b, n, res);
     rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_ingest_as(struct store *st, const char *name, const char *kind, const struct gi_batch *b,
+                    size_t n, bool dry_run, struct store_ingest_result *res)
+{
+    struct conn *c = db_conn_get(st);
+    int64_t sid = 0;
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK)
+        rc = source_ensure(c, name, kind, NULL, NULL, NULL, &sid);
+    if (rc == GI_OK)
+        rc = ingest_many_tx(c, sid, b, n, res);
+    /* A rehearsal runs every statement and constraint, then undoes them
+     * (db_tx_end rolls back for any status but GI_OK). */
+    if (rc == GI_OK && dry_run)
+        db_tx_end(c, GI_CONFLICT);
+    else
+        rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     return rc;
 }

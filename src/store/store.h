@@ -139,10 +139,14 @@ struct store_alloc_req {
 int store_alloc_bulk(struct store *st, const char *actor, const struct store_alloc_req *req,
                      json_t **items, int64_t *available);
 
-/* Inserts n resources in one transaction. On GI_CONFLICT or GI_NOT_FOUND
- * *bad_index names the offending row (0-based) and nothing is written. */
+/* Inserts n resources in one transaction, all or none. Every row is tried:
+ * row_status (n entries, caller's) receives each row's outcome (GI_OK,
+ * GI_CONFLICT for a name taken in its data center, GI_NOT_FOUND for a
+ * missing data center), and if any row failed the result is that status
+ * and nothing is written. With dry_run the same inserts run and are then
+ * rolled back, so a dry run meets every constraint the import would. */
 int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
-                     size_t n, size_t *bad_index);
+                     size_t n, bool dry_run, int *row_status);
 /* Looks up the kind and data center of a resource (for cross-checks). */
 int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t *datacenter_id);
 
@@ -150,7 +154,8 @@ int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t
 struct gi_batch;
 
 /* Finds or creates the source `name` of `kind` (push sources are created
- * on first use); *id receives its id. */
+ * on first use); *id receives its id. GI_CONFLICT when the name belongs to
+ * a source of another kind: nothing pushes or imports as a pull source. */
 int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
                         const char *env, const char *cluster, int64_t *id);
 /* Binds a pusher token to a source (set at token creation). */
@@ -168,6 +173,12 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
  * res has n entries. */
 int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
                       struct store_ingest_result *res);
+/* Like store_ingest_many under the source `name` of `kind`, found or
+ * created in the same transaction (GI_CONFLICT when the name belongs to a
+ * source of another kind). With dry_run every statement runs and is then
+ * rolled back: res says what the import would do, nothing is written. */
+int store_ingest_as(struct store *st, const char *name, const char *kind, const struct gi_batch *b,
+                    size_t n, bool dry_run, struct store_ingest_result *res);
 
 struct store_gpu_filter {
     const char *host, *cluster, *model, *q;
