@@ -39,7 +39,7 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER},
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER},
     {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR},
-    {"GET", "/api/v1/gpus/{key}", api_gpus_get, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/gpus/{key*}", api_gpus_get, GI_ROLE_VIEWER},
     {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER},
     {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN},
     {"GET", "/api/v1/sources/{id}", api_sources_get, GI_ROLE_VIEWER},

@@ -4,7 +4,7 @@
 import { h, replace, num } from './dom.js';
 import { api } from './api.js';
 import { ago, when, timeAgo, utilBar, memUsed, mib, unit, gpuFlags, isNum, flag } from './fmt.js';
-import { gpuHref } from './gpus.js';
+import { gpuHref, gpuApiPath } from './gpus.js';
 
 /** Identity rows: [label, field, how to show the value]. */
 const IDENTITY = [
@@ -95,7 +95,7 @@ export async function renderGpu(main, ctx, uuid) {
   replace(main, h('div', { class: 'loading', text: 'Loading…' }));
   let g;
   try {
-    g = await api('GET', `/api/v1/gpus/${encodeURIComponent(uuid)}`);
+    g = await api('GET', gpuApiPath(uuid));
   } catch (err) {
     if (!ctx.alive()) return;
     replace(main, h('section', { class: 'panel empty' },
