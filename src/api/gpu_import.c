@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define GPU_IMPORT_MAX_ROWS GI_OBS_MAX
 
@@ -68,8 +69,10 @@ static void normalize(const char *in, char *out, size_t len)
 }
 
 /* Maps header columns to fields: explicit map.FIELD params first, then
- * aliases. Returns false after replying 400. */
-static bool map_header_or_reply(struct req *r, const struct csv *c, int col_of[C__N])
+ * aliases. Two columns answering to one field are recorded as a problem
+ * (neither is silently preferred). Returns false after replying 400. */
+static bool map_header_or_reply(struct req *r, const struct csv *c, struct import_report *im,
+                                int col_of[C__N])
 {
     char norm[128], key[64];
 
@@ -88,6 +91,23 @@ static bool map_header_or_reply(struct req *r, const struct csv *c, int col_of[C
             for (const char *const *a = fields[f].aliases; *a && col_of[f] < 0; a++)
                 if (strcmp(norm, *a) == 0)
                     col_of[f] = (int)i;
+        }
+        for (size_t i = (size_t)col_of[f] + 1; !want && col_of[f] >= 0 && i < c->nfields; i++) {
+            char why[200];
+            bool again = false;
+            normalize(c->fields[i], norm, sizeof norm);
+            for (const char *const *a = fields[f].aliases; *a && !again; a++)
+                again = strcmp(norm, *a) == 0;
+            /* The same name twice is already reported with the header. */
+            if (!again || strcasecmp(json_string_value(json_array_get(im->header, i)),
+                                     json_string_value(json_array_get(im->header,
+                                                                      (size_t)col_of[f]))) == 0)
+                continue;
+            snprintf(why, sizeof why,
+                     "columns %d and %zu both give %s; remove one, or choose with map.%s=HEADER",
+                     col_of[f] + 1, i + 1, fields[f].field, fields[f].field);
+            import_problem(im, c->record_line, json_string_value(json_array_get(im->header, i)),
+                           fields[f].field, why);
         }
         if (want && col_of[f] < 0) {
             reply_error(r, 400, "invalid_parameter", key, "no column named '%.64s' in the header",
@@ -170,6 +190,21 @@ static bool read_row(struct import_report *im, const struct csv *c, const int co
     return ok;
 }
 
+/* False (problem recorded) when a row has a value past the header's
+ * last column, which no field could take. */
+static bool cells_within_header(struct import_report *im, const struct csv *c)
+{
+    for (size_t i = json_array_size(im->header); i < c->nfields; i++) {
+        if (c->fields[i][0] != '\0') {
+            char col[16];
+            import_problem(im, c->record_line, import_column(im, i, col, sizeof col), NULL,
+                           "a value past the header's last column");
+            return false;
+        }
+    }
+    return true;
+}
+
 void api_gpus_import(struct req *r)
 {
     const char *source = NULL;
@@ -186,7 +221,7 @@ void api_gpus_import(struct req *r)
 
     if (!import_open_or_reply(r, &c, &im) || !req_param_str_or_reply(r, "source", 63, &source))
         goto cleanup;
-    if (!map_header_or_reply(r, &c, col_of))
+    if (!map_header_or_reply(r, &c, &im, col_of))
         goto cleanup;
     while ((st = import_next_row_or_reply(r, &c, &im, GPU_IMPORT_MAX_ROWS)) == 1) {
         struct gi_gpu_obs *g;
@@ -195,7 +230,8 @@ void api_gpus_import(struct req *r)
             reply_error(r, 500, "internal", NULL, "out of memory");
             goto cleanup;
         }
-        if (!read_row(&im, &c, col_of, g, dc, sizeof dc, cluster, sizeof cluster))
+        if (!cells_within_header(&im, &c) ||
+            !read_row(&im, &c, col_of, g, dc, sizeof dc, cluster, sizeof cluster))
             continue;
         if (json_object_get(seen, g->uuid)) {
             import_problem(&im, c.record_line, "uuid", "uuid",
@@ -250,7 +286,7 @@ cleanup:
     hostbatch_free(b, nb);
     gi_obs_free(&set);
     csv_free(&c);
-    json_decref(im.errors);
+    import_report_free(&im);
     json_decref(seen);
     json_decref(hostdc);
 }

@@ -42,8 +42,16 @@ static bool row_object(struct store *st, struct import_report *im, const struct 
 
     for (size_t i = 0; i < ncols; i++) {
         const char *col = header[i], *v = i < c->nfields ? c->fields[i] : "";
-        if (*v == '\0' || *col == '\0')
+        if (*v == '\0')
             continue;
+        if (*col == '\0') {
+            char name[16];
+            import_column(im, i, name, sizeof name);
+            import_problem(im, c->record_line, name, NULL,
+                           "a value in a column without a header name");
+            json_decref(md);
+            return false;
+        }
         if (strcmp(col, "datacenter") == 0) {
             int64_t id;
             int rc = dc_by_name(st, dcs, v, &id);
@@ -173,7 +181,7 @@ cleanup:
     free(row_st);
     free(header);
     csv_free(&c);
-    json_decref(im.errors);
+    import_report_free(&im);
     json_decref(objs);
     json_decref(lines);
     json_decref(dcs);
