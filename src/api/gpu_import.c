@@ -94,20 +94,20 @@ static bool map_header_or_reply(struct req *r, const struct csv *c, struct impor
         }
         for (size_t i = (size_t)col_of[f] + 1; !want && col_of[f] >= 0 && i < c->nfields; i++) {
             char why[200];
+            const char *name, *first;
             bool again = false;
             normalize(c->fields[i], norm, sizeof norm);
             for (const char *const *a = fields[f].aliases; *a && !again; a++)
                 again = strcmp(norm, *a) == 0;
+            name = json_string_value(json_array_get(im->header, i));
+            first = json_string_value(json_array_get(im->header, (size_t)col_of[f]));
             /* The same name twice is already reported with the header. */
-            if (!again || strcasecmp(json_string_value(json_array_get(im->header, i)),
-                                     json_string_value(json_array_get(im->header,
-                                                                      (size_t)col_of[f]))) == 0)
+            if (!again || strcasecmp(name, first) == 0)
                 continue;
             snprintf(why, sizeof why,
                      "columns %d and %zu both give %s; remove one, or choose with map.%s=HEADER",
                      col_of[f] + 1, i + 1, fields[f].field, fields[f].field);
-            import_problem(im, c->record_line, json_string_value(json_array_get(im->header, i)),
-                           fields[f].field, why);
+            import_problem(im, c->record_line, name, fields[f].field, why);
         }
         if (want && col_of[f] < 0) {
             reply_error(r, 400, "invalid_parameter", key, "no column named '%.64s' in the header",

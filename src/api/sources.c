@@ -220,8 +220,8 @@ void api_sources_update(struct req *r)
         goto cleanup;
     }
     if (json_is_object(json_object_get(body, "config"))) {
-        merged = config_merge(json_object_get(cur, "config"), json_object_get(body, "config"),
-                              warnings);
+        merged =
+            config_merge(json_object_get(cur, "config"), json_object_get(body, "config"), warnings);
         json_object_set(body, "config", merged);
     }
     if (!source_body_or_reply(r, body, kind, &in))
