@@ -153,15 +153,17 @@ static bool read_row(struct import_report *im, const struct csv *c, const int co
                      struct gi_gpu_obs *g, char *dc, size_t dclen, char *cluster, size_t cllen)
 {
     char num[64] = "", bus[GI_BUS_LEN] = "";
-    bool ok = cell(im, c, col_of[C_HOST], "hostname", g->hostname, 254, true) &
-              cell(im, c, col_of[C_UUID], "uuid", g->uuid, sizeof g->uuid, true) &
-              cell(im, c, col_of[C_NAME], "model", g->name, sizeof g->name, false) &
-              cell(im, c, col_of[C_SERIAL], "serial", g->serial, sizeof g->serial, false) &
-              cell(im, c, col_of[C_DRIVER], "driver", g->driver, sizeof g->driver, false) &
-              cell(im, c, col_of[C_TEAM], "team", g->team, sizeof g->team, false) &
-              cell(im, c, col_of[C_ENV], "env", g->env, sizeof g->env, false) &
-              cell(im, c, col_of[C_DC], "datacenter", dc, dclen, false) &
-              cell(im, c, col_of[C_CLUSTER], "cluster", cluster, cllen, false);
+    /* Every cell is read, so that each bad one is reported. */
+    int good = cell(im, c, col_of[C_HOST], "hostname", g->hostname, 254, true);
+    good &= cell(im, c, col_of[C_UUID], "uuid", g->uuid, sizeof g->uuid, true);
+    good &= cell(im, c, col_of[C_NAME], "model", g->name, sizeof g->name, false);
+    good &= cell(im, c, col_of[C_SERIAL], "serial", g->serial, sizeof g->serial, false);
+    good &= cell(im, c, col_of[C_DRIVER], "driver", g->driver, sizeof g->driver, false);
+    good &= cell(im, c, col_of[C_TEAM], "team", g->team, sizeof g->team, false);
+    good &= cell(im, c, col_of[C_ENV], "env", g->env, sizeof g->env, false);
+    good &= cell(im, c, col_of[C_DC], "datacenter", dc, dclen, false);
+    good &= cell(im, c, col_of[C_CLUSTER], "cluster", cluster, cllen, false);
+    bool ok = good != 0;
     int64_t idx;
     double mem;
 

@@ -1942,7 +1942,6 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     sqlite3_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     const char *defaults[3] = {team, env, cluster};
-    int64_t gpus = 0;
     int rc, step;
 
     rc = GI_INTERNAL;
@@ -1958,10 +1957,8 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     }
     sqlite3_reset(s);
     rc = GI_OK;
-    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+    for (size_t i = 0; i < n && rc == GI_OK; i++)
         rc = ingest_one(c, source_id, &b[i], defaults, &res[i]);
-        gpus += res[i].gpus;
-    }
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
