@@ -219,7 +219,7 @@ static int server_drift(struct conn *c, const struct store_drift_filter *f, json
         } else if (r->busy > 0 && strcmp(r->state, "available") == 0) {
             snprintf(msg, sizeof msg,
                      "server %s is available (not allocated) but %lld of its GPUs are busy "
-                     "(over %.0f%%)",
+                     "(%.0f%% or more)",
                      r->name, (long long)r->busy, STORE_BUSY_PCT);
             item_add(items, "unallocated_busy", r->id, r->name, r->dc, r->dcname, r->host_id, host,
                      json_integer(0), json_integer(r->busy), msg);
