@@ -304,3 +304,23 @@ test('the data-center overview shows declared and discovered GPUs', async () => 
   assert.match(o.gpus.basis.declared, /gpu_count/);
   assert.match(o.gpus.basis.discovered, /physical GPUs/);
 });
+
+test('MIG instances are not counted as GPUs of their server', async () => {
+  const srv = await mkServer(dcA.id, { name: uniq('migsrv'), gpu_count: 1, gpu_model: 'H100', state: 'in_use', tenant: 't' });
+  const parent = `GPU-ffff${String(process.pid % 10000).padStart(4, '0')}-0000-4000-8000-000000000001`;
+  const mig = (i) => ({ uuid: `MIG-${parent}/${i}`, parent_uuid: parent, mig_profile: '3g.40gb', mig_instance: i });
+  seq += 1;
+  const r = await h.s.api('POST', '/api/v1/ingest', { auth: push, body: { batch_id: `mig-${seq}`,
+    host: { hostname: srv.name }, gpus: [{ uuid: parent, index: 0, name: 'NVIDIA H100 80GB HBM3', mig_mode: true }, mig(1), mig(2)],
+    samples: [{ time: now() - 5, gpu: `MIG-${parent}/1`, util_avg: 30 }] } });
+  assert.equal(r.status, 201, r.text);
+  const doc = ok(await h.s.api('GET', `/api/v1/resources/${srv.id}`));
+  assert.equal(doc.discovered.count, 1);
+  assert.deepEqual(doc.discovered.gpus.map((g) => g.uuid), [parent]);
+  const d = await drift('?kind=gpu_count_mismatch&limit=1000');
+  assert.ok(!d.items.some((x) => x.resource_id === srv.id), JSON.stringify(d.items));
+  // The instances themselves still say which server they are in.
+  const l = ok(await h.s.api('GET', `/api/v1/gpus?host=${srv.name}`));
+  assert.equal(l.items.length, 3);
+  assert.ok(l.items.every((g) => g.resource_id === srv.id));
+});
