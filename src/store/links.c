@@ -656,9 +656,8 @@ int store_host_link_set(struct store *st, const char *actor, int64_t host_id,
     } else if (mode == STORE_LINK_NONE) {
         rc = link_write(c, actor, host_id, 0, "manual", true, NULL, &k);
     } else {
-        /* Back to automatic: record the change, then match as usual. */
-        if ((rc = link_write(c, actor, host_id, 0, NULL, false, NULL, &k)) != GI_OK)
-            goto cleanup;
+        /* Back to automatic: matching decides now, audited as one change
+         * from the manual state. */
         rc = match_host(c, actor, host_id, &k);
     }
     if (rc == GI_OK)

@@ -245,10 +245,13 @@ test('manual link and unlink win over matching, are audited, and need admin', as
 
   const audit = ok(await h.s.api('GET', `/api/v1/audit?entity=host&entity_id=${host.id}`));
   const actions = audit.items.map((a) => a.action).reverse();
-  assert.deepEqual(actions, ['match', 'unlink', 'link', 'match', 'match']);
+  assert.deepEqual(actions, ['match', 'unlink', 'link', 'match']);
   const link = audit.items.find((a) => a.action === 'link');
   assert.equal(link.actor, admin);
   assert.equal(link.after.resource_id, target.id);
+  const back = audit.items[0];
+  assert.equal(back.actor, admin);
+  assert.deepEqual([back.before.manual, back.after.manual, back.after.rule], [true, false, 'serial']);
 
   assertError(await h.s.api('PUT', `/api/v1/hosts/${host.id}/link`, { body: { resource_id: 999999 } }), 400, { field: 'resource_id' });
   assertError(await h.s.api('PUT', `/api/v1/hosts/${host.id}/link`, { body: { resource: 1 } }), 400);

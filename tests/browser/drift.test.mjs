@@ -116,7 +116,7 @@ test('an admin links, unlinks and returns a host to automatic matching', async (
   await shot(page, 'drift-hosts');
 
   const audit = await call('GET', '/api/v1/audit?entity=host');
-  assert.deepEqual(audit.items.slice(0, 3).map((a) => a.action), ['match', 'match', 'unlink']);
+  assert.deepEqual(audit.items.slice(0, 3).map((a) => a.action), ['match', 'unlink', 'link']);
   assert.deepEqual(errors, []);
 });
 
