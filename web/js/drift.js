@@ -73,10 +73,10 @@ export async function renderDrift(main, ctx) {
       h('span', { class: 'gpu-stat-label', text: label }), counts[k], h('span', { class: 'gpu-stat-note', text: note }));
     }));
 
-  const kindSel = h('select', { name: 'kind', class: 'filter-input', 'aria-label': 'Kind' },
+  const kindSel = h('select', { name: 'kind', class: 'filter-select', 'aria-label': 'Kind' },
     h('option', { value: '', text: 'Every kind' }),
     DRIFT_KINDS.map(([k, label]) => h('option', { value: k, text: label, selected: k === filter.kind })));
-  const dcSel = h('select', { name: 'datacenter', class: 'filter-input', 'aria-label': 'Data center' },
+  const dcSel = h('select', { name: 'datacenter', class: 'filter-select', 'aria-label': 'Data center' },
     h('option', { value: '', text: 'Every data center' }));
 
   const table = dataTable({

@@ -114,10 +114,10 @@ export async function renderHosts(main, ctx) {
 
   const search = h('input', { type: 'search', class: 'search-input', name: 'q', value: filter.q,
     placeholder: 'Search host, serial, server', 'aria-label': 'Search hosts' });
-  const linkedSel = h('select', { name: 'linked', class: 'filter-input', 'aria-label': 'Link' },
+  const linkedSel = h('select', { name: 'linked', class: 'filter-select', 'aria-label': 'Link' },
     [['', 'Linked or not'], ['true', 'Linked'], ['false', 'Not linked']]
       .map(([v, t]) => h('option', { value: v, text: t, selected: v === filter.linked })));
-  const dcSel = h('select', { name: 'datacenter', class: 'filter-input', 'aria-label': 'Data center' },
+  const dcSel = h('select', { name: 'datacenter', class: 'filter-select', 'aria-label': 'Data center' },
     h('option', { value: '', text: 'Every data center' }));
 
   async function load() {
