@@ -48,6 +48,13 @@ const struct route gi_routes[] = {
     {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN},
     {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR},
 
+    {"GET", "/api/v1/hosts", api_hosts_list, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/hosts/{id}", api_hosts_get, GI_ROLE_VIEWER},
+    {"PUT", "/api/v1/hosts/{id}/link", api_hosts_link_put, GI_ROLE_ADMIN},
+    {"DELETE", "/api/v1/hosts/{id}/link", api_hosts_link_delete, GI_ROLE_ADMIN},
+    {"POST", "/api/v1/hosts/{id}/link/auto", api_hosts_link_auto, GI_ROLE_ADMIN},
+    {"GET", "/api/v1/drift", api_drift_list, GI_ROLE_VIEWER},
+
     {"GET", "/api/v1/kubernetes/nodes", api_k8s_nodes, GI_ROLE_VIEWER},
     {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER},
 

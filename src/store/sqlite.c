@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "store/embedded.h"
+#include "store/links.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -87,8 +88,9 @@
     "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= g.last_seen_at THEN "                      \
     "COALESCE(g.sample_at, g.last_seen_at) ELSE g.last_seen_at END AS newest_at, "                 \
     "CASE WHEN g.last_seen_at < :stale AND COALESCE(g.sample_at, 0) < :stale THEN 1 ELSE 0 END "   \
-    "AS stale, " GPU_STATE " AS state FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT "     \
-    "JOIN datacenters d ON d.id = h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id "
+    "AS stale, " GPU_STATE " AS state, l.resource_id FROM gpus g LEFT JOIN hosts h ON h.id = "     \
+    "g.host_id LEFT JOIN datacenters d ON d.id = h.datacenter_id LEFT JOIN sources s ON s.id = "   \
+    "g.source_id LEFT JOIN host_links l ON l.host_id = g.host_id "
 #define GPU_WHERE                                                                                  \
     "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) "  \
     "AND (:model IS NULL OR g.model = :model) AND (:dc = 0 OR h.datacenter_id = :dc) AND (:sid = " \
@@ -205,7 +207,7 @@
       "COALESCE(excluded.serial, hosts.serial), cluster = COALESCE(excluded.cluster, "             \
       "hosts.cluster), datacenter_id = COALESCE(excluded.datacenter_id, "                          \
       "hosts.datacenter_id), source_id = excluded.source_id, last_seen_at = "                      \
-      "excluded.last_seen_at RETURNING id")                                                        \
+      "excluded.last_seen_at RETURNING id, hostname, machine_id, serial")                          \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
     X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname FROM gpus g LEFT JOIN hosts h ON h.id = " \
@@ -906,6 +908,8 @@ static int res_insert(struct conn *c, const char *actor, const struct store_reso
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     *id = sqlite3_last_insert_rowid(c->db);
+    if ((rc = links_server_changed(c, actor, *id)) != GI_OK)
+        return rc;
     if (in->state && strcmp(in->state, "in_use") == 0 && in->tenant) {
         if (!(s = prep(c, ST_ALLOC_OPEN)))
             return GI_INTERNAL;
@@ -1168,6 +1172,8 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
     rc = alloc_track(c, actor, id, json_string_value(json_object_get(before, "state")), in);
     if (rc != GI_OK)
         goto cleanup;
+    if ((rc = links_server_changed(c, actor, id)) != GI_OK)
+        goto cleanup;
     if ((rc = res_get(c, id, out)) != GI_OK)
         goto cleanup;
     rc = db_audit(c, actor, "update", "resource", id, before, *out);
@@ -1192,6 +1198,8 @@ int store_res_delete(struct store *st, const char *actor, int64_t id)
     if (rc != GI_OK)
         goto cleanup;
     if ((rc = res_get(c, id, &before)) != GI_OK)
+        goto cleanup;
+    if ((rc = links_server_removing(c, actor, id)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_RES_DELETE)))
@@ -1457,7 +1465,7 @@ static int ingest_host(struct conn *c, int64_t sid, const struct gi_host_obs *h,
 {
     sqlite3_stmt *s;
     int64_t dc = 0;
-    char shortname[GI_HOST_LEN];
+    char shortname[GI_HOST_LEN], ident[3][GI_HOST_LEN];
     int rc, step;
 
     if (h->datacenter[0]) {
@@ -1492,10 +1500,21 @@ static int ingest_host(struct conn *c, int64_t sid, const struct gi_host_obs *h,
     db_bind_int(s, ":sid", sid);
     db_bind_int(s, ":now", gi_now());
     step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
-        *host_id = sqlite3_column_int64(s, 0);
+    if (step != SQLITE_ROW) {
+        sqlite3_reset(s);
+        return db_map_rc(c->db, step);
+    }
+    *host_id = sqlite3_column_int64(s, 0);
+    gi_strlcpy(ident[0], (const char *)sqlite3_column_text(s, 1), sizeof ident[0]);
+    for (int i = 1; i < 3; i++)
+        gi_strlcpy(ident[i],
+                   sqlite3_column_type(s, i + 1) == SQLITE_NULL
+                       ? ""
+                       : (const char *)sqlite3_column_text(s, i + 1),
+                   sizeof ident[i]);
     sqlite3_reset(s);
-    return step == SQLITE_ROW ? GI_OK : db_map_rc(c->db, step);
+    /* The stored identity (after merging) decides whether to re-match. */
+    return links_host_seen(c, *host_id, ident[0], ident[1], ident[2]);
 }
 
 /* Records which source set one identity field; skips absent values. */
@@ -2062,6 +2081,9 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
             goto cleanup;
         json_object_set_new(g, parts[i].key, arr);
     }
+    if ((rc = links_gpu_resource(c, uuid, &arr)) != GI_OK)
+        goto cleanup;
+    json_object_set_new(g, "resource", arr);
     *out = g;
     g = NULL;
 cleanup:

@@ -244,4 +244,63 @@ int store_k8s_pods(struct store *st, const struct store_k8s_filter *f, const str
  * status. */
 int store_metrics(struct store *st, int64_t stale_before, json_t **out);
 
+/* ---- discovery matched to inventory (links.c, drift.c) ---- */
+/* Every discovered host is linked to at most one inventory server, by
+ * the first of: serial, machine id, host name (full, then short), each
+ * compared normalized; or by an admin, which wins. Host documents carry
+ * resource_id, resource, rule (serial, machine_id, hostname, manual,
+ * ambiguous or null), manual, match_detail, linked_at and linked_by. */
+struct store_host_filter {
+    int64_t datacenter_id; /* 0: any */
+    int linked;            /* -1 any, 1 linked, 0 not linked */
+    const char *q;         /* substring of hostname, serial, machine id, server name */
+};
+int store_host_list(struct store *st, const struct store_host_filter *f,
+                    const struct store_page *pg, json_t **items, int64_t *total);
+int store_host_get(struct store *st, int64_t id, json_t **out);
+enum store_link_mode {
+    STORE_LINK_MANUAL, /* linked to resource_id by hand */
+    STORE_LINK_NONE,   /* "not linked" by hand: automatic matching stays off */
+    STORE_LINK_AUTO,   /* back to automatic matching, re-run now */
+};
+/* Changes a host's link (audited, under actor); *out is the host after.
+ * GI_NOT_FOUND: no such host; GI_INVALID: resource_id is not a server. */
+int store_host_link_set(struct store *st, const char *actor, int64_t host_id,
+                        enum store_link_mode mode, int64_t resource_id, json_t **out);
+/* A server's discovered GPUs: {count, models, util_avg, in_use, hosts,
+ * gpus}; count 0 and empty lists when no host is linked. Data older than
+ * stale_before is stale and not in use. */
+int store_res_discovered(struct store *st, int64_t resource_id, int64_t stale_before, json_t **out);
+/* Gives servers and hosts written before matching existed their keys and
+ * links (cheap when there are none). */
+int store_links_refresh(struct store *st);
+
+/* Drift between the declared inventory and what discovery reports,
+ * computed when read. Kinds: gpu_count_mismatch, gpu_model_mismatch,
+ * retired_busy, unallocated_busy, unlinked_host, never_seen,
+ * ambiguous_match. */
+#define STORE_DRIFT_KINDS                                                                          \
+    "gpu_count_mismatch, gpu_model_mismatch, retired_busy, unallocated_busy, unlinked_host, "      \
+    "never_seen, ambiguous_match"
+/* Utilization from which a fresh GPU counts as busy (in use). */
+#define STORE_BUSY_PCT 5.0
+struct store_drift_filter {
+    const char *kind;      /* NULL: any */
+    int64_t datacenter_id; /* 0: any */
+    int64_t stale_before;  /* readings older than this are not busy */
+};
+/* True when kind names a drift kind. */
+bool store_drift_kind_valid(const char *kind);
+/* *items: the page; *total: items matching the filter; *counts: per kind
+ * over the data-center filter, every kind present. */
+int store_drift_list(struct store *st, const struct store_drift_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total, json_t **counts);
+/* True when a declared GPU model names the discovered one: every word
+ * (letters and digits) of the declared model is a word of the discovered
+ * model, ignoring case ("H100" matches "NVIDIA H100 80GB HBM3"). */
+bool store_model_matches(const char *declared, const char *discovered);
+/* A data center's discovered GPUs: {total, in_use, idle, stale, unknown,
+ * on_linked_hosts, servers_seen}, physical GPUs of hosts in it. */
+int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out);
+
 #endif

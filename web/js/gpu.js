@@ -89,6 +89,21 @@ function figure(label, value, note, testid) {
     h('span', { class: 'gpu-stat-note' }, note || ''));
 }
 
+const MATCH_RULES = { serial: 'matched by serial', machine_id: 'matched by machine id', hostname: 'matched by host name',
+  manual: 'linked by an admin' };
+
+/** "In server X (data center Y), matched by serial", or why there is none. */
+function serverLine(g) {
+  const r = g.resource;
+  if (!r) {
+    return h('p', { class: 'page-sub', 'data-testid': 'gpu-server' }, 'Not matched to an inventory server · ',
+      h('a', { href: `#/drift/hosts?q=${encodeURIComponent(g.host || '')}`, text: 'discovered hosts' }));
+  }
+  return h('p', { class: 'page-sub', 'data-testid': 'gpu-server' }, 'In server ',
+    h('a', { href: `#/resources/${r.id}`, text: r.name }), ' (data center ',
+    h('a', { href: `#/datacenters/${r.datacenter_id}`, text: r.datacenter }), `), ${MATCH_RULES[r.rule] || r.rule}`);
+}
+
 /** Renders one GPU's page into main. */
 export async function renderGpu(main, ctx, uuid) {
   document.title = 'GPU · gpuinv';
@@ -193,7 +208,8 @@ export async function renderGpu(main, ctx, uuid) {
           g.parent_uuid ? flag('info', 'MIG instance') : null),
         h('p', { class: 'page-sub' },
           [g.host ? `on ${g.host}` : 'no host', g.index != null ? `GPU ${g.index}` : null, g.datacenter]
-            .filter(Boolean).join(' · '))),
+            .filter(Boolean).join(' · ')),
+        serverLine(g)),
       h('div', { class: 'page-actions' },
         h('a', { class: 'btn btn-secondary', href: g.host ? `#/gpus?host=${encodeURIComponent(g.host)}` : '#/gpus',
           text: g.host ? `All GPUs on ${g.host}` : 'All GPUs' }))),
