@@ -1,8 +1,9 @@
 /* The one route table: method, path pattern, handler, least role needed,
  * and the query parameters the handler reads.
  * Patterns are literal segments, "{id}" (a positive integer written as a
- * canonical decimal, into req.id) or "{key}" (any one segment,
- * percent-decoded, into req.key). */
+ * canonical decimal, into req.id), "{key}" (any one segment,
+ * percent-decoded, into req.key) or, last, "{key*}" (the rest of the path,
+ * '/' included, percent-decoded, into req.key). */
 #ifndef GI_ROUTES_H
 #define GI_ROUTES_H
 

@@ -94,7 +94,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
     return r;
 }
 
-/* Matches one pattern against the raw path, capturing {id} and {key}. */
+/* Matches one pattern against the raw path, capturing {id}, {key} and a
+ * final {key*}. */
 static bool route_match(const char *pattern, const char *path, struct req *r)
 {
     const char *p = pattern, *u = path;
@@ -107,6 +108,13 @@ static bool route_match(const char *pattern, const char *path, struct req *r)
         if (pl == 4 && strncmp(p, "{id}", 4) == 0) {
             if (!uri_canonical_id(u, ul, &r->id))
                 return false;
+        } else if (pl == 6 && strncmp(p, "{key*}", 6) == 0 && p[6] == '\0') {
+            /* The rest of the path, slashes and all (a MIG instance's
+             * made-up UUID is "MIG-<parent>/<instance>"); no empty segment. */
+            size_t rl = strlen(u);
+            if (rl == 0 || u[rl - 1] == '/' || strstr(u, "//"))
+                return false;
+            return uri_decode(u, rl, r->key, sizeof r->key);
         } else if (pl == 5 && strncmp(p, "{key}", 5) == 0) {
             if (ul == 0 || !uri_decode(u, ul, r->key, sizeof r->key))
                 return false;
