@@ -223,7 +223,7 @@ describe('query parameters', () => {
 
   test('an unknown query parameter is 400 naming it', async () => {
     const cases = [
-      ['/api/v1/gpus?team=speech', 'team'],
+      ['/api/v1/gpus?teams=speech', 'teams'],
       ['/api/v1/datacenters?q=a&bogus=1', 'bogus'],
       ['/api/v1/kinds?verbose=1', 'verbose'],
       ['/api/v1/resources?datacentre=1', 'datacentre'],
@@ -238,7 +238,7 @@ describe('query parameters', () => {
     assertError(await h.s.api('PATCH', `/api/v1/datacenters/${dc.id}?force=true`, { body: { rows: 2 } }), 400,
       { field: 'force' });
     // Credentials are checked first: no parameter names leak to strangers.
-    assertError(await h.s.api('GET', '/api/v1/gpus?team=speech', { auth: null }), 401);
+    assertError(await h.s.api('GET', '/api/v1/gpus?teams=speech', { auth: null }), 401);
   });
 
   test('the parameters a route reads are accepted', async () => {
