@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (root == NULL)
         return 0;
-    if (ingest_parse(root, &b, &e) == 0) {
+    if (ingest_parse(root, 1700000000, &b, &e, NULL) == 0) {
         if (b.batch_id[0] == '\0' || b.host.hostname[0] == '\0')
             abort();
         if (b.set.ngpus > GI_BATCH_MAX_GPUS || b.nsamples > GI_BATCH_MAX_SAMPLES ||
