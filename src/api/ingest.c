@@ -21,8 +21,8 @@ static json_t *warnings_json(const struct ingest_warnings *w)
     size_t n = w->n < INGEST_MAX_WARNINGS ? w->n : INGEST_MAX_WARNINGS;
 
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, json_pack("{s:s, s:s}", "field", w->items[i].field, "message",
-                                           w->items[i].message));
+        json_array_append_new(
+            a, json_pack("{s:s, s:s}", "field", w->items[i].field, "message", w->items[i].message));
     return a;
 }
 
@@ -80,8 +80,8 @@ void api_ingest(struct req *r)
                json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I}", "batch_id", b.batch_id,
                          "duplicate", res.duplicate, "gpus", (json_int_t)res.gpus, "samples",
                          (json_int_t)res.samples, "processes", (json_int_t)res.processes, "events",
-                         (json_int_t)res.events, "warnings", warnings_json(warn),
-                         "warnings_total", (json_int_t)warn->n));
+                         (json_int_t)res.events, "warnings", warnings_json(warn), "warnings_total",
+                         (json_int_t)warn->n));
 cleanup:
     free(warn);
     gi_batch_free(&b);

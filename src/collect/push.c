@@ -132,8 +132,8 @@ enum push_result push_send(const char *server, const char *token, const char *bo
         } else {
             refusal(&rep, status, err, errlen);
             res = status == 408 || status == 429 || status >= 500 ? PUSH_RETRY
-                  : status == 401 || status == 403               ? PUSH_DENIED
-                                                                 : PUSH_REJECTED;
+                  : status == 401 || status == 403                ? PUSH_DENIED
+                                                                  : PUSH_REJECTED;
         }
     }
     curlso->slist_free_all(h);

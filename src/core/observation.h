@@ -163,11 +163,11 @@ void gi_obs_warn(struct gi_obs_set *s, const char *fmt, ...) __attribute__((form
 
 /* The range a reading may take; outside it the reading is not believed.
  * Shared by the collectors and the push API so both judge alike. */
-#define GI_MEM_MIB_MAX 1e9     /* memory sizes, MiB */
-#define GI_POWER_W_MAX 1e5     /* power draw and limits, W */
-#define GI_TEMP_C_MIN (-50.0)  /* temperatures, degrees C */
-#define GI_TEMP_C_MAX 200.0    /* a sensor reading above this is broken */
-#define GI_ENERGY_J_MAX 1e15   /* cumulative energy counter, J */
+#define GI_MEM_MIB_MAX 1e9    /* memory sizes, MiB */
+#define GI_POWER_W_MAX 1e5    /* power draw and limits, W */
+#define GI_TEMP_C_MIN (-50.0) /* temperatures, degrees C */
+#define GI_TEMP_C_MAX 200.0   /* a sensor reading above this is broken */
+#define GI_ENERGY_J_MAX 1e15  /* cumulative energy counter, J */
 
 /* Sets absent every reading of g outside its range (negative memory,
  * utilization over 100 %, a temperature of thousands of degrees, power

@@ -36,7 +36,7 @@ struct ingest_warning {
 };
 
 struct ingest_warnings {
-    size_t n; /* every warning, listed or not */
+    size_t n;                                         /* every warning, listed or not */
     struct ingest_warning items[INGEST_MAX_WARNINGS]; /* the first min(n, max) */
 };
 

@@ -888,8 +888,8 @@ static int xnum(struct xctx *x, xmlNode *n, const char *path, enum unit u, doubl
         return 0;
     if (parse_num(buf, u, out) < 0) {
         *out = NAN;
-        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu,
-                    path, buf);
+        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu, path,
+                    buf);
     }
     return 0;
 }
@@ -909,8 +909,8 @@ static int xint(struct xctx *x, xmlNode *n, const char *path, int64_t max, int64
         return 0;
     if (gi_parse_int64(buf, 0, max, out) != GI_OK) {
         *out = -1;
-        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu,
-                    path, buf);
+        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu, path,
+                    buf);
     }
     return 0;
 }
@@ -1087,7 +1087,8 @@ static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
     if (!gi_is_placeholder(buf)) {
         if ((g->mig_mode = parse_mig(buf)) < 0) {
             g->mig_mode = -1;
-            gi_obs_warn(out, "gpu %d: <mig_mode/current_mig>: unreadable value \"%.40s\"; left absent",
+            gi_obs_warn(out,
+                        "gpu %d: <mig_mode/current_mig>: unreadable value \"%.40s\"; left absent",
                         x->gpu, buf);
         }
     }

@@ -198,7 +198,7 @@
       "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
       "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "                \
       "missing_since IS NULL) WHERE id = :id")                                                     \
-    X(SOURCE_WARN, "UPDATE sources SET warnings_total = warnings_total + :n, last_warning = "       \
+    X(SOURCE_WARN, "UPDATE sources SET warnings_total = warnings_total + :n, last_warning = "      \
                    ":msg, last_warning_at = :now WHERE id = :id")                                  \
     X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
@@ -286,7 +286,8 @@
     X(GPU_GET, GPU_SELECT "WHERE g.uuid = :uuid")                                                  \
     X(GPU_PROV, "SELECT p.field, p.value, s.name AS source, p.set_at FROM gpu_provenance p LEFT "  \
                 "JOIN sources s ON s.id = p.source_id WHERE p.gpu_uuid = :uuid ORDER BY p.field")  \
-    X(GPU_PROCS, "SELECT ts AS seen_at, CASE WHEN pid < 0 THEN NULL ELSE pid END AS pid, name, username AS user, uid, container, pod_uid, "    \
+    X(GPU_PROCS, "SELECT ts AS seen_at, CASE WHEN pid < 0 THEN NULL ELSE pid END AS pid, name, "   \
+                 "username AS user, uid, container, pod_uid, "                                     \
                  "pod, namespace, used_mib FROM gpu_processes WHERE gpu_uuid = :uuid AND ts = "    \
                  "(SELECT MAX(ts) FROM gpu_processes WHERE gpu_uuid = :uuid) ORDER BY pid")        \
     X(GPU_EVENTS, "SELECT e.id, e.at AS occurred_at, e.kind, e.detail, s.name AS source FROM "     \

@@ -267,12 +267,12 @@ static void query_degraded(void **state)
     NUM(g->memory_used_mib, 1024);
     NUM(g->power_limit_w, 400);
     g = &s.gpus[1];
-    assert_string_equal(g->serial, "");        /* [N/A] */
-    ABSENT(g->memory_used_mib);                /* [Insufficient Permissions] */
-    ABSENT(g->util_gpu_pct);                   /* [Not Supported] */
-    ABSENT(g->power_limit_w);                  /* [Requested functionality has been deprecated] */
-    assert_int_equal(g->mig_mode, -1);         /* [N/A] */
-    assert_int_equal(g->ecc_corrected, -1);    /* N/A */
+    assert_string_equal(g->serial, "");     /* [N/A] */
+    ABSENT(g->memory_used_mib);             /* [Insufficient Permissions] */
+    ABSENT(g->util_gpu_pct);                /* [Not Supported] */
+    ABSENT(g->power_limit_w);               /* [Requested functionality has been deprecated] */
+    assert_int_equal(g->mig_mode, -1);      /* [N/A] */
+    assert_int_equal(g->ecc_corrected, -1); /* N/A */
     NUM(g->temp_c, 41);
     NUM(g->power_w, 88.1);
     g = &s.gpus[2];
@@ -284,9 +284,9 @@ static void query_degraded(void **state)
     assert_int_equal(g->ecc_corrected, -1); /* [GPU is lost] */
     assert_int_equal(g->ecc_uncorrected, -1);
     g = &s.gpus[3];
-    ABSENT(g->memory_total_mib);             /* -5 */
-    assert_int_equal(g->mig_mode, -1);       /* Sometimes */
-    assert_int_equal(g->ecc_corrected, -1);  /* -2 */
+    ABSENT(g->memory_total_mib);              /* -5 */
+    assert_int_equal(g->mig_mode, -1);        /* Sometimes */
+    assert_int_equal(g->ecc_corrected, -1);   /* -2 */
     assert_int_equal(g->ecc_uncorrected, -1); /* 0x10 */
     NUM(g->memory_used_mib, 100);
     NUM(g->temp_c, 33);
