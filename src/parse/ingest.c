@@ -176,7 +176,7 @@ static void known(const json_t *o, const char *const *allowed, const char *path,
             a++;
         if (*a == NULL) {
             snprintf(f, sizeof f, "%s%.40s", path, key);
-            warn(w, f, "unknown field %s; ignored", f);
+            warn(w, f, "%s is not a known field; ignored", f);
         }
     }
 }
@@ -454,7 +454,7 @@ static bool parse_sample(const struct sample_src *src, const json_t *o, size_t i
             k++;
         if (k == NSAMPLE_FIELDS) {
             snprintf(f, sizeof f, "samples[%zu].%.40s", i, key);
-            warn(src->w, f, "unknown field %s; ignored", f);
+            warn(src->w, f, "%s is not a known field; ignored", f);
             continue;
         }
         if (sample_take(src, s, i, k, v) < 0)
