@@ -14,6 +14,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const FAKE = path.join(path.dirname(BIN), 'fake-nvml', 'libnvidia-ml.so.1');
 const H100 = path.join(here, '..', 'fake-nvml', 'h100x8.json');
 const SMI_UNPRIV = path.join(here, '..', 'fixtures', 'bin', 'nvidia-smi-unprivileged');
+const LOST = path.join(here, '..', 'fake-nvml', 'lost.json');
+const UNPRIV_NVML = path.join(here, '..', 'fake-nvml', 'unprivileged.json');
 
 let s;
 let token;
@@ -192,6 +194,32 @@ test('an agent run without privileges stores every GPU and the anonymous process
   const g2 = (await s.api('GET', '/api/v1/gpus/GPU-d0000000-0000-4000-8000-000000000002')).json;
   assert.equal(g2.util_pct, null, '150 % is not believed');
   assert.deepEqual(g2.processes.map((p) => p.pid), [5151], 'found by its bus id');
+});
+
+test('GPUs NVML cannot identify are left out, not a reason to lose the batch', async () => {
+  // Two of four GPUs are lost before NVML tells their uuid.
+  const r = agent(['--server', s.url, '--token', token, '--once', '--nvml', FAKE, '--spool', tempDir('spool-'), '--hostname', 'w-lost'],
+    { FAKE_NVML_CONFIG: LOST });
+  assert.equal(r.code, 0, r.err);
+  const list = (await s.api('GET', '/api/v1/gpus?host=w-lost')).json;
+  assert.deepEqual(list.items.map((g) => g.uuid).sort(),
+    ['GPU-10000000-0000-4000-8000-000000000000', 'GPU-10000000-0000-4000-8000-000000000003']);
+});
+
+test('NVML unprivileged: refused process lists and broken readings leave the GPUs whole', async () => {
+  const r = agent(['--server', s.url, '--token', token, '--once', '--nvml', FAKE, '--spool', tempDir('spool-'), '--hostname', 'w-nvml'],
+    { FAKE_NVML_CONFIG: UNPRIV_NVML });
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.err, /could not be read and are reported as absent/);
+  const g0 = (await s.api('GET', '/api/v1/gpus/GPU-f0000000-0000-4000-8000-000000000000')).json;
+  assert.equal(g0.host, 'w-nvml');
+  assert.equal(g0.temp_c, null);
+  assert.equal(g0.util_pct, null);
+  assert.equal(g0.power_w, 88);
+  assert.deepEqual(g0.processes, []);
+  const g1 = (await s.api('GET', '/api/v1/gpus/GPU-f0000000-0000-4000-8000-000000000001')).json;
+  assert.equal(g1.power_w, null);
+  assert.deepEqual(g1.processes.map((p) => [p.pid, p.used_mib]).sort((a, b) => a[1] - b[1]), [[5150, 1024], [null, 2048]]);
 });
 
 test('agent --once exits 4 and logs the reason when the server refuses a batch', async () => {
