@@ -242,3 +242,17 @@ test('agent --once exits 4 and logs the reason when the server refuses a batch',
   assert.deepEqual(readdirSync(spool2).filter((f) => f.endsWith('.rejected')), ['0000000000000001.rejected']);
   assert.equal((await s.api('GET', '/api/v1/gpus?host=w-refused')).json.total, 8, 'the good batch of the same run was stored');
 });
+
+test('the agent logs what the server dropped from a batch it stored', () => {
+  const spool = tempDir('spool-');
+  const t = now() - 30;
+  writeFileSync(path.join(spool, '0000000000000001.json'), JSON.stringify({
+    batch_id: 'w-spooled', host: { hostname: 'w-logged' }, gpus: [{ uuid: 'GPU-w-logged', memory_total_mib: -1 }],
+    samples: [{ time: t, gpu: 'GPU-w-logged', util_avg: 12 }],
+  }));
+  const r = agent(['--server', s.url, '--token', token, '--once', '--nvml', FAKE, '--spool', spool, '--hostname', 'w-logged']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.err, /server stored the batch but dropped 1 field\(s\) or record\(s\)/);
+  assert.match(r.err, /gpus\[0\]\.memory_total_mib must be between 0 and/);
+  assert.equal(readdirSync(spool).filter((f) => f.endsWith('.json') || f.endsWith('.rejected')).length, 0);
+});
