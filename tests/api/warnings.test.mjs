@@ -14,6 +14,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const FAKE = path.join(path.dirname(BIN), 'fake-nvml', 'libnvidia-ml.so.1');
 const H100 = path.join(here, '..', 'fake-nvml', 'h100x8.json');
 const SMI_UNPRIV = path.join(here, '..', 'fixtures', 'bin', 'nvidia-smi-unprivileged');
+const SMI_NOAPPS = path.join(here, '..', 'fixtures', 'bin', 'nvidia-smi-noapps');
 const LOST = path.join(here, '..', 'fake-nvml', 'lost.json');
 const UNPRIV_NVML = path.join(here, '..', 'fake-nvml', 'unprivileged.json');
 
@@ -194,6 +195,14 @@ test('an agent run without privileges stores every GPU and the anonymous process
   const g2 = (await s.api('GET', '/api/v1/gpus/GPU-d0000000-0000-4000-8000-000000000002')).json;
   assert.equal(g2.util_pct, null, '150 % is not believed');
   assert.deepEqual(g2.processes.map((p) => p.pid), [5151], 'found by its bus id');
+});
+
+test('an nvidia-smi that may not list processes still reports its GPUs, and says so', async () => {
+  const r = agent(['--server', s.url, '--token', token, '--once', '--collector', 'nvidia-smi', '--nvidia-smi', SMI_NOAPPS,
+    '--spool', tempDir('spool-'), '--hostname', 'w-noapps']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.err, /query-compute-apps: .*Insufficient Permissions.*; processes not reported/);
+  assert.equal((await s.api('GET', '/api/v1/gpus?host=w-noapps')).json.total, 8);
 });
 
 test('GPUs NVML cannot identify are left out, not a reason to lose the batch', async () => {
