@@ -78,7 +78,8 @@ static void log_warnings(const struct reply *rep)
                 gi_warn("  … and %lld more", (long long)total - 10);
                 break;
             }
-            gi_warn("  %s", json_string_value(json_object_get(w, "message")));
+            const char *m = json_string_value(json_object_get(w, "message"));
+            gi_warn("  %s", m ? m : "(no message)");
         }
     }
     json_decref(j);
@@ -96,7 +97,7 @@ enum push_result push_send(const char *server, const char *token, const char *bo
     enum push_result res;
 
     if (c == NULL || rep.buf == NULL) {
-        snprintf(err, errlen, curlso && rep.buf ? "out of memory" : "libcurl is not loaded");
+        snprintf(err, errlen, curlso ? "out of memory" : "libcurl is not loaded");
         if (c)
             curlso->easy_cleanup(c);
         free(rep.buf);

@@ -236,6 +236,15 @@ void gi_obs_warn(struct gi_obs_set *s, const char *fmt, ...)
     va_end(ap);
 }
 
+void gi_obs_warn_rewind(struct gi_obs_set *s, size_t n)
+{
+    if (n >= s->nwarnings)
+        return;
+    s->nwarnings = n;
+    if (n == 0)
+        s->warning[0] = '\0'; /* the text is the first warning's */
+}
+
 /* Sets *v absent (NAN) when it lies outside [lo, hi]; 1 when it did. */
 static int drop_out_of_range(double *v, double lo, double hi, struct gi_obs_set *set,
                              const char *who, const char *what)

@@ -160,6 +160,9 @@ int gi_is_placeholder(const char *s);
 
 /* Counts one value left absent in s and keeps the first description. */
 void gi_obs_warn(struct gi_obs_set *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets the warnings counted since s held n (a parse that failed and
+ * took back what it appended). */
+void gi_obs_warn_rewind(struct gi_obs_set *s, size_t n);
 
 /* The range a reading may take; outside it the reading is not believed.
  * Shared by the collectors and the push API so both judge alike. */

@@ -374,7 +374,7 @@ int amdsmi_parse_rocm(const char *data, size_t len, struct gi_obs_set *out, char
 {
     json_t *root = NULL;
     struct card *cards = NULL;
-    size_t ncards = 0, ngpus0 = out->ngpus;
+    size_t ncards = 0, ngpus0 = out->ngpus, nwarn0 = out->nwarnings;
     char sys_driver[GI_NAME_LEN] = "";
     const char *key;
     json_t *val;
@@ -428,8 +428,10 @@ int amdsmi_parse_rocm(const char *data, size_t len, struct gi_obs_set *out, char
     }
     rc = GI_OK;
 cleanup:
-    if (rc != GI_OK)
+    if (rc != GI_OK) {
         out->ngpus = ngpus0;
+        gi_obs_warn_rewind(out, nwarn0);
+    }
     free(cards);
     json_decref(root);
     return rc;
@@ -583,7 +585,7 @@ cleanup:
 int amdsmi_parse(const char *static_json, size_t static_len, const char *metric_json,
                  size_t metric_len, struct gi_obs_set *out, char *err, size_t errlen)
 {
-    size_t ngpus0 = out->ngpus;
+    size_t ngpus0 = out->ngpus, nwarn0 = out->nwarnings;
     int rc = GI_OK;
 
     if (static_len > AMDSMI_MAX_INPUT || metric_len > AMDSMI_MAX_INPUT) {
@@ -594,8 +596,10 @@ int amdsmi_parse(const char *static_json, size_t static_len, const char *metric_
         rc = amd_doc(static_json, static_len, 0, ngpus0, out, err, errlen);
     if (rc == GI_OK && metric_json != NULL)
         rc = amd_doc(metric_json, metric_len, 1, ngpus0, out, err, errlen);
-    if (rc != GI_OK)
+    if (rc != GI_OK) {
         out->ngpus = ngpus0;
+        gi_obs_warn_rewind(out, nwarn0);
+    }
     for (size_t i = ngpus0; i < out->ngpus; i++) {
         char who[32];
         snprintf(who, sizeof who, "gpu %d", out->gpus[i].index);

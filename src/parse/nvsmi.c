@@ -699,7 +699,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
     struct row r;
     char *list = NULL;
     char **v = NULL;
-    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs;
+    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs, nwarn0 = out->nwarnings;
     int rc = GI_INVALID, have_layout = 0, k;
     const struct field_name *table = apps ? app_fields : gpu_fields;
 
@@ -785,6 +785,7 @@ cleanup:
     if (rc != GI_OK) {
         out->ngpus = ngpus0;
         out->nprocs = nprocs0;
+        gi_obs_warn_rewind(out, nwarn0);
     }
     free(L.buf);
     free(list);
@@ -1160,7 +1161,7 @@ int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *
     xmlDocPtr doc = NULL;
     xmlNode *root;
     char driver[GI_NAME_LEN] = "", buf[XML_TEXT_MAX];
-    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs;
+    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs, nwarn0 = out->nwarnings;
     struct xctx x = {err, errlen, 0, out};
     int64_t ts = 0;
     int rc = GI_INVALID;
@@ -1213,6 +1214,7 @@ cleanup:
     if (rc != GI_OK) {
         out->ngpus = ngpus0;
         out->nprocs = nprocs0;
+        gi_obs_warn_rewind(out, nwarn0);
     }
     xmlFreeDoc(doc);
     xmlFreeParserCtxt(ctxt);

@@ -220,6 +220,12 @@ static void query_malformed(void **state)
                  GI_TOO_LARGE, "larger");
     /* Nothing was appended by any failure, even after good rows. */
     assert_int_equal(s.ngpus, 0);
+    /* Nor counted: a failed parse takes its warnings back too. */
+    static const char late[] = "index, memory.total\n0, lots\n1\n";
+    expect_error(nvsmi_parse_query_gpu(late, sizeof late - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "line 3: expected 2 fields, found 1");
+    assert_int_equal(s.nwarnings, 0);
+    assert_string_equal(s.warning, "");
     gi_obs_free(&s);
 
     /* A value that cannot be read is absent, counted, and the GPU kept. */
