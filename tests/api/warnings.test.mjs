@@ -4,6 +4,7 @@
 // GPUs, and its --once exit status says when the server refused a batch.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -264,4 +265,39 @@ test('the agent logs what the server dropped from a batch it stored', () => {
   assert.match(r.err, /server stored the batch but dropped 1 field\(s\) or record\(s\)/);
   assert.match(r.err, /gpus\[0\]\.memory_total_mib must be between 0 and/);
   assert.equal(readdirSync(spool).filter((f) => f.endsWith('.json') || f.endsWith('.rejected')).length, 0);
+});
+
+test('a dcgm-exporter pull degrades per field and counts what it could not use', async () => {
+  const labels = (i) => `{gpu="${i}",UUID="GPU-e1000000-0000-4000-8000-00000000000${i}",Hostname="w-dcgm",modelName="NVIDIA H100 80GB HBM3"}`;
+  const text = [
+    `DCGM_FI_DEV_GPU_UTIL${labels(0)} 250`, // out of range
+    `DCGM_FI_DEV_GPU_TEMP${labels(0)} 4294967295`, // out of range
+    `DCGM_FI_DEV_POWER_USAGE${labels(0)} NaN`, // absent
+    `DCGM_FI_DEV_FB_USED${labels(0)} 1024`,
+    `DCGM_FI_DEV_GPU_UTIL${labels(1)} 42`,
+    `DCGM_FI_DEV_GPU_TEMP${labels(1)} 61`,
+    '',
+  ].join('\n');
+  const exporter = http.createServer((req, res) => res.writeHead(200, { 'Content-Type': 'text/plain' }).end(text));
+  const port = await new Promise((r) => exporter.listen(0, '127.0.0.1', () => r(exporter.address().port)));
+  try {
+    const src = await s.api('POST', '/api/v1/sources', { body: { name: 'w-exporter', kind: 'dcgm-exporter', config: { url: `http://127.0.0.1:${port}/metrics` } } });
+    assert.equal(src.status, 201, src.text);
+    const run = await s.api('POST', `/api/v1/sources/${src.json.id}/run`);
+    assert.equal(run.status, 200, run.text);
+    assert.equal(run.json.run.ok, true, run.text);
+    assert.equal(run.json.run.gpus, 2);
+    const g0 = (await s.api('GET', '/api/v1/gpus/GPU-e1000000-0000-4000-8000-000000000000')).json;
+    assert.equal(g0.util_pct, null);
+    assert.equal(g0.temp_c, null);
+    assert.equal(g0.power_w, null);
+    assert.equal(g0.mem_used_mib, 1024);
+    const g1 = (await s.api('GET', '/api/v1/gpus/GPU-e1000000-0000-4000-8000-000000000001')).json;
+    assert.equal(g1.util_pct, 42);
+    const doc = (await s.api('GET', `/api/v1/sources/${src.json.id}`)).json;
+    assert.equal(doc.warnings_total, 2);
+    assert.match(doc.last_warning, /out of range/);
+  } finally {
+    exporter.close();
+  }
 });
