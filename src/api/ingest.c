@@ -1,6 +1,9 @@
 /* The push API: a host's GPUs, samples and processes in one JSON batch.
  * A pusher token writes only as the source it was created for; editors and
- * admins name the source in the batch. Idempotent per (source, batch_id). */
+ * admins name the source in the batch. Idempotent per (source, batch_id).
+ * A batch is refused (400/413) only when its structure is wrong; fields
+ * and records that cannot be accepted are dropped and listed in the
+ * reply's "warnings" (and counted on the source). */
 #include "api/api.h"
 #include "core/observation.h"
 #include "core/status.h"
@@ -9,12 +12,26 @@
 #include "store/store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+/* The reply's warning list: at most INGEST_MAX_WARNINGS entries. */
+static json_t *warnings_json(const struct ingest_warnings *w)
+{
+    json_t *a = json_array();
+    size_t n = w->n < INGEST_MAX_WARNINGS ? w->n : INGEST_MAX_WARNINGS;
+
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            a, json_pack("{s:s, s:s}", "field", w->items[i].field, "message", w->items[i].message));
+    return a;
+}
 
 void api_ingest(struct req *r)
 {
     json_t *body = NULL;
     struct gi_batch b = {0};
     struct ingest_error err;
+    struct ingest_warnings *warn = NULL;
     struct store_ingest_result res;
     int64_t source_id = r->who.source_id;
     int st;
@@ -25,20 +42,14 @@ void api_ingest(struct req *r)
     }
     if (!req_json_body_or_reply(r, &body))
         return;
-    if (ingest_parse(body, &b, &err) != 0) {
+    if ((warn = malloc(sizeof *warn)) == NULL) {
+        reply_status(r, GI_INTERNAL, "batch");
+        goto cleanup;
+    }
+    if (ingest_parse(body, gi_now(), &b, &err, warn) != 0) {
         reply_error(r, err.too_large ? 413 : 400, err.too_large ? "too_large" : "validation_failed",
                     err.field, "%s", err.message);
         goto cleanup;
-    }
-    for (size_t i = 0; i < b.nsamples; i++) {
-        /* A clock far ahead would make a GPU look fresh forever. */
-        if (b.samples[i].ts > gi_now() + 300) {
-            char f[48];
-            snprintf(f, sizeof f, "samples[%zu].time", i);
-            reply_error(r, 400, "validation_failed", f,
-                        "%s is more than 5 minutes in the future; check the reporter's clock", f);
-            goto cleanup;
-        }
     }
     if (source_id != 0 && b.source[0]) {
         reply_error(r, 400, "validation_failed", "source",
@@ -65,16 +76,22 @@ void api_ingest(struct req *r)
             goto cleanup;
         }
     }
+    /* The store counts the warnings on the source, in the same write. */
+    b.set.nwarnings = warn->n;
+    if (warn->n > 0)
+        snprintf(b.set.warning, sizeof b.set.warning, "%s", warn->items[0].message);
     if ((st = store_ingest(r->store, source_id, &b, &res)) != GI_OK) {
         reply_status(r, st, "batch");
         goto cleanup;
     }
     reply_json(r, res.duplicate ? 200 : 201,
-               json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "batch_id", b.batch_id, "duplicate",
-                         res.duplicate, "gpus", (json_int_t)res.gpus, "samples",
+               json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:o, s:I}", "batch_id", b.batch_id,
+                         "duplicate", res.duplicate, "gpus", (json_int_t)res.gpus, "samples",
                          (json_int_t)res.samples, "processes", (json_int_t)res.processes, "events",
-                         (json_int_t)res.events));
+                         (json_int_t)res.events, "warnings", warnings_json(warn), "warnings_total",
+                         (json_int_t)warn->n));
 cleanup:
+    free(warn);
     gi_batch_free(&b);
     json_decref(body);
 }

@@ -46,7 +46,15 @@ static const char agent_usage[] =
     "  --hostname NAME       report under this host name (default: the system's)\n"
     "  --cluster NAME        cluster label for this host\n"
     "  --datacenter NAME     data-center name for this host, as registered in gpuinv\n"
-    "  --root DIR            read host identity and /proc under DIR (tests)\n";
+    "  --root DIR            read host identity and /proc under DIR (tests)\n"
+    "\n"
+    "Exit status with --once: 0 every spooled batch was stored (the server may\n"
+    "have dropped fields it could not accept: they are logged as warnings);\n"
+    "1 no GPUs could be read, or the spool cannot be written; 2 usage error;\n"
+    "3 the server could not be reached (or answered 408, 429 or 5xx): the batch\n"
+    "stays spooled for the next run; 4 the server refused a batch: 401/403 (the\n"
+    "token) keep it spooled, any other 4xx sets it aside as <seq>.rejected; the\n"
+    "server's reason is logged.\n";
 
 static volatile sig_atomic_t stopping;
 
@@ -71,6 +79,7 @@ struct agent {
     pid_t sender;    /* the process sending the spool, 0 when none */
     char run_id[24]; /* random per process: batch ids never repeat across runs */
     unsigned fails;
+    unsigned refused; /* batches the server refused (4xx) in this process */
 };
 
 static int64_t mono_now(void)
@@ -104,6 +113,11 @@ static int discover(struct agent *a, char *err, size_t errlen)
         }
     }
     if (rc == 0) {
+        /* Unreadable values are left absent; say so when that changes. */
+        if (set.nwarnings > 0 &&
+            (set.nwarnings != a->last.nwarnings || strcmp(set.warning, a->last.warning) != 0))
+            gi_warn("%zu value(s) could not be read and are reported as absent; first: %s",
+                    set.nwarnings, set.warning);
         gi_obs_free(&a->last);
         a->last = set;
     } else {
@@ -177,9 +191,15 @@ static size_t drain(struct agent *a)
         if (pr == PUSH_REJECTED) {
             gi_error("server refused batch %" PRIu64 " (kept as .rejected): %s", seq, err);
             spool_reject(&a->sp, seq);
+            a->refused++;
             continue;
         }
         a->fails++;
+        if (pr == PUSH_DENIED) {
+            gi_error("server refused the token (%s); batch %" PRIu64 " stays spooled", err, seq);
+            a->refused++;
+            break;
+        }
         gi_warn("push failed (%s); batch %" PRIu64 " stays spooled", err, seq);
         break;
     }
@@ -271,6 +291,7 @@ static int run(struct agent *a)
 {
     char err[1024];
     int64_t next_read, next_push, next_send = 0;
+    size_t left;
 
     if (collector_open(&a->copts, &a->col, err, sizeof err) != 0) {
         gi_error("no GPUs can be read on this host: %s", err);
@@ -286,7 +307,10 @@ static int run(struct agent *a)
             return 1;
         if (a->print)
             return 0;
-        if (drain(a) > 0) {
+        left = drain(a);
+        if (a->refused > 0)
+            return 4;
+        if (left > 0) {
             gi_warn("batch spooled in %s; it will be sent by the next run", a->spool_dir);
             return 3;
         }

@@ -60,11 +60,15 @@ static int nvsmi_discover(void *state, struct gi_obs_set *set, char *err, size_t
     free(out);
     if (rc != 0)
         return -1;
-    /* Processes are best effort: a container may not be allowed to list them. */
+    /* Processes are best effort: a container may not be allowed to list
+     * them. The GPUs are kept either way; the failure is a warning. */
     if (run(s, "--query-compute-apps=" NVSMI_APP_FIELDS, "--format=csv,nounits", NULL, &out, &len,
-            err, errlen) == 0) {
-        nvsmi_parse_compute_apps(out, len, NULL, set, err, errlen);
+            why, sizeof why) == 0) {
+        if (nvsmi_parse_compute_apps(out, len, NULL, set, why, sizeof why) != 0)
+            gi_obs_warn(set, "nvidia-smi --query-compute-apps: %s; processes not reported", why);
         free(out);
+    } else {
+        gi_obs_warn(set, "nvidia-smi --query-compute-apps: %s; processes not reported", why);
     }
     err[0] = '\0';
     return 0;
@@ -81,8 +85,14 @@ static int amd_discover(void *state, struct gi_obs_set *set, char *err, size_t e
         if (run(s, "--showallinfo", "--json", NULL, &st, &sl, err, errlen) == 0)
             rc = amdsmi_parse_rocm(st, sl, set, err, errlen);
     } else if (run(s, "static", "--json", NULL, &st, &sl, err, errlen) == 0) {
-        if (run(s, "metric", "--json", NULL, &mt, &ml, err, errlen) != 0)
+        char why[256];
+        /* Without metrics the GPUs are still reported, without readings. */
+        if (run(s, "metric", "--json", NULL, &mt, &ml, why, sizeof why) != 0) {
+            free(mt);
+            mt = NULL;
             ml = 0;
+            gi_obs_warn(set, "amd-smi metric: %s; readings not reported", why);
+        }
         rc = amdsmi_parse(st, sl, mt, ml, set, err, errlen);
     }
     free(st);

@@ -430,9 +430,15 @@ static int64_t read_ecc(struct nvml *h, struct dev *d, int type)
 }
 
 /* Refreshes the readings of g from d. Every reading starts absent; total
- * memory is only overwritten when NVML answers (it is identity). */
-static void read_telemetry(struct nvml *h, struct dev *d, struct gi_gpu_obs *g)
+ * memory is only overwritten when NVML answers (it is identity). A
+ * reading NVML answers out of range (0xFFFFFFFF for a broken sensor,
+ * used memory above the total) is left absent, and counted as a warning
+ * in set when set is given. */
+static void read_telemetry(struct nvml *h, struct dev *d, struct gi_gpu_obs *g,
+                           struct gi_obs_set *set)
 {
+    char who[48];
+
     double total, used, v;
 
     g->util_gpu_pct = g->util_mem_pct = NAN;
@@ -469,6 +475,8 @@ static void read_telemetry(struct nvml *h, struct dev *d, struct gi_gpu_obs *g)
         g->memory_used_mib = g->temp_c = g->power_w = g->power_limit_w = NAN;
         g->ecc_corrected = g->ecc_uncorrected = -1;
     }
+    snprintf(who, sizeof who, "NVML %s %d", d->st.mig ? "MIG device of GPU" : "GPU", d->st.index);
+    gi_gpu_obs_sanitize(g, set, who);
 }
 
 /* Reads one NVML string function into dst when it answers. */
@@ -539,7 +547,7 @@ static int discover_mig(struct nvml *h, size_t pi, const struct gi_gpu_obs *pg,
         if (m != NULL)
             gi_strlcpy(g->mig_profile, m + 5, sizeof g->mig_profile);
         gi_strlcpy(d->bus_id, h->devs[pi].bus_id, sizeof d->bus_id);
-        read_telemetry(h, d, g);
+        read_telemetry(h, d, g, set);
     }
     return GI_OK;
 }
@@ -590,7 +598,7 @@ int nvml_discover(struct nvml *h, struct gi_obs_set *set)
             if (ok(d, ((fn_dev_mig_mode)h->fn[NVML_FN_MIG_MODE])(d->handle, &cur, &pending)))
                 g->mig_mode = cur == MIG_ENABLED ? 1 : 0;
         }
-        read_telemetry(h, d, g);
+        read_telemetry(h, d, g, set);
         if (g->mig_mode == 1 && !d->st.lost) {
             struct gi_gpu_obs parent = *g; /* g may move as the set grows */
             rc = discover_mig(h, pi, &parent, set);
@@ -609,7 +617,8 @@ int nvml_sample(struct nvml *h, struct gi_obs_set *set)
             continue;
         for (size_t k = 0; k < set->ngpus; k++) {
             if (strcmp(set->gpus[k].uuid, d->st.uuid) == 0) {
-                read_telemetry(h, d, &set->gpus[k]);
+                /* Reported at discovery already: not counted again. */
+                read_telemetry(h, d, &set->gpus[k], NULL);
                 break;
             }
         }
@@ -677,8 +686,9 @@ static int list_procs(struct nvml *h, size_t di, struct gi_obs_set *set)
             st = set->nprocs >= GI_OBS_MAX ? GI_TOO_LARGE : GI_INTERNAL;
             goto cleanup;
         }
-        p->pid = r.pid;
-        if (r.used != VALUE_NOT_AVAILABLE)
+        /* pid 0: NVML could not tell (another PID namespace): anonymous. */
+        p->pid = r.pid == 0 ? -1 : (int64_t)r.pid;
+        if (r.used != VALUE_NOT_AVAILABLE && (double)r.used / 1048576.0 <= GI_MEM_MIB_MAX)
             p->used_mib = (double)r.used / 1048576.0;
         gi_strlcpy(p->gpu_uuid, d->parent < 0 ? proc_uuid(h, di, r.gpu_instance_id) : d->st.uuid,
                    sizeof p->gpu_uuid);
@@ -699,7 +709,7 @@ int nvml_processes(struct nvml *h, struct gi_obs_set *set)
         struct dev *d = &h->devs[i];
         if (d->parent >= 0 || d->handle == NULL || d->st.lost)
             continue;
-        int rc = list_procs(h, i, set);
+        int rc = list_procs(h, i, set), listed = 0;
         if (rc != GI_OK)
             return rc;
         if (d->st.procs_error == 0 || d->st.lost)
@@ -711,7 +721,11 @@ int nvml_processes(struct nvml *h, struct gi_obs_set *set)
             rc = list_procs(h, k, set);
             if (rc != GI_OK)
                 return rc;
+            listed += h->devs[k].st.procs_error == 0;
         }
+        if (listed == 0)
+            gi_obs_warn(set, "NVML GPU %d: processes cannot be listed: %s", d->st.index,
+                        rc_text(h, d->st.procs_error));
     }
     return GI_OK;
 }

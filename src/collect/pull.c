@@ -188,6 +188,11 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
     snprintf(prefix, sizeof prefix, "pull-%.40s", source_name);
     if (hostbatch_split(set, prefix, gi_now(), cluster, true, &b, &n) != 0)
         return GI_INTERNAL;
+    if (n > 0) {
+        /* Readings the pull could not use are counted on the source. */
+        b[0].set.nwarnings = set->nwarnings;
+        memcpy(b[0].set.warning, set->warning, sizeof b[0].set.warning);
+    }
     ir = calloc(n + 1, sizeof *ir);
     rc = ir ? store_ingest_many(st, source_id, b, n, ir) : GI_INTERNAL;
     for (size_t i = 0; rc == GI_OK && i < n; i++) {

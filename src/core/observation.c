@@ -5,6 +5,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -179,7 +181,16 @@ static int dcgm_blank(const char *s, size_t n)
 
 int gi_is_placeholder(const char *s)
 {
-    static const char *const words[] = {"N/A", "NA", "None", "<<<NULL>>>", "<<<NOT_SUPPORTED>>>",
+    static const char *const words[] = {"N/A",
+                                        "NA",
+                                        "None",
+                                        "ERR!",
+                                        "Not Supported",
+                                        "Unknown Error",
+                                        "Insufficient Permissions",
+                                        "GPU is lost",
+                                        "<<<NULL>>>",
+                                        "<<<NOT_SUPPORTED>>>",
                                         NULL};
     size_t n;
 
@@ -191,7 +202,7 @@ int gi_is_placeholder(const char *s)
     if (n == 0)
         return 1;
     if (s[0] == '[' && s[n - 1] == ']')
-        return 1; /* [N/A], [Not Supported], [Insufficient Permissions], … */
+        return 1; /* [N/A], [Not Supported], [Insufficient Permissions], [GPU is lost], … */
     for (const char *const *w = words; *w; w++)
         if (strlen(*w) == n && strncasecmp(s, *w, n) == 0)
             return 1;
@@ -212,4 +223,67 @@ void gi_batch_free(struct gi_batch *b)
     free(b->samples);
     b->samples = NULL;
     b->nsamples = 0;
+}
+
+void gi_obs_warn(struct gi_obs_set *s, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (s->nwarnings++ > 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(s->warning, sizeof s->warning, fmt, ap);
+    va_end(ap);
+}
+
+void gi_obs_warn_rewind(struct gi_obs_set *s, size_t n)
+{
+    if (n >= s->nwarnings)
+        return;
+    s->nwarnings = n;
+    if (n == 0)
+        s->warning[0] = '\0'; /* the text is the first warning's */
+}
+
+/* Sets *v absent (NAN) when it lies outside [lo, hi]; 1 when it did. */
+static int drop_out_of_range(double *v, double lo, double hi, struct gi_obs_set *set,
+                             const char *who, const char *what)
+{
+    if (isnan(*v) || (*v >= lo && *v <= hi))
+        return 0;
+    if (set)
+        gi_obs_warn(set, "%s: %s %g is out of range (%g to %g); left absent", who, what, *v, lo,
+                    hi);
+    *v = NAN;
+    return 1;
+}
+
+int gi_gpu_obs_sanitize(struct gi_gpu_obs *g, struct gi_obs_set *set, const char *who)
+{
+    int n = 0;
+
+    n += drop_out_of_range(&g->memory_total_mib, 0, GI_MEM_MIB_MAX, set, who, "memory total");
+    n += drop_out_of_range(&g->memory_used_mib, 0, GI_MEM_MIB_MAX, set, who, "memory used");
+    /* A little slack: drivers round used and total differently. */
+    if (!isnan(g->memory_total_mib) && g->memory_total_mib > 0)
+        n += drop_out_of_range(&g->memory_used_mib, 0, g->memory_total_mib * 1.01 + 1, set, who,
+                               "memory used");
+    n += drop_out_of_range(&g->util_gpu_pct, 0, 100, set, who, "GPU utilization");
+    n += drop_out_of_range(&g->util_mem_pct, 0, 100, set, who, "memory utilization");
+    n += drop_out_of_range(&g->temp_c, GI_TEMP_C_MIN, GI_TEMP_C_MAX, set, who, "temperature");
+    n += drop_out_of_range(&g->power_w, 0, GI_POWER_W_MAX, set, who, "power draw");
+    n += drop_out_of_range(&g->power_limit_w, 0, GI_POWER_W_MAX, set, who, "power limit");
+    n += drop_out_of_range(&g->energy_j, 0, GI_ENERGY_J_MAX, set, who, "energy");
+    if (g->ecc_corrected < -1 || g->ecc_uncorrected < -1 || g->xid_last < -1) {
+        if (set)
+            gi_obs_warn(set, "%s: a negative error counter; left absent", who);
+        n++;
+    }
+    if (g->ecc_corrected < -1)
+        g->ecc_corrected = -1;
+    if (g->ecc_uncorrected < -1)
+        g->ecc_uncorrected = -1;
+    if (g->xid_last < -1)
+        g->xid_last = -1;
+    return n;
 }

@@ -55,7 +55,10 @@ struct gi_gpu_obs {
     char env[32];
 };
 
-/* One process using a GPU. */
+/* One process using a GPU. pid -1: the process is there but its id is
+ * hidden from the reporter (nvidia-smi prints "[Insufficient
+ * Permissions]" for other users' processes; NVML may give pid 0): an
+ * anonymous process, still reported with its memory. */
 struct gi_proc_obs {
     char gpu_uuid[GI_UUID_LEN];
     char pci_bus_id[GI_BUS_LEN];
@@ -101,8 +104,11 @@ struct gi_pod_obs {
     char container[GI_LABEL_LEN];
 };
 
-/* A growable array of observations with a hard cap (GI_OBS_MAX items). */
+/* A growable array of observations with a hard cap (GI_OBS_MAX items).
+ * Values a parser or collector could not read, and so left absent, are
+ * counted in nwarnings; warning describes the first of them. */
 #define GI_OBS_MAX 65536
+#define GI_WARNING_LEN 200
 struct gi_obs_set {
     struct gi_gpu_obs *gpus;
     size_t ngpus, gpus_cap;
@@ -110,12 +116,17 @@ struct gi_obs_set {
     size_t nprocs, procs_cap;
     struct gi_pod_obs *pods;
     size_t npods, pods_cap;
+    size_t nwarnings;
+    char warning[GI_WARNING_LEN];
 };
 
 /* A pushed batch: one host, its GPUs, samples and processes. */
 #define GI_BATCH_MAX_GPUS 1024
 #define GI_BATCH_MAX_SAMPLES 20000
 #define GI_BATCH_MAX_PROCS 20000
+/* set.nwarnings / set.warning count what was dropped on the way in (the
+ * push API's warnings, a pull's unreadable values); the store adds them
+ * to the source's warning count. */
 struct gi_batch {
     char batch_id[128]; /* idempotency key, unique per source */
     bool partial;       /* lists only some of the host's GPUs: none is "missing" */
@@ -142,7 +153,30 @@ void gi_obs_free(struct gi_obs_set *s);
  * to "0000:83:00.0" lower-case; returns 0, or -1 if it is not one. */
 int gi_pci_normalize(const char *in, char out[GI_BUS_LEN]);
 /* True for the placeholders meaning "absent": "", "N/A", "[N/A]",
- * "[Not Supported]", "[Unknown Error]", "<<<NULL>>>", … */
+ * "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]",
+ * "[GPU is lost]", "[Requested functionality has been deprecated]",
+ * "ERR!", "<<<NULL>>>", "<<<NOT_SUPPORTED>>>", DCGM's numeric blanks … */
 int gi_is_placeholder(const char *s);
+
+/* Counts one value left absent in s and keeps the first description. */
+void gi_obs_warn(struct gi_obs_set *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets the warnings counted since s held n (a parse that failed and
+ * took back what it appended). */
+void gi_obs_warn_rewind(struct gi_obs_set *s, size_t n);
+
+/* The range a reading may take; outside it the reading is not believed.
+ * Shared by the collectors and the push API so both judge alike. */
+#define GI_MEM_MIB_MAX 1e9    /* memory sizes, MiB */
+#define GI_POWER_W_MAX 1e5    /* power draw and limits, W */
+#define GI_TEMP_C_MIN (-50.0) /* temperatures, degrees C */
+#define GI_TEMP_C_MAX 200.0   /* a sensor reading above this is broken */
+#define GI_ENERGY_J_MAX 1e15  /* cumulative energy counter, J */
+
+/* Sets absent every reading of g outside its range (negative memory,
+ * utilization over 100 %, a temperature of thousands of degrees, power
+ * beyond any GPU, used memory above the total). Returns how many were
+ * dropped; when set is given each is counted there as a warning naming
+ * `who` (e.g. "GPU 3"). */
+int gi_gpu_obs_sanitize(struct gi_gpu_obs *g, struct gi_obs_set *set, const char *who);
 
 #endif

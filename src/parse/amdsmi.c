@@ -256,13 +256,14 @@ static json_t *load_json(const char *data, size_t len, const char *what, char *e
     return NULL;
 }
 
-/* Copies a string field; on failure names it in err. */
-static int take_str(json_t *v, char *dst, size_t cap, const char *where, const char *key, char *err,
-                    size_t errlen)
+/* Copies a string field; one that is too long or not text is left
+ * absent and counted as a warning in out. Returns 0. */
+static int take_str(json_t *v, char *dst, size_t cap, const char *where, const char *key,
+                    struct gi_obs_set *out)
 {
     if (str_value(v, dst, cap) < 0) {
-        fail(err, errlen, "%s: \"%s\": too long or not text", where, key);
-        return -1;
+        dst[0] = '\0';
+        gi_obs_warn(out, "%s: \"%s\": too long or not text; left absent", where, key);
     }
     return 0;
 }
@@ -270,16 +271,16 @@ static int take_str(json_t *v, char *dst, size_t cap, const char *where, const c
 /* Reads the first present of several numeric keys into *out (left as is
  * when none is present). getter is get_ci or get_path. */
 static int take_num(json_t *obj, json_t *(*getter)(json_t *, const char *), const char *const *keys,
-                    enum uclass c, const char *dflt_unit, double *out, const char *where, char *err,
-                    size_t errlen)
+                    enum uclass c, const char *dflt_unit, double *out, const char *where,
+                    struct gi_obs_set *set)
 {
+    /* A value that is not a number ("ERR!", a wrong unit) is left absent
+     * with a warning, and the next key is tried. */
     for (; *keys; keys++) {
         double d;
         int r = num_value(getter(obj, *keys), c, dflt_unit, &d);
-        if (r < 0) {
-            fail(err, errlen, "%s: \"%s\": not a number", where, *keys);
-            return -1;
-        }
+        if (r < 0)
+            gi_obs_warn(set, "%s: \"%s\": not a number; left absent", where, *keys);
         if (r == 1) {
             *out = d;
             return 0;
@@ -288,9 +289,9 @@ static int take_num(json_t *obj, json_t *(*getter)(json_t *, const char *), cons
     return 0;
 }
 
-/* Reads the first present of several keys as a PCI bus id. */
-static int take_bus(json_t *v, char out[GI_BUS_LEN], const char *where, const char *key, char *err,
-                    size_t errlen)
+/* Reads a PCI bus id; one that is not is left absent with a warning. */
+static int take_bus(json_t *v, char out[GI_BUS_LEN], const char *where, const char *key,
+                    struct gi_obs_set *set)
 {
     char buf[64] = "";
     int seps = 0;
@@ -305,8 +306,9 @@ static int take_bus(json_t *v, char out[GI_BUS_LEN], const char *where, const ch
         goto bad;
     return 0;
 bad:
-    fail(err, errlen, "%s: \"%s\": not a PCI bus id", where, key);
-    return -1;
+    out[0] = '\0';
+    gi_obs_warn(set, "%s: \"%s\": not a PCI bus id; left absent", where, key);
+    return 0;
 }
 
 /* ---- rocm-smi ------------------------------------------------------------- */
@@ -324,7 +326,7 @@ static int card_cmp(const void *a, const void *b)
 
 /* Fills one GPU from a rocm-smi card object. */
 static int rocm_card(json_t *c, const char *where, const char *sys_driver, struct gi_gpu_obs *g,
-                     char *err, size_t errlen)
+                     struct gi_obs_set *set, char *err, size_t errlen)
 {
     static const char *const k_util[] = {"GPU use (%)", NULL};
     static const char *const k_umem[] = {"GPU Memory Read/Write Activity (%)", "GPU memory use (%)",
@@ -342,28 +344,27 @@ static int rocm_card(json_t *c, const char *where, const char *sys_driver, struc
         return -1;
     }
     g->vendor = GI_VENDOR_AMD;
-    if (take_str(get_ci(c, "Card Series"), g->name, sizeof g->name, where, "Card Series", err,
-                 errlen) < 0 ||
-        take_str(get_ci(c, "Serial Number"), g->serial, sizeof g->serial, where, "Serial Number",
-                 err, errlen) < 0 ||
-        take_str(get_ci(c, "Unique ID"), g->uuid, sizeof g->uuid, where, "Unique ID", err, errlen) <
+    if (take_str(get_ci(c, "Card Series"), g->name, sizeof g->name, where, "Card Series", set) <
             0 ||
-        take_str(get_ci(c, "VBIOS version"), g->vbios, sizeof g->vbios, where, "VBIOS version", err,
-                 errlen) < 0 ||
+        take_str(get_ci(c, "Serial Number"), g->serial, sizeof g->serial, where, "Serial Number",
+                 set) < 0 ||
+        take_str(get_ci(c, "Unique ID"), g->uuid, sizeof g->uuid, where, "Unique ID", set) < 0 ||
+        take_str(get_ci(c, "VBIOS version"), g->vbios, sizeof g->vbios, where, "VBIOS version",
+                 set) < 0 ||
         take_str(get_ci(c, "Driver version"), g->driver, sizeof g->driver, where, "Driver version",
-                 err, errlen) < 0 ||
-        take_bus(get_ci(c, "PCI Bus"), g->pci_bus_id, where, "PCI Bus", err, errlen) < 0)
+                 set) < 0 ||
+        take_bus(get_ci(c, "PCI Bus"), g->pci_bus_id, where, "PCI Bus", set) < 0)
         return -1;
     lower(g->uuid);
     if (g->driver[0] == '\0')
         gi_strlcpy(g->driver, sys_driver, sizeof g->driver);
-    if (take_num(c, get_ci, k_util, C_PCT, "%", &g->util_gpu_pct, where, err, errlen) < 0 ||
-        take_num(c, get_ci, k_umem, C_PCT, "%", &g->util_mem_pct, where, err, errlen) < 0 ||
-        take_num(c, get_ci, k_mtot, C_MEM, "B", &g->memory_total_mib, where, err, errlen) < 0 ||
-        take_num(c, get_ci, k_mused, C_MEM, "B", &g->memory_used_mib, where, err, errlen) < 0 ||
-        take_num(c, get_ci, k_temp, C_C, "C", &g->temp_c, where, err, errlen) < 0 ||
-        take_num(c, get_ci, k_pow, C_W, "W", &g->power_w, where, err, errlen) < 0 ||
-        take_num(c, get_ci, k_plim, C_W, "W", &g->power_limit_w, where, err, errlen) < 0)
+    if (take_num(c, get_ci, k_util, C_PCT, "%", &g->util_gpu_pct, where, set) < 0 ||
+        take_num(c, get_ci, k_umem, C_PCT, "%", &g->util_mem_pct, where, set) < 0 ||
+        take_num(c, get_ci, k_mtot, C_MEM, "B", &g->memory_total_mib, where, set) < 0 ||
+        take_num(c, get_ci, k_mused, C_MEM, "B", &g->memory_used_mib, where, set) < 0 ||
+        take_num(c, get_ci, k_temp, C_C, "C", &g->temp_c, where, set) < 0 ||
+        take_num(c, get_ci, k_pow, C_W, "W", &g->power_w, where, set) < 0 ||
+        take_num(c, get_ci, k_plim, C_W, "W", &g->power_limit_w, where, set) < 0)
         return -1;
     return 0;
 }
@@ -373,7 +374,7 @@ int amdsmi_parse_rocm(const char *data, size_t len, struct gi_obs_set *out, char
 {
     json_t *root = NULL;
     struct card *cards = NULL;
-    size_t ncards = 0, ngpus0 = out->ngpus;
+    size_t ncards = 0, ngpus0 = out->ngpus, nwarn0 = out->nwarnings;
     char sys_driver[GI_NAME_LEN] = "";
     const char *key;
     json_t *val;
@@ -390,7 +391,7 @@ int amdsmi_parse_rocm(const char *data, size_t len, struct gi_obs_set *out, char
         goto cleanup;
     }
     if (take_str(get_ci(get_ci(root, "system"), "Driver version"), sys_driver, sizeof sys_driver,
-                 "system", "Driver version", err, errlen) < 0)
+                 "system", "Driver version", out) < 0)
         goto cleanup;
     cards = calloc(json_object_size(root) + 1, sizeof *cards);
     if (cards == NULL) {
@@ -421,13 +422,16 @@ int amdsmi_parse_rocm(const char *data, size_t len, struct gi_obs_set *out, char
             goto cleanup;
         }
         g->index = cards[i].index;
-        if (rocm_card(cards[i].obj, where, sys_driver, g, err, errlen) < 0)
+        if (rocm_card(cards[i].obj, where, sys_driver, g, out, err, errlen) < 0)
             goto cleanup;
+        gi_gpu_obs_sanitize(g, out, where);
     }
     rc = GI_OK;
 cleanup:
-    if (rc != GI_OK)
+    if (rc != GI_OK) {
         out->ngpus = ngpus0;
+        gi_obs_warn_rewind(out, nwarn0);
+    }
     free(cards);
     json_decref(root);
     return rc;
@@ -462,43 +466,42 @@ static struct gi_gpu_obs *gpu_for(struct gi_obs_set *out, size_t first, int inde
 }
 
 /* Reads one static entry's identity into g. */
-static int amd_static(json_t *e, const char *where, struct gi_gpu_obs *g, char *err, size_t errlen)
+static int amd_static(json_t *e, const char *where, struct gi_gpu_obs *g, struct gi_obs_set *set)
 {
     static const char *const k_mem[] = {"vram.size", NULL};
     static const char *const k_plim[] = {"limit.max_power", NULL};
     char alt[GI_UUID_LEN] = "";
 
     if (take_str(get_path(e, "asic.market_name"), g->name, sizeof g->name, where,
-                 "asic.market_name", err, errlen) < 0 ||
+                 "asic.market_name", set) < 0 ||
         take_str(get_path(e, "board.product_serial"), g->serial, sizeof g->serial, where,
-                 "board.product_serial", err, errlen) < 0 ||
+                 "board.product_serial", set) < 0 ||
         take_str(get_path(e, "asic.asic_serial"), g->uuid, sizeof g->uuid, where,
-                 "asic.asic_serial", err, errlen) < 0 ||
-        take_str(get_path(e, "uuid"), alt, sizeof alt, where, "uuid", err, errlen) < 0 ||
+                 "asic.asic_serial", set) < 0 ||
+        take_str(get_path(e, "uuid"), alt, sizeof alt, where, "uuid", set) < 0 ||
         take_str(get_path(e, "driver.version"), g->driver, sizeof g->driver, where,
-                 "driver.version", err, errlen) < 0 ||
+                 "driver.version", set) < 0 ||
         take_str(get_path(e, "vbios.version"), g->vbios, sizeof g->vbios, where, "vbios.version",
-                 err, errlen) < 0 ||
-        take_bus(get_path(e, "bus.bdf"), g->pci_bus_id, where, "bus.bdf", err, errlen) < 0)
+                 set) < 0 ||
+        take_bus(get_path(e, "bus.bdf"), g->pci_bus_id, where, "bus.bdf", set) < 0)
         return -1;
     if (g->name[0] == '\0' && take_str(get_path(e, "board.product_name"), g->name, sizeof g->name,
-                                       where, "board.product_name", err, errlen) < 0)
+                                       where, "board.product_name", set) < 0)
         return -1;
-    if (g->vbios[0] == '\0' &&
-        take_str(get_path(e, "vbios.vbios_version"), g->vbios, sizeof g->vbios, where,
-                 "vbios.vbios_version", err, errlen) < 0)
+    if (g->vbios[0] == '\0' && take_str(get_path(e, "vbios.vbios_version"), g->vbios,
+                                        sizeof g->vbios, where, "vbios.vbios_version", set) < 0)
         return -1;
     if (g->uuid[0] == '\0')
         memcpy(g->uuid, alt, sizeof alt);
     lower(g->uuid);
-    if (take_num(e, get_path, k_mem, C_MEM, "MB", &g->memory_total_mib, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_plim, C_W, "W", &g->power_limit_w, where, err, errlen) < 0)
+    if (take_num(e, get_path, k_mem, C_MEM, "MB", &g->memory_total_mib, where, set) < 0 ||
+        take_num(e, get_path, k_plim, C_W, "W", &g->power_limit_w, where, set) < 0)
         return -1;
     return 0;
 }
 
 /* Reads one metric entry's live values into g. */
-static int amd_metric(json_t *e, const char *where, struct gi_gpu_obs *g, char *err, size_t errlen)
+static int amd_metric(json_t *e, const char *where, struct gi_gpu_obs *g, struct gi_obs_set *set)
 {
     static const char *const k_util[] = {"usage.gfx_activity", NULL};
     static const char *const k_umem[] = {"usage.umc_activity", NULL};
@@ -514,15 +517,15 @@ static int amd_metric(json_t *e, const char *where, struct gi_gpu_obs *g, char *
                                        NULL};
     double ce = NAN, ue = NAN;
 
-    if (take_num(e, get_path, k_util, C_PCT, "%", &g->util_gpu_pct, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_umem, C_PCT, "%", &g->util_mem_pct, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_pow, C_W, "W", &g->power_w, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_temp, C_C, "C", &g->temp_c, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_mtot, C_MEM, "MB", &g->memory_total_mib, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_mused, C_MEM, "MB", &g->memory_used_mib, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_energy, C_J, "J", &g->energy_j, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_ce, C_NONE, "", &ce, where, err, errlen) < 0 ||
-        take_num(e, get_path, k_ue, C_NONE, "", &ue, where, err, errlen) < 0)
+    if (take_num(e, get_path, k_util, C_PCT, "%", &g->util_gpu_pct, where, set) < 0 ||
+        take_num(e, get_path, k_umem, C_PCT, "%", &g->util_mem_pct, where, set) < 0 ||
+        take_num(e, get_path, k_pow, C_W, "W", &g->power_w, where, set) < 0 ||
+        take_num(e, get_path, k_temp, C_C, "C", &g->temp_c, where, set) < 0 ||
+        take_num(e, get_path, k_mtot, C_MEM, "MB", &g->memory_total_mib, where, set) < 0 ||
+        take_num(e, get_path, k_mused, C_MEM, "MB", &g->memory_used_mib, where, set) < 0 ||
+        take_num(e, get_path, k_energy, C_J, "J", &g->energy_j, where, set) < 0 ||
+        take_num(e, get_path, k_ce, C_NONE, "", &ce, where, set) < 0 ||
+        take_num(e, get_path, k_ue, C_NONE, "", &ue, where, set) < 0)
         return -1;
     if (!isnan(ce))
         g->ecc_corrected = (int64_t)ce;
@@ -570,7 +573,7 @@ static int amd_doc(const char *data, size_t len, int metric, size_t first, struc
             rc = GI_TOO_LARGE;
             goto cleanup;
         }
-        if ((metric ? amd_metric : amd_static)(e, where, g, err, errlen) < 0)
+        if ((metric ? amd_metric : amd_static)(e, where, g, out) < 0)
             goto cleanup;
     }
     rc = GI_OK;
@@ -582,7 +585,7 @@ cleanup:
 int amdsmi_parse(const char *static_json, size_t static_len, const char *metric_json,
                  size_t metric_len, struct gi_obs_set *out, char *err, size_t errlen)
 {
-    size_t ngpus0 = out->ngpus;
+    size_t ngpus0 = out->ngpus, nwarn0 = out->nwarnings;
     int rc = GI_OK;
 
     if (static_len > AMDSMI_MAX_INPUT || metric_len > AMDSMI_MAX_INPUT) {
@@ -593,7 +596,14 @@ int amdsmi_parse(const char *static_json, size_t static_len, const char *metric_
         rc = amd_doc(static_json, static_len, 0, ngpus0, out, err, errlen);
     if (rc == GI_OK && metric_json != NULL)
         rc = amd_doc(metric_json, metric_len, 1, ngpus0, out, err, errlen);
-    if (rc != GI_OK)
+    if (rc != GI_OK) {
         out->ngpus = ngpus0;
+        gi_obs_warn_rewind(out, nwarn0);
+    }
+    for (size_t i = ngpus0; i < out->ngpus; i++) {
+        char who[32];
+        snprintf(who, sizeof who, "gpu %d", out->gpus[i].index);
+        gi_gpu_obs_sanitize(&out->gpus[i], out, who);
+    }
     return rc;
 }

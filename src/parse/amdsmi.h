@@ -12,8 +12,14 @@
  * ("Unique ID" in rocm-smi, asic.asic_serial in amd-smi), lower-cased so
  * both tools name the same GPU alike.
  *
- * On failure nothing is appended and err gets one line naming the card
- * or entry and the reason. Returns GI_OK, GI_INVALID, GI_TOO_LARGE. */
+ * Per field: a value that is not a number, a string that is not text,
+ * a bus id that is not one, or a reading out of range
+ * (gi_gpu_obs_sanitize) is absent and counted in out->nwarnings; the GPU
+ * is kept. Only structure fails a parse (no JSON, the wrong shape, a
+ * card that is not an object, a "gpu" that is not an index): then
+ * nothing is appended (warnings included) and err gets one line naming
+ * the card or entry and the reason. Returns GI_OK, GI_INVALID,
+ * GI_TOO_LARGE. */
 #ifndef GI_PARSE_AMDSMI_H
 #define GI_PARSE_AMDSMI_H
 

@@ -531,6 +531,9 @@ int dcgm_finish(struct dcgm *d)
         g->xid_last = count_of(v[F_XID]);
         g->ecc_corrected = count_of(isnan(v[F_SBE_AGG]) ? v[F_SBE_VOL] : v[F_SBE_AGG]);
         g->ecc_uncorrected = count_of(isnan(v[F_DBE_AGG]) ? v[F_DBE_VOL] : v[F_DBE_AGG]);
+        /* A value out of range (NaN and blanks are absent already) is not
+         * believed: that reading is absent, the record kept. */
+        gi_gpu_obs_sanitize(g, d->out, g->uuid[0] ? g->uuid : r->key);
         if (r->npods == 1) {
             const struct dcgm_pod *p = &d->pods[r->pod_head - 1];
             copy_field(g->pod, p->pod, sizeof g->pod);

@@ -80,7 +80,9 @@ void dcgm_begin(struct dcgm *d, struct gi_obs_set *out);
 int dcgm_sample(void *ctx, const struct prom_sample *s, struct prom_error *err);
 /* Completes the records (memory totals, utilization fallbacks, ECC, pod
  * fields: set on a record only when exactly one pod was seen on it, the
- * full set being in pods). Returns GI_OK. Call once. */
+ * full set being in pods). A reading out of range (utilization over
+ * 100 %, negative memory, a temperature of thousands of degrees) is set
+ * absent and counted in the set's warnings. Returns GI_OK. Call once. */
 int dcgm_finish(struct dcgm *d);
 /* Frees the consumer's memory, pods included; accepts a zeroed struct.
  * The records in out stay. */

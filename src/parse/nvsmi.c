@@ -501,9 +501,10 @@ struct row {
 };
 
 /* Parses the row's values by kind; the first present value of a field
- * wins. Returns 0, or -1 with err naming the line and column. */
-static int read_row(const struct layout *lo, char **v, struct row *r, size_t lineno, char *err,
-                    size_t errlen)
+ * wins. A value that cannot be read ("ERR!", a word where a number
+ * belongs, a wrong unit) is left absent and counted as a warning in out. */
+static void read_row(const struct layout *lo, char **v, struct row *r, size_t lineno,
+                     struct gi_obs_set *out)
 {
     memset(r->has, 0, sizeof r->has);
     for (size_t i = 0; i < lo->ncols; i++) {
@@ -548,17 +549,18 @@ static int read_row(const struct layout *lo, char **v, struct row *r, size_t lin
         r->has[id] = 1;
         continue;
     bad:
-        fail(err, errlen, "line %zu: column %zu (%s): bad value \"%.40s\"", lineno, i + 1,
-             lo->label[i], s);
-        return -1;
+        gi_obs_warn(out, "line %zu: column %zu (%s): unreadable value \"%.40s\"; left absent",
+                    lineno, i + 1, lo->label[i], s);
     }
-    return 0;
 }
 
-/* Fills a GPU from a parsed row. Returns 0, or -1 with err set. */
-static int row_to_gpu(const struct row *r, struct gi_gpu_obs *g, size_t lineno, char *err,
-                      size_t errlen)
+/* Fills a GPU from a parsed row; what cannot be taken (text too long or
+ * not text, a reading out of range) is left absent with a warning. */
+static void row_to_gpu(const struct row *r, struct gi_gpu_obs *g, size_t lineno,
+                       struct gi_obs_set *out)
 {
+    char who[32];
+
     static const struct {
         enum fid id;
         size_t off, cap;
@@ -576,18 +578,18 @@ static int row_to_gpu(const struct row *r, struct gi_gpu_obs *g, size_t lineno, 
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         if (r->has[strs[i].id] &&
             put_str((char *)g + strs[i].off, strs[i].cap, r->str[strs[i].id]) < 0) {
-            fail(err, errlen, "line %zu: %s too long or not text", lineno, strs[i].what);
-            return -1;
+            ((char *)g + strs[i].off)[0] = '\0';
+            gi_obs_warn(out, "line %zu: %s too long or not text; left absent", lineno,
+                        strs[i].what);
         }
     }
     if (r->has[F_BUS])
         memcpy(g->pci_bus_id, r->bus, sizeof g->pci_bus_id);
     if (r->has[F_INDEX]) {
-        if (r->i64[F_INDEX] > 65535) {
-            fail(err, errlen, "line %zu: index out of range", lineno);
-            return -1;
-        }
-        g->index = (int)r->i64[F_INDEX];
+        if (r->i64[F_INDEX] > 65535)
+            gi_obs_warn(out, "line %zu: index out of range; left absent", lineno);
+        else
+            g->index = (int)r->i64[F_INDEX];
     }
     if (r->has[F_TS])
         g->ts_ms = r->i64[F_TS];
@@ -622,31 +624,36 @@ static int row_to_gpu(const struct row *r, struct gi_gpu_obs *g, size_t lineno, 
         g->ecc_uncorrected = r->i64[F_ECC_UV];
     else if (r->has[F_ECC_UA])
         g->ecc_uncorrected = r->i64[F_ECC_UA];
-    return 0;
+    snprintf(who, sizeof who, "line %zu", lineno);
+    gi_gpu_obs_sanitize(g, out, who);
 }
 
-/* Fills a process from a parsed row. Returns 0, or -1 with err set. */
-static int row_to_proc(const struct row *r, struct gi_proc_obs *p, size_t lineno, char *err,
-                       size_t errlen)
+/* Fills a process from a parsed row. A pid that is hidden ("[Insufficient
+ * Permissions]") or unreadable leaves an anonymous process (pid -1) that
+ * still carries its GPU and memory. */
+static void row_to_proc(const struct row *r, struct gi_proc_obs *p, size_t lineno,
+                        struct gi_obs_set *out)
 {
     if (r->has[F_UUID] && put_str(p->gpu_uuid, sizeof p->gpu_uuid, r->str[F_UUID]) < 0) {
-        fail(err, errlen, "line %zu: gpu_uuid too long or not text", lineno);
-        return -1;
+        p->gpu_uuid[0] = '\0';
+        gi_obs_warn(out, "line %zu: gpu_uuid too long or not text; left absent", lineno);
     }
     if (r->has[F_BUS])
         memcpy(p->pci_bus_id, r->bus, sizeof p->pci_bus_id);
     if (r->has[F_PID]) {
-        if (r->i64[F_PID] > UINT32_MAX) {
-            fail(err, errlen, "line %zu: pid out of range", lineno);
-            return -1;
-        }
-        p->pid = r->i64[F_PID];
+        if (r->i64[F_PID] < 1 || r->i64[F_PID] > UINT32_MAX)
+            gi_obs_warn(out, "line %zu: pid out of range; reported as anonymous", lineno);
+        else
+            p->pid = r->i64[F_PID];
     }
     if (r->has[F_PNAME])
         put_text(p->name, sizeof p->name, r->str[F_PNAME]);
-    if (r->has[F_PMEM])
-        p->used_mib = r->num[F_PMEM];
-    return 0;
+    if (r->has[F_PMEM]) {
+        if (r->num[F_PMEM] <= GI_MEM_MIB_MAX)
+            p->used_mib = r->num[F_PMEM];
+        else
+            gi_obs_warn(out, "line %zu: used memory out of range; left absent", lineno);
+    }
 }
 
 /* True when every value of the row is a placeholder. */
@@ -692,7 +699,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
     struct row r;
     char *list = NULL;
     char **v = NULL;
-    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs;
+    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs, nwarn0 = out->nwarnings;
     int rc = GI_INVALID, have_layout = 0, k;
     const struct field_name *table = apps ? app_fields : gpu_fields;
 
@@ -752,8 +759,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
         }
         if (all_placeholders(v, lo->ncols))
             continue;
-        if (read_row(lo, v, &r, L.no, err, errlen) < 0)
-            goto cleanup;
+        read_row(lo, v, &r, L.no, out);
         if (apps) {
             struct gi_proc_obs *p = gi_obs_add_proc(out);
             if (p == NULL) {
@@ -761,8 +767,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
                 rc = GI_TOO_LARGE;
                 goto cleanup;
             }
-            if (row_to_proc(&r, p, L.no, err, errlen) < 0)
-                goto cleanup;
+            row_to_proc(&r, p, L.no, out);
         } else {
             struct gi_gpu_obs *g = gi_obs_add_gpu(out);
             if (g == NULL) {
@@ -770,8 +775,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
                 rc = GI_TOO_LARGE;
                 goto cleanup;
             }
-            if (row_to_gpu(&r, g, L.no, err, errlen) < 0)
-                goto cleanup;
+            row_to_gpu(&r, g, L.no, out);
         }
     }
     if (k < 0)
@@ -781,6 +785,7 @@ cleanup:
     if (rc != GI_OK) {
         out->ngpus = ngpus0;
         out->nprocs = nprocs0;
+        gi_obs_warn_rewind(out, nwarn0);
     }
     free(L.buf);
     free(list);
@@ -803,11 +808,13 @@ int nvsmi_parse_compute_apps(const char *data, size_t len, const char *fields,
 
 /* ---- -q -x XML ------------------------------------------------------------ */
 
-/* Error context: which <gpu> is being read. */
+/* Error context: which <gpu> is being read, and the set that counts the
+ * values left absent because they could not be read. */
 struct xctx {
     char *err;
     size_t errlen;
     int gpu; /* position of the current <gpu>, 0-based */
+    struct gi_obs_set *out;
 };
 
 /* First element child of n called name; NULL if none (or n is NULL). */
@@ -867,56 +874,58 @@ static int xtext(xmlNode *n, char *buf, size_t cap)
     return 0;
 }
 
-/* Reads a number with unit u at path under n into *out (NAN when absent
- * or a placeholder). Returns 0, or -1 with the error naming the element. */
+/* Reads a number with unit u at path under n into *out: NAN when absent,
+ * a placeholder, or unreadable (then counted as a warning). Returns 0. */
 static int xnum(struct xctx *x, xmlNode *n, const char *path, enum unit u, double *out)
 {
     char buf[XML_TEXT_MAX];
 
     *out = NAN;
     if (xtext(xpath(n, path), buf, sizeof buf) < 0) {
-        fail(x->err, x->errlen, "gpu %d: <%s>: text too long", x->gpu, path);
-        return -1;
+        gi_obs_warn(x->out, "gpu %d: <%s>: text too long; left absent", x->gpu, path);
+        return 0;
     }
     if (gi_is_placeholder(buf))
         return 0;
     if (parse_num(buf, u, out) < 0) {
         *out = NAN;
-        fail(x->err, x->errlen, "gpu %d: <%s>: bad value \"%.40s\"", x->gpu, path, buf);
-        return -1;
+        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu, path,
+                    buf);
     }
     return 0;
 }
 
-/* Reads a whole count at path under n into *out (-1 when absent). */
+/* Reads a whole count at path under n into *out: -1 when absent or
+ * unreadable (then counted as a warning). Returns 0. */
 static int xint(struct xctx *x, xmlNode *n, const char *path, int64_t max, int64_t *out)
 {
     char buf[XML_TEXT_MAX];
 
     *out = -1;
     if (xtext(xpath(n, path), buf, sizeof buf) < 0) {
-        fail(x->err, x->errlen, "gpu %d: <%s>: text too long", x->gpu, path);
-        return -1;
+        gi_obs_warn(x->out, "gpu %d: <%s>: text too long; left absent", x->gpu, path);
+        return 0;
     }
     if (gi_is_placeholder(buf))
         return 0;
     if (gi_parse_int64(buf, 0, max, out) != GI_OK) {
         *out = -1;
-        fail(x->err, x->errlen, "gpu %d: <%s>: bad value \"%.40s\"", x->gpu, path, buf);
-        return -1;
+        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu, path,
+                    buf);
     }
     return 0;
 }
 
-/* Copies identity text at path under n into dst ("" when absent). */
+/* Copies identity text at path under n into dst: "" when absent, or too
+ * long or not text (then counted as a warning). Returns 0. */
 static int xstr(struct xctx *x, xmlNode *n, const char *path, char *dst, size_t cap)
 {
     char buf[XML_TEXT_MAX];
 
     if (xtext(xpath(n, path), buf, sizeof buf) < 0 ||
         (!gi_is_placeholder(buf) && put_str(dst, cap, buf) < 0)) {
-        fail(x->err, x->errlen, "gpu %d: <%s>: too long or not text", x->gpu, path);
-        return -1;
+        dst[0] = '\0';
+        gi_obs_warn(x->out, "gpu %d: <%s>: too long or not text; left absent", x->gpu, path);
     }
     return 0;
 }
@@ -1055,8 +1064,8 @@ static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
         xmlFree(id);
     }
     if (!gi_is_placeholder(buf) && norm_bus(buf, g->pci_bus_id) < 0) {
-        fail(x->err, x->errlen, "gpu %d: bad PCI bus id \"%.40s\"", x->gpu, buf);
-        return GI_INVALID;
+        g->pci_bus_id[0] = '\0';
+        gi_obs_warn(out, "gpu %d: bad PCI bus id \"%.40s\"; left absent", x->gpu, buf);
     }
     if (xnum(x, gpu, "fb_memory_usage/total", U_MIB, &g->memory_total_mib) < 0 ||
         xnum(x, gpu, "fb_memory_usage/used", U_MIB, &g->memory_used_mib) < 0 ||
@@ -1078,10 +1087,16 @@ static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
         buf[0] = '\0';
     if (!gi_is_placeholder(buf)) {
         if ((g->mig_mode = parse_mig(buf)) < 0) {
-            fail(x->err, x->errlen, "gpu %d: <mig_mode/current_mig>: bad value \"%.40s\"", x->gpu,
-                 buf);
-            return GI_INVALID;
+            g->mig_mode = -1;
+            gi_obs_warn(out,
+                        "gpu %d: <mig_mode/current_mig>: unreadable value \"%.40s\"; left absent",
+                        x->gpu, buf);
         }
+    }
+    {
+        char who[32];
+        snprintf(who, sizeof who, "gpu %d", x->gpu);
+        gi_gpu_obs_sanitize(g, out, who);
     }
     memcpy(uuid, g->uuid, sizeof uuid);
     memcpy(bus, g->pci_bus_id, sizeof bus);
@@ -1128,9 +1143,11 @@ static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
         if (xint(x, pi, "pid", UINT32_MAX, &p->pid) < 0 ||
             xnum(x, pi, "used_memory", U_MIB, &p->used_mib) < 0)
             return GI_INVALID;
+        if (p->pid == 0)
+            p->pid = -1; /* hidden: an anonymous process */
         if (xtext(xchild(pi, "process_name"), name, sizeof name) < 0) {
-            fail(x->err, x->errlen, "gpu %d: <process_name>: text too long", x->gpu);
-            return GI_INVALID;
+            gi_obs_warn(out, "gpu %d: <process_name>: text too long; left absent", x->gpu);
+            name[0] = '\0';
         }
         if (!gi_is_placeholder(name))
             put_text(p->name, sizeof p->name, name);
@@ -1144,8 +1161,8 @@ int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *
     xmlDocPtr doc = NULL;
     xmlNode *root;
     char driver[GI_NAME_LEN] = "", buf[XML_TEXT_MAX];
-    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs;
-    struct xctx x = {err, errlen, 0};
+    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs, nwarn0 = out->nwarnings;
+    struct xctx x = {err, errlen, 0, out};
     int64_t ts = 0;
     int rc = GI_INVALID;
 
@@ -1180,8 +1197,8 @@ int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *
     }
     if (xtext(xchild(root, "driver_version"), buf, sizeof buf) == 0 && !gi_is_placeholder(buf) &&
         put_str(driver, sizeof driver, buf) < 0) {
-        fail(err, errlen, "<driver_version>: too long or not text");
-        goto cleanup;
+        driver[0] = '\0';
+        gi_obs_warn(out, "<driver_version>: too long or not text; left absent");
     }
     if (xtext(xchild(root, "timestamp"), buf, sizeof buf) == 0)
         ts = xtimestamp(buf);
@@ -1197,6 +1214,7 @@ cleanup:
     if (rc != GI_OK) {
         out->ngpus = ngpus0;
         out->nprocs = nprocs0;
+        gi_obs_warn_rewind(out, nwarn0);
     }
     xmlFreeDoc(doc);
     xmlFreeParserCtxt(ctxt);

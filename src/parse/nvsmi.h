@@ -8,9 +8,19 @@
  * read under the C locale; unit suffixes ("MiB", "W", "%", "MHz", "C")
  * are accepted and checked. PCI bus ids are normalized to "0000:83:00.0".
  *
- * On failure nothing is appended (the set is restored to its size on
- * entry) and err receives one line naming the input line or element and
- * the reason. Inputs larger than NVSMI_MAX_INPUT are refused. */
+ * Per field: a value that cannot be read ("ERR!", a word or a wrong unit
+ * where a number belongs, text that is not text) or a reading out of
+ * range (gi_gpu_obs_sanitize) is absent, the GPU or process is kept, and
+ * the value is counted in out->nwarnings (out->warning names the first:
+ * line and column, or <gpu> and element). A hidden pid makes an
+ * anonymous process (pid -1). Only structure fails a parse: a row with
+ * the wrong number of fields, a header that is not field names, an
+ * overlong line, a NUL byte, XML that is not well-formed.
+ *
+ * On failure nothing is appended (the set, warnings included, is
+ * restored to its state on entry) and err receives one line naming the
+ * input line or element and the reason. Inputs larger than
+ * NVSMI_MAX_INPUT are refused. */
 #ifndef GI_PARSE_NVSMI_H
 #define GI_PARSE_NVSMI_H
 

@@ -103,6 +103,7 @@
     "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "   \
     "s.last_attempt_at, s.last_success_at, s.last_error, s.gpus_reported, CASE WHEN "              \
     "s.last_success_at IS NULL OR s.last_success_at < :stale THEN 1 ELSE 0 END AS stale, "         \
+    "s.warnings_total, s.last_warning, s.last_warning_at, "                                        \
     "s.created_at, s.updated_at FROM sources s "
 
 #define K8S_POD_SELECT                                                                             \
@@ -198,6 +199,8 @@
       "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
       "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "                \
       "missing_since IS NULL) WHERE id = :id")                                                     \
+    X(SOURCE_WARN, "UPDATE sources SET warnings_total = warnings_total + :n, last_warning = "      \
+                   ":msg, last_warning_at = :now WHERE id = :id")                                  \
     X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
@@ -284,7 +287,8 @@
     X(GPU_GET, GPU_SELECT "WHERE g.uuid = :uuid")                                                  \
     X(GPU_PROV, "SELECT p.field, p.value, s.name AS source, p.set_at FROM gpu_provenance p LEFT "  \
                 "JOIN sources s ON s.id = p.source_id WHERE p.gpu_uuid = :uuid ORDER BY p.field")  \
-    X(GPU_PROCS, "SELECT ts AS seen_at, pid, name, username AS user, uid, container, pod_uid, "    \
+    X(GPU_PROCS, "SELECT ts AS seen_at, CASE WHEN pid < 0 THEN NULL ELSE pid END AS pid, name, "   \
+                 "username AS user, uid, container, pod_uid, "                                     \
                  "pod, namespace, used_mib FROM gpu_processes WHERE gpu_uuid = :uuid AND ts = "    \
                  "(SELECT MAX(ts) FROM gpu_processes WHERE gpu_uuid = :uuid) ORDER BY pid")        \
     X(GPU_EVENTS, "SELECT e.id, e.at AS occurred_at, e.kind, e.detail, s.name AS source FROM "     \
@@ -1743,6 +1747,7 @@ struct gpu_ref {
     char canon[GI_UUID_LEN]; /* as it is stored (see mig_canonical) */
     int64_t id;
     const struct gi_sample *newest;
+    int64_t anon; /* anonymous processes stored for this GPU in this batch */
 };
 
 static int ref_cmp(const void *a, const void *b)
@@ -1884,20 +1889,31 @@ static int64_t batch_time(const struct gi_batch *b)
     return newest ? newest : gi_now();
 }
 
+/* Stores the batch's processes. An anonymous process (pid hidden from
+ * the reporter, pid < 0) is stored under a synthetic negative pid, -1,
+ * -2, … per GPU and batch, so that several of them on one GPU at one
+ * time are all kept under the key (ts, gpu_uuid, pid); readers show a
+ * negative pid as null. */
 static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
                         size_t nrefs, int64_t *stored)
 {
-    int64_t newest = batch_time(b);
+    int64_t newest = batch_time(b), pid;
     sqlite3_stmt *s;
     int rc;
 
     for (size_t i = 0; i < b->set.nprocs; i++) {
         const struct gi_proc_obs *p = &b->set.procs[i];
+        struct gpu_ref key = {.uuid = p->gpu_uuid}, *ref;
         if (!(s = prep(c, ST_PROC_ADD)))
             return GI_INTERNAL;
+        pid = p->pid;
+        if (pid < 0) {
+            ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
+            pid = ref ? -++ref->anon : -1;
+        }
         db_bind_int(s, ":ts", p->ts_ms > 0 ? p->ts_ms / 1000 : newest);
         db_bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
-        db_bind_int(s, ":pid", p->pid);
+        db_bind_int(s, ":pid", pid);
         db_bind_opt_text(s, ":name", p->name);
         db_bind_opt_text(s, ":user", p->user);
         db_bind_opt_int(s, ":uid", p->uid);
@@ -2010,8 +2026,20 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     }
     sqlite3_reset(s);
     rc = GI_OK;
-    for (size_t i = 0; i < n && rc == GI_OK; i++)
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
         rc = ingest_one(c, source_id, &b[i], defaults, &res[i]);
+        /* What was dropped on the way in is counted on the source. */
+        if (rc == GI_OK && !res[i].duplicate && b[i].set.nwarnings > 0) {
+            rc = GI_INTERNAL;
+            if (!(s = prep(c, ST_SOURCE_WARN)))
+                goto cleanup;
+            db_bind_int(s, ":n", (int64_t)b[i].set.nwarnings);
+            db_bind_text(s, ":msg", b[i].set.warning);
+            db_bind_int(s, ":now", gi_now());
+            db_bind_int(s, ":id", source_id);
+            rc = db_exec_done(c, s);
+        }
+    }
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;

@@ -68,29 +68,30 @@ test('a batch is stored once, with provenance and source defaults', async () => 
   assert.ok(mine.last_success_at);
 });
 
-test('a bad batch writes nothing and names the field', async () => {
-  const b = batch('b-bad', 'node-b', [gpu('GPU-22222222-0000-0000-0000-000000000001', 'T1')]);
-  b.samples.push({ time: 'yesterday', gpu: 'GPU-22222222-0000-0000-0000-000000000001' });
+test('a structurally bad batch writes nothing and names the field', async () => {
+  // A GPU without a uuid has no identity: the batch is refused whole.
+  const b = batch('b-bad', 'node-b', [gpu('GPU-22222222-0000-0000-0000-000000000001', 'T1'), { name: 'nameless' }]);
+  b.samples = b.samples.slice(0, 1);
   const r = await s.api('POST', '/api/v1/ingest', { body: b, auth: pushToken });
   assert.equal(r.status, 400);
-  assert.equal(r.json.error.field, 'samples[1].time');
+  assert.equal(r.json.error.field, 'gpus[1].uuid');
   const g = await s.api('GET', '/api/v1/gpus/GPU-22222222-0000-0000-0000-000000000001');
   assert.equal(g.status, 404);
 
-  const orphan = batch('b-orphan', 'node-b', []);
-  orphan.samples = [{ time: Math.floor(Date.now() / 1000), gpu: 'GPU-nobody' }];
-  const r2 = await s.api('POST', '/api/v1/ingest', { body: orphan, auth: pushToken });
+  const notList = { ...batch('b-nl', 'node-b', []), processes: { pid: 1 } };
+  const r2 = await s.api('POST', '/api/v1/ingest', { body: notList, auth: pushToken });
   assert.equal(r2.status, 400);
-  assert.equal(r2.json.error.field, 'samples[0].gpu');
+  assert.equal(r2.json.error.field, 'processes');
 
-  const unknown = { ...batch('b-u', 'node-b', []), colour: 'red' };
-  const r3 = await s.api('POST', '/api/v1/ingest', { body: unknown, auth: pushToken });
+  const twice = batch('b-2x', 'node-b', [gpu('GPU-22222222-0000-0000-0000-000000000002', 'T2'), gpu('GPU-22222222-0000-0000-0000-000000000002', 'T2')]);
+  const r3 = await s.api('POST', '/api/v1/ingest', { body: twice, auth: pushToken });
   assert.equal(r3.status, 400);
-  assert.equal(r3.json.error.field, 'colour');
+  assert.equal(r3.json.error.field, 'gpus');
 
   const r4 = await s.api('POST', '/api/v1/ingest', { body: { batch_id: 'x', gpus: [] }, auth: pushToken });
   assert.equal(r4.status, 400);
   assert.equal(r4.json.error.field, 'host');
+  assert.equal((await s.api('GET', '/api/v1/gpus?host=node-b')).json.total, 0);
 });
 
 test('bounds answer 413 naming the list', async () => {
@@ -156,12 +157,14 @@ test('data older than the freshness limit is flagged stale', async () => {
   assert.equal(fresh.json.total, 0);
 });
 
-test('samples from the future are refused', async () => {
+test('samples from the future are dropped with a warning, not the batch', async () => {
   const b = batch('t-1', 'node-h', [gpu('GPU-77777777-0000-0000-0000-000000000001', 'V1')]);
   b.samples[0].time = Math.floor(Date.now() / 1000) + 3600;
   const r = await s.api('POST', '/api/v1/ingest', { body: b, auth: pushToken });
-  assert.equal(r.status, 400);
-  assert.equal(r.json.error.field, 'samples[0].time');
+  assert.equal(r.status, 201, r.text);
+  assert.equal(r.json.samples, 0);
+  assert.deepEqual(r.json.warnings.map((w) => w.field), ['samples[0].time']);
+  assert.equal((await s.api('GET', '/api/v1/gpus/GPU-77777777-0000-0000-0000-000000000001')).status, 200);
 });
 
 test('GPU state: in_use, idle, missing, stale', async () => {
@@ -202,12 +205,12 @@ test('samples may come in columns, the GPU by uuid or by its index in gpus', asy
     assert.equal(x.status, 400, x.text);
     assert.equal(x.json.error.field, field);
   };
-  await bad({ columns: ['time', 'gpu', 'colour'], rows: [] }, 'samples.columns[2]');
+  // Only a header that cannot be read refuses the batch; bad rows and
+  // values are dropped with warnings (tests/api/warnings.test.mjs).
   await bad({ columns: ['time', 'util_avg'], rows: [] }, 'samples.columns');
-  await bad({ columns: ['time', 'gpu', 'util_avg'], rows: [[t, 0, 5], [t, 7, 5]] }, 'samples.rows[1].gpu');
-  await bad({ columns: ['time', 'gpu', 'util_avg'], rows: [[t, 0, 500]] }, 'samples.rows[0].util_avg');
-  await bad({ columns: ['time', 'gpu'], rows: [[t, 0, 1]] }, 'samples.rows[0]');
-  await bad({ columns: ['time', 'gpu'], rows: [['soon', 0]] }, 'samples.rows[0].time');
+  await bad({ columns: ['time', 'gpu', 'gpu'], rows: [] }, 'samples.columns[2]');
+  await bad({ columns: 'time', rows: [] }, 'samples.columns');
+  await bad({ columns: ['time', 'gpu'], rows: {} }, 'samples.rows');
   const none = await s.api('GET', '/api/v1/gpus?host=node-col');
   assert.equal(none.json.total, 2, 'the refused batches wrote nothing new');
 });

@@ -170,7 +170,10 @@ export function checkReply(method, rawPath, res, sent) {
     return;
   }
   const reqSchema = deref(hit.op.requestBody)?.content?.['application/json']?.schema;
-  if (sent !== undefined && reqSchema && res.status >= 200 && res.status < 300) {
+  // A push the server stored with warnings dropped what the schema refuses,
+  // and the warnings say what: only a body taken whole must fit.
+  const dropped = Array.isArray(res.json?.warnings) && res.json.warnings.length > 0;
+  if (sent !== undefined && reqSchema && res.status >= 200 && res.status < 300 && !dropped) {
     const validate = validatorFor(`${method.toUpperCase()} ${hit.path} request`, reqSchema);
     if (!validate(sent)) {
       fail('the server accepted a request body the document refuses: ' + validate.errors.slice(0, 8)

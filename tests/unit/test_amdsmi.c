@@ -204,23 +204,76 @@ static void amd_malformed(void **state)
                  GI_INVALID, "static entry 0: not an object");
     expect_error(amdsmi_parse(badidx, sizeof badidx - 1, NULL, 0, &s, err, sizeof err), err,
                  GI_INVALID, "\"gpu\" is not an index");
-    expect_error(
-        amdsmi_parse(good, sizeof good - 1, badnum, sizeof badnum - 1, &s, err, sizeof err), err,
-        GI_INVALID, "metric entry 0: \"usage.gfx_activity\": not a number");
-    expect_error(amdsmi_parse(NULL, 0, badunit, sizeof badunit - 1, &s, err, sizeof err), err,
-                 GI_INVALID, "mem_usage.total_vram");
-    expect_error(amdsmi_parse(badbus, sizeof badbus - 1, NULL, 0, &s, err, sizeof err), err,
-                 GI_INVALID, "\"bus.bdf\": not a PCI bus id");
     expect_error(amdsmi_parse_rocm(rocmkey, sizeof rocmkey - 1, &s, err, sizeof err), err,
                  GI_INVALID, "bad card key");
-    expect_error(amdsmi_parse_rocm(rocmval, sizeof rocmval - 1, &s, err, sizeof err), err,
-                 GI_INVALID, "card0: \"GPU use (%)\": not a number");
     expect_error(amdsmi_parse_rocm(rocmarr, sizeof rocmarr - 1, &s, err, sizeof err), err,
                  GI_INVALID, "expected an object of cards");
     expect_error(amdsmi_parse_rocm("{", AMDSMI_MAX_INPUT + 1u, &s, err, sizeof err), err,
                  GI_TOO_LARGE, "larger");
     /* A failure after a good static leaves nothing behind. */
     assert_int_equal(s.ngpus, 0);
+    gi_obs_free(&s);
+
+    /* A value that cannot be read is absent and counted; the GPU is kept. */
+    static const struct {
+        const char *st, *mt, *rocm, *warning;
+    } bad[] = {
+        {good, badnum, NULL, "metric entry 0: \"usage.gfx_activity\": not a number"},
+        {NULL, badunit, NULL, "\"mem_usage.total_vram\": not a number"},
+        {badbus, NULL, NULL, "\"bus.bdf\": not a PCI bus id"},
+        {NULL, NULL, rocmval, "card0: \"GPU use (%)\": not a number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gi_obs_set d = {0};
+        int rc = bad[i].rocm
+                     ? amdsmi_parse_rocm(bad[i].rocm, strlen(bad[i].rocm), &d, err, sizeof err)
+                     : amdsmi_parse(bad[i].st, bad[i].st ? strlen(bad[i].st) : 0, bad[i].mt,
+                                    bad[i].mt ? strlen(bad[i].mt) : 0, &d, err, sizeof err);
+        if (rc != GI_OK)
+            fail_msg("case %zu: %s", i, err);
+        assert_int_equal(d.ngpus, 1);
+        assert_int_equal(d.nwarnings, 1);
+        if (strstr(d.warning, bad[i].warning) == NULL)
+            fail_msg("case %zu: warning \"%s\" lacks \"%s\"", i, d.warning, bad[i].warning);
+        ABSENT(d.gpus[0].util_gpu_pct);
+        ABSENT(d.gpus[0].memory_total_mib);
+        assert_string_equal(d.gpus[0].pci_bus_id, "");
+        gi_obs_free(&d);
+    }
+}
+
+/* amd-smi metric output with placeholders, unreadable and out-of-range
+ * values: each is absent, every GPU and every other reading kept. */
+static void amdsmi_degraded(void **state)
+{
+    struct gi_obs_set s = {0};
+    char err[AMDSMI_ERR_LEN] = "";
+    size_t sl, ml;
+    char *st = fixture("amdsmi_static_mi300x.json", &sl);
+    char *mt = fixture("amdsmi_metric_degraded.json", &ml);
+
+    if (amdsmi_parse(st, sl, mt, ml, &s, err, sizeof err) != GI_OK)
+        fail_msg("%s", err);
+    free(st);
+    free(mt);
+    assert_int_equal(s.ngpus, 2);
+    const struct gi_gpu_obs *g = s.gpus[0].index == 0 ? &s.gpus[0] : &s.gpus[1];
+    assert_string_not_equal(g->uuid, "");
+    ABSENT(g->util_gpu_pct);    /* 250 % */
+    ABSENT(g->util_mem_pct);    /* {"value": "N/A"} */
+    ABSENT(g->power_w);         /* "N/A", then "ERR!" */
+    ABSENT(g->temp_c);          /* 65535 C */
+    ABSENT(g->memory_used_mib); /* -1 MB */
+    ABSENT(g->energy_j);        /* "busy" */
+    NUM(g->memory_total_mib, 196592);
+    assert_int_equal(g->ecc_corrected, -1);
+    assert_int_equal(g->ecc_uncorrected, 0);
+    g = s.gpus[0].index == 1 ? &s.gpus[0] : &s.gpus[1];
+    NUM(g->util_gpu_pct, 12);
+    NUM(g->temp_c, 51);
+    NUM(g->power_w, 300);
+    /* -1 MB, "busy", 250 %, 65535 C; placeholders are not warnings. */
+    assert_int_equal(s.nwarnings, 4);
     gi_obs_free(&s);
 }
 
@@ -230,6 +283,7 @@ int main(void)
         cmocka_unit_test(rocm_mi300x),     cmocka_unit_test(rocm_consumer_with_warning),
         cmocka_unit_test(amdsmi_pair),     cmocka_unit_test(amdsmi_old_strings),
         cmocka_unit_test(amdsmi_one_side), cmocka_unit_test(amd_malformed),
+        cmocka_unit_test(amdsmi_degraded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -287,6 +287,50 @@ static void test_field_errors(void **state)
     nvml_close(h);
 }
 
+/* Run without privileges: the process list is refused on one GPU (a
+ * warning, the GPU kept with its readings), a process NVML gives no pid
+ * for is anonymous, and readings out of range are absent. */
+static void test_unprivileged(void **state)
+{
+    struct gi_obs_set set = {0};
+    struct nvml *h = open_with(FAKE_NVML_LIB, "unprivileged.json");
+    const struct gi_gpu_obs *g;
+
+    assert_int_equal(nvml_discover(h, &set), GI_OK);
+    assert_int_equal(set.ngpus, 2);
+    g = &set.gpus[0];
+    assert_string_equal(g->uuid, "GPU-f0000000-0000-4000-8000-000000000000");
+    assert_reading(g->memory_total_mib, 46068);
+    assert_reading(g->memory_used_mib, NAN); /* above the total */
+    assert_reading(g->util_gpu_pct, NAN);    /* 101 % */
+    assert_reading(g->util_mem_pct, 12);
+    assert_reading(g->temp_c, NAN); /* 4294967295 */
+    assert_reading(g->power_w, 88);
+    g = &set.gpus[1];
+    assert_reading(g->power_w, NAN); /* 4294967 W */
+    assert_reading(g->util_gpu_pct, 55);
+    assert_reading(g->temp_c, 47);
+    assert_int_equal(set.nwarnings, 4);
+
+    assert_int_equal(nvml_processes(h, &set), GI_OK);
+    assert_int_equal(status_of(h, 0).procs_error, NVML_RC_NO_PERMISSION);
+    assert_int_equal(set.nwarnings, 5);
+    assert_non_null(strstr(set.warning, "NVML GPU 0: memory used 90000 is out of range"));
+    assert_int_equal(set.nprocs, 2);
+    assert_int_equal(set.procs[0].pid, -1); /* NVML gave pid 0 */
+    assert_reading(set.procs[0].used_mib, 2048);
+    assert_string_equal(set.procs[0].gpu_uuid, "GPU-f0000000-0000-4000-8000-000000000001");
+    assert_int_equal(proc(&set, 5150)->pid, 5150);
+
+    /* Sampling drops the same readings again without counting them twice. */
+    assert_int_equal(nvml_sample(h, &set), GI_OK);
+    assert_reading(set.gpus[0].temp_c, NAN);
+    assert_reading(set.gpus[1].power_w, NAN);
+    assert_int_equal(set.nwarnings, 5);
+    gi_obs_free(&set);
+    nvml_close(h);
+}
+
 static void test_open_failures(void **state)
 {
     char err[256], path[512];
@@ -436,10 +480,10 @@ static void test_legacy(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_h100x8),       cmocka_unit_test(test_mig),
-        cmocka_unit_test(test_field_errors), cmocka_unit_test(test_open_failures),
-        cmocka_unit_test(test_env_path),     cmocka_unit_test(test_lost),
-        cmocka_unit_test(test_legacy),
+        cmocka_unit_test(test_h100x8),        cmocka_unit_test(test_mig),
+        cmocka_unit_test(test_field_errors),  cmocka_unit_test(test_unprivileged),
+        cmocka_unit_test(test_open_failures), cmocka_unit_test(test_env_path),
+        cmocka_unit_test(test_lost),          cmocka_unit_test(test_legacy),
     };
 
     unsetenv("GPUINV_NVML_LIB");

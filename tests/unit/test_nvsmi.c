@@ -212,20 +212,6 @@ static void query_malformed(void **state)
                  GI_INVALID, "line 2: expected 3 fields, found 2");
     expect_error(nvsmi_parse_query_gpu(many, sizeof many - 1, NULL, &s, err, sizeof err), err,
                  GI_INVALID, "line 2: expected 2 fields, found 3");
-    expect_error(nvsmi_parse_query_gpu(badnum, sizeof badnum - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "line 3: column 2 (memory.total): bad value \"lots MiB\"");
-    expect_error(nvsmi_parse_query_gpu(badunit, sizeof badunit - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "line 2: column 2 (power.draw)");
-    expect_error(nvsmi_parse_query_gpu(badbus, sizeof badbus - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "pci.bus_id");
-    expect_error(nvsmi_parse_query_gpu(badmig, sizeof badmig - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "mig.mode.current");
-    expect_error(nvsmi_parse_query_gpu(hex, sizeof hex - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "bad value");
-    expect_error(nvsmi_parse_query_gpu(inf, sizeof inf - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "bad value");
-    expect_error(nvsmi_parse_query_gpu(neg, sizeof neg - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "bad value");
     expect_error(nvsmi_parse_query_gpu(nul, sizeof nul - 1, NULL, &s, err, sizeof err), err,
                  GI_INVALID, "line 2: NUL byte");
     expect_error(nvsmi_parse_query_gpu(header, sizeof header - 1, NULL, &s, err, sizeof err), err,
@@ -234,6 +220,84 @@ static void query_malformed(void **state)
                  GI_TOO_LARGE, "larger");
     /* Nothing was appended by any failure, even after good rows. */
     assert_int_equal(s.ngpus, 0);
+    /* Nor counted: a failed parse takes its warnings back too. */
+    static const char late[] = "index, memory.total\n0, lots\n1\n";
+    expect_error(nvsmi_parse_query_gpu(late, sizeof late - 1, NULL, &s, err, sizeof err), err,
+                 GI_INVALID, "line 3: expected 2 fields, found 1");
+    assert_int_equal(s.nwarnings, 0);
+    assert_string_equal(s.warning, "");
+    gi_obs_free(&s);
+
+    /* A value that cannot be read is absent, counted, and the GPU kept. */
+    static const struct {
+        const char *in, *warning;
+    } bad[] = {
+        {badnum, "line 3: column 2 (memory.total): unreadable value \"lots MiB\""},
+        {badunit, "line 2: column 2 (power.draw): unreadable value \"12 MiB\""},
+        {badbus, "column 2 (pci.bus_id)"},
+        {badmig, "column 2 (mig.mode.current)"},
+        {hex, "unreadable value \"0x10\""},
+        {inf, "unreadable value \"-inf\""},
+        {neg, "unreadable value \"-5\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gi_obs_set d = {0};
+        size_t n = strlen(bad[i].in);
+        if (nvsmi_parse_query_gpu(bad[i].in, n, NULL, &d, err, sizeof err) != GI_OK)
+            fail_msg("case %zu: %s", i, err);
+        assert_int_equal(d.nwarnings, 1);
+        if (strstr(d.warning, bad[i].warning) == NULL)
+            fail_msg("case %zu: warning \"%s\" lacks \"%s\"", i, d.warning, bad[i].warning);
+        struct gi_gpu_obs *g = &d.gpus[d.ngpus - 1];
+        assert_int_equal(g->index, (int)d.ngpus - 1);
+        ABSENT(g->memory_total_mib);
+        ABSENT(g->power_w);
+        assert_string_equal(g->pci_bus_id, "");
+        assert_int_equal(g->mig_mode, -1);
+        gi_obs_free(&d);
+    }
+}
+
+/* Every placeholder formats.md lists, and readings out of range, each in
+ * one field: the field is absent, the rest of the GPU is kept. */
+static void query_degraded(void **state)
+{
+    struct gi_obs_set s = {0};
+    load_csv(0, "query_gpu_degraded.csv", NULL, &s);
+    assert_int_equal(s.ngpus, 4);
+    struct gi_gpu_obs *g = &s.gpus[0];
+    assert_string_equal(g->uuid, "GPU-d0000000-0000-4000-8000-000000000000");
+    ABSENT(g->temp_c);  /* ERR! */
+    ABSENT(g->power_w); /* [Unknown Error] */
+    NUM(g->util_gpu_pct, 37);
+    NUM(g->memory_used_mib, 1024);
+    NUM(g->power_limit_w, 400);
+    g = &s.gpus[1];
+    assert_string_equal(g->serial, "");     /* [N/A] */
+    ABSENT(g->memory_used_mib);             /* [Insufficient Permissions] */
+    ABSENT(g->util_gpu_pct);                /* [Not Supported] */
+    ABSENT(g->power_limit_w);               /* [Requested functionality has been deprecated] */
+    assert_int_equal(g->mig_mode, -1);      /* [N/A] */
+    assert_int_equal(g->ecc_corrected, -1); /* N/A */
+    NUM(g->temp_c, 41);
+    NUM(g->power_w, 88.1);
+    g = &s.gpus[2];
+    ABSENT(g->util_gpu_pct); /* 150 % */
+    ABSENT(g->temp_c);       /* 4294967295 */
+    ABSENT(g->power_w);      /* 4294967.29 W */
+    NUM(g->util_mem_pct, 7);
+    assert_int_equal(g->mig_mode, 1);
+    assert_int_equal(g->ecc_corrected, -1); /* [GPU is lost] */
+    assert_int_equal(g->ecc_uncorrected, -1);
+    g = &s.gpus[3];
+    ABSENT(g->memory_total_mib);              /* -5 */
+    assert_int_equal(g->mig_mode, -1);        /* Sometimes */
+    assert_int_equal(g->ecc_corrected, -1);   /* -2 */
+    assert_int_equal(g->ecc_uncorrected, -1); /* 0x10 */
+    NUM(g->memory_used_mib, 100);
+    NUM(g->temp_c, 33);
+    /* Placeholders are not warnings; unreadable and out-of-range values are. */
+    assert_int_equal(s.nwarnings, 7);
     gi_obs_free(&s);
 }
 
@@ -333,16 +397,89 @@ static void apps_malformed(void **state)
     static const char bytes[] = "pid, process_name\n5, ab\xff\x01"
                                 "c\n";
 
-    expect_error(nvsmi_parse_compute_apps(badpid, sizeof badpid - 1, NULL, &s, err, sizeof err),
-                 err, GI_INVALID, "line 2: column 1 (pid)");
-    expect_error(nvsmi_parse_compute_apps(badts, sizeof badts - 1, NULL, &s, err, sizeof err), err,
-                 GI_INVALID, "column 1 (timestamp)");
+    /* An unreadable pid makes the process anonymous; a bad time, absent. */
+    assert_int_equal(nvsmi_parse_compute_apps(badpid, sizeof badpid - 1, NULL, &s, err, sizeof err),
+                     GI_OK);
+    assert_int_equal(s.nprocs, 1);
+    assert_int_equal(s.procs[0].pid, -1);
+    assert_string_equal(s.procs[0].name, "x");
+    assert_non_null(strstr(s.warning, "line 2: column 1 (pid)"));
+    assert_int_equal(nvsmi_parse_compute_apps(badts, sizeof badts - 1, NULL, &s, err, sizeof err),
+                     GI_OK);
+    assert_int_equal(s.procs[1].pid, 5);
+    assert_int_equal(s.procs[1].ts_ms, 0);
+    assert_int_equal(s.nwarnings, 2);
+    gi_obs_free(&s);
     expect_error(nvsmi_parse_compute_apps(few, sizeof few - 1, NULL, &s, err, sizeof err), err,
                  GI_INVALID, "expected 3 fields, found 1");
     /* Bytes that are not text are replaced, not refused. */
     assert_int_equal(nvsmi_parse_compute_apps(bytes, sizeof bytes - 1, NULL, &s, err, sizeof err),
                      GI_OK);
     assert_string_equal(s.procs[0].name, "ab??c");
+    gi_obs_free(&s);
+}
+
+/* Run without privileges: other users' processes have their pid and name
+ * hidden; they are kept as anonymous processes with their memory. */
+static void apps_unprivileged(void **state)
+{
+    struct gi_obs_set s = {0};
+    load_csv(1, "apps_unprivileged.csv", NULL, &s);
+    assert_int_equal(s.nprocs, 5); /* the row of placeholders only is skipped */
+    assert_int_equal(s.procs[0].pid, 4242);
+    assert_int_equal(s.procs[1].pid, -1);
+    assert_string_equal(s.procs[1].name, "");
+    assert_string_equal(s.procs[1].gpu_uuid, "GPU-d0000000-0000-4000-8000-000000000000");
+    NUM(s.procs[1].used_mib, 8192);
+    assert_int_equal(s.procs[2].pid, -1);
+    NUM(s.procs[2].used_mib, 4096);
+    assert_int_equal(s.procs[3].pid, -1);
+    ABSENT(s.procs[3].used_mib);
+    assert_string_equal(s.procs[3].gpu_uuid, "GPU-d0000000-0000-4000-8000-000000000001");
+    /* No uuid: the bus id still says which GPU. */
+    assert_string_equal(s.procs[4].gpu_uuid, "");
+    assert_string_equal(s.procs[4].pci_bus_id, "0000:47:00.0");
+    assert_int_equal(s.nwarnings, 0); /* hidden is not unreadable */
+    gi_obs_free(&s);
+}
+
+/* The XML report with the placeholders and broken readings of one GPU. */
+static void xml_degraded(void **state)
+{
+    static const char doc[] =
+        "<nvidia_smi_log><driver_version>550.54.15</driver_version><gpu id=\"00000000:07:00.0\">"
+        "<product_name>NVIDIA A100-SXM4-80GB</product_name><serial>N/A</serial>"
+        "<uuid>GPU-d0000000-0000-4000-8000-000000000000</uuid>"
+        "<fb_memory_usage><total>81920 MiB</total><used>[Insufficient Permissions]</used>"
+        "</fb_memory_usage><utilization><gpu_util>250 %</gpu_util><memory_util>ERR!</memory_util>"
+        "</utilization><temperature><gpu_temp>4294967295 C</gpu_temp></temperature>"
+        "<gpu_power_readings><power_draw>[Unknown Error]</power_draw>"
+        "<current_power_limit>400.00 W</current_power_limit></gpu_power_readings>"
+        "<processes><process_info><pid>0</pid><used_memory>1024 MiB</used_memory>"
+        "<process_name>[Insufficient Permissions]</process_name></process_info>"
+        "<process_info><pid>[Insufficient Permissions]</pid><used_memory>512 MiB</used_memory>"
+        "</process_info></processes></gpu></nvidia_smi_log>";
+    char err[NVSMI_ERR_LEN];
+    struct gi_obs_set s = {0};
+
+    assert_int_equal(nvsmi_parse_xml(doc, sizeof doc - 1, &s, err, sizeof err), GI_OK);
+    assert_int_equal(s.ngpus, 1);
+    struct gi_gpu_obs *g = &s.gpus[0];
+    assert_string_equal(g->serial, "");
+    NUM(g->memory_total_mib, 81920);
+    ABSENT(g->memory_used_mib);
+    ABSENT(g->util_gpu_pct);
+    ABSENT(g->util_mem_pct);
+    ABSENT(g->temp_c);
+    ABSENT(g->power_w);
+    NUM(g->power_limit_w, 400);
+    assert_int_equal(s.nwarnings, 2); /* 250 % and 4294967295 C */
+    assert_int_equal(s.nprocs, 2);
+    assert_int_equal(s.procs[0].pid, -1);
+    assert_string_equal(s.procs[0].name, "");
+    NUM(s.procs[0].used_mib, 1024);
+    assert_int_equal(s.procs[1].pid, -1);
+    NUM(s.procs[1].used_mib, 512);
     gi_obs_free(&s);
 }
 
@@ -477,17 +614,33 @@ static void xml_malformed(void **state)
                  "line 1: XML:");
     expect_error(nvsmi_parse_xml(root, sizeof root - 1, &s, err, sizeof err), err, GI_INVALID,
                  "root element is <foo>");
-    expect_error(nvsmi_parse_xml(badnum, sizeof badnum - 1, &s, err, sizeof err), err, GI_INVALID,
-                 "gpu 0: <fb_memory_usage/total>: bad value \"lots\"");
-    expect_error(nvsmi_parse_xml(second, sizeof second - 1, &s, err, sizeof err), err, GI_INVALID,
-                 "gpu 1: <temperature/gpu_temp>");
-    expect_error(nvsmi_parse_xml(badbus, sizeof badbus - 1, &s, err, sizeof err), err, GI_INVALID,
-                 "bad PCI bus id");
-    expect_error(nvsmi_parse_xml(badmig, sizeof badmig - 1, &s, err, sizeof err), err, GI_INVALID,
-                 "current_mig");
     expect_error(nvsmi_parse_xml("", 0, &s, err, sizeof err), err, GI_INVALID, "XML");
     assert_int_equal(s.ngpus, 0);
     assert_int_equal(s.nprocs, 0);
+    /* Unreadable values are absent and counted; every GPU is kept. */
+    static const struct {
+        const char *in, *warning;
+        size_t ngpus;
+    } bad[] = {
+        {badnum, "gpu 0: <fb_memory_usage/total>: unreadable value \"lots\"", 1},
+        {second, "gpu 1: <temperature/gpu_temp>: unreadable value \"hot\"", 2},
+        {badbus, "gpu 0: bad PCI bus id \"zz\"", 1},
+        {badmig, "gpu 0: <mig_mode/current_mig>: unreadable value \"Sometimes\"", 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct gi_obs_set d = {0};
+        if (nvsmi_parse_xml(bad[i].in, strlen(bad[i].in), &d, err, sizeof err) != GI_OK)
+            fail_msg("case %zu: %s", i, err);
+        assert_int_equal(d.ngpus, bad[i].ngpus);
+        assert_int_equal(d.nwarnings, 1);
+        if (strstr(d.warning, bad[i].warning) == NULL)
+            fail_msg("case %zu: warning \"%s\" lacks \"%s\"", i, d.warning, bad[i].warning);
+        ABSENT(d.gpus[d.ngpus - 1].memory_total_mib);
+        ABSENT(d.gpus[d.ngpus - 1].temp_c);
+        assert_string_equal(d.gpus[d.ngpus - 1].pci_bus_id, "");
+        assert_int_equal(d.gpus[d.ngpus - 1].mig_mode, -1);
+        gi_obs_free(&d);
+    }
     /* Entities are never expanded: no file is read, no text is injected. */
     assert_int_equal(nvsmi_parse_xml(ent, sizeof ent - 1, &s, err, sizeof err), GI_OK);
     assert_int_equal(s.ngpus, 1);
@@ -611,6 +764,9 @@ int main(void)
         cmocka_unit_test(query_no_devices),
         cmocka_unit_test(query_header_forms),
         cmocka_unit_test(query_malformed),
+        cmocka_unit_test(query_degraded),
+        cmocka_unit_test(apps_unprivileged),
+        cmocka_unit_test(xml_degraded),
         cmocka_unit_test(query_long_line),
         cmocka_unit_test(apps_h100),
         cmocka_unit_test(apps_wddm),

@@ -101,6 +101,13 @@ static void test_placeholders(void **state)
         "[Requested functionality has been deprecated]",
         "<<<NULL>>>",
         "<<<NOT_SUPPORTED>>>",
+        "[GPU is lost]",
+        "ERR!",
+        " ERR! ",
+        "Not Supported",
+        "Unknown Error",
+        "Insufficient Permissions",
+        "GPU is lost",
         "None",
         "9223372036854775792", /* DCGM int64 blank */
         "9223372036854775794", /* DCGM int64 not supported */
@@ -122,6 +129,8 @@ static void test_placeholders(void **state)
         "Disabled",
         "Enabled",
         "N/A-ish",
+        "ERR",
+        "ERR!!",
         "[N/A",
         "N/A]",
         "9223372036854775791",
@@ -224,13 +233,59 @@ static void test_obs_cap(void **state)
     gi_obs_free(&s);
 }
 
+/* Readings outside what a GPU can report are absent; the rest are kept. */
+static void test_sanitize(void **state)
+{
+    struct gi_obs_set set = {0};
+    struct gi_gpu_obs g;
+
+    gi_gpu_obs_init(&g);
+    g.memory_total_mib = 81559;
+    g.memory_used_mib = 81600; /* within rounding of the total */
+    g.util_gpu_pct = 100;
+    g.util_mem_pct = 0;
+    g.temp_c = -10;
+    g.power_w = 700;
+    g.power_limit_w = 700;
+    g.energy_j = 1e9;
+    assert_int_equal(gi_gpu_obs_sanitize(&g, &set, "GPU 0"), 0);
+    assert_int_equal(set.nwarnings, 0);
+    assert_true(g.memory_used_mib == 81600 && g.util_gpu_pct == 100 && g.temp_c == -10);
+
+    g.memory_used_mib = 90000; /* above the total */
+    g.util_gpu_pct = 100.5;
+    g.util_mem_pct = -1;
+    g.temp_c = 4294967295.0;
+    g.power_w = 4294967.295;
+    g.power_limit_w = -5;
+    g.energy_j = -1;
+    g.ecc_corrected = -7;
+    assert_int_equal(gi_gpu_obs_sanitize(&g, &set, "GPU 3"), 8);
+    assert_true(isnan(g.memory_used_mib) && isnan(g.util_gpu_pct) && isnan(g.util_mem_pct));
+    assert_true(isnan(g.temp_c) && isnan(g.power_w) && isnan(g.power_limit_w));
+    assert_true(isnan(g.energy_j));
+    assert_int_equal(g.ecc_corrected, -1);
+    assert_true(g.memory_total_mib == 81559);
+    assert_int_equal(set.nwarnings, 8);
+    assert_string_equal(set.warning,
+                        "GPU 3: memory used 90000 is out of range (0 to 82375.6); left absent");
+
+    /* Without a set nothing is counted, the readings still go. */
+    g.temp_c = 1000;
+    g.memory_total_mib = -1;
+    assert_int_equal(gi_gpu_obs_sanitize(&g, NULL, NULL), 2);
+    assert_true(isnan(g.temp_c) && isnan(g.memory_total_mib));
+    gi_obs_free(&set);
+    assert_int_equal(set.nwarnings, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pci_domains),  cmocka_unit_test(test_pci_case_and_spaces),
         cmocka_unit_test(test_pci_garbage),  cmocka_unit_test(test_placeholders),
         cmocka_unit_test(test_gpu_obs_init), cmocka_unit_test(test_obs_growth),
-        cmocka_unit_test(test_obs_cap),
+        cmocka_unit_test(test_obs_cap),      cmocka_unit_test(test_sanitize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
