@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Sets the reply, replacing (and freeing) any earlier one. */
 static void set_reply(struct req *r, unsigned status, struct MHD_Response *resp)
@@ -155,6 +156,27 @@ static void sb_put(struct sbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
+/* True for a string a spreadsheet would run as a formula once its leading
+ * apostrophes are taken off. Such a cell gets one more apostrophe on export,
+ * and the resource import takes exactly one off again, so every string
+ * round-trips (see csv_unneutralize in api/import.c). */
+static bool csv_formula(const char *s)
+{
+    while (*s == '\'')
+        s++;
+    return *s != '\0' && strchr("=+-@\t\r", *s) != NULL;
+}
+
+/* The shortest decimal text that reads back as exactly d. */
+static void csv_real(char *out, size_t len, double d)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, len, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            return;
+    }
+}
+
 /* Writes one CSV cell: quoted when needed, and with a leading apostrophe
  * when a spreadsheet would otherwise run it as a formula. */
 static void csv_cell(struct sbuf *b, const json_t *v)
@@ -169,7 +191,7 @@ static void csv_cell(struct sbuf *b, const json_t *v)
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         s = num;
     } else if (json_is_real(v)) {
-        snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        csv_real(num, sizeof num, json_real_value(v));
         s = num;
     } else if (json_is_true(v)) {
         s = "true";
@@ -179,7 +201,7 @@ static void csv_cell(struct sbuf *b, const json_t *v)
         dumped = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
         s = dumped ? dumped : "";
     }
-    bool formula = json_is_string(v) && strchr("=+-@\t\r", s[0]) && s[0] != '\0';
+    bool formula = json_is_string(v) && csv_formula(s);
     if (formula || strpbrk(s, ",\"\r\n") != NULL) {
         sb_put(b, "\"", 1);
         if (formula)
@@ -240,6 +262,27 @@ static char *csv_render(const json_t *items, size_t *len)
     return b.p;
 }
 
+/* "attachment; filename=\"resources-2026-12-01.csv\"": named after the
+ * list (the route's last path segment) and the day of the export. */
+static const char *csv_disposition(struct req *r, char *out, size_t len)
+{
+    const char *seg = strrchr(r->path, '/');
+    char name[64] = "export", day[16] = "";
+    size_t n = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+
+    for (seg = seg ? seg + 1 : ""; *seg && n + 1 < sizeof name; seg++)
+        if ((*seg >= 'a' && *seg <= 'z') || (*seg >= '0' && *seg <= '9') || *seg == '-')
+            name[n++] = *seg;
+    if (n > 0)
+        name[n] = '\0';
+    if (gmtime_r(&now, &tm))
+        strftime(day, sizeof day, "-%Y-%m-%d", &tm);
+    snprintf(out, len, "attachment; filename=\"%s%s.csv\"", name, day);
+    return out;
+}
+
 void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
 {
     int64_t next = offset + (int64_t)json_array_size(items);
@@ -248,6 +291,7 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
         size_t len = 0;
         char *csv = csv_render(items, &len);
         struct MHD_Response *resp;
+        char disp[160];
         json_decref(items);
         if (csv == NULL) {
             reply_error(r, 500, "internal", NULL, "out of memory rendering CSV");
@@ -255,7 +299,7 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
         }
         resp = MHD_create_response_from_buffer(len, csv, MHD_RESPMEM_MUST_FREE);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/csv; charset=utf-8");
-        MHD_add_response_header(resp, "Content-Disposition", "attachment; filename=\"export.csv\"");
+        MHD_add_response_header(resp, "Content-Disposition", csv_disposition(r, disp, sizeof disp));
         set_reply(r, 200, resp);
         return;
     }
