@@ -8,6 +8,8 @@ export class ApiError extends Error {
     this.code = (error && error.code) || 'error';
     this.field = (error && error.field) || null;
     this.counts = (error && error.counts) || null;
+    // Further members of the error object (a 409's tenant, for one).
+    this.info = (error && typeof error === 'object') ? error : {};
   }
 }
 
