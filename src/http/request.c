@@ -262,24 +262,70 @@ static char *csv_render(const json_t *items, size_t *len)
     return b.p;
 }
 
-/* "attachment; filename=\"resources-2026-12-01.csv\"": named after the
- * list (the route's last path segment) and the day of the export. */
+/* A file name being built: lower-case letters, digits and single dashes. */
+struct fname {
+    char s[128];
+    size_t n;
+};
+
+/* Appends text to the name as a dash-separated slug; stops at the bound. */
+static void fname_add(struct fname *f, const char *text)
+{
+    bool dash = f->n > 0;
+
+    for (const char *p = text; *p; p++) {
+        char ch = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (!ok) {
+            dash = f->n > 0;
+            continue;
+        }
+        if (f->n + (dash ? 2 : 1) >= sizeof f->s)
+            return;
+        if (dash)
+            f->s[f->n++] = '-';
+        f->s[f->n++] = ch;
+        f->s[f->n] = '\0';
+        dash = false;
+    }
+}
+
+/* MHD_KeyValueIterator: adds each filter of the query (not paging or
+ * format) to the file name as "key-value". */
+static enum MHD_Result fname_filter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    static const char *const skip[] = {"format", "limit", "cursor", "sort", NULL};
+
+    (void)kind;
+    for (const char *const *k = skip; *k; k++)
+        if (strcmp(key, *k) == 0)
+            return MHD_YES;
+    if (value && *value) {
+        fname_add(cls, key);
+        fname_add(cls, value);
+    }
+    return MHD_YES;
+}
+
+/* "attachment; filename=\"gpus-team-speech-2026-12-01.csv\"": named after
+ * what it holds (the list, the filters of the query) and the day. */
 static const char *csv_disposition(struct req *r, char *out, size_t len)
 {
     const char *seg = strrchr(r->path, '/');
-    char name[64] = "export", day[16] = "";
-    size_t n = 0;
+    struct fname f = {.n = 0};
+    char day[16] = "";
     time_t now = time(NULL);
     struct tm tm;
 
-    for (seg = seg ? seg + 1 : ""; *seg && n + 1 < sizeof name; seg++)
-        if ((*seg >= 'a' && *seg <= 'z') || (*seg >= '0' && *seg <= '9') || *seg == '-')
-            name[n++] = *seg;
-    if (n > 0)
-        name[n] = '\0';
+    f.s[0] = '\0';
+    fname_add(&f, seg ? seg + 1 : "export");
+    if (f.n == 0)
+        fname_add(&f, "export");
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, fname_filter, &f);
     if (gmtime_r(&now, &tm))
         strftime(day, sizeof day, "-%Y-%m-%d", &tm);
-    snprintf(out, len, "attachment; filename=\"%s%s.csv\"", name, day);
+    snprintf(out, len, "attachment; filename=\"%s%s.csv\"", f.s, day);
     return out;
 }
 
@@ -291,7 +337,7 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
         size_t len = 0;
         char *csv = csv_render(items, &len);
         struct MHD_Response *resp;
-        char disp[160];
+        char disp[192];
         json_decref(items);
         if (csv == NULL) {
             reply_error(r, 500, "internal", NULL, "out of memory rendering CSV");

@@ -54,7 +54,7 @@ describe('CSV export', () => {
     for (const k of ['id', 'datacenter_id', 'version', 'created_at', 'updated_at'])
       assert.ok(!res.header.includes(k), `resources CSV has ${k}: ${res.header}`);
     assert.equal(res.header[0], 'datacenter');
-    assert.match(res.res.headers.get('content-disposition') || '', /filename="resources-\d{4}-\d{2}-\d{2}\.csv"/);
+    assert.match(res.res.headers.get('content-disposition') || '', new RegExp(`filename="resources-datacenter-${dc.id}-\\d{4}-\\d{2}-\\d{2}\\.csv"`));
     const srvRow = res.rows.find((r) => r.name === srv.name);
     assert.equal(srvRow.datacenter, dc.name);
     assert.equal(srvRow.state, 'in_use');
@@ -71,6 +71,9 @@ describe('CSV export', () => {
     assert.ok(tokens.rows.some((t) => t.name === 'csv-viewer'));
     assert.ok(!tokens.header.includes('hash') && !tokens.header.includes('token'));
 
+    // The file is named after the list and its filters.
+    const gpus = await h.s.api('GET', '/api/v1/gpus?format=csv&state=in_use&limit=5');
+    assert.match(gpus.headers.get('content-disposition'), /filename="gpus-state-in-use-\d{4}-\d{2}-\d{2}\.csv"/);
     // Accept: text/csv asks for the same thing.
     const viaAccept = await getCsv(h.s, `/api/v1/resources?datacenter=${dc.id}`, { headers: { Accept: 'text/csv' } });
     assert.equal(viaAccept.raw, res.raw);

@@ -1,6 +1,6 @@
 // The data-center list: search, sort, add, edit, delete, CSV export.
 import { h, replace, icon, num, toast, debounce, today } from './dom.js';
-import { api, withQuery, canWrite } from './api.js';
+import { api, withQuery, canWrite, csvLink } from './api.js';
 import { field, formDialog, fieldError, value, para } from './dialog.js';
 import { dataTable, pager } from './table.js';
 import { importDialog } from './import.js';
@@ -105,6 +105,7 @@ export function renderDatacenters(main, ctx) {
   const total = h('p', { class: 'page-sub', 'data-testid': 'dc-total' });
   const csv = h('a', { class: 'btn btn-secondary', 'data-testid': 'export-csv', download: `datacenters-${today()}.csv` },
     icon('download'), 'Export CSV');
+  csvLink(csv, (err) => toast(err.message, 'error'));
   const add = h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'add-datacenter',
     on: { click: async () => { if (await editDatacenter(null)) load(); } } }, icon('plus'), 'Add data center');
   const search = h('input', { type: 'search', class: 'search-input', name: 'q', value: q,

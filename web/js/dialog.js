@@ -82,6 +82,9 @@ function withLabel(message, name, label) {
 export function showError(form, err) {
   clearErrors(form);
   const list = err && Array.isArray(err.errors) && err.errors.length ? err.errors : [err || {}];
+  // The server names fields by their API names; checks made here already
+  // use the labels.
+  const fromServer = Boolean(err && err.status > 0);
   const loose = [];
   let focused = false;
   for (const e of list) {
@@ -93,7 +96,7 @@ export function showError(form, err) {
     }
     const msg = wrap.querySelector('.field-error');
     const control = wrap.querySelector('input, select, textarea');
-    const text = withLabel(e.message, name, labelOf(wrap));
+    const text = fromServer ? withLabel(e.message, name, labelOf(wrap)) : e.message;
     msg.textContent = msg.hidden ? text : `${msg.textContent} ${text}`;
     msg.hidden = false;
     if (control) {

@@ -3,7 +3,7 @@
 // the address), a paged table with live telemetry and freshness badges that
 // refreshes itself while the tab is visible, CSV export of the filter.
 import { h, replace, icon, num, toast, debounce, slug, today } from './dom.js';
-import { api, withQuery } from './api.js';
+import { api, withQuery, csvLink } from './api.js';
 import { dataTable, pager } from './table.js';
 import { timeAgo, utilBar, memUsed, unit, gpuFlags, isNum, span, autoRefresh } from './fmt.js';
 
@@ -107,6 +107,7 @@ export function renderGpus(main, ctx) {
 
   const csv = h('a', { class: 'btn btn-secondary', 'data-testid': 'export-csv', download: 'gpus.csv' },
     icon('download'), 'Export CSV');
+  csvLink(csv, (err) => toast(err.message, 'error'));
   const dcSel = h('select', { name: 'datacenter', class: 'filter-input filter-datacenter', 'aria-label': 'Data center' },
     h('option', { value: '', text: 'All data centers' }));
   if (filter.datacenter) dcSel.append(h('option', { value: filter.datacenter, text: `Data center #${filter.datacenter}` }));

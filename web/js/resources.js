@@ -3,7 +3,7 @@
 // fields and checked against them before sending, allocate/release, delete
 // (a held resource only after a warning naming its tenant), CSV export.
 import { h, replace, icon, num, badge, stateLabel, toast, debounce, slug, today } from './dom.js';
-import { api, withQuery, canWrite } from './api.js';
+import { api, withQuery, canWrite, csvLink } from './api.js';
 import { field, formDialog, fieldError, fieldErrors, value, para } from './dialog.js';
 import { dataTable, pager } from './table.js';
 import { importDialog } from './import.js';
@@ -399,6 +399,7 @@ export async function renderResources(frame, ctx, kind, states) {
   const pg = pager(() => load());
 
   const csv = h('a', { class: 'btn btn-secondary', 'data-testid': 'export-csv' }, icon('download'), 'Export CSV');
+  csvLink(csv, (err) => toast(err.message, 'error'));
   const add = h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'add-resource',
     on: { click: async () => { if (await editResource(kind, fctx, null)) reload(true); } } },
   icon('plus'), `Add ${singular(kind)}`);
