@@ -67,7 +67,7 @@ export function renderGpus(main, ctx) {
   let lastRows = [];
   const table = dataTable({
     label: 'GPUs',
-    minWidth: 1100,
+    minWidth: 1200,
     empty: () => (filtered()
       ? 'No GPUs match these filters.'
       : h('div', { class: 'empty-state' },

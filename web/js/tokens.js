@@ -43,7 +43,7 @@ async function copy(text, fallback) {
 /** A read-only box holding text with a Copy button beside it. */
 function copyBox(text, label, testid, multiline = false) {
   const box = multiline
-    ? h('textarea', { readonly: true, rows: text.split('\n').length + 1, 'aria-label': label, 'data-testid': testid, spellcheck: 'false' })
+    ? h('textarea', { readonly: true, rows: text.split('\n').length + 1, wrap: 'off', 'aria-label': label, 'data-testid': testid, spellcheck: 'false' })
     : h('input', { type: 'text', readonly: true, 'aria-label': label, 'data-testid': testid, spellcheck: 'false' });
   box.value = text;
   const btn = h('button', { type: 'button', class: 'btn btn-secondary btn-sm', 'data-testid': `${testid}-copy`,
