@@ -100,9 +100,8 @@ cleanup:
  * ownership of items; returns the rows to render. */
 static json_t *res_csv_rows(json_t *items)
 {
-    static const char *const common[] = {"datacenter", "kind",      "name",      "state",
-                                         "tenant",     "project",   "gpu_model", "gpu_count",
-                                         NULL};
+    static const char *const common[] = {"datacenter", "kind",      "name",      "state", "tenant",
+                                         "project",    "gpu_model", "gpu_count", NULL};
     json_t *cols = json_array(), *rows = json_array(), *row;
     size_t i, j;
 
@@ -302,7 +301,8 @@ void api_resources_delete(struct req *r)
         char msg[512];
         snprintf(msg, sizeof msg,
                  "resource %lld is %s by tenant '%s'%s%s%s; release it first or pass ?force=true",
-                 (long long)r->id, strcmp(state ? state : "", "reserved") == 0 ? "reserved" : "in use",
+                 (long long)r->id,
+                 strcmp(state ? state : "", "reserved") == 0 ? "reserved" : "in use",
                  tenant ? tenant : "", project ? " (project '" : "", project ? project : "",
                  project ? "')" : "");
         reply_json(r, 409,
