@@ -281,7 +281,7 @@ export function renderSources(main, ctx) {
 
   const table = dataTable({
     label: 'Sources',
-    minWidth: 1000,
+    minWidth: 1100,
     empty: () => h('div', { class: 'empty-state' },
       h('strong', { text: 'No sources yet.' }),
       h('span', { text: admin
@@ -294,17 +294,17 @@ export function renderSources(main, ctx) {
     columns: [
       { label: 'Name', cell: (s) => h('div', { class: 'stack' }, h('span', { class: 'row-link', title: s.name, text: s.name }),
         h('span', { class: 'sub', text: [s.cluster, s.team, s.env].filter(Boolean).join(' · ') || 'no defaults' })) },
-      { label: 'Kind', width: '140px', cell: (s) => h('span', { class: `kind-tag kind-${s.kind}`, text: KIND_LABELS[s.kind] || s.kind }) },
-      { label: 'Status', key: 'status', cls: 'flags', width: '128px', cell: sourceFlag },
-      { label: 'Last success', width: '118px', cell: (s) => timeAgo(s.last_success_at) },
-      { label: 'Last attempt', width: '118px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
+      { label: 'Kind', width: '124px', cell: (s) => h('span', { class: `kind-tag kind-${s.kind}`, text: KIND_LABELS[s.kind] || s.kind }) },
+      { label: 'Status', key: 'status', cls: 'flags', width: '112px', cell: sourceFlag },
+      { label: 'Last success', width: '104px', cell: (s) => timeAgo(s.last_success_at) },
+      { label: 'Last attempt', width: '104px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
       { label: 'Last error', cell: (s) => (s.last_error
         ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
-      { label: 'GPUs', cls: 'n', width: '72px', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
+      { label: 'GPUs', cls: 'n', width: '64px', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
         title: 'GPUs in its last successful report; open the list of every GPU it reported', text: num(s.gpus_reported) }) },
-      { label: 'Interval', width: '110px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
-      (runner || admin) && { label: 'Actions', key: 'actions', cls: 'actions', width: admin ? '250px' : '120px', cell: actions },
+      { label: 'Interval', width: '100px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
+      (runner || admin) && { label: 'Actions', key: 'actions', cls: 'actions', width: admin ? '232px' : '110px', cell: actions },
     ].filter(Boolean),
   });
   const fresh = h('p', { class: 'page-sub small', 'data-testid': 'source-freshness' });
