@@ -110,7 +110,8 @@ export function span(s) {
 
 /**
  * Calls load() every `seconds` while the page is alive and the tab is
- * visible; a tab coming back after its turn was missed loads at once.
+ * visible (skipping a turn while a dialog is open or something is busy);
+ * a tab coming back after its turn was missed loads at once.
  * Returns stop(). alive() false stops it too.
  */
 export function autoRefresh(seconds, alive, load) {
@@ -118,6 +119,9 @@ export function autoRefresh(seconds, alive, load) {
   const tick = () => {
     if (!alive()) return stop();
     if (document.visibilityState !== 'visible') return undefined;
+    // Nothing is redrawn under someone's hands: not while a dialog is
+    // open or a load or submit is still running; the next turn catches up.
+    if (document.querySelector('dialog[open], [aria-busy="true"]')) return undefined;
     last = Date.now();
     return load();
   };
