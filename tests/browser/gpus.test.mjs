@@ -266,8 +266,10 @@ test('an editor may run pull sources but not change them', async () => {
     { env: { ...process.env, GPUINV_PASSWORD: 'editor-pass-1' }, stdio: ['ignore', 'ignore', 'pipe'] });
   await page.locator('[data-testid=sign-out]').click();
   await page.locator('input[name=password]').waitFor();
-  await page.goto(server.url + '/#/sources');
+  // Sign in on the page shown, then navigate: going to another address
+  // first redraws the sign-in form under the typing.
   await signIn(page, 'editor-pass-1', 'ed');
+  await page.goto(server.url + '/#/sources');
   await page.locator('[data-nav=sources][aria-current=page]').waitFor();
   await tableReady(page);
   const row = page.locator('tbody tr', { hasText: 'prom-lab' });
