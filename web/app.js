@@ -8,6 +8,8 @@
 //   #/sources                    push and pull data sources
 //   #/resources/{id}             one resource: attributes, allocations, audit, discovered GPUs
 //   #/tokens                     API tokens (admins): create, show once, revoke
+//   #/drift                      inventory vs discovery drift (filters in the query)
+//   #/drift/hosts                discovered hosts and their inventory links
 import { h, replace, icon } from './js/dom.js';
 import { api, setSignedOutHandler, setRole } from './js/api.js';
 import { renderLogin } from './js/login.js';
@@ -18,6 +20,8 @@ import { renderGpu } from './js/gpu.js';
 import { renderSources } from './js/sources.js';
 import { renderResource } from './js/resource.js';
 import { renderTokens } from './js/tokens.js';
+import { renderDrift } from './js/drift.js';
+import { renderHosts } from './js/hosts.js';
 
 const root = document.getElementById('app');
 let user = null;
@@ -57,7 +61,7 @@ function frame(active) {
         h('span', { class: 'brand-sub', text: 'GPU inventory' })),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
         [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources'],
-          user.role === 'admin' ? ['tokens', 'key', 'Tokens'] : null].filter(Boolean)
+          ['drift', 'search', 'Drift'], user.role === 'admin' ? ['tokens', 'key', 'Tokens'] : null].filter(Boolean)
           .map(([key, ic, label]) => h('a', { href: `#/${key}`, class: active === key ? 'active' : null,
             'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label))),
       h('div', { class: 'userbox' },
@@ -121,6 +125,8 @@ async function render() {
     return renderResource(frame('datacenters'), ctx, Number(parts[1]));
   }
   if (parts[0] === 'tokens' && parts.length === 1 && user.role === 'admin') return renderTokens(frame('tokens'), ctx);
+  if (parts[0] === 'drift' && parts.length === 1) return renderDrift(frame('drift'), ctx);
+  if (parts[0] === 'drift' && parts.length === 2 && parts[1] === 'hosts') return renderHosts(frame('drift'), ctx);
   const main = frame('');
   document.title = 'Not found · gpuinv';
   replace(main, h('section', { class: 'panel empty' },

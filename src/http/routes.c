@@ -11,6 +11,7 @@ const struct route gi_routes[] = {
     {"DELETE", "/api/v1/session", api_session_delete, GI_ROLE_VIEWER},
 
     {"GET", "/api/v1/kinds", api_kinds, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/openapi.json", api_openapi, GI_ROLE_NONE},
 
     {"GET", "/api/v1/tokens", api_tokens_list, GI_ROLE_ADMIN},
     {"POST", "/api/v1/tokens", api_tokens_create, GI_ROLE_ADMIN},
@@ -39,13 +40,20 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER},
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER},
     {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR},
-    {"GET", "/api/v1/gpus/{key}", api_gpus_get, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/gpus/{key*}", api_gpus_get, GI_ROLE_VIEWER},
     {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER},
     {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN},
     {"GET", "/api/v1/sources/{id}", api_sources_get, GI_ROLE_VIEWER},
     {"PATCH", "/api/v1/sources/{id}", api_sources_update, GI_ROLE_ADMIN},
     {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN},
     {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR},
+
+    {"GET", "/api/v1/hosts", api_hosts_list, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/hosts/{id}", api_hosts_get, GI_ROLE_VIEWER},
+    {"PUT", "/api/v1/hosts/{id}/link", api_hosts_link_put, GI_ROLE_ADMIN},
+    {"DELETE", "/api/v1/hosts/{id}/link", api_hosts_link_delete, GI_ROLE_ADMIN},
+    {"POST", "/api/v1/hosts/{id}/link/auto", api_hosts_link_auto, GI_ROLE_ADMIN},
+    {"GET", "/api/v1/drift", api_drift_list, GI_ROLE_VIEWER},
 
     {"GET", "/api/v1/kubernetes/nodes", api_k8s_nodes, GI_ROLE_VIEWER},
     {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER},

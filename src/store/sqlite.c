@@ -1,12 +1,14 @@
 /* SQLite implementation of store.h: a small pool of WAL-mode connections,
  * each with its own cache of prepared statements. All SQL is static text
  * written in the subset PostgreSQL also accepts; values are always bound. */
+#include "store/db.h"
 #include "store/store.h"
 #include "core/log.h"
 #include "core/observation.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/embedded.h"
+#include "store/links.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -86,8 +88,9 @@
     "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= g.last_seen_at THEN "                      \
     "COALESCE(g.sample_at, g.last_seen_at) ELSE g.last_seen_at END AS newest_at, "                 \
     "CASE WHEN g.last_seen_at < :stale AND COALESCE(g.sample_at, 0) < :stale THEN 1 ELSE 0 END "   \
-    "AS stale, " GPU_STATE " AS state FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT "     \
-    "JOIN datacenters d ON d.id = h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id "
+    "AS stale, " GPU_STATE " AS state, l.resource_id FROM gpus g LEFT JOIN hosts h ON h.id = "     \
+    "g.host_id LEFT JOIN datacenters d ON d.id = h.datacenter_id LEFT JOIN sources s ON s.id = "   \
+    "g.source_id LEFT JOIN host_links l ON l.host_id = g.host_id "
 #define GPU_WHERE                                                                                  \
     "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) "  \
     "AND (:model IS NULL OR g.model = :model) AND (:dc = 0 OR h.datacenter_id = :dc) AND (:sid = " \
@@ -113,11 +116,6 @@
     "NULL)) "
 
 #define STATEMENTS(X)                                                                              \
-    X(BEGIN, "BEGIN IMMEDIATE")                                                                    \
-    X(COMMIT, "COMMIT")                                                                            \
-    X(ROLLBACK, "ROLLBACK")                                                                        \
-    X(AUDIT_ADD, "INSERT INTO audit (at, actor, action, entity, entity_id, before_json, "          \
-                 "after_json) VALUES (:at, :actor, :action, :entity, :eid, :before, :after)")      \
     X(AUDIT_LIST,                                                                                  \
       "SELECT id, at AS occurred_at, actor, action, entity, entity_id, before_json AS before, "    \
       "after_json AS after FROM audit WHERE (:entity IS NULL OR entity = :entity) "                \
@@ -189,7 +187,7 @@
     X(ALLOC_FIND, "SELECT id FROM resources WHERE datacenter_id = :dc AND kind = :kind AND state " \
                   "= 'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR "           \
                   "gpu_model = :gpu_model) ORDER BY gpu_count, id LIMIT :limit")                   \
-    X(SOURCE_GET, "SELECT id FROM sources WHERE name = :name")                                     \
+    X(SOURCE_GET, "SELECT id, kind FROM sources WHERE name = :name")                               \
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
                   "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
@@ -209,7 +207,7 @@
       "COALESCE(excluded.serial, hosts.serial), cluster = COALESCE(excluded.cluster, "             \
       "hosts.cluster), datacenter_id = COALESCE(excluded.datacenter_id, "                          \
       "hosts.datacenter_id), source_id = excluded.source_id, last_seen_at = "                      \
-      "excluded.last_seen_at RETURNING id")                                                        \
+      "excluded.last_seen_at RETURNING id, hostname, machine_id, serial")                          \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
     X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname FROM gpus g LEFT JOIN hosts h ON h.id = " \
@@ -383,466 +381,21 @@
 enum stmt_id { STATEMENTS(AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(AS_SQL)};
 
-/* ---- connections ---- */
+/* ---- statement access ---- */
 
-struct conn {
-    sqlite3 *db;
-    sqlite3_stmt *stmts[ST__COUNT];
-    bool busy;
-    bool writing;               /* holds the store's writer lock */
-    pthread_mutex_t *writer_mu; /* the store's; borrowed */
-};
+static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
-struct store {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    /* SQLite admits one writer at a time. Writers of this process queue
-     * here and wake as soon as the lock is free, instead of polling with
-     * SQLite's sleeping busy handler (which adds up to 100 ms per wait);
-     * the busy timeout still covers writers in other processes. */
-    pthread_mutex_t writer_mu;
-    int n;
-    struct conn *conns;
-};
-
-/* Maps an SQLite result code to a program status, logging the unexpected. */
-static int map_rc(sqlite3 *db, int rc)
+static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db_filter_binder bind,
+                     const void *filter, const struct store_page *pg, json_t **items,
+                     int64_t *total)
 {
-    switch (rc & 0xff) {
-    case SQLITE_OK:
-    case SQLITE_DONE:
-    case SQLITE_ROW:
-        return GI_OK;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return GI_UNAVAILABLE;
-    case SQLITE_CONSTRAINT:
-        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            return GI_NOT_FOUND;
-        if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
-            return GI_CONFLICT;
-        break; /* NOT NULL, CHECK: a value the code should never have bound */
-    case SQLITE_TOOBIG:
-        return GI_TOO_LARGE;
-    }
-    gi_error("sqlite: %s (%d)", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), rc);
-    return GI_INTERNAL;
+    return db_list_page(st, stmt_sql[count], stmt_sql[list], bind, filter, pg, items, total);
 }
 
-/* Opens one connection with the pragmas every connection needs. */
-static int conn_open(const char *path, struct conn *c)
-{
-    int rc = sqlite3_open_v2(
-        path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) {
-        gi_error("cannot open database %s: %s", path, c->db ? sqlite3_errmsg(c->db) : "no memory");
-        return GI_UNAVAILABLE;
-    }
-    /* Extended codes tell a foreign-key or unique violation from others. */
-    sqlite3_extended_result_codes(c->db, 1);
-    sqlite3_busy_timeout(c->db, 5000);
-    rc = sqlite3_exec(c->db,
-                      "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;",
-                      NULL, NULL, NULL);
-    return map_rc(c->db, rc);
-}
-
-static void conn_close(struct conn *c)
-{
-    for (int i = 0; i < ST__COUNT; i++)
-        sqlite3_finalize(c->stmts[i]);
-    sqlite3_close_v2(c->db);
-}
-
-/* Borrows a free connection, waiting for one; return it with conn_put(). */
-static struct conn *conn_get(struct store *st)
-{
-    struct conn *c = NULL;
-
-    pthread_mutex_lock(&st->mu);
-    for (;;) {
-        for (int i = 0; i < st->n; i++) {
-            if (!st->conns[i].busy) {
-                c = &st->conns[i];
-                c->busy = true;
-                break;
-            }
-        }
-        if (c)
-            break;
-        pthread_cond_wait(&st->cv, &st->mu);
-    }
-    pthread_mutex_unlock(&st->mu);
-    return c;
-}
-
-static void conn_put(struct store *st, struct conn *c)
-{
-    pthread_mutex_lock(&st->mu);
-    c->busy = false;
-    pthread_cond_signal(&st->cv);
-    pthread_mutex_unlock(&st->mu);
-}
-
-/* The connection's cached statement `id`, reset and with cleared bindings;
- * NULL (logged) if it fails to prepare, which is a programming error. */
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id)
-{
-    sqlite3_stmt *s = c->stmts[id];
-
-    if (s == NULL) {
-        int rc = sqlite3_prepare_v3(c->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &s, NULL);
-        if (rc != SQLITE_OK) {
-            gi_error("prepare %d: %s", (int)id, sqlite3_errmsg(c->db));
-            return NULL;
-        }
-        c->stmts[id] = s;
-    }
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return s;
-}
-
-/* Binders by parameter name; a name the statement lacks is skipped so
- * statement variants can share one binding sequence. */
-static void bind_text(sqlite3_stmt *s, const char *name, const char *v)
-{
-    int i = sqlite3_bind_parameter_index(s, name);
-    if (i == 0)
-        return;
-    if (v)
-        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(s, i);
-}
-
-static void bind_int(sqlite3_stmt *s, const char *name, int64_t v)
-{
-    int i = sqlite3_bind_parameter_index(s, name);
-    if (i != 0)
-        sqlite3_bind_int64(s, i, v);
-}
-
-/* Binds a JSON value as compact text (NULL binds SQL NULL). */
-static void bind_json(sqlite3_stmt *s, const char *name, const json_t *v)
-{
-    int i = sqlite3_bind_parameter_index(s, name);
-    char *txt;
-
-    if (i == 0)
-        return;
-    if (v == NULL) {
-        sqlite3_bind_null(s, i);
-        return;
-    }
-    txt = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    if (txt)
-        sqlite3_bind_text(s, i, txt, -1, free);
-    else
-        sqlite3_bind_null(s, i);
-}
-
-static void bind_page(sqlite3_stmt *s, const struct store_page *pg)
-{
-    bind_int(s, ":limit", pg ? pg->limit : 100);
-    bind_int(s, ":offset", pg ? pg->offset : 0);
-    bind_text(s, ":sort", pg ? pg->sort : NULL);
-}
-
-/* Binds `q` as a LIKE pattern that matches it as a plain substring. */
-static void bind_like(sqlite3_stmt *s, const char *name, const char *q)
-{
-    char buf[512];
-    size_t j = 0;
-
-    if (q == NULL || *q == '\0') {
-        bind_text(s, name, NULL);
-        return;
-    }
-    buf[j++] = '%';
-    for (const char *p = q; *p && j < sizeof buf - 3; p++) {
-        if (*p == '%' || *p == '_' || *p == '!')
-            buf[j++] = '!';
-        buf[j++] = *p;
-    }
-    buf[j++] = '%';
-    buf[j] = '\0';
-    bind_text(s, name, buf);
-}
-
-/* Steps a statement expected to finish without rows. */
-static int exec_done(struct conn *c, sqlite3_stmt *s)
-{
-    int rc = sqlite3_step(s);
-    int st = rc == SQLITE_DONE ? GI_OK : map_rc(c->db, rc);
-    sqlite3_reset(s);
-    return st;
-}
-
-static int simple(struct conn *c, enum stmt_id id)
-{
-    sqlite3_stmt *s = prep(c, id);
-    return s ? exec_done(c, s) : GI_INTERNAL;
-}
-
-static int tx_begin(struct conn *c)
-{
-    pthread_mutex_lock(c->writer_mu);
-    c->writing = true;
-    return simple(c, ST_BEGIN);
-}
-
-/* Commits when st is GI_OK, else rolls back; returns the final status. */
-static int tx_end(struct conn *c, int st)
-{
-    if (st == GI_OK)
-        st = simple(c, ST_COMMIT);
-    if (st != GI_OK && !sqlite3_get_autocommit(c->db))
-        simple(c, ST_ROLLBACK);
-    if (c->writing) {
-        c->writing = false;
-        pthread_mutex_unlock(c->writer_mu);
-    }
-    return st;
-}
-
-/* Converts the current row to an object: `at` and *_at integers become RFC 3339,
- * `attrs` text is merged into the object, `metadata`, `before` and `after`
- * text is parsed as JSON. Caller owns the result. */
-static json_t *row_json(sqlite3_stmt *s)
-{
-    json_t *o = json_object();
-    int n = sqlite3_column_count(s);
-
-    for (int i = 0; i < n; i++) {
-        const char *name = sqlite3_column_name(s, i);
-        size_t nl = strlen(name);
-        json_t *v = NULL;
-
-        switch (sqlite3_column_type(s, i)) {
-        case SQLITE_NULL:
-            v = json_null();
-            break;
-        case SQLITE_INTEGER:
-            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0)) {
-                char ts[32];
-                gi_time_format(sqlite3_column_int64(s, i), ts, sizeof ts);
-                v = json_string(ts);
-            } else {
-                v = json_integer(sqlite3_column_int64(s, i));
-            }
-            break;
-        case SQLITE_FLOAT:
-            v = json_real(sqlite3_column_double(s, i));
-            break;
-        default: {
-            const char *t = (const char *)sqlite3_column_text(s, i);
-            if (strcmp(name, "attrs") == 0) {
-                json_t *a = json_loads(t, 0, NULL);
-                if (json_is_object(a))
-                    json_object_update_missing(o, a);
-                json_decref(a);
-                continue;
-            }
-            if (strcmp(name, "metadata") == 0 || strcmp(name, "before") == 0 ||
-                strcmp(name, "after") == 0 || strcmp(name, "detail") == 0 ||
-                strcmp(name, "config") == 0 || strcmp(name, "labels") == 0)
-                v = json_loads(t, JSON_DECODE_ANY, NULL);
-            if (v == NULL)
-                v = json_string(t);
-        }
-        }
-        json_object_set_new(o, name, v ? v : json_null());
-    }
-    return o;
-}
-
-/* Runs a statement and collects every row as an object into a new array. */
-static int collect(struct conn *c, sqlite3_stmt *s, json_t **items)
-{
-    json_t *arr = json_array();
-    int rc;
-
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
-        json_array_append_new(arr, row_json(s));
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return map_rc(c->db, rc);
-    }
-    *items = arr;
-    return GI_OK;
-}
-
-/* Runs a statement expected to yield one row, as an object. */
-static int fetch_one(struct conn *c, sqlite3_stmt *s, json_t **out)
-{
-    int rc = sqlite3_step(s);
-    int st = GI_OK;
-
-    if (rc == SQLITE_ROW)
-        *out = row_json(s);
-    else
-        st = rc == SQLITE_DONE ? GI_NOT_FOUND : map_rc(c->db, rc);
-    sqlite3_reset(s);
-    return st;
-}
-
-/* Runs a single-integer query (COUNT). */
-static int fetch_int(struct conn *c, sqlite3_stmt *s, int64_t *out)
-{
-    int rc = sqlite3_step(s);
-    int st = GI_OK;
-
-    if (rc == SQLITE_ROW)
-        *out = sqlite3_column_int64(s, 0);
-    else
-        st = rc == SQLITE_DONE ? GI_NOT_FOUND : map_rc(c->db, rc);
-    sqlite3_reset(s);
-    return st;
-}
-
-/* Runs one statement with at most one integer parameter (name NULL for
- * none) on a borrowed connection and collects its rows. */
 static int collect_with(struct store *st, enum stmt_id id, const char *name, int64_t v,
                         json_t **items)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s = prep(c, id);
-    int rc = GI_INTERNAL;
-
-    if (s) {
-        if (name)
-            bind_int(s, name, v);
-        rc = collect(c, s, items);
-    }
-    conn_put(st, c);
-    return rc;
-}
-
-/* Appends an audit row inside the caller's transaction. */
-static int audit(struct conn *c, const char *actor, const char *action, const char *entity,
-                 int64_t id, const json_t *before, const json_t *after)
-{
-    sqlite3_stmt *s = prep(c, ST_AUDIT_ADD);
-    if (!s)
-        return GI_INTERNAL;
-    bind_int(s, ":at", gi_now());
-    bind_text(s, ":actor", actor);
-    bind_text(s, ":action", action);
-    bind_text(s, ":entity", entity);
-    bind_int(s, ":eid", id);
-    bind_json(s, ":before", before);
-    bind_json(s, ":after", after);
-    return exec_done(c, s);
-}
-
-/* ---- open, migrate, close ---- */
-
-static int migrate(struct conn *c)
-{
-    int64_t have = 0;
-    sqlite3_stmt *s = NULL;
-    int rc;
-
-    rc = sqlite3_exec(c->db, "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)",
-                      NULL, NULL, NULL);
-    if (rc != SQLITE_OK)
-        return map_rc(c->db, rc);
-    rc = sqlite3_prepare_v2(c->db, "SELECT COALESCE(MAX(version), 0) FROM schema_version", -1, &s,
-                            NULL);
-    if (rc != SQLITE_OK)
-        return map_rc(c->db, rc);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        have = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-
-    for (const struct gi_embedded *m = gi_migrations; m->name; m++) {
-        int64_t v = strtoll(m->name, NULL, 10); /* names start with their number */
-        char *err = NULL;
-        if (v <= have)
-            continue;
-        rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_exec(c->db, (const char *)m->data, NULL, NULL, &err);
-        if (rc == SQLITE_OK) {
-            sqlite3_stmt *ins = NULL;
-            rc = sqlite3_prepare_v2(c->db, "INSERT INTO schema_version (version) VALUES (?)", -1,
-                                    &ins, NULL);
-            if (rc == SQLITE_OK) {
-                sqlite3_bind_int64(ins, 1, v);
-                rc = sqlite3_step(ins) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-            }
-            sqlite3_finalize(ins);
-        }
-        if (rc == SQLITE_OK)
-            rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-            gi_error("migration %s failed: %s", m->name, err ? err : sqlite3_errmsg(c->db));
-            sqlite3_free(err);
-            sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-            return GI_INTERNAL;
-        }
-        gi_info("applied migration %s", m->name);
-    }
-    return GI_OK;
-}
-
-int store_open(const char *path, int conns, struct store **out)
-{
-    struct store *st = calloc(1, sizeof *st);
-    int rc = GI_OK;
-
-    if (st == NULL)
-        return GI_INTERNAL;
-    if (conns < 1)
-        conns = 1;
-    pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->cv, NULL);
-    pthread_mutex_init(&st->writer_mu, NULL);
-    st->conns = calloc((size_t)conns, sizeof *st->conns);
-    if (st->conns == NULL) {
-        free(st);
-        return GI_INTERNAL;
-    }
-    for (int i = 0; i < conns; i++) {
-        st->n = i + 1;
-        st->conns[i].writer_mu = &st->writer_mu;
-        rc = conn_open(path, &st->conns[i]);
-        if (rc != GI_OK)
-            goto cleanup;
-        if (i == 0 && (rc = migrate(&st->conns[0])) != GI_OK)
-            goto cleanup;
-    }
-    *out = st;
-    return GI_OK;
-cleanup:
-    store_close(st);
-    return rc;
-}
-
-void store_close(struct store *st)
-{
-    if (st == NULL)
-        return;
-    for (int i = 0; i < st->n; i++)
-        conn_close(&st->conns[i]);
-    free(st->conns);
-    pthread_mutex_destroy(&st->mu);
-    pthread_cond_destroy(&st->cv);
-    pthread_mutex_destroy(&st->writer_mu);
-    free(st);
-}
-
-int store_schema_version(struct store *st, int64_t *out)
-{
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(c->db, "SELECT MAX(version) FROM schema_version", -1, &s, NULL);
-    int status = rc == SQLITE_OK ? fetch_int(c, s, out) : map_rc(c->db, rc);
-    sqlite3_finalize(s);
-    conn_put(st, c);
-    return status;
+    return db_collect_with(st, stmt_sql[id], name, v, items);
 }
 
 /* ---- credentials ---- */
@@ -850,29 +403,29 @@ int store_schema_version(struct store *st, int64_t *out)
 int store_token_create(struct store *st, const char *actor, const char *name, enum gi_role role,
                        const char *hash, int64_t *id_out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *after = NULL;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_TOKEN_ADD)))
         goto cleanup;
-    bind_text(s, ":name", name);
-    bind_text(s, ":role", gi_role_name(role));
-    bind_text(s, ":hash", hash);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_text(s, ":name", name);
+    db_bind_text(s, ":role", gi_role_name(role));
+    db_bind_text(s, ":hash", hash);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     *id_out = sqlite3_last_insert_rowid(c->db);
     after = json_pack("{s:s, s:s}", "name", name, "role", gi_role_name(role));
-    rc = audit(c, actor, "create", "token", *id_out, NULL, after);
+    rc = db_audit(c, actor, "create", "token", *id_out, NULL, after);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     json_decref(after);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -889,17 +442,17 @@ int store_token_ensure(struct store *st, const char *name, enum gi_role role, co
 
 int store_token_auth(struct store *st, const char *hash, struct gi_principal *out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_TOKEN_BY_HASH);
     int64_t now = gi_now(), id = 0, last = 0;
     int rc = GI_INTERNAL, step;
 
     if (!s)
         goto cleanup;
-    bind_text(s, ":hash", hash);
+    db_bind_text(s, ":hash", hash);
     step = sqlite3_step(s);
     if (step != SQLITE_ROW) {
-        rc = step == SQLITE_DONE ? GI_NOT_FOUND : map_rc(c->db, step);
+        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
         sqlite3_reset(s);
         goto cleanup;
     }
@@ -916,13 +469,13 @@ int store_token_auth(struct store *st, const char *hash, struct gi_principal *ou
     sqlite3_reset(s);
     /* Record use at most once a minute so reads stay reads. */
     if (rc == GI_OK && now - last >= 60 && (s = prep(c, ST_TOKEN_TOUCH)) != NULL) {
-        bind_int(s, ":now", now);
-        bind_int(s, ":id", id);
-        if (exec_done(c, s) != GI_OK)
+        db_bind_int(s, ":now", now);
+        db_bind_int(s, ":id", id);
+        if (db_exec_done(c, s) != GI_OK)
             gi_warn("could not record use of token %lld", (long long)id);
     }
 cleanup:
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -933,18 +486,18 @@ int store_token_list(struct store *st, json_t **items)
 
 int store_token_revoke(struct store *st, const char *actor, int64_t id)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL, *after = NULL;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_TOKEN_GET)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    if ((rc = fetch_one(c, s, &before)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    if ((rc = db_fetch_one(c, s, &before)) != GI_OK)
         goto cleanup;
     if (!json_is_null(json_object_get(before, "revoked_at"))) {
         rc = GI_CONFLICT;
@@ -953,9 +506,9 @@ int store_token_revoke(struct store *st, const char *actor, int64_t id)
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_TOKEN_REVOKE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     after = json_deep_copy(before);
     {
@@ -963,81 +516,81 @@ int store_token_revoke(struct store *st, const char *actor, int64_t id)
         gi_time_format(gi_now(), ts, sizeof ts);
         json_object_set_new(after, "revoked_at", json_string(ts));
     }
-    rc = audit(c, actor, "revoke", "token", id, before, after);
+    rc = db_audit(c, actor, "revoke", "token", id, before, after);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     json_decref(before);
     json_decref(after);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_user_set(struct store *st, const char *name, enum gi_role role, const char *pwhash)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_USER_UPSERT);
     int rc = GI_INTERNAL;
 
     if (s) {
-        bind_text(s, ":name", name);
-        bind_text(s, ":role", gi_role_name(role));
-        bind_text(s, ":hash", pwhash);
-        bind_int(s, ":now", gi_now());
-        rc = exec_done(c, s);
+        db_bind_text(s, ":name", name);
+        db_bind_text(s, ":role", gi_role_name(role));
+        db_bind_text(s, ":hash", pwhash);
+        db_bind_int(s, ":now", gi_now());
+        rc = db_exec_done(c, s);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_user_get(struct store *st, const char *name, int64_t *id, enum gi_role *role,
                    char *pwhash, size_t len)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_USER_GET);
     int rc = GI_INTERNAL, step;
 
     if (s) {
-        bind_text(s, ":name", name);
+        db_bind_text(s, ":name", name);
         step = sqlite3_step(s);
         if (step == SQLITE_ROW) {
             *id = sqlite3_column_int64(s, 0);
             rc = gi_role_parse((const char *)sqlite3_column_text(s, 1), role);
             gi_strlcpy(pwhash, (const char *)sqlite3_column_text(s, 2), len);
         } else {
-            rc = step == SQLITE_DONE ? GI_NOT_FOUND : map_rc(c->db, step);
+            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
         }
         sqlite3_reset(s);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_session_create(struct store *st, const char *hash, int64_t user_id, int64_t expires_at)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_SESSION_ADD);
     int rc = GI_INTERNAL;
 
     if (s) {
-        bind_text(s, ":hash", hash);
-        bind_int(s, ":uid", user_id);
-        bind_int(s, ":now", gi_now());
-        bind_int(s, ":exp", expires_at);
-        rc = exec_done(c, s);
+        db_bind_text(s, ":hash", hash);
+        db_bind_int(s, ":uid", user_id);
+        db_bind_int(s, ":now", gi_now());
+        db_bind_int(s, ":exp", expires_at);
+        rc = db_exec_done(c, s);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_session_auth(struct store *st, const char *hash, struct gi_principal *out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_SESSION_AUTH);
     int rc = GI_INTERNAL, step;
 
     if (s) {
-        bind_text(s, ":hash", hash);
-        bind_int(s, ":now", gi_now());
+        db_bind_text(s, ":hash", hash);
+        db_bind_int(s, ":now", gi_now());
         step = sqlite3_step(s);
         if (step == SQLITE_ROW) {
             gi_strlcpy(out->name, (const char *)sqlite3_column_text(s, 0), sizeof out->name);
@@ -1045,55 +598,26 @@ int store_session_auth(struct store *st, const char *hash, struct gi_principal *
             out->token_id = 0;
             out->source_id = 0;
         } else {
-            rc = step == SQLITE_DONE ? GI_NOT_FOUND : map_rc(c->db, step);
+            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
         }
         sqlite3_reset(s);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_session_delete(struct store *st, const char *hash)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_SESSION_DEL);
     int rc = GI_INTERNAL;
 
     if (s) {
-        bind_text(s, ":hash", hash);
-        bind_int(s, ":now", gi_now());
-        rc = exec_done(c, s);
+        db_bind_text(s, ":hash", hash);
+        db_bind_int(s, ":now", gi_now());
+        rc = db_exec_done(c, s);
     }
-    conn_put(st, c);
-    return rc;
-}
-
-/* Binds one list's filters to a statement (count or page). */
-typedef void (*filter_binder)(sqlite3_stmt *s, const void *filter);
-
-/* A list page and its total: the count and the page statement get the
- * same filter bindings, in one read transaction so they agree. */
-static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, filter_binder bind,
-                     const void *filter, const struct store_page *pg, json_t **items,
-                     int64_t *total)
-{
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s;
-    int rc = GI_INTERNAL;
-
-    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-    for (int pass = 0; pass < 2; pass++) {
-        if (!(s = prep(c, pass == 0 ? count : list)))
-            goto cleanup;
-        bind(s, filter);
-        bind_page(s, pg);
-        rc = pass == 0 ? fetch_int(c, s, total) : collect(c, s, items);
-        if (rc != GI_OK)
-            goto cleanup;
-    }
-cleanup:
-    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1102,9 +626,9 @@ cleanup:
 static void bind_audit_filter(sqlite3_stmt *s, const void *filter)
 {
     const struct store_audit_filter *f = filter;
-    bind_text(s, ":entity", f->entity);
-    bind_int(s, ":eid", f->entity_id);
-    bind_text(s, ":actor", f->actor);
+    db_bind_text(s, ":entity", f->entity);
+    db_bind_int(s, ":eid", f->entity_id);
+    db_bind_text(s, ":actor", f->actor);
 }
 
 int store_audit_list(struct store *st, const struct store_audit_filter *f,
@@ -1120,16 +644,16 @@ static int dc_get(struct conn *c, int64_t id, json_t **out)
     sqlite3_stmt *s = prep(c, ST_DC_GET);
     if (!s)
         return GI_INTERNAL;
-    bind_int(s, ":id", id);
-    return fetch_one(c, s, out);
+    db_bind_int(s, ":id", id);
+    return db_fetch_one(c, s, out);
 }
 
 int store_dc_create(struct store *st, const char *actor, const struct store_dc *in, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     int64_t id;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc != GI_OK)
@@ -1137,27 +661,27 @@ int store_dc_create(struct store *st, const char *actor, const struct store_dc *
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_DC_ADD)))
         goto cleanup;
-    bind_text(s, ":name", in->name);
-    bind_text(s, ":location", in->location ? in->location : "");
-    bind_int(s, ":rows", in->rows < 0 ? 0 : in->rows);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_text(s, ":name", in->name);
+    db_bind_text(s, ":location", in->location ? in->location : "");
+    db_bind_int(s, ":rows", in->rows < 0 ? 0 : in->rows);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     id = sqlite3_last_insert_rowid(c->db);
     if ((rc = dc_get(c, id, out)) != GI_OK)
         goto cleanup;
-    rc = audit(c, actor, "create", "datacenter", id, NULL, *out);
+    rc = db_audit(c, actor, "create", "datacenter", id, NULL, *out);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
-static void bind_dc_filter(sqlite3_stmt *s, const void *q) { bind_like(s, ":q", q); }
+static void bind_dc_filter(sqlite3_stmt *s, const void *q) { db_bind_like(s, ":q", q); }
 
 int store_dc_list(struct store *st, const char *q, const struct store_page *pg, json_t **items,
                   int64_t *total)
@@ -1168,19 +692,19 @@ int store_dc_list(struct store *st, const char *q, const struct store_page *pg, 
 
 int store_dc_get(struct store *st, int64_t id, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     int rc = dc_get(c, id, out);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_dc_update(struct store *st, const char *actor, int64_t id, const struct store_dc *in,
                     json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc != GI_OK)
@@ -1190,24 +714,24 @@ int store_dc_update(struct store *st, const char *actor, int64_t id, const struc
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_DC_UPDATE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    bind_text(s, ":name", in->name);
-    bind_text(s, ":location", in->location);
-    bind_int(s, ":rows", in->rows);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_text(s, ":name", in->name);
+    db_bind_text(s, ":location", in->location);
+    db_bind_int(s, ":rows", in->rows);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     if ((rc = dc_get(c, id, out)) != GI_OK)
         goto cleanup;
-    rc = audit(c, actor, "update", "datacenter", id, before, *out);
+    rc = db_audit(c, actor, "update", "datacenter", id, before, *out);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
     }
     json_decref(before);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1223,7 +747,7 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
 
     if (!s)
         return GI_INTERNAL;
-    bind_int(s, ":id", id);
+    db_bind_int(s, ":id", id);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(s, 0);
         const char *state = (const char *)sqlite3_column_text(s, 1);
@@ -1242,7 +766,7 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
     }
     sqlite3_reset(s);
     if (step != SQLITE_DONE)
-        return map_rc(c->db, step);
+        return db_map_rc(c->db, step);
     *out = json_pack("{s:I, s:I, s:I, s:I, s:I}", "servers", n[0], "vms", n[1], "storages", n[2],
                      "switches", n[3], "infiniband", n[4]);
     if (gpus)
@@ -1253,13 +777,13 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
 
 int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **counts)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL, *cnt = NULL;
     json_int_t total = 0;
     const char *k;
     json_t *v;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     if (rc != GI_OK)
         goto cleanup;
@@ -1276,35 +800,35 @@ int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force,
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_DC_DELETE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     json_object_set(before, "deleted_resources", cnt);
-    rc = audit(c, actor, "delete", "datacenter", id, before, NULL);
+    rc = db_audit(c, actor, "delete", "datacenter", id, before, NULL);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (counts)
         *counts = cnt;
     else
         json_decref(cnt);
     json_decref(before);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_dc_overview(struct store *st, int64_t id, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *dc = NULL, *cnt = NULL, *gpus = NULL;
     int rc = GI_INTERNAL;
 
     /* One read transaction so counts and GPU totals agree. */
-    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+    db_read_begin(c);
     if (!(s = prep(c, ST_DC_BASIC)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    if ((rc = fetch_one(c, s, &dc)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    if ((rc = db_fetch_one(c, s, &dc)) != GI_OK)
         goto cleanup;
     if ((rc = dc_counts(c, id, &cnt, &gpus)) != GI_OK)
         goto cleanup;
@@ -1315,25 +839,25 @@ int store_dc_overview(struct store *st, int64_t id, json_t **out)
     cnt = gpus = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
 cleanup:
-    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    db_read_end(c);
     json_decref(dc);
     json_decref(cnt);
     json_decref(gpus);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_dc_id_by_name(struct store *st, const char *name, int64_t *id)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_DC_BY_NAME);
     int rc = GI_INTERNAL;
 
     if (s) {
-        bind_text(s, ":name", name);
-        rc = fetch_int(c, s, id);
+        db_bind_text(s, ":name", name);
+        rc = db_fetch_int(c, s, id);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1344,30 +868,30 @@ static int res_get(struct conn *c, int64_t id, json_t **out)
     sqlite3_stmt *s = prep(c, ST_RES_GET);
     if (!s)
         return GI_INTERNAL;
-    bind_int(s, ":id", id);
-    return fetch_one(c, s, out);
+    db_bind_int(s, ":id", id);
+    return db_fetch_one(c, s, out);
 }
 
 static void bind_resource(sqlite3_stmt *s, const struct store_resource *in)
 {
-    bind_int(s, ":dc", in->datacenter_id);
-    bind_text(s, ":kind", in->kind);
-    bind_text(s, ":name", in->name);
-    bind_text(s, ":state", in->state ? in->state : "available");
-    bind_text(s, ":tenant", in->tenant);
-    bind_text(s, ":project", in->project);
-    bind_text(s, ":gpu_model", in->gpu_model);
-    bind_int(s, ":gpu_count", in->gpu_count);
+    db_bind_int(s, ":dc", in->datacenter_id);
+    db_bind_text(s, ":kind", in->kind);
+    db_bind_text(s, ":name", in->name);
+    db_bind_text(s, ":state", in->state ? in->state : "available");
+    db_bind_text(s, ":tenant", in->tenant);
+    db_bind_text(s, ":project", in->project);
+    db_bind_text(s, ":gpu_model", in->gpu_model);
+    db_bind_int(s, ":gpu_count", in->gpu_count);
     /* Both columns are NOT NULL: no attributes or metadata is "{}". */
     if (in->attrs)
-        bind_json(s, ":attrs", in->attrs);
+        db_bind_json(s, ":attrs", in->attrs);
     else
-        bind_text(s, ":attrs", "{}");
+        db_bind_text(s, ":attrs", "{}");
     if (in->metadata)
-        bind_json(s, ":metadata", in->metadata);
+        db_bind_json(s, ":metadata", in->metadata);
     else
-        bind_text(s, ":metadata", "{}");
-    bind_int(s, ":now", gi_now());
+        db_bind_text(s, ":metadata", "{}");
+    db_bind_int(s, ":now", gi_now());
 }
 
 /* Inserts one resource (and an allocation interval when it starts held)
@@ -1381,60 +905,76 @@ static int res_insert(struct conn *c, const char *actor, const struct store_reso
     if (!s)
         return GI_INTERNAL;
     bind_resource(s, in);
-    if ((rc = exec_done(c, s)) != GI_OK)
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     *id = sqlite3_last_insert_rowid(c->db);
+    if ((rc = links_server_changed(c, actor, *id)) != GI_OK)
+        return rc;
     if (in->state && strcmp(in->state, "in_use") == 0 && in->tenant) {
         if (!(s = prep(c, ST_ALLOC_OPEN)))
             return GI_INTERNAL;
-        bind_int(s, ":id", *id);
-        bind_text(s, ":tenant", in->tenant);
-        bind_text(s, ":project", in->project);
-        bind_text(s, ":actor", actor);
-        bind_int(s, ":now", gi_now());
-        if ((rc = exec_done(c, s)) != GI_OK)
+        db_bind_int(s, ":id", *id);
+        db_bind_text(s, ":tenant", in->tenant);
+        db_bind_text(s, ":project", in->project);
+        db_bind_text(s, ":actor", actor);
+        db_bind_int(s, ":now", gi_now());
+        if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
     }
     if ((rc = res_get(c, *id, after)) != GI_OK)
         return rc;
-    return audit(c, actor, "create", "resource", *id, NULL, *after);
+    return db_audit(c, actor, "create", "resource", *id, NULL, *after);
 }
 
 int store_res_create(struct store *st, const char *actor, const struct store_resource *in,
                      json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     int64_t id;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc == GI_OK)
         rc = res_insert(c, actor, in, &id, out);
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
-                     size_t n, size_t *bad_index)
+                     size_t n, bool dry_run, int *row_status)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     int64_t id;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c), failed = GI_OK;
 
+    /* A constraint failure undoes only its statement, so the transaction
+     * goes on and every row's conflict is found. */
     for (size_t i = 0; rc == GI_OK && i < n; i++) {
         json_t *after = NULL;
-        rc = res_insert(c, actor, &rows[i], &id, &after);
+        int one = res_insert(c, actor, &rows[i], &id, &after);
         json_decref(after);
-        if (rc != GI_OK)
-            *bad_index = i;
+        row_status[i] = one;
+        if (one == GI_CONFLICT || one == GI_NOT_FOUND) {
+            if (failed == GI_OK)
+                failed = one;
+        } else {
+            rc = one;
+        }
     }
-    rc = tx_end(c, rc);
-    conn_put(st, c);
+    if (rc == GI_OK)
+        rc = failed;
+    /* A rehearsal runs every insert and constraint, then undoes them
+     * (db_tx_end rolls back for any status but GI_OK). */
+    if (rc == GI_OK && dry_run)
+        db_tx_end(c, GI_CONFLICT);
+    else
+        rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1468,14 +1008,14 @@ static int collect_text(struct conn *c, sqlite3_stmt *s, char **buf, size_t *len
         (*rows)++;
     }
     sqlite3_reset(s);
-    return rc == SQLITE_DONE ? GI_OK : map_rc(c->db, rc);
+    return rc == SQLITE_DONE ? GI_OK : db_map_rc(c->db, rc);
 }
 
 int store_res_list_text(struct store *st, const struct store_res_filter *f,
                         const struct store_page *pg, char **items, size_t *len, size_t *rows,
                         int64_t *total)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     /* Pick the variant whose WHERE prefix lets the planner use an index. */
     int variant = f->datacenter_id && f->kind ? 0 : f->datacenter_id ? 1 : f->kind ? 2 : 3;
     int order = !pg->sort ? 0 : pg->desc ? 2 : 1;
@@ -1490,30 +1030,30 @@ int store_res_list_text(struct store *st, const struct store_res_filter *f,
 
     *items = NULL;
     *len = *rows = 0;
-    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+    db_read_begin(c);
     for (int pass = 0; pass < 2; pass++) {
         if (!(s = prep(c, pass == 0 ? count : list)))
             goto cleanup;
-        bind_int(s, ":dc", f->datacenter_id);
-        bind_text(s, ":kind", f->kind);
-        bind_text(s, ":state", f->state);
-        bind_text(s, ":tenant", f->tenant);
-        bind_text(s, ":project", f->project);
-        bind_like(s, ":q", f->q);
-        bind_page(s, pg);
-        rc = pass == 0 ? fetch_int(c, s, total) : collect_text(c, s, items, len, &cap, rows);
+        db_bind_int(s, ":dc", f->datacenter_id);
+        db_bind_text(s, ":kind", f->kind);
+        db_bind_text(s, ":state", f->state);
+        db_bind_text(s, ":tenant", f->tenant);
+        db_bind_text(s, ":project", f->project);
+        db_bind_like(s, ":q", f->q);
+        db_bind_page(s, pg);
+        rc = pass == 0 ? db_fetch_int(c, s, total) : collect_text(c, s, items, len, &cap, rows);
         if (rc != GI_OK)
             goto cleanup;
     }
     if (*items == NULL && (*items = calloc(1, 1)) == NULL)
         rc = GI_INTERNAL;
 cleanup:
-    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    db_read_end(c);
     if (rc != GI_OK) {
         free(*items);
         *items = NULL;
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1544,31 +1084,31 @@ int store_res_list(struct store *st, const struct store_res_filter *f, const str
 
 int store_res_get(struct store *st, int64_t id, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     int rc = res_get(c, id, out);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t *datacenter_id)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_RES_KIND);
     int rc = GI_INTERNAL, step;
 
     if (s) {
-        bind_int(s, ":id", id);
+        db_bind_int(s, ":id", id);
         step = sqlite3_step(s);
         if (step == SQLITE_ROW) {
             gi_strlcpy(kind, (const char *)sqlite3_column_text(s, 0), len);
             *datacenter_id = sqlite3_column_int64(s, 1);
             rc = GI_OK;
         } else {
-            rc = step == SQLITE_DONE ? GI_NOT_FOUND : map_rc(c->db, step);
+            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
         }
         sqlite3_reset(s);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1586,19 +1126,19 @@ static int alloc_track(struct conn *c, const char *actor, int64_t id, const char
     if (was && !now_held) {
         if (!(s = prep(c, ST_ALLOC_CLOSE)))
             return GI_INTERNAL;
-        bind_int(s, ":id", id);
-        bind_int(s, ":now", gi_now());
-        return exec_done(c, s);
+        db_bind_int(s, ":id", id);
+        db_bind_int(s, ":now", gi_now());
+        return db_exec_done(c, s);
     }
     if (!was && now_held) {
         if (!(s = prep(c, ST_ALLOC_OPEN)))
             return GI_INTERNAL;
-        bind_int(s, ":id", id);
-        bind_text(s, ":tenant", in->tenant ? in->tenant : "");
-        bind_text(s, ":project", in->project);
-        bind_text(s, ":actor", actor);
-        bind_int(s, ":now", gi_now());
-        rc = exec_done(c, s);
+        db_bind_int(s, ":id", id);
+        db_bind_text(s, ":tenant", in->tenant ? in->tenant : "");
+        db_bind_text(s, ":project", in->project);
+        db_bind_text(s, ":actor", actor);
+        db_bind_int(s, ":now", gi_now());
+        rc = db_exec_done(c, s);
         return rc;
     }
     return GI_OK;
@@ -1607,10 +1147,10 @@ static int alloc_track(struct conn *c, const char *actor, int64_t id, const char
 int store_res_update(struct store *st, const char *actor, int64_t id, int64_t version,
                      const struct store_resource *in, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc != GI_OK)
@@ -1621,9 +1161,9 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
     if (!(s = prep(c, ST_RES_UPDATE)))
         goto cleanup;
     bind_resource(s, in);
-    bind_int(s, ":id", id);
-    bind_int(s, ":version", version);
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":version", version);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     if (sqlite3_changes(c->db) != 1) {
         rc = GI_CONFLICT;
@@ -1632,27 +1172,29 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
     rc = alloc_track(c, actor, id, json_string_value(json_object_get(before, "state")), in);
     if (rc != GI_OK)
         goto cleanup;
+    if ((rc = links_server_changed(c, actor, id)) != GI_OK)
+        goto cleanup;
     if ((rc = res_get(c, id, out)) != GI_OK)
         goto cleanup;
-    rc = audit(c, actor, "update", "resource", id, before, *out);
+    rc = db_audit(c, actor, "update", "resource", id, before, *out);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
     }
     json_decref(before);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_res_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **held)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL;
     const char *state;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     if (held)
         *held = NULL;
@@ -1669,17 +1211,19 @@ int store_res_delete(struct store *st, const char *actor, int64_t id, bool force
             *held = json_incref(before);
         goto cleanup;
     }
+    if ((rc = links_server_removing(c, actor, id)) != GI_OK)
+        goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_RES_DELETE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
-    rc = audit(c, actor, "delete", "resource", id, before, NULL);
+    rc = db_audit(c, actor, "delete", "resource", id, before, NULL);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     json_decref(before);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1697,11 +1241,11 @@ static int res_allocate(struct conn *c, const char *actor, int64_t id, const cha
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_RES_ALLOC)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    bind_text(s, ":tenant", tenant);
-    bind_text(s, ":project", project);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_text(s, ":tenant", tenant);
+    db_bind_text(s, ":project", project);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     if (sqlite3_changes(c->db) != 1) {
         rc = GI_CONFLICT;
@@ -1710,16 +1254,16 @@ static int res_allocate(struct conn *c, const char *actor, int64_t id, const cha
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_ALLOC_OPEN)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    bind_text(s, ":tenant", tenant);
-    bind_text(s, ":project", project);
-    bind_text(s, ":actor", actor);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_text(s, ":tenant", tenant);
+    db_bind_text(s, ":project", project);
+    db_bind_text(s, ":actor", actor);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     if ((rc = res_get(c, id, after)) != GI_OK)
         goto cleanup;
-    rc = audit(c, actor, "allocate", "resource", id, before, *after);
+    rc = db_audit(c, actor, "allocate", "resource", id, before, *after);
 cleanup:
     json_decref(before);
     return rc;
@@ -1728,27 +1272,27 @@ cleanup:
 int store_res_allocate(struct store *st, const char *actor, int64_t id, const char *tenant,
                        const char *project, json_t **out)
 {
-    struct conn *c = conn_get(st);
-    int rc = tx_begin(c);
+    struct conn *c = db_conn_get(st);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc == GI_OK)
         rc = res_allocate(c, actor, id, tenant, project, out);
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_res_release(struct store *st, const char *actor, int64_t id, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc != GI_OK)
@@ -1758,9 +1302,9 @@ int store_res_release(struct store *st, const char *actor, int64_t id, json_t **
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_RES_RELEASE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     if (sqlite3_changes(c->db) != 1) {
         rc = GI_CONFLICT;
@@ -1769,21 +1313,21 @@ int store_res_release(struct store *st, const char *actor, int64_t id, json_t **
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_ALLOC_CLOSE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     if ((rc = res_get(c, id, out)) != GI_OK)
         goto cleanup;
-    rc = audit(c, actor, "release", "resource", id, before, *out);
+    rc = db_audit(c, actor, "release", "resource", id, before, *out);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
     }
     json_decref(before);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1795,12 +1339,12 @@ int store_res_allocations(struct store *st, int64_t id, json_t **items)
 int store_alloc_bulk(struct store *st, const char *actor, const struct store_alloc_req *req,
                      json_t **items, int64_t *available)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     int64_t ids[1000];
     int64_t n = 0;
     json_t *arr = json_array();
-    int rc = tx_begin(c), step = SQLITE_DONE;
+    int rc = db_tx_begin(c), step = SQLITE_DONE;
 
     *items = NULL;
     *available = 0;
@@ -1809,16 +1353,16 @@ int store_alloc_bulk(struct store *st, const char *actor, const struct store_all
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_ALLOC_FIND)))
         goto cleanup;
-    bind_int(s, ":dc", req->datacenter_id);
-    bind_text(s, ":kind", req->kind);
-    bind_int(s, ":min_gpus", req->min_gpus);
-    bind_text(s, ":gpu_model", req->gpu_model);
-    bind_int(s, ":limit", req->count < 1000 ? req->count : 1000);
+    db_bind_int(s, ":dc", req->datacenter_id);
+    db_bind_text(s, ":kind", req->kind);
+    db_bind_int(s, ":min_gpus", req->min_gpus);
+    db_bind_text(s, ":gpu_model", req->gpu_model);
+    db_bind_int(s, ":limit", req->count < 1000 ? req->count : 1000);
     while (n < 1000 && (step = sqlite3_step(s)) == SQLITE_ROW)
         ids[n++] = sqlite3_column_int64(s, 0);
     sqlite3_reset(s);
     if (step != SQLITE_ROW && step != SQLITE_DONE) {
-        rc = map_rc(c->db, step);
+        rc = db_map_rc(c->db, step);
         goto cleanup;
     }
     *available = n;
@@ -1834,89 +1378,76 @@ int store_alloc_bulk(struct store *st, const char *actor, const struct store_all
     }
     rc = GI_OK;
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc == GI_OK) {
         *items = arr;
         arr = NULL;
     }
     json_decref(arr);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 /* ---- GPU discovery ---- */
 
-/* Binds a double, NAN as NULL. */
-static void bind_dbl(sqlite3_stmt *s, const char *name, double v)
+/* Finds or creates the source `name` of `kind` on c (inside the caller's
+ * transaction, if any): GI_CONFLICT when the name belongs to a source of
+ * another kind. */
+static int source_ensure(struct conn *c, const char *name, const char *kind, const char *team,
+                         const char *env, const char *cluster, int64_t *id)
 {
-    int i = sqlite3_bind_parameter_index(s, name);
-    if (i == 0)
-        return;
-    if (isnan(v))
-        sqlite3_bind_null(s, i);
-    else
-        sqlite3_bind_double(s, i, v);
-}
+    sqlite3_stmt *s;
+    int rc = GI_INTERNAL, step;
 
-/* Binds an optional counter, negative as NULL. */
-static void bind_opt_int(sqlite3_stmt *s, const char *name, int64_t v)
-{
-    int i = sqlite3_bind_parameter_index(s, name);
-    if (i == 0)
-        return;
-    if (v < 0)
-        sqlite3_bind_null(s, i);
-    else
-        sqlite3_bind_int64(s, i, v);
-}
-
-/* Binds a string, "" as NULL. */
-static void bind_opt_text(sqlite3_stmt *s, const char *name, const char *v)
-{
-    bind_text(s, name, v && *v ? v : NULL);
+    if (!(s = prep(c, ST_SOURCE_GET)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        const char *have = (const char *)sqlite3_column_text(s, 1);
+        *id = sqlite3_column_int64(s, 0);
+        rc = have && strcmp(have, kind) == 0 ? GI_OK : GI_CONFLICT;
+    } else {
+        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+    }
+    sqlite3_reset(s);
+    if (rc != GI_NOT_FOUND)
+        return rc;
+    if (!(s = prep(c, ST_SOURCE_ADD)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    db_bind_text(s, ":kind", kind);
+    db_bind_opt_text(s, ":team", team);
+    db_bind_opt_text(s, ":env", env);
+    db_bind_opt_text(s, ":cluster", cluster);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) == GI_OK)
+        *id = sqlite3_last_insert_rowid(c->db);
+    return rc;
 }
 
 int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
                         const char *env, const char *cluster, int64_t *id)
 {
-    struct conn *c = conn_get(st);
-    sqlite3_stmt *s;
-    int rc = GI_INTERNAL;
+    struct conn *c = db_conn_get(st);
+    int rc = source_ensure(c, name, kind, team, env, cluster, id);
 
-    if (!(s = prep(c, ST_SOURCE_GET)))
-        goto cleanup;
-    bind_text(s, ":name", name);
-    rc = fetch_int(c, s, id);
-    if (rc != GI_NOT_FOUND)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_SOURCE_ADD)))
-        goto cleanup;
-    bind_text(s, ":name", name);
-    bind_text(s, ":kind", kind);
-    bind_opt_text(s, ":team", team);
-    bind_opt_text(s, ":env", env);
-    bind_opt_text(s, ":cluster", cluster);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) == GI_OK)
-        *id = sqlite3_last_insert_rowid(c->db);
-cleanup:
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_TOKEN_SOURCE);
     int rc = GI_INTERNAL;
 
     if (s) {
-        bind_int(s, ":id", token_id);
-        bind_int(s, ":sid", source_id);
-        rc = exec_done(c, s);
+        db_bind_int(s, ":id", token_id);
+        db_bind_int(s, ":sid", source_id);
+        rc = db_exec_done(c, s);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1928,12 +1459,12 @@ static int gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *
     int rc = GI_INTERNAL;
 
     if (s) {
-        bind_text(s, ":uuid", uuid);
-        bind_int(s, ":now", gi_now());
-        bind_text(s, ":kind", kind);
-        bind_json(s, ":detail", detail);
-        bind_int(s, ":sid", sid);
-        rc = exec_done(c, s);
+        db_bind_text(s, ":uuid", uuid);
+        db_bind_int(s, ":now", gi_now());
+        db_bind_text(s, ":kind", kind);
+        db_bind_json(s, ":detail", detail);
+        db_bind_int(s, ":sid", sid);
+        rc = db_exec_done(c, s);
     }
     json_decref(detail);
     return rc;
@@ -1946,14 +1477,14 @@ static int ingest_host(struct conn *c, int64_t sid, const struct gi_host_obs *h,
 {
     sqlite3_stmt *s;
     int64_t dc = 0;
-    char shortname[GI_HOST_LEN];
+    char shortname[GI_HOST_LEN], ident[3][GI_HOST_LEN];
     int rc, step;
 
     if (h->datacenter[0]) {
         if (!(s = prep(c, ST_DC_BY_NAME)))
             return GI_INTERNAL;
-        bind_text(s, ":name", h->datacenter);
-        rc = fetch_int(c, s, &dc);
+        db_bind_text(s, ":name", h->datacenter);
+        rc = db_fetch_int(c, s, &dc);
         if (rc != GI_OK && rc != GI_NOT_FOUND)
             return rc;
     }
@@ -1962,29 +1493,40 @@ static int ingest_host(struct conn *c, int64_t sid, const struct gi_host_obs *h,
         shortname[strcspn(shortname, ".")] = '\0';
         if (!(s = prep(c, ST_HOST_DC)))
             return GI_INTERNAL;
-        bind_text(s, ":host", h->hostname);
-        bind_text(s, ":short", shortname);
-        rc = fetch_int(c, s, &dc);
+        db_bind_text(s, ":host", h->hostname);
+        db_bind_text(s, ":short", shortname);
+        rc = db_fetch_int(c, s, &dc);
         if (rc != GI_OK && rc != GI_NOT_FOUND)
             return rc;
     }
     if (!(s = prep(c, ST_HOST_UPSERT)))
         return GI_INTERNAL;
-    bind_text(s, ":host", h->hostname);
-    bind_opt_text(s, ":mid", h->machine_id);
-    bind_opt_text(s, ":serial", h->serial);
-    bind_opt_text(s, ":cluster", h->cluster[0] ? h->cluster : cluster);
+    db_bind_text(s, ":host", h->hostname);
+    db_bind_opt_text(s, ":mid", h->machine_id);
+    db_bind_opt_text(s, ":serial", h->serial);
+    db_bind_opt_text(s, ":cluster", h->cluster[0] ? h->cluster : cluster);
     if (dc)
-        bind_int(s, ":dc", dc);
+        db_bind_int(s, ":dc", dc);
     else
-        bind_text(s, ":dc", NULL);
-    bind_int(s, ":sid", sid);
-    bind_int(s, ":now", gi_now());
+        db_bind_text(s, ":dc", NULL);
+    db_bind_int(s, ":sid", sid);
+    db_bind_int(s, ":now", gi_now());
     step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
-        *host_id = sqlite3_column_int64(s, 0);
+    if (step != SQLITE_ROW) {
+        sqlite3_reset(s);
+        return db_map_rc(c->db, step);
+    }
+    *host_id = sqlite3_column_int64(s, 0);
+    gi_strlcpy(ident[0], (const char *)sqlite3_column_text(s, 1), sizeof ident[0]);
+    for (int i = 1; i < 3; i++)
+        gi_strlcpy(ident[i],
+                   sqlite3_column_type(s, i + 1) == SQLITE_NULL
+                       ? ""
+                       : (const char *)sqlite3_column_text(s, i + 1),
+                   sizeof ident[i]);
     sqlite3_reset(s);
-    return step == SQLITE_ROW ? GI_OK : map_rc(c->db, step);
+    /* The stored identity (after merging) decides whether to re-match. */
+    return links_host_seen(c, *host_id, ident[0], ident[1], ident[2]);
 }
 
 /* Records which source set one identity field; skips absent values. */
@@ -1996,12 +1538,12 @@ static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field
         return GI_OK;
     if (!(s = prep(c, ST_PROV_SET)))
         return GI_INTERNAL;
-    bind_text(s, ":uuid", uuid);
-    bind_text(s, ":field", field);
-    bind_text(s, ":value", v);
-    bind_int(s, ":sid", sid);
-    bind_int(s, ":now", gi_now());
-    return exec_done(c, s);
+    db_bind_text(s, ":uuid", uuid);
+    db_bind_text(s, ":field", field);
+    db_bind_text(s, ":value", v);
+    db_bind_int(s, ":sid", sid);
+    db_bind_int(s, ":now", gi_now());
+    return db_exec_done(c, s);
 }
 
 /* Upserts one GPU with provenance and identity events. */
@@ -2026,15 +1568,15 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     snprintf(made_up, sizeof made_up, "MIG-%.80s/%d", g->parent_uuid, g->mig_instance);
     if (!(s = prep(c, ST_MIG_OTHER)))
         return GI_INTERNAL;
-    bind_text(s, ":parent", g->parent_uuid);
-    bind_int(s, ":inst", g->mig_instance);
-    bind_text(s, ":uuid", g->uuid);
+    db_bind_text(s, ":parent", g->parent_uuid);
+    db_bind_int(s, ":inst", g->mig_instance);
+    db_bind_text(s, ":uuid", g->uuid);
     step = sqlite3_step(s);
     if (step == SQLITE_ROW)
         gi_strlcpy(other, (const char *)sqlite3_column_text(s, 0), sizeof other);
     sqlite3_reset(s);
     if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return map_rc(c->db, step);
+        return db_map_rc(c->db, step);
     if (other[0] == '\0')
         return GI_OK;
     if (strcmp(g->uuid, made_up) == 0) {
@@ -2045,15 +1587,15 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
         return GI_OK; /* two real UUIDs: leave both */
     if (!(s = prep(c, ST_GPU_EXISTS)))
         return GI_INTERNAL;
-    bind_text(s, ":uuid", g->uuid);
-    if ((rc = fetch_int(c, s, &n)) != GI_OK || n > 0)
+    db_bind_text(s, ":uuid", g->uuid);
+    if ((rc = db_fetch_int(c, s, &n)) != GI_OK || n > 0)
         return rc;
     for (size_t i = 0; i < sizeof renames / sizeof *renames; i++) {
         if (!(s = prep(c, renames[i])))
             return GI_INTERNAL;
-        bind_text(s, ":to", g->uuid);
-        bind_text(s, ":from", made_up);
-        if ((rc = exec_done(c, s)) != GI_OK)
+        db_bind_text(s, ":to", g->uuid);
+        db_bind_text(s, ":from", made_up);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
     }
     return GI_OK;
@@ -2076,7 +1618,7 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
     if (!(s = prep(c, ST_GPU_IDENT)))
         return GI_INTERNAL;
-    bind_text(s, ":uuid", g->uuid);
+    db_bind_text(s, ":uuid", g->uuid);
     step = sqlite3_step(s);
     if (step == SQLITE_ROW) {
         known = true;
@@ -2088,7 +1630,7 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     }
     sqlite3_reset(s);
     if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return map_rc(c->db, step);
+        return db_map_rc(c->db, step);
 
     if (known && old_host != 0 && old_host != host_id) {
         rc = gpu_event(c, sid, g->uuid, "host_changed",
@@ -2100,8 +1642,8 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     if (g->serial[0]) {
         if (!(s = prep(c, ST_GPU_SERIAL_OTHER)))
             return GI_INTERNAL;
-        bind_text(s, ":serial", g->serial);
-        bind_text(s, ":uuid", g->uuid);
+        db_bind_text(s, ":serial", g->serial);
+        db_bind_text(s, ":uuid", g->uuid);
         step = sqlite3_step(s);
         if (step == SQLITE_ROW) {
             char other[GI_UUID_LEN];
@@ -2115,7 +1657,7 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
         } else {
             sqlite3_reset(s);
             if (step != SQLITE_DONE)
-                return map_rc(c->db, step);
+                return db_map_rc(c->db, step);
         }
         if (known && old_serial[0] && strcmp(old_serial, g->serial) != 0) {
             rc = gpu_event(c, sid, g->uuid, "serial_changed",
@@ -2134,33 +1676,33 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
 
     if (!(s = prep(c, ST_GPU_UPSERT)))
         return GI_INTERNAL;
-    bind_text(s, ":uuid", g->uuid);
-    bind_opt_text(s, ":parent", g->parent_uuid);
-    bind_int(s, ":host", host_id);
-    bind_opt_int(s, ":idx", g->index);
-    bind_text(s, ":vendor", vendors[g->vendor]);
-    bind_opt_text(s, ":model", g->name);
-    bind_opt_text(s, ":serial", g->serial);
-    bind_opt_text(s, ":bus", g->pci_bus_id);
-    bind_dbl(s, ":mem", g->memory_total_mib);
-    bind_opt_text(s, ":driver", g->driver);
-    bind_opt_text(s, ":vbios", g->vbios);
-    bind_opt_int(s, ":mig", g->mig_mode);
-    bind_opt_text(s, ":profile", g->mig_profile);
-    bind_opt_int(s, ":inst", g->mig_instance);
-    bind_opt_text(s, ":team", g->team[0] ? g->team : defaults[0]);
-    bind_opt_text(s, ":env", g->env[0] ? g->env : defaults[1]);
-    bind_opt_text(s, ":team_set", g->team);
-    bind_opt_text(s, ":env_set", g->env);
-    bind_opt_text(s, ":cluster", defaults[2]);
-    bind_int(s, ":sid", sid);
-    bind_int(s, ":now", gi_now());
+    db_bind_text(s, ":uuid", g->uuid);
+    db_bind_opt_text(s, ":parent", g->parent_uuid);
+    db_bind_int(s, ":host", host_id);
+    db_bind_opt_int(s, ":idx", g->index);
+    db_bind_text(s, ":vendor", vendors[g->vendor]);
+    db_bind_opt_text(s, ":model", g->name);
+    db_bind_opt_text(s, ":serial", g->serial);
+    db_bind_opt_text(s, ":bus", g->pci_bus_id);
+    db_bind_dbl(s, ":mem", g->memory_total_mib);
+    db_bind_opt_text(s, ":driver", g->driver);
+    db_bind_opt_text(s, ":vbios", g->vbios);
+    db_bind_opt_int(s, ":mig", g->mig_mode);
+    db_bind_opt_text(s, ":profile", g->mig_profile);
+    db_bind_opt_int(s, ":inst", g->mig_instance);
+    db_bind_opt_text(s, ":team", g->team[0] ? g->team : defaults[0]);
+    db_bind_opt_text(s, ":env", g->env[0] ? g->env : defaults[1]);
+    db_bind_opt_text(s, ":team_set", g->team);
+    db_bind_opt_text(s, ":env_set", g->env);
+    db_bind_opt_text(s, ":cluster", defaults[2]);
+    db_bind_int(s, ":sid", sid);
+    db_bind_int(s, ":now", gi_now());
     step = sqlite3_step(s);
     if (step == SQLITE_ROW)
         *gpu_id = sqlite3_column_int64(s, 0);
     sqlite3_reset(s);
     if (step != SQLITE_ROW)
-        return map_rc(c->db, step);
+        return db_map_rc(c->db, step);
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
     if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
@@ -2207,7 +1749,7 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
         json_decref(gone);
         return GI_INTERNAL;
     }
-    bind_int(s, ":host", host_id);
+    db_bind_int(s, ":host", host_id);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         const char *u = (const char *)sqlite3_column_text(s, 0);
         bool present = false;
@@ -2218,7 +1760,7 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
     }
     sqlite3_reset(s);
     if (step != SQLITE_DONE)
-        rc = map_rc(c->db, step);
+        rc = db_map_rc(c->db, step);
     json_array_foreach(gone, i, v) {
         if (rc != GI_OK)
             break;
@@ -2226,9 +1768,9 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
             rc = GI_INTERNAL;
             break;
         }
-        bind_text(s, ":uuid", json_string_value(v));
-        bind_int(s, ":now", gi_now());
-        if ((rc = exec_done(c, s)) == GI_OK)
+        db_bind_text(s, ":uuid", json_string_value(v));
+        db_bind_int(s, ":now", gi_now());
+        if ((rc = db_exec_done(c, s)) == GI_OK)
             rc = gpu_event(c, sid, json_string_value(v), "missing_from_host",
                            json_pack("{s:s}", "batch_id", b->batch_id));
         (*events)++;
@@ -2283,7 +1825,7 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
         rc = sqlite3_step(s);
         sqlite3_reset(s);
         if (rc != SQLITE_DONE)
-            return map_rc(c->db, rc);
+            return db_map_rc(c->db, rc);
         *stored += sqlite3_changes(c->db);
     }
     /* The newest sample of each GPU in the batch updates its record. */
@@ -2293,16 +1835,16 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
             continue;
         if (!(s = prep(c, ST_GPU_LATEST)))
             return GI_INTERNAL;
-        bind_int(s, ":ts", best->ts);
-        bind_int(s, ":gid", refs[k].id);
-        bind_dbl(s, ":ua", best->util_avg);
-        bind_dbl(s, ":mem", best->mem_used_mib);
-        bind_dbl(s, ":pw", best->power_avg_w);
-        bind_dbl(s, ":temp", best->temp_c);
-        bind_opt_int(s, ":ecc_c", best->ecc_corrected);
-        bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
-        bind_opt_int(s, ":xid", best->xid);
-        if ((rc = exec_done(c, s)) != GI_OK)
+        db_bind_int(s, ":ts", best->ts);
+        db_bind_int(s, ":gid", refs[k].id);
+        db_bind_dbl(s, ":ua", best->util_avg);
+        db_bind_dbl(s, ":mem", best->mem_used_mib);
+        db_bind_dbl(s, ":pw", best->power_avg_w);
+        db_bind_dbl(s, ":temp", best->temp_c);
+        db_bind_opt_int(s, ":ecc_c", best->ecc_corrected);
+        db_bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
+        db_bind_opt_int(s, ":xid", best->xid);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
     }
     return GI_OK;
@@ -2331,19 +1873,19 @@ static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, s
         const struct gi_proc_obs *p = &b->set.procs[i];
         if (!(s = prep(c, ST_PROC_ADD)))
             return GI_INTERNAL;
-        bind_int(s, ":ts", p->ts_ms > 0 ? p->ts_ms / 1000 : newest);
-        bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
-        bind_int(s, ":pid", p->pid);
-        bind_opt_text(s, ":name", p->name);
-        bind_opt_text(s, ":user", p->user);
-        bind_opt_int(s, ":uid", p->uid);
-        bind_opt_text(s, ":container", p->container);
-        bind_opt_text(s, ":pod_uid", p->pod_uid);
-        bind_opt_text(s, ":pod", p->pod);
-        bind_opt_text(s, ":ns", p->namespace_);
-        bind_dbl(s, ":mem", p->used_mib);
-        bind_int(s, ":sid", sid);
-        if ((rc = exec_done(c, s)) != GI_OK)
+        db_bind_int(s, ":ts", p->ts_ms > 0 ? p->ts_ms / 1000 : newest);
+        db_bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
+        db_bind_int(s, ":pid", p->pid);
+        db_bind_opt_text(s, ":name", p->name);
+        db_bind_opt_text(s, ":user", p->user);
+        db_bind_opt_int(s, ":uid", p->uid);
+        db_bind_opt_text(s, ":container", p->container);
+        db_bind_opt_text(s, ":pod_uid", p->pod_uid);
+        db_bind_opt_text(s, ":pod", p->pod);
+        db_bind_opt_text(s, ":ns", p->namespace_);
+        db_bind_dbl(s, ":mem", p->used_mib);
+        db_bind_int(s, ":sid", sid);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
         *stored += sqlite3_changes(c->db);
     }
@@ -2362,13 +1904,13 @@ static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b, st
         const struct gi_pod_obs *p = &b->set.pods[i];
         if (!(s = prep(c, ST_POD_ADD)))
             return GI_INTERNAL;
-        bind_int(s, ":ts", newest);
-        bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
-        bind_text(s, ":ns", p->namespace_);
-        bind_text(s, ":pod", p->pod);
-        bind_opt_text(s, ":container", p->container);
-        bind_int(s, ":sid", sid);
-        if ((rc = exec_done(c, s)) != GI_OK)
+        db_bind_int(s, ":ts", newest);
+        db_bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
+        db_bind_text(s, ":ns", p->namespace_);
+        db_bind_text(s, ":pod", p->pod);
+        db_bind_opt_text(s, ":container", p->container);
+        db_bind_int(s, ":sid", sid);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
     }
     return GI_OK;
@@ -2387,11 +1929,11 @@ static int ingest_one(struct conn *c, int64_t source_id, const struct gi_batch *
     memset(res, 0, sizeof *res);
     if (refs == NULL || !(s = prep(c, ST_BATCH_ADD)))
         goto cleanup;
-    bind_int(s, ":sid", source_id);
-    bind_text(s, ":bid", b->batch_id);
-    bind_int(s, ":now", gi_now());
-    bind_int(s, ":n", (int64_t)b->nsamples);
-    rc = exec_done(c, s);
+    db_bind_int(s, ":sid", source_id);
+    db_bind_text(s, ":bid", b->batch_id);
+    db_bind_int(s, ":now", gi_now());
+    db_bind_int(s, ":n", (int64_t)b->nsamples);
+    rc = db_exec_done(c, s);
     if (rc == GI_CONFLICT) {
         /* Only this statement failed; the transaction goes on. */
         res->duplicate = true;
@@ -2424,22 +1966,19 @@ cleanup:
     return rc;
 }
 
-int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
-                      struct store_ingest_result *res)
+/* Applies n batches inside the caller's write transaction on c. */
+static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_batch *b, size_t n,
+                          struct store_ingest_result *res)
 {
-    struct conn *c = conn_get(st);
     sqlite3_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     const char *defaults[3] = {team, env, cluster};
-    int64_t gpus = 0;
-    int rc = tx_begin(c), step;
+    int rc, step;
 
-    if (rc != GI_OK)
-        goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_DEFAULTS)))
         goto cleanup;
-    bind_int(s, ":id", source_id);
+    db_bind_int(s, ":id", source_id);
     step = sqlite3_step(s);
     if (step == SQLITE_ROW) {
         for (int i = 0; i < 3; i++)
@@ -2449,21 +1988,51 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
     }
     sqlite3_reset(s);
     rc = GI_OK;
-    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+    for (size_t i = 0; i < n && rc == GI_OK; i++)
         rc = ingest_one(c, source_id, &b[i], defaults, &res[i]);
-        gpus += res[i].gpus;
-    }
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_OK)))
         goto cleanup;
-    bind_int(s, ":now", gi_now());
-    bind_int(s, ":id", source_id);
-    rc = exec_done(c, s);
+    db_bind_int(s, ":now", gi_now());
+    db_bind_int(s, ":id", source_id);
+    rc = db_exec_done(c, s);
 cleanup:
-    rc = tx_end(c, rc);
-    conn_put(st, c);
+    return rc;
+}
+
+int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
+                      struct store_ingest_result *res)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK)
+        rc = ingest_many_tx(c, source_id, b, n, res);
+    rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_ingest_as(struct store *st, const char *name, const char *kind, const struct gi_batch *b,
+                    size_t n, bool dry_run, struct store_ingest_result *res)
+{
+    struct conn *c = db_conn_get(st);
+    int64_t sid = 0;
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK)
+        rc = source_ensure(c, name, kind, NULL, NULL, NULL, &sid);
+    if (rc == GI_OK)
+        rc = ingest_many_tx(c, sid, b, n, res);
+    /* A rehearsal runs every statement and constraint, then undoes them
+     * (db_tx_end rolls back for any status but GI_OK). */
+    if (rc == GI_OK && dry_run)
+        db_tx_end(c, GI_CONFLICT);
+    else
+        rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -2476,15 +2045,15 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
 static void bind_gpu_filter(sqlite3_stmt *s, const void *filter)
 {
     const struct store_gpu_filter *f = filter;
-    bind_text(s, ":host", f->host);
-    bind_text(s, ":cluster", f->cluster);
-    bind_text(s, ":model", f->model);
-    bind_int(s, ":dc", f->datacenter_id);
-    bind_int(s, ":sid", f->source_id);
-    bind_int(s, ":stale_f", f->stale);
-    bind_int(s, ":stale", f->stale_before);
-    bind_like(s, ":q", f->q);
-    bind_text(s, ":gstate", f->state);
+    db_bind_text(s, ":host", f->host);
+    db_bind_text(s, ":cluster", f->cluster);
+    db_bind_text(s, ":model", f->model);
+    db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_int(s, ":sid", f->source_id);
+    db_bind_int(s, ":stale_f", f->stale);
+    db_bind_int(s, ":stale", f->stale_before);
+    db_bind_like(s, ":q", f->q);
+    db_bind_text(s, ":gstate", f->state);
 }
 
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
@@ -2502,34 +2071,37 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
     } parts[] = {{ST_GPU_PROV, "provenance"}, {ST_GPU_PROCS, "processes"},
                  {ST_GPU_PODS, "pods"},       {ST_GPU_NODE_PODS, "node_pods"},
                  {ST_GPU_EVENTS, "events"},   {ST_GPU_CHILDREN, "mig_instances"}};
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *g = NULL, *arr;
     int rc = GI_INTERNAL;
 
     *out = NULL;
-    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+    db_read_begin(c);
     if (!(s = prep(c, ST_GPU_GET)))
         goto cleanup;
-    bind_text(s, ":uuid", uuid);
-    bind_int(s, ":stale", stale_before);
-    if ((rc = fetch_one(c, s, &g)) != GI_OK)
+    db_bind_text(s, ":uuid", uuid);
+    db_bind_int(s, ":stale", stale_before);
+    if ((rc = db_fetch_one(c, s, &g)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
         rc = GI_INTERNAL;
         if (!(s = prep(c, parts[i].id)))
             goto cleanup;
-        bind_text(s, ":uuid", uuid);
-        if ((rc = collect(c, s, &arr)) != GI_OK)
+        db_bind_text(s, ":uuid", uuid);
+        if ((rc = db_collect(c, s, &arr)) != GI_OK)
             goto cleanup;
         json_object_set_new(g, parts[i].key, arr);
     }
+    if ((rc = links_gpu_resource(c, uuid, &arr)) != GI_OK)
+        goto cleanup;
+    json_object_set_new(g, "resource", arr);
     *out = g;
     g = NULL;
 cleanup:
-    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    db_read_end(c);
     json_decref(g);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -2543,9 +2115,9 @@ static int src_get(struct conn *c, int64_t id, int64_t stale_before, json_t **ou
     sqlite3_stmt *s = prep(c, ST_SRC_GET);
     if (!s)
         return GI_INTERNAL;
-    bind_int(s, ":id", id);
-    bind_int(s, ":stale", stale_before);
-    return fetch_one(c, s, out);
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":stale", stale_before);
+    return db_fetch_one(c, s, out);
 }
 
 /* Audit rows for sources never carry their config (it may hold secrets). */
@@ -2560,11 +2132,11 @@ static json_t *src_audit_view(const json_t *src)
 int store_source_create(struct store *st, const char *actor, const struct store_source *in,
                         json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *view = NULL;
     int64_t id;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc != GI_OK)
@@ -2572,48 +2144,48 @@ int store_source_create(struct store *st, const char *actor, const struct store_
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SRC_ADD)))
         goto cleanup;
-    bind_text(s, ":name", in->name);
-    bind_text(s, ":kind", in->kind);
-    bind_json(s, ":config", in->config);
-    bind_opt_text(s, ":team", in->team);
-    bind_opt_text(s, ":env", in->env);
-    bind_opt_text(s, ":cluster", in->cluster);
-    bind_int(s, ":interval", in->interval_s < 0 ? 300 : in->interval_s);
-    bind_int(s, ":enabled", in->enabled < 0 ? 1 : in->enabled);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_text(s, ":name", in->name);
+    db_bind_text(s, ":kind", in->kind);
+    db_bind_json(s, ":config", in->config);
+    db_bind_opt_text(s, ":team", in->team);
+    db_bind_opt_text(s, ":env", in->env);
+    db_bind_opt_text(s, ":cluster", in->cluster);
+    db_bind_int(s, ":interval", in->interval_s < 0 ? 300 : in->interval_s);
+    db_bind_int(s, ":enabled", in->enabled < 0 ? 1 : in->enabled);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     id = sqlite3_last_insert_rowid(c->db);
     if ((rc = src_get(c, id, 0, out)) != GI_OK)
         goto cleanup;
     view = src_audit_view(*out);
-    rc = audit(c, actor, "create", "source", id, NULL, view);
+    rc = db_audit(c, actor, "create", "source", id, NULL, view);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
     }
     json_decref(view);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_source_get(struct store *st, int64_t id, int64_t stale_before, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     int rc = src_get(c, id, stale_before, out);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_source_update(struct store *st, const char *actor, int64_t id,
                         const struct store_source *in, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL, *bv = NULL, *av = NULL;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     *out = NULL;
     if (rc != GI_OK)
@@ -2623,24 +2195,24 @@ int store_source_update(struct store *st, const char *actor, int64_t id,
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SRC_UPDATE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    bind_text(s, ":name", in->name);
-    bind_json(s, ":config", in->config);
-    bind_text(s, ":team", in->team);
-    bind_text(s, ":env", in->env);
-    bind_text(s, ":cluster", in->cluster);
-    bind_int(s, ":interval", in->interval_s);
-    bind_int(s, ":enabled", in->enabled);
-    bind_int(s, ":now", gi_now());
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    db_bind_text(s, ":name", in->name);
+    db_bind_json(s, ":config", in->config);
+    db_bind_text(s, ":team", in->team);
+    db_bind_text(s, ":env", in->env);
+    db_bind_text(s, ":cluster", in->cluster);
+    db_bind_int(s, ":interval", in->interval_s);
+    db_bind_int(s, ":enabled", in->enabled);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     if ((rc = src_get(c, id, 0, out)) != GI_OK)
         goto cleanup;
     bv = src_audit_view(before);
     av = src_audit_view(*out);
-    rc = audit(c, actor, "update", "source", id, bv, av);
+    rc = db_audit(c, actor, "update", "source", id, bv, av);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     if (rc != GI_OK && *out) {
         json_decref(*out);
         *out = NULL;
@@ -2648,16 +2220,16 @@ cleanup:
     json_decref(before);
     json_decref(bv);
     json_decref(av);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_source_delete(struct store *st, const char *actor, int64_t id)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL, *bv = NULL;
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     if (rc != GI_OK)
         goto cleanup;
@@ -2666,16 +2238,16 @@ int store_source_delete(struct store *st, const char *actor, int64_t id)
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SRC_DELETE)))
         goto cleanup;
-    bind_int(s, ":id", id);
-    if ((rc = exec_done(c, s)) != GI_OK)
+    db_bind_int(s, ":id", id);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     bv = src_audit_view(before);
-    rc = audit(c, actor, "delete", "source", id, bv, NULL);
+    rc = db_audit(c, actor, "delete", "source", id, bv, NULL);
 cleanup:
-    rc = tx_end(c, rc);
+    rc = db_tx_end(c, rc);
     json_decref(before);
     json_decref(bv);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -2686,49 +2258,49 @@ int store_source_due(struct store *st, int64_t now, json_t **items)
 
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_SRC_RECORD);
     int rc = GI_INTERNAL;
 
     if (s) {
-        bind_int(s, ":id", id);
-        bind_text(s, ":err", error);
-        bind_int(s, ":n", gpus);
-        bind_int(s, ":now", gi_now());
-        rc = exec_done(c, s);
+        db_bind_int(s, ":id", id);
+        db_bind_text(s, ":err", error);
+        db_bind_int(s, ":n", gpus);
+        db_bind_int(s, ":now", gi_now());
+        rc = db_exec_done(c, s);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
 int store_metrics(struct store *st, int64_t stale_before, json_t **out)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *gpus = NULL, *sources = NULL;
     int rc = GI_INTERNAL;
 
     *out = NULL;
-    sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+    db_read_begin(c);
     if (!(s = prep(c, ST_METRICS_GPUS)))
         goto cleanup;
-    bind_int(s, ":stale", stale_before);
-    if ((rc = fetch_one(c, s, &gpus)) != GI_OK)
+    db_bind_int(s, ":stale", stale_before);
+    if ((rc = db_fetch_one(c, s, &gpus)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_LIST)))
         goto cleanup;
-    bind_int(s, ":stale", stale_before);
-    if ((rc = collect(c, s, &sources)) != GI_OK)
+    db_bind_int(s, ":stale", stale_before);
+    if ((rc = db_collect(c, s, &sources)) != GI_OK)
         goto cleanup;
     *out = json_pack("{s:o, s:o}", "gpus", gpus, "sources", sources);
     gpus = sources = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
 cleanup:
-    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    db_read_end(c);
     json_decref(gpus);
     json_decref(sources);
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -2736,10 +2308,10 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
                    const struct store_k8s_node *nodes, size_t nn, const struct store_k8s_pod *pods,
                    size_t np)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     int64_t now = gi_now();
-    int rc = tx_begin(c);
+    int rc = db_tx_begin(c);
 
     /* Whatever this listing does not mark again is gone. */
     for (int k = 0; rc == GI_OK && k < 2; k++) {
@@ -2747,8 +2319,8 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
             rc = GI_INTERNAL;
             break;
         }
-        bind_int(s, ":sid", source_id);
-        rc = exec_done(c, s);
+        db_bind_int(s, ":sid", source_id);
+        rc = db_exec_done(c, s);
     }
     for (size_t i = 0; rc == GI_OK && i < nn; i++) {
         const struct store_k8s_node *n = &nodes[i];
@@ -2756,36 +2328,36 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
             rc = GI_INTERNAL;
             break;
         }
-        bind_int(s, ":sid", source_id);
-        bind_text(s, ":name", n->name);
-        bind_opt_text(s, ":cluster", cluster);
-        bind_opt_text(s, ":hostname", n->hostname);
-        bind_opt_text(s, ":product", n->product);
-        bind_opt_int(s, ":phys", n->physical_gpus);
-        bind_opt_int(s, ":cap", n->capacity);
-        bind_opt_int(s, ":alloc", n->allocatable);
-        bind_opt_int(s, ":mig", n->mig_devices);
-        bind_opt_text(s, ":sharing", n->sharing);
-        bind_opt_int(s, ":replicas", n->replicas);
-        bind_opt_text(s, ":driver", n->driver);
-        bind_opt_text(s, ":cloud", n->cloud);
-        bind_opt_text(s, ":region", n->region);
-        bind_opt_text(s, ":zone", n->zone);
-        bind_opt_text(s, ":itype", n->instance_type);
-        bind_opt_int(s, ":ready", n->ready);
-        bind_opt_text(s, ":warning", n->warning);
-        bind_int(s, ":now", now);
-        rc = exec_done(c, s);
+        db_bind_int(s, ":sid", source_id);
+        db_bind_text(s, ":name", n->name);
+        db_bind_opt_text(s, ":cluster", cluster);
+        db_bind_opt_text(s, ":hostname", n->hostname);
+        db_bind_opt_text(s, ":product", n->product);
+        db_bind_opt_int(s, ":phys", n->physical_gpus);
+        db_bind_opt_int(s, ":cap", n->capacity);
+        db_bind_opt_int(s, ":alloc", n->allocatable);
+        db_bind_opt_int(s, ":mig", n->mig_devices);
+        db_bind_opt_text(s, ":sharing", n->sharing);
+        db_bind_opt_int(s, ":replicas", n->replicas);
+        db_bind_opt_text(s, ":driver", n->driver);
+        db_bind_opt_text(s, ":cloud", n->cloud);
+        db_bind_opt_text(s, ":region", n->region);
+        db_bind_opt_text(s, ":zone", n->zone);
+        db_bind_opt_text(s, ":itype", n->instance_type);
+        db_bind_opt_int(s, ":ready", n->ready);
+        db_bind_opt_text(s, ":warning", n->warning);
+        db_bind_int(s, ":now", now);
+        rc = db_exec_done(c, s);
         if (rc == GI_OK && cluster && *cluster) {
             for (int k = 0; rc == GI_OK && k < 2; k++) {
                 if (!(s = prep(c, k ? ST_K8S_GPU_CLUSTER : ST_K8S_HOST_CLUSTER))) {
                     rc = GI_INTERNAL;
                     break;
                 }
-                bind_text(s, ":cluster", cluster);
-                bind_text(s, ":name", n->name);
-                bind_text(s, ":hostname", n->hostname ? n->hostname : n->name);
-                rc = exec_done(c, s);
+                db_bind_text(s, ":cluster", cluster);
+                db_bind_text(s, ":name", n->name);
+                db_bind_text(s, ":hostname", n->hostname ? n->hostname : n->name);
+                rc = db_exec_done(c, s);
             }
         }
     }
@@ -2797,62 +2369,62 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
             rc = GI_INTERNAL;
             break;
         }
-        bind_int(s, ":sid", source_id);
-        bind_text(s, ":uid", p->uid);
-        bind_text(s, ":ns", p->ns);
-        bind_text(s, ":name", p->name);
-        bind_opt_text(s, ":node", p->node);
-        bind_opt_text(s, ":phase", p->phase);
-        bind_int(s, ":gpus", p->gpus < 0 ? 0 : p->gpus);
-        bind_int(s, ":mig", p->mig_devices < 0 ? 0 : p->mig_devices);
-        bind_opt_text(s, ":okind", p->owner_kind);
-        bind_opt_text(s, ":oname", p->owner_name);
+        db_bind_int(s, ":sid", source_id);
+        db_bind_text(s, ":uid", p->uid);
+        db_bind_text(s, ":ns", p->ns);
+        db_bind_text(s, ":name", p->name);
+        db_bind_opt_text(s, ":node", p->node);
+        db_bind_opt_text(s, ":phase", p->phase);
+        db_bind_int(s, ":gpus", p->gpus < 0 ? 0 : p->gpus);
+        db_bind_int(s, ":mig", p->mig_devices < 0 ? 0 : p->mig_devices);
+        db_bind_opt_text(s, ":okind", p->owner_kind);
+        db_bind_opt_text(s, ":oname", p->owner_name);
         if (p->labels)
-            bind_json(s, ":labels", p->labels);
+            db_bind_json(s, ":labels", p->labels);
         else
-            bind_text(s, ":labels", "{}");
-        bind_opt_int(s, ":started", p->started_at);
-        bind_int(s, ":now", now);
+            db_bind_text(s, ":labels", "{}");
+        db_bind_opt_int(s, ":started", p->started_at);
+        db_bind_int(s, ":now", now);
         if (done)
-            bind_int(s, ":ended", now);
+            db_bind_int(s, ":ended", now);
         else
-            bind_text(s, ":ended", NULL);
-        rc = exec_done(c, s);
+            db_bind_text(s, ":ended", NULL);
+        rc = db_exec_done(c, s);
     }
     for (int k = 0; rc == GI_OK && k < 2; k++) {
         if (!(s = prep(c, k ? ST_K8S_POD_GONE : ST_K8S_NODE_GONE))) {
             rc = GI_INTERNAL;
             break;
         }
-        bind_int(s, ":sid", source_id);
-        bind_int(s, ":now", now);
-        rc = exec_done(c, s);
+        db_bind_int(s, ":sid", source_id);
+        db_bind_int(s, ":now", now);
+        rc = db_exec_done(c, s);
     }
-    rc = tx_end(c, rc);
-    conn_put(st, c);
+    rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
     return rc;
 }
 
 static void bind_k8s_filter(sqlite3_stmt *s, const void *filter)
 {
     const struct store_k8s_filter *f = filter;
-    bind_text(s, ":cluster", f->cluster);
-    bind_text(s, ":node", f->node);
-    bind_text(s, ":ns", f->ns);
-    bind_int(s, ":active", f->active);
+    db_bind_text(s, ":cluster", f->cluster);
+    db_bind_text(s, ":node", f->node);
+    db_bind_text(s, ":ns", f->ns);
+    db_bind_int(s, ":active", f->active);
 }
 
 int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t **items)
 {
-    struct conn *c = conn_get(st);
+    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = prep(c, ST_K8S_NODES);
     int rc = GI_INTERNAL;
 
     if (s) {
         bind_k8s_filter(s, f);
-        rc = collect(c, s, items);
+        rc = db_collect(c, s, items);
     }
-    conn_put(st, c);
+    db_conn_put(st, c);
     return rc;
 }
 

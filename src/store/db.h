@@ -1,0 +1,109 @@
+/* The store's private layer under every noun file: a pool of SQLite
+ * connections, each with a cache of prepared statements, binders by
+ * parameter name, row readers, transactions and the mapping of database
+ * errors onto the program's status codes. Only src/store/ includes this.
+ *
+ * A statement is named by its SQL text, a compile-time constant of the
+ * noun file that uses it; the cache is keyed by that text's address, so
+ * each noun file keeps its SQL beside its logic. */
+#ifndef GI_STORE_DB_H
+#define GI_STORE_DB_H
+
+#include "store/store.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Statements a connection caches; the store's SQL stays well below. */
+#define DB_STMT_SLOTS 1024
+
+struct db_slot {
+    const char *sql; /* the key: a static string's address */
+    sqlite3_stmt *stmt;
+};
+
+struct conn {
+    sqlite3 *db;
+    struct db_slot slots[DB_STMT_SLOTS];
+    bool busy;
+    bool writing;               /* holds the store's writer lock */
+    pthread_mutex_t *writer_mu; /* the store's; borrowed */
+};
+
+/* Maps an SQLite result code to a program status, logging the unexpected. */
+int db_map_rc(sqlite3 *db, int rc);
+
+/* Borrows a free connection, waiting for one; give it back with
+ * db_conn_put(). */
+struct conn *db_conn_get(struct store *st);
+void db_conn_put(struct store *st, struct conn *c);
+
+/* The connection's cached statement for `sql` (a static string), reset and
+ * with cleared bindings; NULL (logged) if it fails to prepare, which is a
+ * programming error. */
+sqlite3_stmt *db_prep(struct conn *c, const char *sql);
+
+/* Binders by parameter name; a name the statement lacks is skipped so
+ * statement variants can share one binding sequence. */
+void db_bind_text(sqlite3_stmt *s, const char *name, const char *v); /* NULL binds NULL */
+void db_bind_int(sqlite3_stmt *s, const char *name, int64_t v);
+/* NAN binds NULL. */
+void db_bind_dbl(sqlite3_stmt *s, const char *name, double v);
+/* A negative value binds NULL ("unknown"). */
+void db_bind_opt_int(sqlite3_stmt *s, const char *name, int64_t v);
+/* An empty string binds NULL. */
+void db_bind_opt_text(sqlite3_stmt *s, const char *name, const char *v);
+/* A JSON value as compact text with sorted keys; NULL binds NULL. */
+void db_bind_json(sqlite3_stmt *s, const char *name, const json_t *v);
+/* :limit, :offset and :sort of a page (pg may be NULL: the first 100). */
+void db_bind_page(sqlite3_stmt *s, const struct store_page *pg);
+/* Binds `q` as a LIKE pattern (ESCAPE '!') matching it as a substring;
+ * NULL or empty binds NULL. */
+void db_bind_like(sqlite3_stmt *s, const char *name, const char *q);
+
+/* Steps a statement expected to finish without rows. */
+int db_exec_done(struct conn *c, sqlite3_stmt *s);
+/* Prepares and runs one parameterless statement. */
+int db_simple(struct conn *c, const char *sql);
+
+/* Takes the store's writer lock and begins an immediate transaction. */
+int db_tx_begin(struct conn *c);
+/* Commits when st is GI_OK, else rolls back; releases the writer lock and
+ * returns the final status. */
+int db_tx_end(struct conn *c, int st);
+/* A read transaction, so that several statements see one snapshot. */
+void db_read_begin(struct conn *c);
+void db_read_end(struct conn *c);
+
+/* The current row as an object: `at` and *_at integers become RFC 3339,
+ * `attrs` text is merged into the object, and columns holding JSON text
+ * (metadata, before, after, detail, config, labels, and any name ending
+ * in _json) are parsed. Caller owns the result. */
+json_t *db_row_json(sqlite3_stmt *s);
+/* Runs a statement and collects every row as an object into a new array. */
+int db_collect(struct conn *c, sqlite3_stmt *s, json_t **items);
+/* One row as an object; GI_NOT_FOUND when there is none. */
+int db_fetch_one(struct conn *c, sqlite3_stmt *s, json_t **out);
+/* A single-integer query (COUNT, an id); GI_NOT_FOUND when no row. */
+int db_fetch_int(struct conn *c, sqlite3_stmt *s, int64_t *out);
+/* Runs one statement with at most one integer parameter (name NULL for
+ * none) on a borrowed connection and collects its rows. */
+int db_collect_with(struct store *st, const char *sql, const char *name, int64_t v, json_t **items);
+
+/* Binds one list's filters to a statement (count or page). */
+typedef void (*db_filter_binder)(sqlite3_stmt *s, const void *filter);
+/* A list page and its total: the count and the page statement get the
+ * same filter bindings, in one read transaction so they agree. */
+int db_list_page(struct store *st, const char *count_sql, const char *list_sql,
+                 db_filter_binder bind, const void *filter, const struct store_page *pg,
+                 json_t **items, int64_t *total);
+
+/* Appends an audit row inside the caller's transaction (before/after
+ * borrowed, may be NULL). */
+int db_audit(struct conn *c, const char *actor, const char *action, const char *entity, int64_t id,
+             const json_t *before, const json_t *after);
+
+#endif
