@@ -91,7 +91,7 @@ test('declared GPUs are shown beside the discovered ones, or the page says none 
   const declared = await page.locator('[data-testid=gpus-declared]').textContent();
   assert.match(declared, new RegExp(`${r.gpu_count} × ${r.gpu_model.replace(/[()]/g, '.')}`));
   const found = page.locator('[data-testid=gpus-discovered]');
-  if (!r.discovered) {
+  if (!r.discovered || !(r.discovered.hosts || []).length) {
     assert.equal((await page.locator('[data-testid=no-discovered]').textContent()).trim(),
       'No discovered host is linked to this server.');
     assert.equal(await page.locator('[data-testid=gpus] a[href^="#/gpus/"]').count(), 0, 'no GPU is made up');

@@ -42,7 +42,10 @@ function valueText(v) {
 
 /** The declared GPUs beside those discovered on the linked host(s). */
 function gpuPanel(r, kind) {
-  const d = r.discovered && typeof r.discovered === 'object' ? r.discovered : null;
+  // A server with no discovered host linked (no member, or one without hosts)
+  // says so; nothing is made up.
+  const d = r.discovered && typeof r.discovered === 'object' && Array.isArray(r.discovered.hosts) &&
+    r.discovered.hosts.length ? r.discovered : null;
   const declared = h('div', { class: 'gpu-stat', 'data-testid': 'gpus-declared' },
     h('span', { class: 'gpu-stat-label', text: 'Declared in the inventory' }),
     h('span', { class: 'gpu-stat-value res-gpu-line', text: gpuLine(r.gpu_count, r.gpu_model) }),
