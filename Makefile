@@ -12,8 +12,13 @@ build: deps
 	cmake --build build -j $(JOBS)
 
 # Starts gpuinv with a demo fleet on its embedded SQLite database, and
-# simulated GPU hosts that report through the real agent.
-run: build
+# simulated GPU hosts that report through the real agent. Installs and
+# builds only what that needs: gpuinv, gpuinv-agent and the stand-in NVML
+# (no browser, Prometheus, cmocka or test targets).
+run:
+	@scripts/deps.sh --run
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build -j $(JOBS) --target gpuinv gpuinv-agent fake_nvml
 	@LISTEN=$(LISTEN) scripts/demo.sh
 
 # Builds with AddressSanitizer + UndefinedBehaviorSanitizer and runs every test.

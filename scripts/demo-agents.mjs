@@ -6,12 +6,20 @@
 // A few cases disagree with the inventory on purpose, so the Drift page has
 // something to show: one server reports 6 of its 8 GPUs, one available
 // server is busy, and one host is in no inventory at all.
-// Usage: node scripts/demo-agents.mjs URL ADMIN_TOKEN BUILD_DIR WORK_DIR [HOSTS]
+// Usage: GPUINV_DEMO_TOKEN=ADMIN_TOKEN node scripts/demo-agents.mjs URL BUILD_DIR WORK_DIR [HOSTS]
+// No token is ever an argument (of this script or of an agent), so none
+// shows in `ps`: the admin token comes in the environment, and each agent
+// reads its pusher token from a file only this user can read.
 import { spawn } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-const [url, adminToken, buildDir, workDir, hostsArg] = process.argv.slice(2);
+const [url, buildDir, workDir, hostsArg] = process.argv.slice(2);
+const adminToken = process.env.GPUINV_DEMO_TOKEN;
+if (!url || !buildDir || !workDir || !adminToken) {
+  console.error('usage: GPUINV_DEMO_TOKEN=TOKEN node scripts/demo-agents.mjs URL BUILD_DIR WORK_DIR [HOSTS]');
+  process.exit(2);
+}
 const hosts = Number(hostsArg || 12);
 const H = { Authorization: 'Bearer ' + adminToken, 'Content-Type': 'application/json' };
 
@@ -36,16 +44,25 @@ const procs = [];
 mkdirSync(workDir, { recursive: true });
 const log = openSync(path.join(workDir, 'agents.log'), 'a');
 // One pusher token per owning team: a source's labels become its GPUs' defaults.
+// Each token is written to WORK_DIR/token-TEAM (mode 0600); the map holds its path.
 const tokens = new Map();
 async function tokenFor(s) {
   const team = s.tenant || 'platform';
   if (!tokens.has(team)) {
     const env = team === 'platform' ? 'dev' : 'prod';
-    tokens.set(team, (await call('POST', '/api/v1/tokens', { name: `demo-agents-${team}`, role: 'pusher', source: `agents-${team}`, team, env, cluster: s.name.slice(0, 4) })).token);
+    const made = await call('POST', '/api/v1/tokens', { name: `demo-agents-${team}`, role: 'pusher', source: `agents-${team}`, team, env, cluster: s.name.slice(0, 4) });
+    const file = path.join(workDir, `token-${team.replace(/[^A-Za-z0-9_-]/g, '_')}`);
+    writeFileSync(file, `${made.token}\n`, { mode: 0o600 });
+    chmodSync(file, 0o600); // a file left by an earlier run keeps its old mode otherwise
+    tokens.set(team, file);
   }
   return tokens.get(team);
 }
 for (const s of picked) await tokenFor(s);
+// The agents get neither the admin token nor a token of the caller's.
+const agentEnv = { ...process.env };
+delete agentEnv.GPUINV_DEMO_TOKEN;
+delete agentEnv.GPUINV_TOKEN;
 
 // A host the inventory does not know, reporting under an existing team.
 if (picked.length > 0)
@@ -87,11 +104,11 @@ picked.forEach((s, h) => {
   const cfg = path.join(workDir, `${s.name}.json`);
   writeFileSync(cfg, JSON.stringify({ driver: '550.54.15', gpus }, null, 1));
   const spool = path.join(workDir, `${s.name}.spool`);
-  const child = spawn(path.join(buildDir, 'gpuinv-agent'), ['--server', url, '--token', tokens.get(s.tenant || 'platform'),
+  const child = spawn(path.join(buildDir, 'gpuinv-agent'), ['--server', url, '--token-file', tokens.get(s.tenant || 'platform'),
     '--nvml', path.join(buildDir, 'fake-nvml', 'libnvidia-ml.so.1'), '--hostname', s.name,
     '--datacenter', s.datacenter, '--cluster', `${s.name.slice(0, 4)}-gpu`, '--spool', spool, '--interval', '5', '--push-interval', '15',
     '--root', fakeRoot(s, h)],
-  { env: { ...process.env, FAKE_NVML_CONFIG: cfg }, stdio: ['ignore', 'ignore', log] });
+  { env: { ...agentEnv, FAKE_NVML_CONFIG: cfg }, stdio: ['ignore', 'ignore', log] });
   procs.push(child);
 });
 console.log(`gpuinv: ${procs.length} simulated GPU hosts report through the real agent (log: ${path.join(workDir, 'agents.log')})`);

@@ -21,9 +21,14 @@ trap cleanup EXIT INT TERM
 for _ in $(seq 100); do grep -q listening "$dir/serve.out" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$dir/serve.out")
 [ -n "$url" ] || { echo "gpuinv did not start"; exit 1; }
-node scripts/demo-agents.mjs "$url" "$token" build "$dir/agents" "${DEMO_HOSTS:-12}" &
+# Tokens travel in the environment and in private files, never on a command
+# line, where `ps` would show them to every user of the machine.
+GPUINV_DEMO_TOKEN="$token" node scripts/demo-agents.mjs "$url" build "$dir/agents" "${DEMO_HOSTS:-12}" &
 agents=$!
 echo "gpuinv: dashboard at $url/"
 echo "gpuinv: sign in as user 'admin' with password '$(cat "$dir/admin-password")'"
-echo "gpuinv: (the password is kept in $dir/admin-password; Ctrl-C stops)"
+echo "gpuinv: (the password is kept in $dir/admin-password)"
+echo "gpuinv: press Ctrl-C to stop the server and the simulated hosts. $dir keeps the"
+echo "gpuinv: database, the password, and the agents' logs, spools and token files;"
+echo "gpuinv: the next 'make run' reuses them, 'rm -rf $dir' starts afresh."
 wait "$server"

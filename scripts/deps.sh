@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of gpuinv on Debian 12.
-# Idempotent: installs only what is missing. Usage: scripts/deps.sh [--bench]
+# Installs the dependencies of gpuinv on Debian 12. Idempotent: installs
+# only what is missing.
+# Usage: scripts/deps.sh          build and test (make test): everything
+#        scripts/deps.sh --run    only what building and running the demo needs (make run):
+#                                 no browser, Prometheus, cmocka or npm test tooling
+#        scripts/deps.sh --bench  everything, plus the benchmark tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-}
 
-pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev openssl
-      libsodium-dev libxml2-dev libcurl4-gnutls-dev libcmocka-dev sqlite3 curl chromium procps clang-format prometheus)
-if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(wrk nginx-light)
-fi
+# Building gpuinv, gpuinv-agent and the stand-in NVML, and running the demo
+# (its simulated hosts are a node script that needs no npm package).
+run_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
+          libsodium-dev libxml2-dev libcurl4-gnutls-dev procps)
+# Tests and tooling on top of that.
+pkgs=("${run_pkgs[@]}" libcmocka-dev sqlite3 curl openssl chromium clang-format prometheus)
+case "$mode" in
+  --run) pkgs=("${run_pkgs[@]}") ;;
+  --bench) pkgs+=(wrk nginx-light) ;;
+  "") ;;
+  *) echo "usage: scripts/deps.sh [--run|--bench]" >&2; exit 2 ;;
+esac
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
-command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+[ "$mode" = --run ] || command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,6 +37,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # Test tooling (playwright-core drives Debian's chromium; it downloads no browser).
+[ "$mode" = --run ] && exit 0
 if [ ! -d node_modules/playwright-core ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi

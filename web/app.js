@@ -6,6 +6,8 @@
 //   #/gpus                       discovered GPUs (filters in the query)
 //   #/gpus/{uuid}                one GPU: telemetry, provenance, processes, events
 //   #/sources                    push and pull data sources
+//   #/resources/{id}             one resource: attributes, allocations, audit, discovered GPUs
+//   #/tokens                     API tokens (admins): create, show once, revoke
 //   #/drift                      inventory vs discovery drift (filters in the query)
 //   #/drift/hosts                discovered hosts and their inventory links
 import { h, replace, icon } from './js/dom.js';
@@ -16,6 +18,8 @@ import { renderOverview, renderResourceTab } from './js/datacenter.js';
 import { renderGpus } from './js/gpus.js';
 import { renderGpu } from './js/gpu.js';
 import { renderSources } from './js/sources.js';
+import { renderResource } from './js/resource.js';
+import { renderTokens } from './js/tokens.js';
 import { renderDrift } from './js/drift.js';
 import { renderHosts } from './js/hosts.js';
 
@@ -56,7 +60,8 @@ function frame(active) {
         h('span', { class: 'brand-name', text: 'gpuinv' }),
         h('span', { class: 'brand-sub', text: 'GPU inventory' })),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
-        [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources'], ['drift', 'search', 'Drift']]
+        [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources'],
+          ['drift', 'search', 'Drift'], user.role === 'admin' ? ['tokens', 'key', 'Tokens'] : null].filter(Boolean)
           .map(([key, ic, label]) => h('a', { href: `#/${key}`, class: active === key ? 'active' : null,
             'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label))),
       h('div', { class: 'userbox' },
@@ -65,7 +70,8 @@ function frame(active) {
           h('span', { class: 'user-name', 'data-testid': 'user-name', text: user.user }),
           h('span', { class: 'user-role', text: user.role })),
         h('button', { type: 'button', class: 'btn btn-ghost btn-sm', 'data-testid': 'sign-out',
-          on: { click: signOut } }, icon('logout'), 'Sign out'))));
+          'aria-label': 'Sign out', on: { click: signOut } }, icon('logout'),
+        h('span', { class: 'signout-label', text: 'Sign out' })))));
   const main = h('main', { id: 'main', class: 'main' });
   replace(root, header, main);
   return main;
@@ -115,6 +121,10 @@ async function render() {
     return parts.length === 1 ? renderGpus(main, ctx) : renderGpu(main, ctx, parts[1]);
   }
   if (parts[0] === 'sources' && parts.length === 1) return renderSources(frame('sources'), ctx);
+  if (parts[0] === 'resources' && parts.length === 2 && /^[1-9]\d*$/.test(parts[1])) {
+    return renderResource(frame('datacenters'), ctx, Number(parts[1]));
+  }
+  if (parts[0] === 'tokens' && parts.length === 1 && user.role === 'admin') return renderTokens(frame('tokens'), ctx);
   if (parts[0] === 'drift' && parts.length === 1) return renderDrift(frame('drift'), ctx);
   if (parts[0] === 'drift' && parts.length === 2 && parts[1] === 'hosts') return renderHosts(frame('drift'), ctx);
   const main = frame('');

@@ -1,6 +1,7 @@
 /* CSV import of resources: the header names the fields (the same names as
- * the JSON API; `datacenter` may give a data center by name, and
- * `metadata.KEY` columns fill metadata). Every row is validated first;
+ * the JSON API; `datacenter` may give a data center by name, `metadata`
+ * holds the metadata object as JSON and `metadata.KEY` columns fill single
+ * keys). The resource CSV export writes exactly these columns. Every row is validated first;
  * with any bad row, or with ?dry_run=true, nothing is written and every
  * problem is reported with its line and column. */
 #include "api/api.h"
@@ -33,6 +34,21 @@ static int dc_by_name(struct store *st, json_t *cache, const char *name, int64_t
     return rc;
 }
 
+/* The cell text as written before export: a cell whose leading
+ * apostrophes precede a formula character ("'=x", "''-y") lost one
+ * apostrophe's worth of meaning to formula neutralization (see csv_cell in
+ * http/request.c), so one is taken off again. Borrowed from v. */
+static const char *csv_unneutralize(const char *v)
+{
+    const char *p = v;
+
+    while (*p == '\'')
+        p++;
+    if (p > v && *p != '\0' && strchr("=+-@\t\r", *p) != NULL)
+        return v + 1;
+    return v;
+}
+
 /* Builds the JSON object of one row from the header; false (with an error
  * recorded) when a cell cannot be placed. */
 static bool row_object(struct store *st, struct import_report *im, const struct csv *c,
@@ -52,6 +68,7 @@ static bool row_object(struct store *st, struct import_report *im, const struct 
             json_decref(md);
             return false;
         }
+        v = csv_unneutralize(v);
         if (strcmp(col, "datacenter") == 0) {
             int64_t id;
             int rc = dc_by_name(st, dcs, v, &id);
@@ -67,6 +84,23 @@ static bool row_object(struct store *st, struct import_report *im, const struct 
             if (md == NULL)
                 md = json_object();
             json_object_set_new(md, col + 9, json_string(v));
+        } else if (strcmp(col, "metadata") == 0) {
+            /* The whole metadata object as JSON, as the export writes it;
+             * metadata.KEY columns of the same row add to it. */
+            json_error_t jerr;
+            json_t *whole = json_loads(v, JSON_REJECT_DUPLICATES, &jerr);
+            if (!json_is_object(whole)) {
+                import_problem(im, c->record_line, col, "metadata",
+                               "metadata must be a JSON object");
+                json_decref(whole);
+                json_decref(md);
+                return false;
+            }
+            if (md)
+                json_object_update_missing(md, whole);
+            else
+                md = json_incref(whole);
+            json_decref(whole);
         } else {
             json_object_set_new(obj, col, json_string(v));
         }

@@ -95,6 +95,51 @@ cleanup:
     json_decref(body);
 }
 
+/* The columns of a resource CSV: exactly what POST /resources/import reads
+ * back (the data center by name, the attributes of every kind present, and
+ * metadata as one JSON object), so an export re-imports as it is. Takes
+ * ownership of items; returns the rows to render. */
+static json_t *res_csv_rows(json_t *items)
+{
+    static const char *const common[] = {"datacenter", "kind",      "name",      "state", "tenant",
+                                         "project",    "gpu_model", "gpu_count", NULL};
+    json_t *cols = json_array(), *rows = json_array(), *row;
+    size_t i, j;
+
+    for (const char *const *c = common; *c; c++)
+        json_array_append_new(cols, json_string(*c));
+    /* Attributes in the kinds table's order, each name once, for the kinds
+     * the rows hold. */
+    for (const struct gi_kind *k = gi_kinds; k->name; k++) {
+        bool present = false;
+        json_array_foreach(items, i, row) {
+            const char *kind = json_string_value(json_object_get(row, "kind"));
+            present = present || (kind && strcmp(kind, k->name) == 0);
+        }
+        for (const struct gi_field *f = k->fields; present && f->name; f++) {
+            bool dup = false;
+            json_t *col;
+            json_array_foreach(cols, j, col)
+                dup = dup || strcmp(json_string_value(col), f->name) == 0;
+            if (!dup)
+                json_array_append_new(cols, json_string(f->name));
+        }
+    }
+    json_array_append_new(cols, json_string("metadata"));
+    json_array_foreach(items, i, row) {
+        json_t *out = json_object(), *col;
+        json_array_foreach(cols, j, col) {
+            const char *key = json_string_value(col);
+            json_t *v = json_object_get(row, key);
+            json_object_set(out, key, v ? v : json_null());
+        }
+        json_array_append_new(rows, out);
+    }
+    json_decref(cols);
+    json_decref(items);
+    return rows;
+}
+
 void api_resources_list(struct req *r)
 {
     static const char *const sortable[] = {"id",         "name",       "state",      "kind",
@@ -139,7 +184,7 @@ void api_resources_list(struct req *r)
         reply_status(r, st, "resources");
         return;
     }
-    reply_list(r, items, total, pg.offset);
+    reply_list(r, res_csv_rows(items), total, pg.offset);
 }
 
 void api_resources_get(struct req *r)
@@ -249,14 +294,38 @@ cleanup:
     json_decref(body);
 }
 
+/* DELETE /resources/{id}[?force=true]: a resource a tenant holds is only
+ * deleted when forced; the refusal names the tenant (and project). */
 void api_resources_delete(struct req *r)
 {
-    int st = store_res_delete(r->store, r->who.name, r->id);
+    bool force = false;
+    json_t *held = NULL;
+    int st;
 
-    if (st != GI_OK)
+    if (!req_param_bool_or_reply(r, "force", &force))
+        return;
+    st = store_res_delete(r->store, r->who.name, r->id, force, &held);
+    if (st == GI_CONFLICT && held) {
+        const char *tenant = json_string_value(json_object_get(held, "tenant"));
+        const char *project = json_string_value(json_object_get(held, "project"));
+        const char *state = json_string_value(json_object_get(held, "state"));
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "resource %lld is %s by tenant '%s'%s%s%s; release it first or pass ?force=true",
+                 (long long)r->id,
+                 strcmp(state ? state : "", "reserved") == 0 ? "reserved" : "in use",
+                 tenant ? tenant : "", project ? " (project '" : "", project ? project : "",
+                 project ? "')" : "");
+        reply_json(r, 409,
+                   json_pack("{s:{s:s, s:s, s:s, s:s?, s:s?}}", "error", "code", "allocated",
+                             "message", msg, "field", "state", "tenant", tenant, "project",
+                             project));
+    } else if (st != GI_OK) {
         reply_status(r, st, "resource");
-    else
+    } else {
         reply_no_content(r);
+    }
+    json_decref(held);
 }
 
 void api_resources_allocate(struct req *r)

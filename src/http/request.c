@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* Sets the reply, replacing (and freeing) any earlier one. */
 static void set_reply(struct req *r, unsigned status, struct MHD_Response *resp)
@@ -210,6 +211,27 @@ static void sb_put(struct sbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
+/* True for a string a spreadsheet would run as a formula once its leading
+ * apostrophes are taken off. Such a cell gets one more apostrophe on export,
+ * and the resource import takes exactly one off again, so every string
+ * round-trips (see csv_unneutralize in api/import.c). */
+static bool csv_formula(const char *s)
+{
+    while (*s == '\'')
+        s++;
+    return *s != '\0' && strchr("=+-@\t\r", *s) != NULL;
+}
+
+/* The shortest decimal text that reads back as exactly d. */
+static void csv_real(char *out, size_t len, double d)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(out, len, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            return;
+    }
+}
+
 /* Writes one CSV cell: quoted when needed, and with a leading apostrophe
  * when a spreadsheet would otherwise run it as a formula. */
 static void csv_cell(struct sbuf *b, const json_t *v)
@@ -224,7 +246,7 @@ static void csv_cell(struct sbuf *b, const json_t *v)
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         s = num;
     } else if (json_is_real(v)) {
-        snprintf(num, sizeof num, "%.17g", json_real_value(v));
+        csv_real(num, sizeof num, json_real_value(v));
         s = num;
     } else if (json_is_true(v)) {
         s = "true";
@@ -234,7 +256,7 @@ static void csv_cell(struct sbuf *b, const json_t *v)
         dumped = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
         s = dumped ? dumped : "";
     }
-    bool formula = json_is_string(v) && strchr("=+-@\t\r", s[0]) && s[0] != '\0';
+    bool formula = json_is_string(v) && csv_formula(s);
     if (formula || strpbrk(s, ",\"\r\n") != NULL) {
         sb_put(b, "\"", 1);
         if (formula)
@@ -295,6 +317,73 @@ static char *csv_render(const json_t *items, size_t *len)
     return b.p;
 }
 
+/* A file name being built: lower-case letters, digits and single dashes. */
+struct fname {
+    char s[128];
+    size_t n;
+};
+
+/* Appends text to the name as a dash-separated slug; stops at the bound. */
+static void fname_add(struct fname *f, const char *text)
+{
+    bool dash = f->n > 0;
+
+    for (const char *p = text; *p; p++) {
+        char ch = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+        if (!ok) {
+            dash = f->n > 0;
+            continue;
+        }
+        if (f->n + (dash ? 2 : 1) >= sizeof f->s)
+            return;
+        if (dash)
+            f->s[f->n++] = '-';
+        f->s[f->n++] = ch;
+        f->s[f->n] = '\0';
+        dash = false;
+    }
+}
+
+/* MHD_KeyValueIterator: adds each filter of the query (not paging or
+ * format) to the file name as "key-value". */
+static enum MHD_Result fname_filter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    static const char *const skip[] = {"format", "limit", "cursor", "sort", NULL};
+
+    (void)kind;
+    for (const char *const *k = skip; *k; k++)
+        if (strcmp(key, *k) == 0)
+            return MHD_YES;
+    if (value && *value) {
+        fname_add(cls, key);
+        fname_add(cls, value);
+    }
+    return MHD_YES;
+}
+
+/* "attachment; filename=\"gpus-team-speech-2026-12-01.csv\"": named after
+ * what it holds (the list, the filters of the query) and the day. */
+static const char *csv_disposition(struct req *r, char *out, size_t len)
+{
+    const char *seg = strrchr(r->path, '/');
+    struct fname f = {.n = 0};
+    char day[16] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+
+    f.s[0] = '\0';
+    fname_add(&f, seg ? seg + 1 : "export");
+    if (f.n == 0)
+        fname_add(&f, "export");
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, fname_filter, &f);
+    if (gmtime_r(&now, &tm))
+        strftime(day, sizeof day, "-%Y-%m-%d", &tm);
+    snprintf(out, len, "attachment; filename=\"%s%s.csv\"", f.s, day);
+    return out;
+}
+
 void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
 {
     int64_t next = offset + (int64_t)json_array_size(items);
@@ -303,6 +392,7 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
         size_t len = 0;
         char *csv = csv_render(items, &len);
         struct MHD_Response *resp;
+        char disp[192];
         json_decref(items);
         if (csv == NULL) {
             reply_error(r, 500, "internal", NULL, "out of memory rendering CSV");
@@ -310,7 +400,7 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
         }
         resp = MHD_create_response_from_buffer(len, csv, MHD_RESPMEM_MUST_FREE);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/csv; charset=utf-8");
-        MHD_add_response_header(resp, "Content-Disposition", "attachment; filename=\"export.csv\"");
+        MHD_add_response_header(resp, "Content-Disposition", csv_disposition(r, disp, sizeof disp));
         set_reply(r, 200, resp);
         return;
     }

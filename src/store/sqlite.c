@@ -1226,17 +1226,29 @@ cleanup:
     return rc;
 }
 
-int store_res_delete(struct store *st, const char *actor, int64_t id)
+int store_res_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **held)
 {
     struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *before = NULL;
+    const char *state;
     int rc = db_tx_begin(c);
 
+    if (held)
+        *held = NULL;
     if (rc != GI_OK)
         goto cleanup;
     if ((rc = res_get(c, id, &before)) != GI_OK)
         goto cleanup;
+    /* Checked inside the transaction, so an allocation cannot slip in
+     * between the check and the delete. */
+    state = json_string_value(json_object_get(before, "state"));
+    if (!force && state && (strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0)) {
+        rc = GI_CONFLICT;
+        if (held)
+            *held = json_incref(before);
+        goto cleanup;
+    }
     if ((rc = links_server_removing(c, actor, id)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;

@@ -120,7 +120,10 @@ int store_res_get(struct store *st, int64_t id, json_t **out);
  * GI_CONFLICT: it changed since it was read). */
 int store_res_update(struct store *st, const char *actor, int64_t id, int64_t version,
                      const struct store_resource *in, json_t **out);
-int store_res_delete(struct store *st, const char *actor, int64_t id);
+/* Refuses with GI_CONFLICT while the resource is held (in_use or reserved)
+ * by a tenant, unless force. *held (may be NULL) receives the record when
+ * refused; caller frees. */
+int store_res_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **held);
 /* available -> in_use for tenant/project; GI_CONFLICT if not available. */
 int store_res_allocate(struct store *st, const char *actor, int64_t id, const char *tenant,
                        const char *project, json_t **out);

@@ -48,9 +48,15 @@ describe('CSV export', () => {
     const json = ok(await h.s.api('GET', `/api/v1/resources?datacenter=${dc.id}`));
     const res = await getCsv(h.s, `/api/v1/resources?datacenter=${dc.id}&format=csv`);
     assert.equal(res.rows.length, json.total);
-    for (const k of ['id', 'datacenter_id', 'kind', 'name', 'state', 'tenant', 'gpu_model', 'gpu_count', 'rack', 'ports'])
+    for (const k of ['datacenter', 'kind', 'name', 'state', 'tenant', 'gpu_model', 'gpu_count', 'rack', 'ports', 'metadata'])
       assert.ok(res.header.includes(k), `resources CSV lacks ${k}: ${res.header}`);
-    const srvRow = res.rows.find((r) => r.id === String(srv.id));
+    // Only columns the import reads back: no ids, versions or timestamps.
+    for (const k of ['id', 'datacenter_id', 'version', 'created_at', 'updated_at'])
+      assert.ok(!res.header.includes(k), `resources CSV has ${k}: ${res.header}`);
+    assert.equal(res.header[0], 'datacenter');
+    assert.match(res.res.headers.get('content-disposition') || '', new RegExp(`filename="resources-datacenter-${dc.id}-\\d{4}-\\d{2}-\\d{2}\\.csv"`));
+    const srvRow = res.rows.find((r) => r.name === srv.name);
+    assert.equal(srvRow.datacenter, dc.name);
     assert.equal(srvRow.state, 'in_use');
     assert.equal(srvRow.tenant, 'acme');
     assert.equal(srvRow.gpu_count, '8');
@@ -65,6 +71,9 @@ describe('CSV export', () => {
     assert.ok(tokens.rows.some((t) => t.name === 'csv-viewer'));
     assert.ok(!tokens.header.includes('hash') && !tokens.header.includes('token'));
 
+    // The file is named after the list and its filters.
+    const gpus = await h.s.api('GET', '/api/v1/gpus?format=csv&state=in_use&limit=5');
+    assert.match(gpus.headers.get('content-disposition'), /filename="gpus-state-in-use-\d{4}-\d{2}-\d{2}\.csv"/);
     // Accept: text/csv asks for the same thing.
     const viaAccept = await getCsv(h.s, `/api/v1/resources?datacenter=${dc.id}`, { headers: { Accept: 'text/csv' } });
     assert.equal(viaAccept.raw, res.raw);
@@ -257,5 +266,44 @@ describe('CSV import', () => {
       { body: 'datacenter,kind,name\n', contentType: 'text/csv', auth: e.token });
     assert.equal(hdrOnly.status, 201, hdrOnly.text);
     assert.equal(hdrOnly.json.imported, 0);
+  });
+});
+
+describe('CSV round trip', () => {
+  const from = useServer();
+  const to = useServer();
+
+  test('a resource export re-imports as it is into a fresh database, metadata included', async () => {
+    const dc = await mkDc(from.s, { name: uniq('rt') });
+    const weird = ['=SUM(A1)', "'=quoted", "''+two", '-leading', 'plain, "quoted"\nline'];
+    const made = [];
+    made.push(await mkRes(from.s, dc.id, { name: 'rt-srv', gpu_model: 'H100', gpu_count: 8, rack: 'R1', position: 7,
+      state: 'in_use', tenant: weird[0], project: weird[1],
+      metadata: { owner: weird[2], cost: 12.5, n: 3, ok: true, note: weird[4] } }));
+    made.push(await mkRes(from.s, dc.id, { kind: 'switch', name: weird[3], ports: 48, speed_gbps: 400, metadata: {} }));
+    made.push(await mkRes(from.s, dc.id, { kind: 'storage', name: 'rt-stor', storage_type: 'file', capacity_tb: 0.1,
+      metadata: { tier: 'gold' } }));
+    made.push(await mkRes(from.s, dc.id, { kind: 'infiniband', name: 'rt-ib', device_type: 'switch', generation: 'NDR' }));
+    const exp = await from.s.api('GET', `/api/v1/resources?datacenter=${dc.id}&format=csv&sort=name`);
+    assert.equal(exp.status, 200, exp.text);
+
+    const dc2 = await mkDc(to.s, { name: dc.name });
+    const imp = await to.s.api('POST', '/api/v1/resources/import', { body: exp.text, contentType: 'text/csv' });
+    assert.equal(imp.status, 201, imp.text);
+    assert.equal(imp.json.imported, made.length);
+
+    const strip = (r) => {
+      const o = { ...r };
+      for (const k of ['id', 'datacenter_id', 'version', 'created_at', 'updated_at']) delete o[k];
+      return o;
+    };
+    const a = ok(await from.s.api('GET', `/api/v1/resources?datacenter=${dc.id}&sort=name`)).items.map(strip);
+    const b = ok(await to.s.api('GET', `/api/v1/resources?datacenter=${dc2.id}&sort=name`)).items.map(strip);
+    assert.deepEqual(b, a);
+    assert.deepEqual(b.find((r) => r.name === 'rt-srv').metadata, { owner: weird[2], cost: 12.5, n: 3, ok: true, note: weird[4] });
+    assert.equal(b.find((r) => r.name === 'rt-srv').tenant, weird[0]);
+    // Exported again, the file is byte for byte the same.
+    const again = await to.s.api('GET', `/api/v1/resources?datacenter=${dc2.id}&format=csv&sort=name`);
+    assert.equal(again.text, exp.text);
   });
 });

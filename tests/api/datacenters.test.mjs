@@ -218,7 +218,8 @@ describe('overview', () => {
     o = await ov();
     assert.deepEqual(o.gpus, { total: 6, allocated: 2, available: 4, unavailable: 0 });
 
-    assert.equal((await h.s.api('DELETE', `/api/v1/resources/${c.id}`)).status, 204);
+    // c is allocated: its delete is forced.
+    assert.equal((await h.s.api('DELETE', `/api/v1/resources/${c.id}?force=true`)).status, 204);
     assert.equal((await h.s.api('DELETE', `/api/v1/resources/${ib.id}`)).status, 204);
     o = await ov();
     assert.deepEqual(o.counts, { servers: 3, vms: 1, storages: 1, switches: 2, infiniband: 0 });
@@ -249,7 +250,7 @@ describe('audit trail', () => {
     const bulk = ok(await h.s.api('POST', '/api/v1/allocations',
       { ...as, body: { datacenter_id: dc.id, tenant: 'zed', count: 1 } }), 201);
     assert.equal(bulk.items[0].id, res.id);
-    assert.equal((await h.s.api('DELETE', `/api/v1/resources/${res.id}`, as)).status, 204);
+    assert.equal((await h.s.api('DELETE', `/api/v1/resources/${res.id}?force=true`, as)).status, 204);
     const tok = await mkToken(h.s, 'viewer', 'audited-token');
     assert.equal((await h.s.api('DELETE', `/api/v1/tokens/${tok.id}`)).status, 204);
     assert.equal((await h.s.api('DELETE', `/api/v1/datacenters/${dc.id}`, as)).status, 204);

@@ -63,7 +63,7 @@ export async function signIn(page, password, user = 'admin') {
   await page.locator('input[name=username]').fill(user);
   await page.locator('input[name=password]').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('[data-testid=user-name]').waitFor();
+  await page.locator('[data-testid=user-name]').waitFor({ state: 'attached' });
 }
 
 /** Waits until the page's data table has finished loading. */

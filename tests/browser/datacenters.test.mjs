@@ -112,7 +112,8 @@ test('adding a data center: duplicate name error next to the field, then success
   await dialog().getByRole('button', { name: 'Add data center' }).click();
   const rowsErr = dialog().locator('.field[data-field=rows] .field-error');
   await rowsErr.waitFor({ state: 'visible' });
-  assert.match(await rowsErr.textContent(), /rows/);
+  // The server's field is named by its label.
+  assert.match(await rowsErr.textContent(), /^Rows /);
   assert.ok(await err.isHidden(), 'the name error is cleared on resubmit');
 
   await dialog().locator('input[name=rows]').fill('6');

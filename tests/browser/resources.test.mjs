@@ -144,7 +144,8 @@ test('adding a server: an invalid value is shown next to its field, then a valid
   await dialog().getByRole('button', { name: 'Add server' }).click();
   const err = dialog().locator('.field[data-field=cpu_cores] .field-error');
   await err.waitFor({ state: 'visible' });
-  assert.match(await err.textContent(), /cpu_cores must be between 0 and 4096/);
+  // Checked before sending, against the kinds table, and named by the label.
+  assert.match(await err.textContent(), /^CPU cores must be at most 4,096/);
   assert.equal(await dialog().locator('input[name=cpu_cores]').getAttribute('aria-invalid'), 'true');
   await shot(page, 'res-04-add-invalid');
 
@@ -153,7 +154,7 @@ test('adding a server: an invalid value is shown next to its field, then a valid
   await dialog().getByRole('button', { name: 'Add server' }).click();
   const modelErr = dialog().locator('.field[data-field=gpu_model] .field-error');
   await modelErr.waitFor({ state: 'visible' });
-  assert.match(await modelErr.textContent(), /gpu_model is required/);
+  assert.match(await modelErr.textContent(), /^GPU model is required when GPU count is above zero/);
 
   await dialog().locator('input[name=gpu_model]').fill('NVIDIA H200');
   await dialog().locator('textarea[name=metadata]').fill('{"cost_center": "ml-42"}');
@@ -268,7 +269,13 @@ test('filters narrow the table and CSV export downloads the same filtered rows',
   ]);
   const text = await readFile(await download.path(), 'utf8');
   const lines = text.trim().split('\n');
-  assert.match(lines[0], /^id,datacenter_id,datacenter,kind,name,state,tenant,project,/);
+  // The columns the import reads back, and a file named after what it holds.
+  assert.match(lines[0], /^datacenter,kind,name,state,tenant,project,gpu_model,gpu_count,/);
+  assert.match(lines[0], /,metadata\r?$/);
+  const slug = dc.name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  const tslug = tenant.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  assert.equal(download.suggestedFilename(),
+    `${slug}-servers-in-use-tenant-${tslug}-${new Date().toISOString().slice(0, 10)}.csv`);
   assert.equal(lines.length, 1 + both.total);
   for (const x of both.items) assert.ok(text.includes(`,server,${x.name},in_use,${tenant},`), x.name);
 

@@ -258,7 +258,7 @@ static void test_server_changes(void **state)
     /* ...and deleting it lets the host go (a manual link included). */
     assert_status(store_host_link_set(f->st, "admin", h, STORE_LINK_MANUAL, s, &out), GI_OK);
     json_decref(out);
-    assert_status(store_res_delete(f->st, "t", s), GI_OK);
+    assert_status(store_res_delete(f->st, "t", s, false, NULL), GI_OK);
     assert_int_equal(link_of(f, h, rule, sizeof rule), 0);
     assert_string_equal(rule, "");
     /* Re-matching after a refresh is idempotent. */

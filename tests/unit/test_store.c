@@ -644,9 +644,22 @@ static void test_res_update_version(void **state)
     assert_int_equal(iget(json_object_get(row, "after"), "version"), 6);
     json_decref(row);
 
-    assert_status(store_res_delete(f->st, "erin", id), GI_OK);
+    /* A held resource is deleted only when forced; the refusal hands back
+     * the record (its tenant) and changes nothing. */
+    r = res(dc, "server", "s", "in_use", "acme", "H100", 4);
+    assert_status(store_res_update(f->st, "erin", id, 6, &r, &out), GI_OK);
+    json_decref(out);
+    json_t *held = NULL;
+    assert_status(store_res_delete(f->st, "erin", id, false, &held), GI_CONFLICT);
+    assert_non_null(held);
+    assert_string_equal(sget(held, "tenant"), "acme");
+    json_decref(held);
+    assert_status(store_res_get(f->st, id, &out), GI_OK);
+    json_decref(out);
+    assert_status(store_res_delete(f->st, "erin", id, true, &held), GI_OK);
+    assert_null(held);
     assert_status(store_res_get(f->st, id, &out), GI_NOT_FOUND);
-    assert_status(store_res_delete(f->st, "erin", id), GI_NOT_FOUND);
+    assert_status(store_res_delete(f->st, "erin", id, false, NULL), GI_NOT_FOUND);
     row = audit_last(f->st, "resource", id);
     assert_string_equal(sget(row, "action"), "delete");
     assert_string_equal(sget(json_object_get(row, "before"), "name"), "s");

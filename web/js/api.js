@@ -8,6 +8,8 @@ export class ApiError extends Error {
     this.code = (error && error.code) || 'error';
     this.field = (error && error.field) || null;
     this.counts = (error && error.counts) || null;
+    // Further members of the error object (a 409's tenant, for one).
+    this.info = (error && typeof error === 'object') ? error : {};
   }
 }
 
@@ -88,4 +90,37 @@ export async function kinds() {
 export async function kindBySegment(segment) {
   const k = await kinds();
   return k.kinds.find((x) => x.counts === segment || x.kind === segment) || null;
+}
+
+/**
+ * Makes an export link download through fetch, so the file gets the name
+ * in its download attribute (a server's Content-Disposition name would
+ * otherwise win) and a failed export shows its error instead of a file.
+ * onError(err) reports a failure.
+ */
+export function csvLink(a, onError) {
+  a.addEventListener('click', async (ev) => {
+    ev.preventDefault();
+    let res;
+    try {
+      res = await fetch(a.href, { credentials: 'same-origin', headers: { Accept: 'text/csv' } });
+    } catch {
+      onError(new ApiError(0, { code: 'network', message: 'the server could not be reached' }));
+      return;
+    }
+    if (!res.ok) {
+      const data = await res.json().catch(() => null);
+      onError(new ApiError(res.status, data && data.error));
+      return;
+    }
+    const url = URL.createObjectURL(await res.blob());
+    const tmp = document.createElement('a');
+    tmp.href = url;
+    tmp.download = a.getAttribute('download') || 'export.csv';
+    document.body.append(tmp);
+    tmp.click();
+    tmp.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  });
+  return a;
 }

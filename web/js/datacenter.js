@@ -70,10 +70,12 @@ async function dcFrame(main, ctx, id, active) {
       h('span', { 'aria-current': 'page', text: dc.name })),
     h('div', { class: 'page-head' },
       h('div', {}, title, sub),
-      canWrite() && h('div', { class: 'page-actions' },
-        h('button', { type: 'button', class: 'btn btn-secondary', text: 'Edit',
+      h('div', { class: 'page-actions' },
+        h('a', { class: 'btn btn-secondary', href: `#/gpus?datacenter=${id}`, 'data-testid': 'dc-gpus' },
+          icon('gpu'), 'GPUs in this data center'),
+        canWrite() && h('button', { type: 'button', class: 'btn btn-secondary', text: 'Edit',
           on: { click: async () => { if (await editDatacenter(dc)) frame.refresh(); } } }),
-        h('button', { type: 'button', class: 'btn btn-secondary btn-danger-outline', text: 'Delete',
+        canWrite() && h('button', { type: 'button', class: 'btn btn-secondary btn-danger-outline', text: 'Delete',
           on: { click: async () => {
             if (await deleteDatacenter({ ...dc, ...ov.counts })) ctx.go('#/datacenters');
           } } }))),

@@ -1,8 +1,9 @@
 // The data-center list: search, sort, add, edit, delete, CSV export.
-import { h, replace, icon, num, toast, debounce } from './dom.js';
-import { api, withQuery, canWrite } from './api.js';
+import { h, replace, icon, num, toast, debounce, today } from './dom.js';
+import { api, withQuery, canWrite, csvLink } from './api.js';
 import { field, formDialog, fieldError, value, para } from './dialog.js';
 import { dataTable, pager } from './table.js';
+import { importDialog } from './import.js';
 
 const PAGE = 50;
 const COUNT_LABELS = [
@@ -102,8 +103,9 @@ export function renderDatacenters(main, ctx) {
   let seq = 0;
 
   const total = h('p', { class: 'page-sub', 'data-testid': 'dc-total' });
-  const csv = h('a', { class: 'btn btn-secondary', 'data-testid': 'export-csv', download: 'datacenters.csv' },
+  const csv = h('a', { class: 'btn btn-secondary', 'data-testid': 'export-csv', download: `datacenters-${today()}.csv` },
     icon('download'), 'Export CSV');
+  csvLink(csv, (err) => toast(err.message, 'error'));
   const add = h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'add-datacenter',
     on: { click: async () => { if (await editDatacenter(null)) load(); } } }, icon('plus'), 'Add data center');
   const search = h('input', { type: 'search', class: 'search-input', name: 'q', value: q,
@@ -113,19 +115,27 @@ export function renderDatacenters(main, ctx) {
   const table = dataTable({
     label: 'Data centers',
     sort,
-    empty: 'No data centers match.',
+    empty: () => (q ? 'No data centers match.' : h('div', { class: 'empty-state' },
+      h('strong', { text: 'No data centers yet.' }),
+      canWrite() ? [h('span', { text: 'Add a data center or import a CSV.' }),
+        h('div', { class: 'empty-actions' },
+          h('button', { type: 'button', class: 'btn btn-primary btn-sm', text: 'Add data center',
+            on: { click: async () => { if (await editDatacenter(null)) load(); } } }),
+          h('button', { type: 'button', class: 'btn btn-secondary btn-sm', text: 'Import CSV',
+            on: { click: async () => { if (await importDialog(null)) load(); } } }))]
+        : h('span', { text: 'An editor or admin adds data centers or imports them from a CSV.' }))),
     onSort: (s) => { sort = s; pg.reset(); load(); },
     onRow: (dc) => ctx.go(`#/datacenters/${dc.id}`),
     columns: [
-      { label: 'Name', sortKey: 'name', cell: (dc) => h('a', { class: 'row-link', href: `#/datacenters/${dc.id}`, text: dc.name }) },
-      { label: 'Location', sortKey: 'location', cell: (dc) => dc.location || '—' },
-      { label: 'Rows', sortKey: 'rows', cls: 'n', cell: (dc) => (dc.rows == null ? '—' : num(dc.rows)) },
-      { label: 'Servers', cls: 'n', cell: countCell('servers') },
-      { label: 'VMs', cls: 'n', cell: countCell('vms') },
-      { label: 'Storage', cls: 'n', cell: countCell('storages') },
-      { label: 'Switches', cls: 'n', cell: countCell('switches') },
-      { label: 'InfiniBand', cls: 'n', cell: countCell('infiniband') },
-      canWrite() && { label: 'Actions', cls: 'actions', cell: (dc) => h('div', { class: 'row-actions' },
+      { label: 'Name', sortKey: 'name', cell: (dc) => h('a', { class: 'row-link clip', href: `#/datacenters/${dc.id}`, title: dc.name, text: dc.name }) },
+      { label: 'Location', sortKey: 'location', cell: (dc) => h('span', { class: 'clip', title: dc.location || null, text: dc.location || '—' }) },
+      { label: 'Rows', sortKey: 'rows', cls: 'n', width: '80px', cell: (dc) => (dc.rows == null ? '—' : num(dc.rows)) },
+      { label: 'Servers', cls: 'n', width: '88px', cell: countCell('servers') },
+      { label: 'VMs', cls: 'n', width: '72px', cell: countCell('vms') },
+      { label: 'Storage', cls: 'n', width: '88px', cell: countCell('storages') },
+      { label: 'Switches', cls: 'n', width: '92px', cell: countCell('switches') },
+      { label: 'InfiniBand', cls: 'n', width: '104px', cell: countCell('infiniband') },
+      canWrite() && { label: 'Actions', key: 'actions', cls: 'actions', width: '150px', cell: (dc) => h('div', { class: 'row-actions' },
         h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Edit', 'aria-label': `Edit ${dc.name}`,
           on: { click: async () => { if (await editDatacenter(dc)) load(); } } }),
         h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Delete',
@@ -167,7 +177,8 @@ export function renderDatacenters(main, ctx) {
   replace(main,
     h('div', { class: 'page-head' },
       h('div', {}, h('h1', { text: 'Data centers' }), total),
-      h('div', { class: 'page-actions' }, csv, canWrite() ? add : null)),
+      h('div', { class: 'page-actions' }, csv, canWrite() ? [h('button', { type: 'button', class: 'btn btn-secondary',
+        'data-testid': 'import-csv', on: { click: async () => { if (await importDialog(null)) load(); } } }, 'Import CSV'), add] : null)),
     h('section', { class: 'panel' },
       h('div', { class: 'toolbar' },
         h('label', { class: 'search' }, icon('search'), search)),

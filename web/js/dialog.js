@@ -1,5 +1,5 @@
 // Modal dialogs and forms whose errors appear next to the field they name.
-import { h, append } from './dom.js';
+import { h, append, replace } from './dom.js';
 import { ApiError } from './api.js';
 
 let seq = 0;
@@ -53,28 +53,69 @@ export function clearErrors(form) {
   }
 }
 
+/** The label text of a form field's wrapper, without the required mark. */
+function labelOf(wrap) {
+  const label = wrap.querySelector('label');
+  if (!label) return '';
+  const copy = label.cloneNode(true);
+  for (const mark of copy.querySelectorAll('.req')) mark.remove();
+  return copy.textContent.trim();
+}
+
 /**
- * Shows an error in a form: next to the field the error names when the form
- * has it (and focuses that field), otherwise in the form's alert box.
+ * A message naming a field by its label: the server says "gpu_count must
+ * be ..." where the form says "GPU count".
+ */
+function withLabel(message, name, label) {
+  if (!label || !name || !message) return message;
+  const esc = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const out = message.replace(new RegExp(`(^|[^\\w.])${esc}(?![\\w])`, 'g'), (m, pre) => `${pre}${label}`);
+  return out.charAt(0).toUpperCase() + out.slice(1);
+}
+
+/**
+ * Shows errors in a form: each next to the field it names when the form
+ * shows that field (the first such field gets focus), the rest in the
+ * form's alert box. err: one error {field, message} or, for several at
+ * once, an object with `errors` [{field, message}].
  */
 export function showError(form, err) {
   clearErrors(form);
-  const name = err && err.field;
-  const wrap = name ? form.querySelector(`.field[data-field="${CSS.escape(name)}"]`) : null;
-  if (wrap && !wrap.hidden) {
+  const list = err && Array.isArray(err.errors) && err.errors.length ? err.errors : [err || {}];
+  // The server names fields by their API names; checks made here already
+  // use the labels.
+  const fromServer = Boolean(err && err.status > 0);
+  const loose = [];
+  let focused = false;
+  for (const e of list) {
+    const name = e && e.field;
+    const wrap = name ? form.querySelector(`.field[data-field="${CSS.escape(name)}"]`) : null;
+    if (!wrap || wrap.hidden) {
+      loose.push((e && e.message) || 'Something went wrong');
+      continue;
+    }
     const msg = wrap.querySelector('.field-error');
     const control = wrap.querySelector('input, select, textarea');
-    msg.textContent = err.message;
+    const text = fromServer ? withLabel(e.message, name, labelOf(wrap)) : e.message;
+    msg.textContent = msg.hidden ? text : `${msg.textContent} ${text}`;
     msg.hidden = false;
     if (control) {
       control.setAttribute('aria-invalid', 'true');
-      control.focus();
+      if (!focused) control.focus();
+      focused = true;
     }
-    return;
   }
   const alert = form.querySelector('.form-alert');
-  if (alert) {
-    alert.textContent = err ? err.message : 'Something went wrong';
+  if (alert && loose.length) {
+    if (loose.length === 1) {
+      alert.textContent = loose[0];
+    } else {
+      replace(alert, h('ul', { class: 'alert-list' }, loose.map((m) => h('li', { text: m }))));
+    }
+    alert.hidden = false;
+  }
+  if (alert && list.length > 1 && !loose.length) {
+    alert.textContent = `Fix the ${list.length} problems marked below.`;
     alert.hidden = false;
   }
 }
@@ -84,11 +125,19 @@ export function fieldError(field, message) {
   return new ApiError(0, { code: 'validation_failed', field, message });
 }
 
+/** Several field errors found at once, shown together (see showError). */
+export function fieldErrors(errors) {
+  const e = new ApiError(0, { code: 'validation_failed', message: errors.map((x) => x.message).join(' ') });
+  e.errors = errors;
+  return e;
+}
+
 /**
  * Opens a modal dialog holding a form. opts: title, intro (nodes), fields
  * (nodes), submitLabel, danger (red submit button), wide, submit(form,
- * dialogApi) -> Promise; a rejection shows its error in the form, success
- * closes the dialog. Resolves when the dialog closes, to true after a
+ * dialogApi) -> Promise; a rejection shows its error in the form, false
+ * keeps the dialog open, anything else closes it. Resolves when the dialog
+ * closes, to true after a
  * successful submit.
  */
 export function formDialog(opts) {
@@ -124,7 +173,9 @@ export function formDialog(opts) {
       submitBtn.disabled = true;
       form.setAttribute('aria-busy', 'true');
       try {
-        await opts.submit(form, ctl);
+        // A submit that resolves to false keeps the dialog open (a step of
+        // a multi-step form); anything else closes it as done.
+        if ((await opts.submit(form, ctl)) === false) return;
         done = true;
         dialog.close();
       } catch (err) {

@@ -12,7 +12,9 @@ export function h(tag, attrs = {}, ...children) {
     if (value === null || value === undefined || value === false) continue;
     if (key === 'class') el.className = value;
     else if (key === 'text') el.textContent = String(value);
-    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key === 'dataset') {
+      for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) el.dataset[k] = v;
+    }
     else if (key === 'on') for (const [ev, fn] of Object.entries(value)) el.addEventListener(ev, fn);
     else if (key === 'value') el.value = value;
     else if (key === 'checked' || key === 'selected' || key === 'disabled') el[key] = Boolean(value);
@@ -56,6 +58,8 @@ const ICONS = {
   search: ['M11 18a7 7 0 1 0 0-14 7 7 0 0 0 0 14z', 'M21 21l-5-5'],
   logout: ['M15 4h4v16h-4', 'M10 8l-4 4 4 4', 'M6 12h10'],
   back: ['M15 6l-6 6 6 6'],
+  key: ['M8 15a4 4 0 1 0 0-8 4 4 0 0 0 0 8z', 'M12 11h9', 'M18 11v3', 'M21 11v2'],
+  copy: ['M9 9h11v11H9z', 'M5 15H4V4h11v1'],
 };
 
 /** An outline SVG icon by name (see ICONS), decorative. */
@@ -75,7 +79,17 @@ export function icon(name, cls = 'icon') {
 
 /** Formats an integer with thousands separators. */
 export function num(n) {
-  return typeof n === 'number' ? n.toLocaleString('en-US') : '—';
+  return typeof n === 'number' && Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: 2 }) : '—';
+}
+
+/** A file-name-safe slug: "Frankfurt DC1" -> "frankfurt-dc1". */
+export function slug(s) {
+  return String(s).toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'export';
+}
+
+/** Today's date as YYYY-MM-DD (UTC), for export file names. */
+export function today() {
+  return new Date().toISOString().slice(0, 10);
 }
 
 /** A readable label for a resource state ("in_use" -> "In use"). */

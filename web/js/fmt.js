@@ -87,11 +87,54 @@ export function flag(kind, text, title) {
   return h('span', { class: `badge badge-flag badge-${kind}`, title: title || null, dataset: { flag: kind }, text });
 }
 
-/** The state badges of a GPU record: missing, stale, or (fresh) idle. */
+/**
+ * The state badges of a GPU record: missing, stale, no telemetry (state
+ * unknown: nothing was measured, which is not idle), or (fresh) idle.
+ */
 export function gpuFlags(g) {
   return [
     g.missing_since ? flag('missing', 'Missing', `Its host stopped reporting it ${ago(g.missing_since)}`) : null,
-    g.stale ? flag('stale', 'Stale', `No data since ${when(g.newest_at) || 'ever'}`) : null,
+    g.stale ? flag('stale', 'Stale', `No fresh reading since ${when(g.sample_at || g.newest_at) || 'ever'}`) : null,
+    g.state === 'unknown' ? flag('unknown', 'No telemetry', 'No utilization has been measured on this GPU') : null,
     g.state === 'idle' ? flag('info', 'Idle', 'Under 5% utilization in its newest sample') : null,
   ].filter(Boolean);
+}
+
+/** "1 h", "15 min", "90 s" for a number of seconds. */
+export function span(s) {
+  if (!isNum(s)) return '';
+  if (s >= 3600 && s % 3600 === 0) return `${s / 3600} h`;
+  if (s >= 60 && s % 60 === 0) return `${s / 60} min`;
+  return `${s} s`;
+}
+
+/**
+ * Calls load() every `seconds` while the page is alive and the tab is
+ * visible (skipping a turn while a dialog is open or something is busy);
+ * a tab coming back after its turn was missed loads at once.
+ * Returns stop(). alive() false stops it too.
+ */
+export function autoRefresh(seconds, alive, load) {
+  let last = Date.now();
+  const tick = () => {
+    if (!alive()) return stop();
+    if (document.visibilityState !== 'visible') return undefined;
+    // Nothing is redrawn under someone's hands: not while a dialog is
+    // open or a load or submit is still running; the next turn catches up.
+    if (document.querySelector('dialog[open], [aria-busy="true"]')) return undefined;
+    last = Date.now();
+    return load();
+  };
+  const timer = setInterval(tick, seconds * 1000);
+  const onVisible = () => {
+    if (!alive()) return stop();
+    if (document.visibilityState === 'visible' && Date.now() - last >= seconds * 1000) tick();
+    return undefined;
+  };
+  function stop() {
+    clearInterval(timer);
+    document.removeEventListener('visibilitychange', onVisible);
+  }
+  document.addEventListener('visibilitychange', onVisible);
+  return stop;
 }

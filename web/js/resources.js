@@ -1,9 +1,12 @@
-// A data center's resources of one kind: filters, sortable paged table,
-// add/edit forms built from the kind's fields, allocate/release, delete.
-import { h, replace, icon, num, badge, stateLabel, toast, debounce } from './dom.js';
-import { api, withQuery, canWrite } from './api.js';
-import { field, formDialog, fieldError, value, para } from './dialog.js';
+// A data center's resources of one kind: filters, sortable paged table
+// (a row opens the resource's page), add/edit forms built from the kind's
+// fields and checked against them before sending, allocate/release, delete
+// (a held resource only after a warning naming its tenant), CSV export.
+import { h, replace, icon, num, badge, stateLabel, toast, debounce, slug, today } from './dom.js';
+import { api, withQuery, canWrite, csvLink } from './api.js';
+import { field, formDialog, fieldError, fieldErrors, value, para } from './dialog.js';
 import { dataTable, pager } from './table.js';
+import { importDialog } from './import.js';
 
 const PAGE = 25;
 const HELD = ['in_use', 'reserved'];
@@ -29,7 +32,7 @@ const COMMON_FIELDS = [
   { name: 'gpu_count', type: 'integer', label: 'GPU count', min: 0, max: 1024 },
 ];
 
-function singular(kind) {
+export function singular(kind) {
   return SINGULAR[kind.kind] || kind.kind;
 }
 
@@ -38,7 +41,7 @@ function capital(s) {
 }
 
 /** The text shown for an attribute value in the table. */
-function show(v) {
+export function show(v) {
   if (v === null || v === undefined || v === '') return '—';
   if (typeof v === 'number') return num(v);
   return String(v);
@@ -104,10 +107,80 @@ function readField(form, f) {
 }
 
 /**
+ * Checks one typed value against its field description from /kinds
+ * (required, length, range, choices); returns the problem's text or null.
+ */
+function fieldProblem(f, v) {
+  if (v === undefined) return f.required ? `Enter the ${f.label.toLowerCase()}` : null;
+  if (typeof v === 'string' && f.maxlen && [...v].length > f.maxlen) return `${f.label} must be at most ${f.maxlen} characters`;
+  if (typeof v === 'number') {
+    if (typeof f.min === 'number' && v < f.min) return `${f.label} must be at least ${num(f.min)}`;
+    if (typeof f.max === 'number' && v > f.max) return `${f.label} must be at most ${num(f.max)}`;
+  }
+  if (f.type === 'enum' && f.choices && !f.choices.includes(v)) return `${f.label} must be one of ${f.choices.join(', ')}`;
+  return null;
+}
+
+/**
+ * Reads and checks every field of a resource form at once. Resolves the
+ * body to send, or throws every problem found (each naming its field by
+ * label) so the form shows them all together.
+ */
+function readResourceForm(form, specs, controls, row) {
+  const body = {};
+  const problems = [];
+  for (const f of specs) {
+    if (f.tenancy && controls.get(f.name).hidden) {
+      if (row) body[f.name] = null;
+      continue;
+    }
+    let v;
+    try {
+      v = readField(form, f);
+    } catch (err) {
+      problems.push({ field: f.name, message: err.message });
+      continue;
+    }
+    const why = fieldProblem(f, v);
+    if (why) problems.push({ field: f.name, message: why });
+    if (v !== undefined) body[f.name] = v;
+    else if (row) body[f.name] = null;
+  }
+  const label = (n) => specs.find((f) => f.name === n).label;
+  if (body.gpu_count > 0 && !body.gpu_model && !problems.some((p) => p.field === 'gpu_model')) {
+    problems.push({ field: 'gpu_model', message: `${label('gpu_model')} is required when ${label('gpu_count')} is above zero` });
+  }
+  if (body.state === 'in_use' && !body.tenant) {
+    problems.push({ field: 'tenant', message: `${label('tenant')} is required for a resource in use` });
+  }
+  const mtext = value(form, 'metadata');
+  if (mtext) {
+    let m = null;
+    try {
+      m = JSON.parse(mtext);
+    } catch {
+      problems.push({ field: 'metadata', message: 'Metadata must be valid JSON' });
+    }
+    if (m !== null && (typeof m !== 'object' || Array.isArray(m))) {
+      problems.push({ field: 'metadata', message: 'Metadata must be a JSON object' });
+    } else if (m) {
+      body.metadata = m;
+    }
+  } else {
+    // An empty object rather than null: the server stores metadata as
+    // NOT NULL and answers a null with a misleading 409.
+    body.metadata = {};
+  }
+  if (problems.length === 1) throw fieldError(problems[0].field, problems[0].message);
+  if (problems.length) throw fieldErrors(problems);
+  return body;
+}
+
+/**
  * Opens the add (row absent) or edit form for a resource of this kind.
  * Resolves to the saved resource or null.
  */
-async function editResource(kind, ctx, row) {
+export async function editResource(kind, ctx, row) {
   let saved = null;
   let current = row;
   if (row) current = await api('GET', `/api/v1/resources/${row.id}`);
@@ -143,32 +216,7 @@ async function editResource(kind, ctx, row) {
     wide: true,
     submitLabel: row ? 'Save changes' : `Add ${singular(kind)}`,
     async submit(form) {
-      const body = {};
-      for (const f of specs) {
-        if (f.tenancy && controls.get(f.name).hidden) {
-          if (row) body[f.name] = null;
-          continue;
-        }
-        const v = readField(form, f);
-        if (v !== undefined) body[f.name] = v;
-        else if (row) body[f.name] = null;
-      }
-      if (!body.name) throw fieldError('name', 'Enter a name');
-      const mtext = value(form, 'metadata');
-      if (mtext) {
-        let m;
-        try {
-          m = JSON.parse(mtext);
-        } catch {
-          throw fieldError('metadata', 'Metadata must be valid JSON');
-        }
-        if (!m || typeof m !== 'object' || Array.isArray(m)) throw fieldError('metadata', 'Metadata must be a JSON object');
-        body.metadata = m;
-      } else {
-        // An empty object rather than null: the server stores metadata as
-        // NOT NULL and answers a null with a misleading 409.
-        body.metadata = {};
-      }
+      const body = readResourceForm(form, specs, controls, row);
       if (row) {
         body.version = current.version;
         saved = await api('PATCH', `/api/v1/resources/${row.id}`, body);
@@ -182,7 +230,7 @@ async function editResource(kind, ctx, row) {
 }
 
 /** Asks for tenant and project and allocates the resource. */
-async function allocate(row, tenants) {
+export async function allocate(row, tenants) {
   const list = h('datalist', { id: 'tenant-choices' }, [...tenants].sort().map((t) => h('option', { value: t })));
   const ok = await formDialog({
     title: `Allocate ${row.name}`,
@@ -204,7 +252,7 @@ async function allocate(row, tenants) {
 }
 
 /** Confirms and releases an allocated resource. */
-async function release(row) {
+export async function release(row) {
   const ok = await formDialog({
     title: `Release ${row.name}`,
     intro: para('Release ', h('strong', { text: row.name }), ' from tenant ', h('strong', { text: row.tenant || '—' }),
@@ -218,19 +266,52 @@ async function release(row) {
   return ok;
 }
 
-/** Confirms and deletes a resource. */
-async function remove(row, kind) {
+/**
+ * Confirms and deletes a resource. A resource a tenant holds is named with
+ * its tenant (and project) and deleted only by a forced delete; a 409 from
+ * the server (allocated meanwhile) turns the dialog into that warning.
+ */
+export async function remove(row, kind) {
+  const held = HELD.includes(row.state);
+  const warn = h('div', { class: 'danger-note', 'data-testid': 'delete-held', hidden: true });
+  const showHeld = (tenant, project, state) => {
+    replace(warn, h('strong', { text: `${row.name} is ${state === 'reserved' ? 'reserved' : 'in use'} by tenant ${tenant || '—'}` }),
+      project ? ` (project ${project})` : '', '. Deleting it ends that allocation.');
+    warn.hidden = false;
+  };
+  let force = held;
+  if (held) showHeld(row.tenant, row.project, row.state);
   const ok = await formDialog({
     title: `Delete ${singular(kind)}`,
-    intro: para('Delete ', h('strong', { text: row.name }), '? This cannot be undone.'),
-    submitLabel: 'Delete',
+    intro: [para('Delete ', h('strong', { text: row.name }), '? This cannot be undone.'), warn],
+    submitLabel: held ? 'Delete allocated resource' : 'Delete',
     danger: true,
-    async submit() {
-      await api('DELETE', `/api/v1/resources/${row.id}`);
+    async submit(form, ctl) {
+      try {
+        await api('DELETE', `/api/v1/resources/${row.id}${force ? '?force=true' : ''}`);
+      } catch (err) {
+        if (err.status === 409 && err.code === 'allocated' && !force) {
+          force = true;
+          showHeld(err.info.tenant, err.info.project, null);
+          ctl.setSubmit('Delete allocated resource', true);
+          throw new Error(err.message);
+        }
+        throw err;
+      }
     },
   });
   if (ok) toast(`Deleted ${row.name}`);
   return ok;
+}
+
+/** The export's file name, after what it holds: "frankfurt-dc1-servers-in-use-2026-12-01.csv". */
+export function resourceExportName(dcName, counts, filter = {}) {
+  const bits = [slug(dcName), counts];
+  if (filter.state) bits.push(slug(filter.state));
+  if (filter.tenant) bits.push('tenant', slug(filter.tenant));
+  if (filter.q) bits.push('matching', slug(filter.q));
+  bits.push(today());
+  return `${bits.join('-')}.csv`;
 }
 
 /** Renders the tab into frame.content. */
@@ -285,29 +366,45 @@ export async function renderResources(frame, ctx, kind, states) {
     return h('div', { class: 'row-actions' }, btns);
   };
 
+  const filtered = () => Boolean(filter.q || filter.state || filter.tenant);
   const table = dataTable({
     label: kind.label,
     sort: filter.sort,
-    empty: `No ${kind.label.toLowerCase()} match these filters.`,
+    minWidth: canWrite() ? 1000 : 800,
+    empty: () => (filtered() ? `No ${kind.label.toLowerCase()} match these filters.`
+      : h('div', { class: 'empty-state' },
+        h('strong', { text: `No ${kind.label.toLowerCase()} in ${frame.dc.name} yet.` }),
+        canWrite() ? [h('span', { text: `Add a ${singular(kind)} or import a CSV.` }),
+          h('div', { class: 'empty-actions' },
+            h('button', { type: 'button', class: 'btn btn-primary btn-sm', text: `Add ${singular(kind)}`,
+              on: { click: async () => { if (await editResource(kind, fctx, null)) reload(true); } } }),
+            h('button', { type: 'button', class: 'btn btn-secondary btn-sm', text: 'Import CSV',
+              on: { click: async () => { if (await importDialog(frame.dc)) reload(true); } } }))]
+          : h('span', { text: 'An editor can add them or import a CSV.' }))),
     onSort: (s) => { filter.sort = s; pg.reset(); load(); },
+    onRow: (r) => ctx.go(`#/resources/${r.id}`),
     columns: [
-      { label: 'Name', sortKey: 'name', cls: 'name', cell: (r) => h('span', { class: 'res-name', text: r.name }) },
-      { label: 'State', sortKey: 'state', cell: (r) => badge(r.state) },
+      { label: 'Name', sortKey: 'name', cls: 'name', cell: (r) => h('a', { class: 'res-name row-link clip', href: `#/resources/${r.id}`,
+        title: r.name, text: r.name }) },
+      { label: 'State', key: 'status', sortKey: 'state', width: '128px', cell: (r) => badge(r.state) },
       { label: 'Tenant / project', sortKey: 'tenant', cell: (r) => (r.tenant
         ? h('div', { class: 'stack' }, clip(r.tenant), r.project ? h('span', { class: 'clip sub', title: r.project, text: r.project }) : null)
         : h('span', { class: 'muted', text: '—' })) },
       { label: 'GPU model', sortKey: 'gpu_model', cell: (r) => clip(r.gpu_model) },
-      { label: 'GPUs', sortKey: 'gpu_count', cls: 'n', cell: (r) => show(r.gpu_count) },
+      { label: 'GPUs', sortKey: 'gpu_count', cls: 'n', width: '84px', cell: (r) => show(r.gpu_count) },
       ...extra,
-      canWrite() && { label: 'Actions', cls: 'actions', cell: actions },
+      canWrite() && { label: 'Actions', key: 'actions', cls: 'actions', width: '232px', cell: actions },
     ].filter(Boolean),
   });
   const pg = pager(() => load());
 
   const csv = h('a', { class: 'btn btn-secondary', 'data-testid': 'export-csv' }, icon('download'), 'Export CSV');
+  csvLink(csv, (err) => toast(err.message, 'error'));
   const add = h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'add-resource',
     on: { click: async () => { if (await editResource(kind, fctx, null)) reload(true); } } },
   icon('plus'), `Add ${singular(kind)}`);
+  const importBtn = h('button', { type: 'button', class: 'btn btn-secondary', 'data-testid': 'import-csv',
+    on: { click: async () => { if (await importDialog(frame.dc)) reload(true); } } }, 'Import CSV');
   const search = h('input', { type: 'search', class: 'search-input', name: 'q', value: filter.q,
     placeholder: 'Search name, tenant, attributes', 'aria-label': `Search ${kind.label.toLowerCase()}` });
   const stateSel = h('select', { name: 'state', 'aria-label': 'State', class: 'filter-select' },
@@ -335,7 +432,7 @@ export async function renderResources(frame, ctx, kind, states) {
     history.replaceState(null, '', withQuery(`#/datacenters/${dcId}/${kind.counts}`,
       { state: filter.state, tenant: filter.tenant, q: filter.q, sort: filter.sort === 'name' ? '' : filter.sort }));
     csv.href = withQuery('/api/v1/resources', { ...p, format: 'csv' });
-    csv.setAttribute('download', `${frame.dc.name}-${kind.counts}.csv`.replace(/[^A-Za-z0-9._-]+/g, '-'));
+    csv.setAttribute('download', resourceExportName(frame.dc.name, kind.counts, filter));
     clear.hidden = !(filter.q || filter.state || filter.tenant);
     table.setBusy(true);
     try {
@@ -372,7 +469,7 @@ export async function renderResources(frame, ctx, kind, states) {
       h('div', { class: 'toolbar' },
         h('label', { class: 'search' }, icon('search'), search),
         stateSel, tenantIn, tenantList, clear,
-        h('div', { class: 'toolbar-right' }, summary, csv, canWrite() ? add : null)),
+        h('div', { class: 'toolbar-right' }, summary, csv, canWrite() ? [importBtn, add] : null)),
       table.el,
       pg.el));
   await load();

@@ -1,19 +1,30 @@
-// Data sources: push sources (agents) with their freshness, and pull
-// sources (Prometheus, dcgm-exporter, Kubernetes) that admins add, edit and
-// delete and editors run on demand. Secrets are write-only: the form never
-// shows a stored token, and a blank token field keeps it.
+// Data sources: push sources (agents) and csv sources (GPU imports) with
+// their freshness, and pull sources (Prometheus, dcgm-exporter, Kubernetes)
+// that admins add, edit and delete and editors run on demand. A push or csv
+// source is never run and has no connection: its form edits only its name,
+// whether it is enabled, and the defaults for what it reports. Secrets are
+// write-only: the form never shows a stored token, and a blank token field
+// keeps it. The list refreshes itself while the tab is visible.
 import { h, replace, icon, num, toast } from './dom.js';
 import { api } from './api.js';
 import { field, formDialog, fieldError, value, para } from './dialog.js';
 import { dataTable } from './table.js';
-import { timeAgo, flag, ago } from './fmt.js';
+import { timeAgo, flag, ago, autoRefresh, isNum, span } from './fmt.js';
+
+const REFRESH_S = 20;
 
 const PULL_KINDS = [
   { value: 'dcgm-exporter', label: 'dcgm-exporter' },
   { value: 'prometheus', label: 'Prometheus' },
   { value: 'kubernetes', label: 'Kubernetes' },
 ];
-const KIND_LABELS = { push: 'Push (agents)', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus', kubernetes: 'Kubernetes' };
+const KIND_LABELS = { push: 'Push (agents)', csv: 'CSV import', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus',
+  kubernetes: 'Kubernetes' };
+
+/** True for a source the server pulls (and so can run now). */
+export function isPull(kind) {
+  return PULL_KINDS.some((k) => k.value === kind);
+}
 const URL_HINTS = {
   'dcgm-exporter': 'The exporter’s metrics page, e.g. http://gpu-node:9400/metrics',
   prometheus: 'The Prometheus server, e.g. https://prometheus.example:9090',
@@ -32,7 +43,7 @@ function every(s) {
 function sourceFlag(s) {
   if (!s.enabled) return flag('off', 'Disabled');
   if (s.last_error) return flag('error', 'Error', s.last_error);
-  if (!s.last_success_at) return flag('stale', s.kind === 'push' ? 'No data yet' : 'Never succeeded');
+  if (!s.last_success_at) return flag('stale', isPull(s.kind) ? 'Never succeeded' : 'No data yet');
   if (s.stale) return flag('stale', 'Stale', `Last success ${ago(s.last_success_at)}`);
   return flag('ok', 'OK');
 }
@@ -162,6 +173,44 @@ async function editSource(src) {
   return saved;
 }
 
+/**
+ * The edit form of a push or csv source: name, enabled, and the defaults
+ * (team, environment, cluster) for what it reports. Resolves to the saved
+ * source or null.
+ */
+async function editReporter(src) {
+  let saved = null;
+  const how = src.kind === 'push'
+    ? 'Agents push to this source with its pusher token; there is no connection to set.'
+    : 'GPU CSV imports report under this source; there is no connection to set.';
+  await formDialog({
+    title: `Edit ${src.name}`,
+    intro: [para(how)],
+    fields: [
+      field({ name: 'name', label: 'Name', required: true, value: src.name, attrs: { maxlength: 63 } }),
+      checkField('enabled', 'Enabled', Boolean(src.enabled), 'A disabled source’s reports are refused'),
+      h('h3', { class: 'form-section', text: 'Defaults for what it reports' }),
+      field({ name: 'team', label: 'Team', value: src.team || '', attrs: { maxlength: 128 } }),
+      field({ name: 'env', label: 'Environment', value: src.env || '', attrs: { maxlength: 64 } }),
+      field({ name: 'cluster', label: 'Cluster', value: src.cluster || '', attrs: { maxlength: 128 } }),
+    ],
+    wide: true,
+    submitLabel: 'Save changes',
+    async submit(form) {
+      const name = value(form, 'name');
+      if (!name) throw fieldError('name', 'Enter a name');
+      const body = { name, enabled: form.elements.namedItem('enabled').checked };
+      for (const k of ['team', 'env', 'cluster']) {
+        const v = value(form, k);
+        if (v || src[k]) body[k] = v;
+      }
+      saved = await api('PATCH', `/api/v1/sources/${src.id}`, body);
+    },
+  });
+  if (saved) toast(`Saved ${saved.name}`);
+  return saved;
+}
+
 /** Asks before deleting a source. Resolves to true once deleted. */
 async function deleteSource(src) {
   const ok = await formDialog({
@@ -210,9 +259,10 @@ export function renderSources(main, ctx) {
   }
 
   const actions = (s) => {
-    if (s.kind === 'push') return h('span', { class: 'muted small', text: 'pushed by agents' });
+    const pull = isPull(s.kind);
     const btns = [];
-    if (runner) {
+    if (!pull && !admin) return h('span', { class: 'muted small', text: s.kind === 'push' ? 'pushed by agents' : 'imported' });
+    if (runner && pull) {
       const run = h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-primary btn-act', text: 'Run now',
         'aria-label': `Run ${s.name} now` });
       run.addEventListener('click', () => runNow(s, run));
@@ -220,7 +270,7 @@ export function renderSources(main, ctx) {
     }
     if (admin) {
       btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Edit', 'aria-label': `Edit ${s.name}`,
-        on: { click: async () => { if (await editSource(s)) load(); } } }));
+        on: { click: async () => { if (await (pull ? editSource(s) : editReporter(s))) load(); } } }));
       btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Delete',
         'aria-label': `Delete ${s.name}`, on: { click: async () => {
           if (await deleteSource(s)) { result.hidden = true; load(); }
@@ -231,23 +281,33 @@ export function renderSources(main, ctx) {
 
   const table = dataTable({
     label: 'Sources',
-    empty: 'No sources yet. Agents create a push source with their token; pull sources are added here.',
+    minWidth: 1100,
+    empty: () => h('div', { class: 'empty-state' },
+      h('strong', { text: 'No sources yet.' }),
+      h('span', { text: admin
+        ? 'Connect a source: create a pusher token for the agents on your GPU hosts, or add a pull source.'
+        : 'Connect a source: ask an admin for a pusher token for your GPU hosts, or for a pull source.' }),
+      admin ? h('div', { class: 'empty-actions' },
+        h('a', { class: 'btn btn-primary btn-sm', href: '#/tokens', text: 'Create a pusher token' }),
+        h('button', { type: 'button', class: 'btn btn-secondary btn-sm', text: 'Add pull source',
+          on: { click: async () => { if (await editSource(null)) load(); } } })) : null),
     columns: [
-      { label: 'Name', cell: (s) => h('div', { class: 'stack' }, h('span', { class: 'row-link', text: s.name }),
+      { label: 'Name', cell: (s) => h('div', { class: 'stack' }, h('span', { class: 'row-link', title: s.name, text: s.name }),
         h('span', { class: 'sub', text: [s.cluster, s.team, s.env].filter(Boolean).join(' · ') || 'no defaults' })) },
-      { label: 'Kind', cell: (s) => h('span', { class: `kind-tag kind-${s.kind}`, text: KIND_LABELS[s.kind] || s.kind }) },
-      { label: 'Status', cls: 'flags', cell: sourceFlag },
-      { label: 'Last success', cell: (s) => timeAgo(s.last_success_at) },
-      { label: 'Last attempt', cell: (s) => (s.kind === 'push' ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
+      { label: 'Kind', width: '124px', cell: (s) => h('span', { class: `kind-tag kind-${s.kind}`, text: KIND_LABELS[s.kind] || s.kind }) },
+      { label: 'Status', key: 'status', cls: 'flags', width: '112px', cell: sourceFlag },
+      { label: 'Last success', width: '104px', cell: (s) => timeAgo(s.last_success_at) },
+      { label: 'Last attempt', width: '104px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
       { label: 'Last error', cell: (s) => (s.last_error
         ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
-      { label: 'GPUs', cls: 'n', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
+      { label: 'GPUs', cls: 'n', width: '64px', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
         title: 'GPUs in its last successful report; open the list of every GPU it reported', text: num(s.gpus_reported) }) },
-      { label: 'Interval', cell: (s) => (s.kind === 'push' ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
-      (runner || admin) && { label: 'Actions', cls: 'actions', cell: actions },
+      { label: 'Interval', width: '100px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
+      (runner || admin) && { label: 'Actions', key: 'actions', cls: 'actions', width: admin ? '232px' : '110px', cell: actions },
     ].filter(Boolean),
   });
+  const fresh = h('p', { class: 'page-sub small', 'data-testid': 'source-freshness' });
 
   async function load() {
     const my = ++seq;
@@ -256,8 +316,10 @@ export function renderSources(main, ctx) {
       const res = await api('GET', '/api/v1/sources');
       if (my !== seq || !ctx.alive()) return;
       table.setRows(res.items);
-      const pull = res.items.filter((s) => s.kind !== 'push').length;
+      const pull = res.items.filter((s) => isPull(s.kind)).length;
       sub.textContent = `${num(res.items.length - pull)} push · ${num(pull)} pull`;
+      const limit = isNum(res.freshness_s) ? ` · a source with no report in ${span(res.freshness_s)} is stale` : '';
+      fresh.textContent = `Updates every ${REFRESH_S} s while this tab is open · updated ${new Date().toLocaleTimeString()}${limit}`;
     } catch (err) {
       if (my !== seq) return;
       table.setRows([]);
@@ -271,11 +333,12 @@ export function renderSources(main, ctx) {
     on: { click: async () => { if (await editSource(null)) load(); } } }, icon('plus'), 'Add pull source');
   replace(main,
     h('div', { class: 'page-head' },
-      h('div', {}, h('h1', { text: 'Sources' }), sub),
+      h('div', {}, h('h1', { text: 'Sources' }), sub, fresh),
       h('div', { class: 'page-actions' },
         h('button', { type: 'button', class: 'btn btn-secondary', text: 'Refresh', on: { click: () => load() } }),
         admin ? add : null)),
     result,
     h('section', { class: 'panel' }, table.el));
   load();
+  autoRefresh(REFRESH_S, ctx.alive, () => load());
 }

@@ -9,22 +9,38 @@ export function parseSort(sort) {
 
 /**
  * Creates a table. opts: columns [{label, sortKey?, cell(row) -> node|string,
- * cls?}], sort ("name" or "-name"), onSort(newSort), onRow(row) (row click),
- * empty (text shown with no rows), label (accessible name).
+ * cls?, width?}], sort ("name" or "-name"), onSort(newSort), onRow(row) (row
+ * click), rowClass(row) (extra class of a row), empty (text or node shown
+ * with no rows; a function of nothing returning either), label (accessible
+ * name), minWidth (px under which the table scrolls inside its wrapper).
+ *
+ * The table is laid out fixed to its wrapper's width: columns with a width
+ * keep it, the others share what is left, and a cell's overflowing text is
+ * clipped (its whole text in a tooltip where the cell sets one). Below
+ * minWidth the table keeps that width and scrolls inside its wrapper, so
+ * the page itself never scrolls sideways.
  * Returns {el, setRows(rows), setSort(sort), setBusy(bool)}.
  */
 export function dataTable(opts) {
   let sort = opts.sort || '';
   const headRow = h('tr');
   const tbody = h('tbody');
-  const table = h('table', { class: 'data-table', 'aria-label': opts.label || null },
+  const table = h('table', { class: 'data-table fit', 'aria-label': opts.label || null },
     h('thead', {}, headRow), tbody);
+  table.style.minWidth = `${opts.minWidth || 900}px`;
   const wrap = h('div', { class: 'table-wrap', 'aria-busy': 'false' }, table);
+
+  /** A header cell, sized when the column asks for a width. */
+  function th(c, ...children) {
+    const el = h('th', { scope: 'col', class: c.cls || null, dataset: { col: c.key || null } }, ...children);
+    if (c.width) el.style.width = c.width;
+    return el;
+  }
 
   function drawHead() {
     const { key, desc } = parseSort(sort);
     replace(headRow, opts.columns.map((c) => {
-      if (!c.sortKey) return h('th', { scope: 'col', class: c.cls || null, text: c.label });
+      if (!c.sortKey) return th(c, c.label);
       const active = key === c.sortKey;
       const btn = h('button', { type: 'button', class: `sort${active ? ' sort-active' : ''}`,
         dataset: { sort: c.sortKey },
@@ -35,20 +51,22 @@ export function dataTable(opts) {
           opts.onSort(next);
         } } },
       c.label, h('span', { class: 'sort-ind', 'aria-hidden': 'true', text: active ? (desc ? '▼' : '▲') : '↕' }));
-      return h('th', { scope: 'col', class: c.cls || null,
-        'aria-sort': active ? (desc ? 'descending' : 'ascending') : 'none' }, btn);
+      const cell = th(c, btn);
+      cell.setAttribute('aria-sort', active ? (desc ? 'descending' : 'ascending') : 'none');
+      return cell;
     }));
   }
 
   function setRows(rows) {
     if (!rows.length) {
+      const empty = typeof opts.empty === 'function' ? opts.empty() : opts.empty;
       replace(tbody, h('tr', { class: 'empty-row' },
-        h('td', { colspan: opts.columns.length, text: opts.empty || 'Nothing to show' })));
+        h('td', { colspan: opts.columns.length, 'data-testid': 'empty-state' }, empty || 'Nothing to show')));
       return;
     }
     replace(tbody, rows.map((row) => {
-      const tr = h('tr', { dataset: { id: row.id } },
-        opts.columns.map((c) => h('td', { class: c.cls || null }, c.cell(row))));
+      const tr = h('tr', { dataset: { id: row.id }, class: (opts.rowClass && opts.rowClass(row)) || null },
+        opts.columns.map((c) => h('td', { class: c.cls || null, dataset: { col: c.key || null } }, c.cell(row))));
       if (opts.onRow) {
         tr.classList.add('clickable');
         tr.addEventListener('click', (ev) => {
