@@ -718,7 +718,7 @@ int store_res_discovered(struct store *st, int64_t resource_id, int64_t stale_be
     json_array_foreach(gpus, i, g) {
         const char *model = json_string_value(json_object_get(g, "model"));
         const char *state = json_string_value(json_object_get(g, "state"));
-        bool seen = false;
+        bool seen = model == NULL; /* an unknown model is not listed */
         size_t j;
         json_t *m;
         json_array_foreach(models, j, m)
