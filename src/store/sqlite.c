@@ -262,6 +262,8 @@
       "last_seen_at = excluded.last_seen_at, observed_at = CASE WHEN gpus.observed_at IS NULL OR " \
       "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "   \
       "END, missing_since = NULL RETURNING id")                                                    \
+    X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
+                        "NULL OR observed_at < :obs)")                                             \
     X(GPU_FILL,                                                                                    \
       "UPDATE gpus SET parent_uuid = COALESCE(parent_uuid, :parent), host_id = COALESCE(host_id, " \
       ":host), idx = COALESCE(idx, :idx), vendor = COALESCE(vendor, :vendor), model = "            \
@@ -1840,12 +1842,13 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
 /* Upserts one GPU with provenance and identity events. The source owns it
  * when nobody does yet, when it already does, or when it outranks the
  * owner by precedence (an `owner_changed` event); otherwise the report
- * goes to ingest_gpu_foreign(). `observed` is when this report's reading
- * was taken. *owned tells the caller which way it went. */
+ * goes to ingest_gpu_foreign(). `observed` is when the report's reading
+ * was taken, 0 when the caller settles it later (ingest_observed()).
+ * *owned tells the caller which way it went. */
 static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_id,
                       const struct gi_host_obs *host, int64_t observed,
                       const struct gi_gpu_obs *seen, int64_t *events, int64_t *gpu_id,
-                      char canon[GI_UUID_LEN])
+                      char canon[GI_UUID_LEN], bool *owned)
 {
     static const char *const vendors[] = {NULL, "nvidia", "amd"};
     struct gi_gpu_obs obs = *seen, *g = &obs;
@@ -1861,7 +1864,9 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
     if ((rc = gpu_ident_load(c, g->uuid, &id)) != GI_OK)
         return rc;
-    if (id.known && id.owner != 0 && id.owner != sid && src->precedence <= id.owner_precedence) {
+    *owned =
+        !(id.known && id.owner != 0 && id.owner != sid && src->precedence <= id.owner_precedence);
+    if (!*owned) {
         *gpu_id = id.id;
         return ingest_gpu_foreign(c, src, &id, host_id, host, g, events);
     }
@@ -1951,7 +1956,10 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     db_bind_opt_text(s, ":cluster", src->defaults[2]);
     db_bind_int(s, ":sid", sid);
     db_bind_int(s, ":now", gi_now());
-    db_bind_int(s, ":obs", observed);
+    if (observed > 0)
+        db_bind_int(s, ":obs", observed);
+    else
+        db_bind_text(s, ":obs", NULL);
     step = sqlite3_step(s);
     if (step == SQLITE_ROW)
         *gpu_id = sqlite3_column_int64(s, 0);
@@ -1976,6 +1984,8 @@ struct gpu_ref {
     char canon[GI_UUID_LEN]; /* as it is stored (see mig_canonical) */
     int64_t id;
     const struct gi_sample *newest;
+    bool owned;   /* the batch's source owns it */
+    bool stamped; /* the observation carries its own time */
 };
 
 static int ref_cmp(const void *a, const void *b)
@@ -2113,6 +2123,28 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     return GI_OK;
 }
 
+/* Freshness of the owned GPUs this batch carries no sample for and no
+ * observation time: their reading was taken with the batch's newest
+ * sample (now when it has none). A GPU with its own samples was settled
+ * by ingest_samples(): its own newest sample, not its neighbours'. */
+static int ingest_observed(struct conn *c, const struct gpu_ref *refs, size_t nrefs, int64_t when)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    for (size_t k = 0; k < nrefs; k++) {
+        if (!refs[k].owned || refs[k].newest || refs[k].stamped)
+            continue;
+        if (!(s = prep(c, ST_GPU_OBSERVED_SET)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", refs[k].id);
+        db_bind_int(s, ":obs", when);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+    }
+    return GI_OK;
+}
+
 /* The time a batch's processes and pods were seen: its newest sample's,
  * or now when it has none. */
 static int64_t batch_time(const struct gi_batch *b)
@@ -2209,12 +2241,13 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     if ((rc = ingest_host(c, source_id, src->precedence, &b->host, defaults[2], &host_id)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < b->set.ngpus; i++) {
-        /* When this report's reading was taken: the GPU's own observation
-         * time, else the batch's newest sample; never after it arrived. */
-        int64_t ts = b->set.gpus[i].ts_ms > 0 ? b->set.gpus[i].ts_ms / 1000 : newest;
+        /* A GPU observation stamped with its time (a pull) was taken then;
+         * the others are settled by ingest_observed(). */
+        int64_t ts = b->set.gpus[i].ts_ms / 1000;
         refs[i].uuid = b->set.gpus[i].uuid;
+        refs[i].stamped = ts > 0;
         rc = ingest_gpu(c, src, host_id, &b->host, ts < now ? ts : now, &b->set.gpus[i],
-                        &res->events, &refs[i].id, refs[i].canon);
+                        &res->events, &refs[i].id, refs[i].canon, &refs[i].owned);
         if (rc != GI_OK)
             goto cleanup;
     }
@@ -2224,6 +2257,8 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
         (rc = ingest_missing(c, source_id, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
+        goto cleanup;
+    if ((rc = ingest_observed(c, refs, b->set.ngpus, newest < now ? newest : now)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_procs(c, source_id, b, refs, b->set.ngpus, &res->processes)) != GI_OK)
         goto cleanup;
