@@ -61,6 +61,10 @@ test('a GPU with no telemetry is unknown, never idle', async () => {
   const idle = ok(await h.s.api('GET', '/api/v1/gpus?host=bare-node&state=idle'));
   assert.deepEqual(idle.items.map((x) => x.uuid), [quiet]);
   assertError(await h.s.api('GET', '/api/v1/gpus?state=asleep'), 400, { field: 'state' });
+  const metrics = await h.s.api('GET', '/metrics');
+  assert.equal(metrics.status, 200);
+  const all = ok(await h.s.api('GET', '/api/v1/gpus?state=unknown&limit=1')).total;
+  assert.match(metrics.text, new RegExp(`^gpuinv_gpus_unknown ${all}$`, 'm'));
 });
 
 test('the cluster a host reports about itself beats the token default', async () => {
