@@ -60,6 +60,9 @@ void api_sources_update(struct req *r);
 void api_sources_delete(struct req *r);
 void api_sources_run(struct req *r);
 
+/* openapi.c: the API description (src/api/openapi.json) */
+void api_openapi(struct req *r);
+
 /* kubernetes.c */
 void api_k8s_nodes(struct req *r);
 void api_k8s_pods(struct req *r);

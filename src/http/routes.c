@@ -11,6 +11,7 @@ const struct route gi_routes[] = {
     {"DELETE", "/api/v1/session", api_session_delete, GI_ROLE_VIEWER},
 
     {"GET", "/api/v1/kinds", api_kinds, GI_ROLE_VIEWER},
+    {"GET", "/api/v1/openapi.json", api_openapi, GI_ROLE_NONE},
 
     {"GET", "/api/v1/tokens", api_tokens_list, GI_ROLE_ADMIN},
     {"POST", "/api/v1/tokens", api_tokens_create, GI_ROLE_ADMIN},

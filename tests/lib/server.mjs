@@ -5,6 +5,7 @@ import { mkdtempSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import os from 'node:os';
+import { checkReply } from './contract.mjs';
 
 export const BIN = process.env.GPUINV_BIN || path.resolve('build/gpuinv');
 
@@ -49,7 +50,11 @@ export async function startServer(opts = {}) {
   const handle = {
     url, token, password, db, dir, child,
     get stderr() { return stderr; },
-    /** HTTP call; body objects are sent as JSON, strings as-is. */
+    /**
+     * HTTP call; body objects are sent as JSON, strings as-is. Every reply
+     * is checked against the API description (tests/lib/contract.mjs): one
+     * that does not match it throws.
+     */
     async api(method, p, { body, auth = token, headers = {}, contentType } = {}) {
       const h = { ...headers };
       if (auth) h.Authorization = 'Bearer ' + auth;
@@ -62,7 +67,14 @@ export async function startServer(opts = {}) {
       const text = await res.text();
       let json = null;
       try { json = JSON.parse(text); } catch { /* not JSON */ }
-      return { status: res.status, headers: res.headers, text, json };
+      const reply = { status: res.status, headers: res.headers, text, json };
+      let sent;
+      if (body !== undefined && typeof body !== 'string') sent = body;
+      else if (typeof body === 'string' && /^application\/json/.test(contentType || '')) {
+        try { sent = JSON.parse(body); } catch { /* not JSON: nothing to compare */ }
+      }
+      checkReply(method, p, reply, sent);
+      return reply;
     },
     /** Sends SIGTERM and resolves to the exit status ({code, signal}). */
     async stop() {
