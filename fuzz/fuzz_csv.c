@@ -15,7 +15,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc;
 
     csv_init(&c, (const char *)data, size);
-    while ((rc = csv_next(&c)) == 1) {
+    for (;;) {
+        rc = csv_next(&c);
+        if (rc == -1 && c.resumable) {
+            /* An encoding error names a line and field inside the record
+             * and lets reading go on. */
+            if (c.error[0] == '\0' || c.error_field < 1 || c.error_field > CSV_MAX_FIELDS ||
+                c.error_line < c.record_line || c.error_line >= c.line)
+                abort();
+            last_line = c.record_line;
+            if (++records > size + 1)
+                abort();
+            continue;
+        }
+        if (rc != 1)
+            break;
         if (c.nfields < 1 || c.nfields > CSV_MAX_FIELDS)
             abort();
         if (c.record_line <= last_line || c.line <= c.record_line)

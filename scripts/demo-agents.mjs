@@ -1,7 +1,11 @@
 // Simulated GPU hosts for the demo: for servers of the demo fleet, writes a
 // stand-in NVML configuration (8 GPUs of the server's model, utilization
-// moving as sine waves, a few processes) and runs the real `gpuinv agent`
-// against it, so the dashboard's GPUs update live.
+// moving as sine waves, a few processes) and a stand-in host identity (DMI
+// serial, machine id), and runs the real `gpuinv agent` against them, so the
+// dashboard's GPUs update live and each host joins its inventory server.
+// A few cases disagree with the inventory on purpose, so the Drift page has
+// something to show: one server reports 6 of its 8 GPUs, one available
+// server is busy, and one host is in no inventory at all.
 // Usage: node scripts/demo-agents.mjs URL ADMIN_TOKEN BUILD_DIR WORK_DIR [HOSTS]
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
@@ -43,16 +47,34 @@ async function tokenFor(s) {
 }
 for (const s of picked) await tokenFor(s);
 
+// A host the inventory does not know, reporting under an existing team.
+if (picked.length > 0)
+  picked.push({ ...picked[0], id: 0xfff, name: `${picked[0].name.slice(0, 4)}-gpu-spare`, serial: null, gpu_count: 4, state: 'available' });
+const unallocatedBusy = picked.find((s) => s.state === 'available' && s.id !== 0xfff);
+
+// The host's identity as the agent reads it: DMI serial and machine id.
+// Every fourth host has no readable serial and is matched by its name.
+function fakeRoot(s, h) {
+  const root = path.join(workDir, `${s.name}.root`);
+  mkdirSync(path.join(root, 'etc'), { recursive: true });
+  mkdirSync(path.join(root, 'sys/class/dmi/id'), { recursive: true });
+  writeFileSync(path.join(root, 'etc/machine-id'), hex(0x5eed0000 + h, 8) + hex(s.id, 24) + '\n');
+  writeFileSync(path.join(root, 'sys/class/dmi/id/product_serial'), (h % 4 === 2 ? null : s.serial) || 'To Be Filled By O.E.M.');
+  return root;
+}
+
 picked.forEach((s, h) => {
-  const busy = s.state === 'in_use';
-  const gpus = Array.from({ length: s.gpu_count || 8 }, (_, g) => ({
+  const busy = s.state === 'in_use' || s === unallocatedBusy;
+  // One server reports fewer GPUs than it declares (two fell off the bus).
+  const count = h === 1 ? 6 : s.gpu_count || 8;
+  const gpus = Array.from({ length: count }, (_, g) => ({
     uuid: `GPU-${hex(0xdeed0000 + h, 8)}-${hex(g, 4)}-4000-8000-${hex(s.id, 12)}`,
     name: s.gpu_model,
     serial: `16549${hex(h, 3)}${hex(g, 2)}`.replace(/[a-f]/g, '7'),
     bus_id: `00000000:${hex([0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb][g % 8], 2).toUpperCase()}:00.0`,
     memory_total_mib: memOf(s.gpu_model),
     memory_used_mib: busy ? { min: memOf(s.gpu_model) * 0.5, max: memOf(s.gpu_model) * 0.95, period_s: 300 + 17 * g } : 512,
-    util_gpu: busy ? { min: 35 + (g * 7) % 30, max: 100, period_s: 180 + 13 * g + 7 * h } : (g % 3 === 0 ? { min: 0, max: 8, period_s: 600 } : 0),
+    util_gpu: busy ? { min: 35 + (g * 7) % 30, max: 100, period_s: 180 + 13 * g + 7 * h } : (g % 3 === 0 ? { min: 0, max: 4, period_s: 600 } : 0),
     util_mem: busy ? { min: 10, max: 60, period_s: 240 } : 0,
     temp_c: busy ? { min: 55, max: 78, period_s: 200 + g } : 33,
     power_w: busy ? { min: 280, max: 650, period_s: 180 + 13 * g + 7 * h } : 75,
@@ -67,7 +89,8 @@ picked.forEach((s, h) => {
   const spool = path.join(workDir, `${s.name}.spool`);
   const child = spawn(path.join(buildDir, 'gpuinv-agent'), ['--server', url, '--token', tokens.get(s.tenant || 'platform'),
     '--nvml', path.join(buildDir, 'fake-nvml', 'libnvidia-ml.so.1'), '--hostname', s.name,
-    '--datacenter', s.datacenter, '--cluster', `${s.name.slice(0, 4)}-gpu`, '--spool', spool, '--interval', '5', '--push-interval', '15'],
+    '--datacenter', s.datacenter, '--cluster', `${s.name.slice(0, 4)}-gpu`, '--spool', spool, '--interval', '5', '--push-interval', '15',
+    '--root', fakeRoot(s, h)],
   { env: { ...process.env, FAKE_NVML_CONFIG: cfg }, stdio: ['ignore', 'ignore', log] });
   procs.push(child);
 });

@@ -6,6 +6,8 @@
 //   #/gpus                       discovered GPUs (filters in the query)
 //   #/gpus/{uuid}                one GPU: telemetry, provenance, processes, events
 //   #/sources                    push and pull data sources
+//   #/drift                      inventory vs discovery drift (filters in the query)
+//   #/drift/hosts                discovered hosts and their inventory links
 import { h, replace, icon } from './js/dom.js';
 import { api, setSignedOutHandler, setRole } from './js/api.js';
 import { renderLogin } from './js/login.js';
@@ -14,6 +16,8 @@ import { renderOverview, renderResourceTab } from './js/datacenter.js';
 import { renderGpus } from './js/gpus.js';
 import { renderGpu } from './js/gpu.js';
 import { renderSources } from './js/sources.js';
+import { renderDrift } from './js/drift.js';
+import { renderHosts } from './js/hosts.js';
 
 const root = document.getElementById('app');
 let user = null;
@@ -52,7 +56,7 @@ function frame(active) {
         h('span', { class: 'brand-name', text: 'gpuinv' }),
         h('span', { class: 'brand-sub', text: 'GPU inventory' })),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
-        [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources']]
+        [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources'], ['drift', 'search', 'Drift']]
           .map(([key, ic, label]) => h('a', { href: `#/${key}`, class: active === key ? 'active' : null,
             'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label))),
       h('div', { class: 'userbox' },
@@ -111,6 +115,8 @@ async function render() {
     return parts.length === 1 ? renderGpus(main, ctx) : renderGpu(main, ctx, parts[1]);
   }
   if (parts[0] === 'sources' && parts.length === 1) return renderSources(frame('sources'), ctx);
+  if (parts[0] === 'drift' && parts.length === 1) return renderDrift(frame('drift'), ctx);
+  if (parts[0] === 'drift' && parts.length === 2 && parts[1] === 'hosts') return renderHosts(frame('drift'), ctx);
   const main = frame('');
   document.title = 'Not found · gpuinv';
   replace(main, h('section', { class: 'panel empty' },

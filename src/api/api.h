@@ -67,6 +67,16 @@ void api_openapi(struct req *r);
 void api_k8s_nodes(struct req *r);
 void api_k8s_pods(struct req *r);
 
+/* hosts.c: discovered hosts and their inventory links */
+void api_hosts_list(struct req *r);
+void api_hosts_get(struct req *r);
+void api_hosts_link_put(struct req *r);
+void api_hosts_link_delete(struct req *r);
+void api_hosts_link_auto(struct req *r);
+
+/* drift.c */
+void api_drift_list(struct req *r);
+
 /* metrics.c */
 void api_metrics(struct req *r);
 

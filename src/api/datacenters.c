@@ -1,6 +1,8 @@
 /* Data centers: create, search, read, rename/relocate, delete, overview. */
 #include "api/api.h"
 #include "core/status.h"
+#include "core/util.h"
+#include "http/server.h"
 #include "store/store.h"
 
 #include <string.h>
@@ -123,11 +125,28 @@ void api_datacenters_delete(struct req *r)
 
 void api_datacenters_overview(struct req *r)
 {
-    json_t *out = NULL;
+    json_t *out = NULL, *disc = NULL, *gpus;
     int st = store_dc_overview(r->store, r->id, &out);
 
-    if (st != GI_OK)
+    if (st == GI_OK)
+        st = store_dc_discovered(r->store, r->id, gi_now() - server_freshness(r->srv), &disc);
+    if (st != GI_OK) {
+        json_decref(out);
         reply_status(r, st, "data center");
-    else
-        reply_json(r, 200, out);
+        return;
+    }
+    /* Both figures, each saying what it counts; the declared totals stay
+     * at the top level of `gpus` as before. */
+    gpus = json_object_get(out, "gpus");
+    json_object_set_new(gpus, "declared", json_deep_copy(gpus));
+    json_object_set_new(gpus, "discovered", disc);
+    json_object_set_new(
+        gpus, "basis",
+        json_pack("{s:s, s:s}", "declared",
+                  "gpu_count of the inventory servers in this data center (retired excluded), by "
+                  "allocation state",
+                  "discovered",
+                  "physical GPUs (MIG instances not counted) reported by discovered hosts in this "
+                  "data center; a linked host is in its server's data center"));
+    reply_json(r, 200, out);
 }

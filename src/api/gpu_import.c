@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define GPU_IMPORT_MAX_ROWS GI_OBS_MAX
 
@@ -68,8 +69,10 @@ static void normalize(const char *in, char *out, size_t len)
 }
 
 /* Maps header columns to fields: explicit map.FIELD params first, then
- * aliases. Returns false after replying 400. */
-static bool map_header_or_reply(struct req *r, const struct csv *c, int col_of[C__N])
+ * aliases. Two columns answering to one field are recorded as a problem
+ * (neither is silently preferred). Returns false after replying 400. */
+static bool map_header_or_reply(struct req *r, const struct csv *c, struct import_report *im,
+                                int col_of[C__N])
 {
     char norm[128], key[64];
 
@@ -88,6 +91,23 @@ static bool map_header_or_reply(struct req *r, const struct csv *c, int col_of[C
             for (const char *const *a = fields[f].aliases; *a && col_of[f] < 0; a++)
                 if (strcmp(norm, *a) == 0)
                     col_of[f] = (int)i;
+        }
+        for (size_t i = (size_t)col_of[f] + 1; !want && col_of[f] >= 0 && i < c->nfields; i++) {
+            char why[200];
+            const char *name, *first;
+            bool again = false;
+            normalize(c->fields[i], norm, sizeof norm);
+            for (const char *const *a = fields[f].aliases; *a && !again; a++)
+                again = strcmp(norm, *a) == 0;
+            name = json_string_value(json_array_get(im->header, i));
+            first = json_string_value(json_array_get(im->header, (size_t)col_of[f]));
+            /* The same name twice is already reported with the header. */
+            if (!again || strcasecmp(name, first) == 0)
+                continue;
+            snprintf(why, sizeof why,
+                     "columns %d and %zu both give %s; remove one, or choose with map.%s=HEADER",
+                     col_of[f] + 1, i + 1, fields[f].field, fields[f].field);
+            import_problem(im, c->record_line, name, fields[f].field, why);
         }
         if (want && col_of[f] < 0) {
             reply_error(r, 400, "invalid_parameter", key, "no column named '%.64s' in the header",
@@ -133,15 +153,17 @@ static bool read_row(struct import_report *im, const struct csv *c, const int co
                      struct gi_gpu_obs *g, char *dc, size_t dclen, char *cluster, size_t cllen)
 {
     char num[64] = "", bus[GI_BUS_LEN] = "";
-    bool ok = cell(im, c, col_of[C_HOST], "hostname", g->hostname, 254, true) &
-              cell(im, c, col_of[C_UUID], "uuid", g->uuid, sizeof g->uuid, true) &
-              cell(im, c, col_of[C_NAME], "model", g->name, sizeof g->name, false) &
-              cell(im, c, col_of[C_SERIAL], "serial", g->serial, sizeof g->serial, false) &
-              cell(im, c, col_of[C_DRIVER], "driver", g->driver, sizeof g->driver, false) &
-              cell(im, c, col_of[C_TEAM], "team", g->team, sizeof g->team, false) &
-              cell(im, c, col_of[C_ENV], "env", g->env, sizeof g->env, false) &
-              cell(im, c, col_of[C_DC], "datacenter", dc, dclen, false) &
-              cell(im, c, col_of[C_CLUSTER], "cluster", cluster, cllen, false);
+    /* Every cell is read, so that each bad one is reported. */
+    int good = cell(im, c, col_of[C_HOST], "hostname", g->hostname, 254, true);
+    good &= cell(im, c, col_of[C_UUID], "uuid", g->uuid, sizeof g->uuid, true);
+    good &= cell(im, c, col_of[C_NAME], "model", g->name, sizeof g->name, false);
+    good &= cell(im, c, col_of[C_SERIAL], "serial", g->serial, sizeof g->serial, false);
+    good &= cell(im, c, col_of[C_DRIVER], "driver", g->driver, sizeof g->driver, false);
+    good &= cell(im, c, col_of[C_TEAM], "team", g->team, sizeof g->team, false);
+    good &= cell(im, c, col_of[C_ENV], "env", g->env, sizeof g->env, false);
+    good &= cell(im, c, col_of[C_DC], "datacenter", dc, dclen, false);
+    good &= cell(im, c, col_of[C_CLUSTER], "cluster", cluster, cllen, false);
+    bool ok = good != 0;
     int64_t idx;
     double mem;
 
@@ -170,6 +192,21 @@ static bool read_row(struct import_report *im, const struct csv *c, const int co
     return ok;
 }
 
+/* False (problem recorded) when a row has a value past the header's
+ * last column, which no field could take. */
+static bool cells_within_header(struct import_report *im, const struct csv *c)
+{
+    for (size_t i = json_array_size(im->header); i < c->nfields; i++) {
+        if (c->fields[i][0] != '\0') {
+            char col[16];
+            import_problem(im, c->record_line, import_column(im, i, col, sizeof col), NULL,
+                           "a value past the header's last column");
+            return false;
+        }
+    }
+    return true;
+}
+
 void api_gpus_import(struct req *r)
 {
     const char *source = NULL;
@@ -181,12 +218,12 @@ void api_gpus_import(struct req *r)
     int col_of[C__N];
     struct csv c;
     size_t nb = 0;
-    int64_t sid;
+    int64_t events = 0;
     int st;
 
     if (!import_open_or_reply(r, &c, &im) || !req_param_str_or_reply(r, "source", 63, &source))
         goto cleanup;
-    if (!map_header_or_reply(r, &c, col_of))
+    if (!map_header_or_reply(r, &c, &im, col_of))
         goto cleanup;
     while ((st = import_next_row_or_reply(r, &c, &im, GPU_IMPORT_MAX_ROWS)) == 1) {
         struct gi_gpu_obs *g;
@@ -195,7 +232,8 @@ void api_gpus_import(struct req *r)
             reply_error(r, 500, "internal", NULL, "out of memory");
             goto cleanup;
         }
-        if (!read_row(&im, &c, col_of, g, dc, sizeof dc, cluster, sizeof cluster))
+        if (!cells_within_header(&im, &c) ||
+            !read_row(&im, &c, col_of, g, dc, sizeof dc, cluster, sizeof cluster))
             continue;
         if (json_object_get(seen, g->uuid)) {
             import_problem(&im, c.record_line, "uuid", "uuid",
@@ -209,11 +247,6 @@ void api_gpus_import(struct req *r)
     }
     if (st < 0 || !import_verdict_or_reply(r, &im))
         goto cleanup;
-    if ((st = store_source_ensure(r->store, source ? source : "spreadsheet", "csv", NULL, NULL,
-                                  NULL, &sid)) != GI_OK) {
-        reply_status(r, st, "source");
-        goto cleanup;
-    }
     if (hostbatch_split(&set, "csv", gi_now(), NULL, false, &b, &nb) != 0 ||
         (ir = calloc(nb + 1, sizeof *ir)) == NULL) {
         reply_error(r, 500, "internal", NULL, "out of memory");
@@ -229,19 +262,33 @@ void api_gpus_import(struct req *r)
                        sizeof b[i].host.cluster);
         }
     }
-    if ((st = store_ingest_many(r->store, sid, b, nb, ir)) != GI_OK) {
+    /* The source and the batches in one transaction; a dry run makes the
+     * same writes and rolls them back. */
+    st = store_ingest_as(r->store, source ? source : "spreadsheet", "csv", b, nb, im.dry_run, ir);
+    for (size_t i = 0; st == GI_OK && i < nb; i++)
+        events += ir[i].events;
+    if (st == GI_CONFLICT) {
+        reply_error(r, 409, "conflict", "source",
+                    "'%s' names a source of another kind; a spreadsheet imports under a csv "
+                    "source's name",
+                    source ? source : "spreadsheet");
+    } else if (st != GI_OK) {
         reply_status(r, st, "import");
-        goto cleanup;
+    } else if (im.dry_run) {
+        import_dry_run_reply(r, &im,
+                             json_pack("{s:I, s:I, s:I}", "would_import", (json_int_t)im.rows,
+                                       "hosts", (json_int_t)nb, "events", (json_int_t)events));
+    } else {
+        reply_json(r, 201,
+                   json_pack("{s:I, s:I, s:I, s:b}", "imported", (json_int_t)im.rows, "hosts",
+                             (json_int_t)nb, "events", (json_int_t)events, "dry_run", 0));
     }
-    reply_json(r, 201,
-               json_pack("{s:I, s:I, s:b}", "imported", (json_int_t)im.rows, "hosts",
-                         (json_int_t)nb, "dry_run", 0));
 cleanup:
     free(ir);
     hostbatch_free(b, nb);
     gi_obs_free(&set);
     csv_free(&c);
-    json_decref(im.errors);
+    import_report_free(&im);
     json_decref(seen);
     json_decref(hostdc);
 }

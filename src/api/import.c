@@ -42,8 +42,16 @@ static bool row_object(struct store *st, struct import_report *im, const struct 
 
     for (size_t i = 0; i < ncols; i++) {
         const char *col = header[i], *v = i < c->nfields ? c->fields[i] : "";
-        if (*v == '\0' || *col == '\0')
+        if (*v == '\0')
             continue;
+        if (*col == '\0') {
+            char name[16];
+            import_column(im, i, name, sizeof name);
+            import_problem(im, c->record_line, name, NULL,
+                           "a value in a column without a header name");
+            json_decref(md);
+            return false;
+        }
         if (strcmp(col, "datacenter") == 0) {
             int64_t id;
             int rc = dc_by_name(st, dcs, v, &id);
@@ -78,6 +86,8 @@ void api_resources_import(struct req *r)
     json_t *seen = json_object();
     struct gi_resource_in *ins = NULL;
     struct store_resource *rows = NULL;
+    int *row_st = NULL;
+    size_t n;
     int st;
 
     if (!import_open_or_reply(r, &c, &im))
@@ -136,33 +146,42 @@ void api_resources_import(struct req *r)
     }
     if (!import_verdict_or_reply(r, &im))
         goto cleanup;
-    {
-        size_t bad_i = 0;
-        st = store_res_import(r->store, r->who.name, rows, json_array_size(objs), &bad_i);
-        if (st == GI_CONFLICT || st == GI_NOT_FOUND) {
-            size_t line = (size_t)json_integer_value(json_array_get(lines, bad_i));
-            import_problem(&im, line, st == GI_CONFLICT ? "name" : "datacenter_id",
-                           st == GI_CONFLICT ? "name" : "datacenter_id",
-                           st == GI_CONFLICT
-                               ? "a resource with this kind and name already exists in "
-                                 "the data center"
-                               : "data center not found");
-            import_conflict_reply(r, &im);
-        } else if (st != GI_OK) {
-            reply_status(r, st, "import");
-        } else {
-            reply_json(r, 201,
-                       json_pack("{s:I, s:b}", "imported", (json_int_t)im.rows, "dry_run", 0));
+    /* A dry run makes the very inserts the import would, then rolls them
+     * back, so it meets the same conflicts with stored records. */
+    n = json_array_size(objs);
+    if ((row_st = calloc(n + 1, sizeof *row_st)) == NULL) {
+        reply_error(r, 500, "internal", NULL, "out of memory");
+        goto cleanup;
+    }
+    st = store_res_import(r->store, r->who.name, rows, n, im.dry_run, row_st);
+    if (st == GI_CONFLICT || st == GI_NOT_FOUND) {
+        for (size_t i = 0; i < n; i++) {
+            size_t line = (size_t)json_integer_value(json_array_get(lines, i));
+            if (row_st[i] == GI_CONFLICT)
+                import_problem(&im, line, "name", "name",
+                               "a resource with this kind and name already exists in the data "
+                               "center");
+            else if (row_st[i] == GI_NOT_FOUND)
+                import_problem(&im, line, "datacenter_id", "datacenter_id",
+                               "data center not found");
         }
+        import_conflict_reply(r, &im);
+    } else if (st != GI_OK) {
+        reply_status(r, st, "import");
+    } else if (im.dry_run) {
+        import_dry_run_reply(r, &im, json_pack("{s:I}", "would_import", (json_int_t)n));
+    } else {
+        reply_json(r, 201, json_pack("{s:I, s:b}", "imported", (json_int_t)im.rows, "dry_run", 0));
     }
 cleanup:
     for (size_t i = 0; ins && i < json_array_size(objs); i++)
         json_decref(ins[i].attrs);
     free(ins);
     free(rows);
+    free(row_st);
     free(header);
     csv_free(&c);
-    json_decref(im.errors);
+    import_report_free(&im);
     json_decref(objs);
     json_decref(lines);
     json_decref(dcs);

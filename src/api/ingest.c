@@ -90,8 +90,16 @@ void api_ingest(struct req *r)
                         "source is required when pushing with a non-pusher token");
             goto cleanup;
         }
-        if ((st = store_source_ensure(r->store, b.source, "push", NULL, NULL, NULL, &source_id)) !=
-            GI_OK) {
+        /* A pull or csv source speaks only through its own path: a push
+         * under its name would overwrite its GPUs and clear its error. */
+        st = store_source_ensure(r->store, b.source, "push", NULL, NULL, NULL, &source_id);
+        if (st == GI_CONFLICT) {
+            reply_error(r, 403, "forbidden", "source",
+                        "source '%s' is not a push source; push under a name of your own",
+                        b.source);
+            goto cleanup;
+        }
+        if (st != GI_OK) {
             reply_status(r, st, "source");
             goto cleanup;
         }

@@ -4,6 +4,7 @@
 #include "core/kinds.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "http/server.h"
 #include "store/store.h"
 
 #include <stdio.h>
@@ -154,6 +155,16 @@ void api_resources_get(struct req *r)
         return;
     }
     json_object_set_new(out, "allocations", hist);
+    if (strcmp(json_string_value(json_object_get(out, "kind")), "server") == 0) {
+        json_t *disc = NULL;
+        st = store_res_discovered(r->store, r->id, gi_now() - server_freshness(r->srv), &disc);
+        if (st != GI_OK) {
+            json_decref(out);
+            reply_status(r, st, "resource");
+            return;
+        }
+        json_object_set_new(out, "discovered", disc);
+    }
     reply_json(r, 200, out);
 }
 

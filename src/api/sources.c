@@ -9,11 +9,31 @@
 #include "http/server.h"
 #include "store/store.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int64_t stale_before(struct req *r) { return gi_now() - server_freshness(r->srv); }
 
-/* Replaces secret config values with "(set)". */
+/* A URL with its user information (stored before such URLs were refused)
+ * masked; NULL when it has none. Caller owns the result. */
+static json_t *url_masked(const char *url)
+{
+    const char *a = strstr(url, "://"), *at = NULL;
+    char out[2100];
+
+    if (a == NULL)
+        return NULL;
+    for (const char *p = a + 3; *p && *p != '/' && *p != '?' && *p != '#'; p++)
+        if (*p == '@')
+            at = p;
+    if (at == NULL)
+        return NULL;
+    snprintf(out, sizeof out, "%.*s(redacted)%s", (int)(a + 3 - url), url, at);
+    return json_string(out);
+}
+
+/* Replaces secret config values with "(set)" and masks credentials in a
+ * URL. */
 static void redact(json_t *src)
 {
     json_t *cfg = json_object_get(src, "config");
@@ -23,7 +43,61 @@ static void redact(json_t *src)
     json_object_foreach(cfg, key, v) {
         if (pull_config_secret(key) && !json_is_null(v))
             json_object_set_new(cfg, key, json_string("(set)"));
+        else if (json_is_string(v) && strcmp(key, "url") == 0) {
+            json_t *m = url_masked(json_string_value(v));
+            if (m)
+                json_object_set_new(cfg, key, m);
+        }
     }
+}
+
+/* A config value, absent read as null. */
+static const json_t *cfg_value(const json_t *cfg, const char *key)
+{
+    const json_t *v = json_object_get(cfg, key);
+    return v ? v : json_null();
+}
+
+/* True when the patch gives a secret a new value ("(set)" keeps it). */
+static bool secret_given(const json_t *patch, const char *key)
+{
+    const json_t *v = json_object_get(patch, key);
+    return v && !(json_is_string(v) && strcmp(json_string_value(v), "(set)") == 0);
+}
+
+/* The config an update stores: the current config (borrowed) with the
+ * patch (borrowed) applied. Secrets not mentioned, or given as "(set)"
+ * (what replies show), keep their value, so clients need not resend what
+ * they cannot read; but when the patch changes where secrets are sent
+ * (pull_config_target) and does not give a secret again, that secret is
+ * dropped, so a write-only secret never follows a new URL to another
+ * server. A warning per dropped secret is appended to `warnings`. Caller
+ * owns the result. */
+static json_t *config_merge(const json_t *cur, const json_t *patch, json_t *warnings)
+{
+    json_t *merged = json_is_object(cur) ? json_deep_copy(cur) : json_object(), *v, *tmp;
+    const char *key, *moved = NULL;
+
+    json_object_foreach((json_t *)patch, key, v) {
+        if (pull_config_target(key) && !json_equal(cfg_value(cur, key), v) && moved == NULL)
+            moved = key;
+        if (pull_config_secret(key) && !secret_given(patch, key))
+            continue;
+        json_object_set(merged, key, v);
+    }
+    if (moved == NULL)
+        return merged;
+    json_object_foreach_safe(merged, tmp, key, v) {
+        char field[80], msg[160];
+        if (!pull_config_secret(key) || json_is_null(v) || secret_given(patch, key))
+            continue;
+        snprintf(field, sizeof field, "config.%s", key);
+        snprintf(msg, sizeof msg, "config.%s was cleared because config.%s changed; give it again",
+                 key, moved);
+        json_array_append_new(warnings, json_pack("{s:s, s:s}", "field", field, "message", msg));
+        json_object_del(merged, key);
+    }
+    return merged;
 }
 
 void api_sources_list(struct req *r)
@@ -137,7 +211,7 @@ cleanup:
 
 void api_sources_update(struct req *r)
 {
-    json_t *body = NULL, *cur = NULL, *out = NULL, *merged = NULL;
+    json_t *body = NULL, *cur = NULL, *out = NULL, *merged = NULL, *warnings = json_array();
     struct store_source in = {0};
     const char *kind;
     int st;
@@ -153,25 +227,9 @@ void api_sources_update(struct req *r)
         reply_error(r, 400, "validation_failed", "config", "a push source has no config");
         goto cleanup;
     }
-    /* A config patch keeps secrets not mentioned, so clients need not
-     * resend what they cannot read. */
     if (json_is_object(json_object_get(body, "config"))) {
-        merged = json_deep_copy(json_object_get(cur, "config"));
-        if (!json_is_object(merged)) {
-            json_decref(merged);
-            merged = json_object();
-        }
-        {
-            const char *key;
-            json_t *v;
-            json_object_foreach(json_object_get(body, "config"), key, v) {
-                /* "(set)" is what replies show for a secret: keep it. */
-                if (pull_config_secret(key) && json_is_string(v) &&
-                    strcmp(json_string_value(v), "(set)") == 0)
-                    continue;
-                json_object_set(merged, key, v);
-            }
-        }
+        merged =
+            config_merge(json_object_get(cur, "config"), json_object_get(body, "config"), warnings);
         json_object_set(body, "config", merged);
     }
     if (!source_body_or_reply(r, body, kind, &in))
@@ -185,9 +243,12 @@ void api_sources_update(struct req *r)
         reply_status(r, st, "source");
     } else {
         redact(out);
+        if (json_array_size(warnings) > 0)
+            json_object_set(out, "warnings", warnings);
         reply_json(r, 200, out);
     }
 cleanup:
+    json_decref(warnings);
     json_decref(merged);
     json_decref(cur);
     json_decref(body);

@@ -157,6 +157,11 @@ int cli_serve(int argc, char **argv)
         gi_error("demo fleet failed: %s", gi_status_name(rc));
         goto cleanup;
     }
+    /* Hosts and servers stored before matching existed get their links. */
+    if ((rc = store_links_refresh(st)) != GI_OK) {
+        gi_error("matching discovered hosts to servers failed: %s", gi_status_name(rc));
+        goto cleanup;
+    }
     if ((rc = server_start(&cfg, st, &srv)) != GI_OK)
         goto cleanup;
     push_global_init();

@@ -78,6 +78,26 @@ bool pull_config_secret(const char *key)
     return strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0;
 }
 
+bool pull_config_target(const char *key)
+{
+    return strcmp(key, "url") == 0 || strcmp(key, "ca_file") == 0 ||
+           strcmp(key, "insecure_skip_verify") == 0;
+}
+
+/* True when an http(s) URL carries user information ("user:pw@") in its
+ * authority, the part between "://" and the first '/', '?' or '#'. */
+static bool url_has_userinfo(const char *url)
+{
+    const char *a = strstr(url, "://");
+    size_t n;
+
+    if (a == NULL)
+        return false;
+    a += 3;
+    n = strcspn(a, "/?#");
+    return memchr(a, '@', n) != NULL;
+}
+
 static int bad(char *field, size_t flen, char *msg, size_t mlen, const char *key, const char *fmt,
                ...) __attribute__((format(printf, 6, 7)));
 
@@ -120,6 +140,12 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
                  strncmp(json_string_value(v), "https://", 8) != 0) ||
                 json_string_length(v) > 2000 || !gi_text_ok(json_string_value(v)))
                 return bad(field, flen, msg, mlen, key, "config.%s must be an http(s) URL", key);
+            /* A password in the URL would be shown to every viewer. */
+            if (url_has_userinfo(json_string_value(v)))
+                return bad(field, flen, msg, mlen, key,
+                           "config.%s must not carry credentials (user:password@); give them in "
+                           "config.bearer_token, which is write-only",
+                           key);
             break;
         case CFG_STR:
         case CFG_SECRET:

@@ -15,6 +15,10 @@ struct store;
 bool pull_kind_known(const char *kind);
 /* True for config keys holding secrets (never shown back). */
 bool pull_config_secret(const char *key);
+/* True for config keys that decide which server receives the secrets
+ * (url, ca_file, insecure_skip_verify): changing one without giving the
+ * secrets again clears them. */
+bool pull_config_target(const char *key);
 /* Validates a kind's config object; on failure fills field ("config.url")
  * and msg and returns -1. */
 int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t flen, char *msg,

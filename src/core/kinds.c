@@ -37,6 +37,7 @@ static const char *const ib_devices[] = {"switch", "hca", "gateway", "router", "
 
 static const struct gi_field server_fields[] = {STR("hostname", 253, "Hostname"),
                                                 STR("serial", 64, "Serial"),
+                                                STR("machine_id", 64, "Machine ID"),
                                                 STR("vendor", 64, "Vendor"),
                                                 STR("model", 128, "Model"),
                                                 STR("rack", 32, "Rack"),

@@ -16,6 +16,8 @@ const char *gi_status_name(int st)
         return "too_large";
     case GI_UNAVAILABLE:
         return "unavailable";
+    case GI_NO_SPACE:
+        return "no_space";
     case GI_INTERNAL:
         return "internal";
     }

@@ -10,6 +10,7 @@ enum gi_status {
     GI_INVALID,     /* the input is malformed or out of range */
     GI_TOO_LARGE,   /* the input exceeds a hard bound */
     GI_UNAVAILABLE, /* transient: busy database, peer down; retry may work */
+    GI_NO_SPACE,    /* the storage's disk is full; retry once space is freed */
     GI_INTERNAL,    /* a bug or an unexpected library failure */
 };
 

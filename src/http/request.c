@@ -93,6 +93,12 @@ void reply_status(struct req *r, int st, const char *what)
         reply_error(r, 503, "unavailable", NULL, "the database is busy; retry");
         reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
         return;
+    case GI_NO_SPACE:
+        /* Nothing was written; the next write succeeds once space is freed. */
+        reply_error(r, 503, "storage_full", NULL,
+                    "the database's disk is full; free space and retry");
+        reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "30");
+        return;
     default:
         reply_error(r, 500, "internal", NULL, "internal error while handling %s", what);
     }

@@ -1,6 +1,7 @@
 /* The one route table: method, path pattern, handler, least role needed.
  * Patterns are literal segments, "{id}" (a positive integer, into req.id)
- * or "{key}" (any one segment, into req.key). */
+ * "{key}" (any one segment, into req.key) or, last, "{key*}" (the rest of
+ * the path, '/' included, into req.key). */
 #ifndef GI_ROUTES_H
 #define GI_ROUTES_H
 

@@ -37,7 +37,8 @@ size_t server_max_body(const struct server *srv) { return srv->max_body; }
 int64_t server_session_ttl(const struct server *srv) { return srv->session_ttl; }
 int64_t server_freshness(const struct server *srv) { return srv->freshness; }
 
-/* Matches one pattern against a path, capturing {id} and {key}. */
+/* Matches one pattern against a path, capturing {id}, {key} and a final
+ * {key*}. */
 static bool route_match(const char *pattern, const char *path, struct req *r)
 {
     const char *p = pattern, *u = path;
@@ -55,6 +56,15 @@ static bool route_match(const char *pattern, const char *path, struct req *r)
             num[ul] = '\0';
             if (gi_parse_int64(num, 1, INT64_MAX, &r->id) != GI_OK)
                 return false;
+        } else if (pl == 6 && strncmp(p, "{key*}", 6) == 0 && p[6] == '\0') {
+            /* The rest of the path, slashes and all (a MIG instance's
+             * made-up UUID is "MIG-<parent>/<instance>"); no empty segment. */
+            size_t rl = strlen(u);
+            if (rl == 0 || rl >= sizeof r->key || u[rl - 1] == '/' || strstr(u, "//"))
+                return false;
+            memcpy(r->key, u, rl);
+            r->key[rl] = '\0';
+            return true;
         } else if (pl == 5 && strncmp(p, "{key}", 5) == 0) {
             if (ul == 0 || ul >= sizeof r->key)
                 return false;

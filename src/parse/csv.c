@@ -47,7 +47,65 @@ static bool put(struct csv *c, size_t *len, char ch)
 static int bad(struct csv *c, const char *msg)
 {
     snprintf(c->error, sizeof c->error, "%s", msg);
+    c->error_line = c->line;
+    c->error_field = c->nfields + 1;
+    c->resumable = false;
     return -1;
+}
+
+/* The offset of the first byte of s[0..n) that is a NUL or not part of
+ * well-formed UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF); n when there is none. */
+static size_t first_bad_byte(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned char b = s[i];
+        size_t k;
+        unsigned char lo = 0x80, hi = 0xbf;
+        if (b == 0)
+            return i;
+        if (b < 0x80) {
+            i++;
+            continue;
+        }
+        if (b >= 0xc2 && b <= 0xdf)
+            k = 1;
+        else if (b >= 0xe0 && b <= 0xef)
+            k = 2, lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
+        else if (b >= 0xf0 && b <= 0xf4)
+            k = 3, lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
+        else
+            return i;
+        if (i + k >= n)
+            return i; /* cut short by the end of the field */
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t j = 2; j <= k; j++)
+            if ((s[i + j] & 0xc0) != 0x80)
+                return i;
+        i += k + 1;
+    }
+    return n;
+}
+
+/* Checks the field just read (buf[start..len)), which began on line
+ * `line`; records the first bad byte of the record. */
+static void check_text(struct csv *c, size_t start, size_t len, size_t line)
+{
+    const unsigned char *f = (const unsigned char *)c->buf + start;
+    size_t at = first_bad_byte(f, len - start);
+
+    if (at == len - start || c->resumable)
+        return;
+    for (size_t i = 0; i < at; i++)
+        line += f[i] == '\n';
+    snprintf(c->error, sizeof c->error, "%s at byte %zu of field %zu",
+             f[at] == 0 ? "a NUL byte" : "invalid UTF-8", at + 1, c->nfields + 1);
+    c->error_line = line;
+    c->error_field = c->nfields + 1;
+    c->resumable = true;
 }
 
 int csv_next(struct csv *c)
@@ -57,9 +115,13 @@ int csv_next(struct csv *c)
 
     c->nfields = 0;
     c->record_line = c->line;
+    c->resumable = false;
+    c->error_line = c->error_field = 0;
+    c->error[0] = '\0';
     if (c->p >= c->end)
         return 0;
     for (;;) {
+        size_t field_line = c->line;
         /* One field. */
         if (c->nfields == CSV_MAX_FIELDS)
             return bad(c, "too many fields in one row");
@@ -96,6 +158,7 @@ int csv_next(struct csv *c)
         }
         if (len - start > CSV_MAX_FIELD)
             return bad(c, "field too large");
+        check_text(c, start, len, field_line);
         if (!put(c, &len, '\0'))
             return bad(c, "field too large");
         offs[c->nfields++] = start;
@@ -112,5 +175,5 @@ int csv_next(struct csv *c)
     }
     for (size_t i = 0; i < c->nfields; i++)
         c->fields[i] = c->buf + offs[i];
-    return 1;
+    return c->resumable ? -1 : 1;
 }

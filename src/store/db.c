@@ -6,6 +6,7 @@
 #include "core/util.h"
 #include "store/embedded.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,17 @@ int db_map_rc(sqlite3 *db, int rc)
         break; /* NOT NULL, CHECK: a value the code should never have bound */
     case SQLITE_TOOBIG:
         return GI_TOO_LARGE;
+    case SQLITE_FULL:
+        gi_warn("sqlite: the database's disk is full (%s)",
+                db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        return GI_NO_SPACE;
+    case SQLITE_IOERR:
+        /* Growing the WAL or its index can fail this way on a full disk. */
+        if (db && (sqlite3_system_errno(db) == ENOSPC || sqlite3_system_errno(db) == EDQUOT)) {
+            gi_warn("sqlite: the database's disk is full (%s, %d)", sqlite3_errmsg(db), rc);
+            return GI_NO_SPACE;
+        }
+        break;
     }
     gi_error("sqlite: %s (%d)", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), rc);
     return GI_INTERNAL;

@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "store/embedded.h"
+#include "store/links.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -90,10 +91,10 @@
     "source, g.first_seen_at, g.last_seen_at, g.missing_since, g.sample_at, g.util_pct, "          \
     "g.mem_used_mib, g.power_w, g.temp_c, g.ecc_corrected, g.ecc_uncorrected, g.xid_last, "        \
     "rs.name AS reading_source, " GPU_OBSERVED " AS observed_at, " GPU_OBSERVED " AS newest_at, "  \
-    "CASE WHEN " GPU_IS_STALE " THEN 1 ELSE 0 END AS stale, " GPU_STATE " AS state FROM gpus g "   \
-    "LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON d.id = h.datacenter_id "     \
-    "LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN sources rs ON rs.id = "                   \
-    "g.reading_source_id "
+    "CASE WHEN " GPU_IS_STALE " THEN 1 ELSE 0 END AS stale, " GPU_STATE " AS state, "              \
+    "l.resource_id FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON "  \
+    "d.id = h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN sources rs ON "    \
+    "rs.id = g.reading_source_id LEFT JOIN host_links l ON l.host_id = g.host_id "
 #define GPU_WHERE                                                                                  \
     "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) "  \
     "AND (:model IS NULL OR g.model = :model) AND (:dc = 0 OR h.datacenter_id = :dc) AND (:sid = " \
@@ -203,7 +204,7 @@
     X(ALLOC_FIND, "SELECT id FROM resources WHERE datacenter_id = :dc AND kind = :kind AND state " \
                   "= 'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR "           \
                   "gpu_model = :gpu_model) ORDER BY gpu_count, id LIMIT :limit")                   \
-    X(SOURCE_GET, "SELECT id FROM sources WHERE name = :name")                                     \
+    X(SOURCE_GET, "SELECT id, kind FROM sources WHERE name = :name")                               \
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
                   "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster, precedence, name FROM sources WHERE id = :id")  \
@@ -232,7 +233,8 @@
       "= 1 THEN COALESCE(excluded.datacenter_id, hosts.datacenter_id) ELSE "                       \
       "COALESCE(hosts.datacenter_id, excluded.datacenter_id) END, source_id = CASE WHEN :own = 1 " \
       "THEN excluded.source_id ELSE hosts.source_id END, last_seen_at = CASE WHEN :own = 1 THEN "  \
-      "excluded.last_seen_at ELSE hosts.last_seen_at END RETURNING id")                            \
+      "excluded.last_seen_at ELSE hosts.last_seen_at END RETURNING id, hostname, "                 \
+      "machine_id, serial")                                                                        \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
     X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, "            \
@@ -978,6 +980,8 @@ static int res_insert(struct conn *c, const char *actor, const struct store_reso
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     *id = sqlite3_last_insert_rowid(c->db);
+    if ((rc = links_server_changed(c, actor, *id)) != GI_OK)
+        return rc;
     if (in->state && strcmp(in->state, "in_use") == 0 && in->tenant) {
         if (!(s = prep(c, ST_ALLOC_OPEN)))
             return GI_INTERNAL;
@@ -1014,20 +1018,34 @@ int store_res_create(struct store *st, const char *actor, const struct store_res
 }
 
 int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
-                     size_t n, size_t *bad_index)
+                     size_t n, bool dry_run, int *row_status)
 {
     struct conn *c = db_conn_get(st);
     int64_t id;
-    int rc = db_tx_begin(c);
+    int rc = db_tx_begin(c), failed = GI_OK;
 
+    /* A constraint failure undoes only its statement, so the transaction
+     * goes on and every row's conflict is found. */
     for (size_t i = 0; rc == GI_OK && i < n; i++) {
         json_t *after = NULL;
-        rc = res_insert(c, actor, &rows[i], &id, &after);
+        int one = res_insert(c, actor, &rows[i], &id, &after);
         json_decref(after);
-        if (rc != GI_OK)
-            *bad_index = i;
+        row_status[i] = one;
+        if (one == GI_CONFLICT || one == GI_NOT_FOUND) {
+            if (failed == GI_OK)
+                failed = one;
+        } else {
+            rc = one;
+        }
     }
-    rc = db_tx_end(c, rc);
+    if (rc == GI_OK)
+        rc = failed;
+    /* A rehearsal runs every insert and constraint, then undoes them
+     * (db_tx_end rolls back for any status but GI_OK). */
+    if (rc == GI_OK && dry_run)
+        db_tx_end(c, GI_CONFLICT);
+    else
+        rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     return rc;
 }
@@ -1226,6 +1244,8 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
     rc = alloc_track(c, actor, id, json_string_value(json_object_get(before, "state")), in);
     if (rc != GI_OK)
         goto cleanup;
+    if ((rc = links_server_changed(c, actor, id)) != GI_OK)
+        goto cleanup;
     if ((rc = res_get(c, id, out)) != GI_OK)
         goto cleanup;
     rc = db_audit(c, actor, "update", "resource", id, before, *out);
@@ -1250,6 +1270,8 @@ int store_res_delete(struct store *st, const char *actor, int64_t id)
     if (rc != GI_OK)
         goto cleanup;
     if ((rc = res_get(c, id, &before)) != GI_OK)
+        goto cleanup;
+    if ((rc = links_server_removing(c, actor, id)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_RES_DELETE)))
@@ -1428,22 +1450,31 @@ cleanup:
 
 /* ---- GPU discovery ---- */
 
-int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
-                        const char *env, const char *cluster, int64_t *id)
+/* Finds or creates the source `name` of `kind` on c (inside the caller's
+ * transaction, if any): GI_CONFLICT when the name belongs to a source of
+ * another kind. */
+static int source_ensure(struct conn *c, const char *name, const char *kind, const char *team,
+                         const char *env, const char *cluster, int64_t *id)
 {
-    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
-    int rc = GI_INTERNAL;
+    int rc = GI_INTERNAL, step;
 
     if (!(s = prep(c, ST_SOURCE_GET)))
-        goto cleanup;
+        return GI_INTERNAL;
     db_bind_text(s, ":name", name);
-    rc = db_fetch_int(c, s, id);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        const char *have = (const char *)sqlite3_column_text(s, 1);
+        *id = sqlite3_column_int64(s, 0);
+        rc = have && strcmp(have, kind) == 0 ? GI_OK : GI_CONFLICT;
+    } else {
+        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+    }
+    sqlite3_reset(s);
     if (rc != GI_NOT_FOUND)
-        goto cleanup;
-    rc = GI_INTERNAL;
+        return rc;
     if (!(s = prep(c, ST_SOURCE_ADD)))
-        goto cleanup;
+        return GI_INTERNAL;
     db_bind_text(s, ":name", name);
     db_bind_text(s, ":kind", kind);
     db_bind_opt_text(s, ":team", team);
@@ -1452,7 +1483,15 @@ int store_source_ensure(struct store *st, const char *name, const char *kind, co
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) == GI_OK)
         *id = sqlite3_last_insert_rowid(c->db);
-cleanup:
+    return rc;
+}
+
+int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
+                        const char *env, const char *cluster, int64_t *id)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = source_ensure(c, name, kind, team, env, cluster, id);
+
     db_conn_put(st, c);
     return rc;
 }
@@ -1557,7 +1596,7 @@ static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct g
 {
     sqlite3_stmt *s;
     int64_t dc = 0;
-    char shortname[GI_HOST_LEN];
+    char shortname[GI_HOST_LEN], ident[3][GI_HOST_LEN];
     bool own;
     int rc, step;
 
@@ -1597,10 +1636,21 @@ static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct g
     db_bind_int(s, ":sid", sid);
     db_bind_int(s, ":now", gi_now());
     step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
-        *host_id = sqlite3_column_int64(s, 0);
+    if (step != SQLITE_ROW) {
+        sqlite3_reset(s);
+        return db_map_rc(c->db, step);
+    }
+    *host_id = sqlite3_column_int64(s, 0);
+    gi_strlcpy(ident[0], (const char *)sqlite3_column_text(s, 1), sizeof ident[0]);
+    for (int i = 1; i < 3; i++)
+        gi_strlcpy(ident[i],
+                   sqlite3_column_type(s, i + 1) == SQLITE_NULL
+                       ? ""
+                       : (const char *)sqlite3_column_text(s, i + 1),
+                   sizeof ident[i]);
     sqlite3_reset(s);
-    return step == SQLITE_ROW ? GI_OK : db_map_rc(c->db, step);
+    /* The stored identity (after merging) decides whether to re-match. */
+    return links_host_seen(c, *host_id, ident[0], ident[1], ident[2]);
 }
 
 /* Records which source set one identity field; skips absent values. */
@@ -2268,18 +2318,15 @@ cleanup:
     return rc;
 }
 
-int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
-                      struct store_ingest_result *res)
+/* Applies n batches inside the caller's write transaction on c. */
+static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_batch *b, size_t n,
+                          struct store_ingest_result *res)
 {
-    struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     struct reporter src = {.id = source_id, .defaults = {team, env, cluster}};
-    int64_t gpus = 0;
-    int rc = db_tx_begin(c), step;
+    int rc, step;
 
-    if (rc != GI_OK)
-        goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_DEFAULTS)))
         goto cleanup;
@@ -2295,10 +2342,8 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
     }
     sqlite3_reset(s);
     rc = GI_OK;
-    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+    for (size_t i = 0; i < n && rc == GI_OK; i++)
         rc = ingest_one(c, &src, &b[i], &res[i]);
-        gpus += res[i].gpus;
-    }
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
@@ -2308,7 +2353,39 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
     db_bind_int(s, ":id", source_id);
     rc = db_exec_done(c, s);
 cleanup:
+    return rc;
+}
+
+int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
+                      struct store_ingest_result *res)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK)
+        rc = ingest_many_tx(c, source_id, b, n, res);
     rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_ingest_as(struct store *st, const char *name, const char *kind, const struct gi_batch *b,
+                    size_t n, bool dry_run, struct store_ingest_result *res)
+{
+    struct conn *c = db_conn_get(st);
+    int64_t sid = 0;
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK)
+        rc = source_ensure(c, name, kind, NULL, NULL, NULL, &sid);
+    if (rc == GI_OK)
+        rc = ingest_many_tx(c, sid, b, n, res);
+    /* A rehearsal runs every statement and constraint, then undoes them
+     * (db_tx_end rolls back for any status but GI_OK). */
+    if (rc == GI_OK && dry_run)
+        db_tx_end(c, GI_CONFLICT);
+    else
+        rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     return rc;
 }
@@ -2409,6 +2486,9 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
             goto cleanup;
         json_object_set_new(g, parts[i].key, arr);
     }
+    if ((rc = links_gpu_resource(c, uuid, &arr)) != GI_OK)
+        goto cleanup;
+    json_object_set_new(g, "resource", arr);
     *out = g;
     g = NULL;
 cleanup:

@@ -139,10 +139,14 @@ struct store_alloc_req {
 int store_alloc_bulk(struct store *st, const char *actor, const struct store_alloc_req *req,
                      json_t **items, int64_t *available);
 
-/* Inserts n resources in one transaction. On GI_CONFLICT or GI_NOT_FOUND
- * *bad_index names the offending row (0-based) and nothing is written. */
+/* Inserts n resources in one transaction, all or none. Every row is tried:
+ * row_status (n entries, caller's) receives each row's outcome (GI_OK,
+ * GI_CONFLICT for a name taken in its data center, GI_NOT_FOUND for a
+ * missing data center), and if any row failed the result is that status
+ * and nothing is written. With dry_run the same inserts run and are then
+ * rolled back, so a dry run meets every constraint the import would. */
 int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
-                     size_t n, size_t *bad_index);
+                     size_t n, bool dry_run, int *row_status);
 /* Looks up the kind and data center of a resource (for cross-checks). */
 int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t *datacenter_id);
 
@@ -150,7 +154,8 @@ int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t
 struct gi_batch;
 
 /* Finds or creates the source `name` of `kind` (push sources are created
- * on first use); *id receives its id. */
+ * on first use); *id receives its id. GI_CONFLICT when the name belongs to
+ * a source of another kind: nothing pushes or imports as a pull source. */
 int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
                         const char *env, const char *cluster, int64_t *id);
 /* Binds a pusher token to a source (set at token creation). */
@@ -172,6 +177,12 @@ int store_ingest(struct store *st, int64_t source_id, const struct gi_batch *b,
  * res has n entries. */
 int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
                       struct store_ingest_result *res);
+/* Like store_ingest_many under the source `name` of `kind`, found or
+ * created in the same transaction (GI_CONFLICT when the name belongs to a
+ * source of another kind). With dry_run every statement runs and is then
+ * rolled back: res says what the import would do, nothing is written. */
+int store_ingest_as(struct store *st, const char *name, const char *kind, const struct gi_batch *b,
+                    size_t n, bool dry_run, struct store_ingest_result *res);
 
 /* A GPU's state, derived when read: missing (its owning source's host
  * report no longer lists it), stale (its newest reading was taken before
@@ -256,5 +267,64 @@ int store_k8s_pods(struct store *st, const struct store_k8s_filter *f, const str
 /* Figures for /metrics: GPU totals, stale and missing counts, per-source
  * status. */
 int store_metrics(struct store *st, int64_t stale_before, json_t **out);
+
+/* ---- discovery matched to inventory (links.c, drift.c) ---- */
+/* Every discovered host is linked to at most one inventory server, by
+ * the first of: serial, machine id, host name (full, then short), each
+ * compared normalized; or by an admin, which wins. Host documents carry
+ * resource_id, resource, rule (serial, machine_id, hostname, manual,
+ * ambiguous or null), manual, match_detail, linked_at and linked_by. */
+struct store_host_filter {
+    int64_t datacenter_id; /* 0: any */
+    int linked;            /* -1 any, 1 linked, 0 not linked */
+    const char *q;         /* substring of hostname, serial, machine id, server name */
+};
+int store_host_list(struct store *st, const struct store_host_filter *f,
+                    const struct store_page *pg, json_t **items, int64_t *total);
+int store_host_get(struct store *st, int64_t id, json_t **out);
+enum store_link_mode {
+    STORE_LINK_MANUAL, /* linked to resource_id by hand */
+    STORE_LINK_NONE,   /* "not linked" by hand: automatic matching stays off */
+    STORE_LINK_AUTO,   /* back to automatic matching, re-run now */
+};
+/* Changes a host's link (audited, under actor); *out is the host after.
+ * GI_NOT_FOUND: no such host; GI_INVALID: resource_id is not a server. */
+int store_host_link_set(struct store *st, const char *actor, int64_t host_id,
+                        enum store_link_mode mode, int64_t resource_id, json_t **out);
+/* A server's discovered GPUs: {count, models, util_avg, in_use, hosts,
+ * gpus}; count 0 and empty lists when no host is linked. Data older than
+ * stale_before is stale and not in use. */
+int store_res_discovered(struct store *st, int64_t resource_id, int64_t stale_before, json_t **out);
+/* Gives servers and hosts written before matching existed their keys and
+ * links (cheap when there are none). */
+int store_links_refresh(struct store *st);
+
+/* Drift between the declared inventory and what discovery reports,
+ * computed when read. Kinds: gpu_count_mismatch, gpu_model_mismatch,
+ * retired_busy, unallocated_busy, unlinked_host, never_seen,
+ * ambiguous_match. */
+#define STORE_DRIFT_KINDS                                                                          \
+    "gpu_count_mismatch, gpu_model_mismatch, retired_busy, unallocated_busy, unlinked_host, "      \
+    "never_seen, ambiguous_match"
+/* Utilization from which a fresh GPU counts as busy (in use). */
+#define STORE_BUSY_PCT 5.0
+struct store_drift_filter {
+    const char *kind;      /* NULL: any */
+    int64_t datacenter_id; /* 0: any */
+    int64_t stale_before;  /* readings older than this are not busy */
+};
+/* True when kind names a drift kind. */
+bool store_drift_kind_valid(const char *kind);
+/* *items: the page; *total: items matching the filter; *counts: per kind
+ * over the data-center filter, every kind present. */
+int store_drift_list(struct store *st, const struct store_drift_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total, json_t **counts);
+/* True when a declared GPU model names the discovered one: every word
+ * (letters and digits) of the declared model is a word of the discovered
+ * model, ignoring case ("H100" matches "NVIDIA H100 80GB HBM3"). */
+bool store_model_matches(const char *declared, const char *discovered);
+/* A data center's discovered GPUs: {total, in_use, idle, stale, unknown,
+ * on_linked_hosts, servers_seen}, physical GPUs of hosts in it. */
+int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out);
 
 #endif

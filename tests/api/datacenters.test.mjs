@@ -163,7 +163,15 @@ describe('overview', () => {
 
   test('counts every kind and GPU totals as resources change', async () => {
     const dc = await mkDc(h.s);
-    const ov = async () => ok(await h.s.api('GET', `/api/v1/datacenters/${dc.id}/overview`));
+    // The declared figures are kept at the top of `gpus` and under `declared`.
+    const ov = async () => {
+      const o = ok(await h.s.api('GET', `/api/v1/datacenters/${dc.id}/overview`));
+      const { declared, discovered, basis, ...top } = o.gpus;
+      assert.deepEqual(declared, top);
+      assert.equal(typeof discovered.total, 'number');
+      assert.equal(typeof basis.discovered, 'string');
+      return { ...o, gpus: top };
+    };
     let o = await ov();
     assert.equal(o.datacenter_id, dc.id);
     assert.equal(o.name, dc.name);

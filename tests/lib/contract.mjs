@@ -79,6 +79,12 @@ function pathParams(item, op) {
   return out;
 }
 
+/** True when a path item's parameter `name` is marked x-gpuinv-rest-of-path. */
+function restOfPath(item, name) {
+  return METHODS.filter((m) => item[m]).some((m) => [...(item.parameters || []), ...(item[m].parameters || [])]
+    .map(deref).some((q) => q?.in === 'path' && q.name === name && q['x-gpuinv-rest-of-path'] === true));
+}
+
 /** True when one request path segment fits one document segment. */
 function segmentFits(seg, tmpl, params) {
   const m = /^\{(.+)\}$/.exec(tmpl);
@@ -95,10 +101,18 @@ function segmentFits(seg, tmpl, params) {
 export function findOperation(method, rawPath) {
   let p = rawPath.split('#')[0].split('?')[0];
   try { p = decodeURIComponent(p); } catch { /* keep it raw, as the server would not match it */ }
-  const segs = p.split('/');
   const hits = [];
   for (const [path, item] of Object.entries(openapi.paths)) {
     const tmpl = path.split('/');
+    let segs = p.split('/');
+    // A final parameter marked x-gpuinv-rest-of-path takes the rest of the
+    // path, slashes included (MIG names), as the route's {key*} does.
+    const last = /^\{(.+)\}$/.exec(tmpl.at(-1));
+    if (last && segs.length > tmpl.length && restOfPath(item, last[1])) {
+      const rest = segs.slice(tmpl.length - 1);
+      if (rest.some((x) => x === '')) continue;
+      segs = [...segs.slice(0, tmpl.length - 1), rest.join('/')];
+    }
     if (tmpl.length !== segs.length) continue;
     // A segment is an integer when any operation of the path says so.
     const params = Object.assign({}, ...METHODS.filter((m) => item[m]).map((m) => pathParams(item, item[m])));

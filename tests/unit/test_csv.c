@@ -71,7 +71,8 @@ static void test_bom(void **state)
     expect_csv("\xEF\xBB\xBF\"q\"\n", "L1:q");
     /* Only a leading mark is special. */
     expect_csv("a\n\xEF\xBB\xBF\x62\n", "L1:a\nL2:\xEF\xBB\xBF\x62"); /* \x62 is 'b' */
-    expect_csv("\xEF\xBB", "L1:\xEF\xBB");
+    /* A cut-short mark is not UTF-8. */
+    expect_csv("\xEF\xBB", "!1:invalid UTF-8 at byte 1 of field 1");
 }
 
 static void test_empty_fields(void **state)
@@ -123,11 +124,80 @@ static void test_malformed(void **state)
 
 static void test_embedded_nul(void **state)
 {
-    /* Length, not NUL, ends the input; the NUL ends the field's C string. */
+    /* Length, not NUL, ends the input; a NUL is refused, not a truncation. */
     static const char data[] = "a\0b,c\n";
+    static const char quoted[] = "h\nx,\"p\nq\0\"\n";
     char *got = render(data, sizeof data - 1);
-    assert_string_equal(got, "L1:a|c");
+    assert_string_equal(got, "!1:a NUL byte at byte 2 of field 1");
     free(got);
+    got = render(quoted, sizeof quoted - 1);
+    assert_string_equal(got, "L1:h\n!2:a NUL byte at byte 4 of field 2");
+    free(got);
+}
+
+/* Reads data to its end, going on after resumable errors; renders records
+ * as "L<line>:f1|f2" and errors as "!<line>.<field>:<error>". */
+static char *render_all(const char *data, size_t len)
+{
+    struct csv c;
+    size_t cap = 4 * len + 512, n = 0;
+    char *out = calloc(1, cap);
+    int rc;
+
+    assert_non_null(out);
+    csv_init(&c, data, len);
+    while ((rc = csv_next(&c)) != 0) {
+        if (rc < 0) {
+            n += (size_t)snprintf(out + n, cap - n, "%s!%zu.%zu:%s", n ? "\n" : "", c.error_line,
+                                  c.error_field, c.error);
+            if (!c.resumable)
+                break;
+            continue;
+        }
+        n += (size_t)snprintf(out + n, cap - n, "%sL%zu:", n ? "\n" : "", c.record_line);
+        for (size_t i = 0; i < c.nfields; i++)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "|" : "", c.fields[i]);
+        assert_true(n < cap);
+    }
+    csv_free(&c);
+    return out;
+}
+
+#define expect_all(data, want)                                                                     \
+    do {                                                                                           \
+        char *got_ = render_all(data, sizeof(data) - 1);                                           \
+        if (strcmp(got_, want) != 0) {                                                             \
+            print_error("input:\n%s\ngot:\n%s\nwant:\n%s\n", data, got_, want);                    \
+            free(got_);                                                                            \
+            fail();                                                                                \
+        }                                                                                          \
+        free(got_);                                                                                \
+    } while (0)
+
+static void test_invalid_utf8(void **state)
+{
+    /* Latin-1 from a spreadsheet: the record is refused at its line and
+     * field, and the records after it still read. */
+    expect_all("name,city\nx,M\xfcnchen\ny,Paris\n",
+               "L1:name|city\n!2.2:invalid UTF-8 at byte 2 of field 2\nL3:y|Paris");
+    /* Each malformed form: lone continuation, overlong, surrogate, past
+     * U+10FFFF, cut short at the field's end, cut short by a comma. */
+    expect_all("\x80\n", "!1.1:invalid UTF-8 at byte 1 of field 1");
+    expect_all("a,\xc0\xaf\n", "!1.2:invalid UTF-8 at byte 1 of field 2");
+    expect_all("\xed\xa0\x80\n", "!1.1:invalid UTF-8 at byte 1 of field 1");
+    expect_all("\xf4\x90\x80\x80\n", "!1.1:invalid UTF-8 at byte 1 of field 1");
+    expect_all("ok\xe6\x97", "!1.1:invalid UTF-8 at byte 3 of field 1");
+    expect_all("\xe6\x97,x\n", "!1.1:invalid UTF-8 at byte 1 of field 1");
+    /* The line of the bad byte inside a multi-line quoted field. */
+    expect_all("h\n\"one\ntwo \xff\",z\nw\n",
+               "L1:h\n!3.1:invalid UTF-8 at byte 9 of field 1\nL4:w");
+    /* Only the first bad byte of a record is named. */
+    expect_all("\xff,\xfe\n", "!1.1:invalid UTF-8 at byte 1 of field 1");
+    /* Well-formed: two-, three- and four-byte forms and the extremes. */
+    expect_all("\xc2\x80,\xe0\xa0\x80,\xef\xbf\xbf,\xf0\x90\x80\x80,\xf4\x8f\xbf\xbf\n",
+               "L1:\xc2\x80|\xe0\xa0\x80|\xef\xbf\xbf|\xf0\x90\x80\x80|\xf4\x8f\xbf\xbf");
+    /* A structural error after an encoding error in one record ends reading. */
+    expect_all("\xff,\"open\n", "!2.2:unterminated quoted field");
 }
 
 static void test_field_count_bound(void **state)
@@ -281,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_embedded_newlines),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_embedded_nul),
+        cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_field_count_bound),
         cmocka_unit_test(test_field_size_bound),
         cmocka_unit_test(test_record_size_bound),

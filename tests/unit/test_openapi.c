@@ -7,7 +7,8 @@
  * route's "{id}" or "{key}" segment matches any "{name}" segment of the
  * document (the document names parameters for people: {id}, {uuid}), and
  * the document must declare that name as a path parameter: an integer for
- * "{id}", a string for "{key}". */
+ * "{id}", a string for "{key}", and a string marked x-gpuinv-rest-of-path
+ * for a final "{key*}" (which takes the rest of the path, '/' included). */
 #include "unit.h"
 
 #include "http/routes.h"
@@ -188,6 +189,12 @@ static void check_params(struct problems *pr, json_t *doc, const struct route *r
             else if (!json_is_string(type) || strcmp(json_string_value(type), want) != 0)
                 problem(pr, "%s %s: path parameter {%s} must be of type %s (the route has %.*s)",
                         rt->method, dpath, name, want, (int)al, a);
+            else if ((al == 6 && strncmp(a, "{key*}", 6) == 0) !=
+                     json_is_true(json_object_get(p, "x-gpuinv-rest-of-path")))
+                problem(pr,
+                        "%s %s: path parameter {%s} takes the rest of the path exactly when the "
+                        "route has {key*} (x-gpuinv-rest-of-path)",
+                        rt->method, dpath, name);
         }
         a += al;
         b += bl;

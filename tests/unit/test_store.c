@@ -781,7 +781,7 @@ static void test_import_all_or_none(void **state)
     struct store_resource existing = res(dc, "server", "exists", NULL, NULL, NULL, 0);
     struct store_resource rows[4];
     struct store_res_filter all = {0, NULL, NULL, NULL, NULL, NULL};
-    size_t bad = 99;
+    int bad[4];
     int64_t audits;
 
     make_res(f->st, &existing);
@@ -792,30 +792,38 @@ static void test_import_all_or_none(void **state)
     rows[1] = res(dc, "server", "n2", NULL, NULL, "H100", 8);
     rows[2] = res(dc, "server", "n1", NULL, NULL, NULL, 0);
     rows[3] = res(dc, "server", "n4", NULL, NULL, NULL, 0);
-    assert_status(store_res_import(f->st, "ivy", rows, 4, &bad), GI_CONFLICT);
-    assert_int_equal(bad, 2);
+    assert_status(store_res_import(f->st, "ivy", rows, 4, false, bad), GI_CONFLICT);
+    assert_int_equal(bad[2], GI_CONFLICT);
+    assert_int_equal(bad[3], GI_OK);
     assert_int_equal(list_total(f->st, &all), 1);
     assert_int_equal(audit_count(f->st, NULL, 0), audits);
 
-    /* A clash with a stored row. */
+    /* Clashes with a stored row: every one is found, as a dry run finds them. */
     rows[2] = res(dc, "server", "exists", NULL, NULL, NULL, 0);
-    bad = 99;
-    assert_status(store_res_import(f->st, "ivy", rows, 4, &bad), GI_CONFLICT);
-    assert_int_equal(bad, 2);
-    assert_int_equal(list_total(f->st, &all), 1);
+    rows[3] = res(dc, "server", "exists", NULL, NULL, NULL, 0);
+    for (int dry = 0; dry < 2; dry++) {
+        assert_status(store_res_import(f->st, "ivy", rows, 4, dry, bad), GI_CONFLICT);
+        assert_int_equal(bad[0], GI_OK);
+        assert_int_equal(bad[2], GI_CONFLICT);
+        assert_int_equal(bad[3], GI_CONFLICT);
+        assert_int_equal(list_total(f->st, &all), 1);
+    }
 
     /* A data center that does not exist. */
     rows[2] = res(dc, "server", "n3", NULL, NULL, NULL, 0);
     rows[3] = res(dc + 100, "server", "n4", NULL, NULL, NULL, 0);
-    bad = 99;
-    assert_status(store_res_import(f->st, "ivy", rows, 4, &bad), GI_NOT_FOUND);
-    assert_int_equal(bad, 3);
+    assert_status(store_res_import(f->st, "ivy", rows, 4, false, bad), GI_NOT_FOUND);
+    assert_int_equal(bad[3], GI_NOT_FOUND);
     assert_int_equal(list_total(f->st, &all), 1);
     assert_int_equal(audit_count(f->st, NULL, 0), audits);
 
     /* Fixed: all four land, each audited, the held one with an interval. */
     rows[3] = res(dc, "server", "n4", NULL, NULL, NULL, 0);
-    assert_status(store_res_import(f->st, "ivy", rows, 4, &bad), GI_OK);
+    /* A clean dry run writes nothing, not even audit rows. */
+    assert_status(store_res_import(f->st, "ivy", rows, 4, true, bad), GI_OK);
+    assert_int_equal(list_total(f->st, &all), 1);
+    assert_int_equal(audit_count(f->st, NULL, 0), audits);
+    assert_status(store_res_import(f->st, "ivy", rows, 4, false, bad), GI_OK);
     assert_int_equal(list_total(f->st, &all), 5);
     assert_int_equal(audit_count(f->st, NULL, 0), audits + 4);
     struct store_audit_filter af = {"resource", 0, "ivy"};
@@ -836,7 +844,7 @@ static void test_import_all_or_none(void **state)
     json_decref(items);
 
     /* An empty import is a no-op. */
-    assert_status(store_res_import(f->st, "ivy", rows, 0, &bad), GI_OK);
+    assert_status(store_res_import(f->st, "ivy", rows, 0, false, bad), GI_OK);
 }
 
 static void test_audit_list(void **state)

@@ -119,7 +119,8 @@ export async function renderOverview(main, ctx, id) {
         h('div', { class: 'gpu-title' },
           h('span', { class: 'card-icon card-icon-gpu' }, icon('gpu')),
           h('div', {}, h('h2', { id: 'gpu-title', text: 'GPU capacity' }),
-            h('p', { class: 'muted', text: 'GPUs in servers of this data center' }))),
+            h('p', { class: 'muted', 'data-testid': 'gpu-basis',
+              text: 'Declared: the GPU counts of this data center’s inventory servers' }))),
         h('div', { class: 'gpu-util' },
           h('span', { class: 'gpu-util-value', text: `${utilization}%` }),
           h('span', { class: 'muted', text: 'allocated' }))),
@@ -128,9 +129,35 @@ export async function renderOverview(main, ctx, id) {
         stat('total', 'Total GPUs', g.total, 'installed'),
         stat('allocated', 'Allocated', g.allocated, 'in use or reserved'),
         stat('available', 'Available', g.available, 'ready to allocate'),
-        stat('unavailable', 'Unavailable', g.unavailable, 'maintenance or retired'))));
+        stat('unavailable', 'Unavailable', g.unavailable, 'maintenance or retired')),
+      discoveredStats(g, id)));
   if (g.total === 0) frame.content.querySelector('.gpu-bar').classList.add('gpu-bar-empty');
   await breakdowns(frame, ctx, id, g.total);
+}
+
+/**
+ * The overview card's second row: the GPUs discovery reports in this data
+ * center, beside the declared figures above it, each saying what it counts.
+ */
+function discoveredStats(g, id) {
+  const d = g.discovered;
+  if (!d) return null;
+  const fig = (key, label, n, note) => h('div', { class: `gpu-stat gpu-stat-disc-${key}` },
+    h('span', { class: 'gpu-stat-label', text: label }),
+    h('span', { class: 'gpu-stat-value', 'data-testid': `disc-${key}`, text: num(n) }),
+    h('span', { class: 'gpu-stat-note', text: note }));
+  const gap = d.total - g.total;
+  return h('div', { class: 'gpu-discovered', 'data-testid': 'gpu-discovered' },
+    h('p', { class: 'muted', title: (g.basis && g.basis.discovered) || null },
+      'Discovered: physical GPUs reported by hosts in this data center ',
+      `(${num(d.on_linked_hosts)} on hosts linked to ${num(d.servers_seen)} servers) · `,
+      h('a', { href: `#/gpus?datacenter=${id}`, text: 'GPUs in this data center' }), ' · ',
+      h('a', { href: `#/drift?datacenter=${id}`, text: 'drift' })),
+    h('div', { class: 'gpu-stats' },
+      fig('total', 'Discovered GPUs', d.total, gap === 0 ? 'as declared' : `${gap > 0 ? '+' : ''}${num(gap)} vs declared`),
+      fig('in_use', 'In use', d.in_use, 'fresh, 5% or more'),
+      fig('idle', 'Idle', d.idle, 'fresh, under 5%'),
+      fig('stale', 'Stale', d.stale + d.unknown, `${num(d.unknown)} without telemetry`)));
 }
 
 /**

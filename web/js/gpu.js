@@ -4,7 +4,7 @@
 import { h, replace, num } from './dom.js';
 import { api } from './api.js';
 import { ago, when, timeAgo, utilBar, memUsed, mib, unit, gpuFlags, isNum, flag } from './fmt.js';
-import { gpuHref } from './gpus.js';
+import { gpuHref, gpuApiPath } from './gpus.js';
 
 /** Identity rows: [label, field, how to show the value]. */
 const IDENTITY = [
@@ -89,13 +89,28 @@ function figure(label, value, note, testid) {
     h('span', { class: 'gpu-stat-note' }, note || ''));
 }
 
+const MATCH_RULES = { serial: 'matched by serial', machine_id: 'matched by machine id', hostname: 'matched by host name',
+  manual: 'linked by an admin' };
+
+/** "In server X (data center Y), matched by serial", or why there is none. */
+function serverLine(g) {
+  const r = g.resource;
+  if (!r) {
+    return h('p', { class: 'page-sub', 'data-testid': 'gpu-server' }, 'Not matched to an inventory server · ',
+      h('a', { href: `#/drift/hosts?q=${encodeURIComponent(g.host || '')}`, text: 'discovered hosts' }));
+  }
+  return h('p', { class: 'page-sub', 'data-testid': 'gpu-server' }, 'In server ',
+    h('a', { href: `#/resources/${r.id}`, text: r.name }), ' (data center ',
+    h('a', { href: `#/datacenters/${r.datacenter_id}`, text: r.datacenter }), `), ${MATCH_RULES[r.rule] || r.rule}`);
+}
+
 /** Renders one GPU's page into main. */
 export async function renderGpu(main, ctx, uuid) {
   document.title = 'GPU · gpuinv';
   replace(main, h('div', { class: 'loading', text: 'Loading…' }));
   let g;
   try {
-    g = await api('GET', `/api/v1/gpus/${encodeURIComponent(uuid)}`);
+    g = await api('GET', gpuApiPath(uuid));
   } catch (err) {
     if (!ctx.alive()) return;
     replace(main, h('section', { class: 'panel empty' },
@@ -193,7 +208,8 @@ export async function renderGpu(main, ctx, uuid) {
           g.parent_uuid ? flag('info', 'MIG instance') : null),
         h('p', { class: 'page-sub' },
           [g.host ? `on ${g.host}` : 'no host', g.index != null ? `GPU ${g.index}` : null, g.datacenter]
-            .filter(Boolean).join(' · '))),
+            .filter(Boolean).join(' · ')),
+        serverLine(g)),
       h('div', { class: 'page-actions' },
         h('a', { class: 'btn btn-secondary', href: g.host ? `#/gpus?host=${encodeURIComponent(g.host)}` : '#/gpus',
           text: g.host ? `All GPUs on ${g.host}` : 'All GPUs' }))),

@@ -20,6 +20,12 @@ export function gpuHref(uuid) {
   return `#/gpus/${encodeURIComponent(uuid)}`;
 }
 
+/** The API path of one GPU. A MIG instance without its own UUID is named
+ * `MIG-<parent>/<instance>`: each segment is encoded, and the slash kept. */
+export function gpuApiPath(uuid) {
+  return `/api/v1/gpus/${uuid.split('/').map(encodeURIComponent).join('/')}`;
+}
+
 /** One figure of the summary strip. */
 function stat(key, label, note) {
   const value = h('span', { class: 'gpu-stat-value', 'data-testid': `sum-${key}`, text: '—' });
