@@ -1,5 +1,6 @@
 /* The push API: a host's GPUs, samples and processes in one JSON batch.
- * A pusher token writes only as the source it was created for; editors and
+ * A pusher token writes only as the source it was created for, and only
+ * for hosts inside its scope (host-name patterns, a cluster); editors and
  * admins name the source in the batch. Idempotent per (source, batch_id). */
 #include "api/api.h"
 #include "core/observation.h"
@@ -9,6 +10,42 @@
 #include "store/store.h"
 
 #include <stdio.h>
+#include <string.h>
+
+/* A token confined to host-name patterns or to a cluster reports only for
+ * hosts inside them; 403 naming the host otherwise. A batch that names no
+ * cluster is judged by the cluster the host already has. */
+static bool scope_allows_or_reply(struct req *r, const struct gi_batch *b)
+{
+    const struct gi_principal *w = &r->who;
+    const char *host = b->host.hostname, *cluster = b->host.cluster;
+    char known[GI_LABEL_LEN];
+    int st;
+
+    if (w->hosts[0] && !gi_host_patterns_match(w->hosts, host)) {
+        reply_error(r, 403, "forbidden", "host.hostname",
+                    "this push token may not report host '%s' (it may report %s)", host, w->hosts);
+        return false;
+    }
+    if (w->cluster[0] == '\0')
+        return true;
+    if (cluster[0] == '\0') {
+        st = store_host_cluster(r->store, host, known, sizeof known);
+        if (st != GI_OK && st != GI_NOT_FOUND) {
+            reply_status(r, st, "host");
+            return false;
+        }
+        cluster = known;
+    }
+    if (cluster[0] && strcmp(cluster, w->cluster) != 0) {
+        reply_error(r, 403, "forbidden", "host.cluster",
+                    "this push token may not report host '%s': it is in cluster '%s', the token "
+                    "only in '%s'",
+                    host, cluster, w->cluster);
+        return false;
+    }
+    return true;
+}
 
 void api_ingest(struct req *r)
 {
@@ -30,6 +67,8 @@ void api_ingest(struct req *r)
                     err.field, "%s", err.message);
         goto cleanup;
     }
+    if (!scope_allows_or_reply(r, &b))
+        goto cleanup;
     for (size_t i = 0; i < b.nsamples; i++) {
         /* A clock far ahead would make a GPU look fresh forever. */
         if (b.samples[i].ts > gi_now() + 300) {

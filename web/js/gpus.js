@@ -48,8 +48,9 @@ export function renderGpus(main, ctx) {
   const seen = { model: new Set(), host: new Set(), cluster: new Set() };
   let seq = 0;
 
-  const sums = { total: stat('total', 'GPUs', 'matching the filters'), stale: stat('stale', 'Stale', 'no fresh data'),
-    missing: stat('missing', 'Missing', 'on this page'), util: stat('util', 'Average utilization', 'on this page') };
+  // Figures over the whole filter, from the list's summary (not the page).
+  const sums = { total: stat('total', 'GPUs', 'matching the filters'), stale: stat('stale', 'Stale', 'no fresh reading'),
+    missing: stat('missing', 'Missing', 'of these GPUs'), util: stat('util', 'Average utilization', 'of these GPUs') };
   const scope = h('p', { class: 'page-sub', 'data-testid': 'gpu-scope' });
 
   const table = dataTable({
@@ -98,7 +99,7 @@ export function renderGpus(main, ctx) {
   const staleBox = h('input', { type: 'checkbox', name: 'stale', checked: filter.stale });
   const staleLabel = h('label', { class: 'check-filter' }, staleBox, 'Stale only');
   const stateSel = h('select', { name: 'state', class: 'filter-input filter-state', 'aria-label': 'State' },
-    [['', 'Any state'], ['in_use', 'In use'], ['idle', 'Idle'], ['stale', 'Stale'], ['missing', 'Missing']]
+    [['', 'Any state'], ['in_use', 'In use'], ['idle', 'Idle'], ['unknown', 'Unknown'], ['stale', 'Stale'], ['missing', 'Missing']]
       .map(([v, t]) => h('option', { value: v, text: t, selected: v === filter.state })));
   const linked = h('span', { class: 'filter-chip', 'data-testid': 'linked-filter', hidden: true });
   const clear = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Clear filters',
@@ -118,11 +119,12 @@ export function renderGpus(main, ctx) {
       sort: filter.sort };
   }
 
-  /** Stale GPUs under the current filter (a count-only query). */
-  async function staleCount(p, total) {
-    if (filter.stale || filter.state === 'stale') return total;
-    const r = await api('GET', withQuery('/api/v1/gpus', { ...p, stale: 'true', limit: 1 }));
-    return r.total;
+  /** "5 min" for a freshness limit in seconds. */
+  function span(s) {
+    if (!isNum(s)) return '';
+    if (s % 3600 === 0) return `${s / 3600} h`;
+    if (s % 60 === 0) return `${s / 60} min`;
+    return `${s} s`;
   }
 
   async function load() {
@@ -141,16 +143,14 @@ export function renderGpus(main, ctx) {
       table.setRows(rows);
       pg.update(rows.length, res.total, res.next);
       drawLinked(rows);
+      const sum = res.summary || {};
       sums.total.set(num(res.total));
-      const missing = rows.filter((g) => g.missing_since).length;
-      sums.missing.set(num(missing), res.next || pg.cursor() ? 'on this page' : 'of these GPUs');
-      const utils = rows.map((g) => g.util_pct).filter(isNum);
-      sums.util.set(utils.length ? `${Math.round(utils.reduce((a, b) => a + b, 0) / utils.length)}%` : '—',
-        utils.length ? `over ${num(utils.length)} GPU${utils.length === 1 ? '' : 's'} on this page` : 'no telemetry');
-      const stale = await staleCount(p, res.total);
-      if (my !== seq || !ctx.alive()) return;
-      sums.stale.set(num(stale));
-      sums.stale.el.classList.toggle('sum-alert', stale > 0);
+      sums.missing.set(num(sum.missing ?? 0));
+      const measured = (sum.in_use ?? 0) + (sum.idle ?? 0);
+      sums.util.set(isNum(sum.util_avg) ? `${Math.round(sum.util_avg)}%` : '—',
+        measured ? `over ${num(measured)} measured GPU${measured === 1 ? '' : 's'}` : 'no fresh telemetry');
+      sums.stale.set(num(sum.stale ?? 0), res.freshness_s ? `no reading in ${span(res.freshness_s)}` : 'no fresh reading');
+      sums.stale.el.classList.toggle('sum-alert', (sum.stale ?? 0) > 0);
     } catch (err) {
       if (my !== seq) return;
       table.setRows([]);
