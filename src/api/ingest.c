@@ -1,5 +1,6 @@
 /* The push API: a host's GPUs, samples and processes in one JSON batch.
- * A pusher token writes only as the source it was created for; editors and
+ * A pusher token writes only as the source it was created for, and only
+ * for hosts inside its scope (host-name patterns, a cluster); editors and
  * admins name the source in the batch. Idempotent per (source, batch_id).
  * A batch is refused (400/413) only when its structure is wrong; fields
  * and records that cannot be accepted are dropped and listed in the
@@ -13,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The reply's warning list: at most INGEST_MAX_WARNINGS entries. */
 static json_t *warnings_json(const struct ingest_warnings *w)
@@ -24,6 +26,41 @@ static json_t *warnings_json(const struct ingest_warnings *w)
         json_array_append_new(
             a, json_pack("{s:s, s:s}", "field", w->items[i].field, "message", w->items[i].message));
     return a;
+}
+
+/* A token confined to host-name patterns or to a cluster reports only for
+ * hosts inside them; 403 naming the host otherwise. A batch that names no
+ * cluster is judged by the cluster the host already has. */
+static bool scope_allows_or_reply(struct req *r, const struct gi_batch *b)
+{
+    const struct gi_principal *w = &r->who;
+    const char *host = b->host.hostname, *cluster = b->host.cluster;
+    char known[GI_LABEL_LEN];
+    int st;
+
+    if (w->hosts[0] && !gi_host_patterns_match(w->hosts, host)) {
+        reply_error(r, 403, "forbidden", "host.hostname",
+                    "this push token may not report host '%s' (it may report %s)", host, w->hosts);
+        return false;
+    }
+    if (w->cluster[0] == '\0')
+        return true;
+    if (cluster[0] == '\0') {
+        st = store_host_cluster(r->store, host, known, sizeof known);
+        if (st != GI_OK && st != GI_NOT_FOUND) {
+            reply_status(r, st, "host");
+            return false;
+        }
+        cluster = known;
+    }
+    if (cluster[0] && strcmp(cluster, w->cluster) != 0) {
+        reply_error(r, 403, "forbidden", "host.cluster",
+                    "this push token may not report host '%s': it is in cluster '%s', the token "
+                    "only in '%s'",
+                    host, cluster, w->cluster);
+        return false;
+    }
+    return true;
 }
 
 void api_ingest(struct req *r)
@@ -51,6 +88,8 @@ void api_ingest(struct req *r)
                     err.field, "%s", err.message);
         goto cleanup;
     }
+    if (!scope_allows_or_reply(r, &b))
+        goto cleanup;
     if (source_id != 0 && b.source[0]) {
         reply_error(r, 400, "validation_failed", "source",
                     "source is fixed by the push token and must not be given");

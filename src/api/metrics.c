@@ -76,10 +76,13 @@ void api_metrics(struct req *r)
     ok = put(&buf, &len, &cap,
              "# HELP gpuinv_gpus GPUs (and MIG instances) known to gpuinv.\n"
              "# TYPE gpuinv_gpus gauge\ngpuinv_gpus %lld\n"
-             "# HELP gpuinv_gpus_stale GPUs whose newest data is older than the freshness limit.\n"
+             "# HELP gpuinv_gpus_stale GPUs whose newest reading was taken before the freshness "
+             "limit.\n"
              "# TYPE gpuinv_gpus_stale gauge\ngpuinv_gpus_stale %lld\n"
              "# HELP gpuinv_gpus_missing GPUs their host stopped reporting.\n"
              "# TYPE gpuinv_gpus_missing gauge\ngpuinv_gpus_missing %lld\n"
+             "# HELP gpuinv_gpus_unknown Fresh GPUs without a utilization reading.\n"
+             "# TYPE gpuinv_gpus_unknown gauge\ngpuinv_gpus_unknown %lld\n"
              "# HELP gpuinv_freshness_limit_seconds Data older than this is flagged stale.\n"
              "# TYPE gpuinv_freshness_limit_seconds gauge\ngpuinv_freshness_limit_seconds %lld\n"
              "# HELP gpuinv_source_last_success_age_seconds Seconds since each source last "
@@ -87,7 +90,8 @@ void api_metrics(struct req *r)
              "# TYPE gpuinv_source_last_success_age_seconds gauge\n",
              (long long)json_integer_value(json_object_get(g, "total")),
              (long long)json_integer_value(json_object_get(g, "stale")),
-             (long long)json_integer_value(json_object_get(g, "missing")), (long long)fresh);
+             (long long)json_integer_value(json_object_get(g, "missing")),
+             (long long)json_integer_value(json_object_get(g, "unknown")), (long long)fresh);
     json_array_foreach(json_object_get(m, "sources"), i, src) {
         const char *last = json_string_value(json_object_get(src, "last_success_at"));
         int64_t t;
@@ -110,7 +114,8 @@ void api_metrics(struct req *r)
                        kind, up ? 1 : 0);
     }
     ok = ok && put(&buf, &len, &cap,
-                   "# HELP gpuinv_source_gpus GPUs each source reported on its last success.\n"
+                   "# HELP gpuinv_source_gpus GPU records (MIG instances included) each source "
+                   "owns.\n"
                    "# TYPE gpuinv_source_gpus gauge\n");
     json_array_foreach(json_object_get(m, "sources"), i, src) {
         label(name, sizeof name, json_string_value(json_object_get(src, "name")));

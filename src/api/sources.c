@@ -133,9 +133,10 @@ void api_sources_get(struct req *r)
 static bool source_body_or_reply(struct req *r, const json_t *body, const char *kind,
                                  struct store_source *in)
 {
-    static const char *const allowed[] = {"name",    "kind",       "config",  "team", "env",
-                                          "cluster", "interval_s", "enabled", NULL};
+    static const char *const allowed[] = {"name",    "kind",       "config",  "team",       "env",
+                                          "cluster", "interval_s", "enabled", "precedence", NULL};
     const json_t *cfg = json_object_get(body, "config"), *en = json_object_get(body, "enabled");
+    const json_t *prec = json_object_get(body, "precedence");
     char field[64], msg[256];
 
     in->interval_s = -1;
@@ -147,6 +148,13 @@ static bool source_body_or_reply(struct req *r, const json_t *body, const char *
         !json_str_or_reply(r, body, "cluster", false, 128, &in->cluster) ||
         !json_int_or_reply(r, body, "interval_s", false, 10, 86400, &in->interval_s))
         return false;
+    /* Of the sources reporting one host or GPU, the highest precedence owns
+     * it (ties: the first to report). */
+    if (prec && !json_is_null(prec)) {
+        if (!json_int_or_reply(r, body, "precedence", true, -1000, 1000, &in->precedence))
+            return false;
+        in->has_precedence = true;
+    }
     if (kind == NULL) {
         if (!json_str_or_reply(r, body, "kind", true, 32, &in->kind))
             return false;

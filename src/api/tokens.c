@@ -1,9 +1,49 @@
 /* API tokens, managed by admins. A new token's secret is in the create
- * reply only; the database keeps its hash. */
+ * reply only; the database keeps its hash. A pusher token may be confined
+ * to host-name patterns (`hosts`) and to one cluster (`limit_cluster`). */
 #include "api/api.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "http/auth.h"
 #include "store/store.h"
+
+#include <string.h>
+
+/* Reads a pusher token's `hosts` scope: a comma-separated string or an
+ * array of glob patterns, joined into `out`; "" when absent. */
+static bool hosts_or_reply(struct req *r, const json_t *body, char *out, size_t len)
+{
+    const json_t *v = json_object_get(body, "hosts"), *it;
+    size_t i, n = 0;
+
+    out[0] = '\0';
+    if (v == NULL || json_is_null(v))
+        return true;
+    if (json_is_string(v)) {
+        gi_strlcpy(out, json_string_value(v), len);
+        n = strlen(json_string_value(v));
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, it) {
+            const char *p = json_string_value(it);
+            size_t pl = p ? strlen(p) : 0;
+            if (p == NULL || n + pl + 2 > len) {
+                n = len; /* refused below */
+                break;
+            }
+            if (n)
+                out[n++] = ',';
+            memcpy(out + n, p, pl + 1);
+            n += pl;
+        }
+    }
+    if ((!json_is_string(v) && !json_is_array(v)) || n >= len || !gi_host_patterns_valid(out)) {
+        reply_error(r, 400, "validation_failed", "hosts",
+                    "hosts must be host-name patterns such as \"fra1-*,ams1-*\" (letters, "
+                    "digits, '.', '-', '_', '*', '?'; under 512 bytes)");
+        return false;
+    }
+    return true;
+}
 
 void api_tokens_list(struct req *r)
 {
@@ -19,9 +59,11 @@ void api_tokens_list(struct req *r)
 
 void api_tokens_create(struct req *r)
 {
-    static const char *const allowed[] = {"name", "role", "source", "team", "env", "cluster", NULL};
+    static const char *const allowed[] = {"name",    "role",  "source",        "team", "env",
+                                          "cluster", "hosts", "limit_cluster", NULL};
     json_t *body = NULL;
-    const char *name, *role_s, *source, *team, *env, *cluster;
+    const char *name, *role_s, *source, *team, *env, *cluster, *limit_cluster;
+    char hosts[sizeof r->who.hosts];
     enum gi_role role;
     char secret[AUTH_TOKEN_LEN], hash[AUTH_HASH_LEN];
     int64_t id;
@@ -35,7 +77,9 @@ void api_tokens_create(struct req *r)
         !json_str_or_reply(r, body, "source", false, 63, &source) ||
         !json_str_or_reply(r, body, "team", false, 128, &team) ||
         !json_str_or_reply(r, body, "env", false, 64, &env) ||
-        !json_str_or_reply(r, body, "cluster", false, 128, &cluster))
+        !json_str_or_reply(r, body, "cluster", false, 128, &cluster) ||
+        !json_str_or_reply(r, body, "limit_cluster", false, 127, &limit_cluster) ||
+        !hosts_or_reply(r, body, hosts, sizeof hosts))
         goto cleanup;
     if (gi_role_parse(role_s, &role) != GI_OK) {
         reply_error(r, 400, "validation_failed", "role",
@@ -45,6 +89,11 @@ void api_tokens_create(struct req *r)
     if ((role == GI_ROLE_PUSHER) != (source != NULL && *source)) {
         reply_error(r, 400, "validation_failed", "source",
                     "source is required for, and only for, a pusher token");
+        goto cleanup;
+    }
+    if (role != GI_ROLE_PUSHER && (hosts[0] || (limit_cluster && *limit_cluster))) {
+        reply_error(r, 400, "validation_failed", hosts[0] ? "hosts" : "limit_cluster",
+                    "only a pusher token is confined to hosts or a cluster");
         goto cleanup;
     }
     auth_token_new(secret);
@@ -58,6 +107,8 @@ void api_tokens_create(struct req *r)
         st = store_source_ensure(r->store, source, "push", team, env, cluster, &sid);
         if (st == GI_OK)
             st = store_token_set_source(r->store, id, sid);
+        if (st == GI_OK && (hosts[0] || (limit_cluster && *limit_cluster)))
+            st = store_token_set_scope(r->store, id, hosts, limit_cluster);
         if (st != GI_OK) {
             store_token_revoke(r->store, r->who.name, id);
             reply_status(r, st, "source");
@@ -65,8 +116,10 @@ void api_tokens_create(struct req *r)
         }
     }
     reply_json(r, 201,
-               json_pack("{s:I, s:s, s:s, s:s}", "id", (json_int_t)id, "name", name, "role",
-                         gi_role_name(role), "token", secret));
+               json_pack("{s:I, s:s, s:s, s:s, s:s?, s:s?}", "id", (json_int_t)id, "name", name,
+                         "role", gi_role_name(role), "token", secret, "hosts",
+                         hosts[0] ? hosts : NULL, "limit_cluster",
+                         limit_cluster && *limit_cluster ? limit_cluster : NULL));
 cleanup:
     json_decref(body);
 }

@@ -15,12 +15,16 @@ static const char token_usage[] =
     "usage: gpuinv token create --db PATH --role admin|editor|viewer --name NAME\n"
     "       gpuinv token create --db PATH --role pusher --name NAME --source SOURCE\n"
     "                           [--team TEAM] [--env ENV] [--cluster CLUSTER]\n"
+    "                           [--hosts PATTERNS] [--limit-cluster CLUSTER]\n"
     "       gpuinv token list --db PATH\n"
     "       gpuinv token revoke --db PATH --id ID\n"
     "\n"
     "A new token is printed once; only its hash is stored. A pusher token may only\n"
     "push observations as SOURCE (created if new); --team/--env/--cluster become the\n"
-    "source's defaults for the GPUs it reports.\n";
+    "source's defaults for the GPUs it reports (labels a host reports about itself\n"
+    "win). --hosts 'fra1-*,ams1-*' confines the token to host names matching one of\n"
+    "the patterns and --limit-cluster to hosts of that cluster: a batch for any\n"
+    "other host is refused with 403.\n";
 
 static const char user_usage[] =
     "usage: gpuinv user set --db PATH --name NAME --role admin|editor|viewer\n"
@@ -28,7 +32,7 @@ static const char user_usage[] =
     "Reads the password from GPUINV_PASSWORD, else from the first line of stdin.\n";
 
 struct cred_args {
-    const char *db, *name, *role, *source, *team, *env, *cluster;
+    const char *db, *name, *role, *source, *team, *env, *cluster, *hosts, *limit_cluster;
     int64_t id;
 };
 
@@ -40,6 +44,7 @@ static int parse_args(int argc, char **argv, const char *usage, struct cred_args
         {"role", required_argument, NULL, 'r'},   {"id", required_argument, NULL, 'i'},
         {"source", required_argument, NULL, 's'}, {"team", required_argument, NULL, 'T'},
         {"env", required_argument, NULL, 'E'},    {"cluster", required_argument, NULL, 'C'},
+        {"hosts", required_argument, NULL, 'H'},  {"limit-cluster", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -68,6 +73,12 @@ static int parse_args(int argc, char **argv, const char *usage, struct cred_args
             break;
         case 'C':
             a->cluster = optarg;
+            break;
+        case 'H':
+            a->hosts = optarg;
+            break;
+        case 'L':
+            a->limit_cluster = optarg;
             break;
         case 'i':
             if (gi_parse_int64(optarg, 1, INT64_MAX, &a->id) != GI_OK) {
@@ -136,6 +147,20 @@ int cli_token(int argc, char **argv)
             fprintf(stderr, "--source must be text of 1..63 bytes\n");
             return 2;
         }
+        if ((a.hosts || a.limit_cluster) && role != GI_ROLE_PUSHER) {
+            fprintf(stderr, "--hosts and --limit-cluster confine only a pusher token\n");
+            return 2;
+        }
+        if (a.hosts && !gi_host_patterns_valid(a.hosts)) {
+            fprintf(stderr, "--hosts must be patterns such as 'fra1-*,ams1-*' (letters, digits, "
+                            "'.', '-', '_', '*', '?'; under 512 bytes)\n");
+            return 2;
+        }
+        if (a.limit_cluster &&
+            (!*a.limit_cluster || strlen(a.limit_cluster) > 127 || !gi_text_ok(a.limit_cluster))) {
+            fprintf(stderr, "--limit-cluster must be text of 1..127 bytes\n");
+            return 2;
+        }
         if ((code = open_store(a.db, &st)))
             return code;
         auth_token_new(secret);
@@ -146,6 +171,8 @@ int cli_token(int argc, char **argv)
             rc = store_source_ensure(st, a.source, "push", a.team, a.env, a.cluster, &sid);
             if (rc == GI_OK)
                 rc = store_token_set_source(st, id, sid);
+            if (rc == GI_OK && (a.hosts || a.limit_cluster))
+                rc = store_token_set_scope(st, id, a.hosts, a.limit_cluster);
         }
         if (rc == GI_OK)
             printf("%s\n", secret);

@@ -27,7 +27,18 @@ struct gi_principal {
     int64_t token_id;  /* tokens.id, or 0 for a dashboard session */
     int64_t source_id; /* pusher tokens: the one source they may write as */
     char name[128];    /* token or user name; recorded as the audit actor */
+    /* Pusher tokens' scope: host-name globs, comma-separated ("" any host),
+     * and the one cluster its hosts must be in ("" any). */
+    char hosts[512];
+    char cluster[128];
 };
+
+/* Host-name patterns of a pusher token's scope: comma-separated globs
+ * (`*` any run, `?` one character; letters, digits, `.`, `-`, `_`), each
+ * 1..253 bytes, the whole list under 512. */
+bool gi_host_patterns_valid(const char *list);
+/* True when `host` matches one of the patterns, ignoring case. */
+bool gi_host_patterns_match(const char *list, const char *host);
 
 /* Allocation states of an inventory resource. */
 #define GI_STATES "available, in_use, reserved, maintenance, retired"

@@ -300,7 +300,8 @@ json_t *db_row_json(sqlite3_stmt *s)
             v = json_null();
             break;
         case SQLITE_INTEGER:
-            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0)) {
+            if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0) ||
+                (nl > 6 && strcmp(name + nl - 6, "_since") == 0)) {
                 char ts[32];
                 gi_time_format(sqlite3_column_int64(s, i), ts, sizeof ts);
                 v = json_string(ts);

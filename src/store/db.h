@@ -78,7 +78,7 @@ int db_tx_end(struct conn *c, int st);
 void db_read_begin(struct conn *c);
 void db_read_end(struct conn *c);
 
-/* The current row as an object: `at` and *_at integers become RFC 3339,
+/* The current row as an object: *_at and *_since integers become RFC 3339,
  * `attrs` text is merged into the object, and columns holding JSON text
  * (metadata, before, after, detail, config, labels, and any name ending
  * in _json) are parsed. Caller owns the result. */

@@ -71,37 +71,54 @@
 #define GPU_KEY_NUM                                                                                \
     "CASE :sort WHEN 'util_pct' THEN g.util_pct WHEN 'mem_used_mib' THEN g.mem_used_mib WHEN "     \
     "'power_w' THEN g.power_w WHEN 'temp_c' THEN g.temp_c WHEN 'last_seen_at' THEN "               \
-    "g.last_seen_at WHEN 'first_seen_at' THEN g.first_seen_at END"
-/* A GPU's state, derived when read: missing (its host stopped listing it),
- * stale (newest data older than the freshness limit), idle (fresh and
- * under 5% utilization) or in_use. */
+    "g.last_seen_at WHEN 'first_seen_at' THEN g.first_seen_at WHEN 'observed_at' THEN "            \
+    "g.observed_at END"
+/* When a GPU's newest reading was taken (not when it arrived); rows older
+ * than migration 008 fall back to their sample or report time. */
+#define GPU_OBSERVED "COALESCE(g.observed_at, g.sample_at, g.last_seen_at)"
+#define GPU_IS_STALE "(" GPU_OBSERVED " < :stale)"
+/* A GPU's state, derived when read: missing (its owning source's host
+ * report stopped listing it), stale (its newest reading was taken before
+ * the freshness limit), unknown (no utilization measured), idle (measured
+ * under 5%) or in_use. */
 #define GPU_STATE                                                                                  \
-    "CASE WHEN g.missing_since IS NOT NULL THEN 'missing' WHEN g.last_seen_at < :stale AND "       \
-    "COALESCE(g.sample_at, 0) < :stale THEN 'stale' WHEN COALESCE(g.util_pct, 0) < 5 THEN 'idle' " \
-    "ELSE 'in_use' END"
+    "CASE WHEN g.missing_since IS NOT NULL THEN 'missing' WHEN " GPU_IS_STALE " THEN 'stale' "     \
+    "WHEN g.util_pct IS NULL THEN 'unknown' WHEN g.util_pct < 5 THEN 'idle' ELSE 'in_use' END"
 #define GPU_SELECT                                                                                 \
     "SELECT g.uuid, g.parent_uuid, g.idx AS \"index\", g.vendor, g.model, g.serial, "              \
     "g.pci_bus_id, g.memory_total_mib, g.driver, g.vbios, g.mig_mode, g.mig_profile, g.team, "     \
     "g.env, g.cluster, h.hostname AS host, h.datacenter_id, d.name AS datacenter, s.name AS "      \
     "source, g.first_seen_at, g.last_seen_at, g.missing_since, g.sample_at, g.util_pct, "          \
     "g.mem_used_mib, g.power_w, g.temp_c, g.ecc_corrected, g.ecc_uncorrected, g.xid_last, "        \
-    "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= g.last_seen_at THEN "                      \
-    "COALESCE(g.sample_at, g.last_seen_at) ELSE g.last_seen_at END AS newest_at, "                 \
-    "CASE WHEN g.last_seen_at < :stale AND COALESCE(g.sample_at, 0) < :stale THEN 1 ELSE 0 END "   \
-    "AS stale, " GPU_STATE " AS state, l.resource_id FROM gpus g LEFT JOIN hosts h ON h.id = "     \
-    "g.host_id LEFT JOIN datacenters d ON d.id = h.datacenter_id LEFT JOIN sources s ON s.id = "   \
-    "g.source_id LEFT JOIN host_links l ON l.host_id = g.host_id "
+    "rs.name AS reading_source, " GPU_OBSERVED " AS observed_at, " GPU_OBSERVED " AS newest_at, "  \
+    "CASE WHEN " GPU_IS_STALE " THEN 1 ELSE 0 END AS stale, " GPU_STATE " AS state, "              \
+    "l.resource_id FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON "  \
+    "d.id = h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN sources rs ON "    \
+    "rs.id = g.reading_source_id LEFT JOIN host_links l ON l.host_id = g.host_id "
 #define GPU_WHERE                                                                                  \
     "WHERE (:host IS NULL OR h.hostname = :host) AND (:cluster IS NULL OR g.cluster = :cluster) "  \
     "AND (:model IS NULL OR g.model = :model) AND (:dc = 0 OR h.datacenter_id = :dc) AND (:sid = " \
-    "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = (g.last_seen_at < :stale "     \
-    "AND COALESCE(g.sample_at, 0) < :stale)) AND (:q IS NULL OR g.uuid LIKE :q ESCAPE '!' OR "     \
-    "g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE '!' OR h.hostname LIKE :q ESCAPE '!') " \
-    "AND (:gstate IS NULL OR " GPU_STATE " = :gstate) "
+    "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = " GPU_IS_STALE ") AND (:q IS " \
+    "NULL OR g.uuid LIKE :q ESCAPE '!' OR g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE "  \
+    "'!' OR h.hostname LIKE :q ESCAPE '!') AND (:gstate IS NULL OR " GPU_STATE " = :gstate) AND "  \
+    "(:team IS NULL OR g.team = :team) AND (:env IS NULL OR g.env = :env) "
+/* Figures over a whole GPU filter (not a page), in one pass. */
+#define GPU_STATE_N(st) "COALESCE(SUM(CASE WHEN x.st = '" st "' THEN 1 ELSE 0 END), 0) AS " st ", "
+#define GPU_SUMMARY_SQL                                                                            \
+    "SELECT COUNT(*) AS total, " GPU_STATE_N("in_use") GPU_STATE_N("idle") GPU_STATE_N("unknown")  \
+        GPU_STATE_N("stale")                                                                       \
+            GPU_STATE_N("missing") "AVG(CASE WHEN x.st IN ('in_use', 'idle') "                     \
+                                   "THEN x.u END) AS util_avg FROM (SELECT " GPU_STATE             \
+                                   " AS st, g.util_pct AS u FROM gpus g LEFT JOIN hosts h ON "     \
+                                   "h.id = g.host_id " GPU_WHERE ") x"
 
+/* A source's GPU count is defined as the GPU list's ?source= filter is:
+ * the records (MIG instances included, missing ones too) it owns. */
+#define SRC_GPUS_OWNED "(SELECT COUNT(*) FROM gpus og WHERE og.source_id = s.id)"
 #define SRC_SELECT                                                                                 \
     "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "   \
-    "s.last_attempt_at, s.last_success_at, s.last_error, s.gpus_reported, CASE WHEN "              \
+    "s.precedence, s.last_attempt_at, s.last_success_at, s.last_error, " SRC_GPUS_OWNED " AS "     \
+    "gpus_reported, s.gpus_reported AS gpus_last_report, CASE WHEN "                               \
     "s.last_success_at IS NULL OR s.last_success_at < :stale THEN 1 ELSE 0 END AS stale, "         \
     "s.warnings_total, s.last_warning, s.last_warning_at, "                                        \
     "s.created_at, s.updated_at FROM sources s "
@@ -127,11 +144,11 @@
     X(TOKEN_ADD, "INSERT INTO tokens (name, role, hash, created_at) VALUES (:name, :role, :hash, " \
                  ":now)")                                                                          \
     X(TOKEN_BY_HASH,                                                                               \
-      "SELECT id, name, role, revoked_at, last_used_at, source_id FROM tokens WHERE hash = "       \
-      ":hash")                                                                                     \
+      "SELECT id, name, role, revoked_at, last_used_at, source_id, hosts, limit_cluster FROM "     \
+      "tokens WHERE hash = :hash")                                                                 \
     X(TOKEN_TOUCH, "UPDATE tokens SET last_used_at = :now WHERE id = :id")                         \
-    X(TOKEN_LIST, "SELECT id, name, role, created_at, last_used_at, revoked_at FROM tokens "       \
-                  "ORDER BY id")                                                                   \
+    X(TOKEN_LIST, "SELECT id, name, role, created_at, last_used_at, revoked_at, hosts, "           \
+                  "limit_cluster FROM tokens ORDER BY id")                                         \
     X(TOKEN_GET, "SELECT id, name, role, created_at, last_used_at, revoked_at FROM tokens WHERE "  \
                  "id = :id")                                                                       \
     X(TOKEN_REVOKE, "UPDATE tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL")   \
@@ -194,7 +211,7 @@
     X(SOURCE_GET, "SELECT id, kind FROM sources WHERE name = :name")                               \
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
                   "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
-    X(SOURCE_DEFAULTS, "SELECT team, env, cluster FROM sources WHERE id = :id")                    \
+    X(SOURCE_DEFAULTS, "SELECT team, env, cluster, precedence, name FROM sources WHERE id = :id")  \
     X(SOURCE_OK,                                                                                   \
       "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
       "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "                \
@@ -203,29 +220,42 @@
                    ":msg, last_warning_at = :now WHERE id = :id")                                  \
     X(SOURCE_LIST, SRC_SELECT "ORDER BY s.id")                                                     \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
+    X(TOKEN_SCOPE, "UPDATE tokens SET hosts = :hosts, limit_cluster = :cluster WHERE id = :id")    \
+    X(HOST_CLUSTER, "SELECT cluster FROM hosts WHERE hostname = :host")                            \
+    X(HOST_OWNER,                                                                                  \
+      "SELECT h.source_id, COALESCE(o.precedence, 0) FROM hosts h LEFT JOIN sources o "            \
+      "ON o.id = h.source_id WHERE h.hostname = :host")                                            \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
                  "(:sid, :bid, :now, :n)")                                                         \
     X(HOST_UPSERT,                                                                                 \
       "INSERT INTO hosts (hostname, machine_id, serial, cluster, datacenter_id, "                  \
       "source_id, first_seen_at, last_seen_at) VALUES (:host, :mid, :serial, "                     \
-      ":cluster, :dc, :sid, :now, :now) ON CONFLICT (hostname) DO UPDATE SET "                     \
-      "machine_id = COALESCE(excluded.machine_id, hosts.machine_id), serial = "                    \
-      "COALESCE(excluded.serial, hosts.serial), cluster = COALESCE(excluded.cluster, "             \
-      "hosts.cluster), datacenter_id = COALESCE(excluded.datacenter_id, "                          \
-      "hosts.datacenter_id), source_id = excluded.source_id, last_seen_at = "                      \
-      "excluded.last_seen_at RETURNING id, hostname, machine_id, serial")                          \
+      "COALESCE(:cluster_set, :cluster), :dc, :sid, :now, :now) ON CONFLICT (hostname) DO UPDATE " \
+      "SET machine_id = CASE WHEN :own = 1 THEN COALESCE(excluded.machine_id, hosts.machine_id) "  \
+      "ELSE COALESCE(hosts.machine_id, excluded.machine_id) END, serial = CASE WHEN :own = 1 "     \
+      "THEN COALESCE(excluded.serial, hosts.serial) ELSE COALESCE(hosts.serial, excluded.serial) " \
+      "END, cluster = CASE WHEN :own = 1 THEN COALESCE(:cluster_set, hosts.cluster, :cluster) "    \
+      "ELSE COALESCE(hosts.cluster, :cluster_set, :cluster) END, datacenter_id = CASE WHEN :own "  \
+      "= 1 THEN COALESCE(excluded.datacenter_id, hosts.datacenter_id) ELSE "                       \
+      "COALESCE(hosts.datacenter_id, excluded.datacenter_id) END, source_id = CASE WHEN :own = 1 " \
+      "THEN excluded.source_id ELSE hosts.source_id END, last_seen_at = CASE WHEN :own = 1 THEN "  \
+      "excluded.last_seen_at ELSE hosts.last_seen_at END RETURNING id, hostname, "                 \
+      "machine_id, serial")                                                                        \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
-    X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname FROM gpus g LEFT JOIN hosts h ON h.id = " \
-                 "g.host_id WHERE g.uuid = :uuid")                                                 \
+    X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, "            \
+                 "COALESCE(o.precedence, 0), o.name FROM gpus g LEFT JOIN hosts h ON h.id = "      \
+                 "g.host_id LEFT JOIN sources o ON o.id = g.source_id WHERE g.uuid = :uuid")       \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
     X(GPU_UPSERT,                                                                                  \
       "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
       "memory_total_mib, driver, vbios, mig_mode, mig_profile, mig_instance, team, env, cluster, " \
-      "source_id, first_seen_at, last_seen_at) VALUES (:uuid, :parent, :host, :idx, :vendor, "     \
-      ":model, "                                                                                   \
-      ":serial, :bus, :mem, :driver, :vbios, :mig, :profile, :inst, :team, :env, :cluster, :sid, " \
-      ":now, :now) ON CONFLICT (uuid) DO UPDATE SET parent_uuid = COALESCE(excluded.parent_uuid, " \
+      "source_id, first_seen_at, last_seen_at, observed_at) VALUES (:uuid, :parent, :host, :idx, " \
+      ":vendor, :model, :serial, :bus, :mem, :driver, :vbios, :mig, :profile, :inst, :team, "      \
+      ":env, "                                                                                     \
+      "COALESCE(:cluster_set, :cluster), :sid, :now, :now, :obs) ON CONFLICT (uuid) DO UPDATE "    \
+      "SET "                                                                                       \
+      "parent_uuid = COALESCE(excluded.parent_uuid, "                                              \
       "gpus.parent_uuid), host_id = excluded.host_id, idx = COALESCE(excluded.idx, gpus.idx), "    \
       "vendor = COALESCE(excluded.vendor, gpus.vendor), model = COALESCE(excluded.model, "         \
       "gpus.model), serial = COALESCE(excluded.serial, gpus.serial), pci_bus_id = "                \
@@ -236,8 +266,34 @@
       "COALESCE(excluded.mig_profile, gpus.mig_profile), mig_instance = "                          \
       "COALESCE(excluded.mig_instance, gpus.mig_instance), team = COALESCE(:team_set, gpus.team, " \
       "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "               \
-      "COALESCE(excluded.cluster, gpus.cluster), source_id = excluded.source_id, last_seen_at = "  \
-      "excluded.last_seen_at, missing_since = NULL RETURNING id")                                  \
+      "COALESCE(:cluster_set, gpus.cluster, :cluster), source_id = excluded.source_id, "           \
+      "last_seen_at = excluded.last_seen_at, observed_at = CASE WHEN gpus.observed_at IS NULL OR " \
+      "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "   \
+      "END, missing_since = NULL RETURNING id")                                                    \
+    X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
+                        "NULL OR observed_at < :obs)")                                             \
+    X(GPU_FILL,                                                                                    \
+      "UPDATE gpus SET parent_uuid = COALESCE(parent_uuid, :parent), host_id = COALESCE(host_id, " \
+      ":host), idx = COALESCE(idx, :idx), vendor = COALESCE(vendor, :vendor), model = "            \
+      "COALESCE(model, :model), serial = COALESCE(serial, :serial), pci_bus_id = "                 \
+      "COALESCE(pci_bus_id, :bus), memory_total_mib = COALESCE(memory_total_mib, :mem), driver = " \
+      "COALESCE(driver, :driver), vbios = COALESCE(vbios, :vbios), mig_mode = COALESCE(mig_mode, " \
+      ":mig), mig_profile = COALESCE(mig_profile, :profile), mig_instance = "                      \
+      "COALESCE(mig_instance, :inst), team = COALESCE(team, :team), env = COALESCE(env, :env), "   \
+      "cluster = COALESCE(cluster, :cluster_set, :cluster) WHERE id = :gid")                       \
+    X(CONFLICT_GET, "SELECT theirs, ours FROM gpu_conflicts WHERE gpu_id = :gid AND source_id = "  \
+                    ":sid AND field = :field")                                                     \
+    X(CONFLICT_SET,                                                                                \
+      "INSERT INTO gpu_conflicts (gpu_id, source_id, field, theirs, ours, first_at, last_at) "     \
+      "VALUES (:gid, :sid, :field, :theirs, :ours, :now, :now) ON CONFLICT (gpu_id, source_id, "   \
+      "field) DO UPDATE SET theirs = excluded.theirs, ours = excluded.ours, first_at = CASE WHEN " \
+      "gpu_conflicts.theirs = excluded.theirs AND gpu_conflicts.ours = excluded.ours THEN "        \
+      "gpu_conflicts.first_at ELSE excluded.first_at END, last_at = excluded.last_at")             \
+    X(CONFLICT_DEL, "DELETE FROM gpu_conflicts WHERE gpu_id = :gid AND source_id = :sid AND "      \
+                    "(:field IS NULL OR field = :field)")                                          \
+    X(GPU_CONFLICTS, "SELECT s.name AS source, c.field, c.theirs, c.ours, c.first_at, c.last_at "  \
+                     "FROM gpu_conflicts c JOIN gpus g ON g.id = c.gpu_id JOIN sources s ON s.id " \
+                     "= c.source_id WHERE g.uuid = :uuid ORDER BY s.name, c.field")                \
     X(MIG_OTHER, "SELECT uuid FROM gpus WHERE parent_uuid = :parent AND mig_instance = :inst AND " \
                  "uuid <> :uuid ORDER BY id LIMIT 1")                                              \
     X(GPU_EXISTS, "SELECT COUNT(*) FROM gpus WHERE uuid = :uuid")                                  \
@@ -251,9 +307,12 @@
                 "excluded.set_at WHERE gpu_provenance.value IS NOT excluded.value OR "             \
                 "gpu_provenance.source_id IS NOT excluded.source_id OR gpu_provenance.set_at < "   \
                 "excluded.set_at - 60")                                                            \
+    X(PROV_FILL, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "  \
+                 "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO NOTHING")   \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
                  ":now, :kind, :detail, :sid)")                                                    \
-    X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL")        \
+    X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL AND "    \
+                   "source_id = :sid")                                                             \
     X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid")                      \
     X(SAMPLE_ADD,                                                                                  \
       "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "                    \
@@ -264,7 +323,11 @@
       "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w "             \
       "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "                   \
       "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, "            \
-      "xid_last) WHERE id = :gid AND (sample_at IS NULL OR sample_at <= :ts)")                     \
+      "xid_last), reading_source_id = :sid, observed_at = CASE WHEN observed_at IS NULL OR "       \
+      "observed_at < :obs THEN :obs ELSE observed_at END WHERE id = :gid AND CASE WHEN "           \
+      "source_id = :sid THEN (reading_source_id IS NULL OR reading_source_id <> :sid OR "          \
+      "sample_at IS NULL OR sample_at <= :ts) ELSE ((reading_source_id IS NULL OR "                \
+      "reading_source_id <> source_id) AND (sample_at IS NULL OR sample_at <= :ts)) END")          \
     X(PROC_ADD, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username, uid, container, "   \
                 "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
                 ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
@@ -297,14 +360,15 @@
                   "DESC, e.id DESC LIMIT 100")                                                     \
     X(GPU_CHILDREN, "SELECT uuid, mig_profile FROM gpus WHERE parent_uuid = :uuid ORDER BY uuid")  \
     X(SRC_ADD, "INSERT INTO sources (name, kind, config, team, env, cluster, interval_s, "         \
-               "enabled, created_at, updated_at) VALUES (:name, :kind, :config, :team, :env, "     \
-               ":cluster, :interval, :enabled, :now, :now)")                                       \
+               "enabled, precedence, created_at, updated_at) VALUES (:name, :kind, :config, "      \
+               ":team, :env, :cluster, :interval, :enabled, :prec, :now, :now)")                   \
     X(SRC_GET, SRC_SELECT "WHERE s.id = :id")                                                      \
     X(SRC_UPDATE, "UPDATE sources SET name = COALESCE(:name, name), config = COALESCE(:config, "   \
                   "config), team = COALESCE(:team, team), env = COALESCE(:env, env), cluster = "   \
                   "COALESCE(:cluster, cluster), interval_s = CASE WHEN :interval < 0 THEN "        \
                   "interval_s ELSE :interval END, enabled = CASE WHEN :enabled < 0 THEN enabled "  \
-                  "ELSE :enabled END, updated_at = :now WHERE id = :id")                           \
+                  "ELSE :enabled END, precedence = CASE WHEN :has_prec = 1 THEN :prec ELSE "       \
+                  "precedence END, updated_at = :now WHERE id = :id")                              \
     X(SRC_DELETE, "DELETE FROM sources WHERE id = :id")                                            \
     X(SRC_DUE, "SELECT id, name, kind, config, team, env, cluster FROM sources WHERE enabled = 1 " \
                "AND kind NOT IN ('push', 'csv') AND (last_attempt_at IS NULL OR last_attempt_at "  \
@@ -314,11 +378,14 @@
       "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "               \
       "IS NULL THEN :now ELSE last_success_at END, last_error = :err, gpus_reported = "            \
       "CASE WHEN :err IS NULL THEN :n ELSE gpus_reported END WHERE id = :id")                      \
-    X(METRICS_GPUS, "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN last_seen_at < :stale AND "  \
-                    "COALESCE(sample_at, 0) < :stale THEN 1 ELSE 0 END), 0) AS stale, "            \
-                    "COALESCE(SUM(CASE WHEN missing_since IS NOT NULL THEN 1 ELSE 0 END), 0) AS "  \
-                    "missing, COALESCE(SUM(CASE WHEN parent_uuid IS NOT NULL THEN 1 ELSE 0 END), " \
-                    "0) AS mig FROM gpus")                                                         \
+    X(METRICS_GPUS,                                                                                \
+      "SELECT COUNT(*) AS total, COALESCE(SUM(CASE WHEN " GPU_IS_STALE " THEN 1 "                  \
+      "ELSE 0 END), 0) AS stale, COALESCE(SUM(CASE WHEN g.missing_since IS NOT NULL "              \
+      "THEN 1 ELSE 0 END), 0) AS missing, COALESCE(SUM(CASE WHEN g.parent_uuid IS "                \
+      "NOT NULL THEN 1 ELSE 0 END), 0) AS mig, COALESCE(SUM(CASE WHEN g.util_pct IS "              \
+      "NULL AND g.missing_since IS NULL AND NOT " GPU_IS_STALE " THEN 1 ELSE 0 END), "             \
+      "0) AS unknown FROM gpus g")                                                                 \
+    X(GPU_SUMMARY, GPU_SUMMARY_SQL)                                                                \
     X(K8S_NODE_UPSERT,                                                                             \
       "INSERT INTO k8s_nodes (source_id, name, cluster, hostname, product, physical_gpus, "        \
       "gpu_capacity, gpu_allocatable, mig_devices, sharing, replicas, driver, cloud, region, "     \
@@ -474,6 +541,11 @@ int store_token_auth(struct store *st, const char *hash, struct gi_principal *ou
         rc = GI_NOT_FOUND; /* revoked */
     last = sqlite3_column_int64(s, 4);
     out->source_id = sqlite3_column_int64(s, 5);
+    out->hosts[0] = out->cluster[0] = '\0';
+    if (sqlite3_column_type(s, 6) != SQLITE_NULL)
+        gi_strlcpy(out->hosts, (const char *)sqlite3_column_text(s, 6), sizeof out->hosts);
+    if (sqlite3_column_type(s, 7) != SQLITE_NULL)
+        gi_strlcpy(out->cluster, (const char *)sqlite3_column_text(s, 7), sizeof out->cluster);
     out->token_id = id;
     sqlite3_reset(s);
     /* Record use at most once a minute so reads stay reads. */
@@ -1489,6 +1561,44 @@ int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id
     return rc;
 }
 
+int store_token_set_scope(struct store *st, int64_t token_id, const char *hosts,
+                          const char *cluster)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_TOKEN_SCOPE);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        db_bind_int(s, ":id", token_id);
+        db_bind_opt_text(s, ":hosts", hosts);
+        db_bind_opt_text(s, ":cluster", cluster);
+        rc = db_exec_done(c, s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_host_cluster(struct store *st, const char *hostname, char *buf, size_t len)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_HOST_CLUSTER);
+    int rc = GI_INTERNAL, step;
+
+    buf[0] = '\0';
+    if (s) {
+        db_bind_text(s, ":host", hostname);
+        step = sqlite3_step(s);
+        if (step == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+            gi_strlcpy(buf, (const char *)sqlite3_column_text(s, 0), len);
+        rc = step == SQLITE_ROW    ? GI_OK
+             : step == SQLITE_DONE ? GI_NOT_FOUND
+                                   : db_map_rc(c->db, step);
+        sqlite3_reset(s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
 /* Records a GPU event inside the caller's transaction. */
 static int gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *kind,
                      json_t *detail)
@@ -1508,14 +1618,36 @@ static int gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *
     return rc;
 }
 
+/* Whether source sid (of precedence prec) owns the host `name`: nobody
+ * owns it yet, it already does, or it outranks the owner. */
+static int host_owned(struct conn *c, int64_t sid, int64_t prec, const char *name, bool *own)
+{
+    sqlite3_stmt *s = prep(c, ST_HOST_OWNER);
+    int step;
+
+    *own = true;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_text(s, ":host", name);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+        *own = sqlite3_column_int64(s, 0) == sid || prec > sqlite3_column_int64(s, 1);
+    sqlite3_reset(s);
+    return step == SQLITE_ROW || step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+}
+
 /* Resolves the reporting host to a hosts row, finding its data center by
- * name or by an inventory server of the same name. */
-static int ingest_host(struct conn *c, int64_t sid, const struct gi_host_obs *h,
+ * name or by an inventory server of the same name. The labels a host
+ * reports about itself win over the source's default cluster, which fills
+ * only what is absent; a source that does not own the host only fills what
+ * the owner left absent. */
+static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct gi_host_obs *h,
                        const char *cluster, int64_t *host_id)
 {
     sqlite3_stmt *s;
     int64_t dc = 0;
     char shortname[GI_HOST_LEN], ident[3][GI_HOST_LEN];
+    bool own;
     int rc, step;
 
     if (h->datacenter[0]) {
@@ -1537,12 +1669,16 @@ static int ingest_host(struct conn *c, int64_t sid, const struct gi_host_obs *h,
         if (rc != GI_OK && rc != GI_NOT_FOUND)
             return rc;
     }
+    if ((rc = host_owned(c, sid, prec, h->hostname, &own)) != GI_OK)
+        return rc;
     if (!(s = prep(c, ST_HOST_UPSERT)))
         return GI_INTERNAL;
     db_bind_text(s, ":host", h->hostname);
     db_bind_opt_text(s, ":mid", h->machine_id);
     db_bind_opt_text(s, ":serial", h->serial);
-    db_bind_opt_text(s, ":cluster", h->cluster[0] ? h->cluster : cluster);
+    db_bind_opt_text(s, ":cluster_set", h->cluster);
+    db_bind_opt_text(s, ":cluster", cluster);
+    db_bind_int(s, ":own", own ? 1 : 0);
     if (dc)
         db_bind_int(s, ":dc", dc);
     else
@@ -1584,7 +1720,6 @@ static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field
     return db_exec_done(c, s);
 }
 
-/* Upserts one GPU with provenance and identity events. */
 /* MIG instances reported without a UUID (dcgm-exporter) are named
  * "MIG-<parent>/<GPU instance>"; one reported with NVML's UUID is the same
  * instance. Sets canon to the name the instance is stored under: an
@@ -1639,40 +1774,223 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     return GI_OK;
 }
 
-static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *hostname,
-                      const char *defaults[3], const struct gi_gpu_obs *seen, int64_t *events,
-                      int64_t *gpu_id, char canon[GI_UUID_LEN])
+/* The source a batch comes from: its id, name, precedence and the label
+ * defaults (team, env, cluster) that fill only what a report leaves absent. */
+struct reporter {
+    int64_t id, precedence;
+    char name[64];
+    const char *defaults[3];
+};
+
+/* What the store holds about a GPU before a report is applied. */
+struct gpu_ident {
+    bool known;
+    int64_t id, host_id, owner, owner_precedence;
+    char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
+};
+
+static void col_copy(sqlite3_stmt *s, int i, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (sqlite3_column_type(s, i) != SQLITE_NULL)
+        gi_strlcpy(out, (const char *)sqlite3_column_text(s, i), len);
+}
+
+static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id)
+{
+    sqlite3_stmt *s = prep(c, ST_GPU_IDENT);
+    int step;
+
+    memset(id, 0, sizeof *id);
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_text(s, ":uuid", uuid);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        id->known = true;
+        id->host_id = sqlite3_column_int64(s, 0);
+        col_copy(s, 1, id->serial, sizeof id->serial);
+        col_copy(s, 2, id->hostname, sizeof id->hostname);
+        col_copy(s, 3, id->model, sizeof id->model);
+        id->id = sqlite3_column_int64(s, 4);
+        id->owner = sqlite3_column_int64(s, 5); /* 0: none (NULL) */
+        id->owner_precedence = sqlite3_column_int64(s, 6);
+        col_copy(s, 7, id->owner_name, sizeof id->owner_name);
+    }
+    sqlite3_reset(s);
+    return step == SQLITE_ROW || step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+}
+
+/* One identity field as a non-owning source reports it. A differing value
+ * is kept in gpu_conflicts (never written over the owner's) and a new
+ * disagreement is a `conflict` event; an agreeing or absent value clears
+ * the field's conflict. */
+static int ident_conflict(struct conn *c, const struct reporter *src, const struct gpu_ident *id,
+                          const char *uuid, const char *field, const char *theirs, const char *ours,
+                          int64_t *events)
+{
+    sqlite3_stmt *s;
+    bool same = false;
+    int rc, step;
+
+    if (theirs[0] == '\0' || ours[0] == '\0' || strcmp(theirs, ours) == 0) {
+        if (!(s = prep(c, ST_CONFLICT_DEL)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", id->id);
+        db_bind_int(s, ":sid", src->id);
+        db_bind_text(s, ":field", field);
+        return db_exec_done(c, s);
+    }
+    if (!(s = prep(c, ST_CONFLICT_GET)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", id->id);
+    db_bind_int(s, ":sid", src->id);
+    db_bind_text(s, ":field", field);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW)
+        same = sqlite3_column_type(s, 0) != SQLITE_NULL &&
+               sqlite3_column_type(s, 1) != SQLITE_NULL &&
+               strcmp((const char *)sqlite3_column_text(s, 0), theirs) == 0 &&
+               strcmp((const char *)sqlite3_column_text(s, 1), ours) == 0;
+    sqlite3_reset(s);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return db_map_rc(c->db, step);
+    if (!(s = prep(c, ST_CONFLICT_SET)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", id->id);
+    db_bind_int(s, ":sid", src->id);
+    db_bind_text(s, ":field", field);
+    db_bind_text(s, ":theirs", theirs);
+    db_bind_text(s, ":ours", ours);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK || same)
+        return rc;
+    (*events)++;
+    return gpu_event(c, src->id, uuid, "conflict",
+                     json_pack("{s:s, s:s, s:s, s:s}", "source", src->name, "field", field,
+                               "theirs", theirs, "ours", ours));
+}
+
+/* Records which source first set a field the owner left absent. */
+static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *field,
+                     const char *v)
+{
+    sqlite3_stmt *s;
+
+    if (v == NULL || *v == '\0')
+        return GI_OK;
+    if (!(s = prep(c, ST_PROV_FILL)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":uuid", uuid);
+    db_bind_text(s, ":field", field);
+    db_bind_text(s, ":value", v);
+    db_bind_int(s, ":sid", sid);
+    db_bind_int(s, ":now", gi_now());
+    return db_exec_done(c, s);
+}
+
+/* A report of a GPU by a source that does not own it: its identity (host,
+ * serial, model) is compared, never written over the owner's; it only
+ * fills fields the owner left absent. Neither last_seen_at, freshness nor
+ * missing_since moves. */
+static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
+                              const struct gpu_ident *id, int64_t host_id,
+                              const struct gi_host_obs *host, const struct gi_gpu_obs *g,
+                              int64_t *events)
+{
+    static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    sqlite3_stmt *s;
+    int rc;
+
+    if ((rc = ident_conflict(c, src, id, g->uuid, "host", host->hostname, id->hostname, events)) !=
+            GI_OK ||
+        (rc = ident_conflict(c, src, id, g->uuid, "serial", g->serial, id->serial, events)) !=
+            GI_OK ||
+        (rc = ident_conflict(c, src, id, g->uuid, "model", g->name, id->model, events)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_GPU_FILL)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", id->id);
+    db_bind_opt_text(s, ":parent", g->parent_uuid);
+    db_bind_int(s, ":host", host_id);
+    db_bind_opt_int(s, ":idx", g->index);
+    db_bind_text(s, ":vendor", vendors[g->vendor]);
+    db_bind_opt_text(s, ":model", g->name);
+    db_bind_opt_text(s, ":serial", g->serial);
+    db_bind_opt_text(s, ":bus", g->pci_bus_id);
+    db_bind_dbl(s, ":mem", g->memory_total_mib);
+    db_bind_opt_text(s, ":driver", g->driver);
+    db_bind_opt_text(s, ":vbios", g->vbios);
+    db_bind_opt_int(s, ":mig", g->mig_mode);
+    db_bind_opt_text(s, ":profile", g->mig_profile);
+    db_bind_opt_int(s, ":inst", g->mig_instance);
+    db_bind_opt_text(s, ":team", g->team[0] ? g->team : src->defaults[0]);
+    db_bind_opt_text(s, ":env", g->env[0] ? g->env : src->defaults[1]);
+    db_bind_opt_text(s, ":cluster_set", host->cluster);
+    db_bind_opt_text(s, ":cluster", src->defaults[2]);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if ((rc = prov_fill(c, src->id, g->uuid, "host", id->hostname[0] ? NULL : host->hostname)) ||
+        (rc = prov_fill(c, src->id, g->uuid, "model", g->name)) ||
+        (rc = prov_fill(c, src->id, g->uuid, "serial", g->serial)) ||
+        (rc = prov_fill(c, src->id, g->uuid, "pci_bus_id", g->pci_bus_id)) ||
+        (rc = prov_fill(c, src->id, g->uuid, "driver", g->driver)))
+        return rc;
+    return GI_OK;
+}
+
+/* Upserts one GPU with provenance and identity events. The source owns it
+ * when nobody does yet, when it already does, or when it outranks the
+ * owner by precedence (an `owner_changed` event); otherwise the report
+ * goes to ingest_gpu_foreign(). `observed` is when the report's reading
+ * was taken, 0 when the caller settles it later (ingest_observed()).
+ * *owned tells the caller which way it went. */
+static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_id,
+                      const struct gi_host_obs *host, int64_t observed,
+                      const struct gi_gpu_obs *seen, int64_t *events, int64_t *gpu_id,
+                      char canon[GI_UUID_LEN], bool *owned)
 {
     static const char *const vendors[] = {NULL, "nvidia", "amd"};
     struct gi_gpu_obs obs = *seen, *g = &obs;
+    const char *hostname = host->hostname;
+    int64_t sid = src->id;
+    struct gpu_ident id;
     sqlite3_stmt *s;
-    int64_t old_host = 0;
-    char old_serial[GI_SERIAL_LEN] = "", old_hostname[GI_HOST_LEN] = "", num[32];
-    bool known = false;
+    char num[32];
     int rc, step;
 
     if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
         return rc;
     gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
-    if (!(s = prep(c, ST_GPU_IDENT)))
-        return GI_INTERNAL;
-    db_bind_text(s, ":uuid", g->uuid);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW) {
-        known = true;
-        old_host = sqlite3_column_int64(s, 0);
-        if (sqlite3_column_type(s, 1) != SQLITE_NULL)
-            gi_strlcpy(old_serial, (const char *)sqlite3_column_text(s, 1), sizeof old_serial);
-        if (sqlite3_column_type(s, 2) != SQLITE_NULL)
-            gi_strlcpy(old_hostname, (const char *)sqlite3_column_text(s, 2), sizeof old_hostname);
+    if ((rc = gpu_ident_load(c, g->uuid, &id)) != GI_OK)
+        return rc;
+    *owned =
+        !(id.known && id.owner != 0 && id.owner != sid && src->precedence <= id.owner_precedence);
+    if (!*owned) {
+        *gpu_id = id.id;
+        return ingest_gpu_foreign(c, src, &id, host_id, host, g, events);
     }
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return db_map_rc(c->db, step);
+    if (id.known && id.owner != 0 && id.owner != sid) {
+        rc = gpu_event(c, sid, g->uuid, "owner_changed",
+                       json_pack("{s:s, s:s}", "from", id.owner_name, "to", src->name));
+        if (rc != GI_OK)
+            return rc;
+        (*events)++;
+    }
+    if (id.known) {
+        /* What this source disagreed on as a non-owner is now its own. */
+        if (!(s = prep(c, ST_CONFLICT_DEL)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", id.id);
+        db_bind_int(s, ":sid", sid);
+        db_bind_text(s, ":field", NULL);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+    }
 
-    if (known && old_host != 0 && old_host != host_id) {
+    if (id.known && id.host_id != 0 && id.host_id != host_id) {
         rc = gpu_event(c, sid, g->uuid, "host_changed",
-                       json_pack("{s:s, s:s}", "from_host", old_hostname, "to_host", hostname));
+                       json_pack("{s:s, s:s}", "from_host", id.hostname, "to_host", hostname));
         if (rc != GI_OK)
             return rc;
         (*events)++;
@@ -1697,15 +2015,15 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
             if (step != SQLITE_DONE)
                 return db_map_rc(c->db, step);
         }
-        if (known && old_serial[0] && strcmp(old_serial, g->serial) != 0) {
+        if (id.known && id.serial[0] && strcmp(id.serial, g->serial) != 0) {
             rc = gpu_event(c, sid, g->uuid, "serial_changed",
-                           json_pack("{s:s, s:s}", "from", old_serial, "to", g->serial));
+                           json_pack("{s:s, s:s}", "from", id.serial, "to", g->serial));
             if (rc != GI_OK)
                 return rc;
             (*events)++;
         }
     }
-    if (!known) {
+    if (!id.known) {
         rc = gpu_event(c, sid, g->uuid, "discovered", json_pack("{s:s}", "host", hostname));
         if (rc != GI_OK)
             return rc;
@@ -1728,13 +2046,20 @@ static int ingest_gpu(struct conn *c, int64_t sid, int64_t host_id, const char *
     db_bind_opt_int(s, ":mig", g->mig_mode);
     db_bind_opt_text(s, ":profile", g->mig_profile);
     db_bind_opt_int(s, ":inst", g->mig_instance);
-    db_bind_opt_text(s, ":team", g->team[0] ? g->team : defaults[0]);
-    db_bind_opt_text(s, ":env", g->env[0] ? g->env : defaults[1]);
+    db_bind_opt_text(s, ":team", g->team[0] ? g->team : src->defaults[0]);
+    db_bind_opt_text(s, ":env", g->env[0] ? g->env : src->defaults[1]);
     db_bind_opt_text(s, ":team_set", g->team);
     db_bind_opt_text(s, ":env_set", g->env);
-    db_bind_opt_text(s, ":cluster", defaults[2]);
+    /* The cluster the host reports about itself wins; the source's
+     * default fills only what is absent. */
+    db_bind_opt_text(s, ":cluster_set", host->cluster);
+    db_bind_opt_text(s, ":cluster", src->defaults[2]);
     db_bind_int(s, ":sid", sid);
     db_bind_int(s, ":now", gi_now());
+    if (observed > 0)
+        db_bind_int(s, ":obs", observed);
+    else
+        db_bind_text(s, ":obs", NULL);
     step = sqlite3_step(s);
     if (step == SQLITE_ROW)
         *gpu_id = sqlite3_column_int64(s, 0);
@@ -1760,6 +2085,8 @@ struct gpu_ref {
     int64_t id;
     const struct gi_sample *newest;
     int64_t anon; /* anonymous processes stored for this GPU in this batch */
+    bool owned;   /* the batch's source owns it */
+    bool stamped; /* the observation carries its own time */
 };
 
 static int ref_cmp(const void *a, const void *b)
@@ -1774,7 +2101,9 @@ static const char *canon_of(struct gpu_ref *refs, size_t nrefs, const char *uuid
     return ref ? ref->canon : uuid;
 }
 
-/* Marks GPUs that this host reported before but not now as missing. */
+/* Marks GPUs that this host reported before but not now as missing;
+ * only the GPUs this source owns: another source's report never makes a
+ * GPU missing. */
 static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const struct gi_batch *b,
                           const struct gpu_ref *refs, size_t nrefs, int64_t *events)
 {
@@ -1789,6 +2118,7 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
         return GI_INTERNAL;
     }
     db_bind_int(s, ":host", host_id);
+    db_bind_int(s, ":sid", sid);
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         const char *u = (const char *)sqlite3_column_text(s, 0);
         bool present = false;
@@ -1818,7 +2148,10 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
     return rc;
 }
 
-/* Inserts samples and moves each GPU's newest values onto its record.
+/* Inserts samples (kept per source) and moves each GPU's newest values
+ * onto its record: the owning source's newest sample; another source's
+ * only while the record holds no sample from its owner. The shown sample
+ * also advances the GPU's observed_at (never past the arrival time).
  * refs (sorted by uuid) maps the batch's GPUs to their row ids. */
 static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
                           struct gpu_ref *refs, size_t nrefs, int64_t *stored)
@@ -1875,6 +2208,8 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
         if (!(s = prep(c, ST_GPU_LATEST)))
             return GI_INTERNAL;
         db_bind_int(s, ":ts", best->ts);
+        db_bind_int(s, ":obs", best->ts < gi_now() ? best->ts : gi_now());
+        db_bind_int(s, ":sid", sid);
         db_bind_int(s, ":gid", refs[k].id);
         db_bind_dbl(s, ":ua", best->util_avg);
         db_bind_dbl(s, ":mem", best->mem_used_mib);
@@ -1883,6 +2218,28 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
         db_bind_opt_int(s, ":ecc_c", best->ecc_corrected);
         db_bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
         db_bind_opt_int(s, ":xid", best->xid);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+    }
+    return GI_OK;
+}
+
+/* Freshness of the owned GPUs this batch carries no sample for and no
+ * observation time: their reading was taken with the batch's newest
+ * sample (now when it has none). A GPU with its own samples was settled
+ * by ingest_samples(): its own newest sample, not its neighbours'. */
+static int ingest_observed(struct conn *c, const struct gpu_ref *refs, size_t nrefs, int64_t when)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    for (size_t k = 0; k < nrefs; k++) {
+        if (!refs[k].owned || refs[k].newest || refs[k].stamped)
+            continue;
+        if (!(s = prep(c, ST_GPU_OBSERVED_SET)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", refs[k].id);
+        db_bind_int(s, ":obs", when);
         if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
     }
@@ -1968,12 +2325,13 @@ static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b, st
 
 /* Applies one batch inside the caller's transaction; a batch id already
  * applied for this source is skipped (res->duplicate). */
-static int ingest_one(struct conn *c, int64_t source_id, const struct gi_batch *b,
-                      const char *defaults[3], struct store_ingest_result *res)
+static int ingest_one(struct conn *c, const struct reporter *src, const struct gi_batch *b,
+                      struct store_ingest_result *res)
 {
     sqlite3_stmt *s;
     struct gpu_ref *refs = calloc(b->set.ngpus + 1, sizeof *refs);
-    int64_t host_id = 0;
+    int64_t source_id = src->id, host_id = 0, now = gi_now(), newest = batch_time(b);
+    const char *const *defaults = src->defaults;
     int rc = GI_INTERNAL;
 
     memset(res, 0, sizeof *res);
@@ -1992,12 +2350,16 @@ static int ingest_one(struct conn *c, int64_t source_id, const struct gi_batch *
     }
     if (rc != GI_OK)
         goto cleanup;
-    if ((rc = ingest_host(c, source_id, &b->host, defaults[2], &host_id)) != GI_OK)
+    if ((rc = ingest_host(c, source_id, src->precedence, &b->host, defaults[2], &host_id)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < b->set.ngpus; i++) {
+        /* A GPU observation stamped with its time (a pull) was taken then;
+         * the others are settled by ingest_observed(). */
+        int64_t ts = b->set.gpus[i].ts_ms / 1000;
         refs[i].uuid = b->set.gpus[i].uuid;
-        rc = ingest_gpu(c, source_id, host_id, b->host.hostname, defaults, &b->set.gpus[i],
-                        &res->events, &refs[i].id, refs[i].canon);
+        refs[i].stamped = ts > 0;
+        rc = ingest_gpu(c, src, host_id, &b->host, ts < now ? ts : now, &b->set.gpus[i],
+                        &res->events, &refs[i].id, refs[i].canon, &refs[i].owned);
         if (rc != GI_OK)
             goto cleanup;
     }
@@ -2007,6 +2369,8 @@ static int ingest_one(struct conn *c, int64_t source_id, const struct gi_batch *
         (rc = ingest_missing(c, source_id, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
+        goto cleanup;
+    if ((rc = ingest_observed(c, refs, b->set.ngpus, newest < now ? newest : now)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_procs(c, source_id, b, refs, b->set.ngpus, &res->processes)) != GI_OK)
         goto cleanup;
@@ -2022,7 +2386,7 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
 {
     sqlite3_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
-    const char *defaults[3] = {team, env, cluster};
+    struct reporter src = {.id = source_id, .defaults = {team, env, cluster}};
     int rc, step;
 
     rc = GI_INTERNAL;
@@ -2033,13 +2397,15 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     if (step == SQLITE_ROW) {
         for (int i = 0; i < 3; i++)
             if (sqlite3_column_type(s, i) != SQLITE_NULL)
-                gi_strlcpy((char *)defaults[i], (const char *)sqlite3_column_text(s, i),
+                gi_strlcpy((char *)src.defaults[i], (const char *)sqlite3_column_text(s, i),
                            GI_LABEL_LEN);
+        src.precedence = sqlite3_column_int64(s, 3);
+        col_copy(s, 4, src.name, sizeof src.name);
     }
     sqlite3_reset(s);
     rc = GI_OK;
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
-        rc = ingest_one(c, source_id, &b[i], defaults, &res[i]);
+        rc = ingest_one(c, &src, &b[i], &res[i]);
         /* What was dropped on the way in is counted on the source. */
         if (rc == GI_OK && !res[i].duplicate && b[i].set.nwarnings > 0) {
             rc = GI_INTERNAL;
@@ -2116,13 +2482,51 @@ static void bind_gpu_filter(sqlite3_stmt *s, const void *filter)
     db_bind_int(s, ":stale", f->stale_before);
     db_bind_like(s, ":q", f->q);
     db_bind_text(s, ":gstate", f->state);
+    db_bind_text(s, ":team", f->team);
+    db_bind_text(s, ":env", f->env);
 }
 
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total)
 {
+    return store_gpu_list_summary(st, f, pg, items, total, NULL);
+}
+
+int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
+                           const struct store_page *pg, json_t **items, int64_t *total,
+                           json_t **summary)
+{
     enum stmt_id list = !pg->sort ? ST_GPU_LIST : pg->desc ? ST_GPU_LIST_DESC : ST_GPU_LIST_ASC;
-    return list_page(st, ST_GPU_COUNT, list, bind_gpu_filter, f, pg, items, total);
+    struct conn *c;
+    sqlite3_stmt *s;
+    json_t *sum = NULL;
+    int rc = GI_INTERNAL;
+
+    if (summary == NULL)
+        return list_page(st, ST_GPU_COUNT, list, bind_gpu_filter, f, pg, items, total);
+    *summary = NULL;
+    c = db_conn_get(st);
+    db_read_begin(c);
+    if (!(s = prep(c, ST_GPU_SUMMARY)))
+        goto cleanup;
+    bind_gpu_filter(s, f);
+    if ((rc = db_fetch_one(c, s, &sum)) != GI_OK)
+        goto cleanup;
+    *total = json_integer_value(json_object_get(sum, "total"));
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, list)))
+        goto cleanup;
+    bind_gpu_filter(s, f);
+    db_bind_page(s, pg);
+    if ((rc = db_collect(c, s, items)) != GI_OK)
+        goto cleanup;
+    *summary = sum;
+    sum = NULL;
+cleanup:
+    db_read_end(c);
+    json_decref(sum);
+    db_conn_put(st, c);
+    return rc;
 }
 
 int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out)
@@ -2130,9 +2534,10 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
     static const struct {
         enum stmt_id id;
         const char *key;
-    } parts[] = {{ST_GPU_PROV, "provenance"}, {ST_GPU_PROCS, "processes"},
-                 {ST_GPU_PODS, "pods"},       {ST_GPU_NODE_PODS, "node_pods"},
-                 {ST_GPU_EVENTS, "events"},   {ST_GPU_CHILDREN, "mig_instances"}};
+    } parts[] = {{ST_GPU_PROV, "provenance"},    {ST_GPU_PROCS, "processes"},
+                 {ST_GPU_PODS, "pods"},          {ST_GPU_NODE_PODS, "node_pods"},
+                 {ST_GPU_EVENTS, "events"},      {ST_GPU_CHILDREN, "mig_instances"},
+                 {ST_GPU_CONFLICTS, "conflicts"}};
     struct conn *c = db_conn_get(st);
     sqlite3_stmt *s;
     json_t *g = NULL, *arr;
@@ -2214,6 +2619,7 @@ int store_source_create(struct store *st, const char *actor, const struct store_
     db_bind_opt_text(s, ":cluster", in->cluster);
     db_bind_int(s, ":interval", in->interval_s < 0 ? 300 : in->interval_s);
     db_bind_int(s, ":enabled", in->enabled < 0 ? 1 : in->enabled);
+    db_bind_int(s, ":prec", in->has_precedence ? in->precedence : 0);
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
@@ -2265,6 +2671,8 @@ int store_source_update(struct store *st, const char *actor, int64_t id,
     db_bind_text(s, ":cluster", in->cluster);
     db_bind_int(s, ":interval", in->interval_s);
     db_bind_int(s, ":enabled", in->enabled);
+    db_bind_int(s, ":has_prec", in->has_precedence ? 1 : 0);
+    db_bind_int(s, ":prec", in->precedence);
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;

@@ -166,6 +166,10 @@ int store_source_ensure(struct store *st, const char *name, const char *kind, co
                         const char *env, const char *cluster, int64_t *id);
 /* Binds a pusher token to a source (set at token creation). */
 int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id);
+/* Confines a pusher token to host-name patterns (comma-separated globs,
+ * NULL: any host) and to one cluster (NULL: any). */
+int store_token_set_scope(struct store *st, int64_t token_id, const char *hosts,
+                          const char *cluster);
 
 struct store_ingest_result {
     bool duplicate; /* the batch id was already applied: nothing written */
@@ -186,15 +190,31 @@ int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch
 int store_ingest_as(struct store *st, const char *name, const char *kind, const struct gi_batch *b,
                     size_t n, bool dry_run, struct store_ingest_result *res);
 
+/* A GPU's state, derived when read: missing (its owning source's host
+ * report no longer lists it), stale (its newest reading was taken before
+ * stale_before), unknown (fresh but no utilization measured), idle
+ * (measured under 5%) or in_use. Freshness is the time a reading was taken
+ * (`observed_at`), never the time it arrived. */
 struct store_gpu_filter {
     const char *host, *cluster, *model, *q;
-    const char *state;                /* in_use, idle, stale, missing; NULL any */
-    int64_t datacenter_id, source_id; /* 0: any */
+    const char *state;                /* in_use, idle, unknown, stale, missing; NULL any */
+    int64_t datacenter_id, source_id; /* 0: any; source: the owning source */
     int stale;                        /* -1 any, 0 fresh only, 1 stale only */
-    int64_t stale_before;             /* newest data older than this is stale */
+    int64_t stale_before;             /* readings taken before this are stale */
+    const char *team, *env;           /* NULL: any */
 };
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total);
+/* The same page, and in the same snapshot *summary (caller owns; may be
+ * NULL to skip) over the whole filter, not the page: {"total", "in_use",
+ * "idle", "unknown", "stale", "missing", "util_avg"}, util_avg being the
+ * mean utilization of the fresh measured GPUs (null when none). */
+int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
+                           const struct store_page *pg, json_t **items, int64_t *total,
+                           json_t **summary);
+/* The cluster a known host carries (buf ""), for confined push tokens;
+ * GI_NOT_FOUND for an unknown host. */
+int store_host_cluster(struct store *st, const char *hostname, char *buf, size_t len);
 /* One GPU with provenance, current processes and recent events. */
 int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out);
 int store_source_list(struct store *st, int64_t stale_before, json_t **items);
@@ -206,6 +226,10 @@ struct store_source {
     const char *team, *env, *cluster;
     int64_t interval_s; /* < 0: unchanged */
     int enabled;        /* < 0: unchanged */
+    /* Ownership: of the sources reporting a host or GPU, the one of highest
+     * precedence owns it (ties: the first). Unchanged unless has_precedence. */
+    bool has_precedence;
+    int64_t precedence;
 };
 /* Objects returned include `config` (with secrets: the API redacts). */
 int store_source_create(struct store *st, const char *actor, const struct store_source *in,

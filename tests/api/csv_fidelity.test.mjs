@@ -126,7 +126,10 @@ describe('GPUs', () => {
 
     const real = ok(await imp(sheet, '?source=fidelity-sheet'), 201);
     assert.deepEqual([real.imported, real.hosts, real.events], [dry.would_import, dry.hosts, dry.events]);
-    assert.equal(ok(await h.s.api('GET', `/api/v1/gpus/${U1}`)).serial, 'NEW-1');
+    // The pusher reported U1 first and owns it: the sheet's serial is kept as a conflict.
+    const u1 = ok(await h.s.api('GET', `/api/v1/gpus/${U1}`));
+    assert.equal(u1.serial, 'OLD-1');
+    assert.ok(u1.conflicts.some((c) => c.source === 'fidelity-sheet' && c.field === 'serial' && c.theirs === 'NEW-1'));
   });
 
   test('invalid UTF-8 and NUL bytes are reported at their line and header column', async () => {

@@ -14,7 +14,8 @@ function batch(id, host, gpus, extra = {}) {
     batch_id: id,
     host: { hostname: host, machine_id: 'mid-' + host },
     gpus,
-    samples: gpus.map((g, i) => ({ time: Math.floor(Date.now() / 1000) - 120 + i, gpu: g.uuid, util_avg: 10 * i, util_max: 50,
+    // Taken now: freshness is judged by when a reading was taken.
+    samples: gpus.map((g, i) => ({ time: Math.floor(Date.now() / 1000), gpu: g.uuid, util_avg: 10 * i, util_max: 50,
       mem_used_mib: 1000, power_avg_w: 250.5, temp_c: 60 })),
     ...extra,
   };

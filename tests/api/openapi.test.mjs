@@ -102,7 +102,7 @@ describe('the demo data set, read through every GET route', () => {
       batch_id: 'contract-2', source: 'contract-agent', host: { hostname: 'fra1-gpu-001' }, gpus: gpus.slice(0, 2),
       samples: { columns: ['time', 'gpu', 'util_avg'], rows: [[now - 10, 0, 20]] },
     } }), 201);
-    assert.equal(typeof ok(await s.api('GET', `/api/v1/gpus/${g1}`)).missing_since, 'number');
+    assert.match(ok(await s.api('GET', `/api/v1/gpus/${g1}`)).missing_since, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     // Each call below is checked by the harness; a mismatch throws.
     for (const p of ['/healthz', '/metrics', '/api/v1/kinds', '/api/v1/session', '/api/v1/tokens',
       '/api/v1/audit?limit=1000', '/api/v1/sources', '/api/v1/kubernetes/nodes', '/api/v1/kubernetes/pods',

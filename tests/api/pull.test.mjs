@@ -129,13 +129,28 @@ test('a Prometheus source queries the real Prometheus HTTP API', async () => {
   assert.equal(run.json.run.ok, true, run.text);
   assert.ok(run.json.run.gpus >= 8, run.text);
   assert.ok(run.json.run.hosts >= 2, run.text);
-  const g = await s.api('GET', '/api/v1/gpus/GPU-5a1c0d00-1b2c-3d4e-8f70-9a8b7c6d5e40');
+  const uuid = 'GPU-5a1c0d00-1b2c-3d4e-8f70-9a8b7c6d5e40';
+  const g = await s.api('GET', '/api/v1/gpus/' + uuid);
   assert.equal(g.status, 200);
-  assert.equal(g.json.source, 'prom-main');
-  const prov = Object.fromEntries(g.json.provenance.map((p) => [p.field, p.source]));
-  assert.equal(prov.model, 'prom-main');
-  // The earlier exporter-a source saw it first: one record, not two.
+  // The earlier exporter-a source saw it first and owns it: one record, not
+  // two, and the same identity from a second source is no conflict.
+  assert.equal(g.json.source, 'exporter-a');
+  assert.deepEqual(g.json.conflicts, []);
+  assert.ok(!g.json.events.some((e) => e.kind === 'conflict'), JSON.stringify(g.json.events));
   assert.equal((await s.api('GET', '/api/v1/gpus?host=dgx-a100-01')).json.total, 8);
+  // A higher precedence makes the Prometheus source the owner at its next run.
+  const up = await s.api('PATCH', `/api/v1/sources/${src.id}`, { body: { precedence: 10 } });
+  assert.equal(up.status, 200, up.text);
+  assert.equal(up.json.precedence, 10);
+  // (A pulled batch is named by its second: the next run must be a later one.)
+  await new Promise((r) => setTimeout(r, 1100));
+  assert.equal((await s.api('POST', `/api/v1/sources/${src.id}/run`)).json.run.ok, true);
+  const g2 = (await s.api('GET', '/api/v1/gpus/' + uuid)).json;
+  assert.equal(g2.source, 'prom-main');
+  const prov = Object.fromEntries(g2.provenance.map((p) => [p.field, p.source]));
+  assert.equal(prov.model, 'prom-main');
+  assert.ok(g2.events.some((e) => e.kind === 'owner_changed' && e.detail.from === 'exporter-a'),
+    JSON.stringify(g2.events));
 });
 
 test('a bad query is reported with Prometheus\'s own message', async () => {

@@ -1,6 +1,6 @@
 // Dashboard, discovered GPUs and sources: two hosts push 8 + 2 GPUs; the
 // GPU list (columns, search, host filter, CSV export), a GPU's page
-// (provenance, processes, events), stale badges after the freshness limit,
+// (provenance, processes, events), stale badges for readings older than the freshness limit,
 // and a pull source's add (bad URL error), run, edit and delete.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,21 +19,23 @@ const uuidA = (i) => `GPU-a1b2c3d4-0000-4000-8000-00000000000${i}`;
 const uuidB = (i) => `GPU-b1b2c3d4-0000-4000-8000-00000000000${i}`;
 
 /** One push batch: GPUs of one host with a sample each, and processes. */
-function batch(id, host, model, uuids, processes = []) {
+function batch(id, host, model, uuids, processes = [], age = 1) {
   const now = Math.floor(Date.now() / 1000);
   return {
     batch_id: id,
     host: { hostname: host },
     gpus: uuids.map((u, i) => ({ uuid: u, index: i, name: model, serial: `${host}-S${i}`,
       pci_bus_id: `0000:${(0x18 + i).toString(16).padStart(2, '0')}:00.0`, memory_total_mib: 81559 })),
-    samples: uuids.map((u, i) => ({ time: now - 1, gpu: u, util_avg: 10 * i + 5, mem_used_mib: 1024 * (i + 1),
+    samples: uuids.map((u, i) => ({ time: now - age, gpu: u, util_avg: 10 * i + 5, mem_used_mib: 1024 * (i + 1),
       power_avg_w: 300 + i, temp_c: 50 + i })),
     processes,
   };
 }
 
 before(async () => {
-  server = await startServer({ args: ['--freshness', '2'] });
+  // Freshness is judged by when a reading was taken: an hour is plenty for
+  // readings taken now, and a batch of old readings is stale at once.
+  server = await startServer({ args: ['--freshness', '3600'] });
   const tok = await server.api('POST', '/api/v1/tokens',
     { body: { name: 'agents', role: 'pusher', source: SOURCE, team: 'ml', env: 'prod', cluster: 'lab' } });
   assert.equal(tok.status, 201, tok.text);
@@ -154,31 +156,41 @@ test('a GPU page shows provenance, processes and the discovered event', async ()
   await shot(page, 'gpus-04-gpu-page');
 });
 
-test('after the freshness limit the list marks GPUs stale', async () => {
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    const r = await server.api('GET', '/api/v1/gpus?stale=true&limit=1');
-    if (r.json.total === 10) break;
-    assert.ok(Date.now() < deadline, 'GPUs turn stale after --freshness 2');
-    await new Promise((res) => setTimeout(res, 250));
-  }
+test('readings taken before the freshness limit are marked stale', async () => {
+  // A host whose newest readings were taken two hours ago, pushed now.
+  const uuidC = (i) => `GPU-c1b2c3d4-0000-4000-8000-00000000000${i}`;
+  const tok = await server.api('POST', '/api/v1/tokens',
+    { body: { name: 'late-agents', role: 'pusher', source: 'late-agents' } });
+  assert.equal(tok.status, 201, tok.text);
+  const late = await server.api('POST', '/api/v1/ingest',
+    { body: batch('b-node-c', 'node-c', 'NVIDIA L40S', [0, 1].map(uuidC), [], 7200), auth: tok.json.token });
+  assert.equal(late.status, 201, late.text);
+  assert.equal((await server.api('GET', '/api/v1/gpus?stale=true&limit=1')).json.total, 2);
+
   await page.locator('[data-nav=gpus]').click();
-  await page.locator('[data-testid=sum-stale]').filter({ hasText: '10' }).waitFor();
+  await page.locator('[data-testid=sum-stale]').filter({ hasText: '2' }).waitFor();
   await tableReady(page);
-  assert.equal(await page.locator('tbody tr[data-id] [data-flag=stale]').count(), 10);
+  assert.match(await page.locator('.sum-stale .gpu-stat-note').textContent(), /no reading in 1 h/);
+  assert.equal(await page.locator('tbody tr[data-id] [data-flag=stale]').count(), 2);
+  assert.equal(await page.locator(`tbody tr[data-id="${uuidC(0)}"] [data-flag=stale]`).count(), 1);
+  // The average utilization counts the fresh readings only.
+  assert.equal(await page.locator('[data-testid=sum-util]').textContent(), `${Math.round((320 + 20) / 10)}%`);
   await page.getByRole('checkbox', { name: 'Stale only' }).check();
   await page.waitForFunction(() => /stale=true/.test(location.hash));
   await tableReady(page);
-  assert.equal(await rowCount(page), 10);
+  assert.equal(await rowCount(page), 2);
   await shot(page, 'gpus-05-stale');
   await page.getByRole('checkbox', { name: 'Stale only' }).uncheck();
-  // The state filter: every GPU is stale now, none in use.
+  // The state filter: the two late GPUs are stale, the ten others in use.
   await page.getByRole('combobox', { name: 'State' }).selectOption('stale');
   await page.waitForFunction(() => /state=stale/.test(location.hash));
   await tableReady(page);
-  assert.equal(await rowCount(page), 10);
+  assert.equal(await rowCount(page), 2);
   await page.getByRole('combobox', { name: 'State' }).selectOption('in_use');
   await page.waitForFunction(() => /state=in_use/.test(location.hash));
+  await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-id]').length === 10);
+  await page.getByRole('combobox', { name: 'State' }).selectOption('missing');
+  await page.waitForFunction(() => /state=missing/.test(location.hash));
   await page.getByText('No GPUs match these filters.').waitFor();
   await page.getByRole('combobox', { name: 'State' }).selectOption('');
 });

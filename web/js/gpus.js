@@ -64,8 +64,9 @@ export function renderGpus(main, ctx) {
   let seq = 0;
   let freshness = null;
 
-  const sums = { total: stat('total', 'GPUs', 'matching the filters'), stale: stat('stale', 'Stale', 'no fresh data'),
-    missing: stat('missing', 'Missing', 'on this page'), util: stat('util', 'Average utilization', 'on this page') };
+  // Figures over the whole filter, from the list's summary (not the page).
+  const sums = { total: stat('total', 'GPUs', 'matching the filters'), stale: stat('stale', 'Stale', 'no fresh reading'),
+    missing: stat('missing', 'Missing', 'of these GPUs'), util: stat('util', 'Average utilization', 'of these GPUs') };
   const scope = h('p', { class: 'page-sub', 'data-testid': 'gpu-scope' });
   const fresh = h('p', { class: 'page-sub small', 'data-testid': 'gpu-freshness' });
 
@@ -154,11 +155,12 @@ export function renderGpus(main, ctx) {
       state: filter.state, sort: filter.sort };
   }
 
-  /** Stale GPUs under the current filter (a count-only query). */
-  async function staleCount(p, total) {
-    if (filter.stale || filter.state === 'stale') return total;
-    const r = await api('GET', withQuery('/api/v1/gpus', { ...p, stale: 'true', limit: 1 }));
-    return r.total;
+  /** "5 min" for a freshness limit in seconds. */
+  function span(s) {
+    if (!isNum(s)) return '';
+    if (s % 3600 === 0) return `${s / 3600} h`;
+    if (s % 60 === 0) return `${s / 60} min`;
+    return `${s} s`;
   }
 
   /** Says how often the page updates and, when the server tells, the freshness limit. */
@@ -187,27 +189,14 @@ export function renderGpus(main, ctx) {
       pg.update(rows.length, res.total, res.next);
       lastRows = rows;
       drawLinked(rows);
+      const sum = res.summary || {};
       sums.total.set(num(res.total));
-      // Figures over the whole filter when the server sums them; else this page's.
-      const sum = res.summary && typeof res.summary === 'object' ? res.summary : {};
-      const whole = !res.next && !pg.cursor();
-      if (isNum(sum.missing)) {
-        sums.missing.set(num(sum.missing), 'of these GPUs');
-      } else {
-        sums.missing.set(num(rows.filter((g) => g.missing_since).length), whole ? 'of these GPUs' : 'on this page');
-      }
-      const utilAvg = isNum(sum.util_avg) ? sum.util_avg : isNum(sum.util_pct) ? sum.util_pct : null;
-      if (utilAvg !== null) {
-        sums.util.set(`${Math.round(utilAvg)}%`, 'over the GPUs with telemetry');
-      } else {
-        const utils = rows.map((g) => g.util_pct).filter(isNum);
-        sums.util.set(utils.length ? `${Math.round(utils.reduce((a, b) => a + b, 0) / utils.length)}%` : '—',
-          utils.length ? `over ${num(utils.length)} GPU${utils.length === 1 ? '' : 's'}${whole ? '' : ' on this page'}` : 'no telemetry');
-      }
-      const stale = isNum(sum.stale) ? sum.stale : await staleCount(p, res.total);
-      if (my !== seq || !ctx.alive()) return;
-      sums.stale.set(num(stale), isNum(freshness) ? `no reading in ${span(freshness)}` : 'no fresh data');
-      sums.stale.el.classList.toggle('sum-alert', stale > 0);
+      sums.missing.set(num(sum.missing ?? 0));
+      const measured = (sum.in_use ?? 0) + (sum.idle ?? 0);
+      sums.util.set(isNum(sum.util_avg) ? `${Math.round(sum.util_avg)}%` : '—',
+        measured ? `over ${num(measured)} measured GPU${measured === 1 ? '' : 's'}` : 'no fresh telemetry');
+      sums.stale.set(num(sum.stale ?? 0), res.freshness_s ? `no reading in ${span(res.freshness_s)}` : 'no fresh reading');
+      sums.stale.el.classList.toggle('sum-alert', (sum.stale ?? 0) > 0);
     } catch (err) {
       if (my !== seq) return;
       table.setRows([]);
