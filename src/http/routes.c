@@ -42,7 +42,7 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/resources/import", api_resources_import, GI_ROLE_EDITOR, IMPORT},
     {"GET", "/api/v1/resources/{id}", api_resources_get, GI_ROLE_VIEWER, ""},
     {"PATCH", "/api/v1/resources/{id}", api_resources_update, GI_ROLE_EDITOR, ""},
-    {"DELETE", "/api/v1/resources/{id}", api_resources_delete, GI_ROLE_EDITOR, ""},
+    {"DELETE", "/api/v1/resources/{id}", api_resources_delete, GI_ROLE_EDITOR, "force"},
     {"POST", "/api/v1/resources/{id}/allocate", api_resources_allocate, GI_ROLE_EDITOR, ""},
     {"POST", "/api/v1/resources/{id}/release", api_resources_release, GI_ROLE_EDITOR, ""},
 
@@ -50,7 +50,7 @@ const struct route gi_routes[] = {
 
     {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER, ""},
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER,
-     PAGED ",host,cluster,model,q,datacenter,source,stale,state"},
+     PAGED ",host,cluster,model,q,datacenter,source,stale,state,team,env"},
     {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR, IMPORT ",source,map.*"},
     {"GET", "/api/v1/gpus/{key*}", api_gpus_get, GI_ROLE_VIEWER, ""},
     {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER, LIST},
