@@ -33,6 +33,7 @@ bench: build
 	bench/run.sh
 	bench/ingest.sh 2 100
 	bench/agent.sh 180
+	node bench/abuse.mjs build/gpuinv
 	cc -O2 -Isrc bench/bench_promtext.c src/parse/promtext.c src/parse/dcgm.c \
 	  src/core/observation.c src/core/util.c -lm -o build/bench_promtext && build/bench_promtext
 

@@ -146,7 +146,7 @@ static double raw_sqlite(const char *path, int threads, int per_thread)
                      " util_avg DOUBLE PRECISION, util_max DOUBLE PRECISION, mem_used_mib DOUBLE"
                      " PRECISION, power_avg_w DOUBLE PRECISION, energy_j DOUBLE PRECISION, temp_c"
                      " DOUBLE PRECISION, ecc_corrected BIGINT, ecc_uncorrected BIGINT, xid BIGINT,"
-                     " source_id BIGINT, PRIMARY KEY (ts, gpu_id))",
+                     " source_id BIGINT NOT NULL, PRIMARY KEY (ts, gpu_id, source_id))",
                  NULL, NULL, NULL);
     sqlite3_prepare_v2(db,
                        "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib,"
