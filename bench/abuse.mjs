@@ -8,7 +8,8 @@
 //      come. Measured: a viewer's GET latency (p50/p99) during the flood;
 //      reference: the same GET with no flood.
 //   3. Idle connections: 1,100 TCP connections opened and left idle.
-//      Measured: /healthz from a fresh connection (answered or not, latency);
+//      Measured: /healthz from a fresh connection of the same address and of
+//      another (127.0.0.2) (answered or not, latency);
 //      reference: /healthz before the idle connections.
 //
 // Usage: node bench/abuse.mjs [path/to/gpuinv]   (default build/gpuinv)
@@ -34,10 +35,10 @@ function pct(values, p) {
 }
 
 /** One request on its own connection; resolves {status, ms} or {error}. */
-function once(url, { method = 'GET', headers = {}, body, timeoutMs = 5000 } = {}) {
+function once(url, { method = 'GET', headers = {}, body, timeoutMs = 5000, localAddress } = {}) {
   return new Promise((resolve) => {
     const t0 = performance.now();
-    const req = http.request(url, { method, headers, agent: false, timeout: timeoutMs }, (res) => {
+    const req = http.request(url, { method, headers, agent: false, timeout: timeoutMs, localAddress }, (res) => {
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - t0 }));
     });
@@ -132,11 +133,14 @@ async function idleConnections(srv, n) {
   })));
   await new Promise((r) => setTimeout(r, 1000));
   const under = await once(srv.url + '/healthz', { timeoutMs: 15000 });
+  // Another client: the same loopback interface, another source address.
+  const other = await once(srv.url + '/healthz', { timeoutMs: 15000, localAddress: '127.0.0.2' });
   const alive = socks.filter((s) => !s.destroyed && s.readyState === 'open').length;
   for (const s of socks) s.destroy();
   return {
     reference_ms: ref.ms, reference_status: ref.status,
-    healthz_ms: under.ms, healthz: under.status || under.error, open_after_1s: alive, refused,
+    healthz_ms: under.ms, healthz: under.status || under.error,
+    other_client_ms: other.ms, other_client: other.status || other.error, open_after_1s: alive, refused,
   };
 }
 
@@ -162,7 +166,7 @@ async function main() {
     console.log('|---|---|---|');
     console.log(`| 200 unauthenticated 8 MiB uploads | peak RSS ${f(res.uploads.peak_rss_mib)} MiB; answers ${JSON.stringify(res.uploads.answers)} | RSS before ${f(res.uploads.rss_before_mib)} MiB |`);
     console.log(`| viewer GET during 64-client sign-in flood | p50 ${f(res.signin.flood_p50_ms)} ms, p99 ${f(res.signin.flood_p99_ms)} ms (${res.signin.flood_ok} answered in 10 s); sign-in answers ${JSON.stringify(res.signin.signin_answers)} | no flood: p50 ${f(res.signin.quiet_p50_ms)} ms, p99 ${f(res.signin.quiet_p99_ms)} ms |`);
-    console.log(`| /healthz with 1,100 idle connections | ${res.idle.healthz} in ${f(res.idle.healthz_ms)} ms; idle still open after 1 s: ${res.idle.open_after_1s}, refused ${res.idle.refused} | no idle connections: ${res.idle.reference_status} in ${f(res.idle.reference_ms)} ms |`);
+    console.log(`| /healthz with 1,100 idle connections from one address | same address: ${res.idle.healthz} in ${f(res.idle.healthz_ms)} ms; another address: ${res.idle.other_client} in ${f(res.idle.other_client_ms)} ms; idle still open after 1 s: ${res.idle.open_after_1s}, refused ${res.idle.refused} | no idle connections: ${res.idle.reference_status} in ${f(res.idle.reference_ms)} ms |`);
   } finally {
     await srv.stop();
   }
