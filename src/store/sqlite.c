@@ -1889,28 +1889,14 @@ static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *
     return db_exec_done(c, s);
 }
 
-/* A report of a GPU by a source that does not own it: its identity (host,
- * serial, model) is compared, never written over the owner's; it only
- * fills fields the owner left absent. Neither last_seen_at, freshness nor
- * missing_since moves. */
-static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
-                              const struct gpu_ident *id, int64_t host_id,
-                              const struct gi_host_obs *host, const struct gi_gpu_obs *g,
-                              int64_t *events)
+/* Binds the GPU's own fields, and the source's team and env defaults for
+ * what the report leaves absent, shared by the owner's upsert and another
+ * source's fill. */
+static void bind_gpu_fields(sqlite3_stmt *s, const struct gi_gpu_obs *g, int64_t host_id,
+                            const struct reporter *src)
 {
     static const char *const vendors[] = {NULL, "nvidia", "amd"};
-    sqlite3_stmt *s;
-    int rc;
 
-    if ((rc = ident_conflict(c, src, id, g->uuid, "host", host->hostname, id->hostname, events)) !=
-            GI_OK ||
-        (rc = ident_conflict(c, src, id, g->uuid, "serial", g->serial, id->serial, events)) !=
-            GI_OK ||
-        (rc = ident_conflict(c, src, id, g->uuid, "model", g->name, id->model, events)) != GI_OK)
-        return rc;
-    if (!(s = prep(c, ST_GPU_FILL)))
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", id->id);
     db_bind_opt_text(s, ":parent", g->parent_uuid);
     db_bind_int(s, ":host", host_id);
     db_bind_opt_int(s, ":idx", g->index);
@@ -1926,6 +1912,30 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
     db_bind_opt_int(s, ":inst", g->mig_instance);
     db_bind_opt_text(s, ":team", g->team[0] ? g->team : src->defaults[0]);
     db_bind_opt_text(s, ":env", g->env[0] ? g->env : src->defaults[1]);
+}
+
+/* A report of a GPU by a source that does not own it: its identity (host,
+ * serial, model) is compared, never written over the owner's; it only
+ * fills fields the owner left absent. Neither last_seen_at, freshness nor
+ * missing_since moves. */
+static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
+                              const struct gpu_ident *id, int64_t host_id,
+                              const struct gi_host_obs *host, const struct gi_gpu_obs *g,
+                              int64_t *events)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    if ((rc = ident_conflict(c, src, id, g->uuid, "host", host->hostname, id->hostname, events)) !=
+            GI_OK ||
+        (rc = ident_conflict(c, src, id, g->uuid, "serial", g->serial, id->serial, events)) !=
+            GI_OK ||
+        (rc = ident_conflict(c, src, id, g->uuid, "model", g->name, id->model, events)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_GPU_FILL)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", id->id);
+    bind_gpu_fields(s, g, host_id, src);
     db_bind_opt_text(s, ":cluster_set", host->cluster);
     db_bind_opt_text(s, ":cluster", src->defaults[2]);
     if ((rc = db_exec_done(c, s)) != GI_OK)
@@ -1950,7 +1960,6 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
                       const struct gi_gpu_obs *seen, int64_t *events, int64_t *gpu_id,
                       char canon[GI_UUID_LEN], bool *owned)
 {
-    static const char *const vendors[] = {NULL, "nvidia", "amd"};
     struct gi_gpu_obs obs = *seen, *g = &obs;
     const char *hostname = host->hostname;
     int64_t sid = src->id;
@@ -2033,21 +2042,7 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     if (!(s = prep(c, ST_GPU_UPSERT)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", g->uuid);
-    db_bind_opt_text(s, ":parent", g->parent_uuid);
-    db_bind_int(s, ":host", host_id);
-    db_bind_opt_int(s, ":idx", g->index);
-    db_bind_text(s, ":vendor", vendors[g->vendor]);
-    db_bind_opt_text(s, ":model", g->name);
-    db_bind_opt_text(s, ":serial", g->serial);
-    db_bind_opt_text(s, ":bus", g->pci_bus_id);
-    db_bind_dbl(s, ":mem", g->memory_total_mib);
-    db_bind_opt_text(s, ":driver", g->driver);
-    db_bind_opt_text(s, ":vbios", g->vbios);
-    db_bind_opt_int(s, ":mig", g->mig_mode);
-    db_bind_opt_text(s, ":profile", g->mig_profile);
-    db_bind_opt_int(s, ":inst", g->mig_instance);
-    db_bind_opt_text(s, ":team", g->team[0] ? g->team : src->defaults[0]);
-    db_bind_opt_text(s, ":env", g->env[0] ? g->env : src->defaults[1]);
+    bind_gpu_fields(s, g, host_id, src);
     db_bind_opt_text(s, ":team_set", g->team);
     db_bind_opt_text(s, ":env_set", g->env);
     /* The cluster the host reports about itself wins; the source's
