@@ -1,0 +1,333 @@
+/* Credentials: API tokens (their scope and the source they report as),
+ * users with their password hashes, and browser sessions. */
+#include "store/store_int.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#define STATEMENTS(X)                                                                              \
+    X(TOKEN_ADD, "INSERT INTO tokens (name, role, hash, created_at) VALUES (:name, :role, :hash, " \
+                 ":now)")                                                                          \
+    X(TOKEN_BY_HASH,                                                                               \
+      "SELECT id, name, role, revoked_at, last_used_at, source_id, hosts, limit_cluster FROM "     \
+      "tokens WHERE hash = :hash")                                                                 \
+    X(TOKEN_TOUCH, "UPDATE tokens SET last_used_at = :now WHERE id = :id")                         \
+    X(TOKEN_LIST, "SELECT id, name, role, created_at, last_used_at, revoked_at, hosts, "           \
+                  "limit_cluster FROM tokens ORDER BY id")                                         \
+    X(TOKEN_GET, "SELECT id, name, role, created_at, last_used_at, revoked_at FROM tokens WHERE "  \
+                 "id = :id")                                                                       \
+    X(TOKEN_REVOKE, "UPDATE tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL")   \
+    X(USER_UPSERT, "INSERT INTO users (name, role, password_hash, created_at) VALUES (:name, "     \
+                   ":role, :hash, :now) ON CONFLICT (name) DO UPDATE SET role = excluded.role, "   \
+                   "password_hash = excluded.password_hash")                                       \
+    X(USER_GET, "SELECT id, role, password_hash FROM users WHERE name = :name")                    \
+    X(SESSION_ADD, "INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES (:hash, "  \
+                   ":uid, :now, :exp)")                                                            \
+    X(SESSION_AUTH, "SELECT u.name, u.role FROM sessions s JOIN users u ON u.id = s.user_id "      \
+                    "WHERE s.hash = :hash AND s.expires_at > :now")                                \
+    X(SESSION_DEL, "DELETE FROM sessions WHERE hash = :hash OR expires_at <= :now")                \
+    X(SESSION_DEL_USER,                                                                            \
+      "DELETE FROM sessions WHERE user_id IN (SELECT id FROM users WHERE name = "                  \
+      ":name)")                                                                                    \
+    X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
+    X(TOKEN_SCOPE, "UPDATE tokens SET hosts = :hosts, limit_cluster = :cluster WHERE id = :id")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+static int collect_with(struct store *st, enum stmt_id id, const char *name, int64_t v,
+                        json_t **items)
+{
+    return db_collect_with(st, stmt_sql[id], name, v, items);
+}
+
+int store_token_create(struct store *st, const char *actor, const char *name, enum gi_role role,
+                       const char *hash, int64_t *id_out)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s;
+    json_t *after = NULL;
+    int rc = db_tx_begin(c);
+
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_TOKEN_ADD)))
+        goto cleanup;
+    db_bind_text(s, ":name", name);
+    db_bind_text(s, ":role", gi_role_name(role));
+    db_bind_text(s, ":hash", hash);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    *id_out = sqlite3_last_insert_rowid(c->db);
+    after = json_pack("{s:s, s:s}", "name", name, "role", gi_role_name(role));
+    rc = db_audit(c, actor, "create", "token", *id_out, NULL, after);
+cleanup:
+    rc = db_tx_end(c, rc);
+    json_decref(after);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_token_ensure(struct store *st, const char *name, enum gi_role role, const char *hash)
+{
+    struct gi_principal p;
+    int64_t id;
+    int rc = store_token_auth(st, hash, &p);
+
+    /* Hashes are unique, so a create that conflicts met the same token,
+     * revoked. */
+    if (rc == GI_NOT_FOUND)
+        return store_token_create(st, "system", name, role, hash, &id);
+    return rc;
+}
+
+int store_token_auth(struct store *st, const char *hash, struct gi_principal *out)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_TOKEN_BY_HASH);
+    int64_t now = gi_now(), id = 0, last = 0;
+    int rc = GI_INTERNAL, step;
+
+    if (!s)
+        goto cleanup;
+    db_bind_text(s, ":hash", hash);
+    step = sqlite3_step(s);
+    if (step != SQLITE_ROW) {
+        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+        sqlite3_reset(s);
+        goto cleanup;
+    }
+    rc = GI_OK;
+    id = sqlite3_column_int64(s, 0);
+    gi_strlcpy(out->name, (const char *)sqlite3_column_text(s, 1), sizeof out->name);
+    if (gi_role_parse((const char *)sqlite3_column_text(s, 2), &out->role) != GI_OK)
+        rc = GI_NOT_FOUND;
+    if (sqlite3_column_type(s, 3) != SQLITE_NULL)
+        rc = GI_NOT_FOUND; /* revoked */
+    last = sqlite3_column_int64(s, 4);
+    out->source_id = sqlite3_column_int64(s, 5);
+    out->hosts[0] = out->cluster[0] = '\0';
+    if (sqlite3_column_type(s, 6) != SQLITE_NULL)
+        gi_strlcpy(out->hosts, (const char *)sqlite3_column_text(s, 6), sizeof out->hosts);
+    if (sqlite3_column_type(s, 7) != SQLITE_NULL)
+        gi_strlcpy(out->cluster, (const char *)sqlite3_column_text(s, 7), sizeof out->cluster);
+    out->token_id = id;
+    sqlite3_reset(s);
+    /* Record use at most once a minute so reads stay reads. */
+    if (rc == GI_OK && now - last >= 60 && (s = prep(c, ST_TOKEN_TOUCH)) != NULL) {
+        db_bind_int(s, ":now", now);
+        db_bind_int(s, ":id", id);
+        if (db_exec_done(c, s) != GI_OK)
+            gi_warn("could not record use of token %lld", (long long)id);
+    }
+cleanup:
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_token_list(struct store *st, json_t **items)
+{
+    return collect_with(st, ST_TOKEN_LIST, NULL, 0, items);
+}
+
+int store_token_revoke(struct store *st, const char *actor, int64_t id)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s;
+    json_t *before = NULL, *after = NULL;
+    int rc = db_tx_begin(c);
+
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_TOKEN_GET)))
+        goto cleanup;
+    db_bind_int(s, ":id", id);
+    if ((rc = db_fetch_one(c, s, &before)) != GI_OK)
+        goto cleanup;
+    if (!json_is_null(json_object_get(before, "revoked_at"))) {
+        rc = GI_CONFLICT;
+        goto cleanup;
+    }
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_TOKEN_REVOKE)))
+        goto cleanup;
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    after = json_deep_copy(before);
+    {
+        char ts[32];
+        gi_time_format(gi_now(), ts, sizeof ts);
+        json_object_set_new(after, "revoked_at", json_string(ts));
+    }
+    rc = db_audit(c, actor, "revoke", "token", id, before, after);
+cleanup:
+    rc = db_tx_end(c, rc);
+    json_decref(before);
+    json_decref(after);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_user_set(struct store *st, const char *name, enum gi_role role, const char *pwhash)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s;
+    int rc = db_tx_begin(c);
+
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    /* A new password or role ends the user's sessions, in the same
+     * transaction, so no session outlives the credentials it was made
+     * with. */
+    if (!(s = prep(c, ST_SESSION_DEL_USER)))
+        goto cleanup;
+    db_bind_text(s, ":name", name);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_USER_UPSERT)))
+        goto cleanup;
+    db_bind_text(s, ":name", name);
+    db_bind_text(s, ":role", gi_role_name(role));
+    db_bind_text(s, ":hash", pwhash);
+    db_bind_int(s, ":now", gi_now());
+    rc = db_exec_done(c, s);
+cleanup:
+    rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_user_get(struct store *st, const char *name, int64_t *id, enum gi_role *role,
+                   char *pwhash, size_t len)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_USER_GET);
+    int rc = GI_INTERNAL, step;
+
+    if (s) {
+        db_bind_text(s, ":name", name);
+        step = sqlite3_step(s);
+        if (step == SQLITE_ROW) {
+            *id = sqlite3_column_int64(s, 0);
+            rc = gi_role_parse((const char *)sqlite3_column_text(s, 1), role);
+            gi_strlcpy(pwhash, (const char *)sqlite3_column_text(s, 2), len);
+        } else {
+            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+        }
+        sqlite3_reset(s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_session_create(struct store *st, const char *hash, int64_t user_id, int64_t expires_at)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s;
+    int64_t now = gi_now();
+    int rc = db_tx_begin(c);
+
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    /* Expired sessions are pruned whenever one is made (SESSION_DEL with no
+     * hash deletes only the expired ones). */
+    if (!(s = prep(c, ST_SESSION_DEL)))
+        goto cleanup;
+    db_bind_text(s, ":hash", NULL);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SESSION_ADD)))
+        goto cleanup;
+    db_bind_text(s, ":hash", hash);
+    db_bind_int(s, ":uid", user_id);
+    db_bind_int(s, ":now", now);
+    db_bind_int(s, ":exp", expires_at);
+    rc = db_exec_done(c, s);
+cleanup:
+    rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_session_auth(struct store *st, const char *hash, struct gi_principal *out)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_SESSION_AUTH);
+    int rc = GI_INTERNAL, step;
+
+    if (s) {
+        db_bind_text(s, ":hash", hash);
+        db_bind_int(s, ":now", gi_now());
+        step = sqlite3_step(s);
+        if (step == SQLITE_ROW) {
+            gi_strlcpy(out->name, (const char *)sqlite3_column_text(s, 0), sizeof out->name);
+            rc = gi_role_parse((const char *)sqlite3_column_text(s, 1), &out->role);
+            out->token_id = 0;
+            out->source_id = 0;
+        } else {
+            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+        }
+        sqlite3_reset(s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_session_delete(struct store *st, const char *hash)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_SESSION_DEL);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        db_bind_text(s, ":hash", hash);
+        db_bind_int(s, ":now", gi_now());
+        rc = db_exec_done(c, s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_TOKEN_SOURCE);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        db_bind_int(s, ":id", token_id);
+        db_bind_int(s, ":sid", source_id);
+        rc = db_exec_done(c, s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_token_set_scope(struct store *st, int64_t token_id, const char *hosts,
+                          const char *cluster)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_TOKEN_SCOPE);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        db_bind_int(s, ":id", token_id);
+        db_bind_opt_text(s, ":hosts", hosts);
+        db_bind_opt_text(s, ":cluster", cluster);
+        rc = db_exec_done(c, s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}

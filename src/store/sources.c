@@ -1,0 +1,273 @@
+/* Discovery sources: the admin's CRUD, the poller's due list and results,
+ * and the find-or-create used by push reporters. */
+#include "store/store_int.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <string.h>
+
+/* A source's GPU count is defined as the GPU list's ?source= filter is:
+ * the records (MIG instances included, missing ones too) it owns. */
+#define SRC_GPUS_OWNED "(SELECT COUNT(*) FROM gpus og WHERE og.source_id = s.id)"
+#define SRC_SELECT                                                                                 \
+    "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "   \
+    "s.precedence, s.last_attempt_at, s.last_success_at, s.last_error, " SRC_GPUS_OWNED " AS "     \
+    "gpus_reported, s.gpus_reported AS gpus_last_report, CASE WHEN "                               \
+    "s.last_success_at IS NULL OR s.last_success_at < :stale THEN 1 ELSE 0 END AS stale, "         \
+    "s.warnings_total, s.last_warning, s.last_warning_at, "                                        \
+    "s.created_at, s.updated_at FROM sources s "
+
+const char store_sql_source_list[] = SRC_SELECT "ORDER BY s.id";
+
+#define STATEMENTS(X)                                                                              \
+    X(SOURCE_GET, "SELECT id, kind FROM sources WHERE name = :name")                               \
+    X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
+                  "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
+    X(SOURCE_LIST, store_sql_source_list)                                                          \
+    X(SRC_ADD, "INSERT INTO sources (name, kind, config, team, env, cluster, interval_s, "         \
+               "enabled, precedence, created_at, updated_at) VALUES (:name, :kind, :config, "      \
+               ":team, :env, :cluster, :interval, :enabled, :prec, :now, :now)")                   \
+    X(SRC_GET, SRC_SELECT "WHERE s.id = :id")                                                      \
+    X(SRC_UPDATE, "UPDATE sources SET name = COALESCE(:name, name), config = COALESCE(:config, "   \
+                  "config), team = COALESCE(:team, team), env = COALESCE(:env, env), cluster = "   \
+                  "COALESCE(:cluster, cluster), interval_s = CASE WHEN :interval < 0 THEN "        \
+                  "interval_s ELSE :interval END, enabled = CASE WHEN :enabled < 0 THEN enabled "  \
+                  "ELSE :enabled END, precedence = CASE WHEN :has_prec = 1 THEN :prec ELSE "       \
+                  "precedence END, updated_at = :now WHERE id = :id")                              \
+    X(SRC_DELETE, "DELETE FROM sources WHERE id = :id")                                            \
+    X(SRC_DUE, "SELECT id, name, kind, config, team, env, cluster FROM sources WHERE enabled = 1 " \
+               "AND kind NOT IN ('push', 'csv') AND (last_attempt_at IS NULL OR last_attempt_at "  \
+               "+ interval_s "                                                                     \
+               "<= :now) ORDER BY COALESCE(last_attempt_at, 0), id")                               \
+    X(SRC_RECORD,                                                                                  \
+      "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "               \
+      "IS NULL THEN :now ELSE last_success_at END, last_error = :err, gpus_reported = "            \
+      "CASE WHEN :err IS NULL THEN :n ELSE gpus_reported END WHERE id = :id")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+static int collect_with(struct store *st, enum stmt_id id, const char *name, int64_t v,
+                        json_t **items)
+{
+    return db_collect_with(st, stmt_sql[id], name, v, items);
+}
+
+/* Finds or creates the source `name` of `kind` on c (inside the caller's
+ * transaction, if any): GI_CONFLICT when the name belongs to a source of
+ * another kind. */
+int source_ensure(struct conn *c, const char *name, const char *kind, const char *team,
+                  const char *env, const char *cluster, int64_t *id)
+{
+    sqlite3_stmt *s;
+    int rc = GI_INTERNAL, step;
+
+    if (!(s = prep(c, ST_SOURCE_GET)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+        const char *have = (const char *)sqlite3_column_text(s, 1);
+        *id = sqlite3_column_int64(s, 0);
+        rc = have && strcmp(have, kind) == 0 ? GI_OK : GI_CONFLICT;
+    } else {
+        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+    }
+    sqlite3_reset(s);
+    if (rc != GI_NOT_FOUND)
+        return rc;
+    if (!(s = prep(c, ST_SOURCE_ADD)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    db_bind_text(s, ":kind", kind);
+    db_bind_opt_text(s, ":team", team);
+    db_bind_opt_text(s, ":env", env);
+    db_bind_opt_text(s, ":cluster", cluster);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) == GI_OK)
+        *id = sqlite3_last_insert_rowid(c->db);
+    return rc;
+}
+
+int store_source_ensure(struct store *st, const char *name, const char *kind, const char *team,
+                        const char *env, const char *cluster, int64_t *id)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = source_ensure(c, name, kind, team, env, cluster, id);
+
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_source_list(struct store *st, int64_t stale_before, json_t **items)
+{
+    return collect_with(st, ST_SOURCE_LIST, ":stale", stale_before, items);
+}
+
+static int src_get(struct conn *c, int64_t id, int64_t stale_before, json_t **out)
+{
+    sqlite3_stmt *s = prep(c, ST_SRC_GET);
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":stale", stale_before);
+    return db_fetch_one(c, s, out);
+}
+
+/* Audit rows for sources never carry their config (it may hold secrets). */
+static json_t *src_audit_view(const json_t *src)
+{
+    json_t *v = src ? json_deep_copy(src) : NULL;
+    if (v)
+        json_object_del(v, "config");
+    return v;
+}
+
+int store_source_create(struct store *st, const char *actor, const struct store_source *in,
+                        json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s;
+    json_t *view = NULL;
+    int64_t id;
+    int rc = db_tx_begin(c);
+
+    *out = NULL;
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SRC_ADD)))
+        goto cleanup;
+    db_bind_text(s, ":name", in->name);
+    db_bind_text(s, ":kind", in->kind);
+    db_bind_json(s, ":config", in->config);
+    db_bind_opt_text(s, ":team", in->team);
+    db_bind_opt_text(s, ":env", in->env);
+    db_bind_opt_text(s, ":cluster", in->cluster);
+    db_bind_int(s, ":interval", in->interval_s < 0 ? 300 : in->interval_s);
+    db_bind_int(s, ":enabled", in->enabled < 0 ? 1 : in->enabled);
+    db_bind_int(s, ":prec", in->has_precedence ? in->precedence : 0);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    id = sqlite3_last_insert_rowid(c->db);
+    if ((rc = src_get(c, id, 0, out)) != GI_OK)
+        goto cleanup;
+    view = src_audit_view(*out);
+    rc = db_audit(c, actor, "create", "source", id, NULL, view);
+cleanup:
+    rc = db_tx_end(c, rc);
+    if (rc != GI_OK && *out) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    json_decref(view);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_source_get(struct store *st, int64_t id, int64_t stale_before, json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = src_get(c, id, stale_before, out);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_source_update(struct store *st, const char *actor, int64_t id,
+                        const struct store_source *in, json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s;
+    json_t *before = NULL, *bv = NULL, *av = NULL;
+    int rc = db_tx_begin(c);
+
+    *out = NULL;
+    if (rc != GI_OK)
+        goto cleanup;
+    if ((rc = src_get(c, id, 0, &before)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SRC_UPDATE)))
+        goto cleanup;
+    db_bind_int(s, ":id", id);
+    db_bind_text(s, ":name", in->name);
+    db_bind_json(s, ":config", in->config);
+    db_bind_text(s, ":team", in->team);
+    db_bind_text(s, ":env", in->env);
+    db_bind_text(s, ":cluster", in->cluster);
+    db_bind_int(s, ":interval", in->interval_s);
+    db_bind_int(s, ":enabled", in->enabled);
+    db_bind_int(s, ":has_prec", in->has_precedence ? 1 : 0);
+    db_bind_int(s, ":prec", in->precedence);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    if ((rc = src_get(c, id, 0, out)) != GI_OK)
+        goto cleanup;
+    bv = src_audit_view(before);
+    av = src_audit_view(*out);
+    rc = db_audit(c, actor, "update", "source", id, bv, av);
+cleanup:
+    rc = db_tx_end(c, rc);
+    if (rc != GI_OK && *out) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    json_decref(before);
+    json_decref(bv);
+    json_decref(av);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_source_delete(struct store *st, const char *actor, int64_t id)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s;
+    json_t *before = NULL, *bv = NULL;
+    int rc = db_tx_begin(c);
+
+    if (rc != GI_OK)
+        goto cleanup;
+    if ((rc = src_get(c, id, 0, &before)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SRC_DELETE)))
+        goto cleanup;
+    db_bind_int(s, ":id", id);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    bv = src_audit_view(before);
+    rc = db_audit(c, actor, "delete", "source", id, bv, NULL);
+cleanup:
+    rc = db_tx_end(c, rc);
+    json_decref(before);
+    json_decref(bv);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_source_due(struct store *st, int64_t now, json_t **items)
+{
+    return collect_with(st, ST_SRC_DUE, ":now", now, items);
+}
+
+int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus)
+{
+    struct conn *c = db_conn_get(st);
+    sqlite3_stmt *s = prep(c, ST_SRC_RECORD);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        db_bind_int(s, ":id", id);
+        db_bind_text(s, ":err", error);
+        db_bind_int(s, ":n", gpus);
+        db_bind_int(s, ":now", gi_now());
+        rc = db_exec_done(c, s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
