@@ -1,4 +1,4 @@
-/* Unit tests for the SQLite store (src/store/sqlite.c through store.h), each
+/* Unit tests for the SQLite store (src/store/ through store.h), each
  * on a fresh database file in a temporary directory: migrations, data
  * centers, resources, allocation, bulk allocation, import, audit, tokens
  * and sessions. */
