@@ -2,7 +2,9 @@
  * is the SQL fragments more than one of them builds statements from and
  * the few helpers one noun offers another inside a transaction. Each noun
  * file keeps its own statements in an X-macro table STATEMENTS(X) of
- * X(NAME, sql) entries, expanded with STORE_AS_ENUM and STORE_AS_SQL. */
+ * X(NAME, sql) entries, expanded with STORE_AS_ENUM and STORE_AS_SQL.
+ * All SQL is static text written in the subset PostgreSQL also accepts;
+ * values are always bound. */
 #ifndef GI_STORE_INT_H
 #define GI_STORE_INT_H
 
