@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "store/embedded.h"
+#include "store/gpu_sql.h"
 #include "store/links.h"
 
 #include <math.h>
@@ -73,17 +74,6 @@
     "'power_w' THEN g.power_w WHEN 'temp_c' THEN g.temp_c WHEN 'last_seen_at' THEN "               \
     "g.last_seen_at WHEN 'first_seen_at' THEN g.first_seen_at WHEN 'observed_at' THEN "            \
     "g.observed_at END"
-/* When a GPU's newest reading was taken (not when it arrived); rows older
- * than migration 008 fall back to their sample or report time. */
-#define GPU_OBSERVED "COALESCE(g.observed_at, g.sample_at, g.last_seen_at)"
-#define GPU_IS_STALE "(" GPU_OBSERVED " < :stale)"
-/* A GPU's state, derived when read: missing (its owning source's host
- * report stopped listing it), stale (its newest reading was taken before
- * the freshness limit), unknown (no utilization measured), idle (measured
- * under 5%) or in_use. */
-#define GPU_STATE                                                                                  \
-    "CASE WHEN g.missing_since IS NOT NULL THEN 'missing' WHEN " GPU_IS_STALE " THEN 'stale' "     \
-    "WHEN g.util_pct IS NULL THEN 'unknown' WHEN g.util_pct < 5 THEN 'idle' ELSE 'in_use' END"
 #define GPU_SELECT                                                                                 \
     "SELECT g.uuid, g.parent_uuid, g.idx AS \"index\", g.vendor, g.model, g.serial, "              \
     "g.pci_bus_id, g.memory_total_mib, g.driver, g.vbios, g.mig_mode, g.mig_profile, g.team, "     \
