@@ -111,7 +111,13 @@ void api_tokens_create(struct req *r)
             st = store_token_set_scope(r->store, id, hosts, limit_cluster);
         if (st != GI_OK) {
             store_token_revoke(r->store, r->who.name, id);
-            reply_status(r, st, "source");
+            if (st == GI_CONFLICT)
+                reply_error(r, 409, "conflict", "source",
+                            "source %s is not a push source; a pusher token needs a push source "
+                            "name",
+                            source);
+            else
+                reply_status(r, st, "source");
             goto cleanup;
         }
     }

@@ -105,6 +105,79 @@ static int parse_args(int argc, char **argv, const char *usage, struct cred_args
     return -1;
 }
 
+/* The kind of the source named `name` into kind (empty when there is no
+ * such source); GI_OK unless the store fails. */
+static int source_kind(struct store *st, const char *name, char *kind, size_t len)
+{
+    json_t *items = NULL, *s;
+    size_t i;
+    int rc = store_source_list(st, 0, &items);
+
+    kind[0] = '\0';
+    if (rc != GI_OK)
+        return rc;
+    json_array_foreach(items, i, s) {
+        const char *n = json_string_value(json_object_get(s, "name"));
+        const char *k = json_string_value(json_object_get(s, "kind"));
+        if (n && k && strcmp(n, name) == 0)
+            snprintf(kind, len, "%s", k);
+    }
+    json_decref(items);
+    return GI_OK;
+}
+
+/* Says why a pusher token cannot report as `name`, a source of `kind`. */
+static void not_push(const char *name, const char *kind)
+{
+    fprintf(stderr, "source %s is a %s source; a pusher token needs a push source name\n", name,
+            kind[0] ? kind : "non-push");
+}
+
+/* Creates the token of `a` (role `role`) and prints its secret. A pusher
+ * token's source is checked before anything is written, and a token whose
+ * binding fails afterwards is revoked, so a failed create leaves no usable
+ * token behind. */
+static int token_create(struct store *st, const struct cred_args *a, enum gi_role role)
+{
+    char secret[AUTH_TOKEN_LEN], hash[AUTH_HASH_LEN], kind[32];
+    int64_t id, sid;
+    int rc;
+
+    if (a->source) {
+        if ((rc = source_kind(st, a->source, kind, sizeof kind)) != GI_OK) {
+            fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
+            return rc;
+        }
+        if (kind[0] && strcmp(kind, "push") != 0) {
+            not_push(a->source, kind);
+            return GI_CONFLICT;
+        }
+    }
+    auth_token_new(secret);
+    auth_hash(secret, hash);
+    if ((rc = store_token_create(st, "cli", a->name, role, hash, &id)) != GI_OK) {
+        fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
+        return rc;
+    }
+    if (a->source) {
+        rc = store_source_ensure(st, a->source, "push", a->team, a->env, a->cluster, &sid);
+        if (rc == GI_OK)
+            rc = store_token_set_source(st, id, sid);
+        if (rc == GI_OK && (a->hosts || a->limit_cluster))
+            rc = store_token_set_scope(st, id, a->hosts, a->limit_cluster);
+        if (rc != GI_OK) {
+            store_token_revoke(st, "cli", id);
+            if (rc == GI_CONFLICT)
+                not_push(a->source, "");
+            else
+                fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
+            return rc;
+        }
+    }
+    printf("%s\n", secret);
+    return GI_OK;
+}
+
 static int open_store(const char *db, struct store **st)
 {
     if (auth_init() != GI_OK || store_open(db, 1, st) != GI_OK) {
@@ -132,8 +205,6 @@ int cli_token(int argc, char **argv)
     if ((code = parse_args(argc, argv, token_usage, &a)) >= 0)
         return code;
     if (strcmp(argv[1], "create") == 0) {
-        char secret[AUTH_TOKEN_LEN], hash[AUTH_HASH_LEN];
-        int64_t id;
         if (!a.name || !a.role || gi_role_parse(a.role, &role) != GI_OK || strlen(a.name) > 128 ||
             !gi_text_ok(a.name)) {
             fprintf(stderr, "create needs --name (text) and --role admin|editor|viewer|pusher\n");
@@ -163,21 +234,7 @@ int cli_token(int argc, char **argv)
         }
         if ((code = open_store(a.db, &st)))
             return code;
-        auth_token_new(secret);
-        auth_hash(secret, hash);
-        rc = store_token_create(st, "cli", a.name, role, hash, &id);
-        if (rc == GI_OK && a.source) {
-            int64_t sid;
-            rc = store_source_ensure(st, a.source, "push", a.team, a.env, a.cluster, &sid);
-            if (rc == GI_OK)
-                rc = store_token_set_source(st, id, sid);
-            if (rc == GI_OK && (a.hosts || a.limit_cluster))
-                rc = store_token_set_scope(st, id, a.hosts, a.limit_cluster);
-        }
-        if (rc == GI_OK)
-            printf("%s\n", secret);
-        else
-            fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
+        rc = token_create(st, &a, role);
     } else if (strcmp(argv[1], "list") == 0) {
         json_t *items = NULL;
         size_t i;

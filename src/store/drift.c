@@ -3,6 +3,7 @@
  * resource, GPUs by host: all indexed), never stored, so it cannot go out
  * of date. Also a data center's discovered GPU figures. */
 #include "store/db.h"
+#include "store/gpu_sql.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
@@ -26,8 +27,8 @@ static const char sql_servers[] =
     "host_id, (SELECT COUNT(*) FROM host_links l JOIN gpus g ON g.host_id = l.host_id WHERE "
     "l.resource_id = r.id AND g.parent_uuid IS NULL AND g.missing_since IS NULL) AS found, "
     "(SELECT COUNT(*) FROM host_links l JOIN gpus g ON g.host_id = l.host_id WHERE "
-    "l.resource_id = r.id AND g.missing_since IS NULL AND g.sample_at >= :stale AND g.util_pct "
-    ">= :busy) AS busy FROM resources r JOIN datacenters d ON d.id = r.datacenter_id WHERE r.kind "
+    "l.resource_id = r.id AND " GPU_IS_BUSY
+    ") AS busy FROM resources r JOIN datacenters d ON d.id = r.datacenter_id WHERE r.kind "
     "= 'server' AND (:dc = 0 OR r.datacenter_id = :dc) ORDER BY d.name, r.name, r.id";
 static const char sql_models[] =
     "SELECT DISTINCT g.model FROM host_links l JOIN gpus g ON g.host_id = l.host_id WHERE "
@@ -149,7 +150,6 @@ static int server_drift(struct conn *c, const struct store_drift_filter *f, json
         return GI_INTERNAL;
     db_bind_int(s, ":dc", f->datacenter_id);
     db_bind_int(s, ":stale", f->stale_before);
-    db_bind_dbl(s, ":busy", STORE_BUSY_PCT);
     /* Rows are copied out first: the model query runs per server. */
     while ((step = sqlite3_step(s)) == SQLITE_ROW) {
         struct row *r;
@@ -302,15 +302,15 @@ int store_drift_list(struct store *st, const struct store_drift_filter *f,
     return GI_OK;
 }
 
+/* Present physical GPUs of a data center by state (as the GPU list judges
+ * it): in use, idle, stale, unknown, and how many are on linked hosts. */
+#define DC_STATE_N(st) "COALESCE(SUM(CASE WHEN " GPU_STATE " = '" st "' THEN 1 ELSE 0 END), 0), "
 static const char sql_dc_gpus[] =
-    "SELECT COUNT(*), COALESCE(SUM(CASE WHEN COALESCE(g.sample_at, g.last_seen_at) >= :stale AND "
-    "g.util_pct >= 5 THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN COALESCE(g.sample_at, "
-    "g.last_seen_at) >= :stale AND g.util_pct < 5 THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN "
-    "COALESCE(g.sample_at, g.last_seen_at) < :stale THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE "
-    "WHEN COALESCE(g.sample_at, g.last_seen_at) >= :stale AND g.util_pct IS NULL THEN 1 ELSE 0 "
-    "END), 0), COALESCE(SUM(CASE WHEN l.resource_id IS NOT NULL THEN 1 ELSE 0 END), 0) FROM gpus "
-    "g JOIN hosts h ON h.id = g.host_id LEFT JOIN host_links l ON l.host_id = h.id WHERE "
-    "h.datacenter_id = :dc AND g.parent_uuid IS NULL AND g.missing_since IS NULL";
+    "SELECT COUNT(*), " DC_STATE_N("in_use") DC_STATE_N("idle") DC_STATE_N("stale")
+        DC_STATE_N("unknown") "COALESCE(SUM(CASE WHEN l.resource_id IS NOT NULL THEN 1 ELSE 0 "
+                              "END), 0) FROM gpus g JOIN hosts h ON h.id = g.host_id LEFT JOIN "
+                              "host_links l ON l.host_id = h.id WHERE h.datacenter_id = :dc AND "
+                              "g.parent_uuid IS NULL AND g.missing_since IS NULL";
 static const char sql_dc_seen[] =
     "SELECT COUNT(DISTINCT l.resource_id) FROM host_links l JOIN resources r ON r.id = "
     "l.resource_id WHERE r.datacenter_id = :dc";

@@ -3,6 +3,7 @@
 #include "store/store_int.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "store/gpu_sql.h"
 #include "store/links.h"
 
 /* Sort keys of the GPU list; NULLs (no telemetry yet) sort first. */

@@ -9,6 +9,7 @@
  * identity changed (or it was never matched), and when a server is
  * created, changed or deleted, for the hosts its keys concern. */
 #include "store/links.h"
+#include "store/gpu_sql.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -674,18 +675,13 @@ cleanup:
 
 /* ---- a server's discovered GPUs ---- */
 
-/* Fresh means a reading (or, without telemetry, a report) newer than the
- * freshness limit; busy means a fresh reading above the threshold. */
-#define LINK_GPU_STATE                                                                             \
-    "CASE WHEN COALESCE(g.sample_at, g.last_seen_at) < :stale THEN 'stale' WHEN g.util_pct IS "    \
-    "NULL THEN 'unknown' WHEN g.util_pct < 5 THEN 'idle' ELSE 'in_use' END"
-
 static const char sql_disc_hosts[] =
     "SELECT h.id AS host_id, h.hostname, l.rule, l.manual, h.last_seen_at FROM host_links l JOIN "
     "hosts h ON h.id = l.host_id WHERE l.resource_id = :rid ORDER BY h.hostname, h.id";
 static const char sql_disc_gpus[] =
-    "SELECT g.uuid, g.model, " LINK_GPU_STATE " AS state, g.util_pct, g.mem_used_mib, "
-    "g.sample_at FROM host_links l JOIN hosts h ON h.id = l.host_id JOIN gpus g ON g.host_id = "
+    "SELECT g.uuid, g.model, " GPU_STATE " AS state, g.util_pct, g.mem_used_mib, "
+    "g.sample_at, " GPU_OBSERVED
+    " AS observed_at FROM host_links l JOIN hosts h ON h.id = l.host_id JOIN gpus g ON g.host_id = "
     "l.host_id WHERE l.resource_id = :rid AND g.parent_uuid IS NULL AND g.missing_since IS NULL "
     "ORDER BY h.hostname, g.idx, g.uuid";
 

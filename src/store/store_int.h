@@ -18,18 +18,6 @@
 
 #define PAGE "LIMIT :limit OFFSET :offset"
 
-/* When a GPU's newest reading was taken (not when it arrived); rows older
- * than migration 008 fall back to their sample or report time. */
-#define GPU_OBSERVED "COALESCE(g.observed_at, g.sample_at, g.last_seen_at)"
-#define GPU_IS_STALE "(" GPU_OBSERVED " < :stale)"
-/* A GPU's state, derived when read: missing (its owning source's host
- * report stopped listing it), stale (its newest reading was taken before
- * the freshness limit), unknown (no utilization measured), idle (measured
- * under 5%) or in_use. */
-#define GPU_STATE                                                                                  \
-    "CASE WHEN g.missing_since IS NOT NULL THEN 'missing' WHEN " GPU_IS_STALE " THEN 'stale' "     \
-    "WHEN g.util_pct IS NULL THEN 'unknown' WHEN g.util_pct < 5 THEN 'idle' ELSE 'in_use' END"
-
 /* Statements two noun files run, defined once so both share one cached
  * statement: a data center's id by name (datacenters.c) and the source
  * list (sources.c). */

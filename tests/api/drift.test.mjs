@@ -327,3 +327,47 @@ test('MIG instances are not counted as GPUs of their server', async () => {
   assert.equal(l.items.length, 3);
   assert.ok(l.items.every((g) => g.resource_id === srv.id));
 });
+
+test('drift, a server\'s GPUs and the overview judge fresh and busy as the GPU list does', async () => {
+  const dc = await mkDc(h.s);
+  const old = now() - 7200;
+  const uuid = (tag, i) => `GPU-d${hex(process.pid % 0xfffffff, 7)}-${hex(i, 4)}-4000-8000-${tag.padStart(12, '0')}`;
+  const ingest = async (body) => {
+    seq += 1;
+    const r = await h.s.api('POST', '/api/v1/ingest', { auth: push, body: { batch_id: `fresh-${process.pid}-${seq}`, ...body } });
+    assert.equal(r.status, 201, r.text);
+  };
+  const states = async (host) => Object.fromEntries(
+    ok(await h.s.api('GET', `/api/v1/gpus?host=${encodeURIComponent(host)}`)).items.map((g) => [g.uuid, g.state]));
+
+  // Readings taken 2 h ago, received just now: one GPU read at 97%, its
+  // neighbour reported in the same batch without telemetry of its own.
+  const late = await mkServer(dc.id, { name: uniq('late'), gpu_count: 2 });
+  const [a, b] = [uuid('a1', 0), uuid('a1', 1)];
+  await ingest({ host: { hostname: late.name }, gpus: [{ uuid: a, index: 0, name: 'NVIDIA H100 80GB HBM3' },
+    { uuid: b, index: 1, name: 'NVIDIA H100 80GB HBM3' }], samples: [{ time: old, gpu: a, util_avg: 97 }] });
+  assert.deepEqual(await states(late.name), { [a]: 'stale', [b]: 'stale' });
+  let d = await drift('?kind=unallocated_busy&limit=1000');
+  assert.ok(!d.items.some((x) => x.resource_id === late.id), 'an old reading is not busy');
+  let doc = ok(await h.s.api('GET', `/api/v1/resources/${late.id}`));
+  assert.equal(doc.discovered.in_use, 0);
+  assert.deepEqual(Object.fromEntries(doc.discovered.gpus.map((g) => [g.uuid, g.state])), { [a]: 'stale', [b]: 'stale' });
+  assert.equal(Date.parse(doc.discovered.gpus.find((g) => g.uuid === b).observed_at) / 1000, old);
+  let o = ok(await h.s.api('GET', `/api/v1/datacenters/${dc.id}/overview`));
+  assert.deepEqual(o.gpus.discovered, { total: 2, in_use: 0, idle: 0, stale: 2, unknown: 0, on_linked_hosts: 2, servers_seen: 1 });
+
+  // The host reports the GPUs again now, without new samples: the GPU list
+  // takes the last reading as current, and so do drift and the server.
+  await ingest({ host: { hostname: late.name }, gpus: [{ uuid: a, index: 0, name: 'NVIDIA H100 80GB HBM3' },
+    { uuid: b, index: 1, name: 'NVIDIA H100 80GB HBM3' }] });
+  assert.deepEqual(await states(late.name), { [a]: 'in_use', [b]: 'unknown' });
+  d = await drift('?kind=unallocated_busy&limit=1000');
+  const busy = d.items.filter((x) => x.resource_id === late.id);
+  assert.equal(busy.length, 1, JSON.stringify(d.items));
+  assert.equal(busy[0].found, 1);
+  doc = ok(await h.s.api('GET', `/api/v1/resources/${late.id}`));
+  assert.equal(doc.discovered.in_use, 1);
+  assert.deepEqual(Object.fromEntries(doc.discovered.gpus.map((g) => [g.uuid, g.state])), { [a]: 'in_use', [b]: 'unknown' });
+  o = ok(await h.s.api('GET', `/api/v1/datacenters/${dc.id}/overview`));
+  assert.deepEqual(o.gpus.discovered, { total: 2, in_use: 1, idle: 0, stale: 0, unknown: 1, on_linked_hosts: 2, servers_seen: 1 });
+});

@@ -84,7 +84,7 @@ function gpuPanel(r, kind) {
         : h('span', { class: 'muted', text: stateLabel(g.state) })),
       h('td', { class: 'util-cell' }, utilBar(g.util_pct)),
       h('td', { class: 'n', text: memUsed(g.mem_used_mib, g.memory_total_mib) }),
-      h('td', {}, timeAgo(g.sample_at))))))) : h('p', { class: 'muted pad', text: 'Its host reported no GPUs.' });
+      h('td', {}, timeAgo(g.observed_at || g.sample_at))))))) : h('p', { class: 'muted pad', text: 'Its host reported no GPUs.' });
   return panel('GPUs', 'gpus', h('div', { class: 'gpu-stats res-gpu-stats' }, declared, discovered), hostList, table);
 }
 

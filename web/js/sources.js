@@ -4,7 +4,11 @@
 // source is never run and has no connection: its form edits only its name,
 // whether it is enabled, and the defaults for what it reports. Secrets are
 // write-only: the form never shows a stored token, and a blank token field
-// keeps it. The list refreshes itself while the tab is visible.
+// keeps it. Each source shows its precedence (the highest owns a host both
+// report), how many GPUs it owns, and the fields it had to drop (its warning
+// count and the newest warning). A save whose reply carries warnings (a
+// stored secret cleared because the URL changed) shows them until the next
+// action. The list refreshes itself while the tab is visible.
 import { h, replace, icon, num, toast } from './dom.js';
 import { api } from './api.js';
 import { field, formDialog, fieldError, value, para } from './dialog.js';
@@ -173,6 +177,25 @@ async function editSource(src) {
   return saved;
 }
 
+/** The fields-dropped cell of a source: its warning count and the newest. */
+function warningCell(s) {
+  const n = isNum(s.warnings_total) ? s.warnings_total : 0;
+  if (n === 0) return h('span', { class: 'muted', 'data-testid': 'source-warnings', text: '—' });
+  const at = s.last_warning_at ? ` (${ago(s.last_warning_at)})` : '';
+  const tip = `${num(n)} field${n === 1 ? '' : 's'} dropped from its reports so far; newest${at}: ${s.last_warning || 'not recorded'}`;
+  return h('div', { class: 'stack', 'data-testid': 'source-warnings', title: tip },
+    h('span', {}, flag('stale', `${num(n)} dropped`, tip)),
+    s.last_warning ? h('span', { class: 'sub clip', text: s.last_warning }) : null,
+    s.last_warning_at ? h('span', { class: 'sub' }, 'newest ', timeAgo(s.last_warning_at)) : null);
+}
+
+/** The tooltip of a source's GPU count. */
+function gpusTip(s) {
+  const last = isNum(s.gpus_last_report)
+    ? `; its last report listed ${num(s.gpus_last_report)}` : '';
+  return `GPUs this source owns${last}; open the list of them`;
+}
+
 /**
  * The edit form of a push or csv source: name, enabled, and the defaults
  * (team, environment, cluster) for what it reports. Resolves to the saved
@@ -258,6 +281,26 @@ export function renderSources(main, ctx) {
     }
   }
 
+  /** Shows what the server warned about a save (or hides the notice). */
+  function showSaveWarnings(saved) {
+    const list = (saved && Array.isArray(saved.warnings)) ? saved.warnings : [];
+    if (list.length === 0) return;
+    result.className = 'run-result run-failed';
+    replace(result, h('strong', { text: `${saved.name} was saved, with ${list.length === 1 ? 'a warning' : 'warnings'}: ` }),
+      h('ul', { 'data-testid': 'save-warnings' }, list.map((w) => h('li', { text: w.message || w.field || String(w) }))));
+    result.hidden = false;
+    toast(`${saved.name}: ${list.map((w) => w.message || w.field).join('; ')}`, 'error');
+  }
+
+  async function edit(s, pull) {
+    const saved = await (pull ? editSource(s) : editReporter(s));
+    if (!saved) return;
+    result.hidden = true;
+    replace(result);
+    showSaveWarnings(saved);
+    load();
+  }
+
   const actions = (s) => {
     const pull = isPull(s.kind);
     const btns = [];
@@ -270,7 +313,7 @@ export function renderSources(main, ctx) {
     }
     if (admin) {
       btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Edit', 'aria-label': `Edit ${s.name}`,
-        on: { click: async () => { if (await (pull ? editSource(s) : editReporter(s))) load(); } } }));
+        on: { click: () => edit(s, pull) } }));
       btns.push(h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Delete',
         'aria-label': `Delete ${s.name}`, on: { click: async () => {
           if (await deleteSource(s)) { result.hidden = true; load(); }
@@ -281,7 +324,7 @@ export function renderSources(main, ctx) {
 
   const table = dataTable({
     label: 'Sources',
-    minWidth: 1100,
+    minWidth: 1200,
     empty: () => h('div', { class: 'empty-state' },
       h('strong', { text: 'No sources yet.' }),
       h('span', { text: admin
@@ -296,13 +339,17 @@ export function renderSources(main, ctx) {
         h('span', { class: 'sub', text: [s.cluster, s.team, s.env].filter(Boolean).join(' · ') || 'no defaults' })) },
       { label: 'Kind', width: '124px', cell: (s) => h('span', { class: `kind-tag kind-${s.kind}`, text: KIND_LABELS[s.kind] || s.kind }) },
       { label: 'Status', key: 'status', cls: 'flags', width: '112px', cell: sourceFlag },
+      { label: 'Prec.', key: 'precedence', cls: 'n', width: '64px', cell: (s) => h('span', {
+        'data-testid': 'source-precedence', title: 'Of sources reporting the same host, the highest precedence owns it',
+        text: isNum(s.precedence) ? String(s.precedence) : '0' }) },
       { label: 'Last success', width: '104px', cell: (s) => timeAgo(s.last_success_at) },
       { label: 'Last attempt', width: '104px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
       { label: 'Last error', cell: (s) => (s.last_error
         ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
+      { label: 'Fields dropped', key: 'warnings', width: '136px', cell: warningCell },
       { label: 'GPUs', cls: 'n', width: '64px', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
-        title: 'GPUs in its last successful report; open the list of every GPU it reported', text: num(s.gpus_reported) }) },
+        'data-testid': 'source-gpus', title: gpusTip(s), text: num(s.gpus_reported) }) },
       { label: 'Interval', width: '100px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
       (runner || admin) && { label: 'Actions', key: 'actions', cls: 'actions', width: admin ? '232px' : '110px', cell: actions },
     ].filter(Boolean),
