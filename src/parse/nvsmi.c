@@ -5,12 +5,11 @@
  * are split here by column count rather than with parse/csv.c. */
 #define _GNU_SOURCE
 #include "parse/nvsmi.h"
+#include "parse/nvsmi_int.h"
 #include "core/status.h"
 #include "core/util.h"
 
 #include <ctype.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,13 +19,12 @@
 #include <time.h>
 
 #define MAX_COLS 256
-#define XML_TEXT_MAX 1024
 
 /* ---- shared helpers ---------------------------------------------------- */
 
 /* Writes a formatted message into err (if any). */
-__attribute__((format(printf, 3, 4))) static void fail(char *err, size_t errlen, const char *fmt,
-                                                       ...)
+__attribute__((format(printf, 3, 4))) void nvsmi_fail(char *err, size_t errlen, const char *fmt,
+                                                      ...)
 {
     va_list ap;
 
@@ -38,7 +36,7 @@ __attribute__((format(printf, 3, 4))) static void fail(char *err, size_t errlen,
 }
 
 /* Trims blanks and CRs at both ends of s in place; returns the start. */
-static char *trim(char *s)
+char *nvsmi_trim(char *s)
 {
     size_t n;
 
@@ -50,12 +48,10 @@ static char *trim(char *s)
     return s;
 }
 
-enum unit { U_NONE, U_MIB, U_W, U_PCT, U_C, U_MHZ };
-
 /* Parses s (trimmed, not a placeholder) as a finite decimal number with
  * an optional unit suffix allowed for u; memory is scaled to MiB.
  * Returns 0, or -1 when s is not such a number. */
-static int parse_num(const char *s, enum unit u, double *out)
+int nvsmi_parse_num(const char *s, enum nvsmi_unit u, double *out)
 {
     char *end = NULL;
     double v, scale = 1.0;
@@ -98,7 +94,7 @@ static int parse_num(const char *s, enum unit u, double *out)
 }
 
 /* "Enabled" → 1, "Disabled" → 0; -2 for anything else. */
-static int parse_mig(const char *s)
+int nvsmi_parse_mig(const char *s)
 {
     if (strcasecmp(s, "Enabled") == 0)
         return 1;
@@ -109,7 +105,7 @@ static int parse_mig(const char *s)
 
 /* Normalizes a PCI bus id; rejects strings with more separators than a
  * bus id has before gi_pci_normalize sees them. Returns 0 or -1. */
-static int norm_bus(const char *s, char out[GI_BUS_LEN])
+int nvsmi_norm_bus(const char *s, char out[GI_BUS_LEN])
 {
     int seps = 0;
 
@@ -122,7 +118,7 @@ static int norm_bus(const char *s, char out[GI_BUS_LEN])
 }
 
 /* Copies an identity string; -1 when it is too long or not clean text. */
-static int put_str(char *dst, size_t cap, const char *src)
+int nvsmi_put_str(char *dst, size_t cap, const char *src)
 {
     if (!gi_text_ok(src) || strchr(src, '\n') || strchr(src, '\r') || strchr(src, '\t'))
         return -1;
@@ -131,7 +127,7 @@ static int put_str(char *dst, size_t cap, const char *src)
 
 /* Copies free text (a process name): invalid UTF-8 and control bytes
  * become '?', and it is cut at a character boundary to fit cap. */
-static void put_text(char *dst, size_t cap, const char *src)
+void nvsmi_put_text(char *dst, size_t cap, const char *src)
 {
     const unsigned char *p = (const unsigned char *)src;
     size_t o = 0;
@@ -252,11 +248,11 @@ static int lines_next(struct lines *L, char *err, size_t errlen)
     nl = memchr(L->p, '\n', (size_t)(L->end - L->p));
     n = (size_t)((nl ? nl : L->end) - L->p);
     if (n > NVSMI_MAX_LINE) {
-        fail(err, errlen, "line %zu: longer than %d bytes", L->no, NVSMI_MAX_LINE);
+        nvsmi_fail(err, errlen, "line %zu: longer than %d bytes", L->no, NVSMI_MAX_LINE);
         return -1;
     }
     if (memchr(L->p, '\0', n)) {
-        fail(err, errlen, "line %zu: NUL byte", L->no);
+        nvsmi_fail(err, errlen, "line %zu: NUL byte", L->no);
         return -1;
     }
     memcpy(L->buf, L->p, n);
@@ -305,7 +301,7 @@ enum kind { K_STR, K_TEXT, K_NUM, K_INT, K_BUS, K_MIG, K_TIME };
 
 static const struct {
     enum kind kind;
-    enum unit unit;
+    enum nvsmi_unit unit;
 } fid_info[F_COUNT] = {
     [F_IGNORE] = {K_STR, U_NONE},  [F_INDEX] = {K_INT, U_NONE},    [F_UUID] = {K_STR, U_NONE},
     [F_NAME] = {K_STR, U_NONE},    [F_SERIAL] = {K_STR, U_NONE},   [F_BUS] = {K_BUS, U_NONE},
@@ -380,14 +376,14 @@ static char *canon_name(char *s)
     static const char old[] = "clocks_throttle_reasons.";
     static const char cur[] = "clocks_event_reasons.";
 
-    s = trim(s);
+    s = nvsmi_trim(s);
     br = strchr(s, '[');
     if (br) {
         size_t n = strlen(br);
         if (br[n - 1] != ']')
             return NULL;
         *br = '\0';
-        s = trim(s);
+        s = nvsmi_trim(s);
     }
     if (*s == '\0')
         return NULL;
@@ -420,12 +416,13 @@ static int build_layout(struct layout *lo, char *names, const struct field_name 
         if (comma)
             *comma = '\0';
         if (lo->ncols == MAX_COLS) {
-            fail(err, errlen, "line %zu: more than %d columns", lineno, MAX_COLS);
+            nvsmi_fail(err, errlen, "line %zu: more than %d columns", lineno, MAX_COLS);
             return -1;
         }
         name = canon_name(p);
         if (name == NULL) {
-            fail(err, errlen, "line %zu: column %zu is not a field name", lineno, lo->ncols + 1);
+            nvsmi_fail(err, errlen, "line %zu: column %zu is not a field name", lineno,
+                       lo->ncols + 1);
             return -1;
         }
         lo->col[lo->ncols] = F_IGNORE;
@@ -509,7 +506,7 @@ static void read_row(const struct layout *lo, char **v, struct row *r, size_t li
     memset(r->has, 0, sizeof r->has);
     for (size_t i = 0; i < lo->ncols; i++) {
         enum fid id = lo->col[i];
-        char *s = trim(v[i]);
+        char *s = nvsmi_trim(v[i]);
         int64_t iv;
         double d;
         int m;
@@ -522,7 +519,7 @@ static void read_row(const struct layout *lo, char **v, struct row *r, size_t li
             r->str[id] = s;
             break;
         case K_NUM:
-            if (parse_num(s, fid_info[id].unit, &d) < 0)
+            if (nvsmi_parse_num(s, fid_info[id].unit, &d) < 0)
                 goto bad;
             r->num[id] = d;
             break;
@@ -532,11 +529,11 @@ static void read_row(const struct layout *lo, char **v, struct row *r, size_t li
             r->i64[id] = iv;
             break;
         case K_BUS:
-            if (norm_bus(s, r->bus) < 0)
+            if (nvsmi_norm_bus(s, r->bus) < 0)
                 goto bad;
             break;
         case K_MIG:
-            if ((m = parse_mig(s)) < 0)
+            if ((m = nvsmi_parse_mig(s)) < 0)
                 goto bad;
             r->i64[id] = m;
             break;
@@ -577,7 +574,7 @@ static void row_to_gpu(const struct row *r, struct gi_gpu_obs *g, size_t lineno,
     g->vendor = GI_VENDOR_NVIDIA;
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         if (r->has[strs[i].id] &&
-            put_str((char *)g + strs[i].off, strs[i].cap, r->str[strs[i].id]) < 0) {
+            nvsmi_put_str((char *)g + strs[i].off, strs[i].cap, r->str[strs[i].id]) < 0) {
             ((char *)g + strs[i].off)[0] = '\0';
             gi_obs_warn(out, "line %zu: %s too long or not text; left absent", lineno,
                         strs[i].what);
@@ -634,7 +631,7 @@ static void row_to_gpu(const struct row *r, struct gi_gpu_obs *g, size_t lineno,
 static void row_to_proc(const struct row *r, struct gi_proc_obs *p, size_t lineno,
                         struct gi_obs_set *out)
 {
-    if (r->has[F_UUID] && put_str(p->gpu_uuid, sizeof p->gpu_uuid, r->str[F_UUID]) < 0) {
+    if (r->has[F_UUID] && nvsmi_put_str(p->gpu_uuid, sizeof p->gpu_uuid, r->str[F_UUID]) < 0) {
         p->gpu_uuid[0] = '\0';
         gi_obs_warn(out, "line %zu: gpu_uuid too long or not text; left absent", lineno);
     }
@@ -647,7 +644,7 @@ static void row_to_proc(const struct row *r, struct gi_proc_obs *p, size_t linen
             p->pid = r->i64[F_PID];
     }
     if (r->has[F_PNAME])
-        put_text(p->name, sizeof p->name, r->str[F_PNAME]);
+        nvsmi_put_text(p->name, sizeof p->name, r->str[F_PNAME]);
     if (r->has[F_PMEM]) {
         if (r->num[F_PMEM] <= GI_MEM_MIB_MAX)
             p->used_mib = r->num[F_PMEM];
@@ -685,7 +682,7 @@ static int lost_gpu_bus(const char *line, char bus[GI_BUS_LEN])
         n++;
     memcpy(tmp, p, n);
     tmp[n] = '\0';
-    if (norm_bus(tmp, bus) < 0)
+    if (nvsmi_norm_bus(tmp, bus) < 0)
         bus[0] = '\0';
     return 1;
 }
@@ -704,19 +701,19 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
     const struct field_name *table = apps ? app_fields : gpu_fields;
 
     if (len > NVSMI_MAX_INPUT) {
-        fail(err, errlen, "input larger than %u bytes", NVSMI_MAX_INPUT);
+        nvsmi_fail(err, errlen, "input larger than %u bytes", NVSMI_MAX_INPUT);
         return GI_TOO_LARGE;
     }
     lo = malloc(sizeof *lo);
     v = malloc(MAX_COLS * sizeof *v);
     if (lo == NULL || v == NULL || lines_init(&L, data, len) < 0) {
-        fail(err, errlen, "out of memory");
+        nvsmi_fail(err, errlen, "out of memory");
         rc = GI_INTERNAL;
         goto cleanup;
     }
     if (fields) {
         if (strlen(fields) > NVSMI_MAX_LINE || (list = strdup(fields)) == NULL) {
-            fail(err, errlen, "field list too long");
+            nvsmi_fail(err, errlen, "field list too long");
             goto cleanup;
         }
         if (build_layout(lo, list, table, 0, err, errlen) < 0)
@@ -724,7 +721,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
         have_layout = 1;
     }
     while ((k = lines_next(&L, err, errlen)) == 1) {
-        char *line = trim(L.buf);
+        char *line = nvsmi_trim(L.buf);
         size_t found;
         char bus[GI_BUS_LEN];
 
@@ -737,7 +734,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
             if (apps)
                 continue;
             if ((g = gi_obs_add_gpu(out)) == NULL) {
-                fail(err, errlen, "line %zu: too many GPUs", L.no);
+                nvsmi_fail(err, errlen, "line %zu: too many GPUs", L.no);
                 rc = GI_TOO_LARGE;
                 goto cleanup;
             }
@@ -754,7 +751,8 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
         if (apps && gi_is_placeholder(line))
             continue; /* a whole row reduced to "[Insufficient Permissions]" */
         if (split_row(lo, line, v, &found) < 0) {
-            fail(err, errlen, "line %zu: expected %zu fields, found %zu", L.no, lo->ncols, found);
+            nvsmi_fail(err, errlen, "line %zu: expected %zu fields, found %zu", L.no, lo->ncols,
+                       found);
             goto cleanup;
         }
         if (all_placeholders(v, lo->ncols))
@@ -763,7 +761,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
         if (apps) {
             struct gi_proc_obs *p = gi_obs_add_proc(out);
             if (p == NULL) {
-                fail(err, errlen, "line %zu: too many processes", L.no);
+                nvsmi_fail(err, errlen, "line %zu: too many processes", L.no);
                 rc = GI_TOO_LARGE;
                 goto cleanup;
             }
@@ -771,7 +769,7 @@ static int parse_query(const char *data, size_t len, const char *fields, int app
         } else {
             struct gi_gpu_obs *g = gi_obs_add_gpu(out);
             if (g == NULL) {
-                fail(err, errlen, "line %zu: too many GPUs", L.no);
+                nvsmi_fail(err, errlen, "line %zu: too many GPUs", L.no);
                 rc = GI_TOO_LARGE;
                 goto cleanup;
             }
@@ -806,421 +804,6 @@ int nvsmi_parse_compute_apps(const char *data, size_t len, const char *fields,
     return parse_query(data, len, fields, 1, out, err, errlen);
 }
 
-/* ---- -q -x XML ------------------------------------------------------------ */
-
-/* Error context: which <gpu> is being read, and the set that counts the
- * values left absent because they could not be read. */
-struct xctx {
-    char *err;
-    size_t errlen;
-    int gpu; /* position of the current <gpu>, 0-based */
-    struct gi_obs_set *out;
-};
-
-/* First element child of n called name; NULL if none (or n is NULL). */
-static xmlNode *xchild(xmlNode *n, const char *name)
-{
-    if (n == NULL)
-        return NULL;
-    for (xmlNode *c = n->children; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, name) == 0)
-            return c;
-    return NULL;
-}
-
-/* Follows a "a/b/c" path of element names from n; NULL if any is missing. */
-static xmlNode *xpath(xmlNode *n, const char *path)
-{
-    char part[64];
-
-    while (n && *path) {
-        const char *slash = strchr(path, '/');
-        size_t len = slash ? (size_t)(slash - path) : strlen(path);
-        if (len >= sizeof part)
-            return NULL;
-        memcpy(part, path, len);
-        part[len] = '\0';
-        n = xchild(n, part);
-        path += len + (slash ? 1 : 0);
-    }
-    return n;
-}
-
-/* Copies the trimmed text directly inside n (text and CDATA children
- * only: entity references are never expanded) into buf. An absent n
- * gives "". Returns 0, or -1 when the text is longer than cap - 1. */
-static int xtext(xmlNode *n, char *buf, size_t cap)
-{
-    size_t o = 0;
-    char *t;
-
-    buf[0] = '\0';
-    if (n == NULL)
-        return 0;
-    for (xmlNode *c = n->children; c; c = c->next) {
-        size_t len;
-        if ((c->type != XML_TEXT_NODE && c->type != XML_CDATA_SECTION_NODE) || !c->content)
-            continue;
-        len = strlen((const char *)c->content);
-        if (o + len >= cap)
-            return -1;
-        memcpy(buf + o, c->content, len);
-        o += len;
-        buf[o] = '\0';
-    }
-    t = trim(buf);
-    if (t != buf)
-        memmove(buf, t, strlen(t) + 1);
-    return 0;
-}
-
-/* Reads a number with unit u at path under n into *out: NAN when absent,
- * a placeholder, or unreadable (then counted as a warning). Returns 0. */
-static int xnum(struct xctx *x, xmlNode *n, const char *path, enum unit u, double *out)
-{
-    char buf[XML_TEXT_MAX];
-
-    *out = NAN;
-    if (xtext(xpath(n, path), buf, sizeof buf) < 0) {
-        gi_obs_warn(x->out, "gpu %d: <%s>: text too long; left absent", x->gpu, path);
-        return 0;
-    }
-    if (gi_is_placeholder(buf))
-        return 0;
-    if (parse_num(buf, u, out) < 0) {
-        *out = NAN;
-        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu, path,
-                    buf);
-    }
-    return 0;
-}
-
-/* Reads a whole count at path under n into *out: -1 when absent or
- * unreadable (then counted as a warning). Returns 0. */
-static int xint(struct xctx *x, xmlNode *n, const char *path, int64_t max, int64_t *out)
-{
-    char buf[XML_TEXT_MAX];
-
-    *out = -1;
-    if (xtext(xpath(n, path), buf, sizeof buf) < 0) {
-        gi_obs_warn(x->out, "gpu %d: <%s>: text too long; left absent", x->gpu, path);
-        return 0;
-    }
-    if (gi_is_placeholder(buf))
-        return 0;
-    if (gi_parse_int64(buf, 0, max, out) != GI_OK) {
-        *out = -1;
-        gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu, path,
-                    buf);
-    }
-    return 0;
-}
-
-/* Copies identity text at path under n into dst: "" when absent, or too
- * long or not text (then counted as a warning). Returns 0. */
-static int xstr(struct xctx *x, xmlNode *n, const char *path, char *dst, size_t cap)
-{
-    char buf[XML_TEXT_MAX];
-
-    if (xtext(xpath(n, path), buf, sizeof buf) < 0 ||
-        (!gi_is_placeholder(buf) && put_str(dst, cap, buf) < 0)) {
-        dst[0] = '\0';
-        gi_obs_warn(x->out, "gpu %d: <%s>: too long or not text; left absent", x->gpu, path);
-    }
-    return 0;
-}
-
-/* Sums one ECC section (<volatile> or <aggregate>): the old
- * single_bit/double_bit totals, or the sram_/dram_ correctable and
- * uncorrectable counters of newer drivers. */
-static int xecc(struct xctx *x, xmlNode *sec, int64_t *corr, int64_t *uncorr)
-{
-    int64_t v;
-
-    *corr = *uncorr = -1;
-    if (sec == NULL)
-        return 0;
-    if (xchild(sec, "single_bit") || xchild(sec, "double_bit")) {
-        if (xint(x, sec, "single_bit/total", INT64_C(1) << 53, corr) < 0 ||
-            xint(x, sec, "double_bit/total", INT64_C(1) << 53, uncorr) < 0)
-            return -1;
-        return 0;
-    }
-    for (xmlNode *c = sec->children; c; c = c->next) {
-        const char *nm = (const char *)c->name;
-        int64_t *acc;
-        if (c->type != XML_ELEMENT_NODE)
-            continue;
-        if (strstr(nm, "_uncorrectable"))
-            acc = uncorr;
-        else if (strstr(nm, "_correctable"))
-            acc = corr;
-        else
-            continue;
-        if (xint(x, sec, nm, INT64_C(1) << 53, &v) < 0)
-            return -1;
-        if (v >= 0)
-            *acc = (*acc < 0 ? 0 : *acc) + v;
-    }
-    return 0;
-}
-
-/* Reads power draw and limit from whichever section this driver writes. */
-static int xpower(struct xctx *x, xmlNode *gpu, struct gi_gpu_obs *g)
-{
-    static const char *const secs[] = {"gpu_power_readings", "power_readings"};
-    static const char *const draws[] = {"power_draw", "average_power_draw", "instant_power_draw"};
-    static const char *const limits[] = {"enforced_power_limit", "current_power_limit",
-                                         "power_limit"};
-    double d;
-
-    for (size_t s = 0; s < 2; s++) {
-        xmlNode *sec = xchild(gpu, secs[s]);
-        if (sec == NULL)
-            continue;
-        for (size_t i = 0; i < 3 && isnan(g->power_w); i++) {
-            if (xnum(x, sec, draws[i], U_W, &d) < 0)
-                return -1;
-            g->power_w = d;
-        }
-        for (size_t i = 0; i < 3 && isnan(g->power_limit_w); i++) {
-            if (xnum(x, sec, limits[i], U_W, &d) < 0)
-                return -1;
-            g->power_limit_w = d;
-        }
-    }
-    return 0;
-}
-
-/* Parses the root timestamp "Fri Jul  3 22:22:27 2026" (read as UTC)
- * into ms; 0 when it has another shape. */
-static int64_t xtimestamp(const char *s)
-{
-    static const char mons[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    char w[5][16];
-    int n = 0;
-    struct tm tm = {0};
-    int64_t day, year, hh, mm, ss;
-
-    while (*s && n < 5) {
-        size_t k = 0;
-        while (*s == ' ')
-            s++;
-        if (!*s)
-            break;
-        while (*s && *s != ' ' && k < sizeof w[0] - 1)
-            w[n][k++] = *s++;
-        w[n++][k] = '\0';
-    }
-    if (n != 5 || strlen(w[1]) != 3 || strlen(w[3]) != 8 || w[3][2] != ':' || w[3][5] != ':')
-        return 0;
-    const char *m = strstr(mons, w[1]);
-    if (m == NULL || (m - mons) % 3 != 0)
-        return 0;
-    w[3][2] = w[3][5] = '\0';
-    if (gi_parse_int64(w[2], 1, 31, &day) != GI_OK ||
-        gi_parse_int64(w[4], 1970, 9999, &year) != GI_OK ||
-        gi_parse_int64(w[3], 0, 23, &hh) != GI_OK ||
-        gi_parse_int64(w[3] + 3, 0, 59, &mm) != GI_OK ||
-        gi_parse_int64(w[3] + 6, 0, 60, &ss) != GI_OK)
-        return 0;
-    tm.tm_year = (int)year - 1900;
-    tm.tm_mon = (int)((m - mons) / 3);
-    tm.tm_mday = (int)day;
-    tm.tm_hour = (int)hh;
-    tm.tm_min = (int)mm;
-    tm.tm_sec = (int)ss;
-    return (int64_t)timegm(&tm) * 1000;
-}
-
-/* Reads one <gpu> element: the GPU, its MIG devices, its processes. */
-static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
-                struct gi_obs_set *out)
-{
-    struct gi_gpu_obs *g = gi_obs_add_gpu(out);
-    char uuid[GI_UUID_LEN], bus[GI_BUS_LEN], buf[XML_TEXT_MAX];
-    xmlNode *n;
-    int64_t c, u;
-    xmlChar *id;
-
-    if (g == NULL) {
-        fail(x->err, x->errlen, "gpu %d: too many GPUs", x->gpu);
-        return GI_TOO_LARGE;
-    }
-    g->vendor = GI_VENDOR_NVIDIA;
-    g->index = x->gpu;
-    g->ts_ms = ts;
-    gi_strlcpy(g->driver, driver, sizeof g->driver);
-    if (xstr(x, gpu, "product_name", g->name, sizeof g->name) < 0 ||
-        xstr(x, gpu, "serial", g->serial, sizeof g->serial) < 0 ||
-        xstr(x, gpu, "uuid", g->uuid, sizeof g->uuid) < 0 ||
-        xstr(x, gpu, "vbios_version", g->vbios, sizeof g->vbios) < 0)
-        return GI_INVALID;
-    /* Bus id: pci/pci_bus_id, else the id attribute. */
-    if (xtext(xpath(gpu, "pci/pci_bus_id"), buf, sizeof buf) < 0)
-        buf[0] = '\0';
-    if (gi_is_placeholder(buf) && (id = xmlGetProp(gpu, (const xmlChar *)"id")) != NULL) {
-        gi_strlcpy(buf, (const char *)id, sizeof buf);
-        xmlFree(id);
-    }
-    if (!gi_is_placeholder(buf) && norm_bus(buf, g->pci_bus_id) < 0) {
-        g->pci_bus_id[0] = '\0';
-        gi_obs_warn(out, "gpu %d: bad PCI bus id \"%.40s\"; left absent", x->gpu, buf);
-    }
-    if (xnum(x, gpu, "fb_memory_usage/total", U_MIB, &g->memory_total_mib) < 0 ||
-        xnum(x, gpu, "fb_memory_usage/used", U_MIB, &g->memory_used_mib) < 0 ||
-        xnum(x, gpu, "utilization/gpu_util", U_PCT, &g->util_gpu_pct) < 0 ||
-        xnum(x, gpu, "utilization/memory_util", U_PCT, &g->util_mem_pct) < 0 ||
-        xnum(x, gpu, "temperature/gpu_temp", U_C, &g->temp_c) < 0 || xpower(x, gpu, g) < 0)
-        return GI_INVALID;
-    if (xecc(x, xpath(gpu, "ecc_errors/volatile"), &c, &u) < 0)
-        return GI_INVALID;
-    g->ecc_corrected = c;
-    g->ecc_uncorrected = u;
-    if (xecc(x, xpath(gpu, "ecc_errors/aggregate"), &c, &u) < 0)
-        return GI_INVALID;
-    if (g->ecc_corrected < 0)
-        g->ecc_corrected = c;
-    if (g->ecc_uncorrected < 0)
-        g->ecc_uncorrected = u;
-    if (xtext(xpath(gpu, "mig_mode/current_mig"), buf, sizeof buf) < 0)
-        buf[0] = '\0';
-    if (!gi_is_placeholder(buf)) {
-        if ((g->mig_mode = parse_mig(buf)) < 0) {
-            g->mig_mode = -1;
-            gi_obs_warn(out,
-                        "gpu %d: <mig_mode/current_mig>: unreadable value \"%.40s\"; left absent",
-                        x->gpu, buf);
-        }
-    }
-    {
-        char who[32];
-        snprintf(who, sizeof who, "gpu %d", x->gpu);
-        gi_gpu_obs_sanitize(g, out, who);
-    }
-    memcpy(uuid, g->uuid, sizeof uuid);
-    memcpy(bus, g->pci_bus_id, sizeof bus);
-    /* g may move once more observations are appended. */
-    n = xchild(gpu, "mig_devices");
-    for (xmlNode *m = n ? n->children : NULL; m; m = m->next) {
-        struct gi_gpu_obs *mg;
-        int64_t v;
-        if (m->type != XML_ELEMENT_NODE || strcmp((const char *)m->name, "mig_device") != 0)
-            continue;
-        if ((mg = gi_obs_add_gpu(out)) == NULL) {
-            fail(x->err, x->errlen, "gpu %d: too many MIG devices", x->gpu);
-            return GI_TOO_LARGE;
-        }
-        mg->vendor = GI_VENDOR_NVIDIA;
-        mg->ts_ms = ts;
-        mg->mig_mode = 1;
-        memcpy(mg->parent_uuid, uuid, sizeof uuid);
-        gi_strlcpy(mg->driver, driver, sizeof mg->driver);
-        if (xstr(x, m, "uuid", mg->uuid, sizeof mg->uuid) < 0 ||
-            xstr(x, m, "profile_name", mg->mig_profile, sizeof mg->mig_profile) < 0 ||
-            xint(x, m, "index", 65535, &v) < 0)
-            return GI_INVALID;
-        mg->index = (int)v;
-        if (xint(x, m, "gpu_instance_id", 65535, &v) < 0)
-            return GI_INVALID;
-        mg->mig_instance = (int)v;
-        if (xnum(x, m, "fb_memory_usage/total", U_MIB, &mg->memory_total_mib) < 0 ||
-            xnum(x, m, "fb_memory_usage/used", U_MIB, &mg->memory_used_mib) < 0)
-            return GI_INVALID;
-    }
-    n = xchild(gpu, "processes");
-    for (xmlNode *pi = n ? n->children : NULL; pi; pi = pi->next) {
-        struct gi_proc_obs *p;
-        char name[XML_TEXT_MAX];
-        if (pi->type != XML_ELEMENT_NODE || strcmp((const char *)pi->name, "process_info") != 0)
-            continue;
-        if ((p = gi_obs_add_proc(out)) == NULL) {
-            fail(x->err, x->errlen, "gpu %d: too many processes", x->gpu);
-            return GI_TOO_LARGE;
-        }
-        memcpy(p->gpu_uuid, uuid, sizeof uuid);
-        memcpy(p->pci_bus_id, bus, sizeof bus);
-        if (xint(x, pi, "pid", UINT32_MAX, &p->pid) < 0 ||
-            xnum(x, pi, "used_memory", U_MIB, &p->used_mib) < 0)
-            return GI_INVALID;
-        if (p->pid == 0)
-            p->pid = -1; /* hidden: an anonymous process */
-        if (xtext(xchild(pi, "process_name"), name, sizeof name) < 0) {
-            gi_obs_warn(out, "gpu %d: <process_name>: text too long; left absent", x->gpu);
-            name[0] = '\0';
-        }
-        if (!gi_is_placeholder(name))
-            put_text(p->name, sizeof p->name, name);
-    }
-    return GI_OK;
-}
-
-int nvsmi_parse_xml(const char *data, size_t len, struct gi_obs_set *out, char *err, size_t errlen)
-{
-    xmlParserCtxtPtr ctxt = NULL;
-    xmlDocPtr doc = NULL;
-    xmlNode *root;
-    char driver[GI_NAME_LEN] = "", buf[XML_TEXT_MAX];
-    size_t ngpus0 = out->ngpus, nprocs0 = out->nprocs, nwarn0 = out->nwarnings;
-    struct xctx x = {err, errlen, 0, out};
-    int64_t ts = 0;
-    int rc = GI_INVALID;
-
-    if (len > NVSMI_MAX_INPUT) {
-        fail(err, errlen, "input larger than %u bytes", NVSMI_MAX_INPUT);
-        return GI_TOO_LARGE;
-    }
-    if (len > INT32_MAX || (ctxt = xmlNewParserCtxt()) == NULL) {
-        fail(err, errlen, "cannot start the XML parser");
-        return GI_INTERNAL;
-    }
-    /* No NOENT (entities stay unexpanded), no DTD loading, no network;
-     * libxml2's default depth limit applies (no XML_PARSE_HUGE). */
-    doc = xmlCtxtReadMemory(ctxt, data, (int)len, NULL, NULL,
-                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
-                                XML_PARSE_NOBLANKS);
-    if (doc == NULL) {
-        const xmlError *e = xmlCtxtGetLastError(ctxt);
-        char msg[160] = "not well-formed";
-        if (e && e->message) {
-            gi_strlcpy(msg, e->message, sizeof msg);
-            trim(msg);
-        }
-        fail(err, errlen, "line %d: XML: %s", e ? e->line : 0, msg);
-        goto cleanup;
-    }
-    root = xmlDocGetRootElement(doc);
-    if (root == NULL || strcmp((const char *)root->name, "nvidia_smi_log") != 0) {
-        fail(err, errlen, "root element is <%.40s>, not <nvidia_smi_log>",
-             root ? (const char *)root->name : "");
-        goto cleanup;
-    }
-    if (xtext(xchild(root, "driver_version"), buf, sizeof buf) == 0 && !gi_is_placeholder(buf) &&
-        put_str(driver, sizeof driver, buf) < 0) {
-        driver[0] = '\0';
-        gi_obs_warn(out, "<driver_version>: too long or not text; left absent");
-    }
-    if (xtext(xchild(root, "timestamp"), buf, sizeof buf) == 0)
-        ts = xtimestamp(buf);
-    for (xmlNode *g = root->children; g; g = g->next) {
-        if (g->type != XML_ELEMENT_NODE || strcmp((const char *)g->name, "gpu") != 0)
-            continue;
-        if ((rc = xgpu(&x, g, driver, ts, out)) != GI_OK)
-            goto cleanup;
-        x.gpu++;
-    }
-    rc = GI_OK;
-cleanup:
-    if (rc != GI_OK) {
-        out->ngpus = ngpus0;
-        out->nprocs = nprocs0;
-        gi_obs_warn_rewind(out, nwarn0);
-    }
-    xmlFreeDoc(doc);
-    xmlFreeParserCtxt(ctxt);
-    return rc;
-}
-
 /* ---- -L ------------------------------------------------------------------- */
 
 /* Splits "…(UUID: X)" at its end: returns X (in place) and cuts the
@@ -1239,7 +822,7 @@ static char *cut_uuid(char *line)
         return NULL;
     u[n - 1] = '\0';
     *u = '\0';
-    return trim(u + 7);
+    return nvsmi_trim(u + 7);
 }
 
 /* Reads a run of decimal digits at *p (at most 5) into *v. */
@@ -1266,15 +849,15 @@ int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char 
     int rc = GI_INVALID, k;
 
     if (len > NVSMI_MAX_INPUT) {
-        fail(err, errlen, "input larger than %u bytes", NVSMI_MAX_INPUT);
+        nvsmi_fail(err, errlen, "input larger than %u bytes", NVSMI_MAX_INPUT);
         return GI_TOO_LARGE;
     }
     if (lines_init(&L, data, len) < 0) {
-        fail(err, errlen, "out of memory");
+        nvsmi_fail(err, errlen, "out of memory");
         return GI_INTERNAL;
     }
     while ((k = lines_next(&L, err, errlen)) == 1) {
-        char *line = trim(L.buf), *p, *uuid;
+        char *line = nvsmi_trim(L.buf), *p, *uuid;
         struct gi_gpu_obs *g;
         int num;
 
@@ -1282,25 +865,25 @@ int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char 
             strcmp(line, "No devices found") == 0)
             continue;
         if ((uuid = cut_uuid(line)) == NULL || *uuid == '\0') {
-            fail(err, errlen, "line %zu: not a GPU or MIG line: \"%.60s\"", L.no, line);
+            nvsmi_fail(err, errlen, "line %zu: not a GPU or MIG line: \"%.60s\"", L.no, line);
             goto cleanup;
         }
         if (strncmp(line, "GPU ", 4) == 0) {
             p = line + 4;
             if (read_small(&p, &num) < 0 || *p != ':') {
-                fail(err, errlen, "line %zu: bad GPU number", L.no);
+                nvsmi_fail(err, errlen, "line %zu: bad GPU number", L.no);
                 goto cleanup;
             }
             if ((g = gi_obs_add_gpu(out)) == NULL) {
-                fail(err, errlen, "line %zu: too many GPUs", L.no);
+                nvsmi_fail(err, errlen, "line %zu: too many GPUs", L.no);
                 rc = GI_TOO_LARGE;
                 goto cleanup;
             }
             g->vendor = GI_VENDOR_NVIDIA;
             g->index = num;
-            if (put_str(g->uuid, sizeof g->uuid, uuid) < 0 ||
-                put_str(g->name, sizeof g->name, trim(p + 1)) < 0) {
-                fail(err, errlen, "line %zu: name or UUID too long or not text", L.no);
+            if (nvsmi_put_str(g->uuid, sizeof g->uuid, uuid) < 0 ||
+                nvsmi_put_str(g->name, sizeof g->name, nvsmi_trim(p + 1)) < 0) {
+                nvsmi_fail(err, errlen, "line %zu: name or UUID too long or not text", L.no);
                 goto cleanup;
             }
             parent = out->ngpus - 1;
@@ -1310,7 +893,7 @@ int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char 
             int gi = -1;
 
             if (parent == (size_t)-1) {
-                fail(err, errlen, "line %zu: MIG device before any GPU", L.no);
+                nvsmi_fail(err, errlen, "line %zu: MIG device before any GPU", L.no);
                 goto cleanup;
             }
             p = line + 4;
@@ -1318,7 +901,7 @@ int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char 
                 p++;
             plen = strcspn(p, " ");
             if (plen == 0 || plen >= sizeof profile) {
-                fail(err, errlen, "line %zu: bad MIG profile", L.no);
+                nvsmi_fail(err, errlen, "line %zu: bad MIG profile", L.no);
                 goto cleanup;
             }
             memcpy(profile, p, plen);
@@ -1327,14 +910,14 @@ int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char 
             while (*p == ' ')
                 p++;
             if (strncmp(p, "Device", 6) != 0) {
-                fail(err, errlen, "line %zu: expected \"Device N:\"", L.no);
+                nvsmi_fail(err, errlen, "line %zu: expected \"Device N:\"", L.no);
                 goto cleanup;
             }
             p += 6;
             while (*p == ' ')
                 p++;
-            if (read_small(&p, &num) < 0 || *p != ':' || *trim(p + 1) != '\0') {
-                fail(err, errlen, "line %zu: bad MIG device number", L.no);
+            if (read_small(&p, &num) < 0 || *p != ':' || *nvsmi_trim(p + 1) != '\0') {
+                nvsmi_fail(err, errlen, "line %zu: bad MIG device number", L.no);
                 goto cleanup;
             }
             /* Old drivers: MIG-GPU-<uuid>/<gi>/<ci>. */
@@ -1347,7 +930,7 @@ int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char 
                 }
             }
             if ((g = gi_obs_add_gpu(out)) == NULL) {
-                fail(err, errlen, "line %zu: too many MIG devices", L.no);
+                nvsmi_fail(err, errlen, "line %zu: too many MIG devices", L.no);
                 rc = GI_TOO_LARGE;
                 goto cleanup;
             }
@@ -1358,12 +941,12 @@ int nvsmi_parse_list(const char *data, size_t len, struct gi_obs_set *out, char 
             memcpy(g->mig_profile, profile, plen + 1);
             memcpy(g->parent_uuid, out->gpus[parent].uuid, GI_UUID_LEN);
             out->gpus[parent].mig_mode = 1;
-            if (put_str(g->uuid, sizeof g->uuid, uuid) < 0) {
-                fail(err, errlen, "line %zu: UUID too long or not text", L.no);
+            if (nvsmi_put_str(g->uuid, sizeof g->uuid, uuid) < 0) {
+                nvsmi_fail(err, errlen, "line %zu: UUID too long or not text", L.no);
                 goto cleanup;
             }
         } else {
-            fail(err, errlen, "line %zu: not a GPU or MIG line", L.no);
+            nvsmi_fail(err, errlen, "line %zu: not a GPU or MIG line", L.no);
             goto cleanup;
         }
     }
