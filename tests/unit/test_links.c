@@ -49,15 +49,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    static const char *const suffix[] = {"", "-wal", "-shm"};
 
     store_close(f->st);
-    for (int i = 0; i < 3; i++) {
-        char p[320];
-        snprintf(p, sizeof p, "%s%s", f->path, suffix[i]);
-        unlink(p);
-    }
-    rmdir(f->dir);
+    unit_db_remove(f->path, f->dir);
     free(f);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "core/status.h"
 
@@ -46,6 +47,20 @@ static inline char *unit_fixture(const char *dir, const char *name, size_t *len)
     fclose(f);
     *len = (size_t)n;
     return buf;
+}
+
+/* Removes a test database at path (with its WAL and shared-memory files)
+ * and the temporary directory dir that held it. */
+static inline void unit_db_remove(const char *path, const char *dir)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+
+    for (int i = 0; i < 3; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s%s", path, suffix[i]);
+        unlink(p);
+    }
+    rmdir(dir);
 }
 
 #endif
