@@ -22,7 +22,7 @@ static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db
     return db_list_page(st, stmt_sql[count], stmt_sql[list], bind, filter, pg, items, total);
 }
 
-static void bind_audit_filter(sqlite3_stmt *s, const void *filter)
+static void bind_audit_filter(struct db_stmt *s, const void *filter)
 {
     const struct store_audit_filter *f = filter;
     db_bind_text(s, ":entity", f->entity);

@@ -35,7 +35,7 @@
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
 static int collect_with(struct store *st, enum stmt_id id, const char *name, int64_t v,
                         json_t **items)
@@ -47,7 +47,7 @@ int store_token_create(struct store *st, const char *actor, const char *name, en
                        const char *hash, int64_t *id_out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *after = NULL;
     int rc = db_tx_begin(c);
 
@@ -62,7 +62,7 @@ int store_token_create(struct store *st, const char *actor, const char *name, en
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
-    *id_out = sqlite3_last_insert_rowid(c->db);
+    *id_out = db_last_id(c);
     after = json_pack("{s:s, s:s}", "name", name, "role", gi_role_name(role));
     rc = db_audit(c, actor, "create", "token", *id_out, NULL, after);
 cleanup:
@@ -88,35 +88,35 @@ int store_token_ensure(struct store *st, const char *name, enum gi_role role, co
 int store_token_auth(struct store *st, const char *hash, struct gi_principal *out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_TOKEN_BY_HASH);
+    struct db_stmt *s = prep(c, ST_TOKEN_BY_HASH);
     int64_t now = gi_now(), id = 0, last = 0;
     int rc = GI_INTERNAL, step;
 
     if (!s)
         goto cleanup;
     db_bind_text(s, ":hash", hash);
-    step = sqlite3_step(s);
-    if (step != SQLITE_ROW) {
-        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
-        sqlite3_reset(s);
+    step = db_step(c, s);
+    if (step != DB_ROW) {
+        rc = step == DB_DONE ? GI_NOT_FOUND : db_status(step);
+        db_reset(s);
         goto cleanup;
     }
     rc = GI_OK;
-    id = sqlite3_column_int64(s, 0);
-    gi_strlcpy(out->name, (const char *)sqlite3_column_text(s, 1), sizeof out->name);
-    if (gi_role_parse((const char *)sqlite3_column_text(s, 2), &out->role) != GI_OK)
+    id = db_col_int(s, 0);
+    gi_strlcpy(out->name, db_col_text(s, 1), sizeof out->name);
+    if (gi_role_parse(db_col_text(s, 2), &out->role) != GI_OK)
         rc = GI_NOT_FOUND;
-    if (sqlite3_column_type(s, 3) != SQLITE_NULL)
+    if (!db_col_is_null(s, 3))
         rc = GI_NOT_FOUND; /* revoked */
-    last = sqlite3_column_int64(s, 4);
-    out->source_id = sqlite3_column_int64(s, 5);
+    last = db_col_int(s, 4);
+    out->source_id = db_col_int(s, 5);
     out->hosts[0] = out->cluster[0] = '\0';
-    if (sqlite3_column_type(s, 6) != SQLITE_NULL)
-        gi_strlcpy(out->hosts, (const char *)sqlite3_column_text(s, 6), sizeof out->hosts);
-    if (sqlite3_column_type(s, 7) != SQLITE_NULL)
-        gi_strlcpy(out->cluster, (const char *)sqlite3_column_text(s, 7), sizeof out->cluster);
+    if (!db_col_is_null(s, 6))
+        gi_strlcpy(out->hosts, db_col_text(s, 6), sizeof out->hosts);
+    if (!db_col_is_null(s, 7))
+        gi_strlcpy(out->cluster, db_col_text(s, 7), sizeof out->cluster);
     out->token_id = id;
-    sqlite3_reset(s);
+    db_reset(s);
     /* Record use at most once a minute so reads stay reads. */
     if (rc == GI_OK && now - last >= 60 && (s = prep(c, ST_TOKEN_TOUCH)) != NULL) {
         db_bind_int(s, ":now", now);
@@ -137,7 +137,7 @@ int store_token_list(struct store *st, json_t **items)
 int store_token_revoke(struct store *st, const char *actor, int64_t id)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL, *after = NULL;
     int rc = db_tx_begin(c);
 
@@ -178,7 +178,7 @@ cleanup:
 int store_user_set(struct store *st, const char *name, enum gi_role role, const char *pwhash)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = db_tx_begin(c);
 
     if (rc != GI_OK)
@@ -210,20 +210,20 @@ int store_user_get(struct store *st, const char *name, int64_t *id, enum gi_role
                    char *pwhash, size_t len)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_USER_GET);
+    struct db_stmt *s = prep(c, ST_USER_GET);
     int rc = GI_INTERNAL, step;
 
     if (s) {
         db_bind_text(s, ":name", name);
-        step = sqlite3_step(s);
-        if (step == SQLITE_ROW) {
-            *id = sqlite3_column_int64(s, 0);
-            rc = gi_role_parse((const char *)sqlite3_column_text(s, 1), role);
-            gi_strlcpy(pwhash, (const char *)sqlite3_column_text(s, 2), len);
+        step = db_step(c, s);
+        if (step == DB_ROW) {
+            *id = db_col_int(s, 0);
+            rc = gi_role_parse(db_col_text(s, 1), role);
+            gi_strlcpy(pwhash, db_col_text(s, 2), len);
         } else {
-            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+            rc = step == DB_DONE ? GI_NOT_FOUND : db_status(step);
         }
-        sqlite3_reset(s);
+        db_reset(s);
     }
     db_conn_put(st, c);
     return rc;
@@ -232,7 +232,7 @@ int store_user_get(struct store *st, const char *name, int64_t *id, enum gi_role
 int store_session_create(struct store *st, const char *hash, int64_t user_id, int64_t expires_at)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int64_t now = gi_now();
     int rc = db_tx_begin(c);
 
@@ -264,22 +264,22 @@ cleanup:
 int store_session_auth(struct store *st, const char *hash, struct gi_principal *out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_SESSION_AUTH);
+    struct db_stmt *s = prep(c, ST_SESSION_AUTH);
     int rc = GI_INTERNAL, step;
 
     if (s) {
         db_bind_text(s, ":hash", hash);
         db_bind_int(s, ":now", gi_now());
-        step = sqlite3_step(s);
-        if (step == SQLITE_ROW) {
-            gi_strlcpy(out->name, (const char *)sqlite3_column_text(s, 0), sizeof out->name);
-            rc = gi_role_parse((const char *)sqlite3_column_text(s, 1), &out->role);
+        step = db_step(c, s);
+        if (step == DB_ROW) {
+            gi_strlcpy(out->name, db_col_text(s, 0), sizeof out->name);
+            rc = gi_role_parse(db_col_text(s, 1), &out->role);
             out->token_id = 0;
             out->source_id = 0;
         } else {
-            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+            rc = step == DB_DONE ? GI_NOT_FOUND : db_status(step);
         }
-        sqlite3_reset(s);
+        db_reset(s);
     }
     db_conn_put(st, c);
     return rc;
@@ -288,7 +288,7 @@ int store_session_auth(struct store *st, const char *hash, struct gi_principal *
 int store_session_delete(struct store *st, const char *hash)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_SESSION_DEL);
+    struct db_stmt *s = prep(c, ST_SESSION_DEL);
     int rc = GI_INTERNAL;
 
     if (s) {
@@ -303,7 +303,7 @@ int store_session_delete(struct store *st, const char *hash)
 int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_TOKEN_SOURCE);
+    struct db_stmt *s = prep(c, ST_TOKEN_SOURCE);
     int rc = GI_INTERNAL;
 
     if (s) {
@@ -319,7 +319,7 @@ int store_token_set_scope(struct store *st, int64_t token_id, const char *hosts,
                           const char *cluster)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_TOKEN_SCOPE);
+    struct db_stmt *s = prep(c, ST_TOKEN_SCOPE);
     int rc = GI_INTERNAL;
 
     if (s) {

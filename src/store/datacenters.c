@@ -41,7 +41,7 @@ const char store_sql_dc_by_name[] = "SELECT id FROM datacenters WHERE name = :na
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
 static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db_filter_binder bind,
                      const void *filter, const struct store_page *pg, json_t **items,
@@ -52,7 +52,7 @@ static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db
 
 static int dc_get(struct conn *c, int64_t id, json_t **out)
 {
-    sqlite3_stmt *s = prep(c, ST_DC_GET);
+    struct db_stmt *s = prep(c, ST_DC_GET);
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", id);
@@ -62,7 +62,7 @@ static int dc_get(struct conn *c, int64_t id, json_t **out)
 int store_dc_create(struct store *st, const char *actor, const struct store_dc *in, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int64_t id;
     int rc = db_tx_begin(c);
 
@@ -78,7 +78,7 @@ int store_dc_create(struct store *st, const char *actor, const struct store_dc *
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
-    id = sqlite3_last_insert_rowid(c->db);
+    id = db_last_id(c);
     if ((rc = dc_get(c, id, out)) != GI_OK)
         goto cleanup;
     rc = db_audit(c, actor, "create", "datacenter", id, NULL, *out);
@@ -92,7 +92,7 @@ cleanup:
     return rc;
 }
 
-static void bind_dc_filter(sqlite3_stmt *s, const void *q) { db_bind_like(s, ":q", q); }
+static void bind_dc_filter(struct db_stmt *s, const void *q) { db_bind_like(s, ":q", q); }
 
 int store_dc_list(struct store *st, const char *q, const struct store_page *pg, json_t **items,
                   int64_t *total)
@@ -113,7 +113,7 @@ int store_dc_update(struct store *st, const char *actor, int64_t id, const struc
                     json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL;
     int rc = db_tx_begin(c);
 
@@ -151,7 +151,7 @@ cleanup:
  * from the trigger-kept dc_counts table. */
 static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
 {
-    sqlite3_stmt *s = prep(c, ST_DC_COUNTS);
+    struct db_stmt *s = prep(c, ST_DC_COUNTS);
     json_int_t n[5] = {0}, total = 0, allocated = 0, available = 0;
     static const char *const kinds[5] = {"server", "vm", "storage", "switch", "infiniband"};
     int step;
@@ -159,10 +159,10 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", id);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(s, 0);
-        const char *state = (const char *)sqlite3_column_text(s, 1);
-        json_int_t cnt = sqlite3_column_int64(s, 2), g = sqlite3_column_int64(s, 3);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *k = db_col_text(s, 0);
+        const char *state = db_col_text(s, 1);
+        json_int_t cnt = db_col_int(s, 2), g = db_col_int(s, 3);
         for (int i = 0; i < 5; i++)
             if (strcmp(k, kinds[i]) == 0)
                 n[i] += cnt;
@@ -175,9 +175,9 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
         else if (strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0)
             allocated += g;
     }
-    sqlite3_reset(s);
-    if (step != SQLITE_DONE)
-        return db_map_rc(c->db, step);
+    db_reset(s);
+    if (step != DB_DONE)
+        return db_status(step);
     *out = json_pack("{s:I, s:I, s:I, s:I, s:I}", "servers", n[0], "vms", n[1], "storages", n[2],
                      "switches", n[3], "infiniband", n[4]);
     if (gpus)
@@ -189,7 +189,7 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
 int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **counts)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL, *cnt = NULL;
     json_int_t total = 0;
     const char *k;
@@ -230,7 +230,7 @@ cleanup:
 int store_dc_overview(struct store *st, int64_t id, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *dc = NULL, *cnt = NULL, *gpus = NULL;
     int rc = GI_INTERNAL;
 
@@ -261,7 +261,7 @@ cleanup:
 int store_dc_id_by_name(struct store *st, const char *name, int64_t *id)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_DC_BY_NAME);
+    struct db_stmt *s = prep(c, ST_DC_BY_NAME);
     int rc = GI_INTERNAL;
 
     if (s) {

@@ -8,9 +8,31 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Statements a connection caches; the store's SQL stays well below. */
+#define DB_STMT_SLOTS 1024
+
+struct db_slot {
+    const char *sql; /* the key: a static string's address */
+    sqlite3_stmt *stmt;
+};
+
+struct conn {
+    sqlite3 *db;
+    struct db_slot slots[DB_STMT_SLOTS];
+    bool busy;
+    bool writing;               /* holds the store's writer lock */
+    pthread_mutex_t *writer_mu; /* the store's; borrowed */
+};
+
+/* struct db_stmt is never defined: a pointer to one is the library's
+ * statement under an opaque name. */
+static sqlite3_stmt *raw(struct db_stmt *s) { return (sqlite3_stmt *)s; }
 
 struct store {
     pthread_mutex_t mu;
@@ -24,7 +46,8 @@ struct store {
     struct conn *conns;
 };
 
-int db_map_rc(sqlite3 *db, int rc)
+/* Maps an SQLite result code to a program status, logging the unexpected. */
+static int db_map_rc(sqlite3 *db, int rc)
 {
     switch (rc & 0xff) {
     case SQLITE_OK:
@@ -114,7 +137,7 @@ void db_conn_put(struct store *st, struct conn *c)
 
 /* Open addressing on the text's address: statements are static strings,
  * so the address is the identity and no text is compared. */
-sqlite3_stmt *db_prep(struct conn *c, const char *sql)
+struct db_stmt *db_prep(struct conn *c, const char *sql)
 {
     uintptr_t h = ((uintptr_t)sql >> 3) * (uintptr_t)0x9E3779B97F4A7C15ull;
     size_t i = (size_t)(h >> 20) & (DB_STMT_SLOTS - 1);
@@ -126,7 +149,7 @@ sqlite3_stmt *db_prep(struct conn *c, const char *sql)
             s = slot->stmt;
             sqlite3_reset(s);
             sqlite3_clear_bindings(s);
-            return s;
+            return (struct db_stmt *)s;
         }
         if (slot->sql != NULL)
             continue;
@@ -136,14 +159,74 @@ sqlite3_stmt *db_prep(struct conn *c, const char *sql)
         }
         slot->sql = sql;
         slot->stmt = s;
-        return s;
+        return (struct db_stmt *)s;
     }
     gi_error("prepare: statement cache full (%d)", DB_STMT_SLOTS);
     return NULL;
 }
 
-void db_bind_text(sqlite3_stmt *s, const char *name, const char *v)
+int db_param_index(struct db_stmt *s, const char *name)
 {
+    return sqlite3_bind_parameter_index(raw(s), name);
+}
+
+void db_bind_int_at(struct db_stmt *s, int i, int64_t v)
+{
+    if (i != 0)
+        sqlite3_bind_int64(raw(s), i, v);
+}
+
+void db_bind_dbl_at(struct db_stmt *s, int i, double v)
+{
+    if (i != 0)
+        sqlite3_bind_double(raw(s), i, v);
+}
+
+void db_bind_null_at(struct db_stmt *s, int i)
+{
+    if (i != 0)
+        sqlite3_bind_null(raw(s), i);
+}
+
+int db_step(struct conn *c, struct db_stmt *s)
+{
+    int rc = sqlite3_step(raw(s));
+
+    if (rc == SQLITE_ROW)
+        return DB_ROW;
+    if (rc == SQLITE_DONE)
+        return DB_DONE;
+    rc = db_map_rc(c->db, rc);
+    return rc == GI_OK ? GI_INTERNAL : rc; /* an error is never GI_OK */
+}
+
+int db_status(int step) { return step == DB_ROW || step == DB_DONE ? GI_OK : step; }
+
+void db_reset(struct db_stmt *s) { sqlite3_reset(raw(s)); }
+
+int64_t db_col_int(struct db_stmt *s, int i) { return sqlite3_column_int64(raw(s), i); }
+
+double db_col_dbl(struct db_stmt *s, int i) { return sqlite3_column_double(raw(s), i); }
+
+const char *db_col_text(struct db_stmt *s, int i)
+{
+    return (const char *)sqlite3_column_text(raw(s), i);
+}
+
+int db_col_bytes(struct db_stmt *s, int i) { return sqlite3_column_bytes(raw(s), i); }
+
+bool db_col_is_null(struct db_stmt *s, int i)
+{
+    return sqlite3_column_type(raw(s), i) == SQLITE_NULL;
+}
+
+int64_t db_changes(struct conn *c) { return sqlite3_changes(c->db); }
+
+int64_t db_last_id(struct conn *c) { return sqlite3_last_insert_rowid(c->db); }
+
+void db_bind_text(struct db_stmt *ds, const char *name, const char *v)
+{
+    sqlite3_stmt *s = raw(ds);
     int i = sqlite3_bind_parameter_index(s, name);
     if (i == 0)
         return;
@@ -153,15 +236,17 @@ void db_bind_text(sqlite3_stmt *s, const char *name, const char *v)
         sqlite3_bind_null(s, i);
 }
 
-void db_bind_int(sqlite3_stmt *s, const char *name, int64_t v)
+void db_bind_int(struct db_stmt *ds, const char *name, int64_t v)
 {
+    sqlite3_stmt *s = raw(ds);
     int i = sqlite3_bind_parameter_index(s, name);
     if (i != 0)
         sqlite3_bind_int64(s, i, v);
 }
 
-void db_bind_dbl(sqlite3_stmt *s, const char *name, double v)
+void db_bind_dbl(struct db_stmt *ds, const char *name, double v)
 {
+    sqlite3_stmt *s = raw(ds);
     int i = sqlite3_bind_parameter_index(s, name);
     if (i == 0)
         return;
@@ -171,8 +256,9 @@ void db_bind_dbl(sqlite3_stmt *s, const char *name, double v)
         sqlite3_bind_double(s, i, v);
 }
 
-void db_bind_opt_int(sqlite3_stmt *s, const char *name, int64_t v)
+void db_bind_opt_int(struct db_stmt *ds, const char *name, int64_t v)
 {
+    sqlite3_stmt *s = raw(ds);
     int i = sqlite3_bind_parameter_index(s, name);
     if (i == 0)
         return;
@@ -182,13 +268,14 @@ void db_bind_opt_int(sqlite3_stmt *s, const char *name, int64_t v)
         sqlite3_bind_int64(s, i, v);
 }
 
-void db_bind_opt_text(sqlite3_stmt *s, const char *name, const char *v)
+void db_bind_opt_text(struct db_stmt *s, const char *name, const char *v)
 {
     db_bind_text(s, name, v && *v ? v : NULL);
 }
 
-void db_bind_json(sqlite3_stmt *s, const char *name, const json_t *v)
+void db_bind_json(struct db_stmt *ds, const char *name, const json_t *v)
 {
+    sqlite3_stmt *s = raw(ds);
     int i = sqlite3_bind_parameter_index(s, name);
     char *txt;
 
@@ -205,14 +292,14 @@ void db_bind_json(sqlite3_stmt *s, const char *name, const json_t *v)
         sqlite3_bind_null(s, i);
 }
 
-void db_bind_page(sqlite3_stmt *s, const struct store_page *pg)
+void db_bind_page(struct db_stmt *s, const struct store_page *pg)
 {
     db_bind_int(s, ":limit", pg ? pg->limit : 100);
     db_bind_int(s, ":offset", pg ? pg->offset : 0);
     db_bind_text(s, ":sort", pg ? pg->sort : NULL);
 }
 
-void db_bind_like(sqlite3_stmt *s, const char *name, const char *q)
+void db_bind_like(struct db_stmt *s, const char *name, const char *q)
 {
     char buf[512];
     size_t j = 0;
@@ -232,17 +319,17 @@ void db_bind_like(sqlite3_stmt *s, const char *name, const char *q)
     db_bind_text(s, name, buf);
 }
 
-int db_exec_done(struct conn *c, sqlite3_stmt *s)
+int db_exec_done(struct conn *c, struct db_stmt *s)
 {
-    int rc = sqlite3_step(s);
-    int st = rc == SQLITE_DONE ? GI_OK : db_map_rc(c->db, rc);
-    sqlite3_reset(s);
+    int rc = db_step(c, s);
+    int st = rc == DB_DONE ? GI_OK : db_status(rc);
+    db_reset(s);
     return st;
 }
 
 int db_simple(struct conn *c, const char *sql)
 {
-    sqlite3_stmt *s = db_prep(c, sql);
+    struct db_stmt *s = db_prep(c, sql);
     return s ? db_exec_done(c, s) : GI_INTERNAL;
 }
 
@@ -285,8 +372,9 @@ static bool json_column(const char *name, size_t nl)
     return nl > 5 && strcmp(name + nl - 5, "_json") == 0;
 }
 
-json_t *db_row_json(sqlite3_stmt *s)
+json_t *db_row_json(struct db_stmt *ds)
 {
+    sqlite3_stmt *s = raw(ds);
     json_t *o = json_object();
     int n = sqlite3_column_count(s);
 
@@ -332,52 +420,52 @@ json_t *db_row_json(sqlite3_stmt *s)
     return o;
 }
 
-int db_collect(struct conn *c, sqlite3_stmt *s, json_t **items)
+int db_collect(struct conn *c, struct db_stmt *s, json_t **items)
 {
     json_t *arr = json_array();
     int rc;
 
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+    while ((rc = db_step(c, s)) == DB_ROW)
         json_array_append_new(arr, db_row_json(s));
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
+    db_reset(s);
+    if (rc != DB_DONE) {
         json_decref(arr);
-        return db_map_rc(c->db, rc);
+        return db_status(rc);
     }
     *items = arr;
     return GI_OK;
 }
 
-int db_fetch_one(struct conn *c, sqlite3_stmt *s, json_t **out)
+int db_fetch_one(struct conn *c, struct db_stmt *s, json_t **out)
 {
-    int rc = sqlite3_step(s);
+    int rc = db_step(c, s);
     int st = GI_OK;
 
-    if (rc == SQLITE_ROW)
+    if (rc == DB_ROW)
         *out = db_row_json(s);
     else
-        st = rc == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, rc);
-    sqlite3_reset(s);
+        st = rc == DB_DONE ? GI_NOT_FOUND : db_status(rc);
+    db_reset(s);
     return st;
 }
 
-int db_fetch_int(struct conn *c, sqlite3_stmt *s, int64_t *out)
+int db_fetch_int(struct conn *c, struct db_stmt *s, int64_t *out)
 {
-    int rc = sqlite3_step(s);
+    int rc = db_step(c, s);
     int st = GI_OK;
 
-    if (rc == SQLITE_ROW)
-        *out = sqlite3_column_int64(s, 0);
+    if (rc == DB_ROW)
+        *out = db_col_int(s, 0);
     else
-        st = rc == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, rc);
-    sqlite3_reset(s);
+        st = rc == DB_DONE ? GI_NOT_FOUND : db_status(rc);
+    db_reset(s);
     return st;
 }
 
 int db_collect_with(struct store *st, const char *sql, const char *name, int64_t v, json_t **items)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = db_prep(c, sql);
+    struct db_stmt *s = db_prep(c, sql);
     int rc = GI_INTERNAL;
 
     if (s) {
@@ -394,7 +482,7 @@ int db_list_page(struct store *st, const char *count_sql, const char *list_sql,
                  json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = GI_INTERNAL;
 
     db_read_begin(c);
@@ -420,7 +508,7 @@ static const char sql_audit_add[] =
 int db_audit(struct conn *c, const char *actor, const char *action, const char *entity, int64_t id,
              const json_t *before, const json_t *after)
 {
-    sqlite3_stmt *s = db_prep(c, sql_audit_add);
+    struct db_stmt *s = db_prep(c, sql_audit_add);
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":at", gi_now());
@@ -535,7 +623,7 @@ int store_schema_version(struct store *st, int64_t *out)
     struct conn *c = db_conn_get(st);
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(c->db, "SELECT MAX(version) FROM schema_version", -1, &s, NULL);
-    int status = rc == SQLITE_OK ? db_fetch_int(c, s, out) : db_map_rc(c->db, rc);
+    int status = rc == SQLITE_OK ? db_fetch_int(c, (struct db_stmt *)s, out) : db_map_rc(c->db, rc);
     sqlite3_finalize(s);
     db_conn_put(st, c);
     return status;

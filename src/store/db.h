@@ -12,29 +12,19 @@
 #include "store/store.h"
 
 #include <jansson.h>
-#include <pthread.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Statements a connection caches; the store's SQL stays well below. */
-#define DB_STMT_SLOTS 1024
+/* A borrowed connection and one of its prepared statements; both opaque
+ * outside db.c, the one file that knows the database library. */
+struct conn;
+struct db_stmt;
 
-struct db_slot {
-    const char *sql; /* the key: a static string's address */
-    sqlite3_stmt *stmt;
+/* What db_step() returns besides an error status (a gi_status > GI_OK). */
+enum db_step_result {
+    DB_ROW = -1,  /* a row is ready for the db_col_* readers */
+    DB_DONE = -2, /* the statement has finished */
 };
-
-struct conn {
-    sqlite3 *db;
-    struct db_slot slots[DB_STMT_SLOTS];
-    bool busy;
-    bool writing;               /* holds the store's writer lock */
-    pthread_mutex_t *writer_mu; /* the store's; borrowed */
-};
-
-/* Maps an SQLite result code to a program status, logging the unexpected. */
-int db_map_rc(sqlite3 *db, int rc);
 
 /* Borrows a free connection, waiting for one; give it back with
  * db_conn_put(). */
@@ -44,28 +34,58 @@ void db_conn_put(struct store *st, struct conn *c);
 /* The connection's cached statement for `sql` (a static string), reset and
  * with cleared bindings; NULL (logged) if it fails to prepare, which is a
  * programming error. */
-sqlite3_stmt *db_prep(struct conn *c, const char *sql);
+struct db_stmt *db_prep(struct conn *c, const char *sql);
 
 /* Binders by parameter name; a name the statement lacks is skipped so
  * statement variants can share one binding sequence. */
-void db_bind_text(sqlite3_stmt *s, const char *name, const char *v); /* NULL binds NULL */
-void db_bind_int(sqlite3_stmt *s, const char *name, int64_t v);
+void db_bind_text(struct db_stmt *s, const char *name, const char *v); /* NULL binds NULL */
+void db_bind_int(struct db_stmt *s, const char *name, int64_t v);
 /* NAN binds NULL. */
-void db_bind_dbl(sqlite3_stmt *s, const char *name, double v);
+void db_bind_dbl(struct db_stmt *s, const char *name, double v);
 /* A negative value binds NULL ("unknown"). */
-void db_bind_opt_int(sqlite3_stmt *s, const char *name, int64_t v);
+void db_bind_opt_int(struct db_stmt *s, const char *name, int64_t v);
 /* An empty string binds NULL. */
-void db_bind_opt_text(sqlite3_stmt *s, const char *name, const char *v);
+void db_bind_opt_text(struct db_stmt *s, const char *name, const char *v);
 /* A JSON value as compact text with sorted keys; NULL binds NULL. */
-void db_bind_json(sqlite3_stmt *s, const char *name, const json_t *v);
+void db_bind_json(struct db_stmt *s, const char *name, const json_t *v);
 /* :limit, :offset and :sort of a page (pg may be NULL: the first 100). */
-void db_bind_page(sqlite3_stmt *s, const struct store_page *pg);
+void db_bind_page(struct db_stmt *s, const struct store_page *pg);
 /* Binds `q` as a LIKE pattern (ESCAPE '!') matching it as a substring;
  * NULL or empty binds NULL. */
-void db_bind_like(sqlite3_stmt *s, const char *name, const char *q);
+void db_bind_like(struct db_stmt *s, const char *name, const char *q);
+
+/* Positional binders for hot paths: the index of parameter `name` (0 when
+ * the statement lacks it, which the *_at binders then skip), looked up
+ * once and reused for every execution. */
+int db_param_index(struct db_stmt *s, const char *name);
+void db_bind_int_at(struct db_stmt *s, int i, int64_t v);
+void db_bind_dbl_at(struct db_stmt *s, int i, double v);
+void db_bind_null_at(struct db_stmt *s, int i);
+
+/* Runs a statement one step: DB_ROW, DB_DONE or the error's status
+ * (logged). The caller resets the statement with db_reset() when done. */
+int db_step(struct conn *c, struct db_stmt *s);
+/* A db_step() result as a status: DB_ROW and DB_DONE are GI_OK. */
+int db_status(int step);
+/* Makes the statement ready to run again, keeping its bindings. */
+void db_reset(struct db_stmt *s);
+
+/* Readers of the current row's column i (from 0). */
+int64_t db_col_int(struct db_stmt *s, int i); /* 0 for NULL */
+double db_col_dbl(struct db_stmt *s, int i);  /* 0.0 for NULL */
+/* Text, NULL for NULL; borrowed until the next step or reset. */
+const char *db_col_text(struct db_stmt *s, int i);
+/* Bytes of the column's text, without the terminating NUL. */
+int db_col_bytes(struct db_stmt *s, int i);
+bool db_col_is_null(struct db_stmt *s, int i);
+
+/* Rows the connection's last INSERT, UPDATE or DELETE changed. */
+int64_t db_changes(struct conn *c);
+/* The row id the connection's last INSERT created. */
+int64_t db_last_id(struct conn *c);
 
 /* Steps a statement expected to finish without rows. */
-int db_exec_done(struct conn *c, sqlite3_stmt *s);
+int db_exec_done(struct conn *c, struct db_stmt *s);
 /* Prepares and runs one parameterless statement. */
 int db_simple(struct conn *c, const char *sql);
 
@@ -82,19 +102,19 @@ void db_read_end(struct conn *c);
  * `attrs` text is merged into the object, and columns holding JSON text
  * (metadata, before, after, detail, config, labels, and any name ending
  * in _json) are parsed. Caller owns the result. */
-json_t *db_row_json(sqlite3_stmt *s);
+json_t *db_row_json(struct db_stmt *s);
 /* Runs a statement and collects every row as an object into a new array. */
-int db_collect(struct conn *c, sqlite3_stmt *s, json_t **items);
+int db_collect(struct conn *c, struct db_stmt *s, json_t **items);
 /* One row as an object; GI_NOT_FOUND when there is none. */
-int db_fetch_one(struct conn *c, sqlite3_stmt *s, json_t **out);
+int db_fetch_one(struct conn *c, struct db_stmt *s, json_t **out);
 /* A single-integer query (COUNT, an id); GI_NOT_FOUND when no row. */
-int db_fetch_int(struct conn *c, sqlite3_stmt *s, int64_t *out);
+int db_fetch_int(struct conn *c, struct db_stmt *s, int64_t *out);
 /* Runs one statement with at most one integer parameter (name NULL for
  * none) on a borrowed connection and collects its rows. */
 int db_collect_with(struct store *st, const char *sql, const char *name, int64_t v, json_t **items);
 
 /* Binds one list's filters to a statement (count or page). */
-typedef void (*db_filter_binder)(sqlite3_stmt *s, const void *filter);
+typedef void (*db_filter_binder)(struct db_stmt *s, const void *filter);
 /* A list page and its total: the count and the page statement get the
  * same filter bindings, in one read transaction so they agree. */
 int db_list_page(struct store *st, const char *count_sql, const char *list_sql,

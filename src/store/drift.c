@@ -88,11 +88,7 @@ bool store_model_matches(const char *declared, const char *discovered)
     return any || !*discovered;
 }
 
-static const char *col_text(sqlite3_stmt *s, int i)
-{
-    const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? (const char *)t : NULL;
-}
+static const char *col_text(struct db_stmt *s, int i) { return db_col_text(s, i); }
 
 /* Appends one item. Strings borrowed; expected/found taken (may be NULL). */
 static void item_add(json_t *items, const char *kind, int64_t rid, const char *resource, int64_t dc,
@@ -113,7 +109,7 @@ static void item_add(json_t *items, const char *kind, int64_t rid, const char *r
 static int server_models(struct conn *c, int64_t rid, const char *declared, char *found, size_t len,
                          bool *mismatch)
 {
-    sqlite3_stmt *s = db_prep(c, sql_models);
+    struct db_stmt *s = db_prep(c, sql_models);
     size_t n = 0;
     int step;
 
@@ -122,7 +118,7 @@ static int server_models(struct conn *c, int64_t rid, const char *declared, char
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":rid", rid);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(c, s)) == DB_ROW) {
         const char *m = col_text(s, 0);
         int w = snprintf(found + n, len - n, "%s%s", n ? ", " : "", m);
         if (w > 0 && (size_t)w < len - n)
@@ -130,14 +126,14 @@ static int server_models(struct conn *c, int64_t rid, const char *declared, char
         if (!store_model_matches(declared, m))
             *mismatch = true;
     }
-    sqlite3_reset(s);
-    return step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* Every drift item of the servers, in data-center and name order. */
 static int server_drift(struct conn *c, const struct store_drift_filter *f, json_t *items)
 {
-    sqlite3_stmt *s = db_prep(c, sql_servers);
+    struct db_stmt *s = db_prep(c, sql_servers);
     struct row {
         int64_t id, dc, count, hosts, host_id, found, busy;
         char dcname[128], name[128], state[16], model[128], host[256];
@@ -151,7 +147,7 @@ static int server_drift(struct conn *c, const struct store_drift_filter *f, json
     db_bind_int(s, ":dc", f->datacenter_id);
     db_bind_int(s, ":stale", f->stale_before);
     /* Rows are copied out first: the model query runs per server. */
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((step = db_step(c, s)) == DB_ROW) {
         struct row *r;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
@@ -162,22 +158,22 @@ static int server_drift(struct conn *c, const struct store_drift_filter *f, json
             rows = nr;
         }
         r = &rows[n++];
-        r->id = sqlite3_column_int64(s, 0);
-        r->dc = sqlite3_column_int64(s, 1);
+        r->id = db_col_int(s, 0);
+        r->dc = db_col_int(s, 1);
         gi_strlcpy(r->dcname, col_text(s, 2) ? col_text(s, 2) : "", sizeof r->dcname);
         gi_strlcpy(r->name, col_text(s, 3) ? col_text(s, 3) : "", sizeof r->name);
         gi_strlcpy(r->state, col_text(s, 4) ? col_text(s, 4) : "", sizeof r->state);
         gi_strlcpy(r->model, col_text(s, 5) ? col_text(s, 5) : "", sizeof r->model);
-        r->count = sqlite3_column_int64(s, 6);
-        r->hosts = sqlite3_column_int64(s, 7);
+        r->count = db_col_int(s, 6);
+        r->hosts = db_col_int(s, 7);
         gi_strlcpy(r->host, col_text(s, 8) ? col_text(s, 8) : "", sizeof r->host);
-        r->host_id = sqlite3_column_int64(s, 9);
-        r->found = sqlite3_column_int64(s, 10);
-        r->busy = sqlite3_column_int64(s, 11);
+        r->host_id = db_col_int(s, 9);
+        r->found = db_col_int(s, 10);
+        r->busy = db_col_int(s, 11);
     }
-    sqlite3_reset(s);
-    if (rc == GI_OK && step != SQLITE_DONE)
-        rc = db_map_rc(c->db, step);
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
         const struct row *r = &rows[i];
         const char *host = r->host[0] ? r->host : NULL;
@@ -232,19 +228,19 @@ static int server_drift(struct conn *c, const struct store_drift_filter *f, json
 /* Hosts without a server: ambiguous matches and hosts nothing fits. */
 static int host_drift(struct conn *c, const struct store_drift_filter *f, json_t *items)
 {
-    sqlite3_stmt *s = db_prep(c, sql_hosts);
+    struct db_stmt *s = db_prep(c, sql_hosts);
     char msg[1024];
     int step;
 
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":dc", f->datacenter_id);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(s, 0), dc = sqlite3_column_int64(s, 2);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t id = db_col_int(s, 0), dc = db_col_int(s, 2);
         const char *host = col_text(s, 1), *dcname = col_text(s, 3), *rule = col_text(s, 4);
         const char *detail = col_text(s, 6);
-        bool manual = sqlite3_column_int64(s, 5) != 0;
-        int64_t gpus = sqlite3_column_int64(s, 7);
+        bool manual = db_col_int(s, 5) != 0;
+        int64_t gpus = db_col_int(s, 7);
         if (rule && strcmp(rule, "ambiguous") == 0) {
             snprintf(msg, sizeof msg, "host %s is not linked: %s", host, detail ? detail : "");
             item_add(items, "ambiguous_match", 0, NULL, dc, dcname, id, host, NULL,
@@ -256,8 +252,8 @@ static int host_drift(struct conn *c, const struct store_drift_filter *f, json_t
                      json_integer(gpus), msg);
         }
     }
-    sqlite3_reset(s);
-    return step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
 int store_drift_list(struct store *st, const struct store_drift_filter *f,
@@ -318,7 +314,7 @@ static const char sql_dc_seen[] =
 int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_int_t v[6] = {0};
     int64_t seen = 0;
     int rc = GI_INTERNAL, step;
@@ -329,13 +325,13 @@ int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json
         goto cleanup;
     db_bind_int(s, ":dc", id);
     db_bind_int(s, ":stale", stale_before);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
+    step = db_step(c, s);
+    if (step == DB_ROW)
         for (int i = 0; i < 6; i++)
-            v[i] = sqlite3_column_int64(s, i);
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW) {
-        rc = db_map_rc(c->db, step);
+            v[i] = db_col_int(s, i);
+    db_reset(s);
+    if (step != DB_ROW) {
+        rc = db_status(step);
         goto cleanup;
     }
     rc = GI_INTERNAL;

@@ -85,7 +85,7 @@
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
 static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db_filter_binder bind,
                      const void *filter, const struct store_page *pg, json_t **items,
@@ -94,7 +94,7 @@ static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db
     return db_list_page(st, stmt_sql[count], stmt_sql[list], bind, filter, pg, items, total);
 }
 
-static void bind_gpu_filter(sqlite3_stmt *s, const void *filter)
+static void bind_gpu_filter(struct db_stmt *s, const void *filter)
 {
     const struct store_gpu_filter *f = filter;
     db_bind_text(s, ":host", f->host);
@@ -122,7 +122,7 @@ int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
 {
     enum stmt_id list = !pg->sort ? ST_GPU_LIST : pg->desc ? ST_GPU_LIST_DESC : ST_GPU_LIST_ASC;
     struct conn *c;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *sum = NULL;
     int rc = GI_INTERNAL;
 
@@ -163,7 +163,7 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
                  {ST_GPU_EVENTS, "events"},      {ST_GPU_CHILDREN, "mig_instances"},
                  {ST_GPU_CONFLICTS, "conflicts"}};
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *g = NULL, *arr;
     int rc = GI_INTERNAL;
 
@@ -199,7 +199,7 @@ cleanup:
 int store_metrics(struct store *st, int64_t stale_before, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *gpus = NULL, *sources = NULL;
     int rc = GI_INTERNAL;
 

@@ -137,24 +137,22 @@
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
 int store_host_cluster(struct store *st, const char *hostname, char *buf, size_t len)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_HOST_CLUSTER);
+    struct db_stmt *s = prep(c, ST_HOST_CLUSTER);
     int rc = GI_INTERNAL, step;
 
     buf[0] = '\0';
     if (s) {
         db_bind_text(s, ":host", hostname);
-        step = sqlite3_step(s);
-        if (step == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-            gi_strlcpy(buf, (const char *)sqlite3_column_text(s, 0), len);
-        rc = step == SQLITE_ROW    ? GI_OK
-             : step == SQLITE_DONE ? GI_NOT_FOUND
-                                   : db_map_rc(c->db, step);
-        sqlite3_reset(s);
+        step = db_step(c, s);
+        if (step == DB_ROW && !db_col_is_null(s, 0))
+            gi_strlcpy(buf, db_col_text(s, 0), len);
+        rc = step == DB_ROW ? GI_OK : step == DB_DONE ? GI_NOT_FOUND : db_status(step);
+        db_reset(s);
     }
     db_conn_put(st, c);
     return rc;
@@ -164,7 +162,7 @@ int store_host_cluster(struct store *st, const char *hostname, char *buf, size_t
 static int gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *kind,
                      json_t *detail)
 {
-    sqlite3_stmt *s = prep(c, ST_EVENT_ADD);
+    struct db_stmt *s = prep(c, ST_EVENT_ADD);
     int rc = GI_INTERNAL;
 
     if (s) {
@@ -183,18 +181,18 @@ static int gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *
  * owns it yet, it already does, or it outranks the owner. */
 static int host_owned(struct conn *c, int64_t sid, int64_t prec, const char *name, bool *own)
 {
-    sqlite3_stmt *s = prep(c, ST_HOST_OWNER);
+    struct db_stmt *s = prep(c, ST_HOST_OWNER);
     int step;
 
     *own = true;
     if (!s)
         return GI_INTERNAL;
     db_bind_text(s, ":host", name);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-        *own = sqlite3_column_int64(s, 0) == sid || prec > sqlite3_column_int64(s, 1);
-    sqlite3_reset(s);
-    return step == SQLITE_ROW || step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+    step = db_step(c, s);
+    if (step == DB_ROW && !db_col_is_null(s, 0))
+        *own = db_col_int(s, 0) == sid || prec > db_col_int(s, 1);
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* Resolves the reporting host to a hosts row, finding its data center by
@@ -205,7 +203,7 @@ static int host_owned(struct conn *c, int64_t sid, int64_t prec, const char *nam
 static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct gi_host_obs *h,
                        const char *cluster, int64_t *host_id)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int64_t dc = 0;
     char shortname[GI_HOST_LEN], ident[3][GI_HOST_LEN];
     bool own;
@@ -246,20 +244,17 @@ static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct g
         db_bind_text(s, ":dc", NULL);
     db_bind_int(s, ":sid", sid);
     db_bind_int(s, ":now", gi_now());
-    step = sqlite3_step(s);
-    if (step != SQLITE_ROW) {
-        sqlite3_reset(s);
-        return db_map_rc(c->db, step);
+    step = db_step(c, s);
+    if (step != DB_ROW) {
+        db_reset(s);
+        return db_status(step);
     }
-    *host_id = sqlite3_column_int64(s, 0);
-    gi_strlcpy(ident[0], (const char *)sqlite3_column_text(s, 1), sizeof ident[0]);
+    *host_id = db_col_int(s, 0);
+    gi_strlcpy(ident[0], db_col_text(s, 1), sizeof ident[0]);
     for (int i = 1; i < 3; i++)
-        gi_strlcpy(ident[i],
-                   sqlite3_column_type(s, i + 1) == SQLITE_NULL
-                       ? ""
-                       : (const char *)sqlite3_column_text(s, i + 1),
+        gi_strlcpy(ident[i], db_col_is_null(s, i + 1) ? "" : db_col_text(s, i + 1),
                    sizeof ident[i]);
-    sqlite3_reset(s);
+    db_reset(s);
     /* The stored identity (after merging) decides whether to re-match. */
     return links_host_seen(c, *host_id, ident[0], ident[1], ident[2]);
 }
@@ -267,7 +262,7 @@ static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct g
 /* Records which source set one identity field; skips absent values. */
 static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field, const char *v)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
 
     if (v == NULL || *v == '\0')
         return GI_OK;
@@ -292,7 +287,7 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     static const enum stmt_id renames[] = {ST_RENAME_GPU, ST_RENAME_EVENTS, ST_RENAME_PROCS,
                                            ST_RENAME_PODS};
     char made_up[GI_UUID_LEN], other[GI_UUID_LEN] = "";
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int64_t n = 0;
     int rc, step;
 
@@ -305,12 +300,12 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     db_bind_text(s, ":parent", g->parent_uuid);
     db_bind_int(s, ":inst", g->mig_instance);
     db_bind_text(s, ":uuid", g->uuid);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
-        gi_strlcpy(other, (const char *)sqlite3_column_text(s, 0), sizeof other);
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return db_map_rc(c->db, step);
+    step = db_step(c, s);
+    if (step == DB_ROW)
+        gi_strlcpy(other, db_col_text(s, 0), sizeof other);
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
     if (other[0] == '\0')
         return GI_OK;
     if (strcmp(g->uuid, made_up) == 0) {
@@ -350,36 +345,36 @@ struct gpu_ident {
     char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
 };
 
-static void col_copy(sqlite3_stmt *s, int i, char *out, size_t len)
+static void col_copy(struct db_stmt *s, int i, char *out, size_t len)
 {
     out[0] = '\0';
-    if (sqlite3_column_type(s, i) != SQLITE_NULL)
-        gi_strlcpy(out, (const char *)sqlite3_column_text(s, i), len);
+    if (!db_col_is_null(s, i))
+        gi_strlcpy(out, db_col_text(s, i), len);
 }
 
 static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id)
 {
-    sqlite3_stmt *s = prep(c, ST_GPU_IDENT);
+    struct db_stmt *s = prep(c, ST_GPU_IDENT);
     int step;
 
     memset(id, 0, sizeof *id);
     if (!s)
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW) {
+    step = db_step(c, s);
+    if (step == DB_ROW) {
         id->known = true;
-        id->host_id = sqlite3_column_int64(s, 0);
+        id->host_id = db_col_int(s, 0);
         col_copy(s, 1, id->serial, sizeof id->serial);
         col_copy(s, 2, id->hostname, sizeof id->hostname);
         col_copy(s, 3, id->model, sizeof id->model);
-        id->id = sqlite3_column_int64(s, 4);
-        id->owner = sqlite3_column_int64(s, 5); /* 0: none (NULL) */
-        id->owner_precedence = sqlite3_column_int64(s, 6);
+        id->id = db_col_int(s, 4);
+        id->owner = db_col_int(s, 5); /* 0: none (NULL) */
+        id->owner_precedence = db_col_int(s, 6);
         col_copy(s, 7, id->owner_name, sizeof id->owner_name);
     }
-    sqlite3_reset(s);
-    return step == SQLITE_ROW || step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* One identity field as a non-owning source reports it. A differing value
@@ -390,7 +385,7 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
                           const char *uuid, const char *field, const char *theirs, const char *ours,
                           int64_t *events)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     bool same = false;
     int rc, step;
 
@@ -407,15 +402,13 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
     db_bind_int(s, ":gid", id->id);
     db_bind_int(s, ":sid", src->id);
     db_bind_text(s, ":field", field);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
-        same = sqlite3_column_type(s, 0) != SQLITE_NULL &&
-               sqlite3_column_type(s, 1) != SQLITE_NULL &&
-               strcmp((const char *)sqlite3_column_text(s, 0), theirs) == 0 &&
-               strcmp((const char *)sqlite3_column_text(s, 1), ours) == 0;
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return db_map_rc(c->db, step);
+    step = db_step(c, s);
+    if (step == DB_ROW)
+        same = !db_col_is_null(s, 0) && !db_col_is_null(s, 1) &&
+               strcmp(db_col_text(s, 0), theirs) == 0 && strcmp(db_col_text(s, 1), ours) == 0;
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
     if (!(s = prep(c, ST_CONFLICT_SET)))
         return GI_INTERNAL;
     db_bind_int(s, ":gid", id->id);
@@ -436,7 +429,7 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
 static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *field,
                      const char *v)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
 
     if (v == NULL || *v == '\0')
         return GI_OK;
@@ -453,7 +446,7 @@ static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *
 /* Binds the GPU's own fields, and the source's team and env defaults for
  * what the report leaves absent, shared by the owner's upsert and another
  * source's fill. */
-static void bind_gpu_fields(sqlite3_stmt *s, const struct gi_gpu_obs *g, int64_t host_id,
+static void bind_gpu_fields(struct db_stmt *s, const struct gi_gpu_obs *g, int64_t host_id,
                             const struct reporter *src)
 {
     static const char *const vendors[] = {NULL, "nvidia", "amd"};
@@ -484,7 +477,7 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
                               const struct gi_host_obs *host, const struct gi_gpu_obs *g,
                               int64_t *events)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc;
 
     if ((rc = ident_conflict(c, src, id, g->uuid, "host", host->hostname, id->hostname, events)) !=
@@ -525,7 +518,7 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     const char *hostname = host->hostname;
     int64_t sid = src->id;
     struct gpu_ident id;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     char num[32];
     int rc, step;
 
@@ -570,20 +563,20 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
             return GI_INTERNAL;
         db_bind_text(s, ":serial", g->serial);
         db_bind_text(s, ":uuid", g->uuid);
-        step = sqlite3_step(s);
-        if (step == SQLITE_ROW) {
+        step = db_step(c, s);
+        if (step == DB_ROW) {
             char other[GI_UUID_LEN];
-            gi_strlcpy(other, (const char *)sqlite3_column_text(s, 0), sizeof other);
-            sqlite3_reset(s);
+            gi_strlcpy(other, db_col_text(s, 0), sizeof other);
+            db_reset(s);
             rc = gpu_event(c, sid, g->uuid, "serial_conflict",
                            json_pack("{s:s, s:s}", "serial", g->serial, "other_uuid", other));
             if (rc != GI_OK)
                 return rc;
             (*events)++;
         } else {
-            sqlite3_reset(s);
-            if (step != SQLITE_DONE)
-                return db_map_rc(c->db, step);
+            db_reset(s);
+            if (step != DB_DONE)
+                return db_status(step);
         }
         if (id.known && id.serial[0] && strcmp(id.serial, g->serial) != 0) {
             rc = gpu_event(c, sid, g->uuid, "serial_changed",
@@ -616,12 +609,12 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         db_bind_int(s, ":obs", observed);
     else
         db_bind_text(s, ":obs", NULL);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
-        *gpu_id = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW)
-        return db_map_rc(c->db, step);
+    step = db_step(c, s);
+    if (step == DB_ROW)
+        *gpu_id = db_col_int(s, 0);
+    db_reset(s);
+    if (step != DB_ROW)
+        return db_status(step);
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
     if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
@@ -663,7 +656,7 @@ static const char *canon_of(struct gpu_ref *refs, size_t nrefs, const char *uuid
 static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const struct gi_batch *b,
                           const struct gpu_ref *refs, size_t nrefs, int64_t *events)
 {
-    sqlite3_stmt *s = prep(c, ST_GPU_ON_HOST);
+    struct db_stmt *s = prep(c, ST_GPU_ON_HOST);
     json_t *gone = json_array();
     size_t i;
     json_t *v;
@@ -675,17 +668,17 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
     }
     db_bind_int(s, ":host", host_id);
     db_bind_int(s, ":sid", sid);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *u = (const char *)sqlite3_column_text(s, 0);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *u = db_col_text(s, 0);
         bool present = false;
         for (size_t k = 0; k < nrefs && !present; k++)
             present = strcmp(refs[k].canon, u) == 0;
         if (!present)
             json_array_append_new(gone, json_string(u));
     }
-    sqlite3_reset(s);
-    if (step != SQLITE_DONE)
-        rc = db_map_rc(c->db, step);
+    db_reset(s);
+    if (step != DB_DONE)
+        rc = db_status(step);
     json_array_foreach(gone, i, v) {
         if (rc != GI_OK)
             break;
@@ -712,7 +705,7 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
 static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
                           struct gpu_ref *refs, size_t nrefs, int64_t *stored)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc;
 
     /* The hottest insert binds by position, looked up once per batch. */
@@ -723,7 +716,7 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     if (!(s = prep(c, ST_SAMPLE_ADD)))
         return GI_INTERNAL;
     for (int k = 0; k < 12; k++)
-        ix[k] = sqlite3_bind_parameter_index(s, names[k]);
+        ix[k] = db_param_index(s, names[k]);
     for (size_t i = 0; i < b->nsamples; i++) {
         const struct gi_sample *x = &b->samples[i];
         struct gpu_ref key = {.uuid = x->gpu_uuid}, *ref;
@@ -735,26 +728,26 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
             return GI_INVALID; /* the parser guarantees every sample names a batch GPU */
         if (ref->newest == NULL || x->ts >= ref->newest->ts)
             ref->newest = x;
-        sqlite3_bind_int64(s, ix[0], x->ts);
-        sqlite3_bind_int64(s, ix[1], ref->id);
+        db_bind_int_at(s, ix[0], x->ts);
+        db_bind_int_at(s, ix[1], ref->id);
         for (int k = 0; k < 6; k++) {
             if (isnan(d[k]))
-                sqlite3_bind_null(s, ix[2 + k]);
+                db_bind_null_at(s, ix[2 + k]);
             else
-                sqlite3_bind_double(s, ix[2 + k], d[k]);
+                db_bind_dbl_at(s, ix[2 + k], d[k]);
         }
         for (int k = 0; k < 3; k++) {
             if (n[k] < 0)
-                sqlite3_bind_null(s, ix[8 + k]);
+                db_bind_null_at(s, ix[8 + k]);
             else
-                sqlite3_bind_int64(s, ix[8 + k], n[k]);
+                db_bind_int_at(s, ix[8 + k], n[k]);
         }
-        sqlite3_bind_int64(s, ix[11], sid);
-        rc = sqlite3_step(s);
-        sqlite3_reset(s);
-        if (rc != SQLITE_DONE)
-            return db_map_rc(c->db, rc);
-        *stored += sqlite3_changes(c->db);
+        db_bind_int_at(s, ix[11], sid);
+        rc = db_step(c, s);
+        db_reset(s);
+        if (rc != DB_DONE)
+            return db_status(rc);
+        *stored += db_changes(c);
     }
     /* The newest sample of each GPU in the batch updates its record. */
     for (size_t k = 0; k < nrefs; k++) {
@@ -786,7 +779,7 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
  * by ingest_samples(): its own newest sample, not its neighbours'. */
 static int ingest_observed(struct conn *c, const struct gpu_ref *refs, size_t nrefs, int64_t when)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc;
 
     for (size_t k = 0; k < nrefs; k++) {
@@ -823,7 +816,7 @@ static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, s
                         size_t nrefs, int64_t *stored)
 {
     int64_t newest = batch_time(b), pid;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc;
 
     for (size_t i = 0; i < b->set.nprocs; i++) {
@@ -850,7 +843,7 @@ static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, s
         db_bind_int(s, ":sid", sid);
         if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
-        *stored += sqlite3_changes(c->db);
+        *stored += db_changes(c);
     }
     return GI_OK;
 }
@@ -860,7 +853,7 @@ static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b, st
                        size_t nrefs)
 {
     int64_t newest = batch_time(b);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc;
 
     for (size_t i = 0; i < b->set.npods; i++) {
@@ -884,7 +877,7 @@ static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b, st
 static int ingest_one(struct conn *c, const struct reporter *src, const struct gi_batch *b,
                       struct store_ingest_result *res)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     struct gpu_ref *refs = calloc(b->set.ngpus + 1, sizeof *refs);
     int64_t source_id = src->id, host_id = 0, now = gi_now(), newest = batch_time(b);
     const char *const *defaults = src->defaults;
@@ -940,7 +933,7 @@ cleanup:
 static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_batch *b, size_t n,
                           struct store_ingest_result *res)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     struct reporter src = {.id = source_id, .defaults = {team, env, cluster}};
     int rc, step;
@@ -949,16 +942,15 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     if (!(s = prep(c, ST_SOURCE_DEFAULTS)))
         goto cleanup;
     db_bind_int(s, ":id", source_id);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW) {
+    step = db_step(c, s);
+    if (step == DB_ROW) {
         for (int i = 0; i < 3; i++)
-            if (sqlite3_column_type(s, i) != SQLITE_NULL)
-                gi_strlcpy((char *)src.defaults[i], (const char *)sqlite3_column_text(s, i),
-                           GI_LABEL_LEN);
-        src.precedence = sqlite3_column_int64(s, 3);
+            if (!db_col_is_null(s, i))
+                gi_strlcpy((char *)src.defaults[i], db_col_text(s, i), GI_LABEL_LEN);
+        src.precedence = db_col_int(s, 3);
         col_copy(s, 4, src.name, sizeof src.name);
     }
-    sqlite3_reset(s);
+    db_reset(s);
     rc = GI_OK;
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
         rc = ingest_one(c, &src, &b[i], &res[i]);

@@ -67,7 +67,7 @@
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
 static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db_filter_binder bind,
                      const void *filter, const struct store_page *pg, json_t **items,
@@ -81,7 +81,7 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
                    size_t np)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int64_t now = gi_now();
     int rc = db_tx_begin(c);
 
@@ -177,7 +177,7 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
     return rc;
 }
 
-static void bind_k8s_filter(sqlite3_stmt *s, const void *filter)
+static void bind_k8s_filter(struct db_stmt *s, const void *filter)
 {
     const struct store_k8s_filter *f = filter;
     db_bind_text(s, ":cluster", f->cluster);
@@ -189,7 +189,7 @@ static void bind_k8s_filter(sqlite3_stmt *s, const void *filter)
 int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t **items)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_K8S_NODES);
+    struct db_stmt *s = prep(c, ST_K8S_NODES);
     int rc = GI_INTERNAL;
 
     if (s) {

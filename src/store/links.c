@@ -131,10 +131,10 @@ static void host_keys(const char *hostname, const char *mid, const char *serial,
 }
 
 /* Column i as text, "" for NULL (borrowed until the next step/reset). */
-static const char *col_text(sqlite3_stmt *s, int i)
+static const char *col_text(struct db_stmt *s, int i)
 {
-    const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? (const char *)t : "";
+    const char *t = db_col_text(s, i);
+    return t ? t : "";
 }
 
 /* Writes a host's link row, auditing a change of what it links to. rid 0
@@ -142,7 +142,7 @@ static const char *col_text(sqlite3_stmt *s, int i)
 static int link_write(struct conn *c, const char *actor, int64_t host_id, int64_t rid,
                       const char *rule, bool manual, const char *detail, const struct hkeys *k)
 {
-    sqlite3_stmt *s = db_prep(c, sql_link_old);
+    struct db_stmt *s = db_prep(c, sql_link_old);
     int64_t old_rid = 0;
     char old_rule[16] = "";
     bool exists = false, old_manual = false, changed;
@@ -152,16 +152,16 @@ static int link_write(struct conn *c, const char *actor, int64_t host_id, int64_
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", host_id);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW) {
+    step = db_step(c, s);
+    if (step == DB_ROW) {
         exists = true;
-        old_rid = sqlite3_column_int64(s, 0);
+        old_rid = db_col_int(s, 0);
         gi_strlcpy(old_rule, col_text(s, 1), sizeof old_rule);
-        old_manual = sqlite3_column_int64(s, 2) != 0;
+        old_manual = db_col_int(s, 2) != 0;
     }
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return db_map_rc(c->db, step);
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
     changed = !exists || old_rid != rid || strcmp(old_rule, rule ? rule : "") != 0 ||
               old_manual != manual;
     if (!(s = db_prep(c, sql_link_upsert)))
@@ -220,7 +220,7 @@ static int match_host(struct conn *c, const char *actor, int64_t host_id, const 
     int64_t rid = 0, ids[3];
     const char *rule = NULL;
     char detail[320] = "";
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int step;
 
     for (size_t i = 0; i < sizeof rules / sizeof *rules && rule == NULL; i++) {
@@ -231,11 +231,11 @@ static int match_host(struct conn *c, const char *actor, int64_t host_id, const 
             return GI_INTERNAL;
         db_bind_text(s, ":rule", rules[i].key_rule);
         db_bind_text(s, ":value", rules[i].value);
-        while ((step = sqlite3_step(s)) == SQLITE_ROW && n < 3)
-            ids[n++] = sqlite3_column_int64(s, 0);
-        sqlite3_reset(s);
-        if (step != SQLITE_ROW && step != SQLITE_DONE)
-            return db_map_rc(c->db, step);
+        while ((step = db_step(c, s)) == DB_ROW && n < 3)
+            ids[n++] = db_col_int(s, 0);
+        db_reset(s);
+        if (step != DB_ROW && step != DB_DONE)
+            return db_status(step);
         if (n == 1) {
             rid = ids[0];
             rule = rules[i].rule;
@@ -252,7 +252,7 @@ static int match_host(struct conn *c, const char *actor, int64_t host_id, const 
 int links_host_seen(struct conn *c, int64_t host_id, const char *hostname, const char *machine_id,
                     const char *serial)
 {
-    sqlite3_stmt *s = db_prep(c, sql_link_state);
+    struct db_stmt *s = db_prep(c, sql_link_state);
     struct hkeys k;
     bool exists, manual, same, broken;
     int64_t rid, rdc, hdc;
@@ -262,24 +262,24 @@ int links_host_seen(struct conn *c, int64_t host_id, const char *hostname, const
         return GI_INTERNAL;
     host_keys(hostname, machine_id, serial, &k);
     db_bind_int(s, ":id", host_id);
-    step = sqlite3_step(s);
-    if (step != SQLITE_ROW) {
-        sqlite3_reset(s);
-        return step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+    step = db_step(c, s);
+    if (step != DB_ROW) {
+        db_reset(s);
+        return step == DB_DONE ? GI_NOT_FOUND : db_status(step);
     }
-    exists = sqlite3_column_type(s, 0) != SQLITE_NULL;
-    rid = sqlite3_column_int64(s, 1);
+    exists = !db_col_is_null(s, 0);
+    rid = db_col_int(s, 1);
     /* A rule without its server: the server went by a path that could
      * not re-match (a data center deleted with its resources). */
     broken = rid == 0 &&
              (strcmp(col_text(s, 2), "serial") == 0 || strcmp(col_text(s, 2), "machine_id") == 0 ||
               strcmp(col_text(s, 2), "hostname") == 0);
-    manual = sqlite3_column_int64(s, 3) != 0;
+    manual = db_col_int(s, 3) != 0;
     same = strcmp(col_text(s, 4), k.serial) == 0 && strcmp(col_text(s, 5), k.mid) == 0 &&
            strcmp(col_text(s, 6), k.host) == 0;
-    rdc = sqlite3_column_int64(s, 7);
-    hdc = sqlite3_column_int64(s, 8);
-    sqlite3_reset(s);
+    rdc = db_col_int(s, 7);
+    hdc = db_col_int(s, 8);
+    db_reset(s);
     if (!exists || (!manual && (!same || broken)))
         return match_host(c, auto_actor, host_id, &k);
     if (rid > 0 && rdc != hdc) {
@@ -309,7 +309,7 @@ static void skey_add(struct skey *keys, size_t *n, const char *rule, const char 
  * a resource that is gone. */
 static int server_keys(struct conn *c, int64_t rid, struct skey *keys, size_t *n)
 {
-    sqlite3_stmt *s = db_prep(c, sql_res_ident);
+    struct db_stmt *s = db_prep(c, sql_res_ident);
     json_t *attrs = NULL;
     char buf[KEY_LEN];
     int step;
@@ -318,8 +318,8 @@ static int server_keys(struct conn *c, int64_t rid, struct skey *keys, size_t *n
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":rid", rid);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW && strcmp(col_text(s, 0), "server") == 0) {
+    step = db_step(c, s);
+    if (step == DB_ROW && strcmp(col_text(s, 0), "server") == 0) {
         const char *names[2] = {col_text(s, 1), NULL};
         json_error_t err;
         attrs = json_loads(col_text(s, 2), 0, &err);
@@ -337,9 +337,9 @@ static int server_keys(struct conn *c, int64_t rid, struct skey *keys, size_t *n
             skey_add(keys, n, "short", buf);
         }
     }
-    sqlite3_reset(s);
+    db_reset(s);
     json_decref(attrs);
-    return step == SQLITE_ROW || step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* True when both key sets hold the same keys. */
@@ -381,16 +381,16 @@ static int idset_add(struct idset *set, int64_t id)
 }
 
 /* Adds every id the statement returns (column 0). */
-static int idset_collect(struct conn *c, sqlite3_stmt *s, struct idset *set)
+static int idset_collect(struct conn *c, struct db_stmt *s, struct idset *set)
 {
     int step, rc = GI_OK;
 
-    while (rc == GI_OK && (step = sqlite3_step(s)) == SQLITE_ROW)
-        rc = idset_add(set, sqlite3_column_int64(s, 0));
-    sqlite3_reset(s);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        rc = idset_add(set, db_col_int(s, 0));
+    db_reset(s);
     if (rc != GI_OK)
         return rc;
-    return step == SQLITE_DONE ? GI_OK : db_map_rc(c->db, step);
+    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* Hosts whose identity meets one server key. */
@@ -400,7 +400,7 @@ static int hosts_with_key(struct conn *c, const struct skey *k, struct idset *se
                       : strcmp(k->rule, "machine_id") == 0 ? sql_hosts_mid
                       : strcmp(k->rule, "hostname") == 0   ? sql_hosts_host
                                                            : sql_hosts_short;
-    sqlite3_stmt *s = db_prep(c, sql);
+    struct db_stmt *s = db_prep(c, sql);
 
     if (!s)
         return GI_INTERNAL;
@@ -411,25 +411,25 @@ static int hosts_with_key(struct conn *c, const struct skey *k, struct idset *se
 /* Re-matches one automatic host from its recorded keys. */
 static int rematch(struct conn *c, const char *actor, int64_t host_id)
 {
-    sqlite3_stmt *s = db_prep(c, sql_host_keys);
+    struct db_stmt *s = db_prep(c, sql_host_keys);
     struct hkeys k;
     int step;
 
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", host_id);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW) {
+    step = db_step(c, s);
+    if (step == DB_ROW) {
         gi_strlcpy(k.serial, col_text(s, 0), sizeof k.serial);
         gi_strlcpy(k.mid, col_text(s, 1), sizeof k.mid);
         gi_strlcpy(k.host, col_text(s, 2), sizeof k.host);
         gi_strlcpy(k.shortn, col_text(s, 3), sizeof k.shortn);
     }
-    sqlite3_reset(s);
-    if (step == SQLITE_DONE)
+    db_reset(s);
+    if (step == DB_DONE)
         return GI_OK; /* manual meanwhile: left alone */
-    if (step != SQLITE_ROW)
-        return db_map_rc(c->db, step);
+    if (step != DB_ROW)
+        return db_status(step);
     return match_host(c, actor, host_id, &k);
 }
 
@@ -438,20 +438,20 @@ static int server_update(struct conn *c, const char *actor, int64_t rid, bool re
     struct skey old[SKEYS_MAX], now[SKEYS_MAX];
     size_t nold = 0, nnow = 0;
     struct idset hosts = {0};
-    sqlite3_stmt *s = db_prep(c, sql_keys_of);
+    struct db_stmt *s = db_prep(c, sql_keys_of);
     int rc = GI_INTERNAL, step;
 
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":rid", rid);
-    while ((step = sqlite3_step(s)) == SQLITE_ROW && nold < SKEYS_MAX) {
+    while ((step = db_step(c, s)) == DB_ROW && nold < SKEYS_MAX) {
         gi_strlcpy(old[nold].rule, col_text(s, 0), sizeof old[nold].rule);
         gi_strlcpy(old[nold].value, col_text(s, 1), sizeof old[nold].value);
         nold++;
     }
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return db_map_rc(c->db, step);
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
     if (!removing && (rc = server_keys(c, rid, now, &nnow)) != GI_OK)
         return rc;
     if (removing) {
@@ -527,7 +527,7 @@ static void manual_bool(json_t *o)
 
 int links_gpu_resource(struct conn *c, const char *uuid, json_t **out)
 {
-    sqlite3_stmt *s = db_prep(c, sql_gpu_resource);
+    struct db_stmt *s = db_prep(c, sql_gpu_resource);
     int rc;
 
     if (!s)
@@ -568,7 +568,7 @@ static const char sql_host_count[] =
 
 static int host_get(struct conn *c, int64_t id, json_t **out)
 {
-    sqlite3_stmt *s = db_prep(c, sql_host_get);
+    struct db_stmt *s = db_prep(c, sql_host_get);
     int rc;
 
     if (!s)
@@ -579,7 +579,7 @@ static int host_get(struct conn *c, int64_t id, json_t **out)
     return rc;
 }
 
-static void bind_host_filter(sqlite3_stmt *s, const void *filter)
+static void bind_host_filter(struct db_stmt *s, const void *filter)
 {
     const struct store_host_filter *f = filter;
     db_bind_int(s, ":dc", f->datacenter_id);
@@ -611,20 +611,19 @@ int store_host_get(struct store *st, int64_t id, json_t **out)
 /* The keys of a host from its row. */
 static int host_keys_of(struct conn *c, int64_t host_id, struct hkeys *k)
 {
-    sqlite3_stmt *s = db_prep(c, sql_host_ident);
+    struct db_stmt *s = db_prep(c, sql_host_ident);
     int step;
 
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", host_id);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW)
-        host_keys((const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
-                  (const char *)sqlite3_column_text(s, 2), k);
-    sqlite3_reset(s);
-    if (step == SQLITE_DONE)
+    step = db_step(c, s);
+    if (step == DB_ROW)
+        host_keys(db_col_text(s, 0), db_col_text(s, 1), db_col_text(s, 2), k);
+    db_reset(s);
+    if (step == DB_DONE)
         return GI_NOT_FOUND;
-    return step == SQLITE_ROW ? GI_OK : db_map_rc(c->db, step);
+    return step == DB_ROW ? GI_OK : db_status(step);
 }
 
 int store_host_link_set(struct store *st, const char *actor, int64_t host_id,
@@ -632,7 +631,7 @@ int store_host_link_set(struct store *st, const char *actor, int64_t host_id,
 {
     struct conn *c = db_conn_get(st);
     struct hkeys k;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = db_tx_begin(c);
 
     *out = NULL;
@@ -646,11 +645,11 @@ int store_host_link_set(struct store *st, const char *actor, int64_t host_id,
         if (!(s = db_prep(c, sql_res_ident)))
             goto cleanup;
         db_bind_int(s, ":rid", resource_id);
-        rc = sqlite3_step(s);
-        rc = rc == SQLITE_ROW    ? (strcmp(col_text(s, 0), "server") == 0 ? GI_OK : GI_INVALID)
-             : rc == SQLITE_DONE ? GI_INVALID
-                                 : db_map_rc(c->db, rc);
-        sqlite3_reset(s);
+        rc = db_step(c, s);
+        rc = rc == DB_ROW    ? (strcmp(col_text(s, 0), "server") == 0 ? GI_OK : GI_INVALID)
+             : rc == DB_DONE ? GI_INVALID
+                             : db_status(rc);
+        db_reset(s);
         if (rc != GI_OK)
             goto cleanup;
         rc = link_write(c, actor, host_id, resource_id, "manual", true, NULL, &k);
@@ -692,7 +691,7 @@ int store_res_discovered(struct store *st, int64_t resource_id, int64_t stale_be
     double util = 0;
     int64_t nutil = 0, in_use = 0;
     size_t i;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = GI_INTERNAL;
 
     *out = NULL;
@@ -757,7 +756,7 @@ int store_links_refresh(struct store *st)
     struct conn *c = db_conn_get(st);
     struct idset servers = {0}, hosts = {0};
     struct hkeys k;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = db_tx_begin(c);
 
     if (rc != GI_OK)

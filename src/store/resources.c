@@ -90,7 +90,7 @@
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
 static int collect_with(struct store *st, enum stmt_id id, const char *name, int64_t v,
                         json_t **items)
@@ -100,14 +100,14 @@ static int collect_with(struct store *st, enum stmt_id id, const char *name, int
 
 static int res_get(struct conn *c, int64_t id, json_t **out)
 {
-    sqlite3_stmt *s = prep(c, ST_RES_GET);
+    struct db_stmt *s = prep(c, ST_RES_GET);
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", id);
     return db_fetch_one(c, s, out);
 }
 
-static void bind_resource(sqlite3_stmt *s, const struct store_resource *in)
+static void bind_resource(struct db_stmt *s, const struct store_resource *in)
 {
     db_bind_int(s, ":dc", in->datacenter_id);
     db_bind_text(s, ":kind", in->kind);
@@ -134,7 +134,7 @@ static void bind_resource(sqlite3_stmt *s, const struct store_resource *in)
 static int res_insert(struct conn *c, const char *actor, const struct store_resource *in,
                       int64_t *id, json_t **after)
 {
-    sqlite3_stmt *s = prep(c, ST_RES_ADD);
+    struct db_stmt *s = prep(c, ST_RES_ADD);
     int rc;
 
     if (!s)
@@ -142,7 +142,7 @@ static int res_insert(struct conn *c, const char *actor, const struct store_reso
     bind_resource(s, in);
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
-    *id = sqlite3_last_insert_rowid(c->db);
+    *id = db_last_id(c);
     if ((rc = links_server_changed(c, actor, *id)) != GI_OK)
         return rc;
     if (in->state && strcmp(in->state, "in_use") == 0 && in->tenant) {
@@ -215,21 +215,21 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
 
 /* Appends a statement's single text column, row by row, to *buf as a
  * comma-separated list (the inside of a JSON array); *rows counts them. */
-static int collect_text(struct conn *c, sqlite3_stmt *s, char **buf, size_t *len, size_t *cap,
+static int collect_text(struct conn *c, struct db_stmt *s, char **buf, size_t *len, size_t *cap,
                         size_t *rows)
 {
     int rc;
 
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(s, 0);
-        size_t n = (size_t)sqlite3_column_bytes(s, 0);
+    while ((rc = db_step(c, s)) == DB_ROW) {
+        const char *t = db_col_text(s, 0);
+        size_t n = (size_t)db_col_bytes(s, 0);
         if (*len + n + 2 > *cap) {
             size_t nc = *cap ? *cap * 2 : 65536;
             char *nb;
             while (nc < *len + n + 2)
                 nc *= 2;
             if ((nb = realloc(*buf, nc)) == NULL) {
-                sqlite3_reset(s);
+                db_reset(s);
                 return GI_INTERNAL;
             }
             *buf = nb;
@@ -242,8 +242,8 @@ static int collect_text(struct conn *c, sqlite3_stmt *s, char **buf, size_t *len
         (*buf)[*len] = '\0';
         (*rows)++;
     }
-    sqlite3_reset(s);
-    return rc == SQLITE_DONE ? GI_OK : db_map_rc(c->db, rc);
+    db_reset(s);
+    return rc == DB_DONE ? GI_OK : db_status(rc);
 }
 
 int store_res_list_text(struct store *st, const struct store_res_filter *f,
@@ -260,7 +260,7 @@ int store_res_list_text(struct store *st, const struct store_res_filter *f,
                              ? ST_RES_COUNT_FAST
                              : (enum stmt_id)(ST_RES_COUNT_DK + variant);
     size_t cap = 0;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = GI_INTERNAL;
 
     *items = NULL;
@@ -328,20 +328,20 @@ int store_res_get(struct store *st, int64_t id, json_t **out)
 int store_res_kind(struct store *st, int64_t id, char *kind, size_t len, int64_t *datacenter_id)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_RES_KIND);
+    struct db_stmt *s = prep(c, ST_RES_KIND);
     int rc = GI_INTERNAL, step;
 
     if (s) {
         db_bind_int(s, ":id", id);
-        step = sqlite3_step(s);
-        if (step == SQLITE_ROW) {
-            gi_strlcpy(kind, (const char *)sqlite3_column_text(s, 0), len);
-            *datacenter_id = sqlite3_column_int64(s, 1);
+        step = db_step(c, s);
+        if (step == DB_ROW) {
+            gi_strlcpy(kind, db_col_text(s, 0), len);
+            *datacenter_id = db_col_int(s, 1);
             rc = GI_OK;
         } else {
-            rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+            rc = step == DB_DONE ? GI_NOT_FOUND : db_status(step);
         }
-        sqlite3_reset(s);
+        db_reset(s);
     }
     db_conn_put(st, c);
     return rc;
@@ -355,7 +355,7 @@ static int alloc_track(struct conn *c, const char *actor, int64_t id, const char
     const char *state = in->state ? in->state : "available"; /* as bind_resource stores it */
     bool was = strcmp(old_state, "in_use") == 0 || strcmp(old_state, "reserved") == 0;
     bool now_held = strcmp(state, "in_use") == 0 || strcmp(state, "reserved") == 0;
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc;
 
     if (was && !now_held) {
@@ -383,7 +383,7 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
                      const struct store_resource *in, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL;
     int rc = db_tx_begin(c);
 
@@ -400,7 +400,7 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
     db_bind_int(s, ":version", version);
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
-    if (sqlite3_changes(c->db) != 1) {
+    if (db_changes(c) != 1) {
         rc = GI_CONFLICT;
         goto cleanup;
     }
@@ -426,7 +426,7 @@ cleanup:
 int store_res_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **held)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL;
     const char *state;
     int rc = db_tx_begin(c);
@@ -467,7 +467,7 @@ cleanup:
 static int res_allocate(struct conn *c, const char *actor, int64_t id, const char *tenant,
                         const char *project, json_t **after)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL;
     int rc;
 
@@ -482,7 +482,7 @@ static int res_allocate(struct conn *c, const char *actor, int64_t id, const cha
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
-    if (sqlite3_changes(c->db) != 1) {
+    if (db_changes(c) != 1) {
         rc = GI_CONFLICT;
         goto cleanup;
     }
@@ -525,7 +525,7 @@ int store_res_allocate(struct store *st, const char *actor, int64_t id, const ch
 int store_res_release(struct store *st, const char *actor, int64_t id, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL;
     int rc = db_tx_begin(c);
 
@@ -541,7 +541,7 @@ int store_res_release(struct store *st, const char *actor, int64_t id, json_t **
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
-    if (sqlite3_changes(c->db) != 1) {
+    if (db_changes(c) != 1) {
         rc = GI_CONFLICT;
         goto cleanup;
     }
@@ -575,11 +575,11 @@ int store_alloc_bulk(struct store *st, const char *actor, const struct store_all
                      json_t **items, int64_t *available)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int64_t ids[1000];
     int64_t n = 0;
     json_t *arr = json_array();
-    int rc = db_tx_begin(c), step = SQLITE_DONE;
+    int rc = db_tx_begin(c), step = DB_DONE;
 
     *items = NULL;
     *available = 0;
@@ -593,11 +593,11 @@ int store_alloc_bulk(struct store *st, const char *actor, const struct store_all
     db_bind_int(s, ":min_gpus", req->min_gpus);
     db_bind_text(s, ":gpu_model", req->gpu_model);
     db_bind_int(s, ":limit", req->count < 1000 ? req->count : 1000);
-    while (n < 1000 && (step = sqlite3_step(s)) == SQLITE_ROW)
-        ids[n++] = sqlite3_column_int64(s, 0);
-    sqlite3_reset(s);
-    if (step != SQLITE_ROW && step != SQLITE_DONE) {
-        rc = db_map_rc(c->db, step);
+    while (n < 1000 && (step = db_step(c, s)) == DB_ROW)
+        ids[n++] = db_col_int(s, 0);
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE) {
+        rc = db_status(step);
         goto cleanup;
     }
     *available = n;

@@ -47,7 +47,7 @@ const char store_sql_source_list[] = SRC_SELECT "ORDER BY s.id";
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static sqlite3_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
 static int collect_with(struct store *st, enum stmt_id id, const char *name, int64_t v,
                         json_t **items)
@@ -61,21 +61,21 @@ static int collect_with(struct store *st, enum stmt_id id, const char *name, int
 int source_ensure(struct conn *c, const char *name, const char *kind, const char *team,
                   const char *env, const char *cluster, int64_t *id)
 {
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     int rc = GI_INTERNAL, step;
 
     if (!(s = prep(c, ST_SOURCE_GET)))
         return GI_INTERNAL;
     db_bind_text(s, ":name", name);
-    step = sqlite3_step(s);
-    if (step == SQLITE_ROW) {
-        const char *have = (const char *)sqlite3_column_text(s, 1);
-        *id = sqlite3_column_int64(s, 0);
+    step = db_step(c, s);
+    if (step == DB_ROW) {
+        const char *have = db_col_text(s, 1);
+        *id = db_col_int(s, 0);
         rc = have && strcmp(have, kind) == 0 ? GI_OK : GI_CONFLICT;
     } else {
-        rc = step == SQLITE_DONE ? GI_NOT_FOUND : db_map_rc(c->db, step);
+        rc = step == DB_DONE ? GI_NOT_FOUND : db_status(step);
     }
-    sqlite3_reset(s);
+    db_reset(s);
     if (rc != GI_NOT_FOUND)
         return rc;
     if (!(s = prep(c, ST_SOURCE_ADD)))
@@ -87,7 +87,7 @@ int source_ensure(struct conn *c, const char *name, const char *kind, const char
     db_bind_opt_text(s, ":cluster", cluster);
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) == GI_OK)
-        *id = sqlite3_last_insert_rowid(c->db);
+        *id = db_last_id(c);
     return rc;
 }
 
@@ -108,7 +108,7 @@ int store_source_list(struct store *st, int64_t stale_before, json_t **items)
 
 static int src_get(struct conn *c, int64_t id, int64_t stale_before, json_t **out)
 {
-    sqlite3_stmt *s = prep(c, ST_SRC_GET);
+    struct db_stmt *s = prep(c, ST_SRC_GET);
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", id);
@@ -129,7 +129,7 @@ int store_source_create(struct store *st, const char *actor, const struct store_
                         json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *view = NULL;
     int64_t id;
     int rc = db_tx_begin(c);
@@ -152,7 +152,7 @@ int store_source_create(struct store *st, const char *actor, const struct store_
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
-    id = sqlite3_last_insert_rowid(c->db);
+    id = db_last_id(c);
     if ((rc = src_get(c, id, 0, out)) != GI_OK)
         goto cleanup;
     view = src_audit_view(*out);
@@ -180,7 +180,7 @@ int store_source_update(struct store *st, const char *actor, int64_t id,
                         const struct store_source *in, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL, *bv = NULL, *av = NULL;
     int rc = db_tx_begin(c);
 
@@ -226,7 +226,7 @@ cleanup:
 int store_source_delete(struct store *st, const char *actor, int64_t id)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s;
+    struct db_stmt *s;
     json_t *before = NULL, *bv = NULL;
     int rc = db_tx_begin(c);
 
@@ -258,7 +258,7 @@ int store_source_due(struct store *st, int64_t now, json_t **items)
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = prep(c, ST_SRC_RECORD);
+    struct db_stmt *s = prep(c, ST_SRC_RECORD);
     int rc = GI_INTERNAL;
 
     if (s) {
