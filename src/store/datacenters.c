@@ -83,11 +83,7 @@ int store_dc_create(struct store *st, const char *actor, const struct store_dc *
         goto cleanup;
     rc = db_audit(c, actor, "create", "datacenter", id, NULL, *out);
 cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     db_conn_put(st, c);
     return rc;
 }
@@ -136,11 +132,7 @@ int store_dc_update(struct store *st, const char *actor, int64_t id, const struc
         goto cleanup;
     rc = db_audit(c, actor, "update", "datacenter", id, before, *out);
 cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     json_decref(before);
     db_conn_put(st, c);
     return rc;

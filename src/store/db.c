@@ -357,6 +357,16 @@ int db_tx_end(struct conn *c, int st)
     return st;
 }
 
+int db_tx_end_doc(struct conn *c, int st, json_t **out)
+{
+    st = db_tx_end(c, st);
+    if (st != GI_OK && *out) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 void db_read_begin(struct conn *c) { sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL); }
 
 void db_read_end(struct conn *c) { sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL); }

@@ -94,6 +94,10 @@ int db_tx_begin(struct conn *c);
 /* Commits when st is GI_OK, else rolls back; releases the writer lock and
  * returns the final status. */
 int db_tx_end(struct conn *c, int st);
+/* db_tx_end() for a write that returns a document: when the transaction
+ * fails, *out (if set) is released and set to NULL, so the caller never
+ * sees a document of a write that did not happen. */
+int db_tx_end_doc(struct conn *c, int st, json_t **out);
 /* A read transaction, so that several statements see one snapshot. */
 void db_read_begin(struct conn *c);
 void db_read_end(struct conn *c);

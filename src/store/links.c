@@ -663,11 +663,7 @@ int store_host_link_set(struct store *st, const char *actor, int64_t host_id,
     if (rc == GI_OK)
         rc = host_get(c, host_id, out);
 cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     db_conn_put(st, c);
     return rc;
 }

@@ -171,11 +171,7 @@ int store_res_create(struct store *st, const char *actor, const struct store_res
     *out = NULL;
     if (rc == GI_OK)
         rc = res_insert(c, actor, in, &id, out);
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     db_conn_put(st, c);
     return rc;
 }
@@ -413,11 +409,7 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
         goto cleanup;
     rc = db_audit(c, actor, "update", "resource", id, before, *out);
 cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     json_decref(before);
     db_conn_put(st, c);
     return rc;
@@ -513,11 +505,7 @@ int store_res_allocate(struct store *st, const char *actor, int64_t id, const ch
     *out = NULL;
     if (rc == GI_OK)
         rc = res_allocate(c, actor, id, tenant, project, out);
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     db_conn_put(st, c);
     return rc;
 }
@@ -556,11 +544,7 @@ int store_res_release(struct store *st, const char *actor, int64_t id, json_t **
         goto cleanup;
     rc = db_audit(c, actor, "release", "resource", id, before, *out);
 cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     json_decref(before);
     db_conn_put(st, c);
     return rc;

@@ -158,11 +158,7 @@ int store_source_create(struct store *st, const char *actor, const struct store_
     view = src_audit_view(*out);
     rc = db_audit(c, actor, "create", "source", id, NULL, view);
 cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     json_decref(view);
     db_conn_put(st, c);
     return rc;
@@ -211,11 +207,7 @@ int store_source_update(struct store *st, const char *actor, int64_t id,
     av = src_audit_view(*out);
     rc = db_audit(c, actor, "update", "source", id, bv, av);
 cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK && *out) {
-        json_decref(*out);
-        *out = NULL;
-    }
+    rc = db_tx_end_doc(c, rc, out);
     json_decref(before);
     json_decref(bv);
     json_decref(av);
