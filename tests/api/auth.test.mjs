@@ -2,7 +2,7 @@
 // management over the API and the CLI, hashed storage, dashboard sessions.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, assertError, ok, mkDc, mkToken, runCli, sqlite, dbBytes, uniq } from './helpers.mjs';
+import { useServer, assertError, ok, mkDc, mkToken, runCli, dbQuery, dbDump, dbBytes, uniq } from './helpers.mjs';
 
 describe('bearer tokens and roles', () => {
   const h = useServer();
@@ -125,8 +125,8 @@ describe('bearer tokens and roles', () => {
 
   test('the database holds token hashes, never token plaintext', async () => {
     assert.ok(secrets.length >= 5);
-    const dump = await sqlite(h.s.db, '.dump');
-    const bytes = dbBytes(h.s.db);
+    const dump = await dbDump(h.s.db);
+    const bytes = await dbBytes(h.s.db);
     for (const secret of [...secrets, h.s.token]) {
       assert.ok(!dump.includes(secret), 'token plaintext found in the database dump');
       assert.ok(!bytes.includes(Buffer.from(secret)), 'token plaintext found in the database file');
@@ -134,7 +134,7 @@ describe('bearer tokens and roles', () => {
       const body = secret.replace(/^gpi_/, '');
       assert.ok(!dump.includes(body));
     }
-    const hashes = (await sqlite(h.s.db, 'SELECT hash FROM tokens')).trim().split('\n');
+    const hashes = (await dbQuery(h.s.db, 'SELECT hash FROM tokens')).trim().split('\n');
     assert.ok(hashes.length >= secrets.length);
     for (const x of hashes) assert.match(x, /^[0-9a-f]{64}$/);
     assert.ok(!dump.includes(h.s.password), 'the admin password must not be stored in clear');
@@ -148,7 +148,7 @@ describe('bearer tokens and roles', () => {
     assert.match(secret, /^gpi_[A-Za-z0-9_-]{20,}$/);
     ok(await h.s.api('GET', '/api/v1/datacenters', { auth: secret }));
     assertError(await h.s.api('POST', '/api/v1/datacenters', { body: { name: uniq('x') }, auth: secret }), 403);
-    assert.ok(!dbBytes(h.s.db).includes(Buffer.from(secret)));
+    assert.ok(!(await dbBytes(h.s.db)).includes(Buffer.from(secret)));
 
     const listed = await runCli(['token', 'list', '--db', h.s.db]);
     assert.equal(listed.code, 0, listed.stderr);
@@ -239,7 +239,7 @@ describe('dashboard sessions', () => {
       { auth: null, headers: { Cookie: 'gpuinv_session=forged-value-forged-value' } }), 401);
     // Only the cookie's hash is stored.
     const secret = pair.split('=')[1];
-    assert.ok(!dbBytes(h.s.db).includes(Buffer.from(secret)), 'session secret stored in clear');
+    assert.ok(!(await dbBytes(h.s.db)).includes(Buffer.from(secret)), 'session secret stored in clear');
   });
 
   test('cookie writes must come from the same origin', async () => {

@@ -6,7 +6,7 @@
 // the list its link opens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok, assertError, runCli, sqlite } from './helpers.mjs';
+import { useServer, ok, assertError, runCli, dbQuery } from './helpers.mjs';
 
 const h = useServer();
 const now = () => Math.floor(Date.now() / 1000);
@@ -74,9 +74,10 @@ test('another source cannot rewrite, hide or out-sample a GPU it does not own', 
   // Its samples are kept beside the owner's, never in their place.
   assert.equal(g.util_pct, 90);
   assert.equal(g.reading_source, 'cf-owner');
-  const rows = await sqlite(h.s.db, `SELECT s.name, x.util_avg FROM gpu_samples x JOIN gpus g ON g.id = x.gpu_id
+  const rows = await dbQuery(h.s.db, `SELECT s.name, x.util_avg FROM gpu_samples x JOIN gpus g ON g.id = x.gpu_id
     JOIN sources s ON s.id = x.source_id WHERE g.uuid = '${a}' AND x.ts = ${t} ORDER BY s.name`);
-  assert.equal(rows.trim(), 'cf-intruder|0.0\ncf-owner|90.0');
+  assert.deepEqual(rows.trim().split('\n').map((l) => l.split('|')).map(([n, v]) => [n, Number(v)]),
+    [['cf-intruder', 0], ['cf-owner', 90]]);
   // A sample "from the future" does not pre-empt the owner's next one.
   await push(owner, batch('o-2', 'fra1-gpu-001', [gpu(a, 'SER-A', 0), gpu(b, 'SER-B', 1)],
     { samples: [{ time: now(), gpu: a, util_avg: 70 }, { time: now(), gpu: b, util_avg: 60 }] }));

@@ -2,9 +2,8 @@
 // data, and every write acknowledged before SIGTERM (or a crash) survives.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { startServer, tempDir } from '../lib/server.mjs';
-import { assertError, ok, mkDc, mkRes, mkToken, stopClean } from './helpers.mjs';
+import { assertError, ok, mkDc, mkRes, mkToken, stopClean, newDb } from './helpers.mjs';
 
 /** Starts a server on an existing database with the same admin credentials. */
 function restart(prev) {
@@ -14,7 +13,7 @@ function restart(prev) {
 describe('durability', () => {
   test('a restarted server on the same database has everything', async () => {
     const dir = tempDir('gpuinv-dur-');
-    const s1 = await startServer({ dir, db: path.join(dir, 'inv.db') });
+    const s1 = await startServer({ dir, db: await newDb(dir, 'inv.db') });
     let s2;
     try {
       const dc = await mkDc(s1, { location: 'Stockholm', rows: 7 });

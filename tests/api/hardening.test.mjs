@@ -9,10 +9,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { startServer } from '../lib/server.mjs';
-import { useServer, stopClean, assertError, ok, mkDc, mkToken, runCli } from './helpers.mjs';
+import { useServer, stopClean, assertError, ok, mkDc, mkToken, runCli, dbQuery, isPg } from './helpers.mjs';
 
 const MiB = 1024 * 1024;
 
@@ -383,15 +382,6 @@ describe('connections', () => {
   });
 });
 
-/** Runs sqlite3 (read-write) on a database. */
-function sqliteRw(db, sql) {
-  return new Promise((resolve, reject) => {
-    execFile('sqlite3', [db, sql], { timeout: 30000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(stderr || err.message)); else resolve(stdout);
-    });
-  });
-}
-
 describe('sessions', () => {
   const h = useServer();
 
@@ -421,13 +411,13 @@ describe('sessions', () => {
   });
 
   test('expired sessions are pruned', async () => {
-    const uid = (await sqliteRw(h.s.db, "SELECT id FROM users WHERE name = 'admin'")).trim();
-    await sqliteRw(h.s.db, `INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES `
+    const uid = (await dbQuery(h.s.db, "SELECT id FROM users WHERE name = 'admin'")).trim();
+    await dbQuery(h.s.db, `INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES `
       + `('expired-one', ${uid}, 1, 2), ('live-one', ${uid}, 1, 99999999999)`);
     await signIn('admin', h.s.password);
-    const left = (await sqliteRw(h.s.db, "SELECT hash FROM sessions WHERE hash LIKE '%-one' ORDER BY hash")).trim();
+    const left = (await dbQuery(h.s.db, "SELECT hash FROM sessions WHERE hash LIKE '%-one' ORDER BY hash")).trim();
     assert.equal(left, 'live-one');
-    await sqliteRw(h.s.db, "DELETE FROM sessions WHERE hash = 'live-one'");
+    await dbQuery(h.s.db, "DELETE FROM sessions WHERE hash = 'live-one'");
   });
 });
 
@@ -450,6 +440,6 @@ describe('start-up token', () => {
     const help = await runCli(['serve', '--help']);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /3 GPUINV_ADMIN_TOKEN names a revoked token/);
-    assert.ok(path.isAbsolute(db));
+    assert.ok(isPg(db) || path.isAbsolute(db));
   });
 });

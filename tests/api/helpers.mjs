@@ -4,7 +4,20 @@ import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
-import { startServer, BIN } from '../lib/server.mjs';
+import { startServer, BIN, isPg, psql, newDb, pgBase } from '../lib/server.mjs';
+
+export { newDb, isPg };
+
+/** True when the suites run on PostgreSQL (GPUINV_TEST_PG is set). */
+export const onPg = pgBase() !== null;
+
+/**
+ * Test options that skip a test which depends on SQLite itself (its file,
+ * its disk-full behaviour) when the suites run on PostgreSQL.
+ */
+export function sqliteOnly(reason) {
+  return { skip: onPg ? `SQLite only: ${reason}` : false };
+}
 
 /**
  * Starts one server for the whole file (before) and stops it at the end
@@ -109,7 +122,24 @@ export function runCli(args, env = {}) {
   });
 }
 
-/** Runs a query with the sqlite3 command-line shell against a database file. */
+/**
+ * Runs SQL on a database, a SQLite file (through the sqlite3 shell) or a
+ * PostgreSQL URL (through psql), and resolves to the rows as both shells
+ * print them here: one line per row, columns separated by '|', NULL as an
+ * empty string, no header. Statements may write; several may be given, the
+ * output of each is printed in turn. Use SQL both dialects accept.
+ */
+export function dbQuery(db, sql) {
+  if (isPg(db)) return psql(db, sql);
+  return new Promise((resolve, reject) => {
+    execFile('sqlite3', ['-cmd', '.timeout 5000', db, sql], { timeout: 30000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`sqlite3 failed: ${stderr || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** Runs a query with the sqlite3 command-line shell, read-only, against a database file. */
 export function sqlite(db, sql) {
   return new Promise((resolve, reject) => {
     execFile('sqlite3', ['-readonly', db, sql], { timeout: 30000 }, (err, stdout, stderr) => {
@@ -119,8 +149,25 @@ export function sqlite(db, sql) {
   });
 }
 
-/** The raw bytes of a database and its WAL, for plaintext checks. */
-export function dbBytes(db) {
+/** Every table's rows as SQL text: sqlite3's .dump or pg_dump. */
+export function dbDump(db) {
+  if (!isPg(db)) return sqlite(db, '.dump');
+  return new Promise((resolve, reject) => {
+    execFile('pg_dump', ['--no-owner', '-d', db], { timeout: 60000, maxBuffer: 256 << 20 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`pg_dump failed: ${stderr || err.message}`));
+        else resolve(stdout);
+      });
+  });
+}
+
+/**
+ * Where stored data could be read in clear: the raw bytes of a SQLite
+ * database and its WAL (deleted rows and old page versions included); on
+ * PostgreSQL, whose files belong to the server, the bytes of a full dump.
+ */
+export async function dbBytes(db) {
+  if (isPg(db)) return Buffer.from(await dbDump(db));
   const parts = [readFileSync(db)];
   if (existsSync(db + '-wal')) parts.push(readFileSync(db + '-wal'));
   return Buffer.concat(parts);

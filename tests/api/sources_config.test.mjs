@@ -5,11 +5,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { useServer, assertError, ok, mkToken } from './helpers.mjs';
+import { useServer, assertError, ok, mkToken, dbQuery } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const metrics = readFileSync(path.join(here, '..', 'fixtures', 'prom', 'dcgm_a100_8gpu.prom'));
@@ -131,8 +130,7 @@ test('a URL with credentials stored before they were refused is masked for viewe
   const src = ok(await s.api('POST', '/api/v1/sources',
     { body: { name: 'legacy', kind: 'prometheus', config: { url: 'http://127.0.0.1:1/' } } }), 201);
   const legacy = JSON.stringify({ url: 'http://admin:s3cret@127.0.0.1:1/' });
-  await new Promise((resolve, reject) => execFile('sqlite3', ['-cmd', '.timeout 5000', s.db,
-    `UPDATE sources SET config = '${legacy}' WHERE id = ${src.id}`], (err, _o, e) => (err ? reject(new Error(e)) : resolve())));
+  await dbQuery(s.db, `UPDATE sources SET config = '${legacy}' WHERE id = ${src.id}`);
   const viewer = (await mkToken(s, 'viewer')).token;
   const one = await s.api('GET', `/api/v1/sources/${src.id}`, { auth: viewer });
   assert.equal(one.json.config.url, 'http://(redacted)@127.0.0.1:1/');

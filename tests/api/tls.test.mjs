@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startServer, tempDir } from '../lib/server.mjs';
-import { stopClean, runCli } from './helpers.mjs';
+import { stopClean, runCli, newDb } from './helpers.mjs';
 
 /** Makes a self-signed P-256 certificate for 127.0.0.1; resolves {cert, key} paths. */
 function makeCert(dir, name) {
@@ -91,7 +91,7 @@ describe('TLS', () => {
   test('missing, unreadable or mismatched files stop start-up with a clear message', async () => {
     const notPem = path.join(dir, 'not.pem');
     writeFileSync(notPem, 'hello\n');
-    const db = path.join(dir, 'tls.db');
+    const db = await newDb(dir, 'tls.db');
     const cases = [
       [[files.cert, path.join(dir, 'missing.key')], /cannot read the TLS key/],
       [[notPem, files.key], /not a PEM file/],

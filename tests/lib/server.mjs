@@ -1,7 +1,13 @@
 // Test harness: starts the real gpuinv binary on an ephemeral loopback port
 // with a temporary database, and talks to it over HTTP.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync } from 'node:fs';
+//
+// The database is a SQLite file unless GPUINV_TEST_PG is set: then every
+// server gets a fresh PostgreSQL database on that server. GPUINV_TEST_PG is
+// either a libpq URL without a database name (postgresql://user@/?host=/sock,
+// postgresql://user@host:port/) or a directory holding such a URL in its
+// file `conninfo` (what tests/lib/pg.sh start writes).
+import { spawn, execFile } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import os from 'node:os';
@@ -17,7 +23,61 @@ export function tempDir(prefix = 'gpuinv-') {
 }
 
 /**
- * Starts `gpuinv serve`. Options: db (path; default a new temp file), demo,
+ * The PostgreSQL URL base from GPUINV_TEST_PG (see the top of this file),
+ * or null when the suites run on SQLite.
+ */
+export function pgBase() {
+  const v = process.env.GPUINV_TEST_PG;
+  if (!v) return null;
+  if (/^postgres(ql)?:\/\//.test(v)) return v;
+  let isDir = false;
+  try { isDir = statSync(v).isDirectory(); } catch { /* not a path */ }
+  if (!isDir) throw new Error(`GPUINV_TEST_PG is neither a postgresql:// URL nor a directory: ${v}`);
+  return readFileSync(path.join(v, 'conninfo'), 'utf8').trim();
+}
+
+/** True when db names a PostgreSQL database rather than a SQLite file. */
+export function isPg(db) {
+  return /^postgres(ql)?:\/\//.test(db);
+}
+
+/** The URL base with its database name set to name (the query is kept). */
+export function pgUrl(base, name) {
+  const q = base.indexOf('?');
+  const head = q < 0 ? base : base.slice(0, q);
+  const query = q < 0 ? '' : base.slice(q);
+  // postgresql://[userinfo@][hosts][/dbname]: replace whatever follows the authority.
+  const m = head.match(/^(postgres(?:ql)?:\/\/[^/]*)/);
+  return `${m[1]}/${encodeURIComponent(name)}${query}`;
+}
+
+/** Runs psql on a database URL; resolves to its unaligned, header-less output. */
+export function psql(url, sql) {
+  return new Promise((resolve, reject) => {
+    execFile('psql', ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', url, '-c', sql],
+      { timeout: 30000, env: { ...process.env, PGCONNECT_TIMEOUT: '10' } }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`psql failed: ${stderr || err.message}`));
+        else resolve(stdout);
+      });
+  });
+}
+
+/**
+ * A fresh, empty database for a server or a CLI command: a new file name in
+ * dir (default a new temp directory) on SQLite, or a newly created database
+ * gi_<random hex> when the suites run on PostgreSQL. Resolves to what
+ * `--db` takes.
+ */
+export async function newDb(dir, file = 'gpuinv.db') {
+  const base = pgBase();
+  if (!base) return path.join(dir || tempDir(), file);
+  const name = 'gi_' + randomBytes(8).toString('hex');
+  await psql(pgUrl(base, 'postgres'), `CREATE DATABASE ${name}`);
+  return pgUrl(base, name);
+}
+
+/**
+ * Starts `gpuinv serve`. Options: db (path or URL; default newDb()), demo,
  * args (extra flags), env (extra environment). Resolves to a handle with
  * url (https:// when started with --tls-cert), token (admin bearer token),
  * password (admin dashboard password), pid, api(), stop() and the child
@@ -25,7 +85,7 @@ export function tempDir(prefix = 'gpuinv-') {
  */
 export async function startServer(opts = {}) {
   const dir = opts.dir || tempDir();
-  const db = opts.db || path.join(dir, 'gpuinv.db');
+  const db = opts.db || await newDb(dir);
   const token = opts.token || 'test-admin-' + randomBytes(16).toString('hex');
   const password = opts.password || 'pw-' + randomBytes(8).toString('hex');
   const args = ['serve', '--listen', '127.0.0.1:0', '--db', db, ...(opts.demo ? ['--demo'] : []),

@@ -3,6 +3,7 @@
  * of the rules, normalization, ambiguity, manual links that win, and
  * re-matching when servers change; plus the drift model comparison. */
 #include "unit.h"
+#include "testdb.h"
 
 #include "core/log.h"
 #include "core/observation.h"
@@ -13,8 +14,7 @@
 #include <unistd.h>
 
 struct fixture {
-    char dir[256];
-    char path[300];
+    struct testdb db;
     struct store *st;
     int64_t dc, source;
     int batches;
@@ -23,20 +23,13 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    const char *tmp = getenv("TMPDIR");
     struct store_dc dc = {"dc-1", "here", 2};
     json_t *out = NULL;
 
     if (f == NULL)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/gi-links-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(f->dir) == NULL) {
-        free(f);
-        return -1;
-    }
-    snprintf(f->path, sizeof f->path, "%s/test.db", f->dir);
     gi_log_set_level(GI_LOG_WARN);
-    if (store_open(f->path, 2, &f->st) != GI_OK ||
+    if (test_store_open(&f->db, 2, &f->st) != 0 ||
         store_dc_create(f->st, "t", &dc, &out) != GI_OK ||
         store_source_ensure(f->st, "agents", "push", NULL, NULL, NULL, &f->source) != GI_OK)
         return -1;
@@ -51,7 +44,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
 
     store_close(f->st);
-    unit_db_remove(f->path, f->dir);
+    testdb_remove(&f->db);
     free(f);
     return 0;
 }

@@ -1,40 +1,33 @@
-/* Unit tests for the SQLite store (src/store/ through store.h), each
- * on a fresh database file in a temporary directory: migrations, data
- * centers, resources, allocation, bulk allocation, import, audit, tokens
- * and sessions. */
+/* Unit tests for the store (src/store/ through store.h), each on a fresh
+ * database from testdb.h (a SQLite file, or a PostgreSQL database when run
+ * as unit-pg/test_store): migrations, data centers, resources, allocation,
+ * bulk allocation, import, audit, tokens and sessions. */
 #include "unit.h"
+#include "testdb.h"
 
 #include "core/log.h"
 #include "store/embedded.h"
 #include "store/store.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 struct fixture {
-    char dir[256];
-    char path[300];
+    struct testdb db;
     struct store *st;
 };
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    const char *tmp = getenv("TMPDIR");
 
     if (f == NULL)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/gi-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(f->dir) == NULL) {
-        free(f);
-        return -1;
-    }
-    snprintf(f->path, sizeof f->path, "%s/test.db", f->dir);
     gi_log_set_level(GI_LOG_WARN);
-    if (store_open(f->path, 2, &f->st) != GI_OK) {
+    if (test_store_open(&f->db, 2, &f->st) != 0) {
+        testdb_remove(&f->db);
         free(f);
         return -1;
     }
@@ -47,7 +40,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
 
     store_close(f->st);
-    unit_db_remove(f->path, f->dir);
+    testdb_remove(&f->db);
     free(f);
     return 0;
 }
@@ -139,22 +132,6 @@ static int64_t list_total(struct store *st, const struct store_res_filter *f)
 
 /* ---- migrations ---- */
 
-static int64_t schema_rows(const char *path)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *s = NULL;
-    int64_t n = -1;
-
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM schema_version", -1, &s, NULL),
-                     SQLITE_OK);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        n = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-    return n;
-}
-
 static void test_migrations_apply_once(void **state)
 {
     struct fixture *f = *state;
@@ -178,10 +155,10 @@ static void test_migrations_apply_once(void **state)
         struct store_page pg = {10, 0, NULL, false};
         store_close(f->st);
         f->st = NULL;
-        assert_status(store_open(f->path, 1, &f->st), GI_OK);
+        assert_status(store_open(f->db.locator, 1, &f->st), GI_OK);
         assert_status(store_schema_version(f->st, &v), GI_OK);
         assert_int_equal(v, maxv);
-        assert_int_equal(schema_rows(f->path), nmig);
+        assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM schema_version"), nmig);
         assert_status(store_dc_list(f->st, NULL, &pg, &items, &total), GI_OK);
         assert_int_equal(total, 1);
         json_decref(items);
