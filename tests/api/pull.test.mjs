@@ -85,10 +85,16 @@ scrape_configs:
 });
 
 after(async () => {
-  const { code } = await s.stop();
-  if (prom) prom.kill('SIGTERM');
-  exporter.close();
-  assert.equal(code, 0, s.stderr);
+  // Prometheus and the exporter are stopped even when the server never started.
+  try {
+    if (s) {
+      const { code } = await s.stop();
+      assert.equal(code, 0, s.stderr);
+    }
+  } finally {
+    if (prom) prom.kill('SIGTERM');
+    exporter.close();
+  }
 });
 
 async function addSource(body) {

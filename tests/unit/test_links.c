@@ -29,10 +29,18 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     gi_log_set_level(GI_LOG_WARN);
-    if (test_store_open(&f->db, 2, &f->st) != 0 ||
-        store_dc_create(f->st, "t", &dc, &out) != GI_OK ||
-        store_source_ensure(f->st, "agents", "push", NULL, NULL, NULL, &f->source) != GI_OK)
+    if (test_store_open(&f->db, 2, &f->st) != 0) {
+        free(f);
         return -1;
+    }
+    if (store_dc_create(f->st, "t", &dc, &out) != GI_OK ||
+        store_source_ensure(f->st, "agents", "push", NULL, NULL, NULL, &f->source) != GI_OK) {
+        json_decref(out);
+        store_close(f->st);
+        testdb_remove(&f->db);
+        free(f);
+        return -1;
+    }
     f->dc = json_integer_value(json_object_get(out, "id"));
     json_decref(out);
     *state = f;

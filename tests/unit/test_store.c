@@ -27,7 +27,6 @@ static int setup(void **state)
         return -1;
     gi_log_set_level(GI_LOG_WARN);
     if (test_store_open(&f->db, 2, &f->st) != 0) {
-        testdb_remove(&f->db);
         free(f);
         return -1;
     }

@@ -146,6 +146,29 @@ static inline int testdb_psql(const char *url, const char *sql, char *out, size_
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Removes what test_store_open made: the SQLite file with its WAL and
+ * shared-memory files and its directory, or the PostgreSQL database. Call
+ * after store_close; a second call does nothing. */
+static inline void testdb_remove(struct testdb *t)
+{
+    if (t->name[0] != '\0') {
+        char sql[80];
+
+        snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", t->name);
+        testdb_psql(t->admin, sql, NULL, 0);
+    } else if (t->dir[0] != '\0') {
+        static const char *const suffix[] = {"", "-wal", "-shm"};
+
+        for (int i = 0; i < 3; i++) {
+            char p[1300];
+            snprintf(p, sizeof p, "%s%s", t->locator, suffix[i]);
+            unlink(p);
+        }
+        rmdir(t->dir);
+    }
+    memset(t, 0, sizeof *t);
+}
+
 /* Creates a fresh database (see the top of this file), records where it
  * is in *t and opens it with a pool of `pool` connections into *st.
  * Returns 0, or -1 with *st untouched (and nothing left behind). */
@@ -166,43 +189,26 @@ static inline int test_store_open(struct testdb *t, int pool, struct store **st)
             testdb_pg_url(base, t->name, t->locator, sizeof t->locator) != 0)
             return -1;
         snprintf(sql, sizeof sql, "CREATE DATABASE %s", t->name);
-        if (testdb_psql(t->admin, sql, NULL, 0) != 0)
+        if (testdb_psql(t->admin, sql, NULL, 0) != 0) {
+            memset(t, 0, sizeof *t);
             return -1;
+        }
     } else {
         const char *tmp = getenv("TMPDIR");
 
         snprintf(t->dir, sizeof t->dir, "%s/gi-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (mkdtemp(t->dir) == NULL)
+        if (mkdtemp(t->dir) == NULL) {
+            t->dir[0] = '\0';
             return -1;
+        }
         snprintf(t->locator, sizeof t->locator, "%s/test.db", t->dir);
     }
     if (store_open(t->locator, pool, st) != GI_OK) {
         fprintf(stderr, "testdb: cannot open the store on %s\n", t->locator);
+        testdb_remove(t);
         return -1;
     }
     return 0;
-}
-
-/* Removes what test_store_open made: the SQLite file with its WAL and
- * shared-memory files and its directory, or the PostgreSQL database. Call
- * after store_close. */
-static inline void testdb_remove(struct testdb *t)
-{
-    if (t->name[0] != '\0') {
-        char sql[80];
-
-        snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", t->name);
-        testdb_psql(t->admin, sql, NULL, 0);
-    } else if (t->dir[0] != '\0') {
-        static const char *const suffix[] = {"", "-wal", "-shm"};
-
-        for (int i = 0; i < 3; i++) {
-            char p[1300];
-            snprintf(p, sizeof p, "%s%s", t->locator, suffix[i]);
-            unlink(p);
-        }
-        rmdir(t->dir);
-    }
 }
 
 /* The integer that sql (one row, one column) answers on the test's
