@@ -126,6 +126,9 @@ DECLARE
     part TEXT;
     bounds TEXT[];
     child RECORD;
+    rel REGCLASS;
+    old_parts REGCLASS[] := '{}';
+    new_days BIGINT[] := '{}';
     changed INT := 0;
 BEGIN
     IF now_s IS NULL OR ahead_days IS NULL OR keep_days IS NULL THEN
@@ -140,10 +143,12 @@ BEGIN
     SELECT n.nspname INTO nsp FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.oid = parent;
 
-    -- One call at a time; inserts go on meanwhile. Retention comes first: a
-    -- drop takes the parent's strongest lock, and taking it before any
-    -- partition lock keeps the order inserts use (parent, then partition),
-    -- so no insert deadlocks with this call.
+    -- One call at a time (this lock conflicts with itself, not with
+    -- inserts). Only when there is something to drop or create is the
+    -- parent locked against everything, briefly: an insert routed to DEFAULT
+    -- under the old partition set while a day's partition is being attached
+    -- would otherwise fail that partition's constraint. Inserts lock the
+    -- parent before any partition, and so does this, so they cannot deadlock.
     LOCK TABLE gpu_samples IN SHARE UPDATE EXCLUSIVE MODE;
     FOR child IN
         SELECT c.oid::REGCLASS AS rel, pg_get_expr(c.relpartbound, c.oid) AS bound
@@ -154,20 +159,33 @@ BEGIN
             dflt := child.rel;
             CONTINUE;
         END IF;
-        bounds := regexp_match(child.bound, '^FOR VALUES FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)$');
+        bounds := regexp_match(child.bound,
+                               '^FOR VALUES FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)$');
         IF bounds IS NOT NULL AND bounds[2]::BIGINT <= cutoff THEN
-            EXECUTE format('DROP TABLE %s', child.rel);
-            changed := changed + 1;
+            old_parts := old_parts || child.rel;
         END IF;
+    END LOOP;
+    FOR d IN -1..ahead_days LOOP
+        lo := today + d::BIGINT * 86400;
+        part := 'gpu_samples_p' || to_char(to_timestamp(lo) AT TIME ZONE 'UTC', 'YYYYMMDD');
+        IF to_regclass(format('%I.%I', nsp, part)) IS NULL THEN
+            new_days := new_days || lo;
+        END IF;
+    END LOOP;
+    IF cardinality(old_parts) > 0 OR cardinality(new_days) > 0 THEN
+        LOCK TABLE gpu_samples IN ACCESS EXCLUSIVE MODE;
+    END IF;
+
+    FOREACH rel IN ARRAY old_parts LOOP
+        EXECUTE format('DROP TABLE %s', rel);
+        changed := changed + 1;
     END LOOP;
     IF dflt IS NOT NULL THEN
         EXECUTE format('DELETE FROM %s WHERE ts < $1', dflt) USING cutoff;
     END IF;
 
-    FOR d IN -1..ahead_days LOOP
-        lo := today + d::BIGINT * 86400;
+    FOREACH lo IN ARRAY new_days LOOP
         part := 'gpu_samples_p' || to_char(to_timestamp(lo) AT TIME ZONE 'UTC', 'YYYYMMDD');
-        CONTINUE WHEN to_regclass(format('%I.%I', nsp, part)) IS NOT NULL;
         -- Built beside the parent, filled with that day's DEFAULT rows, then
         -- attached: attaching checks that DEFAULT holds no row of the day.
         EXECUTE format('CREATE TABLE %I.%I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
