@@ -18,6 +18,8 @@ const char *gi_status_name(int st)
         return "unavailable";
     case GI_NO_SPACE:
         return "no_space";
+    case GI_RETRY:
+        return "retry";
     case GI_INTERNAL:
         return "internal";
     }

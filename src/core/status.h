@@ -11,6 +11,8 @@ enum gi_status {
     GI_TOO_LARGE,   /* the input exceeds a hard bound */
     GI_UNAVAILABLE, /* transient: busy database, peer down; retry may work */
     GI_NO_SPACE,    /* the storage's disk is full; retry once space is freed */
+    GI_RETRY,       /* the write lost a race with another (serialization failure,
+                       deadlock) and was undone; running it again may work */
     GI_INTERNAL,    /* a bug or an unexpected library failure */
 };
 

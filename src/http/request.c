@@ -126,6 +126,13 @@ void reply_status(struct req *r, int st, const char *what)
         reply_error(r, 503, "unavailable", NULL, "the database is busy; retry");
         reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
         return;
+    case GI_RETRY:
+        /* The dispatcher runs the request again a few times before this
+         * reply reaches the client. */
+        r->retry = true;
+        reply_error(r, 503, "retry", NULL, "%s lost a race with a concurrent write; retry", what);
+        reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return;
     case GI_NO_SPACE:
         /* Nothing was written; the next write succeeds once space is freed. */
         reply_error(r, 503, "storage_full", NULL,

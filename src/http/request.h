@@ -54,6 +54,9 @@ struct req {
     /* The reply, set exactly once by a reply_* helper. */
     struct MHD_Response *resp;
     unsigned status;
+    /* Set by a reply for a write the database undid for losing a race
+     * with a concurrent one: running the handler again may succeed. */
+    bool retry;
 };
 
 typedef void (*api_handler)(struct req *r);

@@ -25,12 +25,15 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* File descriptors kept back from the connection limit for the database,
  * the listening socket, epoll and the scheduler's clients. */
 #define FD_RESERVE 128
 /* Largest certificate or key file read. */
 #define PEM_MAX (1u << 20)
+/* Runs of a request whose write lost a race with a concurrent one. */
+#define REQ_ATTEMPTS 4
 
 struct server {
     struct MHD_Daemon *daemon;
@@ -328,6 +331,24 @@ static enum MHD_Result queue(struct req *r)
     return MHD_queue_response(r->conn, r->status, r->resp);
 }
 
+/* Runs the route's handler; a write the database undid for losing a race
+ * with another (a serialization failure or deadlock between replicas)
+ * changed nothing, so it runs again, a bounded number of times, before
+ * its 503 reaches the client. */
+static void run_handler(struct req *r)
+{
+    for (int attempt = 1;; attempt++) {
+        r->retry = false;
+        r->route->handler(r);
+        if (!r->retry || attempt == REQ_ATTEMPTS || r->resp == NULL)
+            return;
+        MHD_destroy_response(r->resp);
+        r->resp = NULL;
+        r->status = 0;
+        usleep((useconds_t)(attempt * 20000));
+    }
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -357,7 +378,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         reply_error(r, 413, "too_large", NULL, "request body exceeds %zu bytes",
                     server_max_body(r->srv));
     } else {
-        r->route->handler(r);
+        run_handler(r);
         if (r->resp == NULL)
             reply_error(r, 500, "internal", NULL, "handler sent no reply");
     }

@@ -7,7 +7,7 @@
 
 #define STATEMENTS(X)                                                                              \
     X(TOKEN_ADD, "INSERT INTO tokens (name, role, hash, created_at) VALUES (:name, :role, :hash, " \
-                 ":now)")                                                                          \
+                 ":now) RETURNING id")                                                             \
     X(TOKEN_BY_HASH,                                                                               \
       "SELECT id, name, role, revoked_at, last_used_at, source_id, hosts, limit_cluster FROM "     \
       "tokens WHERE hash = :hash")                                                                 \
@@ -60,9 +60,8 @@ int store_token_create(struct store *st, const char *actor, const char *name, en
     db_bind_text(s, ":role", gi_role_name(role));
     db_bind_text(s, ":hash", hash);
     db_bind_int(s, ":now", gi_now());
-    if ((rc = db_exec_done(c, s)) != GI_OK)
+    if ((rc = db_fetch_int(c, s, id_out)) != GI_OK)
         goto cleanup;
-    *id_out = db_last_id(c);
     after = json_pack("{s:s, s:s}", "name", name, "role", gi_role_name(role));
     rc = db_audit(c, actor, "create", "token", *id_out, NULL, after);
 cleanup:

@@ -23,7 +23,7 @@ const char store_sql_dc_by_name[] = "SELECT id FROM datacenters WHERE name = :na
 
 #define STATEMENTS(X)                                                                              \
     X(DC_ADD, "INSERT INTO datacenters (name, location, rows_count, created_at, updated_at) "      \
-              "VALUES (:name, :location, :rows, :now, :now)")                                      \
+              "VALUES (:name, :location, :rows, :now, :now) RETURNING id")                         \
     X(DC_GET, DC_SELECT "WHERE d.id = :id")                                                        \
     X(DC_LIST_ID, DC_SELECT DC_WHERE "ORDER BY d.id " PAGE)                                        \
     X(DC_LIST_ASC, DC_SELECT DC_WHERE "ORDER BY " DC_KEY_TEXT ", " DC_KEY_NUM ", d.id " PAGE)      \
@@ -76,9 +76,8 @@ int store_dc_create(struct store *st, const char *actor, const struct store_dc *
     db_bind_text(s, ":location", in->location ? in->location : "");
     db_bind_int(s, ":rows", in->rows < 0 ? 0 : in->rows);
     db_bind_int(s, ":now", gi_now());
-    if ((rc = db_exec_done(c, s)) != GI_OK)
+    if ((rc = db_fetch_int(c, s, &id)) != GI_OK)
         goto cleanup;
-    id = db_last_id(c);
     if ((rc = dc_get(c, id, out)) != GI_OK)
         goto cleanup;
     rc = db_audit(c, actor, "create", "datacenter", id, NULL, *out);

@@ -1,110 +1,53 @@
-/* The store's connection pool, statement cache, binders, row readers,
- * transactions and migrations over SQLite; see db.h. */
+/* The store's connection pool, binders by name, row documents,
+ * transactions and migrations, written once over the driver of the
+ * database in use (db_sqlite.c or db_pg.c); see db.h and db_driver.h. */
 #include "store/db.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "store/db_driver.h"
 #include "store/embedded.h"
 
-#include <errno.h>
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Statements a connection caches; the store's SQL stays well below. */
-#define DB_STMT_SLOTS 1024
-
-struct db_slot {
-    const char *sql; /* the key: a static string's address */
-    sqlite3_stmt *stmt;
-};
-
-struct conn {
-    sqlite3 *db;
-    struct db_slot slots[DB_STMT_SLOTS];
-    bool busy;
-    bool writing;               /* holds the store's writer lock */
-    pthread_mutex_t *writer_mu; /* the store's; borrowed */
-};
-
-/* struct db_stmt is never defined: a pointer to one is the library's
- * statement under an opaque name. */
-static sqlite3_stmt *raw(struct db_stmt *s) { return (sqlite3_stmt *)s; }
-
 struct store {
+    const struct db_driver *drv;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    /* SQLite admits one writer at a time. Writers of this process queue
-     * here and wake as soon as the lock is free, instead of polling with
-     * SQLite's sleeping busy handler (which adds up to 100 ms per wait);
-     * the busy timeout still covers writers in other processes. */
+    /* The store admits one writer at a time (SQLite's rule, and on
+     * PostgreSQL the database-wide writer lock of db_tx_begin()). Writers
+     * of this process queue here and wake as soon as the lock is free,
+     * instead of polling in the database; the database's own lock still
+     * orders writers of other processes. */
     pthread_mutex_t writer_mu;
     int n;
-    struct conn *conns;
+    struct conn **conns;
 };
 
-/* Maps an SQLite result code to a program status, logging the unexpected. */
-static int db_map_rc(sqlite3 *db, int rc)
+bool db_is_pg_target(const char *target)
 {
-    switch (rc & 0xff) {
-    case SQLITE_OK:
-    case SQLITE_DONE:
-    case SQLITE_ROW:
-        return GI_OK;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return GI_UNAVAILABLE;
-    case SQLITE_CONSTRAINT:
-        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
-            return GI_NOT_FOUND;
-        if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
-            return GI_CONFLICT;
-        break; /* NOT NULL, CHECK: a value the code should never have bound */
-    case SQLITE_TOOBIG:
-        return GI_TOO_LARGE;
-    case SQLITE_FULL:
-        gi_warn("sqlite: the database's disk is full (%s)",
-                db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-        return GI_NO_SPACE;
-    case SQLITE_IOERR:
-        /* Growing the WAL or its index can fail this way on a full disk. */
-        if (db && (sqlite3_system_errno(db) == ENOSPC || sqlite3_system_errno(db) == EDQUOT)) {
-            gi_warn("sqlite: the database's disk is full (%s, %d)", sqlite3_errmsg(db), rc);
-            return GI_NO_SPACE;
-        }
-        break;
-    }
-    gi_error("sqlite: %s (%d)", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), rc);
-    return GI_INTERNAL;
+    const char *p = target;
+
+    if (strncmp(target, "postgres://", 11) == 0 || strncmp(target, "postgresql://", 13) == 0)
+        return true;
+    /* A libpq key/value string starts with a keyword and '='. */
+    while (*p == ' ')
+        p++;
+    if (!isalpha((unsigned char)*p))
+        return false;
+    while (isalnum((unsigned char)*p) || *p == '_')
+        p++;
+    while (*p == ' ')
+        p++;
+    return *p == '=';
 }
 
-/* Opens one connection with the pragmas every connection needs. */
-static int conn_open(const char *path, struct conn *c)
-{
-    int rc = sqlite3_open_v2(
-        path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) {
-        gi_error("cannot open database %s: %s", path, c->db ? sqlite3_errmsg(c->db) : "no memory");
-        return GI_UNAVAILABLE;
-    }
-    /* Extended codes tell a foreign-key or unique violation from others. */
-    sqlite3_extended_result_codes(c->db, 1);
-    sqlite3_busy_timeout(c->db, 5000);
-    rc = sqlite3_exec(c->db,
-                      "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL;",
-                      NULL, NULL, NULL);
-    return db_map_rc(c->db, rc);
-}
-
-static void conn_close(struct conn *c)
-{
-    for (int i = 0; i < DB_STMT_SLOTS; i++)
-        sqlite3_finalize(c->slots[i].stmt);
-    sqlite3_close_v2(c->db);
-}
+enum db_dialect db_dialect(const struct conn *c) { return c->dialect; }
 
 struct conn *db_conn_get(struct store *st)
 {
@@ -113,8 +56,8 @@ struct conn *db_conn_get(struct store *st)
     pthread_mutex_lock(&st->mu);
     for (;;) {
         for (int i = 0; i < st->n; i++) {
-            if (!st->conns[i].busy) {
-                c = &st->conns[i];
+            if (!st->conns[i]->busy) {
+                c = st->conns[i];
                 c->busy = true;
                 break;
             }
@@ -124,6 +67,9 @@ struct conn *db_conn_get(struct store *st)
         pthread_cond_wait(&st->cv, &st->mu);
     }
     pthread_mutex_unlock(&st->mu);
+    /* A connection the database dropped is re-established here; while it
+     * cannot be, its statements answer GI_UNAVAILABLE. */
+    c->drv->alive(c);
     return c;
 }
 
@@ -135,137 +81,78 @@ void db_conn_put(struct store *st, struct conn *c)
     pthread_mutex_unlock(&st->mu);
 }
 
-/* Open addressing on the text's address: statements are static strings,
- * so the address is the identity and no text is compared. */
-struct db_stmt *db_prep(struct conn *c, const char *sql)
-{
-    uintptr_t h = ((uintptr_t)sql >> 3) * (uintptr_t)0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 20) & (DB_STMT_SLOTS - 1);
-    sqlite3_stmt *s;
+struct db_stmt *db_prep(struct conn *c, const char *sql) { return c->drv->prep(c, sql); }
 
-    for (size_t probe = 0; probe < DB_STMT_SLOTS; probe++, i = (i + 1) & (DB_STMT_SLOTS - 1)) {
-        struct db_slot *slot = &c->slots[i];
-        if (slot->sql == sql) {
-            s = slot->stmt;
-            sqlite3_reset(s);
-            sqlite3_clear_bindings(s);
-            return (struct db_stmt *)s;
-        }
-        if (slot->sql != NULL)
-            continue;
-        if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
-            gi_error("prepare: %s in: %.120s", sqlite3_errmsg(c->db), sql);
-            return NULL;
-        }
-        slot->sql = sql;
-        slot->stmt = s;
-        return (struct db_stmt *)s;
-    }
-    gi_error("prepare: statement cache full (%d)", DB_STMT_SLOTS);
-    return NULL;
-}
-
-int db_param_index(struct db_stmt *s, const char *name)
-{
-    return sqlite3_bind_parameter_index(raw(s), name);
-}
+int db_param_index(struct db_stmt *s, const char *name) { return s->drv->param_index(s, name); }
 
 void db_bind_int_at(struct db_stmt *s, int i, int64_t v)
 {
     if (i != 0)
-        sqlite3_bind_int64(raw(s), i, v);
+        s->drv->bind_int(s, i, v);
 }
 
 void db_bind_dbl_at(struct db_stmt *s, int i, double v)
 {
     if (i != 0)
-        sqlite3_bind_double(raw(s), i, v);
+        s->drv->bind_dbl(s, i, v);
 }
 
 void db_bind_null_at(struct db_stmt *s, int i)
 {
     if (i != 0)
-        sqlite3_bind_null(raw(s), i);
+        s->drv->bind_null(s, i);
 }
 
-int db_step(struct conn *c, struct db_stmt *s)
-{
-    int rc = sqlite3_step(raw(s));
-
-    if (rc == SQLITE_ROW)
-        return DB_ROW;
-    if (rc == SQLITE_DONE)
-        return DB_DONE;
-    rc = db_map_rc(c->db, rc);
-    return rc == GI_OK ? GI_INTERNAL : rc; /* an error is never GI_OK */
-}
+int db_step(struct conn *c, struct db_stmt *s) { return c->drv->step(c, s); }
 
 int db_status(int step) { return step == DB_ROW || step == DB_DONE ? GI_OK : step; }
 
-void db_reset(struct db_stmt *s) { sqlite3_reset(raw(s)); }
+void db_reset(struct db_stmt *s) { s->drv->reset(s); }
 
-int64_t db_col_int(struct db_stmt *s, int i) { return sqlite3_column_int64(raw(s), i); }
+int64_t db_col_int(struct db_stmt *s, int i) { return s->drv->col_int(s, i); }
 
-double db_col_dbl(struct db_stmt *s, int i) { return sqlite3_column_double(raw(s), i); }
+double db_col_dbl(struct db_stmt *s, int i) { return s->drv->col_dbl(s, i); }
 
-const char *db_col_text(struct db_stmt *s, int i)
+const char *db_col_text(struct db_stmt *s, int i) { return s->drv->col_text(s, i); }
+
+int db_col_bytes(struct db_stmt *s, int i) { return s->drv->col_bytes(s, i); }
+
+bool db_col_is_null(struct db_stmt *s, int i) { return s->drv->col_type(s, i) == DB_T_NULL; }
+
+int64_t db_changes(struct conn *c) { return c->drv->changes(c); }
+
+void db_bind_text(struct db_stmt *s, const char *name, const char *v)
 {
-    return (const char *)sqlite3_column_text(raw(s), i);
-}
-
-int db_col_bytes(struct db_stmt *s, int i) { return sqlite3_column_bytes(raw(s), i); }
-
-bool db_col_is_null(struct db_stmt *s, int i)
-{
-    return sqlite3_column_type(raw(s), i) == SQLITE_NULL;
-}
-
-int64_t db_changes(struct conn *c) { return sqlite3_changes(c->db); }
-
-int64_t db_last_id(struct conn *c) { return sqlite3_last_insert_rowid(c->db); }
-
-void db_bind_text(struct db_stmt *ds, const char *name, const char *v)
-{
-    sqlite3_stmt *s = raw(ds);
-    int i = sqlite3_bind_parameter_index(s, name);
+    int i = s->drv->param_index(s, name);
     if (i == 0)
         return;
     if (v)
-        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+        s->drv->bind_text(s, i, v);
     else
-        sqlite3_bind_null(s, i);
+        s->drv->bind_null(s, i);
 }
 
-void db_bind_int(struct db_stmt *ds, const char *name, int64_t v)
+void db_bind_int(struct db_stmt *s, const char *name, int64_t v)
 {
-    sqlite3_stmt *s = raw(ds);
-    int i = sqlite3_bind_parameter_index(s, name);
-    if (i != 0)
-        sqlite3_bind_int64(s, i, v);
+    db_bind_int_at(s, s->drv->param_index(s, name), v);
 }
 
-void db_bind_dbl(struct db_stmt *ds, const char *name, double v)
+void db_bind_dbl(struct db_stmt *s, const char *name, double v)
 {
-    sqlite3_stmt *s = raw(ds);
-    int i = sqlite3_bind_parameter_index(s, name);
-    if (i == 0)
-        return;
+    int i = s->drv->param_index(s, name);
     if (isnan(v))
-        sqlite3_bind_null(s, i);
+        db_bind_null_at(s, i);
     else
-        sqlite3_bind_double(s, i, v);
+        db_bind_dbl_at(s, i, v);
 }
 
-void db_bind_opt_int(struct db_stmt *ds, const char *name, int64_t v)
+void db_bind_opt_int(struct db_stmt *s, const char *name, int64_t v)
 {
-    sqlite3_stmt *s = raw(ds);
-    int i = sqlite3_bind_parameter_index(s, name);
-    if (i == 0)
-        return;
+    int i = s->drv->param_index(s, name);
     if (v < 0)
-        sqlite3_bind_null(s, i);
+        db_bind_null_at(s, i);
     else
-        sqlite3_bind_int64(s, i, v);
+        db_bind_int_at(s, i, v);
 }
 
 void db_bind_opt_text(struct db_stmt *s, const char *name, const char *v)
@@ -273,23 +160,19 @@ void db_bind_opt_text(struct db_stmt *s, const char *name, const char *v)
     db_bind_text(s, name, v && *v ? v : NULL);
 }
 
-void db_bind_json(struct db_stmt *ds, const char *name, const json_t *v)
+void db_bind_json(struct db_stmt *s, const char *name, const json_t *v)
 {
-    sqlite3_stmt *s = raw(ds);
-    int i = sqlite3_bind_parameter_index(s, name);
+    int i = s->drv->param_index(s, name);
     char *txt;
 
     if (i == 0)
         return;
-    if (v == NULL) {
-        sqlite3_bind_null(s, i);
-        return;
-    }
-    txt = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    txt = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
     if (txt)
-        sqlite3_bind_text(s, i, txt, -1, free);
+        s->drv->bind_text(s, i, txt);
     else
-        sqlite3_bind_null(s, i);
+        s->drv->bind_null(s, i);
+    free(txt);
 }
 
 void db_bind_page(struct db_stmt *s, const struct store_page *pg)
@@ -333,23 +216,39 @@ int db_simple(struct conn *c, const char *sql)
     return s ? db_exec_done(c, s) : GI_INTERNAL;
 }
 
-static const char sql_begin[] = "BEGIN IMMEDIATE";
-static const char sql_commit[] = "COMMIT";
-static const char sql_rollback[] = "ROLLBACK";
+/* Begins a writing transaction that excludes every other writer of the
+ * database, on c's own connection (no writer lock of this process). */
+static int tx_open_write(struct conn *c)
+{
+    int st = c->drv->exec(c, c->drv->begin_write);
+
+    if (st == GI_OK && c->drv->write_lock && (st = c->drv->exec(c, c->drv->write_lock)) != GI_OK)
+        c->drv->exec(c, "ROLLBACK");
+    c->in_tx = st == GI_OK;
+    return st;
+}
+
+/* Commits when st is GI_OK, else rolls back what is still open. */
+static int tx_close(struct conn *c, int st)
+{
+    if (st == GI_OK)
+        st = c->drv->exec(c, "COMMIT");
+    if (st != GI_OK && c->drv->tx_open(c))
+        c->drv->exec(c, "ROLLBACK");
+    c->in_tx = false;
+    return st;
+}
 
 int db_tx_begin(struct conn *c)
 {
     pthread_mutex_lock(c->writer_mu);
     c->writing = true;
-    return db_simple(c, sql_begin);
+    return tx_open_write(c);
 }
 
 int db_tx_end(struct conn *c, int st)
 {
-    if (st == GI_OK)
-        st = db_simple(c, sql_commit);
-    if (st != GI_OK && !sqlite3_get_autocommit(c->db))
-        db_simple(c, sql_rollback);
+    st = tx_close(c, st);
     if (c->writing) {
         c->writing = false;
         pthread_mutex_unlock(c->writer_mu);
@@ -367,9 +266,33 @@ int db_tx_end_doc(struct conn *c, int st, json_t **out)
     return st;
 }
 
-void db_read_begin(struct conn *c) { sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL); }
+void db_read_begin(struct conn *c)
+{
+    /* REPEATABLE READ gives PostgreSQL's statements one snapshot, as a
+     * read transaction does on SQLite. */
+    c->drv->exec(c,
+                 c->dialect == DB_PG ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN");
+}
 
-void db_read_end(struct conn *c) { sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL); }
+void db_read_end(struct conn *c)
+{
+    if (c->drv->tx_open(c))
+        c->drv->exec(c, "COMMIT");
+}
+
+int db_savepoint(struct conn *c)
+{
+    return c->dialect == DB_PG ? c->drv->exec(c, "SAVEPOINT stmt") : GI_OK;
+}
+
+void db_savepoint_end(struct conn *c, int st)
+{
+    /* SQLite undoes a failed statement by itself; PostgreSQL marks the
+     * whole transaction failed unless it returns to the savepoint. */
+    if (c->dialect != DB_PG)
+        return;
+    c->drv->exec(c, st == GI_OK ? "RELEASE SAVEPOINT stmt" : "ROLLBACK TO SAVEPOINT stmt");
+}
 
 /* True for the columns whose text is a JSON document. */
 static bool json_column(const char *name, size_t nl)
@@ -382,36 +305,35 @@ static bool json_column(const char *name, size_t nl)
     return nl > 5 && strcmp(name + nl - 5, "_json") == 0;
 }
 
-json_t *db_row_json(struct db_stmt *ds)
+json_t *db_row_json(struct db_stmt *s)
 {
-    sqlite3_stmt *s = raw(ds);
     json_t *o = json_object();
-    int n = sqlite3_column_count(s);
+    int n = s->drv->col_count(s);
 
     for (int i = 0; i < n; i++) {
-        const char *name = sqlite3_column_name(s, i);
+        const char *name = s->drv->col_name(s, i);
         size_t nl = strlen(name);
         json_t *v = NULL;
 
-        switch (sqlite3_column_type(s, i)) {
-        case SQLITE_NULL:
+        switch (s->drv->col_type(s, i)) {
+        case DB_T_NULL:
             v = json_null();
             break;
-        case SQLITE_INTEGER:
+        case DB_T_INT:
             if ((nl > 3 && strcmp(name + nl - 3, "_at") == 0) ||
                 (nl > 6 && strcmp(name + nl - 6, "_since") == 0)) {
                 char ts[32];
-                gi_time_format(sqlite3_column_int64(s, i), ts, sizeof ts);
+                gi_time_format(s->drv->col_int(s, i), ts, sizeof ts);
                 v = json_string(ts);
             } else {
-                v = json_integer(sqlite3_column_int64(s, i));
+                v = json_integer(s->drv->col_int(s, i));
             }
             break;
-        case SQLITE_FLOAT:
-            v = json_real(sqlite3_column_double(s, i));
+        case DB_T_REAL:
+            v = json_real(s->drv->col_dbl(s, i));
             break;
         default: {
-            const char *t = (const char *)sqlite3_column_text(s, i);
+            const char *t = s->drv->col_text(s, i);
             if (strcmp(name, "attrs") == 0) {
                 json_t *a = json_loads(t, 0, NULL);
                 if (json_is_object(a))
@@ -533,56 +455,55 @@ int db_audit(struct conn *c, const char *actor, const char *action, const char *
 
 /* ---- open, migrate, close ---- */
 
-static int migrate(struct conn *c)
+static const char sql_version_table[] =
+    "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)";
+static const char sql_version_max[] = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
+static const char sql_version_add[] = "INSERT INTO schema_version (version) VALUES (:v)";
+
+/* Applies one migration if the database has not got it yet. The check
+ * runs under the writer lock, so replicas starting together apply each
+ * migration once. */
+static int migrate_one(struct conn *c, const struct gi_embedded *m)
 {
-    int64_t have = 0;
-    sqlite3_stmt *s = NULL;
-    int rc;
+    int64_t v = strtoll(m->name, NULL, 10), have = 0; /* names start with their number */
+    struct db_stmt *s;
+    int rc = tx_open_write(c);
 
-    rc = sqlite3_exec(c->db, "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)",
-                      NULL, NULL, NULL);
-    if (rc != SQLITE_OK)
-        return db_map_rc(c->db, rc);
-    rc = sqlite3_prepare_v2(c->db, "SELECT COALESCE(MAX(version), 0) FROM schema_version", -1, &s,
-                            NULL);
-    if (rc != SQLITE_OK)
-        return db_map_rc(c->db, rc);
-    if (sqlite3_step(s) == SQLITE_ROW)
-        have = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-
-    for (const struct gi_embedded *m = gi_migrations; m->name; m++) {
-        int64_t v = strtoll(m->name, NULL, 10); /* names start with their number */
-        char *err = NULL;
-        if (v <= have)
-            continue;
-        rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_exec(c->db, (const char *)m->data, NULL, NULL, &err);
-        if (rc == SQLITE_OK) {
-            sqlite3_stmt *ins = NULL;
-            rc = sqlite3_prepare_v2(c->db, "INSERT INTO schema_version (version) VALUES (?)", -1,
-                                    &ins, NULL);
-            if (rc == SQLITE_OK) {
-                sqlite3_bind_int64(ins, 1, v);
-                rc = sqlite3_step(ins) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-            }
-            sqlite3_finalize(ins);
-        }
-        if (rc == SQLITE_OK)
-            rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-            gi_error("migration %s failed: %s", m->name, err ? err : sqlite3_errmsg(c->db));
-            sqlite3_free(err);
-            sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-            return GI_INTERNAL;
-        }
-        gi_info("applied migration %s", m->name);
+    if (rc != GI_OK)
+        return rc;
+    if ((rc = c->drv->exec(c, sql_version_table)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = db_prep(c, sql_version_max)) || db_fetch_int(c, s, &have) != GI_OK)
+        goto cleanup;
+    rc = GI_OK;
+    if (v <= have)
+        goto cleanup;
+    if ((rc = c->drv->exec(c, (const char *)m->data)) != GI_OK) {
+        gi_error("migration %s failed", m->name);
+        goto cleanup;
     }
-    return GI_OK;
+    rc = GI_INTERNAL;
+    if (!(s = db_prep(c, sql_version_add)))
+        goto cleanup;
+    db_bind_int(s, ":v", v);
+    if ((rc = db_exec_done(c, s)) == GI_OK)
+        gi_info("applied migration %s", m->name);
+cleanup:
+    return tx_close(c, rc);
 }
 
-int store_open(const char *path, int conns, struct store **out)
+static int migrate(struct conn *c)
+{
+    const struct gi_embedded *list = c->dialect == DB_PG ? gi_migrations_pg : gi_migrations;
+    int rc = GI_OK;
+
+    for (const struct gi_embedded *m = list; rc == GI_OK && m->name; m++)
+        rc = migrate_one(c, m);
+    return rc;
+}
+
+int store_open(const char *target, int conns, struct store **out)
 {
     struct store *st = calloc(1, sizeof *st);
     int rc = GI_OK;
@@ -591,21 +512,21 @@ int store_open(const char *path, int conns, struct store **out)
         return GI_INTERNAL;
     if (conns < 1)
         conns = 1;
+    st->drv = db_is_pg_target(target) ? &db_pg_driver : &db_sqlite_driver;
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
     pthread_mutex_init(&st->writer_mu, NULL);
     st->conns = calloc((size_t)conns, sizeof *st->conns);
     if (st->conns == NULL) {
-        free(st);
+        store_close(st);
         return GI_INTERNAL;
     }
     for (int i = 0; i < conns; i++) {
-        st->n = i + 1;
-        st->conns[i].writer_mu = &st->writer_mu;
-        rc = conn_open(path, &st->conns[i]);
-        if (rc != GI_OK)
+        if ((rc = st->drv->open(target, &st->conns[i])) != GI_OK)
             goto cleanup;
-        if (i == 0 && (rc = migrate(&st->conns[0])) != GI_OK)
+        st->n = i + 1;
+        st->conns[i]->writer_mu = &st->writer_mu;
+        if (i == 0 && (rc = migrate(st->conns[0])) != GI_OK)
             goto cleanup;
     }
     *out = st;
@@ -620,7 +541,7 @@ void store_close(struct store *st)
     if (st == NULL)
         return;
     for (int i = 0; i < st->n; i++)
-        conn_close(&st->conns[i]);
+        st->drv->close(st->conns[i]);
     free(st->conns);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
@@ -631,10 +552,9 @@ void store_close(struct store *st)
 int store_schema_version(struct store *st, int64_t *out)
 {
     struct conn *c = db_conn_get(st);
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(c->db, "SELECT MAX(version) FROM schema_version", -1, &s, NULL);
-    int status = rc == SQLITE_OK ? db_fetch_int(c, (struct db_stmt *)s, out) : db_map_rc(c->db, rc);
-    sqlite3_finalize(s);
+    struct db_stmt *s = db_prep(c, sql_version_max);
+    int rc = s ? db_fetch_int(c, s, out) : GI_INTERNAL;
+
     db_conn_put(st, c);
-    return status;
+    return rc;
 }

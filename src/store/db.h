@@ -1,11 +1,14 @@
-/* The store's private layer under every noun file: a pool of SQLite
+/* The store's private layer under every noun file: a pool of
  * connections, each with a cache of prepared statements, binders by
  * parameter name, row readers, transactions and the mapping of database
- * errors onto the program's status codes. Only src/store/ includes this.
+ * errors onto the program's status codes, the same over SQLite and
+ * PostgreSQL. Only src/store/ includes this.
  *
  * A statement is named by its SQL text, a compile-time constant of the
  * noun file that uses it; the cache is keyed by that text's address, so
- * each noun file keeps its SQL beside its logic. */
+ * each noun file keeps its SQL beside its logic. Parameters are written
+ * :name in both dialects. Where the dialects differ, a noun file keeps
+ * both texts side by side and picks one by db_dialect(). */
 #ifndef GI_STORE_DB_H
 #define GI_STORE_DB_H
 
@@ -16,9 +19,19 @@
 #include <stdint.h>
 
 /* A borrowed connection and one of its prepared statements; both opaque
- * outside db.c, the one file that knows the database library. */
+ * outside db.c and the drivers, the only files that know the database
+ * libraries. */
 struct conn;
 struct db_stmt;
+
+enum db_dialect { DB_SQLITE, DB_PG };
+
+/* True when `target` names a PostgreSQL database (a postgres:// or
+ * postgresql:// URL, or a libpq key=value string); anything else is a
+ * SQLite file path. */
+bool db_is_pg_target(const char *target);
+/* The dialect of c's database, for the statements that differ. */
+enum db_dialect db_dialect(const struct conn *c);
 
 /* What db_step() returns besides an error status (a gi_status > GI_OK). */
 enum db_step_result {
@@ -79,17 +92,20 @@ const char *db_col_text(struct db_stmt *s, int i);
 int db_col_bytes(struct db_stmt *s, int i);
 bool db_col_is_null(struct db_stmt *s, int i);
 
-/* Rows the connection's last INSERT, UPDATE or DELETE changed. */
+/* Rows the connection's last INSERT, UPDATE or DELETE changed. (An
+ * INSERT that needs its new row's id says RETURNING id.) */
 int64_t db_changes(struct conn *c);
-/* The row id the connection's last INSERT created. */
-int64_t db_last_id(struct conn *c);
 
 /* Steps a statement expected to finish without rows. */
 int db_exec_done(struct conn *c, struct db_stmt *s);
 /* Prepares and runs one parameterless statement. */
 int db_simple(struct conn *c, const char *sql);
 
-/* Takes the store's writer lock and begins an immediate transaction. */
+/* Takes the store's writer lock and begins a transaction that excludes
+ * every other writer of the database (SQLite: BEGIN IMMEDIATE;
+ * PostgreSQL: a transaction-scoped advisory lock), so that each write
+ * sees the state it checks until it commits. Always end it with
+ * db_tx_end(), even when this fails. */
 int db_tx_begin(struct conn *c);
 /* Commits when st is GI_OK, else rolls back; releases the writer lock and
  * returns the final status. */
@@ -98,6 +114,11 @@ int db_tx_end(struct conn *c, int st);
  * fails, *out (if set) is released and set to NULL, so the caller never
  * sees a document of a write that did not happen. */
 int db_tx_end_doc(struct conn *c, int st, json_t **out);
+/* A statement inside a transaction that may fail without failing the
+ * transaction (one row of an import): db_savepoint() before it,
+ * db_savepoint_end() with its status after. */
+int db_savepoint(struct conn *c);
+void db_savepoint_end(struct conn *c, int st);
 /* A read transaction, so that several statements see one snapshot. */
 void db_read_begin(struct conn *c);
 void db_read_end(struct conn *c);

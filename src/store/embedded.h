@@ -12,7 +12,8 @@ struct gi_embedded {
     size_t len;
 };
 
-extern const struct gi_embedded gi_migrations[];
+extern const struct gi_embedded gi_migrations[];    /* SQLite */
+extern const struct gi_embedded gi_migrations_pg[]; /* PostgreSQL */
 extern const struct gi_embedded gi_web_assets[];
 extern const struct gi_embedded gi_api_docs[];
 

@@ -47,7 +47,7 @@
     X(RES_ADD, "INSERT INTO resources (datacenter_id, kind, name, state, tenant, project, "        \
                "gpu_model, gpu_count, attrs, metadata, created_at, updated_at) VALUES (:dc, "      \
                ":kind, :name, :state, :tenant, :project, :gpu_model, :gpu_count, :attrs, "         \
-               ":metadata, :now, :now)")                                                           \
+               ":metadata, :now, :now) RETURNING id")                                              \
     X(RES_GET, RES_SELECT "WHERE r.id = :id")                                                      \
     X(RES_KIND, "SELECT kind, datacenter_id FROM resources WHERE id = :id")                        \
     X(RES_UPDATE, "UPDATE resources SET datacenter_id = :dc, kind = :kind, name = :name, state = " \
@@ -140,9 +140,8 @@ static int res_insert(struct conn *c, const char *actor, const struct store_reso
     if (!s)
         return GI_INTERNAL;
     bind_resource(s, in);
-    if ((rc = db_exec_done(c, s)) != GI_OK)
+    if ((rc = db_fetch_int(c, s, id)) != GI_OK)
         return rc;
-    *id = db_last_id(c);
     if ((rc = links_server_changed(c, actor, *id)) != GI_OK)
         return rc;
     if (in->state && strcmp(in->state, "in_use") == 0 && in->tenant) {

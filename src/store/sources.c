@@ -22,11 +22,11 @@ const char store_sql_source_list[] = SRC_SELECT "ORDER BY s.id";
 #define STATEMENTS(X)                                                                              \
     X(SOURCE_GET, "SELECT id, kind FROM sources WHERE name = :name")                               \
     X(SOURCE_ADD, "INSERT INTO sources (name, kind, team, env, cluster, created_at, updated_at) "  \
-                  "VALUES (:name, :kind, :team, :env, :cluster, :now, :now)")                      \
+                  "VALUES (:name, :kind, :team, :env, :cluster, :now, :now) RETURNING id")         \
     X(SOURCE_LIST, store_sql_source_list)                                                          \
     X(SRC_ADD, "INSERT INTO sources (name, kind, config, team, env, cluster, interval_s, "         \
                "enabled, precedence, created_at, updated_at) VALUES (:name, :kind, :config, "      \
-               ":team, :env, :cluster, :interval, :enabled, :prec, :now, :now)")                   \
+               ":team, :env, :cluster, :interval, :enabled, :prec, :now, :now) RETURNING id")      \
     X(SRC_GET, SRC_SELECT "WHERE s.id = :id")                                                      \
     X(SRC_UPDATE, "UPDATE sources SET name = COALESCE(:name, name), config = COALESCE(:config, "   \
                   "config), team = COALESCE(:team, team), env = COALESCE(:env, env), cluster = "   \
@@ -86,8 +86,7 @@ int source_ensure(struct conn *c, const char *name, const char *kind, const char
     db_bind_opt_text(s, ":env", env);
     db_bind_opt_text(s, ":cluster", cluster);
     db_bind_int(s, ":now", gi_now());
-    if ((rc = db_exec_done(c, s)) == GI_OK)
-        *id = db_last_id(c);
+    rc = db_fetch_int(c, s, id);
     return rc;
 }
 
@@ -150,9 +149,8 @@ int store_source_create(struct store *st, const char *actor, const struct store_
     db_bind_int(s, ":enabled", in->enabled < 0 ? 1 : in->enabled);
     db_bind_int(s, ":prec", in->has_precedence ? in->precedence : 0);
     db_bind_int(s, ":now", gi_now());
-    if ((rc = db_exec_done(c, s)) != GI_OK)
+    if ((rc = db_fetch_int(c, s, &id)) != GI_OK)
         goto cleanup;
-    id = db_last_id(c);
     if ((rc = src_get(c, id, 0, out)) != GI_OK)
         goto cleanup;
     view = src_audit_view(*out);

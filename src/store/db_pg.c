@@ -1,0 +1,539 @@
+/* The PostgreSQL driver under db.c, through libpq: connections that
+ * notice a lost server and reconnect, server-side prepared statements
+ * cached per connection by the SQL text's address (with the :name
+ * parameters the store writes rewritten to $n), parameters sent as text,
+ * and the mapping of SQLSTATEs onto the program's statuses. */
+#include "core/log.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "store/db_driver.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Statements a connection caches; the store's SQL stays well below. */
+#define PG_SLOTS 1024
+/* Parameters one statement may have. */
+#define PG_MAX_PARAMS 64
+/* Seconds between reconnection attempts of one connection. */
+#define PG_RECONNECT_S 1
+
+/* Type OIDs of the built-in types the readers tell apart (pg_type.h). */
+enum {
+    OID_BOOL = 16,
+    OID_INT8 = 20,
+    OID_INT2 = 21,
+    OID_INT4 = 23,
+    OID_FLOAT4 = 700,
+    OID_FLOAT8 = 701,
+    OID_NUMERIC = 1700
+};
+
+struct pg_conn;
+
+struct pg_stmt {
+    struct db_stmt base;
+    struct pg_conn *pc;
+    char name[16];               /* the server-side prepared statement's name */
+    char *text;                  /* the SQL with $n parameters */
+    bool prepared;               /* on the current server session */
+    int np;                      /* distinct parameters */
+    char *names[PG_MAX_PARAMS];  /* ":name", in $n order */
+    char *vals[PG_MAX_PARAMS];   /* bound values; NULL is SQL NULL */
+    bool owned[PG_MAX_PARAMS];   /* vals[i] was allocated */
+    char num[PG_MAX_PARAMS][32]; /* storage of bound numbers */
+    PGresult *res;               /* the executed statement's result, until reset */
+    int row, nrows;
+};
+
+struct pg_slot {
+    const char *sql; /* the key: a static string's address */
+    struct pg_stmt *st;
+};
+
+struct pg_conn {
+    struct conn base;
+    PGconn *pg;
+    char *target;
+    unsigned next_name;
+    int64_t changes;
+    int64_t retry_at; /* no reconnection attempt before this time */
+    struct pg_slot slots[PG_SLOTS];
+};
+
+static struct pg_conn *pgc(struct conn *c) { return (struct pg_conn *)c; }
+
+static struct pg_stmt *pgs(struct db_stmt *s) { return (struct pg_stmt *)s; }
+
+static void on_notice(void *arg, const char *msg)
+{
+    (void)arg;
+    gi_log(GI_LOG_DEBUG, "postgresql: %s", msg);
+}
+
+/* Maps a failed result (or, when res is NULL, the connection's state) to
+ * a status, logging what is not an expected outcome. */
+static int map_error(struct pg_conn *c, const PGresult *res)
+{
+    const char *code = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(c->pg);
+
+    if (PQstatus(c->pg) != CONNECTION_OK || code == NULL || strncmp(code, "08", 2) == 0 ||
+        strncmp(code, "57P", 3) == 0) {
+        gi_warn("postgresql: connection lost: %s", msg);
+        return GI_UNAVAILABLE;
+    }
+    if (strcmp(code, "23505") == 0)
+        return GI_CONFLICT;
+    if (strcmp(code, "23503") == 0)
+        return GI_NOT_FOUND;
+    if (strcmp(code, "40001") == 0 || strcmp(code, "40P01") == 0) {
+        gi_info("postgresql: %s (%s); the request will be retried", msg, code);
+        return GI_RETRY;
+    }
+    if (strcmp(code, "55P03") == 0 || strcmp(code, "57014") == 0 || strcmp(code, "53300") == 0)
+        return GI_UNAVAILABLE; /* lock or statement timeout, too many connections */
+    if (strcmp(code, "53100") == 0) {
+        gi_warn("postgresql: the database's disk is full: %s", msg);
+        return GI_NO_SPACE;
+    }
+    if (strcmp(code, "54000") == 0 || strcmp(code, "22001") == 0)
+        return GI_TOO_LARGE;
+    gi_error("postgresql: %s (%s)", msg, code);
+    return GI_INTERNAL;
+}
+
+static void stmt_clear(struct pg_stmt *s)
+{
+    for (int i = 0; i < s->np; i++) {
+        if (s->owned[i])
+            free(s->vals[i]);
+        s->vals[i] = NULL;
+        s->owned[i] = false;
+    }
+}
+
+static void stmt_free(struct pg_stmt *s)
+{
+    if (s == NULL)
+        return;
+    stmt_clear(s);
+    PQclear(s->res);
+    for (int i = 0; i < s->np; i++)
+        free(s->names[i]);
+    free(s->text);
+    free(s);
+}
+
+static void pg_close(struct conn *bc)
+{
+    struct pg_conn *c = pgc(bc);
+
+    if (c == NULL)
+        return;
+    for (int i = 0; i < PG_SLOTS; i++)
+        stmt_free(c->slots[i].st);
+    PQfinish(c->pg);
+    free(c->target);
+    free(c);
+}
+
+/* Connects (or reconnects) c: defaults a target may override, then
+ * session settings the store relies on. */
+static int pg_connect(struct pg_conn *c)
+{
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *vals[] = {"5", "gpuinv", c->target, NULL};
+    PGresult *r;
+
+    PQfinish(c->pg);
+    c->pg = PQconnectdbParams(keys, vals, 1);
+    if (c->pg == NULL)
+        return GI_INTERNAL;
+    for (int i = 0; i < PG_SLOTS; i++)
+        if (c->slots[i].st)
+            c->slots[i].st->prepared = false;
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        gi_warn("postgresql: cannot connect: %s", PQerrorMessage(c->pg));
+        return GI_UNAVAILABLE;
+    }
+    PQsetNoticeProcessor(c->pg, on_notice, NULL);
+    r = PQexec(c->pg, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        int st = map_error(c, r);
+        PQclear(r);
+        return st;
+    }
+    PQclear(r);
+    return GI_OK;
+}
+
+static int pg_open(const char *target, struct conn **out)
+{
+    struct pg_conn *c = calloc(1, sizeof *c);
+    int rc;
+
+    if (c == NULL || (c->target = strdup(target)) == NULL) {
+        free(c);
+        return GI_INTERNAL;
+    }
+    c->base.drv = &db_pg_driver;
+    c->base.dialect = DB_PG;
+    if ((rc = pg_connect(c)) != GI_OK) {
+        pg_close(&c->base);
+        return rc;
+    }
+    *out = &c->base;
+    return GI_OK;
+}
+
+static bool pg_alive(struct conn *bc)
+{
+    struct pg_conn *c = pgc(bc);
+    int64_t now = gi_now();
+
+    if (PQstatus(c->pg) == CONNECTION_OK)
+        return true;
+    if (now < c->retry_at)
+        return false;
+    c->retry_at = now + PG_RECONNECT_S;
+    if (pg_connect(c) != GI_OK)
+        return false;
+    gi_info("postgresql: reconnected");
+    return true;
+}
+
+/* Rewrites :name parameters to $n, outside string literals, quoted
+ * identifiers, comments and :: casts; records each distinct name once. */
+static int rewrite(struct pg_stmt *s, const char *sql)
+{
+    size_t n = strlen(sql), j = 0;
+    char *out = malloc(n * 2 + 1);
+
+    if (out == NULL)
+        return GI_INTERNAL;
+    for (size_t i = 0; i < n;) {
+        char ch = sql[i];
+        if (ch == '\'' || ch == '"') {
+            size_t k = i + 1;
+            while (k < n && sql[k] != ch)
+                k++;
+            k = k < n ? k + 1 : n;
+            memcpy(out + j, sql + i, k - i);
+            j += k - i;
+            i = k;
+        } else if (ch == '-' && i + 1 < n && sql[i + 1] == '-') {
+            while (i < n && sql[i] != '\n')
+                out[j++] = sql[i++];
+        } else if (ch == ':' && i + 1 < n && sql[i + 1] == ':') {
+            out[j++] = ':';
+            out[j++] = ':';
+            i += 2;
+        } else if (ch == ':' && i + 1 < n &&
+                   (isalpha((unsigned char)sql[i + 1]) || sql[i + 1] == '_')) {
+            size_t k = i + 1;
+            int idx = -1;
+            while (k < n && (isalnum((unsigned char)sql[k]) || sql[k] == '_'))
+                k++;
+            for (int p = 0; p < s->np; p++)
+                if (strlen(s->names[p]) == k - i && memcmp(s->names[p], sql + i, k - i) == 0)
+                    idx = p;
+            if (idx < 0) {
+                if (s->np == PG_MAX_PARAMS || !(s->names[s->np] = strndup(sql + i, k - i))) {
+                    free(out);
+                    return GI_INTERNAL;
+                }
+                idx = s->np++;
+            }
+            j += (size_t)snprintf(out + j, 8, "$%d", idx + 1);
+            i = k;
+        } else {
+            out[j++] = sql[i++];
+        }
+    }
+    out[j] = '\0';
+    s->text = out;
+    return GI_OK;
+}
+
+static struct db_stmt *pg_prep(struct conn *bc, const char *sql)
+{
+    struct pg_conn *c = pgc(bc);
+    uintptr_t h = ((uintptr_t)sql >> 3) * (uintptr_t)0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 20) & (PG_SLOTS - 1);
+
+    for (size_t probe = 0; probe < PG_SLOTS; probe++, i = (i + 1) & (PG_SLOTS - 1)) {
+        struct pg_slot *slot = &c->slots[i];
+        struct pg_stmt *s;
+        if (slot->sql == sql) {
+            s = slot->st;
+            PQclear(s->res);
+            s->res = NULL;
+            stmt_clear(s);
+            return &s->base;
+        }
+        if (slot->sql != NULL)
+            continue;
+        if ((s = calloc(1, sizeof *s)) == NULL)
+            return NULL;
+        if (rewrite(s, sql) != GI_OK) {
+            gi_error("prepare: cannot rewrite: %.120s", sql);
+            stmt_free(s);
+            return NULL;
+        }
+        s->base.drv = &db_pg_driver;
+        s->pc = c;
+        snprintf(s->name, sizeof s->name, "g%u", c->next_name++);
+        slot->sql = sql;
+        slot->st = s;
+        return &s->base;
+    }
+    gi_error("prepare: statement cache full (%d)", PG_SLOTS);
+    return NULL;
+}
+
+static int pg_param_index(struct db_stmt *bs, const char *name)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    for (int i = 0; i < s->np; i++)
+        if (strcmp(s->names[i], name) == 0)
+            return i + 1;
+    return 0;
+}
+
+/* Drops the value parameter i holds, making room for a new one. */
+static void unbind(struct pg_stmt *s, int i)
+{
+    if (s->owned[i])
+        free(s->vals[i]);
+    s->owned[i] = false;
+    s->vals[i] = NULL;
+}
+
+static void pg_bind_int(struct db_stmt *bs, int i, int64_t v)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    unbind(s, i - 1);
+    snprintf(s->num[i - 1], sizeof s->num[i - 1], "%" PRId64, v);
+    s->vals[i - 1] = s->num[i - 1];
+}
+
+static void pg_bind_dbl(struct db_stmt *bs, int i, double v)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    unbind(s, i - 1);
+    snprintf(s->num[i - 1], sizeof s->num[i - 1], "%.17g", v);
+    s->vals[i - 1] = s->num[i - 1];
+}
+
+static void pg_bind_text(struct db_stmt *bs, int i, const char *v)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    unbind(s, i - 1);
+    if ((s->vals[i - 1] = strdup(v)) != NULL)
+        s->owned[i - 1] = true;
+}
+
+static void pg_bind_null(struct db_stmt *bs, int i) { unbind(pgs(bs), i - 1); }
+
+/* Prepares s on the server (once per session) and executes it. */
+static int execute(struct pg_conn *c, struct pg_stmt *s)
+{
+    PGresult *r;
+    int st;
+
+    if (!s->prepared) {
+        r = PQprepare(c->pg, s->name, s->text, s->np, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            st = map_error(c, r);
+            if (st == GI_INTERNAL)
+                gi_error("prepare failed for: %.200s", s->text);
+            PQclear(r);
+            return st;
+        }
+        PQclear(r);
+        s->prepared = true;
+    }
+    r = PQexecPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0);
+    switch (PQresultStatus(r)) {
+    case PGRES_COMMAND_OK:
+    case PGRES_TUPLES_OK: {
+        const char *cmd = PQcmdStatus(r);
+        if (strncmp(cmd, "INSERT", 6) == 0 || strncmp(cmd, "UPDATE", 6) == 0 ||
+            strncmp(cmd, "DELETE", 6) == 0)
+            c->changes = strtoll(PQcmdTuples(r), NULL, 10);
+        s->res = r;
+        s->row = -1;
+        s->nrows = PQntuples(r);
+        return GI_OK;
+    }
+    default:
+        st = map_error(c, r);
+        PQclear(r);
+        return st;
+    }
+}
+
+static int pg_step(struct conn *bc, struct db_stmt *bs)
+{
+    struct pg_conn *c = pgc(bc);
+    struct pg_stmt *s = pgs(bs);
+    int st;
+
+    if (s->res == NULL) {
+        if (PQstatus(c->pg) != CONNECTION_OK)
+            return GI_UNAVAILABLE;
+        if ((st = execute(c, s)) != GI_OK)
+            return st;
+    }
+    if (s->row < s->nrows)
+        s->row++;
+    return s->row < s->nrows ? DB_ROW : DB_DONE;
+}
+
+static void pg_reset(struct db_stmt *bs)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    PQclear(s->res);
+    s->res = NULL;
+}
+
+static int pg_col_count(struct db_stmt *s) { return pgs(s)->res ? PQnfields(pgs(s)->res) : 0; }
+
+static const char *pg_col_name(struct db_stmt *s, int i) { return PQfname(pgs(s)->res, i); }
+
+static bool is_null(struct pg_stmt *s, int i)
+{
+    return s->res == NULL || s->row < 0 || s->row >= s->nrows || PQgetisnull(s->res, s->row, i);
+}
+
+static enum db_type pg_col_type(struct db_stmt *bs, int i)
+{
+    struct pg_stmt *s = pgs(bs);
+    const char *v;
+
+    if (is_null(s, i))
+        return DB_T_NULL;
+    switch (PQftype(s->res, i)) {
+    case OID_BOOL:
+    case OID_INT2:
+    case OID_INT4:
+    case OID_INT8:
+        return DB_T_INT;
+    case OID_FLOAT4:
+    case OID_FLOAT8:
+        return DB_T_REAL;
+    case OID_NUMERIC:
+        /* SUM of integers is numeric: whole values read as integers. */
+        v = PQgetvalue(s->res, s->row, i);
+        return strpbrk(v, ".eEN") ? DB_T_REAL : DB_T_INT;
+    default:
+        return DB_T_TEXT;
+    }
+}
+
+static int64_t pg_col_int(struct db_stmt *bs, int i)
+{
+    struct pg_stmt *s = pgs(bs);
+    const char *v;
+
+    if (is_null(s, i))
+        return 0;
+    v = PQgetvalue(s->res, s->row, i);
+    if (PQftype(s->res, i) == OID_BOOL)
+        return v[0] == 't';
+    if (strpbrk(v, ".eE"))
+        return (int64_t)strtod(v, NULL);
+    return strtoll(v, NULL, 10);
+}
+
+static double pg_col_dbl(struct db_stmt *bs, int i)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    if (is_null(s, i))
+        return 0.0;
+    if (PQftype(s->res, i) == OID_BOOL)
+        return PQgetvalue(s->res, s->row, i)[0] == 't';
+    return strtod(PQgetvalue(s->res, s->row, i), NULL);
+}
+
+static const char *pg_col_text(struct db_stmt *bs, int i)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    return is_null(s, i) ? NULL : PQgetvalue(s->res, s->row, i);
+}
+
+static int pg_col_bytes(struct db_stmt *bs, int i)
+{
+    struct pg_stmt *s = pgs(bs);
+
+    return is_null(s, i) ? 0 : PQgetlength(s->res, s->row, i);
+}
+
+static int64_t pg_changes(struct conn *c) { return pgc(c)->changes; }
+
+static int pg_exec(struct conn *bc, const char *sql)
+{
+    struct pg_conn *c = pgc(bc);
+    PGresult *r;
+    int st = GI_OK;
+
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        return GI_UNAVAILABLE;
+    r = PQexec(c->pg, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+        st = map_error(c, r);
+        if (st == GI_INTERNAL)
+            gi_error("postgresql: failed: %.200s", sql);
+    }
+    PQclear(r);
+    return st;
+}
+
+static bool pg_tx_open(struct conn *c)
+{
+    PGTransactionStatusType t = PQtransactionStatus(pgc(c)->pg);
+    return t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
+}
+
+const struct db_driver db_pg_driver = {
+    .dialect = DB_PG,
+    .open = pg_open,
+    .close = pg_close,
+    .prep = pg_prep,
+    .param_index = pg_param_index,
+    .bind_int = pg_bind_int,
+    .bind_dbl = pg_bind_dbl,
+    .bind_text = pg_bind_text,
+    .bind_null = pg_bind_null,
+    .step = pg_step,
+    .reset = pg_reset,
+    .col_count = pg_col_count,
+    .col_name = pg_col_name,
+    .col_type = pg_col_type,
+    .col_int = pg_col_int,
+    .col_dbl = pg_col_dbl,
+    .col_text = pg_col_text,
+    .col_bytes = pg_col_bytes,
+    .changes = pg_changes,
+    .exec = pg_exec,
+    .begin_write = "BEGIN",
+    /* One writer at a time across every replica: the same discipline as
+     * SQLite's, so a write's checks hold until it commits. The key is
+     * gpuinv's own (an arbitrary constant); the lock ends with the
+     * transaction, also when a replica dies. */
+    .write_lock = "SELECT pg_advisory_xact_lock(7305264918007312385)",
+    .tx_open = pg_tx_open,
+    .alive = pg_alive,
+};
