@@ -97,6 +97,16 @@ export async function startServer(opts = {}) {
   });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
+  // GPUINV_TEST_SERVER_LOG=1 copies every server's log to the test's stderr,
+  // each line tagged with the server's pid, to see why a test failed.
+  if (process.env.GPUINV_TEST_SERVER_LOG) {
+    let partial = '';
+    child.stderr.on('data', (d) => {
+      const lines = (partial + d).split('\n');
+      partial = lines.pop();
+      for (const l of lines) process.stderr.write(`[gpuinv ${child.pid}] ${l}\n`);
+    });
+  }
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {
     let out = '';
