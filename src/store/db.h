@@ -7,7 +7,8 @@
  * A statement is named by its SQL text, a compile-time constant of the
  * noun file that uses it; the cache is keyed by that text's address, so
  * each noun file keeps its SQL beside its logic. Parameters are written
- * :name in both dialects. Where the dialects differ, a noun file keeps
+ * :name in both dialects, and LIKE ignores case in both (the PostgreSQL
+ * driver sends ILIKE). Where the dialects differ, a noun file keeps
  * both texts side by side and picks one by db_dialect(). */
 #ifndef GI_STORE_DB_H
 #define GI_STORE_DB_H

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Statements a connection caches; the store's SQL stays well below. */
 #define PG_SLOTS 1024
@@ -27,6 +28,7 @@ enum {
     OID_BOOL = 16,
     OID_INT8 = 20,
     OID_INT2 = 21,
+    OID_TEXT = 25,
     OID_INT4 = 23,
     OID_FLOAT4 = 700,
     OID_FLOAT8 = 701,
@@ -207,8 +209,19 @@ static bool pg_alive(struct conn *bc)
     return true;
 }
 
+static bool word_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
+
+/* True when the keyword LIKE starts at sql[i]. */
+static bool is_like(const char *sql, size_t i, size_t n)
+{
+    return i + 4 <= n && strncasecmp(sql + i, "LIKE", 4) == 0 &&
+           (i == 0 || !word_char(sql[i - 1])) && (i + 4 == n || !word_char(sql[i + 4]));
+}
+
 /* Rewrites :name parameters to $n, outside string literals, quoted
- * identifiers, comments and :: casts; records each distinct name once. */
+ * identifiers, comments and :: casts; records each distinct name once.
+ * LIKE becomes ILIKE: the store's LIKE matches regardless of case, as
+ * SQLite's does. */
 static int rewrite(struct pg_stmt *s, const char *sql)
 {
     size_t n = strlen(sql), j = 0;
@@ -229,6 +242,10 @@ static int rewrite(struct pg_stmt *s, const char *sql)
         } else if (ch == '-' && i + 1 < n && sql[i + 1] == '-') {
             while (i < n && sql[i] != '\n')
                 out[j++] = sql[i++];
+        } else if (is_like(sql, i, n)) {
+            memcpy(out + j, "ILIKE", 5);
+            j += 5;
+            i += 4;
         } else if (ch == ':' && i + 1 < n && sql[i + 1] == ':') {
             out[j++] = ':';
             out[j++] = ':';
@@ -344,24 +361,60 @@ static void pg_bind_text(struct db_stmt *bs, int i, const char *v)
 
 static void pg_bind_null(struct db_stmt *bs, int i) { unbind(pgs(bs), i - 1); }
 
+static int pg_exec(struct conn *bc, const char *sql);
+static bool pg_tx_open(struct conn *c);
+
+/* Prepares s on the server. A parameter whose type the statement leaves
+ * open (only ever compared with NULL before its typed use, as in
+ * ":q IS NULL OR name LIKE :q") is declared text and the statement
+ * prepared again. */
+static int prepare(struct pg_conn *c, struct pg_stmt *s)
+{
+    Oid types[PG_MAX_PARAMS] = {0};
+    /* Inside a transaction a failed attempt would fail the transaction:
+     * each attempt runs under a savepoint. */
+    bool guard = pg_tx_open(&c->base);
+
+    for (int attempt = 0; attempt <= s->np; attempt++) {
+        if (guard && pg_exec(&c->base, "SAVEPOINT gi_prepare") != GI_OK)
+            return GI_UNAVAILABLE;
+        PGresult *r = PQprepare(c->pg, s->name, s->text, s->np, types);
+        const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        const char *msg = PQresultErrorMessage(r);
+        const char *at = msg ? strstr(msg, "parameter $") : NULL;
+        long k = at ? strtol(at + 11, NULL, 10) : 0;
+        int st;
+
+        if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+            PQclear(r);
+            s->prepared = true;
+            return guard ? pg_exec(&c->base, "RELEASE SAVEPOINT gi_prepare") : GI_OK;
+        }
+        if (guard)
+            pg_exec(&c->base, "ROLLBACK TO SAVEPOINT gi_prepare");
+        if (code && (strcmp(code, "42P18") == 0 || strcmp(code, "42P08") == 0) && k >= 1 &&
+            k <= s->np && types[k - 1] == 0) {
+            types[k - 1] = OID_TEXT;
+            PQclear(r);
+            continue;
+        }
+        st = map_error(c, r);
+        if (st == GI_INTERNAL)
+            gi_error("prepare failed for: %.200s", s->text);
+        PQclear(r);
+        return st;
+    }
+    return GI_INTERNAL;
+}
+
 /* Prepares s on the server (once per session) and executes it. */
 static int execute(struct pg_conn *c, struct pg_stmt *s)
 {
     PGresult *r;
     int st;
 
-    if (!s->prepared) {
-        r = PQprepare(c->pg, s->name, s->text, s->np, NULL);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            st = map_error(c, r);
-            if (st == GI_INTERNAL)
-                gi_error("prepare failed for: %.200s", s->text);
-            PQclear(r);
-            return st;
-        }
-        PQclear(r);
-        s->prepared = true;
-    }
+    if (!s->prepared && (st = prepare(c, s)) != GI_OK)
+        return st;
     r = PQexecPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0);
     switch (PQresultStatus(r)) {
     case PGRES_COMMAND_OK:

@@ -100,12 +100,13 @@
     X(RENAME_EVENTS, "UPDATE gpu_events SET gpu_uuid = :to WHERE gpu_uuid = :from")                \
     X(RENAME_PROCS, "UPDATE gpu_processes SET gpu_uuid = :to WHERE gpu_uuid = :from")              \
     X(RENAME_PODS, "UPDATE gpu_pods SET gpu_uuid = :to WHERE gpu_uuid = :from")                    \
-    X(PROV_SET, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "   \
-                "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET " \
-                "value = excluded.value, source_id = excluded.source_id, set_at = "                \
-                "excluded.set_at WHERE gpu_provenance.value IS NOT excluded.value OR "             \
-                "gpu_provenance.source_id IS NOT excluded.source_id OR gpu_provenance.set_at < "   \
-                "excluded.set_at - 60")                                                            \
+    X(PROV_SET,                                                                                    \
+      "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "             \
+      "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET "           \
+      "value = excluded.value, source_id = excluded.source_id, set_at = "                          \
+      "excluded.set_at WHERE gpu_provenance.value IS DISTINCT FROM excluded.value OR "             \
+      "gpu_provenance.source_id IS DISTINCT FROM excluded.source_id OR gpu_provenance.set_at < "   \
+      "excluded.set_at - 60")                                                                      \
     X(PROV_FILL, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "  \
                  "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO NOTHING")   \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \

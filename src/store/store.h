@@ -26,6 +26,12 @@ void store_close(struct store *st);
 /* Schema version after migrations. */
 int store_schema_version(struct store *st, int64_t *out);
 
+/* Keeps raw GPU samples for keep_days: on PostgreSQL, creates the coming
+ * days' partitions and drops whole partitions past retention; on SQLite,
+ * deletes older rows in small transactions. *changed counts partitions
+ * created and dropped (PostgreSQL) or rows deleted (SQLite). */
+int store_samples_maintain(struct store *st, int64_t now, int keep_days, int64_t *changed);
+
 /* A page of a list: sort is a column name from the resource's allowed list
  * (validated by the caller), NULL for insertion order. */
 struct store_page {

@@ -5,7 +5,8 @@
 # (PG_CONNINFO: a postgres:// URL or a libpq key=value string; the current
 # schema is compared), both migrated by their own migration lists. Lists from
 # each side, in one normalized form, and diffs:
-#   column  TABLE POSITION COLUMN TYPE NULLABILITY DEFAULT   (integer/text/double)
+#   column  TABLE POSITION COLUMN TYPE NULLABILITY DEFAULT
+#           (TYPE integer, text (PostgreSQL: collation "C", as SQLite's BINARY) or double)
 #   pk      TABLE COLUMNS
 #   unique  TABLE COLUMNS
 #   fk      TABLE COLUMNS -> TABLE(COLUMNS) ON UPDATE .. ON DELETE ..
@@ -89,7 +90,9 @@ cols AS (
 SELECT 'column ' || t.relname || ' ' ||
        (row_number() OVER (PARTITION BY t.oid ORDER BY a.attnum) - 1) || ' ' || a.attname || ' ' ||
        CASE format_type(a.atttypid, a.atttypmod) WHEN 'bigint' THEN 'integer'
-            WHEN 'integer' THEN 'integer' WHEN 'text' THEN 'text'
+            WHEN 'integer' THEN 'integer'
+            WHEN 'text' THEN CASE WHEN a.attcollation = 'pg_catalog."C"'::regcollation THEN 'text'
+                                  ELSE 'text:' || a.attcollation::regcollation END
             WHEN 'double precision' THEN 'double'
             ELSE 'other:' || format_type(a.atttypid, a.atttypmod) END || ' ' ||
        CASE WHEN a.attnotnull THEN 'not-null' ELSE 'null' END || ' ' ||

@@ -2,10 +2,10 @@
 -- that "who used which GPU when" covers containerized workloads.
 CREATE TABLE gpu_pods (
     ts BIGINT NOT NULL,
-    gpu_uuid TEXT NOT NULL,
-    namespace TEXT NOT NULL,
-    pod TEXT NOT NULL,
-    container TEXT,
+    gpu_uuid TEXT COLLATE "C" NOT NULL,
+    namespace TEXT COLLATE "C" NOT NULL,
+    pod TEXT COLLATE "C" NOT NULL,
+    container TEXT COLLATE "C",
     source_id BIGINT,
     PRIMARY KEY (ts, gpu_uuid, namespace, pod)
 );

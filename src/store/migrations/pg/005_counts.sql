@@ -3,8 +3,8 @@
 -- and list totals read a few rows instead of scanning the inventory.
 CREATE TABLE dc_counts (
     datacenter_id BIGINT NOT NULL REFERENCES datacenters(id) ON DELETE CASCADE,
-    kind TEXT NOT NULL,
-    state TEXT NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    state TEXT COLLATE "C" NOT NULL,
     n BIGINT NOT NULL DEFAULT 0,
     gpus BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (datacenter_id, kind, state)

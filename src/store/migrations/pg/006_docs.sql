@@ -3,7 +3,7 @@
 -- list pages pass these documents through untouched. The same document as
 -- SQLite's json_patch(json_object(...), attrs), built with jsonb: the key
 -- order and spacing of the text differ, its content does not.
-ALTER TABLE resources ADD COLUMN doc TEXT;
+ALTER TABLE resources ADD COLUMN doc TEXT COLLATE "C";
 
 -- RFC 7396 merge patch, as SQLite's json_patch: a non-object patch replaces
 -- the target; otherwise each patch key whose value is null removes that key,

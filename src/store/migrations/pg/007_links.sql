@@ -10,15 +10,15 @@
 CREATE TABLE host_links (
     host_id BIGINT PRIMARY KEY REFERENCES hosts(id) ON DELETE CASCADE,
     resource_id BIGINT REFERENCES resources(id) ON DELETE SET NULL,
-    rule TEXT,
+    rule TEXT COLLATE "C",
     manual BIGINT NOT NULL DEFAULT 0,
-    detail TEXT,
-    k_serial TEXT,
-    k_mid TEXT,
-    k_host TEXT,
-    k_short TEXT,
+    detail TEXT COLLATE "C",
+    k_serial TEXT COLLATE "C",
+    k_mid TEXT COLLATE "C",
+    k_host TEXT COLLATE "C",
+    k_short TEXT COLLATE "C",
     linked_at BIGINT NOT NULL,
-    linked_by TEXT NOT NULL
+    linked_by TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX host_links_resource ON host_links(resource_id);
 CREATE INDEX host_links_serial ON host_links(k_serial);
@@ -30,8 +30,8 @@ CREATE INDEX host_links_short ON host_links(k_short);
 -- serial, machine_id, hostname (its name and attrs.hostname) and short
 -- (those names up to the first dot).
 CREATE TABLE match_keys (
-    rule TEXT NOT NULL,
-    value TEXT NOT NULL,
+    rule TEXT COLLATE "C" NOT NULL,
+    value TEXT COLLATE "C" NOT NULL,
     resource_id BIGINT NOT NULL REFERENCES resources(id) ON DELETE CASCADE,
     PRIMARY KEY (rule, value, resource_id)
 );

@@ -8,8 +8,8 @@ ALTER TABLE sources ADD COLUMN precedence BIGINT NOT NULL DEFAULT 0;
 
 -- A pusher token may be confined to host-name patterns (comma-separated
 -- globs) and to one cluster.
-ALTER TABLE tokens ADD COLUMN hosts TEXT;
-ALTER TABLE tokens ADD COLUMN limit_cluster TEXT;
+ALTER TABLE tokens ADD COLUMN hosts TEXT COLLATE "C";
+ALTER TABLE tokens ADD COLUMN limit_cluster TEXT COLLATE "C";
 
 -- observed_at: when the newest reading of the GPU was taken (its newest
 -- shown sample, else the owning source's observation time); freshness is
@@ -25,9 +25,9 @@ UPDATE gpus SET reading_source_id = source_id WHERE sample_at IS NOT NULL;
 CREATE TABLE gpu_conflicts (
     gpu_id BIGINT NOT NULL REFERENCES gpus(id) ON DELETE CASCADE,
     source_id BIGINT NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
-    field TEXT NOT NULL,
-    theirs TEXT,
-    ours TEXT,
+    field TEXT COLLATE "C" NOT NULL,
+    theirs TEXT COLLATE "C",
+    ours TEXT COLLATE "C",
     first_at BIGINT NOT NULL,
     last_at BIGINT NOT NULL,
     PRIMARY KEY (gpu_id, source_id, field)
