@@ -139,19 +139,12 @@ export function dbQuery(db, sql) {
   });
 }
 
-/** Runs a query with the sqlite3 command-line shell, read-only, against a database file. */
-export function sqlite(db, sql) {
-  return new Promise((resolve, reject) => {
-    execFile('sqlite3', ['-readonly', db, sql], { timeout: 30000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`sqlite3 failed: ${stderr || err.message}`));
-      else resolve(stdout);
-    });
-  });
-}
+/** The former name of dbQuery, kept so that older tests run on both stores. */
+export const sqlite = dbQuery;
 
 /** Every table's rows as SQL text: sqlite3's .dump or pg_dump. */
 export function dbDump(db) {
-  if (!isPg(db)) return sqlite(db, '.dump');
+  if (!isPg(db)) return dbQuery(db, '.dump');
   return new Promise((resolve, reject) => {
     execFile('pg_dump', ['--no-owner', '-d', db], { timeout: 60000, maxBuffer: 256 << 20 },
       (err, stdout, stderr) => {
