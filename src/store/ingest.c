@@ -28,7 +28,7 @@
       "SELECT h.source_id, COALESCE(o.precedence, 0) FROM hosts h LEFT JOIN sources o "            \
       "ON o.id = h.source_id WHERE h.hostname = :host")                                            \
     X(BATCH_ADD, "INSERT INTO ingest_batches (source_id, batch_id, received_at, samples) VALUES "  \
-                 "(:sid, :bid, :now, :n)")                                                         \
+                 "(:sid, :bid, :now, :n) ON CONFLICT (source_id, batch_id) DO NOTHING")            \
     X(HOST_UPSERT,                                                                                 \
       "INSERT INTO hosts (hostname, machine_id, serial, cluster, datacenter_id, "                  \
       "source_id, first_seen_at, last_seen_at) VALUES (:host, :mid, :serial, "                     \
@@ -891,15 +891,14 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     db_bind_text(s, ":bid", b->batch_id);
     db_bind_int(s, ":now", gi_now());
     db_bind_int(s, ":n", (int64_t)b->nsamples);
-    rc = db_exec_done(c, s);
-    if (rc == GI_CONFLICT) {
-        /* Only this statement failed; the transaction goes on. */
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    if (db_changes(c) == 0) {
+        /* The unique key, not a check before the insert, makes a batch
+         * sent twice (even to two replicas at once) count once. */
         res->duplicate = true;
-        rc = GI_OK;
         goto cleanup;
     }
-    if (rc != GI_OK)
-        goto cleanup;
     if ((rc = ingest_host(c, source_id, src->precedence, &b->host, defaults[2], &host_id)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < b->set.ngpus; i++) {
