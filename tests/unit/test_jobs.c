@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include "core/log.h"
+#include "core/util.h"
 #include "store/store.h"
 
 #include <pthread.h>
@@ -171,6 +172,20 @@ static void test_racing_replicas_never_both_win(void **state)
     store_close(other);
 }
 
+/* How many sources are due at now. */
+static size_t due_count(struct store *st, int64_t now)
+{
+    json_t *due = NULL;
+    size_t n;
+
+    assert_status(store_source_due(st, now, &due), GI_OK);
+    n = json_array_size(due);
+    json_decref(due);
+    return n;
+}
+
+/* A source's schedule follows its job lease once claimed; its document
+ * names the claimant; deleting it drops the lease. */
 static void test_source_shows_puller_and_drops_job(void **state)
 {
     struct fixture *f = *state;
@@ -194,6 +209,18 @@ static void test_source_shows_puller_and_drops_job(void **state)
     assert_status(store_source_get(f->st, id, 0, &src), GI_OK);
     assert_string_equal(json_string_value(json_object_get(src, "last_pulled_by")), "host:1:abc");
     json_decref(src);
+    assert_status(store_job_done(f->st, job, "host:1:abc", 5001), GI_OK);
+    json_decref(cfg);
+    cfg = NULL;
+    assert_int_equal(due_count(f->st, 5029), 0);
+    assert_int_equal(due_count(f->st, 5030), 1);
+    /* A new interval counts from the last pull. */
+    assert_status(store_source_record(f->st, id, NULL, 0), GI_OK);
+    in = (struct store_source){.interval_s = 600, .enabled = -1};
+    assert_status(store_source_update(f->st, "t", id, &in, &src), GI_OK);
+    json_decref(src);
+    assert_int_equal(due_count(f->st, gi_now() + 590), 0);
+    assert_int_equal(due_count(f->st, gi_now() + 601), 1);
     assert_status(store_source_delete(f->st, "t", id), GI_OK);
     assert_status(store_job_get(f->st, job, &row), GI_NOT_FOUND);
     assert_status(store_source_min_interval(f->st, &shortest), GI_OK);
