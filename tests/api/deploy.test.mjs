@@ -34,7 +34,7 @@ async function freePort() {
 
 /** `gpuinv serve` parses these flags (it stops at --help, exit 0). */
 function serveTakes(args) {
-  execFileSync(BIN, [...args, '--help'], { stdio: 'pipe' });
+  execFileSync(path.resolve(BIN), [...args, '--help'], { stdio: 'pipe' });
 }
 
 test('haproxy accepts deploy/haproxy.cfg', () => {
@@ -131,9 +131,9 @@ test('the systemd unit runs `gpuinv serve` with its environment file', () => {
 });
 
 test('GPUINV_DB is the database when --db is not given', async () => {
-  const dir = tempDir('gpuinv-db-env-');
+  const dir = path.resolve(tempDir('gpuinv-db-env-'));
   const db = path.join(dir, 'from-env.db');
-  const child = spawn(BIN, ['serve', '--listen', '127.0.0.1:0'], {
+  const child = spawn(path.resolve(BIN), ['serve', '--listen', '127.0.0.1:0'], {
     cwd: dir, env: { ...process.env, GPUINV_DB: db }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
