@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../lib/server.mjs';
-import { ok, mkDc, mkRes, stopClean } from './helpers.mjs';
+import { ok, assertError, mkDc, mkRes, stopClean } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const metrics = readFileSync(path.join(here, '..', 'fixtures', 'prom', 'dcgm_a100_8gpu.prom'));
@@ -139,4 +139,18 @@ test('a source is pulled once per interval by all replicas together, and survive
   const n2 = scrapes.length - from2;
   assert.ok(n2 >= 1 && n2 <= 3, `${n2} pulls in 2 intervals after the failover`);
   replicas = survivors;
+});
+
+test('interval_s is at least 10 s unless GPUINV_MIN_INTERVAL_S lowers the floor', async () => {
+  const body = (name, interval) => ({ name, kind: 'dcgm-exporter', config: { url: exporterUrl }, interval_s: interval, enabled: false });
+  const plain = await startServer();
+  try {
+    assertError(await plain.api('POST', '/api/v1/sources', { body: body('too-often', 9) }), 400, { field: 'interval_s' });
+    ok(await plain.api('POST', '/api/v1/sources', { body: body('often-enough', 10) }), 201);
+  } finally {
+    await stopClean(plain);
+  }
+  const [a] = replicas;
+  assertError(await a.api('POST', '/api/v1/sources', { body: body('never', 0) }), 400, { field: 'interval_s' });
+  ok(await a.api('POST', '/api/v1/sources', { body: body('each-second', 1) }), 201);
 });
