@@ -14,7 +14,8 @@ mode=${1:-}
 run_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
           libsodium-dev libxml2-dev libpq-dev libcurl4-gnutls-dev procps)
 # Tests and tooling on top of that.
-pkgs=("${run_pkgs[@]}" libcmocka-dev sqlite3 curl openssl chromium clang-format prometheus)
+pkgs=("${run_pkgs[@]}" libcmocka-dev sqlite3 curl openssl chromium clang-format prometheus
+      haproxy python3 python3-yaml)
 case "$mode" in
   --run) pkgs=("${run_pkgs[@]}") ;;
   --bench) pkgs+=(wrk nginx-light) ;;
