@@ -16,7 +16,7 @@ run_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libs
 # Tests and tooling on top of that.
 # PostgreSQL 15: the test suites also run on a throwaway server (tests/lib/pg.sh).
 pkgs=("${run_pkgs[@]}" libcmocka-dev sqlite3 curl openssl chromium clang-format prometheus
-      postgresql-15 postgresql-client-15)
+      haproxy python3 python3-yaml postgresql-15 postgresql-client-15)
 case "$mode" in
   --run) pkgs=("${run_pkgs[@]}") ;;
   --bench) pkgs+=(wrk nginx-light) ;;

@@ -7,6 +7,7 @@
 
 /* health.c */
 void api_healthz(struct req *r);
+void api_readyz(struct req *r);
 void api_kinds(struct req *r);
 
 /* session.c: dashboard sign-in */

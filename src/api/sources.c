@@ -10,9 +10,21 @@
 #include "store/store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int64_t stale_before(struct req *r) { return gi_now() - server_freshness(r->srv); }
+
+/* The shortest interval_s a pull source may have: 10 s, or 1..10 from
+ * GPUINV_MIN_INTERVAL_S (documented in `gpuinv serve --help`, for tests
+ * that watch several pulls happen). */
+static int64_t min_interval(void)
+{
+    const char *v = getenv("GPUINV_MIN_INTERVAL_S");
+    int64_t n;
+
+    return v && gi_parse_int64(v, 1, 10, &n) == GI_OK ? n : 10;
+}
 
 /* A URL with its user information (stored before such URLs were refused)
  * masked; NULL when it has none. Caller owns the result. */
@@ -146,7 +158,7 @@ static bool source_body_or_reply(struct req *r, const json_t *body, const char *
         !json_str_or_reply(r, body, "team", false, 128, &in->team) ||
         !json_str_or_reply(r, body, "env", false, 64, &in->env) ||
         !json_str_or_reply(r, body, "cluster", false, 128, &in->cluster) ||
-        !json_int_or_reply(r, body, "interval_s", false, 10, 86400, &in->interval_s))
+        !json_int_or_reply(r, body, "interval_s", false, min_interval(), 86400, &in->interval_s))
         return false;
     /* Of the sources reporting one host or GPU, the highest precedence owns
      * it (ties: the first to report). */

@@ -29,7 +29,8 @@ static const char serve_usage[] =
     "                    [--per-ip-connections N] [--idle-timeout SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
-    "  --db PATH            SQLite database file (default gpuinv.db), created if missing\n"
+    "  --db PATH            SQLite database file (default $GPUINV_DB, else gpuinv.db),\n"
+    "                       created if missing\n"
     "  --demo               fill an empty database with a demo fleet\n"
     "  --threads N          HTTP worker threads (default 8)\n"
     "  --max-body BYTES     largest accepted request body (default 8388608)\n"
@@ -48,6 +49,9 @@ static const char serve_usage[] =
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
     "  GPUINV_ADMIN_PASSWORD  sets the password of dashboard user 'admin' (and ends\n"
     "                         its sessions when it changes)\n"
+    "  GPUINV_DB              the database when --db is not given\n"
+    "  GPUINV_MIN_INTERVAL_S  shortest interval_s a pull source may have, 1..10\n"
+    "                         (default 10; shorter only for tests)\n"
     "\n"
     "exit status: 0 stopped cleanly; 1 could not start or failed; 2 bad usage;\n"
     "  3 GPUINV_ADMIN_TOKEN names a revoked token (create a new one with\n"
@@ -124,7 +128,7 @@ int cli_serve(int argc, char **argv)
         .idle_timeout = SERVER_DEFAULT_IDLE_TIMEOUT,
     };
     struct rlimit rl;
-    const char *db = "gpuinv.db";
+    const char *db = getenv("GPUINV_DB");
     bool demo = false;
     struct store *st = NULL;
     struct server *srv = NULL;
@@ -212,6 +216,8 @@ int cli_serve(int argc, char **argv)
         fprintf(stderr, "gpuinv serve: unexpected argument '%s'\n%s", argv[optind], serve_usage);
         return 2;
     }
+    if (db == NULL || *db == '\0')
+        db = "gpuinv.db";
     if ((cfg.tls_cert == NULL) != (cfg.tls_key == NULL)) {
         fprintf(stderr, "gpuinv serve: --tls-cert and --tls-key go together\n");
         return 2;

@@ -8,19 +8,50 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 struct scheduler {
     struct store *st;
     int tick_s;
     bool stop;
+    char holder[128];
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
 };
 
-/* Runs every due source once. */
+/* "hostname:pid:random": unique per process even when pids repeat across
+ * containers that all call themselves the same host. */
+static void make_holder(char *buf, size_t len)
+{
+    char host[64] = "";
+    uint32_t rnd = 0;
+
+    if (gethostname(host, sizeof host) != 0 || host[0] == '\0')
+        gi_strlcpy(host, "localhost", sizeof host);
+    host[sizeof host - 1] = '\0';
+    if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        rnd = (uint32_t)time(NULL) ^ (uint32_t)clock();
+    snprintf(buf, len, "%s:%ld:%08x", host, (long)getpid(), (unsigned)rnd);
+}
+
+static bool stopping(struct scheduler *s)
+{
+    bool stop;
+
+    pthread_mutex_lock(&s->mu);
+    stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+/* Runs every due source this replica wins the claim of, one at a time:
+ * each claim is taken just before its pull, so another replica may take
+ * the sources queued behind a slow one. */
 static void run_due(struct scheduler *s)
 {
     json_t *due = NULL, *src;
@@ -30,15 +61,38 @@ static void run_due(struct scheduler *s)
         return;
     json_array_foreach(due, i, src) {
         struct pull_result res;
-        bool stop;
-        pthread_mutex_lock(&s->mu);
-        stop = s->stop;
-        pthread_mutex_unlock(&s->mu);
-        if (stop)
+        char job[32];
+        int64_t interval = json_integer_value(json_object_get(src, "interval_s"));
+        bool run = false;
+
+        if (stopping(s))
             break;
+        if (interval < 1)
+            interval = 1;
+        snprintf(job, sizeof job, "pull:%lld",
+                 (long long)json_integer_value(json_object_get(src, "id")));
+        if (store_job_claim(s->st, job, s->holder, interval,
+                            interval > SCHEDULER_MAX_RUN_S ? interval : SCHEDULER_MAX_RUN_S,
+                            gi_now(), &run) != GI_OK ||
+            !run)
+            continue;
         pull_run_source(s->st, src, &res);
+        if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+            gi_warn("job %s: cannot release its lease", job);
     }
     json_decref(due);
+}
+
+/* Seconds to the next look: a quarter of the shortest interval, between 1
+ * and tick_s. */
+static int next_wait(struct scheduler *s)
+{
+    int64_t shortest = 0;
+    int64_t w = s->tick_s;
+
+    if (store_source_min_interval(s->st, &shortest) == GI_OK && shortest > 0 && shortest / 4 < w)
+        w = shortest / 4;
+    return w < 1 ? 1 : (int)w;
 }
 
 static void *loop(void *arg)
@@ -48,11 +102,13 @@ static void *loop(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         struct timespec until;
+        int wait_s;
         pthread_mutex_unlock(&s->mu);
         run_due(s);
+        wait_s = next_wait(s);
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += s->tick_s;
+        until.tv_sec += wait_s;
         while (!s->stop && pthread_cond_timedwait(&s->cv, &s->mu, &until) == 0) {
         }
     }
@@ -68,6 +124,7 @@ struct scheduler *scheduler_start(struct store *st, int tick_s)
         return NULL;
     s->st = st;
     s->tick_s = tick_s > 0 ? tick_s : 5;
+    make_holder(s->holder, sizeof s->holder);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->thread, NULL, loop, s) != 0) {
@@ -76,6 +133,7 @@ struct scheduler *scheduler_start(struct store *st, int tick_s)
         free(s);
         return NULL;
     }
+    gi_info("scheduler: job holder %s", s->holder);
     return s;
 }
 

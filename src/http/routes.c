@@ -14,6 +14,7 @@
 
 const struct route gi_routes[] = {
     {"GET", "/healthz", api_healthz, GI_ROLE_NONE, ""},
+    {"GET", "/readyz", api_readyz, GI_ROLE_NONE, ""},
     {"GET", "/metrics", api_metrics, GI_ROLE_VIEWER, ""},
 
     {"POST", "/api/v1/session", api_session_create, GI_ROLE_NONE, ""},

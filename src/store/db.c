@@ -9,6 +9,7 @@
 #include "store/embedded.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -200,6 +201,79 @@ void db_bind_like(struct db_stmt *s, const char *name, const char *q)
     buf[j++] = '%';
     buf[j] = '\0';
     db_bind_text(s, name, buf);
+}
+
+/* Appends one element's text to the array. */
+static void array_add(struct db_array *a, const char *v)
+{
+    size_t n = strlen(v);
+
+    if (a->failed)
+        return;
+    if (a->len + n + 3 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 4096;
+        char *p;
+        while (cap < a->len + n + 3)
+            cap *= 2;
+        if ((p = realloc(a->buf, cap)) == NULL) {
+            a->failed = true;
+            return;
+        }
+        a->buf = p;
+        a->cap = cap;
+    }
+    a->buf[a->len] = a->len == 0 ? '{' : ',';
+    a->len++;
+    memcpy(a->buf + a->len, v, n);
+    a->len += n;
+}
+
+void db_array_int(struct db_array *a, int64_t v)
+{
+    char t[32];
+    snprintf(t, sizeof t, "%" PRId64, v);
+    array_add(a, t);
+}
+
+void db_array_dbl(struct db_array *a, double v)
+{
+    char t[40];
+    if (isnan(v) || isinf(v)) {
+        array_add(a, "NULL");
+        return;
+    }
+    snprintf(t, sizeof t, "%.17g", v);
+    array_add(a, t);
+}
+
+void db_array_opt_int(struct db_array *a, int64_t v)
+{
+    if (v < 0)
+        array_add(a, "NULL");
+    else
+        db_array_int(a, v);
+}
+
+void db_bind_array(struct db_stmt *s, const char *name, struct db_array *a)
+{
+    /* array_add() keeps two bytes spare, for the closing brace and NUL. */
+    if (a->failed) {
+        db_bind_text(s, name, NULL);
+        return;
+    }
+    if (a->len == 0) {
+        db_bind_text(s, name, "{}");
+        return;
+    }
+    a->buf[a->len] = '}';
+    a->buf[a->len + 1] = '\0';
+    db_bind_text(s, name, a->buf);
+}
+
+void db_array_free(struct db_array *a)
+{
+    free(a->buf);
+    memset(a, 0, sizeof *a);
 }
 
 int db_exec_done(struct conn *c, struct db_stmt *s)

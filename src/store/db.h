@@ -68,6 +68,24 @@ void db_bind_page(struct db_stmt *s, const struct store_page *pg);
  * NULL or empty binds NULL. */
 void db_bind_like(struct db_stmt *s, const char *name, const char *q);
 
+/* A column of values bound as one PostgreSQL array parameter (text form,
+ * '{1,NULL,2.5}'), so that a statement such as INSERT ... SELECT FROM
+ * unnest(CAST(:ts AS BIGINT[]), ...) writes many rows in one round trip.
+ * Zero-initialise, append, bind once, free. On allocation failure
+ * `failed` is set and binding the array binds NULL. */
+struct db_array {
+    char *buf;
+    size_t len, cap;
+    bool failed;
+};
+void db_array_int(struct db_array *a, int64_t v);
+/* NAN appends NULL. */
+void db_array_dbl(struct db_array *a, double v);
+/* A negative value appends NULL ("unknown"). */
+void db_array_opt_int(struct db_array *a, int64_t v);
+void db_bind_array(struct db_stmt *s, const char *name, struct db_array *a);
+void db_array_free(struct db_array *a);
+
 /* Positional binders for hot paths: the index of parameter `name` (0 when
  * the statement lacks it, which the *_at binders then skip), looked up
  * once and reused for every execution. */

@@ -182,11 +182,15 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
     int64_t id;
     int rc = db_tx_begin(c), failed = GI_OK;
 
-    /* A constraint failure undoes only its statement, so the transaction
-     * goes on and every row's conflict is found. */
+    /* A constraint failure undoes only its row (a savepoint), so the
+     * transaction goes on and every row's conflict is found. */
     for (size_t i = 0; rc == GI_OK && i < n; i++) {
         json_t *after = NULL;
-        int one = res_insert(c, actor, &rows[i], &id, &after);
+        int one = db_savepoint(c);
+        if (one == GI_OK) {
+            one = res_insert(c, actor, &rows[i], &id, &after);
+            db_savepoint_end(c, one);
+        }
         json_decref(after);
         row_status[i] = one;
         if (one == GI_CONFLICT || one == GI_NOT_FOUND) {

@@ -4,6 +4,7 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* A source's GPU count is defined as the GPU list's ?source= filter is:
@@ -15,6 +16,7 @@
     "gpus_reported, s.gpus_reported AS gpus_last_report, CASE WHEN "                               \
     "s.last_success_at IS NULL OR s.last_success_at < :stale THEN 1 ELSE 0 END AS stale, "         \
     "s.warnings_total, s.last_warning, s.last_warning_at, "                                        \
+    "(SELECT j.holder FROM job_leases j WHERE j.name = 'pull:' || s.id) AS last_pulled_by, "       \
     "s.created_at, s.updated_at FROM sources s "
 
 const char store_sql_source_list[] = SRC_SELECT "ORDER BY s.id";
@@ -35,10 +37,20 @@ const char store_sql_source_list[] = SRC_SELECT "ORDER BY s.id";
                   "ELSE :enabled END, precedence = CASE WHEN :has_prec = 1 THEN :prec ELSE "       \
                   "precedence END, updated_at = :now WHERE id = :id")                              \
     X(SRC_DELETE, "DELETE FROM sources WHERE id = :id")                                            \
-    X(SRC_DUE, "SELECT id, name, kind, config, team, env, cluster FROM sources WHERE enabled = 1 " \
-               "AND kind NOT IN ('push', 'csv') AND (last_attempt_at IS NULL OR last_attempt_at "  \
-               "+ interval_s "                                                                     \
-               "<= :now) ORDER BY COALESCE(last_attempt_at, 0), id")                               \
+    /* Due: by its job lease once the scheduler has claimed it (see                                \
+     * jobs.c); before that, when it has not been pulled within its                                \
+     * interval. */                                                                                \
+    X(SRC_DUE, "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s "    \
+               "FROM sources s LEFT JOIN job_leases j ON j.name = 'pull:' || s.id WHERE "          \
+               "s.enabled = 1 AND s.kind NOT IN ('push', 'csv') AND ((j.name IS NULL AND "         \
+               "(s.last_attempt_at IS NULL OR s.last_attempt_at + s.interval_s <= :now)) OR "      \
+               "(j.next_run_at <= :now AND j.lease_until <= :now)) ORDER BY "                      \
+               "COALESCE(s.last_attempt_at, 0), s.id")                                             \
+    X(SRC_MIN_INTERVAL, "SELECT COALESCE(MIN(interval_s), 0) FROM sources WHERE enabled = 1 AND "  \
+                        "kind NOT IN ('push', 'csv')")                                             \
+    X(SRC_JOB_DELETE, "DELETE FROM job_leases WHERE name = :job")                                  \
+    X(SRC_JOB_RESCHEDULE, "UPDATE job_leases SET next_run_at = COALESCE((SELECT last_attempt_at "  \
+                          "FROM sources WHERE id = :id), 0) + :interval WHERE name = :job")        \
     X(SRC_RECORD,                                                                                  \
       "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "               \
       "IS NULL THEN :now ELSE last_success_at END, last_error = :err, gpus_reported = "            \
@@ -176,6 +188,7 @@ int store_source_update(struct store *st, const char *actor, int64_t id,
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
     json_t *before = NULL, *bv = NULL, *av = NULL;
+    char job[32];
     int rc = db_tx_begin(c);
 
     *out = NULL;
@@ -199,6 +212,19 @@ int store_source_update(struct store *st, const char *actor, int64_t id,
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
+    /* A new interval counts from the last pull, not from the next run the
+     * old interval had scheduled. */
+    if (in->interval_s >= 0) {
+        rc = GI_INTERNAL;
+        if (!(s = prep(c, ST_SRC_JOB_RESCHEDULE)))
+            goto cleanup;
+        snprintf(job, sizeof job, "pull:%lld", (long long)id);
+        db_bind_text(s, ":job", job);
+        db_bind_int(s, ":id", id);
+        db_bind_int(s, ":interval", in->interval_s);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            goto cleanup;
+    }
     if ((rc = src_get(c, id, 0, out)) != GI_OK)
         goto cleanup;
     bv = src_audit_view(before);
@@ -218,6 +244,7 @@ int store_source_delete(struct store *st, const char *actor, int64_t id)
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
     json_t *before = NULL, *bv = NULL;
+    char job[32];
     int rc = db_tx_begin(c);
 
     if (rc != GI_OK)
@@ -228,6 +255,15 @@ int store_source_delete(struct store *st, const char *actor, int64_t id)
     if (!(s = prep(c, ST_SRC_DELETE)))
         goto cleanup;
     db_bind_int(s, ":id", id);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    /* Its pull job goes too, so that a later source given the same id
+     * starts with a fresh schedule. */
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SRC_JOB_DELETE)))
+        goto cleanup;
+    snprintf(job, sizeof job, "pull:%lld", (long long)id);
+    db_bind_text(s, ":job", job);
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     bv = src_audit_view(before);
@@ -243,6 +279,16 @@ cleanup:
 int store_source_due(struct store *st, int64_t now, json_t **items)
 {
     return collect_with(st, ST_SRC_DUE, ":now", now, items);
+}
+
+int store_source_min_interval(struct store *st, int64_t *out)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_SRC_MIN_INTERVAL);
+    int rc = s ? db_fetch_int(c, s, out) : GI_INTERNAL;
+
+    db_conn_put(st, c);
+    return rc;
 }
 
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus)

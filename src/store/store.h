@@ -237,7 +237,9 @@ struct store_source {
     bool has_precedence;
     int64_t precedence;
 };
-/* Objects returned include `config` (with secrets: the API redacts). */
+/* Objects returned include `config` (with secrets: the API redacts) and
+ * `last_pulled_by`, the replica that took the latest scheduled pull (NULL
+ * before the first). */
 int store_source_create(struct store *st, const char *actor, const struct store_source *in,
                         json_t **out);
 int store_source_get(struct store *st, int64_t id, int64_t stale_before, json_t **out);
@@ -245,8 +247,11 @@ int store_source_update(struct store *st, const char *actor, int64_t id,
                         const struct store_source *in, json_t **out);
 int store_source_delete(struct store *st, const char *actor, int64_t id);
 /* Enabled pull sources whose next run is due at `now` (id, name, kind,
- * config, team, env, cluster). */
+ * config, team, env, cluster, interval_s). */
 int store_source_due(struct store *st, int64_t now, json_t **items);
+/* The shortest interval_s of the enabled pull sources; 0 when there are
+ * none. */
+int store_source_min_interval(struct store *st, int64_t *out);
 /* Records the outcome of one pull: error NULL on success. */
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus);
 /* What one Kubernetes listing found. Strings may be NULL. */
@@ -338,5 +343,28 @@ bool store_model_matches(const char *declared, const char *discovered);
 /* A data center's discovered GPUs: {total, in_use, idle, stale, unknown,
  * on_linked_hosts, servers_seen}, physical GPUs of hosts in it. */
 int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out);
+
+/* ---- periodic jobs (jobs.c) ----
+ * Each periodic job (pull:<source id>, ...) has one lease row shared by
+ * every replica on the database, so exactly one replica runs a given job
+ * at a time. Holders name a replica, e.g. "hostname:pid:random". */
+/* Takes the job's next slot for `holder` when it is due (next_run_at and
+ * lease_until both at or before now); the row is created, due at once, if
+ * missing. On success *run says whether this caller won the slot: then it
+ * runs the job, which becomes due again at now + interval_s, and keeps it
+ * until now + max_run_s at most (after that, a replica that died mid-run
+ * loses it). One conditional UPDATE decides, so two callers never both win. */
+int store_job_claim(struct store *st, const char *name, const char *holder, int64_t interval_s,
+                    int64_t max_run_s, int64_t now, bool *run);
+/* Ends holder's run of the job: the lease is released and the run counted
+ * (last_run_at, last_holder, runs), unless the job has meanwhile passed to
+ * another holder, which leaves the row alone. */
+int store_job_done(struct store *st, const char *name, const char *holder, int64_t now);
+/* The job's lease row {name, holder, next_run_at, lease_until, last_run_at,
+ * last_holder, runs}; GI_NOT_FOUND before its first claim. */
+int store_job_get(struct store *st, const char *name, json_t **out);
+/* GI_OK while the database answers a trivial query that reads the schema;
+ * GI_UNAVAILABLE (or another error status) when it does not. */
+int store_ping(struct store *st);
 
 #endif
