@@ -13,7 +13,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer, tempDir, BIN } from '../lib/server.mjs';
-import { ok, mkDc, stopClean } from './helpers.mjs';
+import { ok, mkDc, stopClean, newDb, dbQuery } from './helpers.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const deploy = (f) => path.join(root, 'deploy', f);
@@ -132,7 +132,7 @@ test('the systemd unit runs `gpuinv serve` with its environment file', () => {
 
 test('GPUINV_DB is the database when --db is not given', async () => {
   const dir = path.resolve(tempDir('gpuinv-db-env-'));
-  const db = path.join(dir, 'from-env.db');
+  const db = await newDb(dir, 'from-env.db');
   const child = spawn(path.resolve(BIN), ['serve', '--listen', '127.0.0.1:0'], {
     cwd: dir, env: { ...process.env, GPUINV_DB: db }, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
@@ -149,7 +149,7 @@ test('GPUINV_DB is the database when --db is not given', async () => {
   });
   const r = await fetch(url + '/readyz');
   assert.equal(r.status, 200);
-  assert.equal(execFileSync('sqlite3', [db, 'SELECT COUNT(*) > 0 FROM schema_version'], { encoding: 'utf8' }).trim(), '1');
+  assert.ok(Number(await dbQuery(db, 'SELECT COUNT(*) FROM schema_version')) > 0, 'migrated');
   child.kill('SIGTERM');
   assert.equal(await exited, 0, err);
 });

@@ -4,7 +4,7 @@ import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
-import { startServer, BIN, isPg, psql, newDb, pgBase } from '../lib/server.mjs';
+import { startServer, BIN, isPg, psql, newDb, pgBase, pgUrl } from '../lib/server.mjs';
 
 export { newDb, isPg };
 
@@ -17,6 +17,21 @@ export const onPg = pgBase() !== null;
  */
 export function sqliteOnly(reason) {
   return { skip: onPg ? `SQLite only: ${reason}` : false };
+}
+
+/** Test options that skip a test of PostgreSQL itself when the suites run on SQLite. */
+export function pgOnly(reason) {
+  return { skip: onPg ? false : `PostgreSQL only: ${reason}` };
+}
+
+/** The name of the PostgreSQL database a URL from newDb() names. */
+export function pgName(db) {
+  return decodeURIComponent(db.match(/^postgres(?:ql)?:\/\/[^/?]*\/([^?]*)/)[1]);
+}
+
+/** Runs SQL on the maintenance database of the server the PostgreSQL suites use. */
+export function pgAdmin(sql) {
+  return psql(pgUrl(pgBase(), 'postgres'), sql);
 }
 
 /**

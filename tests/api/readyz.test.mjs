@@ -2,11 +2,12 @@
 // while the database answers, and 503 {"status":"unavailable"} with
 // Retry-After while it does not, recovering by itself; /healthz (liveness)
 // stays 200 throughout. The database is made unanswerable by another
-// process holding the locks SQLite readers need.
+// process holding the locks SQLite readers need, or, on PostgreSQL, by the
+// server refusing and cutting the connections to it.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { useServer } from './helpers.mjs';
+import { useServer, sqliteOnly, pgOnly, pgName, pgAdmin } from './helpers.mjs';
 
 const h = useServer();
 let locker;
@@ -53,11 +54,7 @@ test('/readyz is 200 ready without a token while the database answers', async ()
 });
 
 test('/readyz is 503 with Retry-After while the database cannot be read, then ready again',
-  async (t) => {
-    if (/^postgres(ql)?:\/\/|=/.test(h.s.db)) {
-      t.skip('takes the locks of an SQLite file; on PostgreSQL the server would have to stop');
-      return;
-    }
+  sqliteOnly('takes the locks of the SQLite file'), async () => {
     locker = await lockDatabase(h.s.db);
     const r = await h.s.api('GET', '/readyz', { auth: null });
     assert.equal(r.status, 503, r.text);
@@ -70,4 +67,31 @@ test('/readyz is 503 with Retry-After while the database cannot be read, then re
     const back = await h.s.api('GET', '/readyz', { auth: null });
     assert.equal(back.status, 200, back.text);
     assert.deepEqual(back.json, { status: 'ready' });
+  });
+
+test('/readyz is 503 while PostgreSQL refuses the database, then ready again once it is back',
+  pgOnly('cuts the connections to a PostgreSQL database'), async () => {
+    const name = pgName(h.s.db);
+    await pgAdmin(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+    try {
+      await pgAdmin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}'`);
+      const r = await h.s.api('GET', '/readyz', { auth: null });
+      assert.equal(r.status, 503, r.text);
+      assert.deepEqual(r.json, { status: 'unavailable' });
+      assert.ok(Number(r.headers.get('retry-after')) >= 1, 'Retry-After: ' + r.headers.get('retry-after'));
+      assert.equal((await h.s.api('GET', '/healthz', { auth: null })).status, 200);
+    } finally {
+      await pgAdmin(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    }
+    // The server reconnects by itself; until it has, it keeps saying unavailable.
+    let back;
+    for (let i = 0; i < 100; i++) {
+      back = await h.s.api('GET', '/readyz', { auth: null });
+      if (back.status !== 503) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(back.status, 200, back.text);
+    assert.deepEqual(back.json, { status: 'ready' });
+    // And it serves again.
+    assert.equal((await h.s.api('GET', '/api/v1/datacenters')).status, 200);
   });

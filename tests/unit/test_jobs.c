@@ -4,6 +4,7 @@
  * it, racing claimants through separate store handles (as separate
  * replicas would) never both win, and a source shows who pulled it. */
 #include "unit.h"
+#include "testdb.h"
 
 #include "core/log.h"
 #include "core/util.h"
@@ -14,27 +15,21 @@
 #include <string.h>
 
 struct fixture {
-    char dir[256];
-    char path[300];
+    struct testdb db;
     struct store *st;
 };
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    const char *tmp = getenv("TMPDIR");
 
     if (f == NULL)
         return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/gi-jobs-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(f->dir) == NULL) {
+    gi_log_set_level(GI_LOG_WARN);
+    if (test_store_open(&f->db, 2, &f->st) != 0) {
         free(f);
         return -1;
     }
-    snprintf(f->path, sizeof f->path, "%s/test.db", f->dir);
-    gi_log_set_level(GI_LOG_WARN);
-    if (store_open(f->path, 2, &f->st) != GI_OK)
-        return -1;
     *state = f;
     return 0;
 }
@@ -44,7 +39,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
 
     store_close(f->st);
-    unit_db_remove(f->path, f->dir);
+    testdb_remove(&f->db);
     free(f);
     return 0;
 }
@@ -146,9 +141,9 @@ static void test_racing_replicas_never_both_win(void **state)
     pthread_t th[RACERS];
     pthread_barrier_t go;
 
-    /* A second handle on the same file: its own connections, as another
-     * process would have. */
-    assert_status(store_open(f->path, RACERS, &other), GI_OK);
+    /* A second handle on the same database: its own connections, as
+     * another process would have. */
+    assert_status(store_open(f->db.locator, RACERS, &other), GI_OK);
     pthread_barrier_init(&go, NULL, RACERS);
     for (int i = 0; i < RACERS; i++) {
         memset(&rs[i], 0, sizeof rs[i]);
