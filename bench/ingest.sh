@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Push-API ingest throughput next to a raw SQLite bulk insert of the same rows.
+# Push-API ingest throughput next to a raw bulk insert of the same rows into the same store.
 # Usage: bench/ingest.sh [THREADS] [BATCHES_PER_THREAD] [columns|objects]; needs build/gpuinv.
 # columns (default) is the form the agent sends; objects has one JSON object per sample.
+# With BENCH_PG set to the connection string of an empty PostgreSQL database, the server runs
+# on it and the reference is a multi-row INSERT into that database's gpu_samples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}
 per=${2:-100}
 work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-cc -O2 -o "$work/ingest_bench" bench/ingest_bench.c $(pkg-config --cflags --libs libcurl sqlite3) -lpthread
+cc -O2 -o "$work/ingest_bench" bench/ingest_bench.c $(pkg-config --cflags --libs libcurl sqlite3 libpq) -lpthread
+db=${BENCH_PG:-$work/gpuinv.db}
+ref=${BENCH_PG:-$work/ref.db}
 token=bench-token-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
-GPUINV_ADMIN_TOKEN=$token build/gpuinv serve --db "$work/gpuinv.db" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
+GPUINV_ADMIN_TOKEN=$token build/gpuinv serve --db "$db" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
 pid=$!
 for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
 ptoken=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
-"$work/ingest_bench" "$url" "$ptoken" "$threads" "$per" "$work/ref.db" "${3:-columns}"
+"$work/ingest_bench" "$url" "$ptoken" "$threads" "$per" "$ref" "${3:-columns}"

@@ -2,12 +2,17 @@
  * samples (8 GPUs x 125 sixty-second summaries, as an agent replaying its
  * spool sends them) to a running gpuinv, and report samples/s and batch
  * latency percentiles. The reference, measured in the same run, is a raw
- * SQLite bulk insert of the same rows into the same table layout (one
- * prepared statement, one transaction per 1,000 rows, WAL, synchronous=NORMAL).
+ * bulk insert of the same rows into the same table layout: on SQLite one
+ * prepared statement, one transaction per 1,000 rows, WAL,
+ * synchronous=NORMAL; on PostgreSQL (REF is a connection string: the
+ * server's own database) one multi-row INSERT of 1,000 rows per
+ * transaction into the server's gpu_samples table itself, from as many
+ * concurrent connections as there are clients.
  *
  * Build and run: see bench/ingest.sh. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -178,12 +183,72 @@ static double raw_sqlite(const char *path, int threads, int per_thread)
     return (double)threads * per_thread * GPUS * PER_GPU / el;
 }
 
+/* The PostgreSQL reference: each thread inserts its host's batches as
+ * multi-row INSERTs under a source id no server row has. */
+static const char *ref_conninfo;
+static int ref_failures;
+
+static void *raw_pg_thread(void *arg)
+{
+    int h = (int)(long)arg;
+    PGconn *pg = PQconnectdb(ref_conninfo);
+    size_t cap = 256 * 1024;
+    char *sql = malloc(cap);
+
+    for (int b = 0; PQstatus(pg) == CONNECTION_OK && b < batches_per_thread; b++) {
+        size_t n = (size_t)snprintf(sql, cap,
+                                    "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, "
+                                    "mem_used_mib, power_avg_w, energy_j, temp_c, source_id) VALUES ");
+        for (int k = 0; k < PER_GPU; k++)
+            for (int g = 0; g < GPUS; g++)
+                n += (size_t)snprintf(sql + n, cap - n, "%s(%lld,%d,%d.5,%d,%d,%d.25,%d,%d,%lld)",
+                                      k || g ? "," : "", base_ts + (long long)b * PER_GPU + k,
+                                      h * GPUS + g + 1, (k * 7 + g) % 100, (k * 7 + g) % 100,
+                                      1000 + k * 10, 200 + g, 12000 + k, 40 + g,
+                                      (1LL << 40) + h);
+        PGresult *r = PQexec(pg, "BEGIN");
+        PQclear(r);
+        r = PQexec(pg, sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            fprintf(stderr, "reference insert: %s", PQerrorMessage(pg));
+            pthread_mutex_lock(&mu);
+            ref_failures++;
+            pthread_mutex_unlock(&mu);
+        }
+        PQclear(r);
+        r = PQexec(pg, "COMMIT");
+        PQclear(r);
+    }
+    if (PQstatus(pg) != CONNECTION_OK)
+        fprintf(stderr, "reference: %s", PQerrorMessage(pg));
+    free(sql);
+    PQfinish(pg);
+    return NULL;
+}
+
+static double raw_pg(const char *conninfo, int threads)
+{
+    pthread_t *t = calloc((size_t)threads, sizeof *t);
+    double t0, el;
+
+    ref_conninfo = conninfo;
+    t0 = now_s();
+    for (int h = 0; h < threads; h++)
+        pthread_create(&t[h], NULL, raw_pg_thread, (void *)(long)h);
+    for (int h = 0; h < threads; h++)
+        pthread_join(t[h], NULL);
+    el = now_s() - t0;
+    free(t);
+    return ref_failures ? 0 : (double)threads * batches_per_thread * GPUS * PER_GPU / el;
+}
+
 int main(int argc, char **argv)
 {
     int threads, total;
     pthread_t *tid;
     struct worker *w;
     double t0, el, rate, ref;
+    int pg_ref;
 
     if (argc != 6 && argc != 7) {
         fprintf(stderr,
@@ -217,11 +282,13 @@ int main(int argc, char **argv)
     el = now_s() - t0;
     rate = (double)total * GPUS * PER_GPU / el;
     qsort(lat, (size_t)total, sizeof *lat, cmp);
-    ref = raw_sqlite(argv[5], threads, batches_per_thread);
-    printf("{\"format\":\"%s\",\"batches\":%d,\"samples_per_batch\":%d,\"threads\":%d,\"failures\":%d,"
+    pg_ref = strncmp(argv[5], "postgres", 8) == 0 || strchr(argv[5], '=') != NULL;
+    ref = pg_ref ? raw_pg(argv[5], threads) : raw_sqlite(argv[5], threads, batches_per_thread);
+    printf("{\"store\":\"%s\",\"format\":\"%s\",\"batches\":%d,\"samples_per_batch\":%d,"
+           "\"threads\":%d,\"failures\":%d,"
            "\"samples_per_s\":%.0f,\"batch_p50_ms\":%.1f,\"batch_p99_ms\":%.1f,"
-           "\"batch_max_ms\":%.1f,\"raw_sqlite_rows_per_s\":%.0f,\"ratio\":%.2f}\n",
-           columnar ? "columns" : "objects", total, GPUS * PER_GPU, threads, failures, rate, lat[total / 2] * 1e3,
+           "\"batch_max_ms\":%.1f,\"raw_rows_per_s\":%.0f,\"ratio\":%.2f}\n",
+           pg_ref ? "postgresql" : "sqlite", columnar ? "columns" : "objects", total, GPUS * PER_GPU, threads, failures, rate, lat[total / 2] * 1e3,
            lat[(int)(total * 0.99)] * 1e3, lat[total - 1] * 1e3, ref, rate / ref);
     return failures ? 1 : 0;
 }

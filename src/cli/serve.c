@@ -27,10 +27,14 @@ static const char serve_usage[] =
     "                    [--max-body BYTES] [--session-ttl SECONDS] [--freshness SECONDS]\n"
     "                    [--tls-cert FILE --tls-key FILE] [--max-connections N]\n"
     "                    [--per-ip-connections N] [--idle-timeout SECONDS]\n"
+    "                    [--retain-samples-days N]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
-    "  --db PATH            SQLite database file (default $GPUINV_DB, else gpuinv.db),\n"
-    "                       created if missing\n"
+    "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
+    "                       database: postgres://USER@HOST:PORT/DB?sslmode=... (also\n"
+    "                       postgresql://, or a libpq key=value string; the password may\n"
+    "                       come from PGPASSWORD or ~/.pgpass) (default $GPUINV_DB, else\n"
+    "                       gpuinv.db)\n"
     "  --demo               fill an empty database with a demo fleet\n"
     "  --threads N          HTTP worker threads (default 8)\n"
     "  --max-body BYTES     largest accepted request body (default 8388608)\n"
@@ -44,6 +48,7 @@ static const char serve_usage[] =
     "  --per-ip-connections N  connections one client address may hold (default 256;\n"
     "                       0: no limit, e.g. behind a reverse proxy)\n"
     "  --idle-timeout SECS  close a connection idle this long (default 30)\n"
+    "  --retain-samples-days N  days of raw GPU samples kept (default 14, 1..3650)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -115,6 +120,7 @@ int cli_serve(int argc, char **argv)
         {"max-connections", required_argument, NULL, 'm'},
         {"per-ip-connections", required_argument, NULL, 'p'},
         {"idle-timeout", required_argument, NULL, 'i'},
+        {"retain-samples-days", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -130,6 +136,7 @@ int cli_serve(int argc, char **argv)
     struct rlimit rl;
     const char *db = getenv("GPUINV_DB");
     bool demo = false;
+    int retain_days = SCHEDULER_RETAIN_DAYS;
     struct store *st = NULL;
     struct server *srv = NULL;
     struct scheduler *sched = NULL;
@@ -204,6 +211,13 @@ int cli_serve(int argc, char **argv)
             }
             cfg.idle_timeout = (unsigned)n;
             break;
+        case 'R':
+            if (gi_parse_int64(optarg, 1, 3650, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --retain-samples-days must be 1..3650\n");
+                return 2;
+            }
+            retain_days = (int)n;
+            break;
         case 'h':
             fputs(serve_usage, stdout);
             return 0;
@@ -241,7 +255,9 @@ int cli_serve(int argc, char **argv)
         return 1;
     }
     if ((rc = store_open(db, (int)cfg.threads + 1, &st)) != GI_OK) {
-        gi_error("cannot open database %s: %s", db, gi_status_name(rc));
+        char shown[512];
+        store_target_display(db, shown, sizeof shown);
+        gi_error("cannot open database %s: %s", shown, gi_status_name(rc));
         return 1;
     }
     if ((rc = seed_credentials(st)) != GI_OK) {
@@ -261,7 +277,7 @@ int cli_serve(int argc, char **argv)
     if ((rc = server_start(&cfg, st, &srv)) != GI_OK)
         goto cleanup;
     push_global_init();
-    if ((sched = scheduler_start(st, 5)) == NULL) {
+    if ((sched = scheduler_start(st, 5, retain_days)) == NULL) {
         gi_error("cannot start the scheduler");
         goto cleanup;
     }

@@ -24,7 +24,10 @@ static const char token_usage[] =
     "source's defaults for the GPUs it reports (labels a host reports about itself\n"
     "win). --hosts 'fra1-*,ams1-*' confines the token to host names matching one of\n"
     "the patterns and --limit-cluster to hosts of that cluster: a batch for any\n"
-    "other host is refused with 403.\n";
+    "other host is refused with 403.\n"
+    "\n"
+    "--db is a SQLite file or a PostgreSQL URL (postgres://...), as for 'gpuinv\n"
+    "serve'; without it, GPUINV_DB.\n";
 
 static const char user_usage[] =
     "usage: gpuinv user set --db PATH --name NAME --role admin|editor|viewer\n"
@@ -98,8 +101,10 @@ static int parse_args(int argc, char **argv, const char *usage, struct cred_args
         fprintf(stderr, "unexpected argument '%s'\n%s", argv[optind], usage);
         return 2;
     }
+    if (a->db == NULL && getenv("GPUINV_DB") && *getenv("GPUINV_DB"))
+        a->db = getenv("GPUINV_DB");
     if (a->db == NULL) {
-        fprintf(stderr, "--db is required\n%s", usage);
+        fprintf(stderr, "--db (or GPUINV_DB) is required\n%s", usage);
         return 2;
     }
     return -1;

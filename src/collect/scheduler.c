@@ -17,6 +17,7 @@
 struct scheduler {
     struct store *st;
     int tick_s;
+    int retain_days;
     bool stop;
     char holder[128];
     pthread_mutex_t mu;
@@ -83,6 +84,29 @@ static void run_due(struct scheduler *s)
     json_decref(due);
 }
 
+/* Raw-sample retention, hourly on whichever replica claims it: on
+ * PostgreSQL this also creates the coming days' partitions. */
+static void run_maintenance(struct scheduler *s)
+{
+    static const char job[] = "samples:retention";
+    int64_t changed = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_samples_maintain(s->st, gi_now(), s->retain_days, &changed);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", job, gi_status_name(rc));
+    else if (changed > 0)
+        gi_info("job %s: %lld partition(s) or row(s) changed (keeping %d days)", job,
+                (long long)changed, s->retain_days);
+    if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", job);
+}
+
 /* Seconds to the next look: a quarter of the shortest interval, between 1
  * and tick_s. */
 static int next_wait(struct scheduler *s)
@@ -105,6 +129,7 @@ static void *loop(void *arg)
         int wait_s;
         pthread_mutex_unlock(&s->mu);
         run_due(s);
+        run_maintenance(s);
         wait_s = next_wait(s);
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);
@@ -116,7 +141,7 @@ static void *loop(void *arg)
     return NULL;
 }
 
-struct scheduler *scheduler_start(struct store *st, int tick_s)
+struct scheduler *scheduler_start(struct store *st, int tick_s, int retain_days)
 {
     struct scheduler *s = calloc(1, sizeof *s);
 
@@ -124,6 +149,7 @@ struct scheduler *scheduler_start(struct store *st, int tick_s)
         return NULL;
     s->st = st;
     s->tick_s = tick_s > 0 ? tick_s : 5;
+    s->retain_days = retain_days > 0 ? retain_days : SCHEDULER_RETAIN_DAYS;
     make_holder(s->holder, sizeof s->holder);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);

@@ -1,5 +1,7 @@
 /* The server's periodic jobs: pulls each enabled pull source when its
- * interval has passed. One background thread; a failing or slow source
+ * interval has passed, and hourly keeps raw samples for the retention
+ * period (store_samples_maintain: partitions ahead and whole-partition
+ * drops on PostgreSQL, small deletes on SQLite). One background thread; a failing or slow source
  * delays only the sources queued behind it, never the HTTP server.
  *
  * Several servers (replicas) may share one database: every replica polls,
@@ -18,12 +20,16 @@ struct scheduler;
 /* How long a pull may hold its job before another replica may take it,
  * for sources whose interval is shorter. */
 #define SCHEDULER_MAX_RUN_S 120
+/* Seconds between sample-retention runs, and the default retention. */
+#define SCHEDULER_MAINTAIN_S 3600
+#define SCHEDULER_RETAIN_DAYS 14
 
 /* Starts the thread; the store is borrowed. tick_s is the longest wait
  * between looks for due work: the wait shrinks to a quarter of the
  * shortest source interval (at least 1 s), so that a job freed by a dead
- * replica is taken soon after it falls due. Returns NULL on failure. */
-struct scheduler *scheduler_start(struct store *st, int tick_s);
+ * replica is taken soon after it falls due. retain_days: days of raw
+ * samples kept (0: SCHEDULER_RETAIN_DAYS). Returns NULL on failure. */
+struct scheduler *scheduler_start(struct store *st, int tick_s, int retain_days);
 /* Stops after the job in progress and joins; accepts NULL. */
 void scheduler_stop(struct scheduler *s);
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct store {
     const struct db_driver *drv;
@@ -46,6 +47,46 @@ bool db_is_pg_target(const char *target)
     while (*p == ' ')
         p++;
     return *p == '=';
+}
+
+void store_target_display(const char *target, char *buf, size_t len)
+{
+    size_t j = 0;
+    const char *p = target, *at = NULL;
+
+    if (len == 0)
+        return;
+    if (db_is_pg_target(target) && strstr(target, "://")) {
+        const char *auth = strstr(target, "://") + 3;
+        const char *end = auth + strcspn(auth, "/?");
+        const char *colon;
+        for (const char *q = auth; q < end; q++)
+            if (*q == '@')
+                at = q;
+        colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        if (colon) {
+            /* scheme://user:secret@host -> scheme://user:***@host */
+            for (; p <= colon && j + 1 < len; p++)
+                buf[j++] = *p;
+            for (const char *m = "***"; *m && j + 1 < len; m++)
+                buf[j++] = *m;
+            p = at;
+        }
+    }
+    while (*p && j + 1 < len) {
+        /* password=secret (key/value form or URL parameter) -> password=*** */
+        if (strncasecmp(p, "password=", 9) == 0 &&
+            (p == target || p[-1] == ' ' || p[-1] == '?' || p[-1] == '&')) {
+            for (const char *m = "password=***"; *m && j + 1 < len; m++)
+                buf[j++] = *m;
+            p += 9;
+            while (*p && *p != ' ' && *p != '&')
+                p++;
+            continue;
+        }
+        buf[j++] = *p++;
+    }
+    buf[j] = '\0';
 }
 
 enum db_dialect db_dialect(const struct conn *c) { return c->dialect; }

@@ -40,6 +40,15 @@
 #define RES_LIST(w, o) RES_DOC_SELECT w RES_WHERE_COMMON o
 #define RES_COUNT(w) "SELECT COUNT(*) FROM resources r " w RES_WHERE_COMMON
 
+/* A bulk allocation's candidates. On PostgreSQL the rows are also locked
+ * as they are picked, skipping rows another transaction holds, so that
+ * two allocations can never pick the same resource nor wait on each
+ * other, even without the database-wide writer lock (db_tx_begin). */
+#define ALLOC_FIND_SQL                                                                             \
+    "SELECT id FROM resources WHERE datacenter_id = :dc AND kind = :kind AND state = "             \
+    "'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR gpu_model = :gpu_model) "   \
+    "ORDER BY gpu_count, id LIMIT :limit"
+
 #define STATEMENTS(X)                                                                              \
     X(RES_COUNT_FAST, "SELECT COALESCE(SUM(n), 0) FROM dc_counts WHERE (:dc = 0 OR datacenter_id " \
                       "= :dc) AND (:kind IS NULL OR kind = :kind) AND (:state IS NULL OR state = " \
@@ -67,9 +76,8 @@
                    "IS NULL")                                                                      \
     X(ALLOC_HISTORY, "SELECT id, tenant, project, actor, started_at, ended_at FROM allocations "   \
                      "WHERE resource_id = :id ORDER BY started_at DESC, id DESC LIMIT 1000")       \
-    X(ALLOC_FIND, "SELECT id FROM resources WHERE datacenter_id = :dc AND kind = :kind AND state " \
-                  "= 'available' AND gpu_count >= :min_gpus AND (:gpu_model IS NULL OR "           \
-                  "gpu_model = :gpu_model) ORDER BY gpu_count, id LIMIT :limit")                   \
+    X(ALLOC_FIND, ALLOC_FIND_SQL)                                                                  \
+    X(ALLOC_FIND_LOCKED, ALLOC_FIND_SQL " FOR UPDATE SKIP LOCKED")                                 \
     X(RES_LIST_DK_ID, RES_LIST(RES_W_DK, O_ID))                                                    \
     X(RES_LIST_DK_ASC, RES_LIST(RES_W_DK, O_ASC))                                                  \
     X(RES_LIST_DK_DESC, RES_LIST(RES_W_DK, O_DESC))                                                \
@@ -573,7 +581,7 @@ int store_alloc_bulk(struct store *st, const char *actor, const struct store_all
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_ALLOC_FIND)))
+    if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_ALLOC_FIND_LOCKED : ST_ALLOC_FIND)))
         goto cleanup;
     db_bind_int(s, ":dc", req->datacenter_id);
     db_bind_text(s, ":kind", req->kind);

@@ -17,10 +17,14 @@
 
 struct store;
 
-/* Opens (creating if needed) the database at path, applies pending
- * migrations and prepares a pool of `conns` connections. Caller frees with
- * store_close(). */
+/* Opens the database `path` names: a SQLite file (created if needed), or a
+ * PostgreSQL database (postgres:// or postgresql:// URL, or a libpq
+ * key=value string). Applies pending migrations and prepares a pool of
+ * `conns` connections. Caller frees with store_close(). */
 int store_open(const char *path, int conns, struct store **out);
+/* `target` (a path or a database URL) fit to show in a log: any password
+ * in it replaced by ***. */
+void store_target_display(const char *target, char *buf, size_t len);
 /* Closes every connection; accepts NULL. */
 void store_close(struct store *st);
 /* Schema version after migrations. */
