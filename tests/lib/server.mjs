@@ -6,7 +6,7 @@
 // either a libpq URL without a database name (postgresql://user@/?host=/sock,
 // postgresql://user@host:port/) or a directory holding such a URL in its
 // file `conninfo` (what tests/lib/pg.sh start writes).
-import { spawn, execFile } from 'node:child_process';
+import { spawn, execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -62,6 +62,21 @@ export function psql(url, sql) {
   });
 }
 
+// Servers still running and PostgreSQL databases made by this process: when
+// it exits (a test file has ended, or died), the servers are killed, so none
+// outlives its test, and the databases are dropped.
+const live = new Set();
+const created = [];
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+  if (created.length === 0) return;
+  const args = ['-X', '-q', '-d', pgUrl(pgBase(), 'postgres')];
+  for (const name of created) args.push('-c', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  try {
+    execFileSync('psql', args, { stdio: 'ignore', timeout: 30000 });
+  } catch { /* the cluster is thrown away after the run anyway */ }
+});
+
 /**
  * A fresh, empty database for a server or a CLI command: a new file name in
  * dir (default a new temp directory) on SQLite, or a newly created database
@@ -73,6 +88,7 @@ export async function newDb(dir, file = 'gpuinv.db') {
   if (!base) return path.join(dir || tempDir(), file);
   const name = 'gi_' + randomBytes(8).toString('hex');
   await psql(pgUrl(base, 'postgres'), `CREATE DATABASE ${name}`);
+  created.push(name);
   return pgUrl(base, name);
 }
 
@@ -95,6 +111,8 @@ export async function startServer(opts = {}) {
       ...(opts.env || {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(child);
+  child.on('exit', () => live.delete(child));
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   // GPUINV_TEST_SERVER_LOG=1 copies every server's log to the test's stderr,
