@@ -96,8 +96,9 @@ export async function newDb(dir, file = 'gpuinv.db') {
  * Starts `gpuinv serve`. Options: db (path or URL; default newDb()), demo,
  * args (extra flags), env (extra environment). Resolves to a handle with
  * url (https:// when started with --tls-cert), token (admin bearer token),
- * password (admin dashboard password), pid, api(), stop() and the child
- * process.
+ * password (admin dashboard password), db (the database it runs on: pass
+ * it as opts.db to start another server on the same data), pid, api(),
+ * stop() and the child process.
  */
 export async function startServer(opts = {}) {
   const dir = opts.dir || tempDir();
