@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct store;
 
@@ -338,5 +339,35 @@ bool store_model_matches(const char *declared, const char *discovered);
 /* A data center's discovered GPUs: {total, in_use, idle, stale, unknown,
  * on_linked_hosts, servers_seen}, physical GPUs of hosts in it. */
 int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out);
+
+/* Copying a whole SQLite database into an empty PostgreSQL one (every
+ * table, ids, history, audit trail, credentials), in one transaction on
+ * the target, verified before it commits: every table's row count equal,
+ * and what the target's triggers derive (dc_counts, resources' documents)
+ * equal in content to the source's. */
+#define STORE_COPY_MAX_TABLES 96
+#define STORE_COPY_NAME_MAX 64
+struct store_copy_table {
+    char name[STORE_COPY_NAME_MAX];
+    int64_t source_rows, target_rows;
+};
+struct store_copy_report {
+    int n; /* tables counted, in the order they were copied */
+    struct store_copy_table tables[STORE_COPY_MAX_TABLES];
+    char error[512]; /* what failed, when the copy did */
+};
+/* True when `target` names a PostgreSQL database (a postgres:// or
+ * postgresql:// URL, or a libpq key=value string), as store_open() reads
+ * it; anything else is a SQLite file path. */
+bool store_is_pg_target(const char *target);
+/* Copies `from` (SQLite) into `to` (PostgreSQL), both opened with
+ * store_open() and so at their latest schema; progress lines go to
+ * `progress` (may be NULL). A dry run does everything, verification
+ * included, then rolls back. GI_OK (rep->tables filled); GI_INVALID: not
+ * SQLite into PostgreSQL, or schemas that differ; GI_CONFLICT: the target
+ * is not empty (rep->error names a table that has rows); other statuses:
+ * the copy failed and the target is as it was (rep->error says why). */
+int store_copy(struct store *from, struct store *to, bool dry_run, FILE *progress,
+               struct store_copy_report *rep);
 
 #endif
