@@ -141,8 +141,7 @@ static int db_copy(int argc, char **argv)
     }
     print_report(rep);
     if (a.dry_run)
-        fputs("dry run: the copy verified, then rolled back; the target is still empty\n",
-              stderr);
+        fputs("dry run: the copy verified, then rolled back; the target is still empty\n", stderr);
     else
         fputs("copied and verified; start the servers with --db on the target\n", stderr);
     code = 0;
