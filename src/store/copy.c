@@ -759,6 +759,12 @@ int store_copy(struct store *from, struct store *to, bool dry_run, FILE *progres
         return GI_INTERNAL;
     cp->rep = rep;
     cp->progress = progress_to;
+    if (from == to) {
+        rc =
+            fail(cp, GI_INVALID, "the copy needs two databases, a SQLite one and a PostgreSQL one");
+        free(cp);
+        return rc;
+    }
     cp->src = db_conn_get(from);
     cp->dst = db_conn_get(to);
     if (db_dialect(cp->src) != DB_SQLITE || db_dialect(cp->dst) != DB_PG) {
