@@ -13,6 +13,7 @@ static const char usage[] = "usage: gpuinv COMMAND [OPTIONS]\n"
                             "  agent    discover this host's GPUs and push them to a server\n"
                             "  token    create, list and revoke API tokens\n"
                             "  user     set a dashboard user's role and password\n"
+                            "  db       copy a SQLite database into PostgreSQL\n"
                             "\n"
                             "Run 'gpuinv COMMAND --help' for a command's options.\n";
 
@@ -21,8 +22,11 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {
-        {"serve", cli_serve}, {"agent", cli_agent}, {"token", cli_token}, {"user", cli_user}};
+    } cmds[] = {{"serve", cli_serve},
+                {"agent", cli_agent},
+                {"token", cli_token},
+                {"user", cli_user},
+                {"db", cli_db}};
 
     if (argc < 2) {
         fputs(usage, stderr);

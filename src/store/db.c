@@ -125,6 +125,14 @@ void db_conn_put(struct store *st, struct conn *c)
 
 struct db_stmt *db_prep(struct conn *c, const char *sql) { return c->drv->prep(c, sql); }
 
+struct db_stmt *db_prep_once(struct conn *c, const char *sql) { return c->drv->prep_once(c, sql); }
+
+void db_stmt_free(struct db_stmt *s)
+{
+    if (s)
+        s->drv->stmt_free(s);
+}
+
 int db_param_index(struct db_stmt *s, const char *name) { return s->drv->param_index(s, name); }
 
 void db_bind_int_at(struct db_stmt *s, int i, int64_t v)
@@ -465,6 +473,35 @@ json_t *db_row_json(struct db_stmt *s)
         json_object_set_new(o, name, v ? v : json_null());
     }
     return o;
+}
+
+json_t *db_row_values(struct db_stmt *s)
+{
+    json_t *arr = json_array();
+    int n = s->drv->col_count(s);
+
+    for (int i = 0; arr && i < n; i++) {
+        json_t *v = NULL;
+
+        switch (s->drv->col_type(s, i)) {
+        case DB_T_NULL:
+            v = json_null();
+            break;
+        case DB_T_INT:
+            v = json_integer(s->drv->col_int(s, i));
+            break;
+        case DB_T_REAL:
+            v = json_real(s->drv->col_dbl(s, i)); /* NULL when not finite */
+            break;
+        default:
+            v = json_stringn(s->drv->col_text(s, i), (size_t)s->drv->col_bytes(s, i));
+        }
+        if (v == NULL || json_array_append_new(arr, v) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
 }
 
 int db_collect(struct conn *c, struct db_stmt *s, json_t **items)

@@ -50,6 +50,16 @@ void db_conn_put(struct store *st, struct conn *c);
  * programming error. */
 struct db_stmt *db_prep(struct conn *c, const char *sql);
 
+/* A statement built at run time (SQL text that is not a static string:
+ * one per table, say), prepared for the caller alone and not cached,
+ * since the cache of db_prep() is keyed by the text's address. Binders,
+ * db_step() and the readers work on it as on a cached one. NULL (logged)
+ * if it fails to prepare; release it with db_stmt_free(), before the
+ * connection goes back to the pool. */
+struct db_stmt *db_prep_once(struct conn *c, const char *sql);
+/* Releases a statement of db_prep_once(); NULL is ignored. */
+void db_stmt_free(struct db_stmt *s);
+
 /* Binders by parameter name; a name the statement lacks is skipped so
  * statement variants can share one binding sequence. */
 void db_bind_text(struct db_stmt *s, const char *name, const char *v); /* NULL binds NULL */
@@ -110,6 +120,11 @@ const char *db_col_text(struct db_stmt *s, int i);
 /* Bytes of the column's text, without the terminating NUL. */
 int db_col_bytes(struct db_stmt *s, int i);
 bool db_col_is_null(struct db_stmt *s, int i);
+/* The current row's columns as a new JSON array, each value as the
+ * database holds it: an integer, a real, text as a string, NULL as null,
+ * without db_row_json()'s conversions. NULL when a value has no JSON form
+ * (text that is not UTF-8, an infinite real). Caller owns the result. */
+json_t *db_row_values(struct db_stmt *s);
 
 /* Rows the connection's last INSERT, UPDATE or DELETE changed. (An
  * INSERT that needs its new row's id says RETURNING id.) */

@@ -39,6 +39,10 @@ struct db_driver {
     void (*close)(struct conn *c);
     /* The connection's cached statement for `sql`, reset, bindings cleared. */
     struct db_stmt *(*prep)(struct conn *c, const char *sql);
+    /* A statement for `sql` of any lifetime, not cached; stmt_free
+     * releases it. */
+    struct db_stmt *(*prep_once)(struct conn *c, const char *sql);
+    void (*stmt_free)(struct db_stmt *s);
     /* 1-based index of `name` (":name"), 0 when the statement lacks it. */
     int (*param_index)(struct db_stmt *s, const char *name);
     void (*bind_int)(struct db_stmt *s, int i, int64_t v);

@@ -313,6 +313,40 @@ static struct db_stmt *pg_prep(struct conn *bc, const char *sql)
     return NULL;
 }
 
+static struct db_stmt *pg_prep_once(struct conn *bc, const char *sql)
+{
+    struct pg_conn *c = pgc(bc);
+    struct pg_stmt *s = calloc(1, sizeof *s);
+
+    if (s == NULL)
+        return NULL;
+    if (rewrite(s, sql) != GI_OK) {
+        gi_error("prepare: cannot rewrite: %.120s", sql);
+        stmt_free(s);
+        return NULL;
+    }
+    s->base.drv = &db_pg_driver;
+    s->pc = c;
+    snprintf(s->name, sizeof s->name, "o%u", c->next_name++);
+    return &s->base;
+}
+
+/* Frees a statement of pg_prep_once(), deallocating it on the server
+ * when it was prepared there (which a failed transaction refuses until
+ * it ends; the session's end then drops it). */
+static void pg_stmt_free(struct db_stmt *bs)
+{
+    struct pg_stmt *s = pgs(bs);
+    char sql[40];
+
+    if (s->prepared && PQstatus(s->pc->pg) == CONNECTION_OK &&
+        PQtransactionStatus(s->pc->pg) != PQTRANS_INERROR) {
+        snprintf(sql, sizeof sql, "DEALLOCATE %s", s->name);
+        PQclear(PQexec(s->pc->pg, sql));
+    }
+    stmt_free(s);
+}
+
 static int pg_param_index(struct db_stmt *bs, const char *name)
 {
     struct pg_stmt *s = pgs(bs);
@@ -565,6 +599,8 @@ const struct db_driver db_pg_driver = {
     .open = pg_open,
     .close = pg_close,
     .prep = pg_prep,
+    .prep_once = pg_prep_once,
+    .stmt_free = pg_stmt_free,
     .param_index = pg_param_index,
     .bind_int = pg_bind_int,
     .bind_dbl = pg_bind_dbl,

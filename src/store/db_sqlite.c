@@ -152,6 +152,28 @@ static struct db_stmt *sq_prep(struct conn *bc, const char *sql)
     return NULL;
 }
 
+static struct db_stmt *sq_prep_once(struct conn *c, const char *sql)
+{
+    struct sq_stmt *s = calloc(1, sizeof *s);
+
+    if (s == NULL)
+        return NULL;
+    if (sqlite3_prepare_v2(handle(c), sql, -1, &s->raw, NULL) != SQLITE_OK) {
+        gi_error("prepare: %s in: %.120s", sqlite3_errmsg(handle(c)), sql);
+        sqlite3_finalize(s->raw);
+        free(s);
+        return NULL;
+    }
+    s->base.drv = &db_sqlite_driver;
+    return &s->base;
+}
+
+static void sq_stmt_free(struct db_stmt *s)
+{
+    sqlite3_finalize(raw(s));
+    free(s);
+}
+
 static int sq_param_index(struct db_stmt *s, const char *name)
 {
     return sqlite3_bind_parameter_index(raw(s), name);
@@ -226,6 +248,8 @@ const struct db_driver db_sqlite_driver = {
     .open = sq_open,
     .close = sq_close,
     .prep = sq_prep,
+    .prep_once = sq_prep_once,
+    .stmt_free = sq_stmt_free,
     .param_index = sq_param_index,
     .bind_int = sq_bind_int,
     .bind_dbl = sq_bind_dbl,

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct store;
 
@@ -370,5 +371,35 @@ int store_job_get(struct store *st, const char *name, json_t **out);
 /* GI_OK while the database answers a trivial query that reads the schema;
  * GI_UNAVAILABLE (or another error status) when it does not. */
 int store_ping(struct store *st);
+
+/* Copying a whole SQLite database into an empty PostgreSQL one (every
+ * table, ids, history, audit trail, credentials), in one transaction on
+ * the target, verified before it commits: every table's row count equal,
+ * and what the target's triggers derive (dc_counts, resources' documents)
+ * equal in content to the source's. */
+#define STORE_COPY_MAX_TABLES 96
+#define STORE_COPY_NAME_MAX 64
+struct store_copy_table {
+    char name[STORE_COPY_NAME_MAX];
+    int64_t source_rows, target_rows;
+};
+struct store_copy_report {
+    int n; /* tables counted, in the order they were copied */
+    struct store_copy_table tables[STORE_COPY_MAX_TABLES];
+    char error[512]; /* what failed, when the copy did */
+};
+/* True when `target` names a PostgreSQL database (a postgres:// or
+ * postgresql:// URL, or a libpq key=value string), as store_open() reads
+ * it; anything else is a SQLite file path. */
+bool store_is_pg_target(const char *target);
+/* Copies `from` (SQLite) into `to` (PostgreSQL), both opened with
+ * store_open() and so at their latest schema; progress lines go to
+ * `progress` (may be NULL). A dry run does everything, verification
+ * included, then rolls back. GI_OK (rep->tables filled); GI_INVALID: not
+ * SQLite into PostgreSQL, or schemas that differ; GI_CONFLICT: the target
+ * is not empty (rep->error names a table that has rows); other statuses:
+ * the copy failed and the target is as it was (rep->error says why). */
+int store_copy(struct store *from, struct store *to, bool dry_run, FILE *progress,
+               struct store_copy_report *rep);
 
 #endif
