@@ -173,7 +173,6 @@ static int pg_connect(struct pg_conn *c)
         return GI_UNAVAILABLE;
     }
     PQsetNoticeProcessor(c->pg, on_notice, NULL);
-    atomic_fetch_add(&pg_connects, 1);
     r = PQexec(c->pg, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         int st = map_error(c, r);
@@ -181,6 +180,7 @@ static int pg_connect(struct pg_conn *c)
         return st;
     }
     PQclear(r);
+    atomic_fetch_add(&pg_connects, 1);
     return GI_OK;
 }
 
