@@ -11,6 +11,8 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,9 +65,16 @@ struct pg_conn {
     char *target;
     unsigned next_name;
     int64_t changes;
-    int64_t retry_at; /* no reconnection attempt before this time */
+    int64_t retry_at;        /* no reconnection attempt before this time... */
+    unsigned connects_since; /* ...unless pg_connects has moved past this */
     struct pg_slot slots[PG_SLOTS];
 };
+
+/* Successful connections made by this process. A connection that failed
+ * to reconnect waits out its retry interval only while no other has
+ * reached the server since: once one has, the server is back, and every
+ * connection of the pool tries again when next borrowed. */
+static atomic_uint pg_connects;
 
 static struct pg_conn *pgc(struct conn *c) { return (struct pg_conn *)c; }
 
@@ -171,6 +180,7 @@ static int pg_connect(struct pg_conn *c)
         return st;
     }
     PQclear(r);
+    atomic_fetch_add(&pg_connects, 1);
     return GI_OK;
 }
 
@@ -193,16 +203,39 @@ static int pg_open(const char *target, struct conn **out)
     return GI_OK;
 }
 
+/* Notices a server that closed an idle connection (a restart or fast
+ * shutdown ends every session): libpq learns of it only when it next
+ * reads, so an idle connection still says CONNECTION_OK. Between
+ * requests nothing is expected from the server, so a readable socket
+ * means a message the server sent unasked (a termination notice, then
+ * the end of the stream) or a harmless one (a parameter's new value);
+ * reading it lets libpq mark a closed connection bad. Never blocks. */
+static void notice_closed(struct pg_conn *c)
+{
+    struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
+
+    /* The termination notice and the end of the stream may take one read
+     * each. */
+    for (int i = 0; i < 4 && pfd.fd >= 0 && PQstatus(c->pg) == CONNECTION_OK; i++) {
+        if (poll(&pfd, 1, 0) <= 0 || !PQconsumeInput(c->pg))
+            return;
+    }
+}
+
 static bool pg_alive(struct conn *bc)
 {
     struct pg_conn *c = pgc(bc);
     int64_t now = gi_now();
+    unsigned connects = atomic_load(&pg_connects);
 
+    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) == PQTRANS_IDLE)
+        notice_closed(c);
     if (PQstatus(c->pg) == CONNECTION_OK)
         return true;
-    if (now < c->retry_at)
+    if (now < c->retry_at && connects == c->connects_since)
         return false;
     c->retry_at = now + PG_RECONNECT_S;
+    c->connects_since = connects;
     if (pg_connect(c) != GI_OK)
         return false;
     gi_info("postgresql: reconnected");
