@@ -78,6 +78,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-bench.XXXXXX")
 chmod 755 "$tmp" # nginx workers may run as an unprivileged user
 srv_pid="" ngx_pid="" sq_pid="" pg_dir=""
 cleanup() {
+  set +e # stop everything, whatever each one's exit status
   [ -n "$srv_pid" ] && kill -TERM "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
   [ -n "$sq_pid" ] && kill -TERM "$sq_pid" 2>/dev/null && wait "$sq_pid" 2>/dev/null
   [ -n "$ngx_pid" ] && kill -QUIT "$ngx_pid" 2>/dev/null && wait "$ngx_pid" 2>/dev/null
