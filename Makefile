@@ -31,6 +31,8 @@ test: deps
 bench: build
 	@scripts/deps.sh --bench
 	bench/run.sh
+	BENCH_STORE=postgresql bench/run.sh
+	bench/replicas.sh
 	bench/ingest.sh 2 100
 	bench/agent.sh 180
 	node bench/abuse.mjs build/gpuinv

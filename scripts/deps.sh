@@ -4,7 +4,7 @@
 # Usage: scripts/deps.sh          build and test (make test): everything
 #        scripts/deps.sh --run    only what building and running the demo needs (make run):
 #                                 no browser, Prometheus, cmocka or npm test tooling
-#        scripts/deps.sh --bench  everything, plus the benchmark tools
+#        scripts/deps.sh --bench  everything, plus the benchmark tools (wrk, nginx, haproxy, PostgreSQL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
@@ -19,7 +19,7 @@ pkgs=("${run_pkgs[@]}" libcmocka-dev sqlite3 curl openssl chromium clang-format 
       haproxy python3 python3-yaml postgresql-15 postgresql-client-15)
 case "$mode" in
   --run) pkgs=("${run_pkgs[@]}") ;;
-  --bench) pkgs+=(wrk nginx-light) ;;
+  --bench) pkgs+=(wrk nginx-light haproxy postgresql-15 postgresql-client-15) ;;
   "") ;;
   *) echo "usage: scripts/deps.sh [--run|--bench]" >&2; exit 2 ;;
 esac
