@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # gpuinv replicas benchmark: several `gpuinv serve` on one PostgreSQL behind
-# haproxy. Starts a throwaway PostgreSQL (tests/lib/pg.sh, or bench/pg.sh
-# where that is absent), loads the benchmark's 50,000 resources, starts three
+# haproxy. Starts a throwaway PostgreSQL (tests/lib/pg.sh), loads the benchmark's 50,000 resources, starts three
 # replicas on that database and one haproxy (its configuration generated from
 # deploy/haproxy.cfg), then runs wrk on the filtered list page
 #   direct  straight to replica 1 (no balancer: the reference)
@@ -42,7 +41,6 @@ done
 [ -x "$bin" ] || die "$bin not found; build it first (make build)"
 [ "$rows" -ge 30 ] && [ "$rows" -le 50000 ] || die "BENCH_ROWS must be 30..50000"
 pg_sh=tests/lib/pg.sh
-[ -x "$pg_sh" ] || pg_sh=bench/pg.sh
 
 # As bench/run.sh: the serving side (replicas, postgres, haproxy) on CPU 0,
 # this script, curl and wrk on CPU 1. On two CPUs the three replicas then

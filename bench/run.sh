@@ -10,8 +10,7 @@
 # Writes bench/results/latest.json and latest.md and prints the table.
 #
 # With BENCH_STORE=postgresql the server runs on a throwaway PostgreSQL that
-# the script starts itself (tests/lib/pg.sh, or bench/pg.sh where that is
-# absent) and the same measurements are made on it, with PostgreSQL's
+# the script starts itself (tests/lib/pg.sh) and the same measurements are made on it, with PostgreSQL's
 # references: psql running the same INSERTs in one transaction (import) and
 # psql's count(*) (start-up, to /readyz 200). The HTTP runs also measure a
 # second server on SQLite loaded with the same rows, beside the one on
@@ -55,7 +54,6 @@ case "$store" in
     command -v psql >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 && [ -x "$pg_bin/postgres" ] ||
       die "PostgreSQL 15 or python3 is missing (scripts/deps.sh --bench installs them)"
     pg_sh=tests/lib/pg.sh
-    [ -x "$pg_sh" ] || pg_sh=bench/pg.sh
     ;;
   *) die "BENCH_STORE must be sqlite or postgresql" ;;
 esac

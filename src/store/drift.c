@@ -307,9 +307,12 @@ static const char sql_dc_gpus[] =
                               "END), 0) FROM gpus g JOIN hosts h ON h.id = g.host_id LEFT JOIN "
                               "host_links l ON l.host_id = h.id WHERE h.datacenter_id = :dc AND "
                               "g.parent_uuid IS NULL AND g.missing_since IS NULL";
+/* Driven from the data center's discovered hosts (a linked host takes its
+ * server's data center), not from its resources: an overview then costs
+ * what the fleet's discovery holds, not one probe per inventory record. */
 static const char sql_dc_seen[] =
-    "SELECT COUNT(DISTINCT l.resource_id) FROM host_links l JOIN resources r ON r.id = "
-    "l.resource_id WHERE r.datacenter_id = :dc";
+    "SELECT COUNT(DISTINCT l.resource_id) FROM hosts h JOIN host_links l ON l.host_id = h.id "
+    "WHERE h.datacenter_id = :dc AND l.resource_id IS NOT NULL";
 
 int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out)
 {
