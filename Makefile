@@ -34,6 +34,7 @@ bench: build
 	BENCH_STORE=postgresql bench/run.sh
 	bench/replicas.sh
 	bench/ingest.sh 2 100
+	BENCH_PG=auto bench/ingest.sh 4 50
 	bench/agent.sh 180
 	node bench/abuse.mjs build/gpuinv
 	cc -O2 -Isrc bench/bench_promtext.c src/parse/promtext.c src/parse/dcgm.c \

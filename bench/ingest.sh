@@ -2,14 +2,26 @@
 # Push-API ingest throughput next to a raw bulk insert of the same rows into the same store.
 # Usage: bench/ingest.sh [THREADS] [BATCHES_PER_THREAD] [columns|objects]; needs build/gpuinv.
 # columns (default) is the form the agent sends; objects has one JSON object per sample.
-# With BENCH_PG set to the connection string of an empty PostgreSQL database, the server runs
-# on it and the reference is a multi-row INSERT into that database's gpu_samples.
+# With BENCH_PG set to the connection string of an empty PostgreSQL database (or to "auto": a
+# throwaway one started here with tests/lib/pg.sh), the server runs on it and the reference is a
+# multi-row INSERT into that database's gpu_samples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}
 per=${2:-100}
 work=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+pg_dir=""
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; [ -z "$pg_dir" ] || tests/lib/pg.sh stop "$pg_dir"; rm -rf "$work"' EXIT
+pid=""
+if [ "${BENCH_PG:-}" = auto ]; then
+  pg_dir="$work/pg"
+  chmod 755 "$work"
+  mkdir -p "$pg_dir"
+  tests/lib/pg.sh start "$pg_dir" >/dev/null
+  base=$(cat "$pg_dir/conninfo")
+  psql -X -q -d "${base/\/\?//postgres?}" -c "CREATE DATABASE bench" >/dev/null
+  BENCH_PG="${base/\/\?//bench?}"
+fi
 cc -O2 -o "$work/ingest_bench" bench/ingest_bench.c $(pkg-config --cflags --libs libcurl sqlite3 libpq) -lpthread
 db=${BENCH_PG:-$work/gpuinv.db}
 ref=${BENCH_PG:-$work/ref.db}
