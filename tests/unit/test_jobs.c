@@ -14,36 +14,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-struct fixture {
-    struct testdb db;
-    struct store *st;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof *f);
-
-    if (f == NULL)
-        return -1;
-    gi_log_set_level(GI_LOG_WARN);
-    if (test_store_open(&f->db, 2, &f->st) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    store_close(f->st);
-    testdb_remove(&f->db);
-    free(f);
-    return 0;
-}
-
 static bool claim(struct store *st, const char *holder, int64_t now)
 {
     bool run = true;
@@ -54,7 +24,7 @@ static bool claim(struct store *st, const char *holder, int64_t now)
 
 static void test_slot_won_once(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     json_t *row = NULL;
 
     assert_status(store_job_get(f->st, "pull:1", &row), GI_NOT_FOUND);
@@ -70,7 +40,7 @@ static void test_slot_won_once(void **state)
 
 static void test_held_until_done_or_expired(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     json_t *row = NULL;
 
     assert_true(claim(f->st, "a", 1000));
@@ -90,7 +60,7 @@ static void test_held_until_done_or_expired(void **state)
 
 static void test_only_holder_releases(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     json_t *row = NULL;
 
     assert_true(claim(f->st, "a", 1000));
@@ -135,7 +105,7 @@ static void *race(void *arg)
 
 static void test_racing_replicas_never_both_win(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     struct store *other = NULL;
     struct racer rs[RACERS];
     pthread_t th[RACERS];
@@ -183,7 +153,7 @@ static size_t due_count(struct store *st, int64_t now)
  * names the claimant; deleting it drops the lease. */
 static void test_source_shows_puller_and_drops_job(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     json_t *cfg = json_pack("{s:s}", "url", "http://127.0.0.1:9/metrics");
     struct store_source in = {
         .name = "exp", .kind = "dcgm-exporter", .config = cfg, .interval_s = 30, .enabled = 1};
@@ -225,7 +195,7 @@ static void test_source_shows_puller_and_drops_job(void **state)
 
 static void test_ping(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
 
     assert_status(store_ping(f->st), GI_OK);
 }
@@ -233,12 +203,15 @@ static void test_ping(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_slot_won_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_held_until_done_or_expired, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_only_holder_releases, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_racing_replicas_never_both_win, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_source_shows_puller_and_drops_job, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ping, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_won_once, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_held_until_done_or_expired, testdb_setup,
+                                        testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_only_holder_releases, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_racing_replicas_never_both_win, testdb_setup,
+                                        testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_source_shows_puller_and_drops_job, testdb_setup,
+                                        testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_ping, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,38 +16,8 @@
 
 #define DAY 86400
 
-struct fixture {
-    struct testdb db;
-    struct store *st;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof *f);
-
-    if (f == NULL)
-        return -1;
-    gi_log_set_level(GI_LOG_WARN);
-    if (test_store_open(&f->db, 2, &f->st) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    store_close(f->st);
-    testdb_remove(&f->db);
-    free(f);
-    return 0;
-}
-
 /* Runs one statement on the test database outside the store. */
-static void exec_sql(struct fixture *f, const char *sql)
+static void exec_sql(struct testdb_fixture *f, const char *sql)
 {
     if (f->db.name[0] != '\0') {
         if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
@@ -62,7 +32,7 @@ static void exec_sql(struct fixture *f, const char *sql)
 }
 
 /* Inserts `n` samples of GPU 1 at `ts`, `ts`+1, ... */
-static void add_samples(struct fixture *f, int64_t ts, int n)
+static void add_samples(struct testdb_fixture *f, int64_t ts, int n)
 {
     char sql[256];
 
@@ -74,7 +44,7 @@ static void add_samples(struct fixture *f, int64_t ts, int n)
     }
 }
 
-static int64_t count_before(struct fixture *f, int64_t ts)
+static int64_t count_before(struct testdb_fixture *f, int64_t ts)
 {
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM gpu_samples WHERE ts < %lld", (long long)ts);
@@ -83,7 +53,7 @@ static int64_t count_before(struct fixture *f, int64_t ts)
 
 static void test_old_samples_go_new_stay(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t now = gi_now(), changed = -1;
 
     add_samples(f, now - 30 * DAY, 5);
@@ -108,7 +78,7 @@ static void test_old_samples_go_new_stay(void **state)
 
 static void test_bad_retention_refused(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t changed = -1;
 
     add_samples(f, gi_now() - 60, 1);
@@ -130,7 +100,7 @@ static void day_name(int64_t t, char *buf, size_t len)
  * partition is dropped whole. */
 static void test_partitions(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t now = gi_now(), changed = 0;
     char sql[320], day[16];
 
@@ -164,9 +134,10 @@ static void test_partitions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_old_samples_go_new_stay, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_retention_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_partitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_samples_go_new_stay, testdb_setup,
+                                        testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_retention_refused, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_partitions, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

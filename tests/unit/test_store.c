@@ -14,36 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct fixture {
-    struct testdb db;
-    struct store *st;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof *f);
-
-    if (f == NULL)
-        return -1;
-    gi_log_set_level(GI_LOG_WARN);
-    if (test_store_open(&f->db, 2, &f->st) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-
-    store_close(f->st);
-    testdb_remove(&f->db);
-    free(f);
-    return 0;
-}
-
 /* ---- helpers ---- */
 
 static int64_t iget(const json_t *o, const char *key)
@@ -133,7 +103,7 @@ static int64_t list_total(struct store *st, const struct store_res_filter *f)
 
 static void test_migrations_apply_once(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t nmig = 0, maxv = 0, v = -1;
 
     for (const struct gi_embedded *m = gi_migrations; m->name; m++) {
@@ -178,7 +148,7 @@ static void test_open_bad_path(void **state)
 
 static void test_dc_crud(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     struct store_dc in = {"dc-east", "Virginia", 12};
     struct store_page pg = {100, 0, NULL, false};
     json_t *out = NULL, *items = NULL;
@@ -271,7 +241,7 @@ static void test_dc_crud(void **state)
 
 static void test_dc_delete(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "full"), empty = make_dc(f->st, "empty"), rid, before;
     struct store_resource r1 = res(dc, "server", "s1", NULL, NULL, "H100", 8);
     struct store_resource r2 = res(dc, "vm", "v1", "in_use", "acme", NULL, 0);
@@ -311,7 +281,7 @@ static void test_dc_delete(void **state)
 
 static void test_dc_overview(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "ov"), other = make_dc(f->st, "other");
     struct store_resource rows[] = {
         res(dc, "server", "a", NULL, NULL, "H100", 8),
@@ -359,7 +329,7 @@ static void test_dc_overview(void **state)
 
 static void test_res_create_get(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "r");
     json_t *attrs = json_pack("{s:s, s:i}", "hostname", "n1", "position", 7);
     json_t *md = json_pack("{s:s}", "owner", "infra");
@@ -441,7 +411,7 @@ static void names_are(json_t *items, const char *const *want, size_t n)
 
 static void test_res_list(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t d1 = make_dc(f->st, "d1"), d2 = make_dc(f->st, "d2");
     json_t *attrs = json_pack("{s:s}", "hostname", "special-host");
     struct store_resource rows[] = {
@@ -551,7 +521,7 @@ static void test_res_list(void **state)
 
 static void test_res_update_version(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "u");
     struct store_resource r = res(dc, "server", "s", NULL, NULL, "H100", 8);
     struct store_resource other = res(dc, "server", "taken", NULL, NULL, NULL, 0);
@@ -638,7 +608,7 @@ static void test_res_update_version(void **state)
 
 static void test_allocate_release(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "a");
     struct store_resource r = res(dc, "server", "s", NULL, NULL, "H100", 8);
     struct store_resource m = res(dc, "server", "m", "maintenance", NULL, "H100", 8);
@@ -698,7 +668,7 @@ static void test_allocate_release(void **state)
 
 static void test_alloc_bulk(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "b"), other = make_dc(f->st, "b2");
     struct store_resource rows[] = {
         res(dc, "server", "h8a", NULL, NULL, "H100", 8),
@@ -759,7 +729,7 @@ static void test_alloc_bulk(void **state)
 
 static void test_import_all_or_none(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "imp");
     struct store_resource existing = res(dc, "server", "exists", NULL, NULL, NULL, 0);
     struct store_resource rows[4];
@@ -832,7 +802,7 @@ static void test_import_all_or_none(void **state)
 
 static void test_audit_list(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "aud"), total = 0;
     struct store_resource r = res(dc, "switch", "sw", NULL, NULL, NULL, 0);
     struct store_audit_filter af = {NULL, 0, NULL};
@@ -875,7 +845,7 @@ static void test_audit_list(void **state)
 
 static void test_tokens(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     struct gi_principal p;
     json_t *items = NULL;
     int64_t id = 0, id2 = 0;
@@ -936,7 +906,7 @@ static void test_tokens(void **state)
 
 static void test_users_sessions(void **state)
 {
-    struct fixture *f = *state;
+    struct testdb_fixture *f = *state;
     struct gi_principal p;
     enum gi_role role = GI_ROLE_NONE;
     char pw[64];
@@ -973,20 +943,20 @@ static void test_users_sessions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_migrations_apply_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_migrations_apply_once, testdb_setup, testdb_teardown),
         cmocka_unit_test(test_open_bad_path),
-        cmocka_unit_test_setup_teardown(test_dc_crud, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dc_delete, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dc_overview, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_res_create_get, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_res_list, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_res_update_version, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_allocate_release, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_alloc_bulk, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_import_all_or_none, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_audit_list, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_users_sessions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dc_crud, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_dc_delete, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_dc_overview, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_res_create_get, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_res_list, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_res_update_version, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_allocate_release, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_bulk, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_import_all_or_none, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_audit_list, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_tokens, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_users_sessions, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

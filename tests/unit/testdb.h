@@ -14,6 +14,7 @@
 #ifndef GI_TESTDB_H
 #define GI_TESTDB_H
 
+#include "core/log.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -240,6 +241,38 @@ static inline int64_t testdb_scalar(const struct testdb *t, const char *sql)
         sqlite3_close(db);
     }
     return n;
+}
+
+/* The usual cmocka fixture: a fresh store (pool of 2) per test, in
+ * *state as a struct testdb_fixture; teardown closes and removes it. */
+struct testdb_fixture {
+    struct testdb db;
+    struct store *st;
+};
+
+static inline int testdb_setup(void **state)
+{
+    struct testdb_fixture *f = calloc(1, sizeof *f);
+
+    if (f == NULL)
+        return -1;
+    gi_log_set_level(GI_LOG_WARN);
+    if (test_store_open(&f->db, 2, &f->st) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static inline int testdb_teardown(void **state)
+{
+    struct testdb_fixture *f = *state;
+
+    store_close(f->st);
+    testdb_remove(&f->db);
+    free(f);
+    return 0;
 }
 
 #endif
