@@ -30,4 +30,46 @@ extern const char store_sql_source_list[];
 int source_ensure(struct conn *c, const char *name, const char *kind, const char *team,
                   const char *env, const char *cluster, int64_t *id);
 
+/* ---- Ownership, usage and cost: what the three nouns offer each other
+ * inside a transaction. ---- */
+
+/* The owner of a GPU at one time, each field with what decided it: by is
+ * "assignment:gpu:<id>", "assignment:host:<id>", "assignment:resource:<id>",
+ * "rule:<id>", "source:<id>" or "" when nothing decided the field (then
+ * the field is ""). */
+#define OWNER_LEN 128
+#define OWNER_BY_LEN 64
+struct owner_fields {
+    char team[OWNER_LEN], env[OWNER_LEN], pool[OWNER_LEN], cluster[OWNER_LEN], cloud[OWNER_LEN];
+    char team_by[OWNER_BY_LEN], env_by[OWNER_BY_LEN], pool_by[OWNER_BY_LEN],
+        cluster_by[OWNER_BY_LEN], cloud_by[OWNER_BY_LEN];
+};
+/* ownership.c: resolves GPU gpu_id's owner at `at` (unix seconds) by
+ * precedence: explicit assignment (GPU > host > inventory resource) >
+ * ordered mapping rules > the pushing source's defaults. GI_NOT_FOUND for
+ * an unknown GPU. */
+int owner_resolve(struct conn *c, int64_t gpu_id, int64_t at, struct owner_fields *out);
+/* ownership.c: the team a consumer maps to at `at` by the ownership rules
+ * (kind "k8s" with key "<namespace>", "slurm" with key "<account>",
+ * "user" with key "<user name>"); team "" when no rule maps it. */
+int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64_t at, char *team,
+                        size_t len);
+
+/* usage.c: the owner of GPU gpu_id (0: every GPU) changed from `from` on;
+ * the usage rollups from then on are re-attributed (in place, so hours
+ * older than the raw samples keep their figures). */
+int usage_reattribute(struct conn *c, int64_t gpu_id, int64_t from);
+/* usage.c: the price catalog changed from `from` on; the rates stored
+ * with the rollups from then on are looked up again. */
+int usage_reprice(struct conn *c, int64_t from);
+
+/* prices.c: the catalog's hourly rate for one GPU of `model` at `at`, the
+ * most specific entry in force winning (pool, cloud and env each narrow
+ * an entry; NULL or "" matches only entries that leave it open), in
+ * micro-units of `currency` (ISO 4217, 3 letters). GI_NOT_FOUND when no
+ * entry covers the model; *price_id receives the entry that decided. */
+int price_rate(struct conn *c, const char *model, const char *env, const char *cloud,
+               const char *pool, int64_t at, int64_t *micros_per_hour, char currency[4],
+               int64_t *price_id);
+
 #endif
