@@ -123,12 +123,11 @@ void store_usage_config_get(struct store_usage_config *out) { *out = cfg; }
       "= p.namespace AND x.pod = p.name) ORDER BY COALESCE(p.started_at, p.first_seen_at), "       \
       "p.uid")                                                                                     \
     X(HOST_GPUS_RANKED,                                                                            \
-      "SELECT g.id FROM gpus g WHERE g.host_id = :hid AND g.parent_uuid IS NULL AND "              \
-      "(g.missing_since IS NULL OR g.missing_since > :lo) AND NOT EXISTS (SELECT 1 FROM gpu_pods " \
-      "x WHERE x.gpu_uuid = g.uuid AND x.ts > :lo_g AND x.ts <= :hi_g) ORDER BY CASE "             \
-      "WHEN EXISTS (SELECT 1 FROM gpu_processes q WHERE q.gpu_uuid = g.uuid AND q.ts > :lo AND "   \
-      "q.ts <= :hi) OR EXISTS (SELECT 1 FROM usage_hourly u WHERE u.gpu_id = g.id AND u.hour = "   \
-      ":hour AND u.util_max >= :thr) THEN 0 ELSE 1 END, g.idx, g.id")                              \
+      "SELECT g.id, CASE WHEN EXISTS (SELECT 1 FROM gpu_processes q WHERE q.gpu_uuid = g.uuid "    \
+      "AND q.ts > :lo AND q.ts <= :hi) THEN 1 ELSE 0 END FROM gpus g WHERE g.host_id = :hid AND "  \
+      "g.parent_uuid IS NULL AND (g.missing_since IS NULL OR g.missing_since > :lo) AND NOT "      \
+      "EXISTS (SELECT 1 FROM gpu_pods x WHERE x.gpu_uuid = g.uuid AND x.ts > :lo_g AND x.ts <= "   \
+      ":hi_g) ORDER BY g.idx, g.id LIMIT 1024")                                                    \
     X(ALLOCS,                                                                                      \
       "SELECT a.tenant, COALESCE(a.project, ''), a.started_at, a.ended_at FROM allocations a "     \
       "JOIN host_links l ON l.resource_id = a.resource_id WHERE l.host_id = :hid AND "             \
@@ -336,6 +335,8 @@ struct hour_calc {
     struct consumer cons[MAX_CONSUMERS + 1]; /* the last: "unknown" */
     size_t ncons;
     struct owner_fields owner;
+    const struct sample *chunk; /* every sample of the chunk (all its GPUs), by GPU */
+    size_t nchunk;
 };
 
 /* The consumer named kind/key, added when new (NULL when the table is
@@ -523,38 +524,71 @@ static int observed_consumers(struct conn *c, struct hour_calc *h)
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
-/* Kubernetes pods that request GPUs on the GPU's node but were never seen
- * on a particular GPU: the node's GPUs without a mapped pod are ranked
- * (those with a process or busy in the hour first, then by index) and
- * handed out to the pods in the order they started, each taking as many
- * as it requests. This GPU gets the pods whose share includes it. */
-static int pod_heuristic(struct conn *c, struct hour_calc *h)
+/* Whether the chunk's samples show GPU gid at or above the threshold in
+ * the hour's window. */
+static bool busy_in_chunk(const struct hour_calc *h, int64_t gid)
 {
-    struct db_stmt *s;
-    int64_t rank = -1, pos = 0;
-    int step, rc = GI_OK;
+    for (size_t i = 0; i < h->nchunk; i++)
+        if (h->chunk[i].gpu == gid && h->chunk[i].ts > h->lo && h->chunk[i].ts <= h->hi &&
+            h->chunk[i].ua >= cfg.busy_pct)
+            return true;
+    return false;
+}
 
-    if (!h->has_host || h->parent[0])
-        return GI_OK;
-    if (!(s = prep(c, ST_HOST_GPUS_RANKED)))
+/* This GPU's place among the node's GPUs without a mapped pod, those
+ * with evidence of use (a process, or utilization at or above the
+ * threshold in the samples read with it) first, then by index; -1 when
+ * it is not among them. */
+static int gpu_rank(struct conn *c, struct hour_calc *h, int64_t *rank)
+{
+    struct db_stmt *s = prep(c, ST_HOST_GPUS_RANKED);
+    int64_t used_before = 0, idle_before = 0, used_all = 0;
+    bool seen = false, mine_used = false;
+    int step;
+
+    *rank = -1;
+    if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":hid", h->host_id);
     db_bind_int(s, ":lo", h->lo);
     db_bind_int(s, ":hi", h->hi);
     db_bind_int(s, ":lo_g", h->lo - cfg.max_gap_s);
     db_bind_int(s, ":hi_g", h->hi + cfg.max_gap_s);
-    db_bind_int(s, ":hour", h->hour);
-    db_bind_dbl(s, ":thr", cfg.busy_pct);
     while ((step = db_step(c, s)) == DB_ROW) {
-        if (db_col_int(s, 0) == h->gid)
-            rank = pos;
-        pos++;
+        int64_t id = db_col_int(s, 0);
+        bool used = db_col_int(s, 1) == 1 || busy_in_chunk(h, id);
+        if (id == h->gid) {
+            seen = true;
+            mine_used = used;
+        } else if (!seen) {
+            used_before += used;
+            idle_before += !used;
+        }
+        used_all += used;
     }
     db_reset(s);
     if (step != DB_DONE)
         return db_status(step);
-    if (rank < 0)
+    if (seen)
+        *rank = mine_used ? used_before : used_all + idle_before;
+    return GI_OK;
+}
+
+/* Kubernetes pods that request GPUs on the GPU's node but were never seen
+ * on a particular GPU: the node's GPUs without a mapped pod are ranked
+ * (gpu_rank) and handed out to the pods in the order they started, each
+ * taking as many as it requests. This GPU gets the pods whose share
+ * includes it. */
+static int pod_heuristic(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int64_t rank = -1, pos = 0;
+    int step, rc;
+
+    if (!h->has_host || h->parent[0])
         return GI_OK;
+    if ((rc = gpu_rank(c, h, &rank)) != GI_OK || rank < 0)
+        return rc;
     if (!(s = prep(c, ST_K8S_PODS)))
         return GI_INTERNAL;
     db_bind_text(s, ":host", h->host);
@@ -563,7 +597,6 @@ static int pod_heuristic(struct conn *c, struct hour_calc *h)
     db_bind_int(s, ":hi", h->hi);
     db_bind_int(s, ":lo_g", h->lo - cfg.max_gap_s);
     db_bind_int(s, ":hi_g", h->hi + cfg.max_gap_s);
-    pos = 0;
     while ((step = db_step(c, s)) == DB_ROW) {
         int64_t n = db_col_int(s, 2);
         if (rank >= pos && rank < pos + n) {
@@ -577,9 +610,7 @@ static int pod_heuristic(struct conn *c, struct hour_calc *h)
         pos += n;
     }
     db_reset(s);
-    if (step != DB_DONE)
-        rc = db_status(step);
-    return rc;
+    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* Inventory allocations of the server linked to the GPU's host. */
@@ -1069,7 +1100,7 @@ static int clear_hour(struct conn *c, int64_t gid, int64_t hour)
 
 /* Recomputes GPU gid's hour from its samples xs[0..n). */
 static int compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
-                        const struct sample *xs, size_t n)
+                        const struct sample *xs, size_t n, const struct sample *all, size_t nall)
 {
     struct hour_calc *h = calloc(1, sizeof *h);
     struct totals t = {.umax = NAN, .mmax = NAN, .tmax = NAN, .pmax = NAN};
@@ -1083,6 +1114,8 @@ static int compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
     h->gid = gid;
     h->hour = hour;
     h->now = now;
+    h->chunk = all;
+    h->nchunk = nall;
     gi_strlcpy(h->cons[MAX_CONSUMERS].kind, "unknown", sizeof h->cons[0].kind);
     gi_strlcpy(h->cons[MAX_CONSUMERS].key, "unknown", sizeof h->cons[0].key);
     h->cons[MAX_CONSUMERS].umax = NAN;
@@ -1209,7 +1242,7 @@ static int run_chunk(struct store *st, int64_t now, int64_t *hours)
         from = at;
         while (at < n && xs[at].gpu == ids[i])
             at++;
-        rc = compute_hour(c, ids[i], hour, now, xs + from, at - from);
+        rc = compute_hour(c, ids[i], hour, now, xs + from, at - from, xs, n);
         if (rc == GI_OK) {
             rc = GI_INTERNAL;
             if ((s = prep(c, ST_DIRTY_DONE))) {
