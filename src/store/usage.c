@@ -6,10 +6,12 @@
  * transaction (usage_mark). The job recomputes dirty hours from the raw
  * samples in chunks of at most CHUNK_GPUS GPUs of one hour, each chunk one
  * transaction, oldest hour first; then each touched day is summed again
- * from its hours. Every run also re-dirties the current and the previous
- * hour of every GPU still present, so that consumers that changed without
- * new samples (a pod list that ended a pod, a released allocation) and
- * the growing "unknown" of a silent GPU are picked up within a run.
+ * from its hours. Every run also re-dirties the current hour of every GPU
+ * still present once its row is RECENT_S old, and the previous hour until
+ * it has been computed max_gap after its end, so that consumers that
+ * changed without new samples (a pod list that ended a pod, a released
+ * allocation) and the growing "unknown" of a silent GPU are picked up
+ * without the writers of those marking anything.
  *
  * Within one hour [H, H+3600) of GPU g:
  *  - a sample at ts covers (ts - gap, ts], gap being the time since the
@@ -56,6 +58,9 @@
 #define FILL_MAX_HOURS (24 * 45)
 /* Rows of usage_redo worked per chunk. */
 #define REDO_ROWS 500
+/* How stale the current hour's row of a GPU may get before a run redoes
+ * it without new samples (its unknown time grows; consumers change). */
+#define RECENT_S 300
 /* A stored GPU UUID (MIG instances' made-up ones included). */
 #define UUID_CAP 128
 
@@ -82,7 +87,9 @@ void store_usage_config_get(struct store_usage_config *out) { *out = cfg; }
       "INSERT INTO usage_dirty (hour, gpu_id, marked_at) SELECT CAST(:hour AS BIGINT), "           \
       "u.gpu_id, CAST(:now AS BIGINT) FROM usage_gpus u JOIN gpus g ON g.id = u.gpu_id WHERE "     \
       "u.owned_from < CAST(:hour AS BIGINT) + 3600 AND (g.missing_since IS NULL OR "               \
-      "g.missing_since > CAST(:hour AS BIGINT)) ON CONFLICT (hour, gpu_id) DO NOTHING")            \
+      "g.missing_since > CAST(:hour AS BIGINT)) AND NOT EXISTS (SELECT 1 FROM usage_hourly x "     \
+      "WHERE x.gpu_id = u.gpu_id AND x.hour = CAST(:hour AS BIGINT) AND x.updated_at >= :fresh) "  \
+      "ON CONFLICT (hour, gpu_id) DO NOTHING")                                                     \
     X(DIRTY_FIRST, "SELECT MIN(hour) FROM usage_dirty WHERE hour <= :now")                         \
     X(DIRTY_FUTURE, "DELETE FROM usage_dirty WHERE hour > :now")                                   \
     X(DIRTY_OLDEST, "SELECT MIN(hour) FROM usage_dirty")                                           \
@@ -1264,8 +1271,8 @@ cleanup:
     return rc;
 }
 
-/* Marks the current and the previous hour of every present GPU, and drops
- * marks of hours still to come. */
+/* Marks the current and the previous hour of every present GPU unless
+ * their rows are fresh enough, and drops marks of hours still to come. */
 static int mark_recent(struct store *st, int64_t now)
 {
     struct conn *c = db_conn_get(st);
@@ -1278,6 +1285,9 @@ static int mark_recent(struct store *st, int64_t now)
             break;
         db_bind_int(s, ":hour", hour_of(now) - k * 3600);
         db_bind_int(s, ":now", now);
+        /* The current hour is redone when its row is RECENT_S old; the
+         * previous one until it has been computed max_gap after its end. */
+        db_bind_int(s, ":fresh", k == 0 ? now - RECENT_S : hour_of(now) + cfg.max_gap_s);
         rc = db_exec_done(c, s);
     }
     if (rc == GI_OK) {

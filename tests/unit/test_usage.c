@@ -341,6 +341,77 @@ static void test_retention(void **state)
     assert_status(store_usage_oldest_dirty(f->st, &hour), GI_NOT_FOUND);
 }
 
+static void cost_row(struct testdb_fixture *f, int64_t gid, int64_t hour, const char *team,
+                     double busy, double idle, double unknown, double fraction, const char *rate,
+                     const char *cur)
+{
+    execf(f,
+          "INSERT INTO usage_hourly (gpu_id, hour, team, owned_s, allocated_s, busy_s, "
+          "alloc_idle_s, idle_s, unknown_s, measured_s, util_sum, mem_sum, energy_wh, fraction, "
+          "rate_micros, currency, updated_at) VALUES (%lld, %lld, '%s', 3600, %g, %g, %g, %g, %g, "
+          "%g, 0, 0, 0, %g, %s, %s, 1)",
+          (long long)gid, (long long)hour, team, 3600 - idle - unknown, busy,
+          3600 - idle - unknown - busy, idle, unknown, 3600 - unknown, fraction, rate, cur);
+}
+
+static const char *cost_of(const json_t *item, const char *field)
+{
+    const json_t *c = json_object_get(item, "cost");
+    const json_t *v = json_object_get(c, field);
+    if (!v)
+        v = json_object_get(json_object_get(c, "split"), field);
+    return json_string_value(v);
+}
+
+/* Cost is owned GPU-hours x fraction x the rate at the hour, split by
+ * use, as decimal strings; unpriced hours are named in a note; a group
+ * with two currencies gives one item per currency. */
+static void test_report_cost(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0();
+    struct store_usage_query q = {
+        .group_by = "team", .from = h, .to = h + 3600, .step = USAGE_STEP_HOUR};
+    json_t *out = NULL, *items, *x, *y1, *y2, *total;
+
+    cost_row(f, 1, h, "x", 1800, 0, 0, 1.0, "2500000", "'USD'"); /* half busy, half waste */
+    cost_row(f, 2, h, "x", 0, 3600, 0, 0.5, "2500000", "'USD'"); /* half a GPU, idle */
+    cost_row(f, 3, h, "x", 0, 0, 3600, 1.0, "NULL", "NULL");     /* no rate */
+    cost_row(f, 4, h, "y", 3600, 0, 0, 1.0, "1000000", "'EUR'");
+    cost_row(f, 5, h, "y", 3600, 0, 0, 1.0, "2500000", "'USD'");
+    assert_status(store_usage_report(f->st, &q, &out), GI_OK);
+    items = json_object_get(out, "items");
+    assert_int_equal(json_array_size(items), 3);
+    x = json_array_get(items, 0);
+    assert_string_equal(json_string_value(json_object_get(x, "group")), "x");
+    assert_true(json_real_value(json_object_get(json_object_get(x, "gpu_hours"), "owned")) == 2.5);
+    assert_string_equal(cost_of(x, "amount"), "3.75");
+    assert_string_equal(cost_of(x, "currency"), "USD");
+    assert_string_equal(cost_of(x, "method"), "catalog");
+    assert_string_equal(cost_of(x, "busy"), "1.25");
+    assert_string_equal(cost_of(x, "allocated_idle"), "1.25");
+    assert_string_equal(cost_of(x, "idle"), "1.25");
+    assert_string_equal(cost_of(x, "unknown"), "0.00");
+    assert_non_null(strstr(json_string_value(json_object_get(x, "cost_note")), "1.00 of these"));
+    y1 = json_array_get(items, 1);
+    y2 = json_array_get(items, 2);
+    assert_string_equal(cost_of(y1, "currency"), "EUR");
+    assert_string_equal(cost_of(y1, "amount"), "1.00");
+    assert_string_equal(cost_of(y2, "currency"), "USD");
+    assert_string_equal(cost_of(y2, "amount"), "2.50");
+    assert_true(json_real_value(json_object_get(json_object_get(y2, "gpu_hours"), "busy")) == 1.0);
+    total = json_object_get(out, "total");
+    assert_true(json_is_null(json_object_get(total, "cost")));
+    assert_int_equal(json_array_size(json_object_get(total, "costs")), 2);
+    assert_true(json_real_value(json_object_get(json_object_get(total, "gpu_hours"), "owned")) ==
+                4.5);
+    json_decref(out);
+    /* Past the group bound: refused, nothing half done. */
+    q.max_groups = 1;
+    assert_status(store_usage_report(f->st, &q, &out), GI_TOO_LARGE);
+    assert_null(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +422,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mig_fractions, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_reattribute, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_retention, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_report_cost, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
