@@ -47,7 +47,7 @@
 #include <string.h>
 
 /* GPUs of one hour per chunk transaction, and chunks per job run. */
-#define CHUNK_GPUS 256
+#define CHUNK_GPUS 512
 #define RUN_CHUNKS 200
 /* Rollup rows one pruning statement deletes at most. */
 #define PRUNE_BATCH 5000
@@ -103,11 +103,11 @@ void store_usage_config_get(struct store_usage_config *out) { *out = cfg; }
       "COALESCE(source_id, 0), ts")                                                                \
     X(GPU_INFO,                                                                                    \
       "SELECT g.uuid, g.model, g.host_id, h.hostname, h.datacenter_id, g.missing_since, "          \
-      "g.parent_uuid, g.mig_profile, (SELECT COUNT(*) FROM gpus k WHERE k.parent_uuid = g.uuid "   \
-      "AND k.missing_since IS NULL) FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id WHERE g.id " \
-      "= :gid")                                                                                    \
-    X(GPU_CHILDREN, "SELECT mig_profile FROM gpus WHERE parent_uuid = :uuid AND missing_since IS " \
-                    "NULL")                                                                        \
+      "g.parent_uuid, g.mig_profile, (SELECT COUNT(*) FROM gpus k WHERE k.host_id = g.host_id "    \
+      "AND k.parent_uuid = g.uuid AND k.missing_since IS NULL) FROM gpus g LEFT JOIN hosts h ON "  \
+      "h.id = g.host_id WHERE g.id = :gid")                                                        \
+    X(GPU_CHILDREN, "SELECT mig_profile FROM gpus WHERE host_id = :hid AND parent_uuid = :uuid "   \
+                    "AND missing_since IS NULL")                                                   \
     X(GPU_PARENT_MODEL, "SELECT model FROM gpus WHERE uuid = :uuid")                               \
     X(OWNED_GET, "SELECT owned_from FROM usage_gpus WHERE gpu_id = :gid")                          \
     X(OWNED_SET, "INSERT INTO usage_gpus (gpu_id, owned_from, updated_at) VALUES (:gid, :from, "   \
@@ -588,14 +588,17 @@ static int gpu_rank(struct conn *c, struct hour_calc *h, int64_t *rank)
  * includes it. */
 static int pod_heuristic(struct conn *c, struct hour_calc *h)
 {
+    struct pod {
+        char ns[128], name[128];
+        int64_t gpus, lo, hi;
+    } *pods = NULL;
     struct db_stmt *s;
+    size_t n = 0, cap = 0;
     int64_t rank = -1, pos = 0;
-    int step, rc;
+    int step, rc = GI_OK;
 
     if (!h->has_host || h->parent[0])
         return GI_OK;
-    if ((rc = gpu_rank(c, h, &rank)) != GI_OK || rank < 0)
-        return rc;
     if (!(s = prep(c, ST_K8S_PODS)))
         return GI_INTERNAL;
     db_bind_text(s, ":host", h->host);
@@ -604,20 +607,43 @@ static int pod_heuristic(struct conn *c, struct hour_calc *h)
     db_bind_int(s, ":hi", h->hi);
     db_bind_int(s, ":lo_g", h->lo - cfg.max_gap_s);
     db_bind_int(s, ":hi_g", h->hi + cfg.max_gap_s);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        int64_t n = db_col_int(s, 2);
-        if (rank >= pos && rank < pos + n) {
-            struct consumer *k;
-            k8s_consumer(h, db_col_text(s, 0), db_col_text(s, 1), "", &k);
-            if (k && !k->iv_hi) {
-                k->iv_lo = db_col_int(s, 3);
-                k->iv_hi = db_col_int(s, 4);
+    while ((step = db_step(c, s)) == DB_ROW && n < MAX_CONSUMERS * 8) {
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            struct pod *p = realloc(pods, ncap * sizeof *p);
+            if (!p) {
+                rc = GI_INTERNAL;
+                break;
             }
+            pods = p;
+            cap = ncap;
         }
-        pos += n;
+        gi_strlcpy(pods[n].ns, db_col_text(s, 0), sizeof pods[n].ns);
+        gi_strlcpy(pods[n].name, db_col_text(s, 1), sizeof pods[n].name);
+        pods[n].gpus = db_col_int(s, 2);
+        pods[n].lo = db_col_int(s, 3);
+        pods[n].hi = db_col_int(s, 4);
+        n++;
     }
     db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
+    if (rc == GI_OK && step != DB_DONE && step != DB_ROW)
+        rc = db_status(step);
+    /* The ranking is read only when some pod needs it. */
+    if (rc == GI_OK && n > 0)
+        rc = gpu_rank(c, h, &rank);
+    for (size_t i = 0; rc == GI_OK && rank >= 0 && i < n; i++) {
+        if (rank >= pos && rank < pos + pods[i].gpus) {
+            struct consumer *k;
+            k8s_consumer(h, pods[i].ns, pods[i].name, "", &k);
+            if (k && !k->iv_hi) {
+                k->iv_lo = pods[i].lo;
+                k->iv_hi = pods[i].hi;
+            }
+        }
+        pos += pods[i].gpus;
+    }
+    free(pods);
+    return rc;
 }
 
 /* Inventory allocations of the server linked to the GPU's host. */
@@ -789,6 +815,7 @@ static int gpu_fraction(struct conn *c, struct hour_calc *h, double *fraction)
     if (!(s = prep(c, ST_GPU_CHILDREN)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", h->uuid);
+    db_bind_int(s, ":hid", h->host_id);
     while ((step = db_step(c, s)) == DB_ROW)
         used += slice_share(db_col_text(s, 0), h->model);
     db_reset(s);
