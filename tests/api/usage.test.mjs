@@ -242,3 +242,29 @@ test('bad parameters name themselves; the rollup needs an admin', async () => {
   const audit = ok(await h.s.api('GET', '/api/v1/audit?entity=usage'));
   assert.ok(audit.items.some((x) => x.action === 'rollup'), 'a rollup on demand is audited');
 });
+
+test('the busy threshold and the longest gap are serve options', async () => {
+  const { startServer } = await import('../lib/server.mjs');
+  const { stopClean, runCli } = await import('./helpers.mjs');
+  const bad = await runCli(['serve', '--busy-threshold-pct', '101']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--busy-threshold-pct must be 0\.\.100/);
+  assert.equal((await runCli(['serve', '--max-gap-s', '0'])).code, 2);
+  const s = await startServer({ args: ['--busy-threshold-pct', '60', '--max-gap-s', '120', '--retain-hourly-days', '30'] });
+  try {
+    const tok = ok(await s.api('POST', '/api/v1/tokens', { body: { name: 'tok-opt', role: 'pusher', source: 'u-opt', team: 'u-opt' } }), 201).token;
+    const g = 'GPU-e0000000-0000-4000-8000-000000000001';
+    // 50 % for an hour (idle under a 60 % threshold), then a reading at
+    // 11:10 after ten silent minutes: it covers only the 2 minutes before.
+    const samples = [...every(g, T0, T0 + 3600, { util_avg: 50 }), { time: T0 + 4200, gpu: g, util_avg: 70 }];
+    const r = await s.api('POST', '/api/v1/ingest', { body: { batch_id: 'opt-1', host: { hostname: 'u-opt-node' }, gpus: [gpu(g, 0)], samples }, auth: tok });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+    const rep = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams({ group_by: 'gpu', team: 'u-opt', from: iso(T0), to: iso(T0 + 7200), step: 'hour' })));
+    assert.deepEqual(rep.items[0].gpu_hours, { owned: 1, allocated: 0, busy: 0, allocated_idle: 0, idle: 1, unknown: 0 });
+    close(rep.items[1].gpu_hours.busy, 120 / 3600, 'a 120 s gap cap');
+    close(rep.items[1].gpu_hours.unknown, 1 - 120 / 3600, 'the rest unknown');
+  } finally {
+    await stopClean(s);
+  }
+});
