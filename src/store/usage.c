@@ -126,15 +126,18 @@ void store_usage_config_get(struct store_usage_config *out) { *out = cfg; }
       "END) FROM k8s_pods p JOIN k8s_nodes n ON n.source_id = p.source_id AND n.name = p.node "    \
       "WHERE (n.hostname = :host OR n.name = :host) AND p.gpus > 0 AND COALESCE(p.started_at, "    \
       "p.first_seen_at) < :hi AND (p.ended_at IS NULL OR p.ended_at > :lo) AND NOT EXISTS "        \
-      "(SELECT 1 FROM gpu_pods x WHERE x.ts > :lo_g AND x.ts <= :hi_g AND x.namespace "            \
-      "= p.namespace AND x.pod = p.name) ORDER BY COALESCE(p.started_at, p.first_seen_at), "       \
-      "p.uid")                                                                                     \
+      "(SELECT 1 FROM gpu_pods x WHERE x.ts > :lo_g AND x.ts <= :hi_g AND x.namespace = "          \
+      "p.namespace AND x.pod = p.name) AND NOT EXISTS (SELECT 1 FROM gpu_processes y WHERE y.ts "  \
+      "> :lo_g AND y.ts <= :hi_g AND y.namespace = p.namespace AND y.pod = p.name) ORDER BY "      \
+      "COALESCE(p.started_at, p.first_seen_at), p.uid")                                            \
     X(HOST_GPUS_RANKED,                                                                            \
       "SELECT g.id, CASE WHEN EXISTS (SELECT 1 FROM gpu_processes q WHERE q.gpu_uuid = g.uuid "    \
       "AND q.ts > :lo AND q.ts <= :hi) THEN 1 ELSE 0 END FROM gpus g WHERE g.host_id = :hid AND "  \
       "g.parent_uuid IS NULL AND (g.missing_since IS NULL OR g.missing_since > :lo) AND NOT "      \
       "EXISTS (SELECT 1 FROM gpu_pods x WHERE x.gpu_uuid = g.uuid AND x.ts > :lo_g AND x.ts <= "   \
-      ":hi_g) ORDER BY g.idx, g.id LIMIT 1024")                                                    \
+      ":hi_g) AND NOT EXISTS (SELECT 1 FROM gpu_processes y WHERE y.gpu_uuid = g.uuid AND y.ts > " \
+      ":lo_g AND y.ts <= :hi_g AND y.pod IS NOT NULL AND y.namespace IS NOT NULL) ORDER BY "       \
+      "g.idx, g.id LIMIT 1024")                                                                    \
     X(ALLOCS,                                                                                      \
       "SELECT a.tenant, COALESCE(a.project, ''), a.started_at, a.ended_at FROM allocations a "     \
       "JOIN host_links l ON l.resource_id = a.resource_id WHERE l.host_id = :hid AND "             \
@@ -582,7 +585,8 @@ static int gpu_rank(struct conn *c, struct hour_calc *h, int64_t *rank)
 }
 
 /* Kubernetes pods that request GPUs on the GPU's node but were never seen
- * on a particular GPU: the node's GPUs without a mapped pod are ranked
+ * on a particular GPU (by a dcgm-exporter label or a process naming the
+ * pod): the node's GPUs without such a mapped pod are ranked
  * (gpu_rank) and handed out to the pods in the order they started, each
  * taking as many as it requests. This GPU gets the pods whose share
  * includes it. */

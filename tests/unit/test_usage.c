@@ -208,6 +208,18 @@ static void test_pod_heuristic(void **state)
           "first_seen_at, last_seen_at, ended_at, seen) VALUES (5, 'u1', 'ml', 'wide', 'node-a', "
           "2, %lld, 1, 1, %lld, 0)",
           (long long)(h - 600), (long long)(h + 7200));
+    /* A second pod is known on GPU 10 by its process: it is no candidate
+     * for the guess, and GPU 10 is taken. */
+    execf(f,
+          "INSERT INTO k8s_pods (source_id, uid, namespace, name, node, gpus, started_at, "
+          "first_seen_at, last_seen_at, ended_at, seen) VALUES (5, 'u2', 'ml', 'narrow', "
+          "'node-a', 1, %lld, 1, 1, %lld, 0)",
+          (long long)(h - 300), (long long)(h + 7200));
+    execf(f,
+          "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, namespace, pod, container) SELECT "
+          "ts, 'GPU-10', 2, 'serve', 'ml', 'narrow', 'c2' FROM gpu_samples WHERE gpu_id = 10 AND "
+          "ts > %lld",
+          (long long)h);
     /* GPU 12 runs a process; GPU 11 is labelled with another pod. */
     execf(f,
           "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username) SELECT ts, 'GPU-12', 1, "
@@ -218,8 +230,8 @@ static void test_pod_heuristic(void **state)
           "'web', 'one', 'c' FROM gpu_samples WHERE gpu_id = 11 AND ts > %lld",
           (long long)h);
     rollup(f);
-    /* Ranked: 12 (a process) and 13 (busy), then 10 (by index); 11 is
-     * mapped to its own pod. */
+    /* Ranked: 12 (a process) and 13 (busy); 10 and 11 are mapped to their
+     * own pods. */
     assert_int_equal(scalarf(f,
                              "SELECT COUNT(*) FROM usage_consumers WHERE consumer = 'ml/wide/' AND "
                              "gpu_id IN (12, 13) AND CAST(allocated_s AS BIGINT) = 3600"),
@@ -231,7 +243,13 @@ static void test_pod_heuristic(void **state)
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumers WHERE gpu_id = 12 AND kind "
                                 "= 'process'"),
                      0);
-    assert_int_equal(col(f, "idle_s", 10, h), 3600);
+    assert_int_equal(col(f, "alloc_idle_s", 10, h), 3600);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumers WHERE consumer LIKE "
+                                "'ml/narrow/%%'"),
+                     1);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumers WHERE gpu_id = 10 AND "
+                                "consumer = 'ml/narrow/c2'"),
+                     1);
     assert_int_equal(col(f, "alloc_idle_s", 11, h), 3600);
     assert_int_equal(col(f, "alloc_idle_s", 12, h), 3600);
     assert_int_equal(col(f, "busy_s", 13, h), 3600);
