@@ -84,22 +84,6 @@ static void run_due(struct scheduler *s)
     json_decref(due);
 }
 
-/* Days of raw samples to keep: the retention, or more while an older hour
- * still waits for its usage rollup (raw samples are never pruned before
- * they are rolled up). */
-static int samples_keep_days(struct scheduler *s)
-{
-    int64_t oldest = 0, now = gi_now();
-    int keep = s->retain_days;
-
-    if (store_usage_oldest_dirty(s->st, &oldest) == GI_OK && oldest < now) {
-        int64_t need = (now - oldest) / 86400 + 2;
-        if (need > keep)
-            keep = need > 36500 ? 36500 : (int)need;
-    }
-    return keep;
-}
-
 /* The usage rollups, every minute on whichever replica claims the job:
  * dirty GPU-hours recomputed from raw samples, re-attributions and
  * re-pricings, rollup retention (store_usage_rollup). */
@@ -137,7 +121,8 @@ static void run_maintenance(struct scheduler *s)
                         &run) != GI_OK ||
         !run)
         return;
-    rc = store_samples_maintain(s->st, gi_now(), samples_keep_days(s), &changed);
+    rc = store_samples_maintain(s->st, gi_now(),
+                                store_usage_keep_days(s->st, gi_now(), s->retain_days), &changed);
     if (rc != GI_OK)
         gi_warn("job %s failed: %s", job, gi_status_name(rc));
     else if (changed > 0)

@@ -400,6 +400,10 @@ int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max
 /* The oldest hour still waiting for its rollup; GI_NOT_FOUND when none
  * (raw samples from then on must be kept). */
 int store_usage_oldest_dirty(struct store *st, int64_t *hour);
+/* The days of raw samples to keep at `now`: retain_days, or more while an
+ * older hour still waits for its rollup (with a day's margin), so that
+ * raw samples are never pruned before they are rolled up. */
+int store_usage_keep_days(struct store *st, int64_t now, int retain_days);
 
 enum store_usage_step { USAGE_STEP_HOUR, USAGE_STEP_DAY, USAGE_STEP_WEEK, USAGE_STEP_MONTH };
 /* A usage report: group_by one of team, env, pool, cluster, cloud, model,

@@ -1616,3 +1616,15 @@ int store_usage_oldest_dirty(struct store *st, int64_t *hour)
         rc = GI_NOT_FOUND;
     return rc;
 }
+
+int store_usage_keep_days(struct store *st, int64_t now, int retain_days)
+{
+    int64_t oldest = 0;
+
+    if (store_usage_oldest_dirty(st, &oldest) == GI_OK && oldest - cfg.max_gap_s < now) {
+        int64_t need = (now - oldest + cfg.max_gap_s) / 86400 + 2;
+        if (need > retain_days)
+            return need > 36500 ? 36500 : (int)need;
+    }
+    return retain_days;
+}

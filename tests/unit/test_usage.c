@@ -350,6 +350,9 @@ static void test_retention(void **state)
     dirty(f, 1, old - old % 3600 + 86400);
     assert_status(store_usage_oldest_dirty(f->st, &hour), GI_OK);
     assert_int_equal(hour, old - old % 3600 + 86400);
+    /* Raw samples of that hour (39 days back) outlive a 14-day retention. */
+    assert_true(store_usage_keep_days(f->st, gi_now(), 14) >= 40);
+    assert_int_equal(store_usage_keep_days(f->st, gi_now(), 60), 60);
     store_usage_configure(&cfg);
     rollup(f);
     store_usage_configure(&keep);
@@ -357,6 +360,7 @@ static void test_retention(void **state)
         scalarf(f, "SELECT COUNT(*) FROM usage_hourly WHERE hour < %lld", (long long)(old + 3600)),
         0);
     assert_status(store_usage_oldest_dirty(f->st, &hour), GI_NOT_FOUND);
+    assert_int_equal(store_usage_keep_days(f->st, gi_now(), 14), 14);
 }
 
 static void cost_row(struct testdb_fixture *f, int64_t gid, int64_t hour, const char *team,
