@@ -1196,9 +1196,10 @@ cleanup:
 
 /* ---- the job ---- */
 
-/* Reads the chunk's samples (every dirty GPU of the hour, up to
- * CHUNK_GPUS) into *out. Caller frees. */
-static int chunk_samples(struct conn *c, int64_t hour, struct sample **out, size_t *n)
+/* Reads the chunk's samples (every dirty GPU of the hour, up to `limit`)
+ * into *out. Caller frees. */
+static int chunk_samples(struct conn *c, int64_t hour, int64_t limit, struct sample **out,
+                         size_t *n)
 {
     struct db_stmt *s = prep(c, ST_CHUNK_SAMPLES);
     size_t cap = 0;
@@ -1211,7 +1212,7 @@ static int chunk_samples(struct conn *c, int64_t hour, struct sample **out, size
     db_bind_int(s, ":lo", hour - cfg.max_gap_s);
     db_bind_int(s, ":hi", hour + 3600 + cfg.max_gap_s);
     db_bind_int(s, ":hour", hour);
-    db_bind_int(s, ":n", CHUNK_GPUS);
+    db_bind_int(s, ":n", limit);
     while ((step = db_step(c, s)) == DB_ROW) {
         struct sample *x;
         if (*n == cap) {
@@ -1238,9 +1239,11 @@ static int chunk_samples(struct conn *c, int64_t hour, struct sample **out, size
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
-/* One chunk: up to CHUNK_GPUS dirty GPUs of the oldest dirty hour, in one
- * transaction. *hours counts the GPU-hours done (0: nothing was dirty). */
-static int run_chunk(struct store *st, int64_t now, int64_t *hours)
+/* One chunk: up to `limit` dirty GPUs of the oldest dirty hour, in one
+ * transaction. *hours counts the GPU-hours done (0: nothing was dirty);
+ * *first the first GPU of the chunk and *hour its hour. */
+static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hours, int64_t *first,
+                     int64_t *first_hour)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
@@ -1251,6 +1254,7 @@ static int run_chunk(struct store *st, int64_t now, int64_t *hours)
     int step, rc = db_tx_begin(c);
 
     *hours = 0;
+    *first = *first_hour = 0;
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
@@ -1260,18 +1264,20 @@ static int run_chunk(struct store *st, int64_t now, int64_t *hours)
     if ((rc = fetch_opt_int(c, s, &hour, &none)) != GI_OK || none)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!(ids = calloc(CHUNK_GPUS, sizeof *ids)) || !(s = prep(c, ST_DIRTY_CHUNK)))
+    if (!(ids = calloc((size_t)limit, sizeof *ids)) || !(s = prep(c, ST_DIRTY_CHUNK)))
         goto cleanup;
     db_bind_int(s, ":hour", hour);
-    db_bind_int(s, ":n", CHUNK_GPUS);
-    while ((step = db_step(c, s)) == DB_ROW && nids < CHUNK_GPUS)
+    db_bind_int(s, ":n", limit);
+    while ((step = db_step(c, s)) == DB_ROW && nids < (size_t)limit)
         ids[nids++] = db_col_int(s, 0);
     db_reset(s);
     if (step != DB_DONE && step != DB_ROW) {
         rc = db_status(step);
         goto cleanup;
     }
-    if ((rc = chunk_samples(c, hour, &xs, &n)) != GI_OK)
+    *first = nids ? ids[0] : 0;
+    *first_hour = hour;
+    if ((rc = chunk_samples(c, hour, limit, &xs, &n)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < nids && rc == GI_OK; i++) {
         size_t from;
@@ -1299,6 +1305,26 @@ cleanup:
     free(ids);
     if (rc != GI_OK)
         *hours = 0;
+    return rc;
+}
+
+/* Forgets one GPU-hour's mark, in its own transaction. */
+static int drop_mark(struct store *st, int64_t gid, int64_t hour)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK) {
+        rc = GI_INTERNAL;
+        if ((s = prep(c, ST_DIRTY_DONE))) {
+            db_bind_int(s, ":hour", hour);
+            db_bind_int(s, ":gid", gid);
+            rc = db_exec_done(c, s);
+        }
+    }
+    rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
     return rc;
 }
 
@@ -1581,9 +1607,26 @@ int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max
         max_chunks = RUN_CHUNKS;
     if ((rc = mark_recent(st, now)) != GI_OK)
         return rc;
-    for (int i = 0; i < max_chunks; i++) {
-        if ((rc = run_chunk(st, now, &n)) != GI_OK)
+    for (int i = 0, limit = CHUNK_GPUS; i < max_chunks; i++) {
+        int64_t gid = 0, hour = 0;
+        rc = run_chunk(st, now, limit, &n, &gid, &hour);
+        if (rc == GI_UNAVAILABLE)
             return rc;
+        if (rc != GI_OK && limit > 1) {
+            /* Something in the chunk fails: go on one GPU-hour at a time,
+             * so that one bad GPU-hour cannot hold up the others. */
+            gi_warn("usage: a rollup chunk failed (%s); going on one GPU-hour at a time",
+                    gi_status_name(rc));
+            limit = 1;
+            continue;
+        }
+        if (rc != GI_OK) {
+            gi_warn("usage: GPU %lld, hour %lld cannot be rolled up (%s); it is skipped",
+                    (long long)gid, (long long)hour, gi_status_name(rc));
+            if ((rc = drop_mark(st, gid, hour)) != GI_OK)
+                return rc;
+            continue;
+        }
         if (n == 0)
             break;
         out->hours += n;

@@ -434,6 +434,36 @@ static void test_report_cost(void **state)
     assert_null(out);
 }
 
+/* A GPU-hour that cannot be written is skipped (logged) and does not hold
+ * up the others of its chunk. */
+static void test_bad_hour_skipped(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0();
+
+    host(f, 1, "n1");
+    gpu(f, 1, 1, 0, NULL, NULL);
+    gpu(f, 99, 1, 1, NULL, NULL);
+    samples(f, 1, 7, h, h + 3600, 60, 40);
+    samples(f, 99, 7, h, h + 3600, 60, 40);
+    dirty(f, 1, h);
+    dirty(f, 99, h);
+    if (f->db.name[0] != '\0') {
+        exec_sql(f, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF "
+                    "NEW.gpu_id = 99 THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$");
+        exec_sql(f, "CREATE TRIGGER boom BEFORE INSERT ON usage_hourly FOR EACH ROW EXECUTE "
+                    "FUNCTION boom()");
+    } else {
+        exec_sql(f, "CREATE TRIGGER boom BEFORE INSERT ON usage_hourly WHEN NEW.gpu_id = 99 BEGIN "
+                    "SELECT RAISE(ABORT, 'boom'); END");
+    }
+    gi_log_set_level((enum gi_log_level)(GI_LOG_ERROR + 1));
+    rollup(f);
+    gi_log_set_level(GI_LOG_WARN);
+    assert_int_equal(col(f, "busy_s", 1, h), 3600);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_hourly WHERE gpu_id = 99"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +475,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reattribute, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_retention, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_report_cost, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_hour_skipped, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
