@@ -23,16 +23,20 @@
 #define RAW_RANGE_S (6 * 3600)
 #define TIMELINE_ROWS 20000
 
+/* The group as text, and for the groups named through another table
+ * (gpu: the UUID, datacenter: the name) the id, mapped afterwards, so that
+ * the aggregate itself joins nothing. */
 #define GROUP_EXPR                                                                                 \
     "CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team WHEN 'env' THEN u.env WHEN 'pool' THEN "        \
     "u.pool WHEN 'cluster' THEN u.cluster WHEN 'cloud' THEN u.cloud WHEN 'model' THEN u.model "    \
-    "WHEN 'datacenter' THEN d.name WHEN 'host' THEN u.host WHEN 'gpu' THEN g.uuid ELSE NULL END"
+    "WHEN 'host' THEN u.host ELSE NULL END, CASE CAST(:g AS TEXT) WHEN 'gpu' THEN u.gpu_id WHEN "  \
+    "'datacenter' THEN u.datacenter_id ELSE NULL END"
 #define FILTERS                                                                                    \
     "(CAST(:team AS TEXT) IS NULL OR u.team = :team) AND (CAST(:env AS TEXT) IS NULL OR u.env = "  \
     ":env) AND (CAST(:pool AS TEXT) IS NULL OR u.pool = :pool) AND (CAST(:cluster AS TEXT) IS "    \
     "NULL OR u.cluster = :cluster) AND (CAST(:cloud AS TEXT) IS NULL OR u.cloud = :cloud) AND "    \
-    "(CAST(:model AS TEXT) IS NULL OR u.model = :model) AND (CAST(:dc AS TEXT) IS NULL OR d.name " \
-    "= :dc)"
+    "(CAST(:model AS TEXT) IS NULL OR u.model = :model) AND (CAST(:dc AS BIGINT) IS NULL OR "      \
+    "u.datacenter_id = :dc)"
 #define SUMS                                                                                       \
     "SUM(u.owned_s * u.fraction), SUM(u.allocated_s * u.fraction), SUM(u.busy_s * u.fraction), "   \
     "SUM(u.alloc_idle_s * u.fraction), SUM(u.idle_s * u.fraction), SUM(u.unknown_s * "             \
@@ -43,15 +47,17 @@
     "u.rate_micros IS NULL THEN u.owned_s * u.fraction ELSE 0 END)"
 #define REPORT(table, key)                                                                         \
     "SELECT " GROUP_EXPR ", NULL, u." key " - u." key " % CAST(:bucket AS BIGINT), "               \
-    "COALESCE(u.currency, ''), " SUMS " FROM " table " u LEFT JOIN datacenters d ON d.id = "       \
-    "u.datacenter_id LEFT JOIN gpus g ON g.id = u.gpu_id WHERE u." key " >= :from AND u." key      \
-    " < :to AND " FILTERS " GROUP BY 1, 3, 4 LIMIT :max"
+    "COALESCE(u.currency, ''), " SUMS " FROM " table " u WHERE u." key " >= :from AND u." key      \
+    " < :to AND " FILTERS " GROUP BY 1, 2, 4, 5 LIMIT :max"
 
 #define STATEMENTS(X)                                                                              \
+    X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
+    X(GPU_UUID, "SELECT uuid FROM gpus WHERE id = :id")                                            \
+    X(DC_NAME, "SELECT name FROM datacenters WHERE id = :id")                                      \
     X(REPORT_HOURLY, REPORT("usage_hourly", "hour"))                                               \
     X(REPORT_DAILY, REPORT("usage_daily", "day"))                                                  \
     X(REPORT_CONSUMERS,                                                                            \
-      "SELECT c.consumer, c.kind, u.hour - u.hour % CAST(:bucket AS BIGINT), "                     \
+      "SELECT c.consumer, NULL, c.kind, u.hour - u.hour % CAST(:bucket AS BIGINT), "               \
       "COALESCE(u.currency, ''), SUM(c.allocated_s * u.fraction), SUM(c.allocated_s * "            \
       "u.fraction), SUM(c.busy_s * u.fraction), SUM(c.alloc_idle_s * u.fraction), 0, 0, "          \
       "SUM(c.util_sum * u.fraction), SUM(c.measured_s * u.fraction), SUM(u.energy_wh * "           \
@@ -59,9 +65,8 @@
       "SUM(c.busy_s * u.fraction * u.rate_micros), SUM(c.alloc_idle_s * u.fraction * "             \
       "u.rate_micros), 0, 0, SUM(CASE WHEN u.rate_micros IS NULL THEN c.allocated_s * u.fraction " \
       "ELSE 0 END) FROM usage_consumers c JOIN usage_hourly u ON u.gpu_id = c.gpu_id AND u.hour "  \
-      "= c.hour LEFT JOIN datacenters d ON d.id = u.datacenter_id LEFT JOIN gpus g ON g.id = "     \
-      "u.gpu_id WHERE u.owned_s > 0 AND u.hour >= :from AND u.hour < :to AND " FILTERS             \
-      " GROUP BY 1, 2, 3, 4 LIMIT :max")                                                           \
+      "= c.hour WHERE u.owned_s > 0 AND c.hour >= :from AND c.hour < :to AND " FILTERS             \
+      " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
     X(TL_GPU, "SELECT id FROM gpus WHERE uuid = :uuid")                                            \
     X(TL_INTERVALS,                                                                                \
       "SELECT kind, consumer, team, namespace, pod, container, username, process, tenant, "        \
@@ -105,6 +110,7 @@ enum {
 
 struct cell {
     char *group; /* NULL: none */
+    int64_t gid; /* gpu / datacenter grouping: the id the name is looked up by; -1 none */
     char *kind;  /* consumer grouping only */
     int64_t start;
     char cur[4];
@@ -114,6 +120,7 @@ struct cell {
 struct cells {
     struct cell *a;
     size_t n, cap;
+    bool dc; /* the ids of the groups are data centers' (else GPUs') */
 };
 
 static void cells_free(struct cells *cs)
@@ -139,6 +146,8 @@ static int cell_cmp(const void *pa, const void *pb)
 
     if (d == 0)
         d = strcmp_null(a->group, b->group);
+    if (d == 0)
+        d = a->gid < b->gid ? -1 : a->gid > b->gid;
     if (d == 0)
         d = a->start < b->start ? -1 : a->start > b->start;
     if (d == 0)
@@ -169,14 +178,14 @@ static int64_t step_start(enum store_usage_step step, int64_t t)
 }
 
 /* Adds the row into the cell of the same key, or appends one. */
-static int cell_add(struct cells *cs, const char *group, const char *kind, int64_t start,
-                    const char *cur, const double *v)
+static int cell_add(struct cells *cs, const char *group, int64_t gid, const char *kind,
+                    int64_t start, const char *cur, const double *v)
 {
     struct cell *c;
 
     for (size_t i = cs->n; i > 0; i--) {
         c = &cs->a[i - 1];
-        if (c->start == start && strcmp_null(c->group, group) == 0 &&
+        if (c->start == start && c->gid == gid && strcmp_null(c->group, group) == 0 &&
             strcmp_null(c->kind, kind) == 0 && strcmp(c->cur, cur) == 0) {
             for (int k = 0; k < V__N; k++)
                 c->v[k] += v[k];
@@ -203,13 +212,15 @@ static int cell_add(struct cells *cs, const char *group, const char *kind, int64
         return GI_INTERNAL;
     }
     cs->n++;
+    c->gid = gid;
     c->start = start;
     gi_strlcpy(c->cur, cur, sizeof c->cur);
     memcpy(c->v, v, sizeof c->v);
     return GI_OK;
 }
 
-static void bind_query(struct db_stmt *s, const struct store_usage_query *q, const char *group_by)
+static void bind_query(struct db_stmt *s, const struct store_usage_query *q, const char *group_by,
+                       int64_t dc_id)
 {
     db_bind_text(s, ":g", group_by);
     db_bind_int(s, ":bucket", q->step == USAGE_STEP_HOUR ? 3600 : 86400);
@@ -221,7 +232,7 @@ static void bind_query(struct db_stmt *s, const struct store_usage_query *q, con
     db_bind_opt_text(s, ":cluster", q->cluster);
     db_bind_opt_text(s, ":cloud", q->cloud);
     db_bind_opt_text(s, ":model", q->model);
-    db_bind_opt_text(s, ":dc", q->datacenter);
+    db_bind_opt_int(s, ":dc", dc_id);
     db_bind_int(s, ":max", MAX_CELLS + 1);
 }
 
@@ -240,9 +251,10 @@ static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_q
             break;
         }
         for (int k = 0; k < V__N; k++)
-            v[k] = sign * db_col_dbl(s, 4 + k);
-        rc = cell_add(cs, db_col_text(s, 0), with_kind ? db_col_text(s, 1) : NULL,
-                      step_start(q->step, db_col_int(s, 2)), db_col_text(s, 3), v);
+            v[k] = sign * db_col_dbl(s, 5 + k);
+        rc = cell_add(cs, db_col_text(s, 0), db_col_is_null(s, 1) ? -1 : db_col_int(s, 1),
+                      with_kind ? db_col_text(s, 2) : NULL, step_start(q->step, db_col_int(s, 3)),
+                      db_col_text(s, 4), v);
     }
     db_reset(s);
     if (rc == GI_OK && step != DB_DONE)
@@ -409,7 +421,7 @@ static size_t count_groups(const struct cells *cs)
 
     for (size_t i = 0; i < cs->n; i++)
         if (i == 0 || strcmp_null(cs->a[i].group, cs->a[i - 1].group) != 0 ||
-            strcmp_null(cs->a[i].kind, cs->a[i - 1].kind) != 0)
+            cs->a[i].gid != cs->a[i - 1].gid || strcmp_null(cs->a[i].kind, cs->a[i - 1].kind) != 0)
             n++;
     return n;
 }
@@ -417,7 +429,8 @@ static size_t count_groups(const struct cells *cs)
 /* group_by=consumer: each consumer's share, and the rest of the owned
  * time (idle and unknown) as group null of kind "none", so that the
  * items add up to the GPU totals. */
-static int consumer_cells(struct conn *c, const struct store_usage_query *q, struct cells *cs)
+static int consumer_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
+                          struct cells *cs)
 {
     struct db_stmt *s = prep(c, ST_REPORT_HOURLY);
     struct cells rest = {0};
@@ -425,13 +438,13 @@ static int consumer_cells(struct conn *c, const struct store_usage_query *q, str
 
     if (!s)
         return GI_INTERNAL;
-    bind_query(s, q, "");
+    bind_query(s, q, "", dc_id);
     if ((rc = collect(c, s, q, false, &rest, 1.0)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_REPORT_CONSUMERS)))
         goto cleanup;
-    bind_query(s, q, "");
+    bind_query(s, q, "", dc_id);
     if ((rc = collect(c, s, q, true, cs, 1.0)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < cs->n && rc == GI_OK; i++) {
@@ -447,11 +460,67 @@ static int consumer_cells(struct conn *c, const struct store_usage_query *q, str
     }
     for (size_t j = 0; j < rest.n && rc == GI_OK; j++) {
         if (rest.a[j].v[V_OWNED] > 1e-6)
-            rc = cell_add(cs, NULL, "none", rest.a[j].start, rest.a[j].cur, rest.a[j].v);
+            rc = cell_add(cs, NULL, -1, "none", rest.a[j].start, rest.a[j].cur, rest.a[j].v);
     }
 cleanup:
     cells_free(&rest);
     return rc;
+}
+
+/* The data-center filter's id (-1: no filter; 0: no such data center,
+ * which matches nothing). */
+static int datacenter_id(struct conn *c, const char *name, int64_t *id)
+{
+    struct db_stmt *s;
+    int rc;
+
+    *id = -1;
+    if (!name)
+        return GI_OK;
+    if (!(s = prep(c, ST_DC_BY_NAME)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    rc = db_fetch_int(c, s, id);
+    if (rc == GI_NOT_FOUND) {
+        *id = 0;
+        rc = GI_OK;
+    }
+    return rc;
+}
+
+/* Names the groups that came as ids (a GPU's UUID, a data center's name),
+ * one lookup per distinct id. */
+static int name_groups(struct conn *c, struct cells *cs)
+{
+    int64_t last = -1;
+    const char *name = NULL;
+    char buf[256] = "";
+
+    for (size_t i = 0; i < cs->n; i++) {
+        struct cell *k = &cs->a[i];
+        if (k->gid < 0 || k->group)
+            continue;
+        if (k->gid != last) {
+            struct db_stmt *s = prep(c, cs->dc ? ST_DC_NAME : ST_GPU_UUID);
+            int step;
+            last = k->gid;
+            name = NULL;
+            if (!s)
+                return GI_INTERNAL;
+            db_bind_int(s, ":id", k->gid);
+            step = db_step(c, s);
+            if (step == DB_ROW && db_col_text(s, 0)) {
+                gi_strlcpy(buf, db_col_text(s, 0), sizeof buf);
+                name = buf;
+            }
+            db_reset(s);
+            if (step != DB_ROW && step != DB_DONE)
+                return db_status(step);
+        }
+        if (name && !(k->group = strdup(name)))
+            return GI_INTERNAL;
+    }
+    return GI_OK;
 }
 
 int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out)
@@ -463,31 +532,38 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     json_t *items = json_array(), *total = NULL;
     char from[32], to[32];
     struct db_stmt *s;
+    int64_t dc_id = -1;
     int rc = GI_INTERNAL;
 
     *out = NULL;
+    cs.dc = strcmp(q->group_by, "datacenter") == 0;
     if (!items)
         goto cleanup;
     db_read_begin(c);
-    if (consumer) {
-        rc = consumer_cells(c, q, &cs);
-    } else if ((s = prep(c, daily ? ST_REPORT_DAILY : ST_REPORT_HOURLY))) {
-        bind_query(s, q, q->group_by);
+    rc = datacenter_id(c, q->datacenter, &dc_id);
+    if (rc == GI_OK && consumer) {
+        rc = consumer_cells(c, q, dc_id, &cs);
+    } else if (rc == GI_OK && (s = prep(c, daily ? ST_REPORT_DAILY : ST_REPORT_HOURLY))) {
+        bind_query(s, q, q->group_by, dc_id);
         rc = collect(c, s, q, false, &cs, 1.0);
+    } else if (rc == GI_OK) {
+        rc = GI_INTERNAL;
     }
+    if (rc == GI_OK && cs.n)
+        qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
+    cells_merge(&cs);
+    if (rc == GI_OK && (rc = name_groups(c, &cs)) == GI_OK && cs.n)
+        qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
     db_read_end(c);
     if (rc != GI_OK)
         goto cleanup;
-    if (cs.n)
-        qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
-    cells_merge(&cs);
     if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
         rc = GI_TOO_LARGE;
         goto cleanup;
     }
     for (size_t i = 0; i < cs.n && rc == GI_OK;) {
         size_t j = i + 1;
-        while (j < cs.n && cs.a[j].start == cs.a[i].start &&
+        while (j < cs.n && cs.a[j].start == cs.a[i].start && cs.a[j].gid == cs.a[i].gid &&
                strcmp_null(cs.a[j].group, cs.a[i].group) == 0 &&
                strcmp_null(cs.a[j].kind, cs.a[i].kind) == 0)
             j++;

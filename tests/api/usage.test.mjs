@@ -190,6 +190,13 @@ test('an inventory allocation of a server whose GPUs are idle is allocated-idle'
   assert.deepEqual(rep.total.gpu_hours, { owned: 2, allocated: 2, busy: 0, allocated_idle: 2, idle: 0, unknown: 0 });
   const byc = await usage({ group_by: 'consumer', team: 'u-inv', from: iso(T0), to: iso(T0 + 3600), step: 'hour' });
   assert.deepEqual(byc.items.map((x) => [x.kind, x.group, x.gpu_hours.allocated_idle]), [['inventory', 'acme/llm', 2]]);
+  // The host took the server's data center: grouped and filtered by its name.
+  const bydc = await usage({ group_by: 'datacenter', team: 'u-inv', from: iso(T0), to: iso(T0 + 3600), step: 'hour' });
+  assert.deepEqual(bydc.items.map((x) => [x.group, x.gpu_hours.owned]), [[dc.name, 2]]);
+  const indc = await usage({ group_by: 'host', datacenter: dc.name, from: iso(T0), to: iso(T0 + 3600), step: 'hour' });
+  assert.deepEqual(indc.items.map((x) => [x.group, x.gpu_hours.allocated_idle]), [['u-inv-node', 2]]);
+  const nodc = await usage({ group_by: 'host', datacenter: 'no-such-dc', from: iso(T0), to: iso(T0 + 3600) });
+  assert.deepEqual(nodc.items, []);
   const tl = ok(await h.s.api('GET', `/api/v1/gpus/${a}/timeline?from=${iso(T0)}&to=${iso(T0 + 3600)}`));
   assert.deepEqual(tl.intervals.map((x) => [x.kind, x.tenant, x.project, x.started_at, x.ended_at]),
     [['inventory', 'acme', 'llm', iso(T0), iso(T0 + 3600)]]);
