@@ -390,8 +390,9 @@ struct store_usage_run {
     int64_t redo_left;  /* re-attributions or re-pricings still queued */
 };
 /* The usage:rollup job: marks the current and previous hour of every
- * present GPU, recomputes up to max_chunks chunks of dirty GPU-hours
- * (oldest first, each chunk one transaction, then their days), works the
+ * present GPU whose rows are stale, recomputes up to max_chunks chunks of
+ * dirty GPU-hours (oldest first, each chunk one transaction, then their
+ * days; a GPU-hour that fails alone is logged and skipped), works the
  * re-attribution and re-pricing queue, and prunes rollups past
  * retention. max_chunks < 1: the default. A run on demand names its
  * actor and is audited; the periodic job passes NULL. */
