@@ -20,7 +20,9 @@
  *    earliest reading). Of several sources the one covering most of the
  *    hour is used alone.
  *  - the owned window is [max(H, owned_from), min(H + 3600, now,
- *    missing_since)); what no sample with a utilization covers is unknown.
+ *    missing_since)), owned_from being the earliest reading or, when
+ *    earlier, the registration of the inventory server linked to the
+ *    host; what no sample with a utilization covers is unknown.
  *  - consumers: pods seen on g (dcgm-exporter labels) and processes on g
  *    hold the sample interval their observation falls in; Kubernetes pods
  *    requesting GPUs on g's node without a per-GPU mapping hold N of the
@@ -110,6 +112,8 @@ void store_usage_config_get(struct store_usage_config *out) { *out = cfg; }
                     "AND missing_since IS NULL")                                                   \
     X(GPU_PARENT_MODEL, "SELECT model FROM gpus WHERE uuid = :uuid")                               \
     X(OWNED_GET, "SELECT owned_from FROM usage_gpus WHERE gpu_id = :gid")                          \
+    X(REGISTERED, "SELECT MIN(r.created_at) FROM host_links l JOIN resources r ON r.id = "         \
+                  "l.resource_id WHERE l.host_id = :hid")                                          \
     X(OWNED_SET, "INSERT INTO usage_gpus (gpu_id, owned_from, updated_at) VALUES (:gid, :from, "   \
                  ":now) ON CONFLICT (gpu_id) DO UPDATE SET owned_from = excluded.owned_from, "     \
                  "updated_at = excluded.updated_at")                                               \
@@ -336,6 +340,7 @@ struct consumer {
 
 struct hour_calc {
     int64_t gid, hour, lo, hi, now;
+    int64_t owned_lo; /* start of the owned span: earliest reading or inventory registration */
     char uuid[UUID_CAP];
     char model[128], host[256], parent[UUID_CAP], profile[64];
     int64_t host_id, dc_id, missing, children;
@@ -890,6 +895,25 @@ static int owned_from_update(struct conn *c, struct hour_calc *h, const struct s
     return rc;
 }
 
+/* Moves the start of the owned span back to the registration of the
+ * inventory server linked to the GPU's host, when that is earlier. */
+static int registered(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int64_t at = 0;
+    bool none = true;
+    int rc;
+
+    if (!h->has_host)
+        return GI_OK;
+    if (!(s = prep(c, ST_REGISTERED)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":hid", h->host_id);
+    if ((rc = fetch_opt_int(c, s, &at, &none)) == GI_OK && !none && at > 0 && at < h->owned_lo)
+        h->owned_lo = at;
+    return rc;
+}
+
 static int write_hour(struct conn *c, struct hour_calc *h, const struct totals *t, double fraction)
 {
     struct db_stmt *s;
@@ -1086,6 +1110,11 @@ static int fill_gaps(struct conn *c, struct hour_calc *h)
     if (!none && prev < h->hour - 3600 &&
         (rc = mark_hours(c, h->gid, prev + 3600, h->hour - 3600, h->now)) != GI_OK)
         return rc;
+    /* Registered in the inventory before its first reading: owned (and
+     * unknown) from then on. */
+    if (none && h->owned_lo < h->hour &&
+        (rc = mark_hours(c, h->gid, hour_of(h->owned_lo), h->hour - 3600, h->now)) != GI_OK)
+        return rc;
     if (!(s = prep(c, ST_HOUR_NEXT)))
         return GI_INTERNAL;
     db_bind_int(s, ":gid", h->gid);
@@ -1163,7 +1192,10 @@ static int compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
         goto cleanup;
     if ((rc = owned_from_update(c, h, xs, n, &owned_from)) != GI_OK)
         goto cleanup;
-    h->lo = owned_from > hour ? owned_from : hour;
+    h->owned_lo = owned_from;
+    if (owned_from != INT64_MAX && (rc = registered(c, h)) != GI_OK)
+        goto cleanup;
+    h->lo = h->owned_lo > hour ? h->owned_lo : hour;
     h->hi = hour + 3600 < now ? hour + 3600 : now;
     if (h->missing && h->missing < h->hi)
         h->hi = h->missing;

@@ -434,6 +434,37 @@ static void test_report_cost(void **state)
     assert_null(out);
 }
 
+/* A GPU whose server was registered in the inventory before its first
+ * reading is owned (and unknown) from the registration on; the first
+ * reading still covers nothing before itself. */
+static void test_owned_from_registration(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0(), reg = h - 5 * 3600 + 1800;
+
+    host(f, 1, "n1");
+    gpu(f, 1, 1, 0, NULL, NULL);
+    execf(f, "INSERT INTO datacenters (id, name, created_at, updated_at) VALUES (1, 'dc', 1, 1)");
+    execf(f,
+          "INSERT INTO resources (id, datacenter_id, kind, name, created_at, updated_at) VALUES "
+          "(1, 1, 'server', 'n1', %lld, %lld)",
+          (long long)reg, (long long)reg);
+    execf(f, "INSERT INTO host_links (host_id, resource_id, rule, linked_at, linked_by) VALUES (1, "
+             "1, 'hostname', 1, 'test')");
+    samples(f, 1, 7, h, h + 3600, 60, 40);
+    dirty(f, 1, h);
+    rollup(f);
+    assert_int_equal(col(f, "owned_s", 1, h - 5 * 3600), 1800);
+    assert_int_equal(col(f, "unknown_s", 1, h - 5 * 3600), 1800);
+    for (int k = 1; k <= 4; k++)
+        assert_int_equal(col(f, "unknown_s", 1, h - k * 3600), 3600);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_hourly WHERE hour < %lld",
+                             (long long)(h - 5 * 3600)),
+                     0);
+    assert_int_equal(col(f, "busy_s", 1, h), 3600);
+    assert_int_equal(col(f, "unknown_s", 1, h), 0);
+}
+
 /* A GPU-hour that cannot be written is skipped (logged) and does not hold
  * up the others of its chunk. */
 static void test_bad_hour_skipped(void **state)
@@ -476,6 +507,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_report_cost, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_bad_hour_skipped, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_owned_from_registration, testdb_setup,
+                                        testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
