@@ -105,8 +105,11 @@ static bool price_or_reply(struct req *r, const json_t *obj, struct store_price 
     return true;
 }
 
+/* Replies for a write; takes out. */
 static void price_write_reply(struct req *r, int st, json_t *out, unsigned ok)
 {
+    if (st != GI_OK)
+        json_decref(out);
     if (st == GI_CONFLICT)
         reply_error(r, 409, "conflict", "effective_from",
                     "an entry with this kind, model, env, cloud, pool and effective_from exists; "
@@ -124,8 +127,10 @@ void api_prices_create(struct req *r)
 
     if (!req_json_body_or_reply(r, &body))
         return;
-    if (price_or_reply(r, body, &p))
-        price_write_reply(r, store_price_create(r->store, r->who.name, &p, &out), out, 201);
+    if (price_or_reply(r, body, &p)) {
+        int st = store_price_create(r->store, r->who.name, &p, &out);
+        price_write_reply(r, st, out, 201);
+    }
     json_decref(body);
 }
 
@@ -183,9 +188,10 @@ void api_prices_update(struct req *r)
         json_object_del(cur, "amount");
     }
     json_object_update(cur, body);
-    if (price_or_reply(r, cur, &p))
-        price_write_reply(r, store_price_update(r->store, r->who.name, r->id, &p, &out), out,
-                          200);
+    if (price_or_reply(r, cur, &p)) {
+        st = store_price_update(r->store, r->who.name, r->id, &p, &out);
+        price_write_reply(r, st, out, 200);
+    }
 cleanup:
     json_decref(cur);
     json_decref(body);

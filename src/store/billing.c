@@ -360,6 +360,11 @@ static json_t *line_doc(struct db_stmt *s)
     json_object_del(o, "credits_micros");
     json_object_set_new(o, "line", json_integer(db_col_int(s, 3)));
     json_object_del(o, "source_line");
+    for (int i = 12; i <= 15; i += 3) {
+        json_t *j = json_loads(db_col_text(s, i) ? db_col_text(s, i) : "null", JSON_DECODE_ANY,
+                               NULL);
+        json_object_set_new(o, i == 12 ? "tags" : "gpu_ids", j ? j : json_null());
+    }
     return o;
 }
 
