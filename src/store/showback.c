@@ -46,6 +46,11 @@
       "usage_hourly u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON "   \
       "r.id = l.resource_id WHERE u.hour >= :from AND u.hour < :to GROUP BY u.gpu_id, "            \
       "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool")                                     \
+    X(SB_GPU_WINDOW,                                                                               \
+      "SELECT COALESCE(SUM(owned_s * fraction), 0) FROM usage_hourly WHERE gpu_id = :gpu AND "     \
+      "COALESCE(team, '') = :team AND model IS NOT DISTINCT FROM :model AND env IS NOT DISTINCT "  \
+      "FROM :env AND cloud IS NOT DISTINCT FROM :cloud AND pool IS NOT DISTINCT FROM :pool AND "   \
+      "hour >= :from AND hour < :to")                                                              \
     X(SB_BILLED,                                                                                   \
       "SELECT COALESCE(u.team, b.team, ''), b.currency, SUM(c.cost_micros) FROM billing_costs c "  \
       "JOIN billing_lines b ON b.id = c.line_id LEFT JOIN usage_hourly u ON u.gpu_id = c.gpu_id "  \
@@ -234,19 +239,35 @@ static bool inventory_purchase(const char *metadata, int64_t gpu_count, int64_t 
     return ok;
 }
 
-/* The share of [from, to) inside the amortization window [since, since +
- * years); the whole range when since is unknown. */
-static double window_share(int64_t since, int64_t years, int64_t from, int64_t to)
+/* The owned GPU-seconds of the current SB_GPUS row (s) inside the
+ * amortization window [since, since + years), within [from, to). */
+static int window_owned(struct conn *c, struct db_stmt *s, int64_t since, int64_t years,
+                        int64_t from, int64_t to, double *owned)
 {
-    double lo, hi;
+    int64_t end = since + (int64_t)((double)years * HOURS_PER_YEAR * 3600.0);
+    int64_t lo = since > from ? since : from, hi = end < to ? end : to;
+    struct db_stmt *w;
+    int step;
 
-    if (since < 0 || to <= from)
-        return 1.0;
-    lo = (double)(since > from ? since : from);
-    hi = (double)to;
-    if ((double)since + (double)years * HOURS_PER_YEAR * 3600.0 < hi)
-        hi = (double)since + (double)years * HOURS_PER_YEAR * 3600.0;
-    return hi > lo ? (hi - lo) / (double)(to - from) : 0.0;
+    if (since < 0 || (since <= from && end >= to))
+        return GI_OK; /* the whole range */
+    *owned = 0;
+    if (hi <= lo)
+        return GI_OK;
+    if (!(w = prep(c, ST_SB_GPU_WINDOW)))
+        return GI_INTERNAL;
+    db_bind_int(w, ":gpu", db_col_int(s, 0));
+    db_bind_text(w, ":team", txt(s, 1));
+    db_bind_text(w, ":model", txt(s, 2));
+    db_bind_text(w, ":env", txt(s, 3));
+    db_bind_text(w, ":cloud", txt(s, 4));
+    db_bind_text(w, ":pool", txt(s, 5));
+    db_bind_int(w, ":from", lo - lo % 3600);
+    db_bind_int(w, ":to", hi);
+    if ((step = db_step(c, w)) == DB_ROW)
+        *owned = db_col_dbl(w, 0);
+    db_reset(w);
+    return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_INTERNAL : db_status(step);
 }
 
 static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur, json_t *index,
@@ -309,7 +330,7 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
     db_bind_int(s, ":to", to);
     while ((step = db_step(c, s)) == DB_ROW) {
         struct team_row *r = row_of(index, rows, n, cap, txt(s, 1));
-        double owned = db_col_dbl(s, 6), wh = db_col_dbl(s, 7), share = 1.0;
+        double owned = db_col_dbl(s, 6), wh = db_col_dbl(s, 7);
         int64_t micros = 0, since, pid;
         char pc[4];
         if (!r) {
@@ -320,14 +341,18 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
         r->t_energy += wh / 1000.0 * (double)set->energy_micros_kwh * (double)set->pue_milli /
                        1000.0;
         if (inventory_purchase(txt(s, 8), db_col_int(s, 9), &micros, &since)) {
-            share = window_share(since, set->amortization_years, from, to);
+            if ((rc = window_owned(c, s, since, set->amortization_years, from, to, &owned)) !=
+                GI_OK) {
+                step = rc;
+                break;
+            }
         } else if (!price_catalog_pick(cat, txt(s, 2), txt(s, 3), txt(s, 4), txt(s, 5), from,
                                        &micros, pc, &pid) ||
                    strcmp(pc, set->currency) != 0) {
             r->tco_unpriced += owned;
             continue;
         }
-        r->t_capital += (double)micros / hours_amort * owned / 3600.0 * share;
+        r->t_capital += (double)micros / hours_amort * owned / 3600.0;
     }
     db_reset(s);
     price_catalog_free(cat);
@@ -360,10 +385,11 @@ static int add_billed(struct conn *c, enum stmt_id id, int64_t from, int64_t to,
     return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
 }
 
+/* A report amount: to the cent, as decimal text with 2 decimals. */
 static json_t *money(double micros)
 {
     char buf[32];
-    gi_money_format((int64_t)llround(micros), 2, buf, sizeof buf);
+    gi_money_format((int64_t)llround(micros / 10000.0) * 10000, 2, buf, sizeof buf);
     return json_string(buf);
 }
 
