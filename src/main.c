@@ -23,12 +23,8 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"serve", cli_serve},
-                {"agent", cli_agent},
-                {"token", cli_token},
-                {"user", cli_user},
-                {"db", cli_db},
-                {"import", cli_import}};
+    } cmds[] = {{"serve", cli_serve}, {"agent", cli_agent}, {"token", cli_token},
+                {"user", cli_user},   {"db", cli_db},       {"import", cli_import}};
 
     if (argc < 2) {
         fputs(usage, stderr);

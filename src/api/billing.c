@@ -29,7 +29,8 @@ void api_billing_import(struct req *r)
         !req_param_str_or_reply(r, "format", 16, &fname))
         return;
     if (fname && !billing_format_from_name(fname, &fmt)) {
-        reply_error(r, 400, "validation_failed", "format", "format must be aws, gcp, azure or auto");
+        reply_error(r, 400, "validation_failed", "format",
+                    "format must be aws, gcp, azure or auto");
         return;
     }
     if (!req_media_type_is(r, "text/csv")) {
@@ -39,8 +40,7 @@ void api_billing_import(struct req *r)
     }
     st = billing_parse(r->body ? r->body : "", r->body_len, fmt, BILLING_MAX_ROWS, &f);
     if (st == GI_TOO_LARGE) {
-        reply_error(r, 413, "too_large", NULL, "more than %d rows in one import",
-                    BILLING_MAX_ROWS);
+        reply_error(r, 413, "too_large", NULL, "more than %d rows in one import", BILLING_MAX_ROWS);
         goto cleanup;
     }
     if (st == GI_INVALID) {

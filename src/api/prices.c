@@ -10,9 +10,9 @@
 
 #include <string.h>
 
-static const char *const price_fields[] = {
-    "kind", "model", "env", "cloud", "pool", "hourly", "amount", "currency", "effective_from",
-    "estimate", "note", NULL};
+static const char *const price_fields[] = {"kind",           "model",    "env",    "cloud",
+                                           "pool",           "hourly",   "amount", "currency",
+                                           "effective_from", "estimate", "note",   NULL};
 
 /* Reads a money member into *micros: a decimal string or an integer, not
  * negative, at most 6 decimals; 400 naming the field otherwise. */
@@ -80,8 +80,7 @@ static bool price_or_reply(struct req *r, const json_t *obj, struct store_price 
                     "hourly belongs to kind hourly; a purchase entry gives amount");
         return false;
     }
-    if (!money_or_reply(r, obj, strcmp(p->kind, "hourly") == 0 ? "hourly" : "amount",
-                        &p->micros))
+    if (!money_or_reply(r, obj, strcmp(p->kind, "hourly") == 0 ? "hourly" : "amount", &p->micros))
         return false;
     if (!p->currency)
         p->currency = "USD";
@@ -218,8 +217,7 @@ void api_prices_rate(struct req *r)
         !req_param_str_or_reply(r, "model", 128, &model) ||
         !req_param_str_or_reply(r, "env", 128, &env) ||
         !req_param_str_or_reply(r, "cloud", 128, &cloud) ||
-        !req_param_str_or_reply(r, "pool", 128, &pool) ||
-        !req_param_str_or_reply(r, "at", 64, &at))
+        !req_param_str_or_reply(r, "pool", 128, &pool) || !req_param_str_or_reply(r, "at", 64, &at))
         return;
     if (!model || !*model) {
         reply_error(r, 400, "validation_failed", "model", "model is required");

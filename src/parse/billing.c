@@ -47,7 +47,8 @@ struct provider {
     enum col required[4]; /* C__COUNT ends the list */
 };
 
-#define L(...) (const char *const[]){__VA_ARGS__, NULL}
+#define L(...)                                                                                     \
+    (const char *const[]) { __VA_ARGS__, NULL }
 
 static const struct provider aws = {
     "aws",
@@ -484,13 +485,13 @@ static bool read_tags(struct billing_file *f, const struct layout *lo, const str
     if (json_is_object(j)) {
         const char *k;
         json_t *x;
-        json_object_foreach(j, k, x) tag_add(tags, k, json_string_value(x));
+        json_object_foreach(j, k, x)
+            tag_add(tags, k, json_string_value(x));
     } else if (json_is_array(j)) {
         /* GCP labels: [{"key": "team", "value": "vision"}, ...] */
         size_t i;
         json_t *x;
-        json_array_foreach(j, i, x)
-        {
+        json_array_foreach(j, i, x) {
             const char *k = json_string_value(json_object_get(x, "key"));
             if (k)
                 tag_add(tags, k, json_string_value(json_object_get(x, "value")));
@@ -526,8 +527,7 @@ static bool read_credits(struct billing_file *f, const struct layout *lo, const 
         json_decref(j);
         return false;
     }
-    json_array_foreach(j, i, x)
-    {
+    json_array_foreach(j, i, x) {
         json_t *a = json_object_get(x, "amount");
         char buf[64];
         int64_t m;
@@ -540,8 +540,8 @@ static bool read_credits(struct billing_file *f, const struct layout *lo, const 
         else
             buf[0] = '\0';
         if (gi_money_parse(buf, GI_MONEY_LENIENT, true, &m) != GI_OK) {
-            problem(f, c->record_line, colname(lo, C_CREDITS),
-                    "credit %zu has no readable amount", i + 1);
+            problem(f, c->record_line, colname(lo, C_CREDITS), "credit %zu has no readable amount",
+                    i + 1);
             good = false;
             break;
         }
@@ -623,8 +623,7 @@ static json_t *side_info(const struct layout *lo, const struct csv *c)
     if (json_is_array(j)) {
         size_t i;
         json_t *x;
-        json_array_foreach(j, i, x)
-        {
+        json_array_foreach(j, i, x) {
             const char *k = json_string_value(json_object_get(x, "key"));
             const char *val = json_string_value(json_object_get(x, "value"));
             if (k && val)
@@ -698,8 +697,7 @@ static bool read_line(struct billing_file *f, const struct layout *lo, const str
     l->provider = lo->p->name;
     l->tags = json_object();
     good = read_interval(f, lo, c, l) & read_money(f, lo, c, C_COST, &l->cost_micros) &
-           read_tags(f, lo, c, l->tags) &
-           (lo->p != &gcp || read_credits(f, lo, c, &credits));
+           read_tags(f, lo, c, l->tags) & (lo->p != &gcp || read_credits(f, lo, c, &credits));
     cur = cell(lo, c, C_CURRENCY);
     if (good && *cur) {
         char up[4] = {0};
@@ -735,8 +733,9 @@ static bool read_line(struct billing_file *f, const struct layout *lo, const str
     {
         const char *k;
         json_t *x;
-        json_object_foreach(l->tags, k, x) if (strcasecmp(k, "team") == 0) team =
-            json_string_value(x);
+        json_object_foreach(l->tags, k, x)
+            if (strcasecmp(k, "team") == 0)
+                team = json_string_value(x);
     }
     l->team = dup(team);
     lid = cell(lo, c, C_LINE_ID);
@@ -810,7 +809,7 @@ int billing_parse(const char *data, size_t len, enum billing_format fmt, size_t 
             char col[96];
             snprintf(col, sizeof col, "%s",
                      c.error_field >= 1 && c.error_field <= lo->ncols ? lo->names[c.error_field - 1]
-                                                                        : "");
+                                                                      : "");
             problem(out, c.error_line, col, "%s", c.error);
             if (!c.resumable)
                 break;

@@ -249,8 +249,9 @@ static int import_line(struct conn *c, json_t *keys, json_t *gpu_cache,
         snprintf(matched, sizeof matched, "instance:%s", key);
         /* The team is the owner of the instance's GPUs when it ran, unless
          * the line names one. */
-        if (!team && owner_resolve(c, json_integer_value(json_array_get(gpus, 0)), l->start,
-                                   &own) == GI_OK &&
+        if (!team &&
+            owner_resolve(c, json_integer_value(json_array_get(gpus, 0)), l->start, &own) ==
+                GI_OK &&
             own.team[0])
             team = own.team;
         t->by_instance++;
@@ -297,7 +298,7 @@ static int import_line(struct conn *c, json_t *keys, json_t *gpu_cache,
                       l->instance_type[0] ? l->instance_type : NULL, "usage_start",
                       time_text(l->start), "usage_end", time_text(l->end), "cost",
                       money_text(l->cost_micros), "currency", l->currency, "reason",
-                      host > 0 ? "the instance's host reports no GPUs, and no team tag"
+                      host > 0            ? "the instance's host reports no GPUs, and no team tag"
                       : l->resource_id[0] ? "no host has this instance id, and no team tag"
                                           : "no resource id and no team tag"));
     return gpus ? spread(c, id, l, gpus) : GI_OK;
@@ -317,20 +318,22 @@ int store_billing_import(struct store *st, const char *actor, const struct billi
     for (size_t i = 0; rc == GI_OK && i < f->n; i++)
         rc = import_line(c, keys, gpu_cache, &f->lines[i], &t);
     if (rc == GI_OK) {
-        *report = json_pack(
-            "{s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:b}", "provider",
-            f->format == BILLING_AWS ? "aws" : f->format == BILLING_GCP ? "gcp" : "azure",
-            "variant", f->variant, "rows", (json_int_t)f->rows, "lines", (json_int_t)f->n,
-            "skipped", (json_int_t)f->skipped, "added", (json_int_t)t.added, "duplicates",
-            (json_int_t)t.duplicates, "matched_instance", (json_int_t)t.by_instance,
-            "matched_tag", (json_int_t)t.by_tag, "unmatched", (json_int_t)t.unmatched,
-            "unmatched_lines", t.unmatched_lines, "dry_run", dry_run);
+        *report =
+            json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:b}", "provider",
+                      f->format == BILLING_AWS   ? "aws"
+                      : f->format == BILLING_GCP ? "gcp"
+                                                 : "azure",
+                      "variant", f->variant, "rows", (json_int_t)f->rows, "lines", (json_int_t)f->n,
+                      "skipped", (json_int_t)f->skipped, "added", (json_int_t)t.added, "duplicates",
+                      (json_int_t)t.duplicates, "matched_instance", (json_int_t)t.by_instance,
+                      "matched_tag", (json_int_t)t.by_tag, "unmatched", (json_int_t)t.unmatched,
+                      "unmatched_lines", t.unmatched_lines, "dry_run", dry_run);
         if (!dry_run && t.added > 0) {
             json_t *summary = json_pack(
                 "{s:O, s:O, s:I, s:I, s:I, s:I}", "provider", json_object_get(*report, "provider"),
                 "variant", json_object_get(*report, "variant"), "added", (json_int_t)t.added,
-                "matched_instance", (json_int_t)t.by_instance, "matched_tag",
-                (json_int_t)t.by_tag, "unmatched", (json_int_t)t.unmatched);
+                "matched_instance", (json_int_t)t.by_instance, "matched_tag", (json_int_t)t.by_tag,
+                "unmatched", (json_int_t)t.unmatched);
             rc = db_audit(c, actor, "import", "billing", 0, NULL, summary);
             json_decref(summary);
         }
@@ -361,8 +364,8 @@ static json_t *line_doc(struct db_stmt *s)
     json_object_set_new(o, "line", json_integer(db_col_int(s, 3)));
     json_object_del(o, "source_line");
     for (int i = 12; i <= 15; i += 3) {
-        json_t *j = json_loads(db_col_text(s, i) ? db_col_text(s, i) : "null", JSON_DECODE_ANY,
-                               NULL);
+        json_t *j =
+            json_loads(db_col_text(s, i) ? db_col_text(s, i) : "null", JSON_DECODE_ANY, NULL);
         json_object_set_new(o, i == 12 ? "tags" : "gpu_ids", j ? j : json_null());
     }
     return o;

@@ -271,8 +271,7 @@ static json_t *price_doc(struct db_stmt *s)
     json_object_set_new(o, "env", opt_text(db_col_text(s, 3)));
     json_object_set_new(o, "cloud", opt_text(db_col_text(s, 4)));
     json_object_set_new(o, "pool", opt_text(db_col_text(s, 5)));
-    json_object_set_new(o, strcmp(kind, "purchase") == 0 ? "amount" : "hourly",
-                        json_string(money));
+    json_object_set_new(o, strcmp(kind, "purchase") == 0 ? "amount" : "hourly", json_string(money));
     json_object_set_new(o, "currency", json_string(text_or_empty(s, 7)));
     json_object_set_new(o, "effective_from", time_text(db_col_int(s, 8)));
     json_object_set_new(o, "effective_until",
@@ -462,10 +461,10 @@ int store_price_update(struct store *st, const char *actor, int64_t id,
      * from its own: both kinds' rollups from the earlier time on. */
     old_from = doc_time(before, "effective_from");
     old_kind = json_string_value(json_object_get(before, "kind"));
-    if ((rc = reprice(c, old_kind, old_from < in->effective_from ? old_from : in->effective_from)) !=
-            GI_OK ||
-        (rc = reprice(c, in->kind, old_from < in->effective_from ? old_from : in->effective_from)) !=
-            GI_OK)
+    if ((rc = reprice(c, old_kind,
+                      old_from < in->effective_from ? old_from : in->effective_from)) != GI_OK ||
+        (rc = reprice(c, in->kind,
+                      old_from < in->effective_from ? old_from : in->effective_from)) != GI_OK)
         goto cleanup;
     rc = db_audit(c, actor, "update", "price", id, before, *out);
 cleanup:
@@ -521,9 +520,9 @@ int store_price_lookup(struct store *st, const char *kind, const char *model, co
     if ((rc = price_get(c, pid, &entry)) != GI_OK)
         goto cleanup;
     gi_money_format(micros, 2, money, sizeof money);
-    *out = json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:O, s:O}", "model", model, "kind", kind,
-                     "at", time_text(at), strcmp(kind, "purchase") == 0 ? "amount" : "hourly",
-                     money, "currency", cur, "price_id", (json_int_t)pid, "estimate",
+    *out = json_pack("{s:s, s:s, s:o, s:s, s:s, s:I, s:O, s:O}", "model", model, "kind", kind, "at",
+                     time_text(at), strcmp(kind, "purchase") == 0 ? "amount" : "hourly", money,
+                     "currency", cur, "price_id", (json_int_t)pid, "estimate",
                      json_object_get(entry, "estimate"), "price", entry);
 cleanup:
     db_read_end(c);

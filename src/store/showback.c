@@ -222,8 +222,7 @@ static bool inventory_purchase(const char *metadata, int64_t gpu_count, int64_t 
         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(pc));
     else if (json_is_real(pc))
         snprintf(buf, sizeof buf, "%.6f", json_real_value(pc));
-    if (buf[0] && gi_money_parse(buf, GI_MONEY_LENIENT, false, &total) == GI_OK &&
-        gpu_count > 0) {
+    if (buf[0] && gi_money_parse(buf, GI_MONEY_LENIENT, false, &total) == GI_OK && gpu_count > 0) {
         *micros = total / gpu_count;
         ok = true;
         if (pd) {
@@ -338,8 +337,8 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
             break;
         }
         r->energy_wh += wh;
-        r->t_energy += wh / 1000.0 * (double)set->energy_micros_kwh * (double)set->pue_milli /
-                       1000.0;
+        r->t_energy +=
+            wh / 1000.0 * (double)set->energy_micros_kwh * (double)set->pue_milli / 1000.0;
         if (inventory_purchase(txt(s, 8), db_col_int(s, 9), &micros, &since)) {
             if ((rc = window_owned(c, s, since, set->amortization_years, from, to, &owned)) !=
                 GI_OK) {
@@ -404,11 +403,11 @@ static json_t *row_doc(const struct team_row *r, const char *team, const char *c
         "{s:s?, s:{s:o, s:o, s:o, s:o, s:o}, s:o, s:{s:{s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:o}, "
         "s:{s:o, s:o, s:o, s:s, s:s, s:o}, s:{s:o, s:s, s:s, s:I}}}",
         "team", team && *team ? team : NULL, "gpu_hours", "owned", hours(r->owned), "busy",
-        hours(r->busy), "allocated_idle", hours(r->alloc_idle), "idle", hours(r->idle),
-        "unknown", hours(r->unknown), "energy_kwh", json_real(round(r->energy_wh) / 1000.0),
-        "cost", "catalog", "amount", money(catalog), "busy", money(r->c_busy), "waste",
-        money(r->c_waste), "idle", money(r->c_idle), "unknown", money(r->c_unknown), "currency",
-        cur, "method", "catalog", "unpriced_gpu_hours", hours(r->unpriced), "tco", "amount",
+        hours(r->busy), "allocated_idle", hours(r->alloc_idle), "idle", hours(r->idle), "unknown",
+        hours(r->unknown), "energy_kwh", json_real(round(r->energy_wh) / 1000.0), "cost", "catalog",
+        "amount", money(catalog), "busy", money(r->c_busy), "waste", money(r->c_waste), "idle",
+        money(r->c_idle), "unknown", money(r->c_unknown), "currency", cur, "method", "catalog",
+        "unpriced_gpu_hours", hours(r->unpriced), "tco", "amount",
         money(r->t_capital + r->t_energy), "capital", money(r->t_capital), "energy",
         money(r->t_energy), "currency", cur, "method", "tco", "unpriced_gpu_hours",
         hours(r->tco_unpriced), "billed", "amount", money((double)r->billed), "currency", cur,
@@ -490,7 +489,8 @@ int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
             rc = GI_INTERNAL;
             goto cleanup;
         }
-        json_object_foreach(index, team, v) names[k++] = team;
+        json_object_foreach(index, team, v)
+            names[k++] = team;
         for (size_t i = 1; i < k; i++)
             for (size_t j = i; j > 0; j--) {
                 const char *a = names[j - 1], *b = names[j];

@@ -442,10 +442,10 @@ int store_price_lookup(struct store *st, const char *kind, const char *model, co
 
 /* Settings of the cost methods. */
 struct store_cost_settings {
-    int64_t amortization_years;   /* TCO: purchase cost spread over these years (default 4) */
-    int64_t energy_micros_kwh;    /* TCO: price of a kWh in micro-units (default 0.12) */
-    int64_t pue_milli;            /* TCO: power usage effectiveness × 1000 (default 1400) */
-    char currency[4];             /* the reports' currency (default USD) */
+    int64_t amortization_years; /* TCO: purchase cost spread over these years (default 4) */
+    int64_t energy_micros_kwh;  /* TCO: price of a kWh in micro-units (default 0.12) */
+    int64_t pue_milli;          /* TCO: power usage effectiveness × 1000 (default 1400) */
+    char currency[4];           /* the reports' currency (default USD) */
 };
 int store_cost_settings_get(struct store *st, struct store_cost_settings *out);
 int store_cost_settings_put(struct store *st, const char *actor,

@@ -49,9 +49,8 @@ static void test_aws_legacy(void **state)
     assert_int_equal(f.lines[0].end, 1793491200 + 3600);
     assert_string_equal(f.lines[0].team, "vision");
     assert_string_equal(tag(&f.lines[0], "Name"), "train-01");
-    assert_string_equal(f.lines[0].line_key,
-                        "qzy3pgtdm5ofuwqjaeacnpq6iut4dvbkmh2bfxkzp7ynlp7vluva/"
-                        "2026-11-01T00:00:00Z/2026-11-01T01:00:00Z");
+    assert_string_equal(f.lines[0].line_key, "qzy3pgtdm5ofuwqjaeacnpq6iut4dvbkmh2bfxkzp7ynlp7vluva/"
+                                             "2026-11-01T00:00:00Z/2026-11-01T01:00:00Z");
     /* An empty resource id, a quoted tag with a comma and doubled quotes. */
     assert_string_equal(f.lines[1].resource_id, "");
     assert_string_equal(f.lines[1].instance_type, "g5.xlarge");
@@ -227,8 +226,9 @@ static void test_times(void **state)
         {"11/1/2026 01:00:00", 1793491200 + 3600},
         {"1793491200", 1793491200},
     };
-    static const char *const bad[] = {"", "Unknown", "None", "2026-13-01", "2026-02-30",
-                                      "2026-11-01T25:00:00Z", "11/31/2026", "2026-11-01Tx"};
+    static const char *const bad[] = {"",           "Unknown",     "None",
+                                      "2026-13-01", "2026-02-30",  "2026-11-01T25:00:00Z",
+                                      "11/31/2026", "2026-11-01Tx"};
     int64_t t;
     (void)state;
 
@@ -285,10 +285,14 @@ static void test_money(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_aws_legacy), cmocka_unit_test(test_aws_cur2),
-        cmocka_unit_test(test_gcp),        cmocka_unit_test(test_azure_ea),
-        cmocka_unit_test(test_azure_payg_mca), cmocka_unit_test(test_bad_lines),
-        cmocka_unit_test(test_headers),    cmocka_unit_test(test_times),
+        cmocka_unit_test(test_aws_legacy),
+        cmocka_unit_test(test_aws_cur2),
+        cmocka_unit_test(test_gcp),
+        cmocka_unit_test(test_azure_ea),
+        cmocka_unit_test(test_azure_payg_mca),
+        cmocka_unit_test(test_bad_lines),
+        cmocka_unit_test(test_headers),
+        cmocka_unit_test(test_times),
         cmocka_unit_test(test_money),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
