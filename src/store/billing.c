@@ -33,8 +33,10 @@
                  "COALESCE(n.hostname, n.name) WHERE n.provider_id IS NOT NULL")                   \
     X(HOST_GPUS, "SELECT id FROM gpus WHERE host_id = :host AND parent_uuid IS NULL ORDER BY "     \
                  "idx, id")                                                                        \
-    X(LINE_SEEN, "SELECT id FROM billing_lines WHERE provider = :provider AND account = "          \
-                 ":account AND line_key = :key")                                                   \
+    X(LINE_SEEN, "SELECT id, matched_by FROM billing_lines WHERE provider = :provider AND "        \
+                 "account = :account AND line_key = :key")                                         \
+    X(LINE_REMATCH, "UPDATE billing_lines SET team = :team, host_id = :host, gpu_ids = :gpus, "    \
+                    "matched_by = :matched WHERE id = :id AND matched_by IS NULL")                 \
     X(LINE_ADD,                                                                                    \
       "INSERT INTO billing_lines (provider, account, line_key, source_line, resource_id, "         \
       "resource_name, instance_type, usage_start, usage_end, cost_micros, credits_micros, "        \
@@ -214,55 +216,115 @@ static int spread(struct conn *c, int64_t line_id, const struct billing_line *l,
 }
 
 struct tally {
-    int64_t added, duplicates, by_instance, by_tag, unmatched;
+    int64_t added, duplicates, rematched, by_instance, by_tag, unmatched;
     json_t *unmatched_lines;
 };
+
+/* What a line matches: *host and *gpus (borrowed from the cache; NULL
+ * unless an instance matched), matched ("" when nothing did) and the team
+ * (the line's tag, else the owner of the instance's GPUs when it ran). */
+struct match {
+    int64_t host;
+    json_t *gpus;
+    char matched[600];
+    char team[OWNER_LEN];
+};
+
+static int match_line(struct conn *c, json_t *keys, json_t *gpu_cache, const struct billing_line *l,
+                      struct match *m)
+{
+    char key[512] = "";
+    struct owner_fields own;
+    int rc;
+
+    memset(m, 0, sizeof *m);
+    gi_strlcpy(m->team, l->team, sizeof m->team);
+    m->host = find_host(keys, l, key, sizeof key);
+    if (m->host > 0 && (rc = host_gpus(c, gpu_cache, m->host, &m->gpus)) != GI_OK)
+        return rc;
+    if (m->host > 0 && json_array_size(m->gpus) > 0) {
+        snprintf(m->matched, sizeof m->matched, "instance:%s", key);
+        if (!m->team[0] && owner_resolve(c, json_integer_value(json_array_get(m->gpus, 0)),
+                                         l->start, &own) == GI_OK)
+            gi_strlcpy(m->team, own.team, sizeof m->team);
+        return GI_OK;
+    }
+    m->gpus = NULL;
+    if (m->team[0])
+        snprintf(m->matched, sizeof m->matched, "tag:team");
+    return GI_OK;
+}
+
+static void bind_match(struct db_stmt *s, const struct match *m)
+{
+    db_bind_opt_text(s, ":team", m->team);
+    db_bind_opt_int(s, ":host", m->gpus ? m->host : -1);
+    if (m->gpus)
+        db_bind_json(s, ":gpus", m->gpus);
+    else
+        db_bind_text(s, ":gpus", "[]");
+    db_bind_opt_text(s, ":matched", m->matched);
+}
+
+/* A stored line that matched nothing when it was imported is matched
+ * again when its export is imported again: its host may have appeared. */
+static int rematch(struct conn *c, int64_t id, const struct billing_line *l, const struct match *m,
+                   struct tally *t)
+{
+    struct db_stmt *s;
+    int rc;
+
+    if (!m->matched[0]) {
+        t->duplicates++;
+        return GI_OK;
+    }
+    if (!(s = prep(c, ST_LINE_REMATCH)))
+        return GI_INTERNAL;
+    bind_match(s, m);
+    db_bind_int(s, ":id", id);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    t->rematched++;
+    return m->gpus ? spread(c, id, l, m->gpus) : GI_OK;
+}
 
 /* Stores one line unless it is stored already. */
 static int import_line(struct conn *c, json_t *keys, json_t *gpu_cache,
                        const struct billing_line *l, struct tally *t)
 {
     struct db_stmt *s = prep(c, ST_LINE_SEEN);
-    char key[512] = "", matched[600] = "";
-    json_t *gpus = NULL;
-    int64_t id, host;
-    const char *team = l->team[0] ? l->team : NULL;
-    struct owner_fields own;
-    int rc;
+    struct match m;
+    int64_t id = 0;
+    bool seen = false, unmatched = false;
+    int rc, step;
 
     if (!s)
         return GI_INTERNAL;
     db_bind_text(s, ":provider", l->provider);
     db_bind_text(s, ":account", l->account);
     db_bind_text(s, ":key", l->line_key);
-    rc = db_fetch_int(c, s, &id);
-    if (rc == GI_OK) {
+    if ((step = db_step(c, s)) == DB_ROW) {
+        seen = true;
+        id = db_col_int(s, 0);
+        unmatched = db_col_is_null(s, 1);
+    }
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    if (seen && !unmatched) {
         t->duplicates++;
         return GI_OK;
     }
-    if (rc != GI_NOT_FOUND)
+    if ((rc = match_line(c, keys, gpu_cache, l, &m)) != GI_OK)
         return rc;
-    host = find_host(keys, l, key, sizeof key);
-    if (host > 0 && (rc = host_gpus(c, gpu_cache, host, &gpus)) != GI_OK)
-        return rc;
-    if (host > 0 && json_array_size(gpus) > 0) {
-        snprintf(matched, sizeof matched, "instance:%s", key);
-        /* The team is the owner of the instance's GPUs when it ran, unless
-         * the line names one. */
-        if (!team &&
-            owner_resolve(c, json_integer_value(json_array_get(gpus, 0)), l->start, &own) ==
-                GI_OK &&
-            own.team[0])
-            team = own.team;
+    if (seen)
+        return rematch(c, id, l, &m, t);
+    if (m.gpus)
         t->by_instance++;
-    } else if (team) {
-        gpus = NULL;
-        snprintf(matched, sizeof matched, "tag:team");
+    else if (m.matched[0])
         t->by_tag++;
-    } else {
-        gpus = NULL;
+    else
         t->unmatched++;
-    }
     if (!(s = prep(c, ST_LINE_ADD)))
         return GI_INTERNAL;
     db_bind_text(s, ":provider", l->provider);
@@ -278,18 +340,12 @@ static int import_line(struct conn *c, json_t *keys, json_t *gpu_cache,
     db_bind_int(s, ":credits", l->credits_micros);
     db_bind_text(s, ":currency", l->currency);
     db_bind_json(s, ":tags", l->tags);
-    db_bind_opt_text(s, ":team", team);
-    db_bind_opt_int(s, ":host", gpus ? host : -1);
-    if (gpus)
-        db_bind_json(s, ":gpus", gpus);
-    else
-        db_bind_text(s, ":gpus", "[]");
-    db_bind_opt_text(s, ":matched", matched);
+    bind_match(s, &m);
     db_bind_int(s, ":now", gi_now());
     if ((rc = db_fetch_int(c, s, &id)) != GI_OK)
         return rc;
     t->added++;
-    if (!matched[0] && json_array_size(t->unmatched_lines) < UNMATCHED_LISTED)
+    if (!m.matched[0] && json_array_size(t->unmatched_lines) < UNMATCHED_LISTED)
         json_array_append_new(
             t->unmatched_lines,
             json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:o, s:o, s:o, s:s, s:s}", "line",
@@ -298,10 +354,10 @@ static int import_line(struct conn *c, json_t *keys, json_t *gpu_cache,
                       l->instance_type[0] ? l->instance_type : NULL, "usage_start",
                       time_text(l->start), "usage_end", time_text(l->end), "cost",
                       money_text(l->cost_micros), "currency", l->currency, "reason",
-                      host > 0            ? "the instance's host reports no GPUs, and no team tag"
+                      m.host > 0          ? "the instance's host reports no GPUs, and no team tag"
                       : l->resource_id[0] ? "no host has this instance id, and no team tag"
                                           : "no resource id and no team tag"));
-    return gpus ? spread(c, id, l, gpus) : GI_OK;
+    return m.gpus ? spread(c, id, l, m.gpus) : GI_OK;
 }
 
 int store_billing_import(struct store *st, const char *actor, const struct billing_file *f,
@@ -318,22 +374,23 @@ int store_billing_import(struct store *st, const char *actor, const struct billi
     for (size_t i = 0; rc == GI_OK && i < f->n; i++)
         rc = import_line(c, keys, gpu_cache, &f->lines[i], &t);
     if (rc == GI_OK) {
-        *report =
-            json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:b}", "provider",
-                      f->format == BILLING_AWS   ? "aws"
-                      : f->format == BILLING_GCP ? "gcp"
-                                                 : "azure",
-                      "variant", f->variant, "rows", (json_int_t)f->rows, "lines", (json_int_t)f->n,
-                      "skipped", (json_int_t)f->skipped, "added", (json_int_t)t.added, "duplicates",
-                      (json_int_t)t.duplicates, "matched_instance", (json_int_t)t.by_instance,
-                      "matched_tag", (json_int_t)t.by_tag, "unmatched", (json_int_t)t.unmatched,
-                      "unmatched_lines", t.unmatched_lines, "dry_run", dry_run);
-        if (!dry_run && t.added > 0) {
+        *report = json_pack(
+            "{s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:b}", "provider",
+            f->format == BILLING_AWS   ? "aws"
+            : f->format == BILLING_GCP ? "gcp"
+                                       : "azure",
+            "variant", f->variant, "rows", (json_int_t)f->rows, "lines", (json_int_t)f->n,
+            "skipped", (json_int_t)f->skipped, "added", (json_int_t)t.added, "duplicates",
+            (json_int_t)t.duplicates, "rematched", (json_int_t)t.rematched, "matched_instance",
+            (json_int_t)t.by_instance, "matched_tag", (json_int_t)t.by_tag, "unmatched",
+            (json_int_t)t.unmatched, "unmatched_lines", t.unmatched_lines, "dry_run", dry_run);
+        if (!dry_run && t.added + t.rematched > 0) {
             json_t *summary = json_pack(
-                "{s:O, s:O, s:I, s:I, s:I, s:I}", "provider", json_object_get(*report, "provider"),
-                "variant", json_object_get(*report, "variant"), "added", (json_int_t)t.added,
-                "matched_instance", (json_int_t)t.by_instance, "matched_tag", (json_int_t)t.by_tag,
-                "unmatched", (json_int_t)t.unmatched);
+                "{s:O, s:O, s:I, s:I, s:I, s:I, s:I}", "provider",
+                json_object_get(*report, "provider"), "variant",
+                json_object_get(*report, "variant"), "added", (json_int_t)t.added, "rematched",
+                (json_int_t)t.rematched, "matched_instance", (json_int_t)t.by_instance,
+                "matched_tag", (json_int_t)t.by_tag, "unmatched", (json_int_t)t.unmatched);
             rc = db_audit(c, actor, "import", "billing", 0, NULL, summary);
             json_decref(summary);
         }

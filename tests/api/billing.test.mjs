@@ -145,7 +145,20 @@ test('lines matching neither an instance nor a team are reported and listed', as
   assert.match(csvOut.text.split('\r\n')[0], /resource_id/);
   assert.equal(csvOut.text.trim().split('\r\n').length, 3);
   // Re-importing the file without line ids adds nothing either.
-  assert.equal(ok(await importCsv(csv)).added, 0);
+  const again = ok(await importCsv(csv));
+  assert.equal(again.added, 0);
+  assert.equal(again.duplicates, 2);
+  assert.equal(again.rematched, 0);
+  // Once the instance's host appears, importing the export again matches
+  // the stored line and spreads its cost.
+  const late = await host('i-0deadbeefdeadbeef', 2, 'NVIDIA H100 80GB HBM3', 'e0000001');
+  const re = ok(await importCsv(csv));
+  assert.equal(re.added, 0);
+  assert.equal(re.rematched, 1);
+  assert.equal(re.duplicates, 1);
+  assert.deepEqual(await costs(late), late.map((id) => [id, 49160000]));
+  assert.equal(ok(await h.s.api('GET', '/api/v1/billing/unmatched')).total, 1);
+  assert.equal(ok(await importCsv(csv)).rematched, 0);
 });
 
 test('a bad file imports nothing and names each bad line and column', async () => {
