@@ -48,6 +48,9 @@
                     "pool = :pool, micros = :micros, currency = :currency, effective_from = "      \
                     ":from, estimate = :estimate, note = :note, updated_at = :now WHERE id = :id") \
     X(PRICE_DELETE, "DELETE FROM prices WHERE id = :id")                                           \
+    X(SEED_MARK, "SELECT COUNT(*) FROM cost_settings WHERE name = 'catalog_seeded'")               \
+    X(SEED_DONE, "INSERT INTO cost_settings (name, value, updated_at) VALUES ('catalog_seeded', "  \
+                 "'1', :now)")                                                                     \
     X(PRICE_KIND, "SELECT id, model, env, cloud, pool, micros, currency, effective_from, "         \
                   "estimate FROM prices WHERE kind = :kind ORDER BY id LIMIT 10000")
 
@@ -528,6 +531,65 @@ cleanup:
     db_read_end(c);
     json_decref(entry);
     price_catalog_free(cat);
+    db_conn_put(st, c);
+    return rc;
+}
+
+/* The shipped estimates: plausible on-demand cloud rates per GPU-hour and
+ * list prices per GPU, in USD micro-units. */
+static const struct {
+    const char *model;
+    int64_t hourly, purchase;
+} seed[] = {
+    {"H200", 7910000, INT64_C(35000000000)},      {"H100", 6880000, INT64_C(30000000000)},
+    {"A100 80GB", 5120000, INT64_C(15000000000)}, {"A100 40GB", 4100000, INT64_C(10000000000)},
+    {"L40S", 1860000, INT64_C(8000000000)},       {"L4", 800000, INT64_C(2500000000)},
+    {"A10G", 1010000, INT64_C(3500000000)},       {"T4", 530000, INT64_C(1500000000)},
+    {"V100", 3060000, INT64_C(4000000000)},       {"MI300X", 6000000, INT64_C(15000000000)},
+    {"MI250X", 3000000, INT64_C(10000000000)},
+};
+
+int store_prices_seed(struct store *st, bool *seeded)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int64_t marks = 0, id;
+    int rc = db_tx_begin(c);
+
+    *seeded = false;
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SEED_MARK)) || (rc = db_fetch_int(c, s, &marks)) != GI_OK || marks > 0)
+        goto cleanup;
+    for (size_t i = 0; rc == GI_OK && i < sizeof seed / sizeof *seed; i++) {
+        for (int k = 0; rc == GI_OK && k < 2; k++) {
+            struct store_price p = {
+                .kind = k ? "purchase" : "hourly",
+                .model = seed[i].model,
+                .currency = "USD",
+                .note = k ? "estimate: purchase price per GPU"
+                          : "estimate: on-demand cloud rate per GPU-hour",
+                .micros = k ? seed[i].purchase : seed[i].hourly,
+                .estimate = true,
+            };
+            if (!(s = prep(c, ST_PRICE_ADD))) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            bind_price(s, &p);
+            rc = db_fetch_int(c, s, &id);
+        }
+    }
+    if (rc != GI_OK || !(s = prep(c, ST_SEED_DONE)))
+        goto cleanup;
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) == GI_OK && (rc = usage_reprice(c, 0)) == GI_OK)
+        *seeded = true;
+cleanup:
+    rc = db_tx_end(c, rc);
+    if (rc != GI_OK)
+        *seeded = false;
     db_conn_put(st, c);
     return rc;
 }

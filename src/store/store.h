@@ -440,6 +440,12 @@ int store_price_delete(struct store *st, const char *actor, int64_t id);
 int store_price_lookup(struct store *st, const char *kind, const char *model, const char *env,
                        const char *cloud, const char *pool, int64_t at, json_t **out);
 
+/* Inserts the shipped estimates (hourly rates and purchase prices of
+ * common models, USD, "estimate": true, in force since 1970) unless this
+ * database has had them once: the mark stays, so entries deleted later
+ * stay deleted. *seeded says whether this call inserted them. */
+int store_prices_seed(struct store *st, bool *seeded);
+
 /* Settings of the cost methods. */
 struct store_cost_settings {
     int64_t amortization_years; /* TCO: purchase cost spread over these years (default 4) */

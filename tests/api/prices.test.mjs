@@ -4,7 +4,8 @@
 // the audit trail, roles, and the cost settings.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok, assertError, mkToken, listAll, uniq } from './helpers.mjs';
+import { useServer, ok, assertError, mkToken, listAll, uniq, stopClean } from './helpers.mjs';
+import { startServer } from '../lib/server.mjs';
 
 const h = useServer();
 
@@ -149,6 +150,15 @@ test('a deleted estimate stays deleted; viewers read, editors write, admins set 
   assertError(await h.s.api('GET', '/api/v1/prices', { auth: null }), 401);
   assert.equal((await h.s.api('DELETE', `/api/v1/prices/${t4.id}`, { auth: e.token })).status, 204);
   assertError(await rate({ model: 'Tesla T4' }), 404);
+  // The estimates are inserted once per database: another start on it
+  // does not bring the deleted one back.
+  const again = await startServer({ db: h.s.db, token: h.s.token });
+  try {
+    assertError(await again.api('GET', '/api/v1/prices/rate?model=Tesla%20T4'), 404);
+    assert.ok(ok(await again.api('GET', '/api/v1/prices/rate?model=Tesla%20V100-SXM2-16GB')).estimate);
+  } finally {
+    await stopClean(again);
+  }
 
   // Cost settings: defaults, validation, admin only.
   const s0 = ok(await h.s.api('GET', '/api/v1/cost-settings', { auth: v.token }));

@@ -23,34 +23,12 @@ CREATE TABLE prices (
     UNIQUE (kind, model, env, cloud, pool, effective_from)
 );
 
--- The shipped defaults: plausible on-demand cloud rates per GPU-hour and
--- list prices per GPU, in USD, marked as estimates. Inserted once, here, so
--- that an entry an admin edits or deletes stays so.
-INSERT INTO prices (kind, model, micros, currency, effective_from, estimate, note, created_at, updated_at) VALUES
- ('hourly', 'H200', 7910000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'H100', 6880000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'A100 80GB', 5120000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'A100 40GB', 4100000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'L40S', 1860000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'L4', 800000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'A10G', 1010000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'T4', 530000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'V100', 3060000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'MI300X', 6000000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('hourly', 'MI250X', 3000000, 'USD', 0, 1, 'estimate: on-demand cloud rate per GPU-hour', 0, 0),
- ('purchase', 'H200', 35000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'H100', 30000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'A100 80GB', 15000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'A100 40GB', 10000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'L40S', 8000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'L4', 2500000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'A10G', 3500000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'T4', 1500000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'V100', 4000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'MI300X', 15000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0),
- ('purchase', 'MI250X', 10000000000, 'USD', 0, 1, 'estimate: purchase price per GPU', 0, 0);
+-- The shipped default entries (estimates) are inserted by the first start
+-- of `gpuinv serve` (store_prices_seed), which records that it did in
+-- cost_settings ('catalog_seeded'): an entry an admin deletes stays deleted.
 
--- Settings of the cost methods, one row per name (absent: the default).
+-- Settings of the cost methods, one row per name (absent: the default),
+-- and the catalog_seeded mark.
 CREATE TABLE cost_settings (
     name TEXT COLLATE "C" PRIMARY KEY,
     value TEXT COLLATE "C" NOT NULL,
