@@ -696,8 +696,12 @@ static bool read_line(struct billing_file *f, const struct layout *lo, const str
     l->line = c->record_line;
     l->provider = lo->p->name;
     l->tags = json_object();
-    good = read_interval(f, lo, c, l) & read_money(f, lo, c, C_COST, &l->cost_micros) &
-           read_tags(f, lo, c, l->tags) & (lo->p != &gcp || read_credits(f, lo, c, &credits));
+    /* Every cell is checked, so that one pass names all of a line's problems. */
+    good = read_interval(f, lo, c, l);
+    good = read_money(f, lo, c, C_COST, &l->cost_micros) && good;
+    good = read_tags(f, lo, c, l->tags) && good;
+    if (lo->p == &gcp)
+        good = read_credits(f, lo, c, &credits) && good;
     cur = cell(lo, c, C_CURRENCY);
     if (good && *cur) {
         char up[4] = {0};
