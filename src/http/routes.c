@@ -77,6 +77,17 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/usage", api_usage_get, GI_ROLE_VIEWER,
      LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model"},
     {"POST", "/api/v1/usage/rollup", api_usage_rollup, GI_ROLE_ADMIN, ""},
+    {"GET", "/api/v1/prices", api_prices_list, GI_ROLE_VIEWER, PAGED ",kind,model"},
+    {"POST", "/api/v1/prices", api_prices_create, GI_ROLE_EDITOR, ""},
+    {"GET", "/api/v1/prices/rate", api_prices_rate, GI_ROLE_VIEWER, "kind,model,env,cloud,pool,at"},
+    {"GET", "/api/v1/prices/{id}", api_prices_get, GI_ROLE_VIEWER, ""},
+    {"PATCH", "/api/v1/prices/{id}", api_prices_update, GI_ROLE_EDITOR, ""},
+    {"DELETE", "/api/v1/prices/{id}", api_prices_delete, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/billing/import", api_billing_import, GI_ROLE_EDITOR, IMPORT ",format"},
+    {"GET", "/api/v1/billing/unmatched", api_billing_unmatched, GI_ROLE_VIEWER, PAGED},
+    {"GET", "/api/v1/cost-settings", api_cost_settings_get, GI_ROLE_VIEWER, ""},
+    {"PUT", "/api/v1/cost-settings", api_cost_settings_put, GI_ROLE_ADMIN, ""},
+    {"GET", "/api/v1/reports/showback", api_showback, GI_ROLE_VIEWER, "format,month"},
 
     {NULL, NULL, NULL, GI_ROLE_NONE, NULL},
 };
