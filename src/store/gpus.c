@@ -23,7 +23,8 @@
     "g.mem_used_mib, g.power_w, g.temp_c, g.ecc_corrected, g.ecc_uncorrected, g.xid_last, "        \
     "rs.name AS reading_source, " GPU_OBSERVED " AS observed_at, " GPU_OBSERVED " AS newest_at, "  \
     "CASE WHEN " GPU_IS_STALE " THEN 1 ELSE 0 END AS stale, " GPU_STATE " AS state, "              \
-    "l.resource_id, g.owner_json, g.source_id AS owner_source_id FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON "  \
+    "l.resource_id, g.owner_json, g.source_id AS owner_source_id FROM gpus g LEFT JOIN hosts h "   \
+    "ON h.id = g.host_id LEFT JOIN datacenters d ON "                                              \
     "d.id = h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN sources rs ON "    \
     "rs.id = g.reading_source_id LEFT JOIN host_links l ON l.host_id = g.host_id "
 #define GPU_WHERE                                                                                  \
@@ -32,7 +33,7 @@
     "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = " GPU_IS_STALE ") AND (:q IS " \
     "NULL OR g.uuid LIKE :q ESCAPE '!' OR g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE "  \
     "'!' OR h.hostname LIKE :q ESCAPE '!') AND (:gstate IS NULL OR " GPU_STATE " = :gstate) AND "  \
-    "(:team IS NULL OR COALESCE(g.owner_team, g.team) = :team) AND (:env IS NULL OR "               \
+    "(:team IS NULL OR COALESCE(g.owner_team, g.team) = :team) AND (:env IS NULL OR "              \
     "COALESCE(g.owner_env, g.env) = :env) "
 /* Figures over a whole GPU filter (not a page), in one pass. */
 #define GPU_STATE_N(st) "COALESCE(SUM(CASE WHEN x.st = '" st "' THEN 1 ELSE 0 END), 0) AS " st ", "
@@ -100,7 +101,8 @@ static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db
     int rc = db_list_page(st, stmt_sql[count], stmt_sql[list], bind, filter, pg, items, total);
 
     if (rc == GI_OK)
-        json_array_foreach(*items, i, g) owner_doc(g);
+        json_array_foreach(*items, i, g)
+            owner_doc(g);
     return rc;
 }
 
@@ -157,7 +159,8 @@ int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
     {
         size_t i;
         json_t *g;
-        json_array_foreach(*items, i, g) owner_doc(g);
+        json_array_foreach(*items, i, g)
+            owner_doc(g);
     }
     *summary = sum;
     sum = NULL;

@@ -29,8 +29,8 @@
       "excluded.mig_devices, sharing = excluded.sharing, replicas = excluded.replicas, driver = "  \
       "excluded.driver, cloud = excluded.cloud, region = excluded.region, zone = excluded.zone, "  \
       "instance_type = excluded.instance_type, ready = excluded.ready, warning = "                 \
-      "excluded.warning, labels = excluded.labels, seen = 1, last_seen_at = "                     \
-      "excluded.last_seen_at")                          \
+      "excluded.warning, labels = excluded.labels, seen = 1, last_seen_at = "                      \
+      "excluded.last_seen_at")                                                                     \
     X(K8S_UNSEE_NODES, "UPDATE k8s_nodes SET seen = 0 WHERE source_id = :sid")                     \
     X(K8S_UNSEE_PODS, "UPDATE k8s_pods SET seen = 0 WHERE source_id = :sid AND ended_at IS NULL")  \
     X(K8S_NODE_GONE, "DELETE FROM k8s_nodes WHERE source_id = :sid AND seen = 0")                  \

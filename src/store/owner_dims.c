@@ -176,7 +176,8 @@ int store_dim_list(struct store *st, const char *kind, const char *q, const stru
                           items, total);
 
     if (rc == GI_OK)
-        json_array_foreach(*items, i, d) dim_doc_fix(d);
+        json_array_foreach(*items, i, d)
+            dim_doc_fix(d);
     return rc;
 }
 
@@ -242,7 +243,8 @@ static int dim_users(struct conn *c, const char *kind, const char *name, json_t 
     db_bind_text(s, ":name", name);
     if ((rc = db_collect(c, s, &rows)) != GI_OK)
         goto cleanup;
-    json_array_foreach(rows, i, r) json_array_append(rules, json_object_get(r, "rule_id"));
+    json_array_foreach(rows, i, r)
+        json_array_append(rules, json_object_get(r, "rule_id"));
     *users = json_pack("{s:O, s:O}", "assignments", assign, "rules", rules);
     rc = *users ? GI_OK : GI_INTERNAL;
 cleanup:

@@ -233,7 +233,8 @@ int store_rule_list(struct store *st, json_t **items)
     *items = NULL;
     if (s && (rc = db_collect(c, s, &rows)) == GI_OK) {
         *items = json_array();
-        json_array_foreach(rows, i, row) json_array_append_new(*items, rule_doc(json_incref(row)));
+        json_array_foreach(rows, i, row)
+            json_array_append_new(*items, rule_doc(json_incref(row)));
     }
     json_decref(rows);
     db_conn_put(st, c);
@@ -259,7 +260,8 @@ int store_rule_get(struct store *st, int64_t id, json_t **out)
     if ((rc = db_collect(c, s, &rows)) != GI_OK)
         goto cleanup;
     hist = json_array();
-    json_array_foreach(rows, i, row) json_array_append_new(hist, rule_doc(json_incref(row)));
+    json_array_foreach(rows, i, row)
+        json_array_append_new(hist, rule_doc(json_incref(row)));
     json_object_set_new(*out, "history", hist);
 cleanup:
     if (rc != GI_OK) {

@@ -33,7 +33,8 @@
                  "effective_to FROM owner_rules ORDER BY position, rule_id, effective_from, id")   \
     X(GPU_CTX,                                                                                     \
       "SELECT g.team, g.env, g.cluster, g.source_id, s.name, h.id, h.hostname, COALESCE(d.name, "  \
-      "rd.name), l.resource_id, r.attrs, r.metadata, n.labels, n.cloud, n.source_id, g.uuid FROM gpus g "  \
+      "rd.name), l.resource_id, r.attrs, r.metadata, n.labels, n.cloud, n.source_id, g.uuid FROM " \
+      "gpus g "                                                                                    \
       "LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN " \
       "datacenters d ON d.id = h.datacenter_id LEFT JOIN host_links l ON l.host_id = h.id LEFT "   \
       "JOIN resources r ON r.id = l.resource_id LEFT JOIN datacenters rd ON rd.id = "              \
@@ -87,8 +88,8 @@ enum rule_kind {
     RK__COUNT
 };
 static const char *const rule_kind_names[RK__COUNT] = {
-    "k8s_namespace", "node_label", "host_pattern", "cloud_tag", "datacenter", "source",
-    "slurm_account"};
+    "k8s_namespace", "node_label", "host_pattern", "cloud_tag",
+    "datacenter",    "source",     "slurm_account"};
 
 enum { F_TEAM, F_ENV, F_POOL, F_CLUSTER, F_CLOUD, F__COUNT };
 
@@ -283,8 +284,8 @@ static int ctx_load(struct conn *c, struct owner_cache *k, int64_t gpu_id, const
     int step;
 
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (k->ctx_valid && k->ctx_conn == c && x->gpu_id == gpu_id &&
-        strcmp(k->ctx_token, tok) == 0 && now.tv_sec - k->ctx_time.tv_sec < 1)
+    if (k->ctx_valid && k->ctx_conn == c && x->gpu_id == gpu_id && strcmp(k->ctx_token, tok) == 0 &&
+        now.tv_sec - k->ctx_time.tv_sec < 1)
         return GI_OK;
     k->ctx_valid = false;
     ctx_clear(x);
@@ -377,7 +378,10 @@ static bool glob_match(const char *p, const char *s)
     return *p == '\0';
 }
 
-static bool glob_ok(const char *pattern, const char *s) { return s && *s && glob_match(pattern, s); }
+static bool glob_ok(const char *pattern, const char *s)
+{
+    return s && *s && glob_match(pattern, s);
+}
 
 static bool label_ok(const json_t *labels, const char *key, const char *pattern)
 {
@@ -822,7 +826,8 @@ int store_owner_history(struct store *st, enum store_owner_target target, const 
     db_bind_int(s, ":tid", tid);
     if ((rc = db_collect(c, s, items)) != GI_OK)
         goto cleanup;
-    json_array_foreach(*items, i, a) assign_doc_fix(a);
+    json_array_foreach(*items, i, a)
+        assign_doc_fix(a);
 cleanup:
     db_read_end(c);
     db_conn_put(st, c);
@@ -863,12 +868,13 @@ int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **
                           pg, items, total);
 
     if (rc == GI_OK)
-        json_array_foreach(*items, i, g) owner_doc(g);
+        json_array_foreach(*items, i, g)
+            owner_doc(g);
     return rc;
 }
 
-int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit,
-                       json_t **items, int64_t *total, struct store_owner_err *err)
+int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
+                       int64_t *total, struct store_owner_err *err)
 {
     struct conn *c = db_conn_get(st);
     struct owner_cache k = {0};
@@ -892,8 +898,8 @@ int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t li
         if (!rule_matches(&r, &k.ctx))
             continue;
         if (*total < limit)
-            json_array_append_new(*items, json_pack("{s:s, s:s}", "uuid", k.ctx.uuid, "host",
-                                                    k.ctx.hostname));
+            json_array_append_new(
+                *items, json_pack("{s:s, s:s}", "uuid", k.ctx.uuid, "host", k.ctx.hostname));
         (*total)++;
     }
 cleanup:

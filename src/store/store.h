@@ -449,8 +449,8 @@ int store_rule_update(struct store *st, const char *actor, int64_t id, const str
                       json_t **out, struct store_owner_err *err);
 int store_rule_delete(struct store *st, const char *actor, int64_t id);
 /* The GPUs a rule would match now (at most `limit`, and *total of them). */
-int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit,
-                       json_t **items, int64_t *total, struct store_owner_err *err);
+int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
+                       int64_t *total, struct store_owner_err *err);
 
 /* ---- periodic jobs (jobs.c) ----
  * Each periodic job (pull:<source id>, ...) has one lease row shared by
