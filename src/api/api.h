@@ -88,6 +88,7 @@ void api_dims_delete(struct req *r);
 void api_owner_put(struct req *r);
 void api_owner_get(struct req *r);
 void api_owner_unowned(struct req *r);
+void api_owner_import(struct req *r);
 void api_rules_list(struct req *r);
 void api_rules_create(struct req *r);
 void api_rules_get(struct req *r);

@@ -2,11 +2,13 @@
  * explicit owner assignments of GPUs, hosts and inventory resources with
  * their history, the ordered mapping rules, and the unowned GPUs. */
 #include "api/api.h"
+#include "api/csvimport.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- dimensions ---- */
@@ -467,4 +469,154 @@ void api_rules_dry_run(struct req *r)
         }
     }
     json_decref(body);
+}
+
+/* ---- CSV import of assignments ---- */
+
+#define OWNER_IMPORT_MAX_ROWS 100000
+
+enum { COL_GPU, COL_HOST, COL_RES, COL_TEAM, COL_ENV, COL_POOL, COL_EFF, COL__COUNT };
+static const char *const import_cols[COL__COUNT] = {"gpu_uuid", "host", "resource_id",   "team",
+                                                    "env",      "pool", "effective_from"};
+
+/* Checks one row into obj {target, key, team?, env?, pool?, eff}: exactly
+ * one of gpu_uuid, host and resource_id; a present owner column sets the
+ * field (an empty cell clears it), an absent one keeps it. */
+static bool import_row(struct import_report *rep, const struct csv *c, const int *col, json_t *obj)
+{
+    const char *cell[COL__COUNT] = {0};
+    int targets = 0, which = -1;
+    int64_t t = 0;
+    bool ok = true;
+
+    for (int k = 0; k < COL__COUNT; k++)
+        if (col[k] >= 0 && (size_t)col[k] < c->nfields)
+            cell[k] = c->fields[col[k]];
+    for (int k = COL_GPU; k <= COL_RES; k++)
+        if (cell[k] && *cell[k]) {
+            targets++;
+            which = k;
+        }
+    if (targets != 1) {
+        import_problem(rep, c->record_line, "gpu_uuid", "gpu_uuid",
+                       "give exactly one of gpu_uuid, host and resource_id");
+        return false;
+    }
+    if (which == COL_RES && gi_parse_int64(cell[COL_RES], 1, INT64_MAX, &t) != GI_OK) {
+        import_problem(rep, c->record_line, "resource_id", "resource_id",
+                       "resource_id must be a positive integer");
+        ok = false;
+    }
+    for (int k = COL_TEAM; k <= COL_POOL; k++) {
+        if (col[k] < 0)
+            continue;
+        if (cell[k] && strlen(cell[k]) > STORE_DIM_NAME_MAX) {
+            import_problem(rep, c->record_line, import_cols[k], import_cols[k],
+                           "at most 64 characters");
+            ok = false;
+        }
+        json_object_set_new(obj, import_cols[k],
+                            cell[k] && *cell[k] ? json_string(cell[k]) : json_null());
+    }
+    t = 0;
+    if (cell[COL_EFF] && *cell[COL_EFF] && (gi_time_parse(cell[COL_EFF], &t) != GI_OK || t <= 0)) {
+        import_problem(rep, c->record_line, "effective_from", "effective_from",
+                       "effective_from must be an RFC 3339 time");
+        ok = false;
+    }
+    json_object_set_new(obj, "target", json_integer(which));
+    json_object_set_new(obj, "key", json_string(cell[which]));
+    json_object_set_new(obj, "eff", json_integer(t));
+    json_object_set_new(obj, "line", json_integer((json_int_t)c->record_line));
+    return ok;
+}
+
+/* POST /api/v1/ownership/import: owner assignments from CSV, all or none;
+ * ?dry_run=true reports what would happen and writes nothing. */
+void api_owner_import(struct req *r)
+{
+    struct csv c = {0};
+    struct import_report im = {0};
+    json_t *objs = json_array(), *o;
+    struct store_owner_row *rows = NULL;
+    struct store_owner_err *errs = NULL;
+    int *row_st = NULL, col[COL__COUNT], st;
+    size_t n = 0, i;
+    char buf[32];
+
+    for (int k = 0; k < COL__COUNT; k++)
+        col[k] = -1;
+    if (!import_open_or_reply(r, &c, &im))
+        goto cleanup;
+    for (i = 0; i < json_array_size(im.header); i++) {
+        const char *name = json_string_value(json_array_get(im.header, i));
+        int k = 0;
+        while (k < COL__COUNT && strcmp(name, import_cols[k]) != 0)
+            k++;
+        if (k == COL__COUNT)
+            import_problem(&im, 1, import_column(&im, i, buf, sizeof buf), NULL,
+                           "unknown column: the columns are gpu_uuid, host, resource_id, team, "
+                           "env, pool, effective_from");
+        else
+            col[k] = (int)i;
+    }
+    while ((st = import_next_row_or_reply(r, &c, &im, OWNER_IMPORT_MAX_ROWS)) == 1) {
+        json_t *obj = json_object();
+        if (import_row(&im, &c, col, obj))
+            json_array_append_new(objs, obj);
+        else
+            json_decref(obj);
+    }
+    if (st < 0 || !import_verdict_or_reply(r, &im))
+        goto cleanup;
+    n = json_array_size(objs);
+    rows = calloc(n + 1, sizeof *rows);
+    errs = calloc(n + 1, sizeof *errs);
+    row_st = calloc(n + 1, sizeof *row_st);
+    if (!rows || !errs || !row_st) {
+        reply_error(r, 500, "internal", NULL, "out of memory");
+        goto cleanup;
+    }
+    json_array_foreach(objs, i, o) {
+        static const enum store_owner_target targets[3] = {STORE_OWNER_GPU, STORE_OWNER_HOST,
+                                                           STORE_OWNER_RESOURCE};
+        struct store_owner_set *set = &rows[i].set;
+        rows[i].target = targets[json_integer_value(json_object_get(o, "target"))];
+        rows[i].key = json_string_value(json_object_get(o, "key"));
+        set->has_team = json_object_get(o, "team") != NULL;
+        set->has_env = json_object_get(o, "env") != NULL;
+        set->has_pool = json_object_get(o, "pool") != NULL;
+        set->team = json_string_value(json_object_get(o, "team"));
+        set->env = json_string_value(json_object_get(o, "env"));
+        set->pool = json_string_value(json_object_get(o, "pool"));
+        set->effective_from = json_integer_value(json_object_get(o, "eff"));
+    }
+    st = store_owner_import(r->store, r->who.name, rows, n, im.dry_run, row_st, errs);
+    if (st == GI_INVALID || st == GI_NOT_FOUND || st == GI_CONFLICT) {
+        json_array_foreach(objs, i, o) {
+            size_t line = (size_t)json_integer_value(json_object_get(o, "line"));
+            const char *target_col = import_cols[json_integer_value(json_object_get(o, "target"))];
+            if (row_st[i] == GI_NOT_FOUND)
+                import_problem(&im, line, target_col, target_col, "no such GPU, host or resource");
+            else if (row_st[i] == GI_INVALID || row_st[i] == GI_CONFLICT)
+                import_problem(&im, line, errs[i].field, errs[i].field, errs[i].message);
+        }
+        if (st == GI_INVALID)
+            import_verdict_or_reply(r, &im);
+        else
+            import_conflict_reply(r, &im);
+    } else if (st != GI_OK) {
+        reply_status(r, st, "import");
+    } else if (im.dry_run) {
+        import_dry_run_reply(r, &im, json_pack("{s:I}", "would_import", (json_int_t)n));
+    } else {
+        reply_json(r, 201, json_pack("{s:I, s:b}", "imported", (json_int_t)n, "dry_run", 0));
+    }
+cleanup:
+    free(rows);
+    free(errs);
+    free(row_st);
+    csv_free(&c);
+    import_report_free(&im);
+    json_decref(objs);
 }

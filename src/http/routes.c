@@ -84,6 +84,7 @@ const struct route gi_routes[] = {
     {"PATCH", "/api/v1/ownership-rules/{id}", api_rules_update, GI_ROLE_EDITOR, ""},
     {"DELETE", "/api/v1/ownership-rules/{id}", api_rules_delete, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/ownership/unowned", api_owner_unowned, GI_ROLE_VIEWER, PAGED},
+    {"POST", "/api/v1/ownership/import", api_owner_import, GI_ROLE_EDITOR, IMPORT},
 
     {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER, ""},
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER,

@@ -719,14 +719,14 @@ static void err_set(struct store_owner_err *err, const char *field, const char *
     gi_strlcpy(err->message, msg, sizeof err->message);
 }
 
-int store_owner_assign(struct store *st, const char *actor, enum store_owner_target target,
-                       const char *key, const struct store_owner_set *in, json_t **out,
-                       struct store_owner_err *err)
+/* One assignment inside the caller's transaction (see store_owner_assign). */
+static int assign_tx(struct conn *c, const char *actor, enum store_owner_target target,
+                     const char *key, const struct store_owner_set *in, json_t **out,
+                     struct store_owner_err *err)
 {
     static const char *const names[3] = {"team", "env", "pool"};
     const char *given[3] = {in->team, in->env, in->pool};
     const bool has[3] = {in->has_team, in->has_env, in->has_pool};
-    struct conn *c = db_conn_get(st);
     struct db_stmt *s;
     json_t *before = NULL;
     int64_t tid = 0, now = gi_now(), eff = in->effective_from ? in->effective_from : now, id;
@@ -734,10 +734,10 @@ int store_owner_assign(struct store *st, const char *actor, enum store_owner_tar
     size_t ngpus = 0;
     const char *merged[3];
     char msg[200];
-    int rc = db_tx_begin(c);
+    int rc;
 
     *out = NULL;
-    if (rc != GI_OK || (rc = target_id(c, target, key, &tid)) != GI_OK)
+    if ((rc = target_id(c, target, key, &tid)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_ASSIGN_LATEST)))
@@ -798,9 +798,56 @@ int store_owner_assign(struct store *st, const char *actor, enum store_owner_tar
         if ((rc = usage_reattribute(c, gpus[i], eff)) == GI_OK)
             rc = owner_refresh(c, gpus[i]);
 cleanup:
-    rc = db_tx_end_doc(c, rc, out);
+    if (rc != GI_OK) {
+        json_decref(*out);
+        *out = NULL;
+    }
     json_decref(before);
     free(gpus);
+    return rc;
+}
+
+int store_owner_assign(struct store *st, const char *actor, enum store_owner_target target,
+                       const char *key, const struct store_owner_set *in, json_t **out,
+                       struct store_owner_err *err)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = db_tx_begin(c);
+
+    *out = NULL;
+    if (rc == GI_OK)
+        rc = assign_tx(c, actor, target, key, in, out, err);
+    rc = db_tx_end_doc(c, rc, out);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_owner_import(struct store *st, const char *actor, const struct store_owner_row *rows,
+                       size_t n, bool dry_run, int *row_status, struct store_owner_err *row_err)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = db_tx_begin(c);
+
+    for (size_t i = 0;
+         i < n && (rc == GI_OK || rc == GI_INVALID || rc == GI_NOT_FOUND || rc == GI_CONFLICT);
+         i++) {
+        json_t *out = NULL;
+        int one;
+        row_err[i] = (struct store_owner_err){"", ""};
+        if ((one = db_savepoint(c)) == GI_OK)
+            one = assign_tx(c, actor, rows[i].target, rows[i].key, &rows[i].set, &out, &row_err[i]);
+        db_savepoint_end(c, one);
+        json_decref(out);
+        row_status[i] = one;
+        if (one != GI_OK && rc == GI_OK)
+            rc = one;
+    }
+    /* A dry run, or a file with a bad row, writes nothing (db_tx_end rolls
+     * back for any status but GI_OK). */
+    if (rc == GI_OK && dry_run)
+        db_tx_end(c, GI_CONFLICT);
+    else
+        rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     return rc;
 }

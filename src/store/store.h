@@ -404,6 +404,19 @@ struct store_owner_set {
 int store_owner_assign(struct store *st, const char *actor, enum store_owner_target target,
                        const char *key, const struct store_owner_set *in, json_t **out,
                        struct store_owner_err *err);
+/* One row of an assignment import: the target, its key and the fields. */
+struct store_owner_row {
+    enum store_owner_target target;
+    const char *key;
+    struct store_owner_set set;
+};
+/* Applies n assignments in one transaction, all or none, each as
+ * store_owner_assign would. Every row is tried: row_status and row_err (n
+ * entries each, caller's) receive each row's outcome; if any failed the
+ * result is the first failure's status and nothing is written. A dry run
+ * makes the same writes and rolls them back. */
+int store_owner_import(struct store *st, const char *actor, const struct store_owner_row *rows,
+                       size_t n, bool dry_run, int *row_status, struct store_owner_err *row_err);
 /* The target's assignments, newest first. */
 int store_owner_history(struct store *st, enum store_owner_target target, const char *key,
                         json_t **items);

@@ -281,3 +281,31 @@ test('roles: a viewer reads ownership but writes none of it', async () => {
     { auth: viewer, body: { match: { kind: 'host_pattern', value: '*' }, set: { team: 'nlp' } } }), 403);
   assertError(await h.s.api('GET', '/api/v1/teams', { auth: push }), 403);
 });
+
+test('CSV import: assignments all or none, with a dry run', async () => {
+  const host = uniq('csvhost');
+  const [g0, g1] = await report(host, 2);
+  const csv = (text) => h.s.api('POST', '/api/v1/ownership/import', { body: text, contentType: 'text/csv' });
+  const csvDry = (text) => h.s.api('POST', '/api/v1/ownership/import?dry_run=true', { body: text, contentType: 'text/csv' });
+  const good = `gpu_uuid,host,team,env,effective_from\n${g0},,nlp,dev,\n,${host},search,,\n`;
+  const dry = ok(await csvDry(good));
+  assert.equal(dry.dry_run, true);
+  assert.equal(dry.would_import, 2);
+  assert.equal(ok(await h.s.api('GET', `/api/v1/gpus/${g0}/owner`)).items.length, 0, 'a dry run writes nothing');
+  // An unknown team: 422 naming the line and column; nothing written.
+  const badRes = await csv(`gpu_uuid,team\n${g0},nlp\n${g1},nlpp\n`);
+  assertError(badRes, 422);
+  assert.ok(badRes.json.errors.some((e) => e.line === 3 && e.column === 'team'), badRes.text);
+  assert.equal(ok(await h.s.api('GET', `/api/v1/gpus/${g0}/owner`)).items.length, 0, 'all or none');
+  assertError(await csv(`gpu_uuid,host,team\n${g0},${host},nlp\n`), 422);
+  assertError(await csv(`gpu_uuid,colour\n${g0},red\n`), 422);
+  assertError(await csv(`gpu_uuid,team\nGPU-missing,nlp\n`), 409);
+  const done = ok(await csv(good), 201);
+  assert.equal(done.imported, 2);
+  const o0 = (await gpu(g0)).owner, o1 = (await gpu(g1)).owner;
+  assert.equal(o0.team.value, 'nlp');
+  assert.match(o0.team.by, /^assignment:gpu:/);
+  assert.equal(o0.env.value, 'dev');
+  assert.equal(o1.team.value, 'search');
+  assert.match(o1.team.by, /^assignment:host:/);
+});

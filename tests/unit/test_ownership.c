@@ -184,9 +184,8 @@ static void test_precedence_and_history(void **state)
 
     r1 = rule(f, "host_pattern", NULL, "node-?", "nlp", NULL, 1, t0);
     r2 = rule(f, "node_label", "pool", "fa*", "vision", "fast-pool", 2, t0);
-    assign(f, STORE_OWNER_HOST, "node-a", &(struct store_owner_set){.env = "prod", .has_env = true,
-                                                                     .effective_from = t1},
-           GI_OK);
+    assign(f, STORE_OWNER_HOST, "node-a",
+           &(struct store_owner_set){.env = "prod", .has_env = true, .effective_from = t1}, GI_OK);
     assign(f, STORE_OWNER_GPU, "GPU-a-0",
            &(struct store_owner_set){.team = "vision", .has_team = true, .effective_from = t2},
            GI_OK);
@@ -229,8 +228,8 @@ static void test_precedence_and_history(void **state)
            &(struct store_owner_set){.team = "nlp", .has_team = true, .effective_from = t1},
            GI_CONFLICT);
     /* An unknown team is refused. */
-    assign(f, STORE_OWNER_GPU, "GPU-a-0", &(struct store_owner_set){.team = "nope", .has_team = true},
-           GI_INVALID);
+    assign(f, STORE_OWNER_GPU, "GPU-a-0",
+           &(struct store_owner_set){.team = "nope", .has_team = true}, GI_INVALID);
 }
 
 static void test_rule_versions(void **state)
@@ -262,10 +261,9 @@ static void test_rule_versions(void **state)
     assert_field(o, team, "vision", by);
     /* The materialized current owner follows. */
     assert_status(store_gpu_get(f->st, "GPU-e-0", 0, &out), GI_OK);
-    assert_string_equal(
-        json_string_value(json_object_get(
-            json_object_get(json_object_get(out, "owner"), "team"), "value")),
-        "vision");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(out, "owner"), "team"), "value")),
+                        "vision");
     json_decref(out);
     /* Deleted: from now on the source decides again; the past keeps the rule. */
     assert_status(store_rule_delete(f->st, "t", r), GI_OK);
@@ -312,8 +310,8 @@ static void test_many_hours(void **state)
     report(f, "rack-1", 8, "r");
     rule(f, "host_pattern", NULL, "rack-*", "nlp", NULL, -1, day + 12 * 3600);
     assign(f, STORE_OWNER_GPU, "GPU-r-3",
-           &(struct store_owner_set){.team = "vision", .has_team = true,
-                                     .effective_from = day + 6 * 3600},
+           &(struct store_owner_set){
+               .team = "vision", .has_team = true, .effective_from = day + 6 * 3600},
            GI_OK);
     for (int i = 0; i < 8; i++) {
         snprintf(uuid, sizeof uuid, "GPU-r-%d", i);

@@ -365,7 +365,7 @@ async function assignDialog(g) {
 export function ownerPanel(g, onChange) {
   const o = g.owner || {};
   return h('section', { class: 'panel', 'data-testid': 'owner' },
-    h('div', { class: 'panel-head' }, h('h2', {}, 'Owner'),
+    h('div', { class: 'panel-head with-actions' }, h('h2', {}, 'Owner'),
       canWrite() ? h('button', { type: 'button', class: 'btn btn-secondary btn-sm', 'data-testid': 'assign-owner',
         text: 'Assign', on: { click: async () => { if (await assignDialog(g)) onChange(); } } }) : null),
     h('dl', { class: 'kv' }, OWNER_FIELDS.map(([f, label]) => {
