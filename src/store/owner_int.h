@@ -20,6 +20,9 @@ int owner_dim_check(struct conn *c, const char *field, const char *value);
 int owner_rule_check(struct conn *c, const struct store_rule *r, struct store_owner_err *err);
 /* Records an ownership change so that cached rule lists are reloaded. */
 int owner_bump(struct conn *c);
+/* Tells this process's resolver caches that ownership changed; every
+ * ownership write calls it after its transaction ends. */
+void owner_touch(void);
 /* Formats integer member `key` of o (unix seconds) as RFC 3339, in place;
  * null stays null. */
 void owner_time_member(json_t *o, const char *key);

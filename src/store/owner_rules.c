@@ -218,6 +218,7 @@ int store_rule_create(struct store *st, const char *actor, const struct store_ru
     rc = changed(c, eff);
 cleanup:
     rc = db_tx_end_doc(c, rc, out);
+    owner_touch();
     db_conn_put(st, c);
     return rc;
 }
@@ -354,6 +355,7 @@ int store_rule_update(struct store *st, const char *actor, int64_t id, const str
     rc = changed(c, eff);
 cleanup:
     rc = db_tx_end_doc(c, rc, out);
+    owner_touch();
     json_decref(before);
     db_conn_put(st, c);
     return rc;
@@ -376,6 +378,7 @@ int store_rule_delete(struct store *st, const char *actor, int64_t id)
     rc = changed(c, eff);
 cleanup:
     rc = db_tx_end(c, rc);
+    owner_touch();
     json_decref(before);
     db_conn_put(st, c);
     return rc;

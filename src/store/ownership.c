@@ -5,8 +5,12 @@
  * Resolution runs once per GPU-hour in the rollups, so it caches per
  * thread: the rule list (every version, reloaded when owner_revision's
  * token changes, which every ownership write sets to a new random value)
- * and the last GPU's context and assignment spans (kept for a second at
- * most, and only while the token is unchanged). */
+ * and the last GPU's context and assignment spans. The token is read
+ * again when this process has written ownership since (a generation
+ * counter bumped inside and after every ownership write), on another
+ * connection, or after a second; the context is kept for a second at
+ * most under the same token and generation. Another replica's change is
+ * thus seen within a second, this process's at once. */
 #include "store/owner_int.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -14,6 +18,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,18 +124,28 @@ struct gpu_ctx {
 
 struct owner_cache {
     char token[40];
+    unsigned long gen;      /* owner_gen when the token was read */
+    struct timespec synced; /* when it was read */
+    const struct conn *conn;
     bool rules_loaded;
     struct rule_rec *rules;
     size_t nrules, caprules;
     /* The last GPU's context. */
     const struct conn *ctx_conn;
     char ctx_token[40];
+    unsigned long ctx_gen;
     struct timespec ctx_time;
     bool ctx_valid;
     struct gpu_ctx ctx;
     struct span_rec *spans;
     size_t nspans, capspans;
 };
+
+/* Bumped by every ownership write of this process, inside its
+ * transaction and again after it ends. */
+static atomic_ulong owner_gen = 1;
+
+void owner_touch(void) { atomic_fetch_add(&owner_gen, 1); }
 
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
@@ -201,6 +216,7 @@ int owner_bump(struct conn *c)
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
         return GI_INTERNAL;
     gi_hex(raw, sizeof raw, tok);
+    owner_touch();
     if (!(s = prep(c, ST_REV_BUMP)))
         return GI_INTERNAL;
     db_bind_text(s, ":token", tok);
@@ -284,8 +300,8 @@ static int ctx_load(struct conn *c, struct owner_cache *k, int64_t gpu_id, const
     int step;
 
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (k->ctx_valid && k->ctx_conn == c && x->gpu_id == gpu_id && strcmp(k->ctx_token, tok) == 0 &&
-        now.tv_sec - k->ctx_time.tv_sec < 1)
+    if (k->ctx_valid && k->ctx_conn == c && x->gpu_id == gpu_id && k->ctx_gen == k->gen &&
+        strcmp(k->ctx_token, tok) == 0 && now.tv_sec - k->ctx_time.tv_sec < 1)
         return GI_OK;
     k->ctx_valid = false;
     ctx_clear(x);
@@ -347,6 +363,7 @@ static int ctx_load(struct conn *c, struct owner_cache *k, int64_t gpu_id, const
     if (step != DB_DONE)
         return db_status(step);
     k->ctx_conn = c;
+    k->ctx_gen = k->gen;
     gi_strlcpy(k->ctx_token, tok, sizeof k->ctx_token);
     k->ctx_time = now;
     k->ctx_valid = true;
@@ -468,17 +485,38 @@ static void resolve_cached(const struct owner_cache *k, int64_t at, struct owner
         decide(val[F_CLOUD], by[F_CLOUD], x->node_cloud, why);
 }
 
+/* Brings k's rule list up to date (see the file's head). */
+static int cache_sync(struct conn *c, struct owner_cache *k)
+{
+    unsigned long g = atomic_load(&owner_gen);
+    struct timespec now;
+    char tok[40];
+    int rc;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (k->rules_loaded && k->gen == g && k->conn == c && now.tv_sec - k->synced.tv_sec < 1)
+        return GI_OK;
+    if ((rc = token_read(c, tok)) != GI_OK)
+        return rc;
+    if (k->gen != g)
+        k->rules_loaded = false;
+    if ((rc = rules_load(c, k, tok)) != GI_OK)
+        return rc;
+    k->gen = g;
+    k->conn = c;
+    k->synced = now;
+    return GI_OK;
+}
+
 int owner_resolve(struct conn *c, int64_t gpu_id, int64_t at, struct owner_fields *out)
 {
     struct owner_cache *k = cache_get();
-    char tok[40];
     int rc;
 
     *out = (struct owner_fields){0};
     if (!k)
         return GI_INTERNAL;
-    if ((rc = token_read(c, tok)) != GI_OK || (rc = rules_load(c, k, tok)) != GI_OK ||
-        (rc = ctx_load(c, k, gpu_id, tok)) != GI_OK)
+    if ((rc = cache_sync(c, k)) != GI_OK || (rc = ctx_load(c, k, gpu_id, k->token)) != GI_OK)
         return rc;
     resolve_cached(k, at, out);
     return GI_OK;
@@ -489,7 +527,6 @@ int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64
 {
     struct owner_cache *k = cache_get();
     enum rule_kind want;
-    char tok[40];
     int rc;
 
     if (len)
@@ -502,7 +539,7 @@ int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64
         want = RK_SLURM_ACCOUNT;
     else
         return GI_OK;
-    if ((rc = token_read(c, tok)) != GI_OK || (rc = rules_load(c, k, tok)) != GI_OK)
+    if ((rc = cache_sync(c, k)) != GI_OK)
         return rc;
     for (size_t i = 0; i < k->nrules; i++) {
         const struct rule_rec *r = &k->rules[i];
@@ -541,11 +578,18 @@ static const char *decided(const char *v, const char *by)
 
 static int refresh_one(struct conn *c, int64_t gpu_id, int64_t now)
 {
+    struct owner_cache *k = cache_get();
     struct owner_fields o;
     struct db_stmt *s;
     json_t *j;
     int rc;
 
+    /* The GPU may just have been created or moved: read its context and
+     * the token anew (this may be another store on a reused connection). */
+    if (k) {
+        k->ctx_valid = false;
+        k->synced = (struct timespec){0};
+    }
     if ((rc = owner_resolve(c, gpu_id, now, &o)) != GI_OK)
         return rc == GI_NOT_FOUND ? GI_OK : rc;
     if (!(s = prep(c, ST_GPU_OWNER_SET)))
@@ -818,6 +862,7 @@ int store_owner_assign(struct store *st, const char *actor, enum store_owner_tar
     if (rc == GI_OK)
         rc = assign_tx(c, actor, target, key, in, out, err);
     rc = db_tx_end_doc(c, rc, out);
+    owner_touch();
     db_conn_put(st, c);
     return rc;
 }
@@ -848,6 +893,7 @@ int store_owner_import(struct store *st, const char *actor, const struct store_o
         db_tx_end(c, GI_CONFLICT);
     else
         rc = db_tx_end(c, rc);
+    owner_touch();
     db_conn_put(st, c);
     return rc;
 }
@@ -883,6 +929,7 @@ cleanup:
 
 int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out)
 {
+    struct owner_cache *k = cache_get();
     struct conn *c = db_conn_get(st);
     struct owner_fields o;
     struct db_stmt *s;
@@ -895,6 +942,10 @@ int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out)
     if (!(s = prep(c, ST_GPU_BY_UUID)))
         goto cleanup;
     db_bind_text(s, ":key", uuid);
+    if (k) {
+        k->ctx_valid = false;
+        k->synced = (struct timespec){0};
+    }
     if ((rc = db_fetch_int(c, s, &id)) != GI_OK || (rc = owner_resolve(c, id, at, &o)) != GI_OK)
         goto cleanup;
     *out = owner_json(&o);
