@@ -645,8 +645,11 @@ static void node_labels_json(struct k8s_node *n, const json_t *labels)
         text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         len = text ? strlen(text) : SIZE_MAX;
         free(text);
-        if (len >= sizeof n->labels_json)
+        if (len >= sizeof n->labels_json) {
+            /* Full: this label and the rest are left out. */
             json_object_del(o, key);
+            break;
+        }
     }
     text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     gi_strlcpy(n->labels_json, text ? text : "{}", sizeof n->labels_json);
