@@ -623,6 +623,9 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     db_reset(s);
     if (step != DB_ROW)
         return db_status(step);
+    /* A new GPU, or one on another host, may fall under other rules. */
+    if ((!id.known || id.host_id != host_id) && (rc = owner_refresh(c, *gpu_id)) != GI_OK)
+        return rc;
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
     if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||

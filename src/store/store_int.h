@@ -55,6 +55,15 @@ int owner_resolve(struct conn *c, int64_t gpu_id, int64_t at, struct owner_field
 int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64_t at, char *team,
                         size_t len);
 
+/* ownership.c: recomputes the current owner materialized on GPU gpu_id's
+ * row (every GPU when 0); ingest calls it when it creates a GPU or moves
+ * one to another host. */
+int owner_refresh(struct conn *c, int64_t gpu_id);
+/* ownership.c: turns the owner columns of a GPU document (owner_json,
+ * owner_source_id, and the source's team/env/cluster) into its "owner"
+ * object {"team":{"value","by"},...} and drops the helper columns. */
+void owner_doc(json_t *gpu);
+
 /* usage.c: the owner of GPU gpu_id (0: every GPU) changed from `from` on;
  * the usage rollups from then on are re-attributed (in place, so hours
  * older than the raw samples keep their figures). */
