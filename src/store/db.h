@@ -156,6 +156,19 @@ void db_savepoint_end(struct conn *c, int st);
 /* A read transaction, so that several statements see one snapshot. */
 void db_read_begin(struct conn *c);
 void db_read_end(struct conn *c);
+/* Several reads that must see one snapshot, in as few round trips as the
+ * database allows. The n statements are prepared (db_prep) and bound, and
+ * differ from each other; db_read_batch() runs them, and then db_step()
+ * and the readers give each one's rows as usual. PostgreSQL runs them as
+ * one pipeline (BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY, the
+ * statements, COMMIT): one round trip, all rows received at once. SQLite
+ * steps each as it is read, inside a read transaction begun here. One
+ * statement alone, or a batch inside an open transaction, takes no
+ * transaction of its own (a single statement always reads one snapshot).
+ * Call db_read_end() when done, whatever this returns. GI_OK, or the
+ * first failure's status (a NULL statement is GI_INTERNAL), after which
+ * no statement of the batch has rows to read. */
+int db_read_batch(struct conn *c, struct db_stmt *const *s, int n);
 
 /* The current row as an object: *_at and *_since integers become RFC 3339,
  * `attrs` text is merged into the object, and columns holding JSON text

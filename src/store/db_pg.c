@@ -519,6 +519,121 @@ static int pg_step(struct conn *bc, struct db_stmt *bs)
     return s->row < s->nrows ? DB_ROW : DB_DONE;
 }
 
+/* The SQL of a batch's snapshot, sent in its pipeline. */
+static const char sql_batch_begin[] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/* Reads the results of one query of a pipeline: its first result is kept
+ * in *out (NULL when none came), the rest are dropped, up to the NULL that
+ * ends the query. */
+static void pipeline_take(struct pg_conn *c, PGresult **out)
+{
+    PGresult *r;
+
+    *out = NULL;
+    while ((r = PQgetResult(c->pg)) != NULL) {
+        if (*out == NULL)
+            *out = r;
+        else
+            PQclear(r);
+    }
+}
+
+/* Ends pipeline mode, reading and dropping whatever the server still
+ * sends up to the synchronization point (bounded, for a connection that
+ * broke on the way). */
+static void pipeline_leave(struct pg_conn *c)
+{
+    PGresult *r;
+
+    for (int i = 0; i < 1024 && !PQexitPipelineMode(c->pg); i++) {
+        if (PQstatus(c->pg) != CONNECTION_OK)
+            break;
+        if ((r = PQgetResult(c->pg)) != NULL)
+            PQclear(r);
+    }
+}
+
+/* db_read_batch() on PostgreSQL: one pipeline, so one round trip, with
+ * BEGIN ... COMMIT around the statements when there are several and no
+ * transaction is open (REPEATABLE READ: one snapshot for all of them). A
+ * statement the session has not prepared yet is prepared first, once per
+ * session. On failure every statement is left without rows. */
+static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
+{
+    struct pg_conn *c = pgc(bc);
+    bool tx = n > 1 && PQtransactionStatus(c->pg) == PQTRANS_IDLE, sent = true;
+    PGresult *r = NULL;
+    int st = GI_OK, nq = 0;
+
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        return GI_UNAVAILABLE;
+    for (int i = 0; i < n; i++) {
+        struct pg_stmt *s = pgs(ss[i]);
+        PQclear(s->res);
+        s->res = NULL;
+        if (!s->prepared && (st = prepare(c, s)) != GI_OK)
+            return st;
+    }
+    if (!PQenterPipelineMode(c->pg))
+        return map_error(c, NULL);
+    if (tx)
+        sent = PQsendQueryParams(c->pg, sql_batch_begin, 0, NULL, NULL, NULL, NULL, 0) == 1;
+    for (int i = 0; sent && i < n; i++) {
+        struct pg_stmt *s = pgs(ss[i]);
+        sent = PQsendQueryPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL,
+                                   0) == 1;
+    }
+    if (sent && tx)
+        sent = PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) == 1;
+    if (!sent || !PQpipelineSync(c->pg)) {
+        st = map_error(c, NULL);
+        if (!sent)
+            PQpipelineSync(c->pg);
+        pipeline_leave(c);
+        return st;
+    }
+    /* Results come in the order sent: BEGIN, the statements, COMMIT. */
+    nq = n + (tx ? 2 : 0);
+    for (int q = 0; q < nq; q++) {
+        int i = q - (tx ? 1 : 0);
+        pipeline_take(c, &r);
+        if (r == NULL) {
+            if (st == GI_OK)
+                st = map_error(c, NULL);
+            break;
+        }
+        switch (PQresultStatus(r)) {
+        case PGRES_COMMAND_OK:
+        case PGRES_TUPLES_OK:
+            if (i >= 0 && i < n && st == GI_OK) {
+                struct pg_stmt *s = pgs(ss[i]);
+                s->res = r;
+                s->row = -1;
+                s->nrows = PQntuples(r);
+                r = NULL;
+            }
+            break;
+        case PGRES_PIPELINE_ABORTED:
+            break;
+        default:
+            if (st == GI_OK)
+                st = map_error(c, r);
+        }
+        PQclear(r);
+        r = NULL;
+    }
+    pipeline_leave(c);
+    /* A failed statement leaves the batch's transaction failed. */
+    if (tx && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        pg_exec(bc, "ROLLBACK");
+    if (st != GI_OK)
+        for (int i = 0; i < n; i++) {
+            PQclear(pgs(ss[i])->res);
+            pgs(ss[i])->res = NULL;
+        }
+    return st;
+}
+
 static void pg_reset(struct db_stmt *bs)
 {
     struct pg_stmt *s = pgs(bs);
@@ -650,6 +765,7 @@ const struct db_driver db_pg_driver = {
     .col_bytes = pg_col_bytes,
     .changes = pg_changes,
     .exec = pg_exec,
+    .run_batch = pg_run_batch,
     .begin_write = "BEGIN",
     /* One writer at a time across every replica: the same discipline as
      * SQLite's, so a write's checks hold until it commits. The key is
