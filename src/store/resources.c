@@ -203,13 +203,47 @@ int store_res_create(struct store *st, const char *actor, const struct store_res
     return rc;
 }
 
+/* On PostgreSQL an import counts its rows into dc_counts once, at its end
+ * (migration 016): its inserts, one statement per row, would otherwise
+ * update the same few group rows once per resource inside one
+ * transaction. */
+static const char sql_counts_defer[] = "SELECT set_config('gi.counts_deferred', 'on', true)";
+static const char sql_counts_resume[] = "SELECT set_config('gi.counts_deferred', 'off', true)";
+static const char sql_counts_add[] =
+    "INSERT INTO dc_counts AS c (datacenter_id, kind, state, n, gpus) "
+    "SELECT datacenter_id, kind, state, COUNT(*), COALESCE(SUM(gpu_count), 0) FROM resources "
+    "WHERE id IN (SELECT unnest(CAST(:ids AS BIGINT[]))) GROUP BY datacenter_id, kind, state "
+    "ON CONFLICT (datacenter_id, kind, state) DO UPDATE SET n = c.n + excluded.n, "
+    "gpus = c.gpus + excluded.gpus";
+
+/* Adds the groups of the resources `ids` inserted with counting deferred,
+ * and counts the transaction's later writes again as they happen. */
+static int counts_add(struct conn *c, struct db_array *ids)
+{
+    struct db_stmt *s = db_prep(c, sql_counts_add);
+    int rc;
+
+    if (!s || ids->failed)
+        return GI_INTERNAL;
+    db_bind_array(s, ":ids", ids);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    return db_simple(c, sql_counts_resume);
+}
+
 int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
                      size_t n, bool dry_run, int *row_status)
 {
     struct conn *c = db_conn_get(st);
+    struct db_array ids = {0};
+    bool deferred = false;
     int64_t id;
     int rc = db_tx_begin(c), failed = GI_OK;
 
+    if (rc == GI_OK && db_dialect(c) == DB_PG && n > 1) {
+        rc = db_simple(c, sql_counts_defer);
+        deferred = rc == GI_OK;
+    }
     /* A constraint failure undoes only its row (a savepoint), so the
      * transaction goes on and every row's conflict is found. */
     for (size_t i = 0; rc == GI_OK && i < n; i++) {
@@ -221,6 +255,8 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
         }
         json_decref(after);
         row_status[i] = one;
+        if (one == GI_OK && deferred)
+            db_array_int(&ids, id);
         if (one == GI_CONFLICT || one == GI_NOT_FOUND) {
             if (failed == GI_OK)
                 failed = one;
@@ -230,6 +266,9 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
     }
     if (rc == GI_OK)
         rc = failed;
+    if (rc == GI_OK && deferred)
+        rc = counts_add(c, &ids);
+    db_array_free(&ids);
     /* A rehearsal runs every insert and constraint, then undoes them
      * (db_tx_end rolls back for any status but GI_OK). */
     if (rc == GI_OK && dry_run)

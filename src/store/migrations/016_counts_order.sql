@@ -6,3 +6,6 @@ DROP INDEX resources_dc_kind;
 DROP INDEX resources_dc_kind_state;
 CREATE INDEX resources_dc_kind ON resources(datacenter_id, kind, id);
 CREATE INDEX resources_dc_kind_state ON resources(datacenter_id, kind, state, id);
+
+-- (PostgreSQL's migration 016 also changes how dc_counts is kept; SQLite's
+-- row triggers of 005 stay: they cost SQLite no extra versions.)
