@@ -171,6 +171,14 @@ bool db_col_is_null(struct db_stmt *s, int i) { return s->drv->col_type(s, i) ==
 
 int64_t db_changes(struct conn *c) { return c->drv->changes(c); }
 
+int db_copy_in(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows)
+{
+    *rows = 0;
+    if (c->drv->copy_in == NULL || !c->drv->tx_open(c))
+        return GI_INTERNAL;
+    return c->drv->copy_in(c, sql, data, len, rows);
+}
+
 void db_bind_text(struct db_stmt *s, const char *name, const char *v)
 {
     int i = s->drv->param_index(s, name);

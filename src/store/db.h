@@ -126,6 +126,16 @@ bool db_col_is_null(struct db_stmt *s, int i);
  * (text that is not UTF-8, an infinite real). Caller owns the result. */
 json_t *db_row_values(struct db_stmt *s);
 
+/* Rows into a table as one stream: PostgreSQL's COPY ... FROM STDIN in
+ * its text format. `sql` is the COPY statement (a static string naming
+ * the table and columns), `data` the rows: values separated by tabs, \N
+ * for NULL, each row ending in a newline. Only inside a transaction; the
+ * copy runs under a savepoint, so a failure undoes the copy alone and the
+ * transaction goes on. *rows receives the rows copied. GI_CONFLICT when a
+ * row's key is already taken (nothing copied), GI_INTERNAL on SQLite,
+ * which has no COPY. */
+int db_copy_in(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows);
+
 /* Rows the connection's last INSERT, UPDATE or DELETE changed. (An
  * INSERT that needs its new row's id says RETURNING id.) */
 int64_t db_changes(struct conn *c);

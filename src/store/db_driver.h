@@ -68,6 +68,8 @@ struct db_driver {
      * faster way than a read transaction around statements stepped one by
      * one. */
     int (*run_batch)(struct conn *c, struct db_stmt *const *s, int n);
+    /* db_copy_in(); NULL when the database has no bulk copy. */
+    int (*copy_in)(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows);
     /* SQL that begins a writing transaction, and the extra statement (or
      * NULL) that makes it exclude every other writer of the database. */
     const char *begin_write;

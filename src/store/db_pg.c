@@ -736,6 +736,62 @@ static int pg_exec(struct conn *bc, const char *sql)
     return st;
 }
 
+/* Bytes of COPY data sent per message. */
+#define PG_COPY_CHUNK (1 << 20)
+
+/* db_copy_in(): the savepoint and the COPY go in one message, so the copy
+ * costs two round trips (its start, then the data and its result) and a
+ * third to release the savepoint. */
+static int pg_copy_in(struct conn *bc, const char *sql, const char *data, size_t len, int64_t *rows)
+{
+    struct pg_conn *c = pgc(bc);
+    static const char savepoint[] = "SAVEPOINT gi_copy; ";
+    size_t n = strlen(sql);
+    char *q = malloc(sizeof savepoint + n);
+    PGresult *r;
+    int st = GI_OK;
+
+    if (q == NULL)
+        return GI_INTERNAL;
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        free(q);
+        return GI_UNAVAILABLE;
+    }
+    memcpy(q, savepoint, sizeof savepoint - 1);
+    memcpy(q + sizeof savepoint - 1, sql, n + 1);
+    r = PQexec(c->pg, q);
+    free(q);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        st = map_error(c, r);
+        PQclear(r);
+        pg_exec(bc, "ROLLBACK TO SAVEPOINT gi_copy; RELEASE SAVEPOINT gi_copy");
+        return st;
+    }
+    PQclear(r);
+    for (size_t off = 0; st == GI_OK && off < len; off += PG_COPY_CHUNK) {
+        int chunk = (int)(len - off < PG_COPY_CHUNK ? len - off : PG_COPY_CHUNK);
+        if (PQputCopyData(c->pg, data + off, chunk) != 1)
+            st = map_error(c, NULL);
+    }
+    if (PQputCopyEnd(c->pg, st == GI_OK ? NULL : "gpuinv: the copy was abandoned") != 1 &&
+        st == GI_OK)
+        st = map_error(c, NULL);
+    while ((r = PQgetResult(c->pg)) != NULL) {
+        if (PQresultStatus(r) == PGRES_COMMAND_OK)
+            *rows = strtoll(PQcmdTuples(r), NULL, 10);
+        else if (st == GI_OK)
+            st = map_error(c, r);
+        PQclear(r);
+    }
+    if (st == GI_OK) {
+        c->changes = *rows;
+        return pg_exec(bc, "RELEASE SAVEPOINT gi_copy");
+    }
+    *rows = 0;
+    pg_exec(bc, "ROLLBACK TO SAVEPOINT gi_copy; RELEASE SAVEPOINT gi_copy");
+    return st;
+}
+
 static bool pg_tx_open(struct conn *c)
 {
     PGTransactionStatusType t = PQtransactionStatus(pgc(c)->pg);
@@ -766,6 +822,7 @@ const struct db_driver db_pg_driver = {
     .changes = pg_changes,
     .exec = pg_exec,
     .run_batch = pg_run_batch,
+    .copy_in = pg_copy_in,
     .begin_write = "BEGIN",
     /* One writer at a time across every replica: the same discipline as
      * SQLite's, so a write's checks hold until it commits. The key is
