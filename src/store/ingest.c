@@ -833,9 +833,13 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     if (b->nsamples && gid == NULL)
         return GI_INTERNAL;
     rc = samples_resolve(b, refs, nrefs, gid);
-    if (rc == GI_OK && b->nsamples)
-        rc = db_dialect(c) == DB_PG ? samples_insert_many(c, sid, b, gid, stored)
-                                    : samples_insert_each(c, sid, b, gid, stored);
+    /* PostgreSQL copies the rows; when one was already stored (a re-sent
+     * interval) the copy undoes itself and the insert skips those. */
+    if (rc == GI_OK && b->nsamples && db_dialect(c) == DB_PG &&
+        (rc = samples_copy(c, sid, b, gid, stored)) == GI_CONFLICT)
+        rc = samples_insert_many(c, sid, b, gid, stored);
+    else if (rc == GI_OK && b->nsamples && db_dialect(c) != DB_PG)
+        rc = samples_insert_each(c, sid, b, gid, stored);
     free(gid);
     if (rc != GI_OK)
         return rc;

@@ -77,6 +77,15 @@ int usage_reprice(struct conn *c, int64_t from);
  * job. */
 int usage_mark(struct conn *c, int64_t gpu_id, int64_t from_ts, int64_t to_ts);
 
+/* samples.c: a batch's samples into gpu_samples under source sid with
+ * PostgreSQL's COPY, gid[i] the row id of sample i's GPU; *stored grows
+ * by the rows written. GI_CONFLICT, with nothing written, when a row is
+ * already stored (a re-sent interval): the caller then inserts skipping
+ * those. PostgreSQL only, inside the caller's transaction. */
+struct gi_batch;
+int samples_copy(struct conn *c, int64_t sid, const struct gi_batch *b, const int64_t *gid,
+                 int64_t *stored);
+
 /* prices.c: the catalog's hourly rate for one GPU of `model` at `at`, the
  * most specific entry in force winning (pool, cloud and env each narrow
  * an entry; NULL or "" matches only entries that leave it open), in
