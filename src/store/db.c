@@ -636,11 +636,14 @@ int db_audit(struct conn *c, const char *actor, const char *action, const char *
 static const char sql_version_table[] =
     "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)";
 static const char sql_version_max[] = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
+static const char sql_version_has[] = "SELECT COUNT(*) FROM schema_version WHERE version = :v";
 static const char sql_version_add[] = "INSERT INTO schema_version (version) VALUES (:v)";
 
-/* Applies one migration if the database has not got it yet. The check
- * runs under the writer lock, so replicas starting together apply each
- * migration once. */
+/* Applies one migration if the database has not got it yet: each number
+ * is looked up, not compared with the highest applied, so a migration
+ * numbered below one already applied (written on a branch that landed
+ * later) is still applied. The check runs under the writer lock, so
+ * replicas starting together apply each migration once. */
 static int migrate_one(struct conn *c, const struct gi_embedded *m)
 {
     int64_t v = strtoll(m->name, NULL, 10), have = 0; /* names start with their number */
@@ -652,10 +655,13 @@ static int migrate_one(struct conn *c, const struct gi_embedded *m)
     if ((rc = c->drv->exec(c, sql_version_table)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!(s = db_prep(c, sql_version_max)) || db_fetch_int(c, s, &have) != GI_OK)
+    if (!(s = db_prep(c, sql_version_has)))
+        goto cleanup;
+    db_bind_int(s, ":v", v);
+    if (db_fetch_int(c, s, &have) != GI_OK)
         goto cleanup;
     rc = GI_OK;
-    if (v <= have)
+    if (have > 0)
         goto cleanup;
     if ((rc = c->drv->exec(c, (const char *)m->data)) != GI_OK) {
         gi_error("migration %s failed", m->name);
