@@ -118,7 +118,8 @@ static void flatten_into(json_t *row, const char *prefix, const json_t *obj)
             size_t i, len = 0, at = 0;
             json_t *e;
             char *joined = NULL;
-            json_array_foreach(v, i, e) len += (json_is_string(e) ? json_string_length(e) : 32) + 1;
+            json_array_foreach(v, i, e)
+                len += (json_is_string(e) ? json_string_length(e) : 32) + 1;
             if ((joined = calloc(1, len + 1)) == NULL)
                 continue;
             json_array_foreach(v, i, e) {
@@ -224,9 +225,9 @@ void api_usage_heatmap(struct req *r)
         return;
     }
     tz = req_param(r, "tz");
-    reply_items(r, &f, items,
-                json_pack("{s:s, s:s}", "metric", metric ? metric : "util", "tz",
-                          tz && *tz ? tz : "Z"));
+    reply_items(
+        r, &f, items,
+        json_pack("{s:s, s:s}", "metric", metric ? metric : "util", "tz", tz && *tz ? tz : "Z"));
 }
 
 void api_usage_trend(struct req *r)
@@ -373,6 +374,6 @@ void api_insights_savings(struct req *r)
         return;
     }
     reply_items(r, &f, items,
-                json_pack("{s:I, s:f, s:s}", "min_hours", (json_int_t)min_hours, "peak_below",
-                          peak, "method", "catalog"));
+                json_pack("{s:I, s:f, s:s}", "min_hours", (json_int_t)min_hours, "peak_below", peak,
+                          "method", "catalog"));
 }

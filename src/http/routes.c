@@ -75,8 +75,7 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER,
      PAGED ",cluster,node,namespace,active"},
 
-    {"GET", "/api/v1/usage/heatmap", api_usage_heatmap, GI_ROLE_VIEWER,
-     USAGE_FILTERS ",metric,tz"},
+    {"GET", "/api/v1/usage/heatmap", api_usage_heatmap, GI_ROLE_VIEWER, USAGE_FILTERS ",metric,tz"},
     {"GET", "/api/v1/usage/trend", api_usage_trend, GI_ROLE_VIEWER,
      USAGE_FILTERS ",limit,period,group_by"},
     {"GET", "/api/v1/insights/idle", api_insights_idle, GI_ROLE_VIEWER,

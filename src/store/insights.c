@@ -41,7 +41,9 @@
 
 #define TREND(key, join)                                                                           \
     "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM usage_hourly h " join          \
-    " WHERE " FILTERS " GROUP BY " key " ORDER BY 2 DESC, 1 " "LIMIT :limit"
+                                                             " WHERE " FILTERS " GROUP BY " key    \
+                                                             " ORDER BY 2 DESC, 1 "                \
+                                                             "LIMIT :limit"
 
 #define JOIN_GPU "JOIN gpus g ON g.id = h.gpu_id"
 #define JOIN_DC "LEFT JOIN datacenters d ON d.id = h.datacenter_id"
@@ -85,8 +87,8 @@
     X(ALLOC_IDLE,                                                                                  \
       "WITH c AS (SELECT u.gpu_id, u.hour, u.kind, u.consumer, u.team AS holder, u.allocated_s, "  \
       "u.busy_s, u.alloc_idle_s, h.fraction, h.rate_micros, h.currency, h.team, h.host FROM "      \
-      "usage_consumers u JOIN usage_hourly h ON h.gpu_id = u.gpu_id AND h.hour = u.hour WHERE "    \
-      FILTERS "AND u.allocated_s > 0), "                                                           \
+      "usage_consumers u JOIN usage_hourly h ON h.gpu_id = u.gpu_id AND h.hour = u.hour "          \
+      "WHERE " FILTERS "AND u.allocated_s > 0), "                                                  \
       "isl AS (SELECT gpu_id, hour, kind, consumer, hour / 3600 - ROW_NUMBER() OVER (PARTITION "   \
       "BY gpu_id, kind, consumer ORDER BY hour) AS k FROM c WHERE busy_s = 0 AND alloc_idle_s > "  \
       "0), "                                                                                       \
@@ -299,11 +301,10 @@ int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, 
         json_t *util = e->measured_s > 0 ? num(e->util_sum / e->measured_s) : json_null();
         json_t *alloc = e->owned_s > 0 ? num(100.0 * e->allocated_s / e->owned_s) : json_null();
         json_t *o = json_pack("{s:i, s:s, s:i, s:O, s:o, s:o, s:{s:o, s:o, s:o, s:o}}",
-                              "hour_of_week", i, "day", day_names[i / 24], "hour", i % 24,
-                              "value", allocation ? alloc : util, "util_avg", util,
-                              "allocated_pct", alloc, "gpu_hours", "owned", num(e->owned_h),
-                              "measured", num(e->measured_h), "allocated", num(e->allocated_h),
-                              "busy", num(e->busy_h));
+                              "hour_of_week", i, "day", day_names[i / 24], "hour", i % 24, "value",
+                              allocation ? alloc : util, "util_avg", util, "allocated_pct", alloc,
+                              "gpu_hours", "owned", num(e->owned_h), "measured", num(e->measured_h),
+                              "allocated", num(e->allocated_h), "busy", num(e->busy_h));
         if (!append(*items, o))
             goto cleanup;
     }
@@ -323,9 +324,9 @@ static const struct {
     const char *name;
     enum stmt_id id;
 } trend_groups[] = {
-    {"team", ST_TREND_TEAM},   {"env", ST_TREND_ENV},     {"pool", ST_TREND_POOL},
+    {"team", ST_TREND_TEAM},       {"env", ST_TREND_ENV},     {"pool", ST_TREND_POOL},
     {"cluster", ST_TREND_CLUSTER}, {"cloud", ST_TREND_CLOUD}, {"model", ST_TREND_MODEL},
-    {"datacenter", ST_TREND_DC}, {"host", ST_TREND_HOST}, {"gpu", ST_TREND_GPU},
+    {"datacenter", ST_TREND_DC},   {"host", ST_TREND_HOST},   {"gpu", ST_TREND_GPU},
 };
 
 static int trend_stmt(const char *group_by)
@@ -482,17 +483,18 @@ static void strip_hidden(json_t *items)
     size_t i;
     json_t *o;
 
-    json_array_foreach(items, i, o) json_object_del(o, HOURLY);
+    json_array_foreach(items, i, o)
+        json_object_del(o, HOURLY);
 }
 
 static json_t *idle_row(struct db_stmt *s)
 {
-    json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu",
-                          col_text_json(s, 0), "host", col_text_json(s, 8), "team",
-                          col_text_json(s, 9), "model", col_text_json(s, 10), "since",
-                          time_json(db_col_int(s, 1)), "until", time_json(db_col_int(s, 2)),
-                          "hours", (json_int_t)db_col_int(s, 3), "idle_gpu_hours",
-                          num(db_col_dbl(s, 4)), "cost", col_cost(s, 5));
+    json_t *o =
+        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu", col_text_json(s, 0),
+                  "host", col_text_json(s, 8), "team", col_text_json(s, 9), "model",
+                  col_text_json(s, 10), "since", time_json(db_col_int(s, 1)), "until",
+                  time_json(db_col_int(s, 2)), "hours", (json_int_t)db_col_int(s, 3),
+                  "idle_gpu_hours", num(db_col_dbl(s, 4)), "cost", col_cost(s, 5));
     if (o)
         set_hourly(o, col_opt(s, 11), db_col_text(s, 12));
     return o;
@@ -520,13 +522,13 @@ static json_t *alloc_idle_row(struct db_stmt *s)
 {
     bool now = !db_col_is_null(s, 13);
     int64_t since = now ? db_col_int(s, 13) : db_col_int(s, 10);
-    json_t *o = json_pack(
-        "{s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:b, s:o, s:o, s:o, s:o}", "gpu",
-        col_text_json(s, 0), "host", col_text_json(s, 5), "team", col_text_json(s, 4), "consumer",
-        "kind", col_text_json(s, 1), "name", col_text_json(s, 2), "team", col_text_json(s, 3),
-        "since", time_json(since), "idle_now", now, "last_seen", time_json(db_col_int(s, 11)),
-        "held_gpu_hours", num(db_col_dbl(s, 12)), "allocated_idle_gpu_hours",
-        num(db_col_dbl(s, 6)), "cost", col_cost(s, 7));
+    json_t *o =
+        json_pack("{s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:b, s:o, s:o, s:o, s:o}", "gpu",
+                  col_text_json(s, 0), "host", col_text_json(s, 5), "team", col_text_json(s, 4),
+                  "consumer", "kind", col_text_json(s, 1), "name", col_text_json(s, 2), "team",
+                  col_text_json(s, 3), "since", time_json(since), "idle_now", now, "last_seen",
+                  time_json(db_col_int(s, 11)), "held_gpu_hours", num(db_col_dbl(s, 12)),
+                  "allocated_idle_gpu_hours", num(db_col_dbl(s, 6)), "cost", col_cost(s, 7));
     if (o)
         set_hourly(o, col_opt(s, 14), db_col_text(s, 15));
     return o;
@@ -588,8 +590,7 @@ static int alloc_idle_fn(struct conn *c, const void *arg, json_t *items)
     return alloc_idle_items(c, arg, items);
 }
 
-int store_insight_alloc_idle(struct store *st, const struct store_insight_filter *f,
-                             json_t **items)
+int store_insight_alloc_idle(struct store *st, const struct store_insight_filter *f, json_t **items)
 {
     return run_items(st, items, alloc_idle_fn, f);
 }
@@ -626,7 +627,8 @@ static int waste_fn(struct conn *c, const void *arg, json_t *items)
     size_t i;
     json_t *o;
 
-    json_array_foreach(items, i, o) json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
+    json_array_foreach(items, i, o)
+        json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
     return rc;
 }
 
@@ -640,14 +642,14 @@ static json_t *top_row(struct db_stmt *s)
 {
     double gh = db_col_dbl(s, 3), busy = db_col_dbl(s, 4), measured = db_col_dbl(s, 7);
 
-    return json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o}", "kind", col_text_json(s, 0),
-        "consumer", col_text_json(s, 1), "team", col_text_json(s, 2), "gpu_hours", num(gh),
-        "busy_gpu_hours", num(busy), "allocated_idle_gpu_hours", num(db_col_dbl(s, 5)), "busy_pct",
-        gh > 0 ? num(100.0 * busy / gh) : json_null(), "util_avg",
-        measured > 0 ? num(db_col_dbl(s, 6) / measured) : json_null(), "gpus",
-        (json_int_t)db_col_int(s, 8), "first", time_json(db_col_int(s, 12)), "last",
-        time_json(db_col_int(s, 13)), "cost", col_cost(s, 9));
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o}", "kind",
+                     col_text_json(s, 0), "consumer", col_text_json(s, 1), "team",
+                     col_text_json(s, 2), "gpu_hours", num(gh), "busy_gpu_hours", num(busy),
+                     "allocated_idle_gpu_hours", num(db_col_dbl(s, 5)), "busy_pct",
+                     gh > 0 ? num(100.0 * busy / gh) : json_null(), "util_avg",
+                     measured > 0 ? num(db_col_dbl(s, 6) / measured) : json_null(), "gpus",
+                     (json_int_t)db_col_int(s, 8), "first", time_json(db_col_int(s, 12)), "last",
+                     time_json(db_col_int(s, 13)), "cost", col_cost(s, 9));
 }
 
 static int top_fn(struct conn *c, const void *arg, json_t *items)
@@ -863,10 +865,10 @@ int store_insight_overrequest(struct store *st, const struct store_insight_filte
  * holder, in one currency. */
 struct opportunity {
     char key[512];
-    json_t *o;           /* the item */
-    json_t *uuids;       /* borrowed from o */
-    double hourly;       /* micros per hour saved, NAN: no rate */
-    char currency[8];    /* "" without a rate */
+    json_t *o;        /* the item */
+    json_t *uuids;    /* borrowed from o */
+    double hourly;    /* micros per hour saved, NAN: no rate */
+    char currency[8]; /* "" without a rate */
     int64_t since;
 };
 
@@ -886,8 +888,8 @@ static void opps_free(struct opportunities *ops)
 
 /* The opportunity of `kind` for `holder` in `currency`, made on first
  * use; NULL when out of memory. */
-static struct opportunity *opp_get(struct opportunities *ops, const char *kind,
-                                   const char *holder, const char *currency)
+static struct opportunity *opp_get(struct opportunities *ops, const char *kind, const char *holder,
+                                   const char *currency)
 {
     char key[512];
 
@@ -976,8 +978,9 @@ static void opp_finish(struct opportunity *p)
         snprintf(text, sizeof text, "release %zu allocated-idle GPU%s held by %s since %s: %s", n,
                  pl, holder, date, tail);
     else if (strcmp(kind, "idle") == 0)
-        snprintf(text, sizeof text, "reclaim %zu GPU%s %s%s idle for %lld hours or more since %s: %s",
-                 n, pl, team ? "of team " : "without an owner", team ? team : "",
+        snprintf(text, sizeof text,
+                 "reclaim %zu GPU%s %s%s idle for %lld hours or more since %s: %s", n, pl,
+                 team ? "of team " : "without an owner", team ? team : "",
                  (long long)json_integer_value(json_object_get(p->o, "_hours")), date, tail);
     else
         snprintf(text, sizeof text,
@@ -992,8 +995,9 @@ static void opp_finish(struct opportunity *p)
         json_pack("{s:o, s:o, s:s, s:s}", "monthly",
                   money_json(p->currency[0] ? p->hourly * MONTH_HOURS : NAN), "currency",
                   p->currency[0] ? json_string(p->currency) : json_null(), "method", "catalog",
-                  "basis", "cost per hour now of the GPUs behind it (catalog rate x fraction) x "
-                           "720 hours (30 days)"));
+                  "basis",
+                  "cost per hour now of the GPUs behind it (catalog rate x fraction) x "
+                  "720 hours (30 days)"));
     json_object_del(p->o, "_holder");
     json_object_del(p->o, "_hours");
     json_object_del(p->o, "_n");

@@ -80,8 +80,10 @@ struct hour {
 
 static void host(struct sql *q, int id, const char *name)
 {
-    sql_add(q, "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (%d, '%s', 1, 1);\n",
-            id, name);
+    sql_add(
+        q,
+        "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (%d, '%s', 1, 1);\n",
+        id, name);
 }
 
 static void gpu(struct sql *q, int id, const char *uuid, int host_id)
@@ -122,8 +124,8 @@ static void consumer(struct sql *q, int gpu_id, long long at, const char *kind, 
             "INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, "
             "allocated_s, busy_s, alloc_idle_s, util_sum, measured_s, util_max) VALUES (%d, %lld, "
             "'%s', '%s', %s, %s, %s, %.1f, %.1f, %.1f, %.1f, %.1f, %s);\n",
-            gpu_id, at, kind, name, t, n, p, h.alloc, h.busy, h.ai, h.util * h.measured,
-            h.measured, dbl(umax, sizeof umax, h.umax));
+            gpu_id, at, kind, name, t, n, p, h.alloc, h.busy, h.ai, h.util * h.measured, h.measured,
+            dbl(umax, sizeof umax, h.umax));
 }
 
 static const struct hour held_idle = {3600, 3600, 0, 3600, 0, 0, 3600, 0, 0};
@@ -286,7 +288,9 @@ static void test_trend(void **state)
 
     assert_status(store_usage_trend(fx->st, &f, "nonsense", T0 + H, &items), GI_INVALID);
     assert_status(store_usage_trend(fx->st, &f, "team", T0 + H, &items), GI_OK);
-    json_array_foreach(items, i, o) if (str(o, "group") && strcmp(str(o, "group"), "research") == 0) it = o;
+    json_array_foreach(items, i, o)
+        if (str(o, "group") && strcmp(str(o, "group"), "research") == 0)
+            it = o;
     assert_non_null(it);
     assert_near(real(it, "owned.current"), 2);
     assert_near(real(it, "owned.previous"), 1);
