@@ -83,6 +83,18 @@ static bool limit_or_reply(struct req *r, struct store_insight_filter *f)
     return req_param_int_or_reply(r, "limit", 1, req_wants_csv(r) ? 100000 : 1000, &f->limit);
 }
 
+/* A store failure as its reply: a result too large to gather (too many
+ * workload GPUs in the range) is the range's fault. */
+static void reply_insight_status(struct req *r, int st, const char *what)
+{
+    if (st == GI_TOO_LARGE) {
+        reply_error(r, 400, "range_too_large", "from",
+                    "the range holds too many rows for %s: narrow it or add a filter", what);
+        return;
+    }
+    reply_status(r, st, what);
+}
+
 /* An optional percentage parameter in [0, 100]. */
 static bool pct_param_or_reply(struct req *r, const char *name, double *out)
 {
@@ -351,7 +363,7 @@ void api_insights_overrequest(struct req *r)
         !pct_param_or_reply(r, "peak_below", &peak))
         return;
     if ((st = store_insight_overrequest(r->store, &f, peak, &items)) != GI_OK) {
-        reply_status(r, st, "over-requesting workloads");
+        reply_insight_status(r, st, "over-requesting workloads");
         return;
     }
     reply_items(r, &f, items, json_pack("{s:f}", "peak_below", peak));
@@ -370,7 +382,7 @@ void api_insights_savings(struct req *r)
         !req_param_int_or_reply(r, "min_hours", 1, 24 * 366 * 5, &min_hours))
         return;
     if ((st = store_insight_savings(r->store, &f, min_hours, peak, &items)) != GI_OK) {
-        reply_status(r, st, "savings");
+        reply_insight_status(r, st, "savings");
         return;
     }
     reply_items(r, &f, items,

@@ -94,21 +94,31 @@ static void gpu(struct sql *q, int id, const char *uuid, int host_id)
             id, uuid, host_id);
 }
 
-/* One rollup hour; util is the average %, so util_sum = util x measured. */
-static void hour(struct sql *q, int gpu_id, long long at, const char *team, int host_id,
-                 const char *hostname, long long rate, struct hour h)
+/* One rollup hour priced at rate micro-units of cur per hour (cur NULL:
+ * no rate); util is the average %, so util_sum = util x measured. */
+static void hour_in(struct sql *q, int gpu_id, long long at, const char *team, int host_id,
+                    const char *hostname, long long rate, const char *cur, struct hour h)
 {
-    char umax[32];
+    char umax[32], price[64];
 
+    if (cur)
+        snprintf(price, sizeof price, "%lld, '%s'", rate, cur);
+    else
+        snprintf(price, sizeof price, "NULL, NULL");
     sql_add(q,
             "INSERT INTO usage_hourly (gpu_id, hour, team, env, pool, cluster, cloud, model, "
             "datacenter_id, host_id, host, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "
             "unknown_s, measured_s, util_sum, util_max, mem_sum, energy_wh, fraction, rate_micros, "
             "currency, updated_at) VALUES (%d, %lld, '%s', 'prod', NULL, 'c1', NULL, 'H100', NULL, "
-            "%d, '%s', %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %s, 0, 0, 1, %lld, 'USD', "
-            "1);\n",
+            "%d, '%s', %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %s, 0, 0, 1, %s, 1);\n",
             gpu_id, at, team, host_id, hostname, h.owned, h.alloc, h.busy, h.ai, h.idle, h.unknown,
-            h.measured, h.util * h.measured, dbl(umax, sizeof umax, h.umax), rate);
+            h.measured, h.util * h.measured, dbl(umax, sizeof umax, h.umax), price);
+}
+
+static void hour(struct sql *q, int gpu_id, long long at, const char *team, int host_id,
+                 const char *hostname, long long rate, struct hour h)
+{
+    hour_in(q, gpu_id, at, team, host_id, hostname, rate, "USD", h);
 }
 
 /* Who held the GPU in that hour. */
@@ -511,6 +521,61 @@ static void test_savings(void **state)
     json_decref(items);
 }
 
+/* Money without a rate, or in several currencies, is never added up:
+ * team lab's idle GPUs are priced in USD, in EUR and not at all. */
+static void test_unpriced_and_mixed(void **state)
+{
+    struct testdb_fixture *fx = *state;
+    struct store_insight_filter f = range();
+    struct sql q = {0};
+    json_t *items = NULL, *o;
+    size_t i_;
+
+    gpu(&q, 41, "GPU-n1", 3);
+    gpu(&q, 42, "GPU-e1", 3);
+    gpu(&q, 43, "GPU-u1", 3);
+    for (long long k = -20; k < 10; k++) {
+        hour_in(&q, 41, T0 + k * H, "lab", 3, "hi", 0, NULL, unheld_idle);
+        hour_in(&q, 42, T0 + k * H, "lab", 3, "hi", 1000000, "EUR", unheld_idle);
+        hour_in(&q, 43, T0 + k * H, "lab", 3, "hi", 1000000, "USD", unheld_idle);
+    }
+    sql_run(&fx->db, &q);
+    f.team = "lab";
+
+    assert_status(store_insight_waste_by_team(fx->st, &f, &items), GI_OK);
+    assert_int_equal(json_array_size(items), 1);
+    o = json_array_get(items, 0);
+    assert_true(json_is_null(json_object_get(json_object_get(o, "idle_cost"), "amount")));
+    assert_string_equal(str(o, "idle_cost.currency"), "mixed");
+    assert_near(real(o, "gpu_hours.idle"), 90);
+    json_decref(items);
+
+    assert_status(store_insight_idle(fx->st, &f, 24, &items), GI_OK);
+    assert_int_equal(json_array_size(items), 3);
+    json_array_foreach(items, i_, o) {
+        if (strcmp(str(o, "gpu"), "GPU-n1") == 0) {
+            assert_true(json_is_null(json_object_get(o, "hourly")));
+            assert_true(json_is_null(json_object_get(json_object_get(o, "cost"), "currency")));
+        }
+    }
+    json_decref(items);
+
+    /* One opportunity per currency; the one without a rate comes last. */
+    assert_status(store_insight_savings(fx->st, &f, 24, 5.0, &items), GI_OK);
+    assert_int_equal(json_array_size(items), 3);
+    assert_string_equal(str(json_array_get(items, 0), "text"),
+                        "reclaim 1 GPU of team lab idle for 30 hours or more since 2026-11-01: "
+                        "~$720.00/month");
+    assert_string_equal(str(json_array_get(items, 1), "text"),
+                        "reclaim 1 GPU of team lab idle for 30 hours or more since 2026-11-01: "
+                        "~720.00 EUR/month");
+    o = json_array_get(items, 2);
+    assert_true(json_is_null(json_object_get(json_object_get(o, "saving"), "monthly")));
+    assert_string_equal(str(o, "text"), "reclaim 1 GPU of team lab idle for 30 hours or more "
+                                        "since 2026-11-01: no catalog rate, saving unknown");
+    json_decref(items);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -522,6 +587,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_top_consumers, setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_overrequest, setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_savings, setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_unpriced_and_mixed, setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
