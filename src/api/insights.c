@@ -45,15 +45,18 @@ static bool time_param_or_reply(struct req *r, const char *name, int64_t *out, b
     return true;
 }
 
-/* The filters every insight takes, with [from, to) defaulting to the
- * `range` seconds up to now (or up to `to`). */
+/* The filters every insight takes. As for /api/v1/usage, the range
+ * holds every hour that overlaps [from, to): from is rounded down to its
+ * hour, and both default to the `range` seconds up to the end of the
+ * current hour. */
 static bool filter_or_reply(struct req *r, struct store_insight_filter *f, int64_t range)
 {
     bool csv = req_wants_csv(r), has_from, has_to;
+    int64_t now = gi_now();
 
     memset(f, 0, sizeof *f);
     f->limit = csv ? 100000 : 100;
-    f->to = gi_now();
+    f->to = now - now % 3600 + 3600;
     if (!req_param_str_or_reply(r, "team", 128, &f->team) ||
         !req_param_str_or_reply(r, "env", 128, &f->env) ||
         !req_param_str_or_reply(r, "pool", 128, &f->pool) ||
@@ -66,6 +69,7 @@ static bool filter_or_reply(struct req *r, struct store_insight_filter *f, int64
         return false;
     if (!has_from)
         f->from = f->to - range;
+    f->from -= f->from % 3600;
     if (f->from >= f->to) {
         reply_error(r, 400, "invalid_parameter", "from", "from must be before to");
         return false;

@@ -33,8 +33,8 @@
     "SUM(CASE WHEN h.hour " cmp " :mid THEN h.owned_s * h.fraction ELSE 0 END), "                  \
     "SUM(CASE WHEN h.hour " cmp " :mid THEN h.busy_s * h.fraction ELSE 0 END), "                   \
     "SUM(CASE WHEN h.hour " cmp " :mid THEN h.alloc_idle_s * h.fraction ELSE 0 END), "             \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.util_sum ELSE 0 END), "                              \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.measured_s ELSE 0 END), "                            \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.util_sum * h.fraction ELSE 0 END), "                 \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.measured_s * h.fraction ELSE 0 END), "               \
     "SUM(CASE WHEN h.hour " cmp " :mid THEN h.owned_s * h.fraction * h.rate_micros END) / 3600, "  \
     "MIN(CASE WHEN h.hour " cmp " :mid THEN h.currency END), "                                     \
     "MAX(CASE WHEN h.hour " cmp " :mid THEN h.currency END)"
@@ -55,11 +55,10 @@
     "u.pod ELSE u.consumer END"
 
 #define STATEMENTS(X)                                                                              \
-    X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum), SUM(h.measured_s), "   \
-               "SUM(h.allocated_s), SUM(h.owned_s), SUM(h.owned_s * h.fraction), "                 \
+    X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum * h.fraction), "         \
                "SUM(h.measured_s * h.fraction), SUM(h.allocated_s * h.fraction), "                 \
-               "SUM(h.busy_s * h.fraction) FROM usage_hourly h WHERE " FILTERS                     \
-               "GROUP BY ((h.hour + :tz) / 3600 + 72) % 168")                                      \
+               "SUM(h.owned_s * h.fraction), SUM(h.busy_s * h.fraction) FROM usage_hourly h "      \
+               "WHERE " FILTERS "GROUP BY ((h.hour + :tz) / 3600 + 72) % 168")                     \
     X(TREND_TEAM, TREND("h.team", ""))                                                             \
     X(TREND_ENV, TREND("h.env", ""))                                                               \
     X(TREND_POOL, TREND("h.pool", ""))                                                             \
@@ -82,8 +81,8 @@
       "SELECT g.uuid, r.since, r.last + 3600, r.hours, r.idle_s / 3600, r.cost, r.cur1, r.cur2, "  \
       "l.host, l.team, l.model, l.rate_micros * l.fraction, l.currency FROM runs r JOIN newest n " \
       "ON n.gpu_id = r.gpu_id AND n.hour = r.last JOIN usage_hourly l ON l.gpu_id = r.gpu_id AND " \
-      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours AND r.last + "   \
-      "3600 >= :recent ORDER BY r.hours DESC, g.uuid LIMIT :limit")                                \
+      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours AND r.last >= "  \
+      ":recent ORDER BY r.hours DESC, g.uuid LIMIT :limit")                                        \
     X(ALLOC_IDLE,                                                                                  \
       "WITH c AS (SELECT u.gpu_id, u.hour, u.kind, u.consumer, u.team AS holder, u.allocated_s, "  \
       "u.busy_s, u.alloc_idle_s, h.fraction, h.rate_micros, h.currency, h.team, h.host FROM "      \
@@ -119,7 +118,8 @@
     X(TOP_CONSUMERS,                                                                               \
       "SELECT u.kind, u.consumer, MAX(u.team), SUM(u.allocated_s * h.fraction) / 3600, "           \
       "SUM(u.busy_s * h.fraction) / 3600, SUM(u.alloc_idle_s * h.fraction) / 3600, "               \
-      "SUM(u.util_sum), SUM(u.measured_s), COUNT(DISTINCT u.gpu_id), SUM(u.allocated_s * "         \
+      "SUM(u.util_sum * h.fraction), SUM(u.measured_s * h.fraction), COUNT(DISTINCT u.gpu_id), "   \
+      "SUM(u.allocated_s * "                                                                       \
       "h.fraction * h.rate_micros) / 3600, MIN(h.currency), MAX(h.currency), MIN(u.hour), "        \
       "MAX(u.hour) + 3600 FROM usage_consumers u JOIN usage_hourly h ON h.gpu_id = u.gpu_id AND "  \
       "h.hour = u.hour WHERE " FILTERS "AND u.allocated_s > 0 GROUP BY u.kind, u.consumer ORDER "  \
@@ -257,9 +257,10 @@ static int collect_rows(struct conn *c, struct db_stmt *s, json_t *(*row)(struct
 
 static const char *const day_names[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
 
+/* One hour of the week: sums of seconds (and of util % x seconds), each
+ * weighted by the GPU's fraction. */
 struct cell {
-    double util_sum, measured_s, allocated_s, owned_s;
-    double owned_h, measured_h, allocated_h, busy_h;
+    double util_sum, measured_s, allocated_s, owned_s, busy_s;
 };
 
 int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, int64_t tz_s,
@@ -285,10 +286,7 @@ int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, 
         e->measured_s = db_col_dbl(s, 2);
         e->allocated_s = db_col_dbl(s, 3);
         e->owned_s = db_col_dbl(s, 4);
-        e->owned_h = db_col_dbl(s, 5) / 3600;
-        e->measured_h = db_col_dbl(s, 6) / 3600;
-        e->allocated_h = db_col_dbl(s, 7) / 3600;
-        e->busy_h = db_col_dbl(s, 8) / 3600;
+        e->busy_s = db_col_dbl(s, 5);
     }
     db_reset(s);
     if ((rc = db_status(step)) != GI_OK)
@@ -300,11 +298,12 @@ int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, 
         const struct cell *e = &cells[i];
         json_t *util = e->measured_s > 0 ? num(e->util_sum / e->measured_s) : json_null();
         json_t *alloc = e->owned_s > 0 ? num(100.0 * e->allocated_s / e->owned_s) : json_null();
-        json_t *o = json_pack("{s:i, s:s, s:i, s:O, s:o, s:o, s:{s:o, s:o, s:o, s:o}}",
-                              "hour_of_week", i, "day", day_names[i / 24], "hour", i % 24, "value",
-                              allocation ? alloc : util, "util_avg", util, "allocated_pct", alloc,
-                              "gpu_hours", "owned", num(e->owned_h), "measured", num(e->measured_h),
-                              "allocated", num(e->allocated_h), "busy", num(e->busy_h));
+        json_t *o =
+            json_pack("{s:i, s:s, s:i, s:O, s:o, s:o, s:{s:o, s:o, s:o, s:o}}", "hour_of_week", i,
+                      "day", day_names[i / 24], "hour", i % 24, "value", allocation ? alloc : util,
+                      "util_avg", util, "allocated_pct", alloc, "gpu_hours", "owned",
+                      num(e->owned_s / 3600), "measured", num(e->measured_s / 3600), "allocated",
+                      num(e->allocated_s / 3600), "busy", num(e->busy_s / 3600));
         if (!append(*items, o))
             goto cleanup;
     }
@@ -500,10 +499,11 @@ static json_t *idle_row(struct db_stmt *s)
     return o;
 }
 
-/* The newest hour a run may end with and still count as lasting up to
- * the end of the range: the hour before the one `to` falls in, so that
- * an hour not yet rolled up does not end every run. */
-static int64_t recent_hour(int64_t to) { return to - to % 3600 - 3600; }
+/* The oldest hour a run may end with and still count as lasting up to
+ * the end of the range: the hour before the range's newest hour (the one
+ * holding to - 1), so that an hour not yet rolled up does not end every
+ * run. */
+static int64_t recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 3600; }
 
 static int idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
                       json_t *items)
@@ -514,7 +514,7 @@ static int idle_items(struct conn *c, const struct store_insight_filter *f, int6
         return GI_INTERNAL;
     bind_filter(s, f);
     db_bind_int(s, ":min_hours", min_hours);
-    db_bind_int(s, ":recent", recent_hour(f->to) + 3600);
+    db_bind_int(s, ":recent", recent_hour(f->to));
     return collect_rows(c, s, idle_row, items);
 }
 

@@ -76,6 +76,7 @@ static const char *dbl(char *buf, size_t len, double v)
 
 struct hour {
     double owned, alloc, busy, ai, idle, unknown, measured, util, umax;
+    double frac; /* share of a whole GPU; 0 stands for 1 */
 };
 
 static void host(struct sql *q, int id, const char *name)
@@ -110,9 +111,10 @@ static void hour_in(struct sql *q, int gpu_id, long long at, const char *team, i
             "datacenter_id, host_id, host, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "
             "unknown_s, measured_s, util_sum, util_max, mem_sum, energy_wh, fraction, rate_micros, "
             "currency, updated_at) VALUES (%d, %lld, '%s', 'prod', NULL, 'c1', NULL, 'H100', NULL, "
-            "%d, '%s', %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %s, 0, 0, 1, %s, 1);\n",
+            "%d, '%s', %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %s, 0, 0, %.6f, %s, 1);\n",
             gpu_id, at, team, host_id, hostname, h.owned, h.alloc, h.busy, h.ai, h.idle, h.unknown,
-            h.measured, h.util * h.measured, dbl(umax, sizeof umax, h.umax), price);
+            h.measured, h.util * h.measured, dbl(umax, sizeof umax, h.umax),
+            h.frac > 0 ? h.frac : 1.0, price);
 }
 
 static void hour(struct sql *q, int gpu_id, long long at, const char *team, int host_id,
@@ -138,10 +140,10 @@ static void consumer(struct sql *q, int gpu_id, long long at, const char *kind, 
             dbl(umax, sizeof umax, h.umax));
 }
 
-static const struct hour held_idle = {3600, 3600, 0, 3600, 0, 0, 3600, 0, 0};
-static const struct hour held_busy = {3600, 3600, 3600, 0, 0, 0, 3600, 80, 90};
-static const struct hour held_low = {3600, 3600, 0, 3600, 0, 0, 3600, 0, 1};
-static const struct hour unheld_idle = {3600, 0, 0, 0, 3600, 0, 3600, 0, 0};
+static const struct hour held_idle = {3600, 3600, 0, 3600, 0, 0, 3600, 0, 0, 1};
+static const struct hour held_busy = {3600, 3600, 3600, 0, 0, 0, 3600, 80, 90, 1};
+static const struct hour held_low = {3600, 3600, 0, 3600, 0, 0, 3600, 0, 1, 1};
+static const struct hour unheld_idle = {3600, 0, 0, 0, 3600, 0, 3600, 0, 0, 1};
 
 static void fleet(const struct testdb *t)
 {
@@ -183,9 +185,9 @@ static void fleet(const struct testdb *t)
     }
     gpu(&q, 31, "GPU-m1", 4);
     {
-        struct hour busy = {3600, 3600, 3600, 0, 0, 0, 3600, 50, 60};
-        struct hour half = {3600, 1800, 1800, 0, 0, 1800, 1800, 20, 25};
-        struct hour low = {3600, 0, 0, 0, 3600, 0, 3600, 3, 4};
+        struct hour busy = {3600, 3600, 3600, 0, 0, 0, 3600, 50, 60, 1};
+        struct hour half = {3600, 1800, 1800, 0, 0, 1800, 1800, 20, 25, 1};
+        struct hour low = {3600, 0, 0, 0, 3600, 0, 3600, 3, 4, 1};
         hour(&q, 31, T0, "research", 4, "hr", 1000000, busy);
         consumer(&q, 31, T0, "process", "alice/python", NULL, NULL, NULL, busy);
         hour(&q, 31, T0 + H, "research", 4, "hr", 1000000, half);
@@ -576,6 +578,56 @@ static void test_unpriced_and_mixed(void **state)
     json_decref(items);
 }
 
+/* MIG slices count by their share: two halves of a GPU at $4.00/h held
+ * idle by one pod for 4 hours are 4 GPU-hours and 16.00 of waste. */
+static void test_fractions(void **state)
+{
+    struct testdb_fixture *fx = *state;
+    struct store_insight_filter f = range();
+    struct hour slice = held_idle;
+    struct sql q = {0};
+    json_t *items = NULL, *o;
+    size_t i;
+
+    slice.frac = 0.5;
+    gpu(&q, 51, "MIG-s1", 1);
+    gpu(&q, 52, "MIG-s2", 1);
+    for (int g = 51; g <= 52; g++) {
+        for (long long k = 6; k < 10; k++) {
+            hour(&q, g, T0 + k * H, "mig", 1, "hv", 4000000, slice);
+            consumer(&q, g, T0 + k * H, "k8s", "mig/job/c", "mig", "mig", "job", slice);
+        }
+    }
+    sql_run(&fx->db, &q);
+    f.team = "mig";
+
+    assert_status(store_insight_waste_by_team(fx->st, &f, &items), GI_OK);
+    o = json_array_get(items, 0);
+    assert_string_equal(str(o, "allocated_idle_cost.amount"), "16.00");
+    assert_near(real(o, "gpu_hours.allocated_idle"), 4);
+    json_decref(items);
+
+    assert_status(store_insight_alloc_idle(fx->st, &f, &items), GI_OK);
+    assert_int_equal(json_array_size(items), 2);
+    json_array_foreach(items, i, o) {
+        assert_near(real(o, "allocated_idle_gpu_hours"), 2);
+        assert_string_equal(str(o, "cost.amount"), "8.00");
+        assert_string_equal(str(o, "hourly.amount"), "2.00");
+    }
+    json_decref(items);
+
+    assert_status(store_insight_savings(fx->st, &f, 24, 5.0, &items), GI_OK);
+    assert_int_equal(json_array_size(items), 1);
+    assert_string_equal(str(json_array_get(items, 0), "saving.monthly"), "2880.00");
+    json_decref(items);
+
+    f.from = T0;
+    assert_status(store_usage_heatmap(fx->st, &f, 0, true, &items), GI_OK);
+    assert_near(real(json_array_get(items, 6), "gpu_hours.owned"), 1);
+    assert_near(real(json_array_get(items, 6), "value"), 100);
+    json_decref(items);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +640,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_overrequest, setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_savings, setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_unpriced_and_mixed, setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_fractions, setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
