@@ -144,6 +144,8 @@ static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c,
 /* A month, for the savings: 30 days of hours. */
 #define MONTH_HOURS 720.0
 
+/* Binds the filters and the range every statement shares (FILTERS) and
+ * the page bound. */
 static void bind_filter(struct db_stmt *s, const struct store_insight_filter *f)
 {
     db_bind_opt_text(s, ":team", f->team);
@@ -162,6 +164,7 @@ static void bind_filter(struct db_stmt *s, const struct store_insight_filter *f)
  * hours they are (10 rather than 9.999999999998). */
 static double round6(double x) { return round(x * 1e6) / 1e6; }
 
+/* A figure as JSON, rounded (round6). */
 static json_t *num(double x) { return json_real(round6(x)); }
 
 /* A nullable real column; NAN when NULL. */
@@ -197,6 +200,7 @@ static void money_text(double micros, char *buf, size_t len)
     snprintf(buf, len, "%s%lld.%02lld", sign, cents / 100, cents % 100);
 }
 
+/* Micro-units as a JSON decimal string; null for NAN (no rate). */
 static json_t *money_json(double micros)
 {
     char buf[40];
@@ -328,6 +332,7 @@ static const struct {
     {"datacenter", ST_TREND_DC},   {"host", ST_TREND_HOST},   {"gpu", ST_TREND_GPU},
 };
 
+/* The trend statement of a grouping, -1 for an unknown one. */
 static int trend_stmt(const char *group_by)
 {
     for (size_t i = 0; i < sizeof trend_groups / sizeof trend_groups[0]; i++)
@@ -371,6 +376,7 @@ struct half {
     const char *cur1, *cur2;
 };
 
+/* Reads a half of a trend row from column i on (8 columns). */
 static void half_read(struct db_stmt *s, int i, struct half *h)
 {
     double measured = db_col_dbl(s, i + 4);
@@ -393,6 +399,7 @@ static double half_cost(const struct half *h)
     return isnan(h->cost) ? 0 : h->cost;
 }
 
+/* A figure as JSON, null for NAN (unknown). */
 static json_t *opt_num(double x) { return isnan(x) ? json_null() : num(x); }
 
 /* The currency of a half: NULL when no hour had a rate, "mixed" when
@@ -404,6 +411,8 @@ static const char *half_currency(const struct half *h)
     return h->cur2 && strcmp(h->cur1, h->cur2) != 0 ? "mixed" : h->cur1;
 }
 
+/* One group of a trend: each figure of the current half beside the
+ * previous one. */
 static json_t *trend_row(struct db_stmt *s)
 {
     struct half cur, prev;
@@ -469,6 +478,7 @@ static json_t *hourly_json(double micros, const char *currency)
     return json_pack("{s:o, s:s}", "amount", money_json(micros), "currency", currency);
 }
 
+/* Sets o's "hourly" cost and, with a rate, its hidden HOURLY figure. */
 static void set_hourly(json_t *o, double micros, const char *currency)
 {
     json_object_set_new(o, "hourly", hourly_json(micros, currency));
@@ -486,6 +496,7 @@ static void strip_hidden(json_t *items)
         json_object_del(o, HOURLY);
 }
 
+/* One GPU of the IDLE statement. */
 static json_t *idle_row(struct db_stmt *s)
 {
     json_t *o =
@@ -505,6 +516,8 @@ static json_t *idle_row(struct db_stmt *s)
  * run. */
 static int64_t recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 3600; }
 
+/* Appends the GPUs idle now for min_hours or more to items (with the
+ * hidden HOURLY figures). */
 static int idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
                       json_t *items)
 {
@@ -518,6 +531,7 @@ static int idle_items(struct conn *c, const struct store_insight_filter *f, int6
     return collect_rows(c, s, idle_row, items);
 }
 
+/* One GPU and consumer of the ALLOC_IDLE statement. */
 static json_t *alloc_idle_row(struct db_stmt *s)
 {
     bool now = !db_col_is_null(s, 13);
@@ -534,6 +548,8 @@ static json_t *alloc_idle_row(struct db_stmt *s)
     return o;
 }
 
+/* Appends the allocated-idle GPUs to items (with the hidden HOURLY
+ * figures). */
 static int alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
 {
     struct db_stmt *s = prep(c, ST_ALLOC_IDLE);
@@ -566,22 +582,24 @@ static int run_items(struct store *st, json_t **items,
     return rc;
 }
 
-struct idle_arg {
+/* What the producers of run_items() take besides the filter. */
+struct insight_arg {
     const struct store_insight_filter *f;
     int64_t min_hours;
     double peak_below;
 };
 
+/* The producers run_items() runs, one per public function. */
 static int idle_fn(struct conn *c, const void *arg, json_t *items)
 {
-    const struct idle_arg *a = arg;
+    const struct insight_arg *a = arg;
     return idle_items(c, a->f, a->min_hours, items);
 }
 
 int store_insight_idle(struct store *st, const struct store_insight_filter *f, int64_t min_hours,
                        json_t **items)
 {
-    struct idle_arg a = {f, min_hours, 0};
+    struct insight_arg a = {f, min_hours, 0};
     return run_items(st, items, idle_fn, &a);
 }
 
@@ -597,6 +615,7 @@ int store_insight_alloc_idle(struct store *st, const struct store_insight_filter
 
 /* ---- waste by team, top consumers ---- */
 
+/* One team of the WASTE_BY_TEAM statement. */
 static json_t *waste_row(struct db_stmt *s)
 {
     const char *c1 = db_col_text(s, 7), *c2 = db_col_text(s, 8);
@@ -610,6 +629,7 @@ static json_t *waste_row(struct db_stmt *s)
                      (json_int_t)db_col_int(s, 9));
 }
 
+/* Runs statement id with the filters, one item per row by `row`. */
 static int stmt_fn(struct conn *c, enum stmt_id id, const struct store_insight_filter *f,
                    json_t *(*row)(struct db_stmt *s), json_t *items)
 {
@@ -638,6 +658,7 @@ int store_insight_waste_by_team(struct store *st, const struct store_insight_fil
     return run_items(st, items, waste_fn, f);
 }
 
+/* One consumer of the TOP_CONSUMERS statement. */
 static json_t *top_row(struct db_stmt *s)
 {
     double gh = db_col_dbl(s, 3), busy = db_col_dbl(s, 4), measured = db_col_dbl(s, 7);
@@ -675,6 +696,7 @@ struct workload {
     int64_t first, last;
 };
 
+/* A new workload item from the first of its rows. */
 static json_t *workload_new(struct db_stmt *s)
 {
     return json_pack("{s:o, s:o, s:I, s:o, s:o, s:o, s:[], s:[]}", "kind", col_text_json(s, 0),
@@ -783,6 +805,8 @@ static int sort_limit(json_t *items, int (*cmp)(const void *, const void *), int
     return GI_OK;
 }
 
+/* Appends the over-requesting workloads to items, largest idle cost
+ * first, at most f->limit (with the hidden members the savings read). */
 static int overrequest_items(struct conn *c, const struct store_insight_filter *f,
                              double peak_below, json_t *items)
 {
@@ -845,7 +869,7 @@ static void strip_workload(json_t *items)
 
 static int overrequest_fn(struct conn *c, const void *arg, json_t *items)
 {
-    const struct idle_arg *a = arg;
+    const struct insight_arg *a = arg;
     int rc = overrequest_items(c, a->f, a->peak_below, items);
 
     strip_workload(items);
@@ -855,7 +879,7 @@ static int overrequest_fn(struct conn *c, const void *arg, json_t *items)
 int store_insight_overrequest(struct store *st, const struct store_insight_filter *f,
                               double peak_below, json_t **items)
 {
-    struct idle_arg a = {f, 0, peak_below};
+    struct insight_arg a = {f, 0, peak_below};
     return run_items(st, items, overrequest_fn, &a);
 }
 
@@ -878,6 +902,7 @@ struct opportunities {
     json_t *claimed; /* uuid -> true: each GPU is behind one opportunity */
 };
 
+/* Frees every opportunity and the set of claimed GPUs. */
 static void opps_free(struct opportunities *ops)
 {
     for (size_t i = 0; i < ops->n; i++)
@@ -940,6 +965,7 @@ static double item_hourly(const json_t *o)
     return h ? json_real_value(h) : NAN;
 }
 
+/* Member k of o as a string, NULL when absent or not a string. */
 static const char *item_str(const json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
@@ -1129,9 +1155,11 @@ static int opp_cmp(const void *a, const void *b)
     return strcmp(item_str(x, "text"), item_str(y, "text"));
 }
 
+/* The savings: the three lists read whole, turned into opportunities
+ * and the largest f->limit kept. */
 static int savings_fn(struct conn *c, const void *arg, json_t *items)
 {
-    const struct idle_arg *a = arg;
+    const struct insight_arg *a = arg;
     struct store_insight_filter f = *a->f;
     struct opportunities ops = {.claimed = json_object()};
     json_t *alloc = json_array(), *idle = json_array(), *over = json_array();
@@ -1174,6 +1202,6 @@ cleanup:
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items)
 {
-    struct idle_arg a = {f, idle_min_hours, peak_below};
+    struct insight_arg a = {f, idle_min_hours, peak_below};
     return run_items(st, items, savings_fn, &a);
 }
