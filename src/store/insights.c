@@ -45,6 +45,15 @@
                                                              " ORDER BY 2 DESC, 1 "                \
                                                              "LIMIT :limit"
 
+/* Consumer hours with their GPU-hour (alias u and h). The consumer rows
+ * lead (CROSS JOIN keeps that order on SQLite; PostgreSQL plans it as an
+ * inner join) and are read by their hour, each finding its hour row by
+ * its primary key: led by usage_hourly, SQLite would search each GPU's
+ * consumer rows over the whole range instead of by the hour. */
+#define CONSUMER_HOURS(more)                                                                       \
+    " usage_consumers u CROSS JOIN usage_hourly h " more " WHERE u.hour >= :from AND u.hour < "    \
+    ":to AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND "
+
 #define JOIN_GPU "JOIN gpus g ON g.id = h.gpu_id"
 #define JOIN_DC "LEFT JOIN datacenters d ON d.id = h.datacenter_id"
 
@@ -85,9 +94,9 @@
       ":recent ORDER BY r.hours DESC, g.uuid LIMIT :limit")                                        \
     X(ALLOC_IDLE,                                                                                  \
       "WITH c AS (SELECT u.gpu_id, u.hour, u.kind, u.consumer, u.team AS holder, u.allocated_s, "  \
-      "u.busy_s, u.alloc_idle_s, h.fraction, h.rate_micros, h.currency, h.team, h.host FROM "      \
-      "usage_consumers u JOIN usage_hourly h ON h.gpu_id = u.gpu_id AND h.hour = u.hour "          \
-      "WHERE " FILTERS "AND u.allocated_s > 0), "                                                  \
+      "u.busy_s, u.alloc_idle_s, h.fraction, h.rate_micros, h.currency, h.team, h.host "           \
+      "FROM" CONSUMER_HOURS("") FILTERS                                                            \
+      "AND u.allocated_s > 0), "                                                                   \
       "isl AS (SELECT gpu_id, hour, kind, consumer, hour / 3600 - ROW_NUMBER() OVER (PARTITION "   \
       "BY gpu_id, kind, consumer ORDER BY hour) AS k FROM c WHERE busy_s = 0 AND alloc_idle_s > "  \
       "0), "                                                                                       \
@@ -121,15 +130,15 @@
       "SUM(u.util_sum * h.fraction), SUM(u.measured_s * h.fraction), COUNT(DISTINCT u.gpu_id), "   \
       "SUM(u.allocated_s * "                                                                       \
       "h.fraction * h.rate_micros) / 3600, MIN(h.currency), MAX(h.currency), MIN(u.hour), "        \
-      "MAX(u.hour) + 3600 FROM usage_consumers u JOIN usage_hourly h ON h.gpu_id = u.gpu_id AND "  \
-      "h.hour = u.hour WHERE " FILTERS "AND u.allocated_s > 0 GROUP BY u.kind, u.consumer ORDER "  \
+      "MAX(u.hour) + 3600 FROM" CONSUMER_HOURS("") FILTERS                                         \
+      "AND u.allocated_s > 0 GROUP BY u.kind, u.consumer ORDER "                                   \
       "BY SUM(u.allocated_s * h.fraction) DESC, u.kind, u.consumer LIMIT :limit")                  \
     X(OVERREQUEST,                                                                                 \
       "SELECT u.kind, " WORKLOAD ", COALESCE(h.host_id, 0), MAX(h.host), MAX(u.team), "            \
       "MAX(h.team), g.uuid, MAX(u.util_max), SUM(u.allocated_s), SUM(u.allocated_s * "             \
       "h.fraction) / 3600, SUM(u.allocated_s * h.fraction * h.rate_micros) / 3600, "               \
-      "MIN(h.currency), MIN(u.hour), MAX(u.hour) + 3600 FROM usage_consumers u JOIN usage_hourly " \
-      "h ON h.gpu_id = u.gpu_id AND h.hour = u.hour JOIN gpus g ON g.id = u.gpu_id WHERE " FILTERS \
+      "MIN(h.currency), MIN(u.hour), MAX(u.hour) + 3600 FROM" CONSUMER_HOURS(                      \
+          "JOIN gpus g ON g.id = u.gpu_id") FILTERS                                                \
       "AND u.kind <> 'unknown' AND u.allocated_s > 0 GROUP BY u.kind, " WORKLOAD                   \
       ", COALESCE(h.host_id, 0), g.uuid ORDER BY 1, 2, 3, g.uuid")
 
