@@ -53,6 +53,8 @@ static bool filter_or_reply(struct req *r, struct store_insight_filter *f, int64
 {
     bool csv = req_wants_csv(r), has_from, has_to;
     int64_t now = gi_now();
+    const char *dc = NULL;
+    int st;
 
     memset(f, 0, sizeof *f);
     f->limit = csv ? 100000 : 100;
@@ -63,10 +65,20 @@ static bool filter_or_reply(struct req *r, struct store_insight_filter *f, int64
         !req_param_str_or_reply(r, "cluster", 128, &f->cluster) ||
         !req_param_str_or_reply(r, "cloud", 128, &f->cloud) ||
         !req_param_str_or_reply(r, "model", 96, &f->model) ||
-        !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f->datacenter_id) ||
+        !req_param_str_or_reply(r, "datacenter", 128, &dc) ||
         !time_param_or_reply(r, "from", &f->from, &has_from) ||
         !time_param_or_reply(r, "to", &f->to, &has_to))
         return false;
+    /* A data center by name, as /api/v1/usage takes it (or by id); one
+     * that does not exist matches nothing. */
+    if (dc && (st = store_dc_id_by_name(r->store, dc, &f->datacenter_id)) != GI_OK) {
+        if (st != GI_NOT_FOUND) {
+            reply_status(r, st, "data center");
+            return false;
+        }
+        if (gi_parse_int64(dc, 1, INT64_MAX, &f->datacenter_id) != GI_OK)
+            f->datacenter_id = -1;
+    }
     if (!has_from)
         f->from = f->to - range;
     f->from -= f->from % 3600;

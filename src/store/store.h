@@ -408,9 +408,9 @@ int store_copy(struct store *from, struct store *to, bool dry_run, FILE *progres
  * whose owner and GPU at that hour match every filter given. */
 struct store_insight_filter {
     const char *team, *env, *pool, *cluster, *cloud, *model; /* NULL or "": any */
-    int64_t datacenter_id;                                   /* 0: any */
-    int64_t from, to;                                        /* unix seconds */
-    int64_t limit;                                           /* items at most */
+    int64_t datacenter_id; /* 0: any; -1: none (an unknown data center) */
+    int64_t from, to;      /* unix seconds */
+    int64_t limit;         /* items at most */
 };
 /* The 168 hour-of-week cells (Monday 00 first, in UTC shifted by tz_s
  * seconds), each with the average utilization, the allocated share of

@@ -13,7 +13,7 @@
 // - team research ($1.00/h): m1 busy at 50 % at T0, idle at 3 % at T0+168h.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok, assertError, mkToken, dbQuery, parseCsv } from './helpers.mjs';
+import { useServer, ok, assertError, mkToken, mkDc, dbQuery, parseCsv } from './helpers.mjs';
 
 const h = useServer();
 const T0 = 1793577600;
@@ -77,6 +77,9 @@ test('the fleet is written as the rollup job would leave it', async () => {
   sql += hourRow(931, T0, 'research', 903, 'ins-hr', 1000000, m1busy);
   sql += consumerRow(931, T0, 'process', 'alice/python', null, null, null, m1busy);
   sql += hourRow(931, T0 + 168 * H, 'research', 903, 'ins-hr', 1000000, { ...unheld, util: 3, umax: 4 });
+  // i1 stands in a data center of its own.
+  const dc = await mkDc(h.s, { name: 'ins-dc' });
+  sql += `UPDATE usage_hourly SET datacenter_id = ${dc.id} WHERE gpu_id = 921;\n`;
   await dbQuery(h.s.db, sql);
   assert.equal((await dbQuery(h.s.db, 'SELECT COUNT(*) FROM usage_hourly')).trim(), String(30 + 32 + 35 + 2));
 });
@@ -169,6 +172,13 @@ test('idle: GPUs idle for N consecutive hours up to the end of the range', async
   const later = ok(await h.s.api('GET', `/api/v1/insights/idle?from=${iso(T0)}&to=${iso(T0 + 20 * H)}`));
   assert.equal(later.items.length, 0);
   assertError(await h.s.api('GET', '/api/v1/insights/idle?min_hours=0'), 400, { field: 'min_hours' });
+  // The data-center filter, by name or id; an unknown one matches nothing.
+  const dc = ok(await h.s.api('GET', '/api/v1/datacenters?q=ins-dc')).items[0];
+  for (const sel of ['ins-dc', String(dc.id)]) {
+    const d = ok(await h.s.api('GET', `/api/v1/insights/idle?${RANGE}&datacenter=${sel}`));
+    assert.deepEqual(d.items.map((i) => i.gpu), ['GPU-ins-i1']);
+  }
+  assert.equal(ok(await h.s.api('GET', `/api/v1/insights/idle?${RANGE}&datacenter=nowhere`)).items.length, 0);
 });
 
 test('allocated-idle: who holds idle GPUs, since when, and the waste', async () => {
@@ -263,6 +273,6 @@ test('every insight route needs a viewer and refuses unknown parameters', async 
     assertError(await h.s.api('GET', p, { auth: null }), 401);
     ok(await h.s.api('GET', `${p}?${RANGE}`, { auth: viewer.token }));
     assertError(await h.s.api('GET', `${p}?colour=red`), 400, { code: 'unknown_parameter' });
-    assertError(await h.s.api('GET', `${p}?datacenter=x`), 400, { field: 'datacenter' });
+    assertError(await h.s.api('GET', `${p}?from=soon`), 400, { field: 'from' });
   }
 });
