@@ -108,7 +108,7 @@
       "last, MIN(CASE WHEN alloc_idle_s > 0 THEN hour END) AS first_idle, SUM(allocated_s * "      \
       "fraction) / 3600 AS held FROM c GROUP BY gpu_id, kind, consumer HAVING SUM(alloc_idle_s) "  \
       "> 0) "                                                                                      \
-      "SELECT g.uuid, t.kind, t.consumer, t.holder, t.team, t.host, t.gh, t.cost, t.cur1, "        \
+      "SELECT g.uuid, t.kind, t.consumer, t.holder, l.team, l.host, t.gh, t.cost, t.cur1, "        \
       "t.cur2, t.first_idle, t.last + 3600, t.held, r.since, l.rate_micros * l.fraction, "         \
       "l.currency FROM tot t JOIN gpus g ON g.id = t.gpu_id LEFT JOIN runs r ON r.gpu_id = "       \
       "t.gpu_id AND r.kind = t.kind AND r.consumer = t.consumer AND r.last = t.last LEFT JOIN "    \
