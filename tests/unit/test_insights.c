@@ -628,6 +628,55 @@ static void test_fractions(void **state)
     json_decref(items);
 }
 
+/* Each hour belongs to the owner it had: a GPU handed from team old to
+ * team new halfway through a pod's idle hold is 2 hours of each team's
+ * waste, and shows under its newest owner. */
+static void test_owner_change(void **state)
+{
+    struct testdb_fixture *fx = *state;
+    struct store_insight_filter f = range();
+    struct sql q = {0};
+    json_t *items = NULL, *o;
+    size_t i;
+    int seen = 0;
+
+    gpu(&q, 61, "GPU-o1", 1);
+    for (long long k = 6; k < 10; k++) {
+        hour(&q, 61, T0 + k * H, k < 8 ? "old" : "new", 1, "hv", 1000000, held_idle);
+        consumer(&q, 61, T0 + k * H, "k8s", "x/hold/c", NULL, "x", "hold", held_idle);
+    }
+    sql_run(&fx->db, &q);
+
+    assert_status(store_insight_waste_by_team(fx->st, &f, &items), GI_OK);
+    json_array_foreach(items, i, o) {
+        const char *team = str(o, "team");
+        if (team && (strcmp(team, "old") == 0 || strcmp(team, "new") == 0)) {
+            assert_string_equal(str(o, "allocated_idle_cost.amount"), "2.00");
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 2);
+    json_decref(items);
+
+    assert_status(store_insight_alloc_idle(fx->st, &f, &items), GI_OK);
+    json_array_foreach(items, i, o) {
+        if (strcmp(str(o, "gpu"), "GPU-o1") == 0) {
+            assert_string_equal(str(o, "team"), "new");
+            assert_string_equal(str(o, "since"), "2026-11-02T06:00:00Z");
+            assert_near(real(o, "allocated_idle_gpu_hours"), 4);
+        }
+    }
+    json_decref(items);
+
+    f.team = "new";
+    assert_status(store_insight_alloc_idle(fx->st, &f, &items), GI_OK);
+    assert_int_equal(json_array_size(items), 1);
+    o = json_array_get(items, 0);
+    assert_string_equal(str(o, "since"), "2026-11-02T08:00:00Z");
+    assert_near(real(o, "allocated_idle_gpu_hours"), 2);
+    json_decref(items);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -641,6 +690,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_savings, setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_unpriced_and_mixed, setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_fractions, setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_owner_change, setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
