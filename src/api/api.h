@@ -81,6 +81,11 @@ void api_drift_list(struct req *r);
 /* metrics.c */
 void api_metrics(struct req *r);
 
+/* usage.c: usage over time, the rollup job on demand, a GPU's timeline */
+void api_usage_get(struct req *r);
+void api_usage_rollup(struct req *r);
+void api_gpu_timeline(struct req *r);
+
 /* import.c */
 void api_resources_import(struct req *r);
 

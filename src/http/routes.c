@@ -55,6 +55,7 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER,
      PAGED ",host,cluster,model,q,datacenter,source,stale,state,team,env"},
     {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR, IMPORT ",source,map.*"},
+    {"GET", "/api/v1/gpus/{key}/timeline", api_gpu_timeline, GI_ROLE_VIEWER, "from,to"},
     {"GET", "/api/v1/gpus/{key*}", api_gpus_get, GI_ROLE_VIEWER, ""},
     {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER, LIST},
     {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN, ""},
@@ -74,6 +75,10 @@ const struct route gi_routes[] = {
      LIST ",cluster,node,namespace,active"},
     {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER,
      PAGED ",cluster,node,namespace,active"},
+
+    {"GET", "/api/v1/usage", api_usage_get, GI_ROLE_VIEWER,
+     LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model"},
+    {"POST", "/api/v1/usage/rollup", api_usage_rollup, GI_ROLE_ADMIN, ""},
 
     {"GET", "/api/v1/usage/heatmap", api_usage_heatmap, GI_ROLE_VIEWER, USAGE_FILTERS ",metric,tz"},
     {"GET", "/api/v1/usage/trend", api_usage_trend, GI_ROLE_VIEWER,

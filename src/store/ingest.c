@@ -641,9 +641,10 @@ struct gpu_ref {
     char canon[GI_UUID_LEN]; /* as it is stored (see mig_canonical) */
     int64_t id;
     const struct gi_sample *newest;
-    int64_t anon; /* anonymous processes stored for this GPU in this batch */
-    bool owned;   /* the batch's source owns it */
-    bool stamped; /* the observation carries its own time */
+    int64_t oldest_ts; /* of the batch's samples of this GPU */
+    int64_t anon;      /* anonymous processes stored for this GPU in this batch */
+    bool owned;        /* the batch's source owns it */
+    bool stamped;      /* the observation carries its own time */
 };
 
 static int ref_cmp(const void *a, const void *b)
@@ -729,6 +730,8 @@ static int samples_resolve(const struct gi_batch *b, struct gpu_ref *refs, size_
         ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
         if (ref == NULL)
             return GI_INVALID; /* the parser guarantees every sample names a batch GPU */
+        if (ref->newest == NULL || x->ts < ref->oldest_ts)
+            ref->oldest_ts = x->ts;
         if (ref->newest == NULL || x->ts >= ref->newest->ts)
             ref->newest = x;
         gid[i] = ref->id;
@@ -852,6 +855,9 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
         db_bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
         db_bind_opt_int(s, ":xid", best->xid);
         if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+        /* The usage rollups of the hours these samples touch are redone. */
+        if ((rc = usage_mark(c, refs[k].id, refs[k].oldest_ts, best->ts)) != GI_OK)
             return rc;
     }
     return GI_OK;

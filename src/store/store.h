@@ -368,6 +368,70 @@ int store_job_done(struct store *st, const char *name, const char *holder, int64
 /* The job's lease row {name, holder, next_run_at, lease_until, last_run_at,
  * last_holder, runs}; GI_NOT_FOUND before its first claim. */
 int store_job_get(struct store *st, const char *name, json_t **out);
+/* ---- usage (usage.c, usage_query.c) ---- */
+/* The classification's settings, one set per process: set once before the
+ * server starts (the defaults are the ones shown). */
+struct store_usage_config {
+    double busy_pct;        /* utilization at or above which a GPU is busy (5) */
+    int64_t max_gap_s;      /* longest stretch one sample covers (600) */
+    int retain_hourly_days; /* hourly and per-consumer rollups, intervals (396) */
+    int retain_daily_days;  /* daily rollups (1825) */
+};
+void store_usage_configure(const struct store_usage_config *cfg);
+void store_usage_config_get(struct store_usage_config *out);
+
+/* What one run of the rollup job did. */
+struct store_usage_run {
+    int64_t hours;      /* GPU-hours recomputed from raw samples */
+    int64_t chunks;     /* transactions they took */
+    int64_t redone;     /* rollup rows re-attributed or re-priced */
+    int64_t pruned;     /* rollup rows past retention deleted */
+    int64_t dirty_left; /* GPU-hours still waiting (more than max_chunks' worth) */
+    int64_t redo_left;  /* re-attributions or re-pricings still queued */
+};
+/* The usage:rollup job: marks the current and previous hour of every
+ * present GPU whose rows are stale, recomputes up to max_chunks chunks of
+ * dirty GPU-hours (oldest first, each chunk one transaction, then their
+ * days; a GPU-hour that fails alone is logged and skipped), works the
+ * re-attribution and re-pricing queue, and prunes rollups past
+ * retention. max_chunks < 1: the default. A run on demand names its
+ * actor and is audited; the periodic job passes NULL. */
+int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max_chunks,
+                       struct store_usage_run *out);
+/* The oldest hour still waiting for its rollup; GI_NOT_FOUND when none
+ * (raw samples from then on must be kept). */
+int store_usage_oldest_dirty(struct store *st, int64_t *hour);
+/* The days of raw samples to keep at `now`: retain_days, or more while an
+ * older hour still waits for its rollup (with a day's margin), so that
+ * raw samples are never pruned before they are rolled up. */
+int store_usage_keep_days(struct store *st, int64_t now, int retain_days);
+
+enum store_usage_step { USAGE_STEP_HOUR, USAGE_STEP_DAY, USAGE_STEP_WEEK, USAGE_STEP_MONTH };
+/* A usage report: group_by one of team, env, pool, cluster, cloud, model,
+ * datacenter, host, gpu, consumer (validated by the caller); [from, to)
+ * hour-aligned; filters NULL for any. */
+struct store_usage_query {
+    const char *group_by;
+    int64_t from, to;
+    enum store_usage_step step;
+    const char *team, *env, *pool, *cluster, *cloud, *datacenter, *model;
+    int64_t max_groups; /* GI_TOO_LARGE past it (0: no bound) */
+};
+/* {"items":[{group, start, gpu_hours{owned, allocated, busy,
+ * allocated_idle, idle, unknown}, util_avg, energy_kwh, cost{amount,
+ * currency, method, split} | null, cost_note?}], "total":{...}, from, to,
+ * group_by, source}. Read from usage_daily when the step is a day or
+ * longer and from/to are day-aligned. GI_TOO_LARGE past max_groups groups
+ * or the row bound. Caller owns *out. */
+int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out);
+/* One GPU's timeline over [from, to): {uuid, from, to, telemetry_source,
+ * intervals[{kind, consumer, team, ..., started_at, ended_at}], hours[...]
+ * (hourly rollups, when the range is over 6 hours), samples[...] (raw,
+ * when it is 6 hours or less), events[...], owners[{at, team, env, pool,
+ * cluster, cloud}] (the first hour's owner, then each change)}.
+ * GI_NOT_FOUND for an unknown GPU. Caller owns *out. */
+int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out);
+
 /* GI_OK while the database answers a trivial query that reads the schema;
  * GI_UNAVAILABLE (or another error status) when it does not. */
 int store_ping(struct store *st);

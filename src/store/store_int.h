@@ -62,6 +62,11 @@ int usage_reattribute(struct conn *c, int64_t gpu_id, int64_t from);
 /* usage.c: the price catalog changed from `from` on; the rates stored
  * with the rollups from then on are looked up again. */
 int usage_reprice(struct conn *c, int64_t from);
+/* usage.c (for ingest, inside its transaction): GPU gpu_id got samples
+ * from from_ts to to_ts; marks the hours whose rollup they change (widened
+ * by the coverage gap, never past the current hour) for the usage:rollup
+ * job. */
+int usage_mark(struct conn *c, int64_t gpu_id, int64_t from_ts, int64_t to_ts);
 
 /* prices.c: the catalog's hourly rate for one GPU of `model` at `at`, the
  * most specific entry in force winning (pool, cloud and env each narrow
