@@ -89,6 +89,23 @@ void api_gpu_timeline(struct req *r);
 /* import.c */
 void api_resources_import(struct req *r);
 
+/* prices.c: the price catalog */
+void api_prices_list(struct req *r);
+void api_prices_create(struct req *r);
+void api_prices_rate(struct req *r);
+void api_prices_get(struct req *r);
+void api_prices_update(struct req *r);
+void api_prices_delete(struct req *r);
+
+/* billing.c: cloud billing import */
+void api_billing_import(struct req *r);
+void api_billing_unmatched(struct req *r);
+
+/* showback.c: cost settings and the showback report */
+void api_cost_settings_get(struct req *r);
+void api_cost_settings_put(struct req *r);
+void api_showback(struct req *r);
+
 /* Shared by resources.c and import.c: validates a resource object (and,
  * for a VM, that host_id names a server in the same data center) into
  * *in; on GI_INVALID *err names the field. Caller decrefs in->attrs. */

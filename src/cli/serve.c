@@ -301,6 +301,15 @@ int cli_serve(int argc, char **argv)
             code = EXIT_REVOKED_TOKEN;
         goto cleanup;
     }
+    {
+        bool seeded;
+        if ((rc = store_prices_seed(st, &seeded)) != GI_OK) {
+            gi_error("cannot seed the price catalog: %s", gi_status_name(rc));
+            goto cleanup;
+        }
+        if (seeded)
+            gi_info("price catalog: inserted the shipped estimates");
+    }
     if (demo && (rc = demo_fill(st)) != GI_OK) {
         gi_error("demo fleet failed: %s", gi_status_name(rc));
         goto cleanup;

@@ -263,6 +263,7 @@ int store_source_record(struct store *st, int64_t id, const char *error, int64_t
 struct store_k8s_node {
     const char *name, *hostname, *product, *sharing, *driver, *cloud, *region, *zone,
         *instance_type, *warning;
+    const char *provider_id; /* spec.providerID: the cloud instance behind the node */
     int64_t physical_gpus, capacity, allocatable, mig_devices, replicas; /* -1 unknown */
     int ready;                                                           /* -1 unknown */
 };
@@ -465,6 +466,80 @@ bool store_is_pg_target(const char *target);
  * the copy failed and the target is as it was (rep->error says why). */
 int store_copy(struct store *from, struct store *to, bool dry_run, FILE *progress,
                struct store_copy_report *rep);
+
+/* ---- cost: the price catalog (prices.c), cost settings and the showback
+ * report (showback.c), cloud billing lines (billing.c) ---- */
+/* One catalog entry. kind "hourly": micros per GPU-hour; "purchase":
+ * micros per GPU bought (the TCO method's default when the inventory has
+ * no purchase cost). env, cloud and pool NULL or "": the entry leaves them
+ * open. Documents: {id, kind, model, env, cloud, pool, hourly | amount,
+ * currency, effective_from, effective_until (the next entry of the same
+ * kind, model, env, cloud and pool; null: still in force), estimate,
+ * note, created_at, updated_at}, money as decimal strings. */
+struct store_price {
+    const char *kind, *model, *env, *cloud, *pool, *currency, *note;
+    int64_t micros, effective_from;
+    bool estimate;
+};
+struct store_price_filter {
+    const char *kind;  /* NULL: any */
+    const char *model; /* NULL: any; else entries that would price this GPU model */
+};
+/* Creating, replacing (every field) and deleting an entry re-prices the
+ * usage rollups from the earliest time the change touches, audited, in
+ * one transaction. GI_CONFLICT: an entry of the same kind, model, env,
+ * cloud, pool and effective_from exists. */
+int store_price_create(struct store *st, const char *actor, const struct store_price *in,
+                       json_t **out);
+int store_price_list(struct store *st, const struct store_price_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total);
+int store_price_get(struct store *st, int64_t id, json_t **out);
+int store_price_update(struct store *st, const char *actor, int64_t id,
+                       const struct store_price *in, json_t **out);
+int store_price_delete(struct store *st, const char *actor, int64_t id);
+/* The hourly rate (kind "hourly") or purchase price ("purchase") the
+ * catalog gives one GPU of `model` at `at`: {model, kind, at, hourly |
+ * amount, currency, price_id, estimate, price (the entry)}; GI_NOT_FOUND
+ * when no entry covers it. */
+int store_price_lookup(struct store *st, const char *kind, const char *model, const char *env,
+                       const char *cloud, const char *pool, int64_t at, json_t **out);
+
+/* Inserts the shipped estimates (hourly rates and purchase prices of
+ * common models, USD, "estimate": true, in force since 1970) unless this
+ * database has had them once: the mark stays, so entries deleted later
+ * stay deleted. *seeded says whether this call inserted them. */
+int store_prices_seed(struct store *st, bool *seeded);
+
+/* Settings of the cost methods. */
+struct store_cost_settings {
+    int64_t amortization_years; /* TCO: purchase cost spread over these years (default 4) */
+    int64_t energy_micros_kwh;  /* TCO: price of a kWh in micro-units (default 0.12) */
+    int64_t pue_milli;          /* TCO: power usage effectiveness × 1000 (default 1400) */
+    char currency[4];           /* the reports' currency (default USD) */
+};
+int store_cost_settings_get(struct store *st, struct store_cost_settings *out);
+int store_cost_settings_put(struct store *st, const char *actor,
+                            const struct store_cost_settings *in);
+
+/* Stores the GPU-relevant lines of one billing export (parse/billing.h)
+ * in one transaction: a line already stored (same provider, account and
+ * line key) adds nothing; each new line is matched to a host by instance
+ * id, its cost spread over the host's physical GPUs, or failing that to a
+ * team by its team tag. With dry_run everything runs and is rolled back.
+ * *report (caller owns): {lines, added, duplicates, matched_instance,
+ * matched_tag, unmatched, unmatched_lines:[first 1,000 unmatched added
+ * lines], dry_run}. */
+struct billing_file;
+int store_billing_import(struct store *st, const char *actor, const struct billing_file *f,
+                         bool dry_run, json_t **report);
+/* The stored lines that matched neither an instance nor a team tag. */
+int store_billing_unmatched(struct store *st, const struct store_page *pg, json_t **items,
+                            int64_t *total);
+
+/* The showback report of [from, to) (a month): one row per team. *out
+ * (caller owns): {month?, from, to, currency, rows:[...], total:{...},
+ * methods:{...}}; see showback.c for each figure's method. */
+int store_showback(struct store *st, int64_t from, int64_t to, json_t **out);
 
 /* ---- usage insights (insights.c): patterns, waste and savings, all read
  * from the hourly rollups (usage_hourly, usage_consumers) ---- */

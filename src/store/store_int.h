@@ -77,4 +77,16 @@ int price_rate(struct conn *c, const char *model, const char *env, const char *c
                const char *pool, int64_t at, int64_t *micros_per_hour, char currency[4],
                int64_t *price_id);
 
+/* prices.c: the catalog entries of one kind ("hourly" or "purchase"),
+ * loaded once for many lookups (a report prices many hours); caller frees
+ * with price_catalog_free (accepts NULL). */
+struct price_catalog;
+int price_catalog_load(struct conn *c, const char *kind, struct price_catalog **out);
+/* The entry in force for one GPU at `at`, chosen as price_rate() chooses;
+ * false when no entry covers the model. */
+bool price_catalog_pick(const struct price_catalog *cat, const char *model, const char *env,
+                        const char *cloud, const char *pool, int64_t at, int64_t *micros,
+                        char currency[4], int64_t *price_id);
+void price_catalog_free(struct price_catalog *cat);
+
 #endif
