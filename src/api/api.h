@@ -78,6 +78,24 @@ void api_hosts_link_auto(struct req *r);
 /* drift.c */
 void api_drift_list(struct req *r);
 
+/* ownership.c: dimensions (one code path for /teams, /environments,
+ * /pools, /clusters), owner assignments, mapping rules, unowned GPUs */
+void api_dims_list(struct req *r);
+void api_dims_create(struct req *r);
+void api_dims_get(struct req *r);
+void api_dims_update(struct req *r);
+void api_dims_delete(struct req *r);
+void api_owner_put(struct req *r);
+void api_owner_get(struct req *r);
+void api_owner_unowned(struct req *r);
+void api_owner_import(struct req *r);
+void api_rules_list(struct req *r);
+void api_rules_create(struct req *r);
+void api_rules_get(struct req *r);
+void api_rules_update(struct req *r);
+void api_rules_delete(struct req *r);
+void api_rules_dry_run(struct req *r);
+
 /* metrics.c */
 void api_metrics(struct req *r);
 

@@ -171,6 +171,14 @@ bool db_col_is_null(struct db_stmt *s, int i) { return s->drv->col_type(s, i) ==
 
 int64_t db_changes(struct conn *c) { return c->drv->changes(c); }
 
+int db_copy_in(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows)
+{
+    *rows = 0;
+    if (c->drv->copy_in == NULL || !c->drv->tx_open(c))
+        return GI_INTERNAL;
+    return c->drv->copy_in(c, sql, data, len, rows);
+}
+
 void db_bind_text(struct db_stmt *s, const char *name, const char *v)
 {
     int i = s->drv->param_index(s, name);
@@ -397,9 +405,24 @@ void db_read_begin(struct conn *c)
                  c->dialect == DB_PG ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN");
 }
 
+int db_read_batch(struct conn *c, struct db_stmt *const *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (s[i] == NULL)
+            return GI_INTERNAL;
+    if (c->drv->run_batch)
+        return c->drv->run_batch(c, s, n);
+    /* Statements step one by one; several need one read transaction. */
+    if (n > 1 && !c->drv->tx_open(c))
+        db_read_begin(c);
+    return GI_OK;
+}
+
 void db_read_end(struct conn *c)
 {
-    if (c->drv->tx_open(c))
+    /* Inside a writing transaction of db_tx_begin() the reads were part of
+     * it: its owner commits. */
+    if (!c->in_tx && c->drv->tx_open(c))
         c->drv->exec(c, "COMMIT");
 }
 
@@ -566,19 +589,22 @@ int db_list_page(struct store *st, const char *count_sql, const char *list_sql,
                  json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
-    int rc = GI_INTERNAL;
+    struct db_stmt *s[2] = {db_prep(c, count_sql), db_prep(c, list_sql)};
+    int rc;
 
-    db_read_begin(c);
-    for (int pass = 0; pass < 2; pass++) {
-        if (!(s = db_prep(c, pass == 0 ? count_sql : list_sql)))
-            goto cleanup;
-        bind(s, filter);
-        db_bind_page(s, pg);
-        rc = pass == 0 ? db_fetch_int(c, s, total) : db_collect(c, s, items);
-        if (rc != GI_OK)
-            goto cleanup;
+    for (int i = 0; i < 2; i++) {
+        if (s[i]) {
+            bind(s[i], filter);
+            db_bind_page(s[i], pg);
+        }
     }
+    /* The total and the page in one snapshot (one round trip on
+     * PostgreSQL). */
+    if ((rc = db_read_batch(c, s, 2)) != GI_OK)
+        goto cleanup;
+    if ((rc = db_fetch_int(c, s[0], total)) != GI_OK)
+        goto cleanup;
+    rc = db_collect(c, s[1], items);
 cleanup:
     db_read_end(c);
     db_conn_put(st, c);

@@ -623,6 +623,9 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     db_reset(s);
     if (step != DB_ROW)
         return db_status(step);
+    /* A new GPU, or one on another host, may fall under other rules. */
+    if ((!id.known || id.host_id != host_id) && (rc = owner_refresh(c, *gpu_id)) != GI_OK)
+        return rc;
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
     if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
@@ -830,9 +833,13 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     if (b->nsamples && gid == NULL)
         return GI_INTERNAL;
     rc = samples_resolve(b, refs, nrefs, gid);
-    if (rc == GI_OK && b->nsamples)
-        rc = db_dialect(c) == DB_PG ? samples_insert_many(c, sid, b, gid, stored)
-                                    : samples_insert_each(c, sid, b, gid, stored);
+    /* PostgreSQL copies the rows; when one was already stored (a re-sent
+     * interval) the copy undoes itself and the insert skips those. */
+    if (rc == GI_OK && b->nsamples && db_dialect(c) == DB_PG &&
+        (rc = samples_copy(c, sid, b, gid, stored)) == GI_CONFLICT)
+        rc = samples_insert_many(c, sid, b, gid, stored);
+    else if (rc == GI_OK && b->nsamples && db_dialect(c) != DB_PG)
+        rc = samples_insert_each(c, sid, b, gid, stored);
     free(gid);
     if (rc != GI_OK)
         return rc;

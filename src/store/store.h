@@ -212,13 +212,13 @@ struct store_gpu_filter {
     int64_t datacenter_id, source_id; /* 0: any; source: the owning source */
     int stale;                        /* -1 any, 0 fresh only, 1 stale only */
     int64_t stale_before;             /* readings taken before this are stale */
-    const char *team, *env;           /* NULL: any */
+    const char *team, *env;           /* the resolved owner's; NULL: any */
 };
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total);
 /* The same page, and in the same snapshot *summary (caller owns; may be
  * NULL to skip) over the whole filter, not the page: {"total", "in_use",
- * "idle", "unknown", "stale", "missing", "util_avg"}, util_avg being the
+ * "idle", "unknown", "stale", "missing", "util_avg", "unowned"}, util_avg being the
  * mean utilization of the fresh measured GPUs (null when none). */
 int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
                            const struct store_page *pg, json_t **items, int64_t *total,
@@ -264,6 +264,7 @@ struct store_k8s_node {
     const char *name, *hostname, *product, *sharing, *driver, *cloud, *region, *zone,
         *instance_type, *warning;
     const char *provider_id; /* spec.providerID: the cloud instance behind the node */
+    const char *labels;      /* JSON object text of the node's labels; NULL: none */
     int64_t physical_gpus, capacity, allocatable, mig_devices, replicas; /* -1 unknown */
     int ready;                                                           /* -1 unknown */
 };
@@ -349,6 +350,121 @@ bool store_model_matches(const char *declared, const char *discovered);
 /* A data center's discovered GPUs: {total, in_use, idle, stale, unknown,
  * on_linked_hosts, servers_seen}, physical GPUs of hosts in it. */
 int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out);
+
+/* ---- ownership (ownership.c, owner_dims.c, owner_rules.c) ----
+ * Teams, environments, pools and clusters/clouds are dimensions (kind
+ * "team", "environment", "pool", "cluster"), each value a name unique per
+ * kind. Assignments and rules may only name existing values. A GPU's
+ * owner resolves per field: explicit assignment (GPU > host > inventory
+ * resource) > rules in position order > the pushing source's defaults. */
+#define STORE_DIM_NAME_MAX 64
+/* What a write refused, for the error reply: the field and why. */
+struct store_owner_err {
+    char field[40];
+    char message[200];
+};
+/* A dimension's settable members; NULL: unchanged (update) or empty. */
+struct store_dim {
+    const char *name; /* create only */
+    const char *display, *description;
+    const json_t *attrs; /* an object; borrowed */
+};
+/* True when kind is a dimension kind. */
+bool store_dim_kind_valid(const char *kind);
+/* GI_CONFLICT when the name is taken in that kind. */
+int store_dim_create(struct store *st, const char *actor, const char *kind,
+                     const struct store_dim *in, json_t **out);
+int store_dim_list(struct store *st, const char *kind, const char *q, const struct store_page *pg,
+                   json_t **items, int64_t *total);
+int store_dim_get(struct store *st, const char *kind, const char *name, json_t **out);
+int store_dim_update(struct store *st, const char *actor, const char *kind, const char *name,
+                     const struct store_dim *in, json_t **out);
+/* Refuses with GI_CONFLICT while an assignment or rule in force (or to
+ * come) names the value; *users (may be NULL; caller frees) then receives
+ * {"assignments":[{id,target,target_id}],"rules":[rule ids]}. */
+int store_dim_delete(struct store *st, const char *actor, const char *kind, const char *name,
+                     json_t **users);
+
+/* Targets of an explicit assignment. */
+enum store_owner_target { STORE_OWNER_GPU, STORE_OWNER_HOST, STORE_OWNER_RESOURCE };
+/* An assignment's fields: has_* false keeps what is in force; has_* with
+ * a NULL value clears the field. effective_from 0: now. */
+struct store_owner_set {
+    const char *team, *env, *pool;
+    bool has_team, has_env, has_pool;
+    int64_t effective_from;
+};
+/* Assigns an owner to a GPU (key: its UUID), host (key: its host name, or
+ * its id as a decimal) or resource (key: its id as a decimal) from
+ * effective_from on: the assignment in force then ends there, the change
+ * is audited, the affected GPUs' usage re-attributed and their current
+ * owner recomputed. GI_NOT_FOUND: no such target; GI_INVALID: a value
+ * names no dimension (err says which field); GI_CONFLICT: effective_from
+ * is before the start of the latest assignment (the past is not
+ * rewritten). *out: the new assignment. */
+int store_owner_assign(struct store *st, const char *actor, enum store_owner_target target,
+                       const char *key, const struct store_owner_set *in, json_t **out,
+                       struct store_owner_err *err);
+/* One row of an assignment import: the target, its key and the fields. */
+struct store_owner_row {
+    enum store_owner_target target;
+    const char *key;
+    struct store_owner_set set;
+};
+/* Applies n assignments in one transaction, all or none, each as
+ * store_owner_assign would. Every row is tried: row_status and row_err (n
+ * entries each, caller's) receive each row's outcome; if any failed the
+ * result is the first failure's status and nothing is written. A dry run
+ * makes the same writes and rolls them back. */
+int store_owner_import(struct store *st, const char *actor, const struct store_owner_row *rows,
+                       size_t n, bool dry_run, int *row_status, struct store_owner_err *row_err);
+/* The target's assignments, newest first. */
+int store_owner_history(struct store *st, enum store_owner_target target, const char *key,
+                        json_t **items);
+/* GPUs whose resolved team is empty now, with the GPU's host, model,
+ * cluster and owner. */
+int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **items,
+                        int64_t *total);
+/* The owner of GPU `uuid` at `at`, every field with its deciding "by". */
+int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out);
+
+/* A mapping rule. match_kind: k8s_namespace, node_label, host_pattern,
+ * cloud_tag, datacenter, source or slurm_account; match_key: the label or
+ * tag name (node_label, cloud_tag); match_value: a glob (* and ?). set:
+ * team, env, pool, cluster, cloud (NULL: not set by the rule). On update,
+ * has_match / has_set replace the whole match / set; position < 0 and
+ * enabled < 0 keep what is there. effective_from 0: now. */
+#define STORE_RULE_FIELDS 5
+struct store_rule {
+    bool has_match, has_set;
+    const char *match_kind, *match_key, *match_value;
+    const char *set[STORE_RULE_FIELDS]; /* team, env, pool, cluster, cloud */
+    int64_t position;
+    int enabled;
+    int64_t effective_from;
+};
+/* The names of the set fields, in struct store_rule's order. */
+extern const char *const store_rule_set_names[STORE_RULE_FIELDS];
+/* True when kind is a match kind. */
+bool store_rule_kind_valid(const char *kind);
+/* Rules keep history: an update ends the version in force at the new
+ * version's effective_from and starts a new one under the same id; a
+ * delete ends it. Every change is audited and re-attributes usage from
+ * its effective time. GI_INVALID names err->field; GI_CONFLICT: an
+ * effective_from before the version in force began. */
+int store_rule_create(struct store *st, const char *actor, const struct store_rule *in,
+                      json_t **out, struct store_owner_err *err);
+/* The rules in force or to come (their newest versions), in position
+ * order. */
+int store_rule_list(struct store *st, json_t **items);
+/* A rule's newest version with "history": every version, newest first. */
+int store_rule_get(struct store *st, int64_t id, json_t **out);
+int store_rule_update(struct store *st, const char *actor, int64_t id, const struct store_rule *in,
+                      json_t **out, struct store_owner_err *err);
+int store_rule_delete(struct store *st, const char *actor, int64_t id);
+/* The GPUs a rule would match now (at most `limit`, and *total of them). */
+int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
+                       int64_t *total, struct store_owner_err *err);
 
 /* ---- periodic jobs (jobs.c) ----
  * Each periodic job (pull:<source id>, ...) has one lease row shared by
