@@ -10,9 +10,9 @@
 #define LIST "format"
 #define PAGED LIST ",limit,cursor,sort"
 /* CSV imports: a dry run reports without writing. */
+#define IMPORT "dry_run"
 /* The filters of every usage question (as /api/v1/usage takes them). */
 #define USAGE_FILTERS LIST ",team,env,pool,cluster,cloud,datacenter,model,from,to"
-#define IMPORT "dry_run"
 
 const struct route gi_routes[] = {
     {"GET", "/healthz", api_healthz, GI_ROLE_NONE, ""},
