@@ -227,7 +227,8 @@ function tablePanel(title, testid) {
   return {
     el,
     setState(text, kind = 'empty') {
-      replace(body, h('p', { class: `muted pad state-${kind}`, 'data-testid': kind === 'missing' ? 'not-available' : 'empty-state', text }));
+      const testid = { missing: 'not-available', error: 'load-error' }[kind] || 'empty-state';
+      replace(body, h('p', { class: `muted pad state-${kind}`, 'data-testid': testid, text }));
     },
     setTable(t) { replace(body, t.el); },
     setCsv(path, name) { replace(actions, csvButton(path, name)); },

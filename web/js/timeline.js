@@ -60,8 +60,11 @@ export function timelineSection(apiPath, range, onRange, alive) {
       data = await api('GET', withQuery(`${apiPath}/timeline`, { from: iso(from), to: iso(to) }));
     } catch (err) {
       if (!alive()) return;
-      replace(body, h('p', { class: 'muted pad', 'data-testid': err.status === 404 ? 'not-available' : 'timeline-error',
-        text: err.status === 404 ? 'Not available yet: this server does not keep GPU timelines.' : `Could not load the timeline: ${err.message}` }));
+      // A server without timelines answers from the GPU route, which
+      // takes no range (400 unknown_parameter), or not at all (404).
+      const missing = err.status === 404 || err.code === 'unknown_parameter';
+      replace(body, h('p', { class: 'muted pad', 'data-testid': missing ? 'not-available' : 'timeline-error',
+        text: missing ? 'Not available yet: this server does not keep GPU timelines.' : `Could not load the timeline: ${err.message}` }));
       return;
     }
     if (!alive()) return;
