@@ -251,13 +251,19 @@ function teamCell(team, f) {
       text: 'its GPUs' }));
 }
 
+/** The uuid of a GPU row: `gpu` in the insights' answers. */
+function uuidOf(row) {
+  if (!row) return null;
+  if (typeof row.gpu === 'string') return row.gpu;
+  return row.uuid || row.gpu_uuid || null;
+}
+
 /** A GPU cell: model and uuid, linking to its page (with its timeline). */
 function gpuCell(row) {
-  const uuid = pick(row, 'uuid', 'gpu_uuid', 'gpu.uuid');
-  if (!uuid) return text(pick(row, 'gpu', 'model'));
+  const uuid = uuidOf(row);
+  if (!uuid) return text(row.model);
   return h('span', { class: 'stack' },
-    h('a', { class: 'row-link clip', href: gpuHref(uuid), dataset: { gpu: uuid }, title: uuid,
-      text: pick(row, 'model', 'gpu.model') || uuid }),
+    h('a', { class: 'row-link clip', href: gpuHref(uuid), dataset: { gpu: uuid }, title: uuid, text: row.model || uuid }),
     h('span', { class: 'sub mono clip', text: uuid }));
 }
 
@@ -300,7 +306,8 @@ export function renderHome(main, ctx, view) {
   document.title = `${title} · gpuinv`;
 
   const fresh = h('p', { class: 'page-sub small', 'data-testid': 'freshness', text: 'Data freshness: …' });
-  const unowned = h('a', { class: 'filter-chip', 'data-testid': 'unowned', hidden: true, href: '#/ownership/unowned' });
+  const unowned = h('span', { class: 'filter-chip', 'data-testid': 'unowned', hidden: true,
+    title: 'GPUs no assignment, rule or source gives a team (GET /api/v1/ownership/unowned)' });
   const scope = h('p', { class: 'page-sub', 'data-testid': 'scope',
     text: `${win.label} · ${new Date(win.from * 1000).toISOString().slice(0, 10)} to ${new Date((win.to - 1) * 1000).toISOString().slice(0, 10)} (UTC)` });
   const tabs = h('nav', { class: 'view-tabs', 'aria-label': 'Views' },
@@ -428,17 +435,16 @@ async function loadKpis(cards, f, usageP, filters, alive) {
     cards.waste.set(moneyText(split.amount, split.currency), hoursNote, { amount: split.amount });
     return;
   }
-  const w = await fetchOr(withQuery('/api/v1/insights/waste-by-team', filters));
+  const w = await fetchOr(withQuery('/api/v1/insights/waste-by-team', { ...filters, limit: 1000 }));
   if (!alive()) return;
   const items = (w.data && Array.isArray(w.data.items) && w.data.items) || [];
-  const total = w.data ? money(pick(w.data, 'total.waste', 'total.allocated_idle_cost', 'total.waste_cost')) : null;
   let sum = null;
   let cur = null;
   for (const it of items) {
-    const m = money(pick(it, 'waste', 'allocated_idle_cost', 'waste_cost', 'cost.allocated_idle'));
-    if (m) { sum = (sum ?? 0) + cents(m.amount); cur = cur || m.currency; }
+    const m = money(it.allocated_idle_cost);
+    if (m && (!cur || cur === m.currency)) { sum = (sum ?? 0) + cents(m.amount); cur = m.currency; }
   }
-  const shown = total || (sum === null ? null : { amount: centsText(sum), currency: cur });
+  const shown = sum === null ? null : { amount: centsText(sum), currency: cur };
   if (shown) cards.waste.set(moneyText(shown.amount, shown.currency), hoursNote, { amount: shown.amount });
   else cards.waste.set(fmtValue(hr.allocated_idle, 'GPU-h', 0), 'allocated but idle (no cost split yet)', { hours: String(hr.allocated_idle) });
 }
@@ -503,20 +509,17 @@ async function chartCost(el, win, teamUsageP, alive) {
   }).el);
 }
 
-/** Cells of a heatmap answer: tolerant of how the route names day, hour and value. */
+/**
+ * Cells of a heatmap answer: {items: [{hour_of_week (0 = Monday 00h), day,
+ * hour, value (%), gpu_hours: {owned, ...}}]}.
+ */
 function heatCells(data) {
-  const items = Array.isArray(data && data.items) ? data.items : Array.isArray(data && data.cells) ? data.cells : [];
+  const items = Array.isArray(data && data.items) ? data.items : [];
   return items.map((c) => {
-    let dow = n(pick(c, 'dow', 'weekday', 'day_of_week', 'day'));
-    let hour = n(pick(c, 'hour', 'hour_of_day'));
-    const how = n(pick(c, 'hour_of_week', 'how'));
-    if ((dow === null || hour === null) && how !== null) {
-      dow = Math.floor(how / 24);
-      hour = how % 24;
-    }
-    return { dow, hour, value: n(pick(c, 'value', 'util_avg', 'allocation', 'share', 'allocated_share')),
-      hours: n(pick(c, 'gpu_hours', 'hours', 'owned')) };
-  }).filter((c) => c.dow !== null && c.hour !== null);
+    const how = n(c.hour_of_week);
+    return { dow: how === null ? null : Math.floor(how / 24), hour: how === null ? null : how % 24, value: n(c.value),
+      hours: c.gpu_hours && typeof c.gpu_hours === 'object' ? n(c.gpu_hours.owned) : null };
+  }).filter((c) => c.dow !== null);
 }
 
 /** The hour-of-week heatmaps (utilization and allocation). */
@@ -535,8 +538,8 @@ async function chartHeatmap(el, filters, alive) {
   const panels = [heatmap({ title: 'Utilization by hour of week', testid: 'chart-heatmap', unit: '%', max: 100,
     cells: heatCells(util.data), note: 'UTC, average over the range' }).el];
   if (!alloc.error) {
-    const cells = heatCells(alloc.data).map((c) => ({ ...c, value: c.value !== null && c.value <= 1 ? c.value * 100 : c.value }));
-    panels.push(heatmap({ title: 'Allocation by hour of week', testid: 'chart-heatmap-alloc', unit: '%', max: 100, cells,
+    panels.push(heatmap({ title: 'Allocation by hour of week', testid: 'chart-heatmap-alloc', unit: '%', max: 100,
+      cells: heatCells(alloc.data),
       note: 'share of owned GPU-hours allocated' }).el);
   }
   replace(holder, ...panels);
@@ -549,45 +552,62 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
   const idle = tablePanel('Idle GPUs', 'table-idle');
   const held = tablePanel('Allocated but idle', 'table-allocated-idle');
   const top = tablePanel('Top consumers', 'table-top-consumers');
+  const over = tablePanel('Workloads holding GPUs they do not use', 'table-overrequest');
   const save = tablePanel('Savings', 'table-savings');
-  el.append(held.el, idle.el, top.el, save.el);
+  el.append(held.el, idle.el, top.el, over.el, save.el);
   const q = { ...filters, limit: 50 };
   insight(held, '/api/v1/insights/allocated-idle', q, file('allocated-idle'), alive, 'No GPU was allocated and idle in this range.', [
-    { label: 'GPU', width: '26%', cell: gpuCell },
-    { label: 'Held by', cell: (r) => text(pick(r, 'consumer', 'holder', 'held_by', 'consumers.0.consumer')) },
-    { label: 'Team', cell: (r) => teamCell(pick(r, 'team', 'owner.team'), f) },
-    { label: 'Since', width: '110px', cell: (r) => timeAgo(pick(r, 'since', 'started_at', 'start')) },
-    { label: 'GPU-hours', cls: 'n', width: '96px', cell: (r) => fmtValue(n(pick(r, 'gpu_hours', 'hours', 'allocated_idle_hours')), '', 1) },
-    { label: 'Wasted', cls: 'n', width: '100px', cell: (r) => moneyCell(money(pick(r, 'cost', 'waste', 'waste_cost'), pick(r, 'currency'))) },
-  ], (r) => pick(r, 'uuid', 'gpu_uuid'));
+    { label: 'GPU', width: '24%', cell: gpuCell },
+    { label: 'Held by', cell: (r) => (r.consumer && typeof r.consumer === 'object'
+      ? h('span', { class: 'stack' }, text(r.consumer.name), h('span', { class: 'sub', text: r.consumer.kind || '' }))
+      : text(r.consumer)) },
+    { label: 'Team', cell: (r) => teamCell(r.team, f) },
+    { label: 'Since', width: '100px', cell: (r) => h('span', { class: 'stack' }, timeAgo(r.since),
+      r.idle_now === false ? h('span', { class: 'sub', text: 'not idle now' }) : null) },
+    { label: 'Idle GPU-h', key: 'hours', cls: 'n', width: '90px', cell: (r) => fmtValue(n(r.allocated_idle_gpu_hours), '', 1) },
+    { label: 'Wasted', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.cost)) },
+  ], (r, i) => `${uuidOf(r)}:${(r.consumer && r.consumer.name) || i}`);
   insight(idle, '/api/v1/insights/idle', q, file('idle-gpus'), alive, 'No GPU has been idle that long.', [
-    { label: 'GPU', width: '30%', cell: gpuCell },
-    { label: 'Host', cell: (r) => text(pick(r, 'host', 'hostname'), 'mono') },
-    { label: 'Team', cell: (r) => teamCell(pick(r, 'team', 'owner.team'), f) },
-    { label: 'Idle since', width: '110px', cell: (r) => timeAgo(pick(r, 'since', 'idle_since', 'started_at')) },
-    { label: 'Hours', cls: 'n', width: '80px', cell: (r) => fmtValue(n(pick(r, 'hours', 'idle_hours', 'gpu_hours')), '', 1) },
-  ], (r) => pick(r, 'uuid', 'gpu_uuid'));
+    { label: 'GPU', width: '28%', cell: gpuCell },
+    { label: 'Host', cell: (r) => text(r.host, 'mono') },
+    { label: 'Team', cell: (r) => teamCell(r.team, f) },
+    { label: 'Idle since', width: '100px', cell: (r) => timeAgo(r.since) },
+    { label: 'Hours', key: 'hours', cls: 'n', width: '70px', cell: (r) => fmtValue(n(r.hours), '', 0) },
+    { label: 'Idle cost', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.cost)) },
+  ], (r, i) => uuidOf(r) || String(i));
   insight(top, '/api/v1/insights/top-consumers', q, file('top-consumers'), alive, 'No consumer used a GPU in this range.', [
-    { label: 'Consumer', width: '34%', cell: (r) => text(pick(r, 'consumer', 'name')) },
-    { label: 'Kind', width: '90px', cell: (r) => text(pick(r, 'kind')) },
-    { label: 'Team', cell: (r) => teamCell(pick(r, 'team'), f) },
-    { label: 'GPU-hours', cls: 'n', width: '96px', cell: (r) => fmtValue(n(pick(r, 'gpu_hours', 'allocated', 'gpu_hours.allocated', 'hours')), '', 1) },
-    { label: 'Busy', cls: 'n', width: '72px', cell: (r) => {
-      const s = n(pick(r, 'busy_share', 'busy_pct'));
-      return s === null ? '—' : `${(s <= 1 ? s * 100 : s).toFixed(0)}%`;
+    { label: 'Consumer', width: '30%', cell: (r) => h('span', { class: 'stack' }, text(r.consumer),
+      h('span', { class: 'sub', text: `${r.kind || ''}${n(r.gpus) !== null ? ` · ${r.gpus} GPU${r.gpus === 1 ? '' : 's'}` : ''}` })) },
+    { label: 'Team', cell: (r) => teamCell(r.team, f) },
+    { label: 'GPU-hours', key: 'hours', cls: 'n', width: '90px', cell: (r) => fmtValue(n(r.gpu_hours), '', 1) },
+    { label: 'Busy', key: 'busy', cls: 'n', width: '64px', cell: (r) => (n(r.busy_pct) === null ? '—' : `${n(r.busy_pct).toFixed(0)}%`) },
+    { label: 'Cost', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.cost)) },
+  ], (r, i) => `${r.kind || ''}:${r.consumer || i}`);
+  insight(over, '/api/v1/insights/overrequest', q, file('overrequest'), alive, 'No workload holds GPUs it does not use.', [
+    { label: 'Workload', width: '30%', cell: (r) => h('span', { class: 'stack' }, text(r.workload),
+      h('span', { class: 'sub', text: [r.kind, r.host].filter(Boolean).join(' · ') })) },
+    { label: 'Team', cell: (r) => teamCell(r.team, f) },
+    { label: 'Idle of held', key: 'kn', cls: 'n', width: '90px', cell: (r) => {
+      const idleGpus = Array.isArray(r.idle_gpus) ? r.idle_gpus : [];
+      return idleGpus.length
+        ? h('a', { href: gpuHref(idleGpus[0]), dataset: { gpu: idleGpus[0] }, title: idleGpus.join('\n'), text: `${r.k} of ${r.n}` })
+        : `${r.k ?? '—'} of ${r.n ?? '—'}`;
     } },
-  ], (r) => `${pick(r, 'kind') || ''}:${pick(r, 'consumer', 'name') || ''}`);
+    { label: 'Idle GPU-h', key: 'hours', cls: 'n', width: '90px', cell: (r) => fmtValue(n(r.idle_gpu_hours), '', 1) },
+    { label: 'Idle cost', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.idle_cost)) },
+  ], (r, i) => `${r.kind || ''}:${r.workload || i}`);
   insight(save, '/api/v1/insights/savings', q, file('savings'), alive, 'No saving stands out in this range.', [
-    { label: 'Opportunity', width: '52%', cell: (r) => h('span', { class: 'wrap', text: pick(r, 'sentence', 'text', 'description', 'title') || '—' }) },
-    { label: 'Per month', cls: 'n', width: '110px', cell: (r) => moneyCell(money(pick(r, 'monthly_saving', 'saving', 'amount', 'estimate'), pick(r, 'currency'))) },
+    { label: 'Opportunity', width: '50%', cell: (r) => h('span', { class: 'wrap', text: r.text || '—' }) },
+    { label: 'Per month', key: 'saving', cls: 'n', width: '110px', cell: (r) => moneyCell(r.saving && typeof r.saving === 'object'
+      ? money(r.saving.monthly, r.saving.currency) : null) },
     { label: 'GPUs', cell: (r) => {
-      const uuids = pick(r, 'gpus', 'uuids', 'gpu_uuids') || [];
-      const list = uuids.map((g) => (typeof g === 'string' ? g : g && g.uuid)).filter(Boolean);
-      if (!list.length) return h('span', { class: 'muted', text: '—' });
+      const list = Array.isArray(r.gpu_uuids) ? r.gpu_uuids : [];
+      if (!list.length) return h('span', { class: 'muted', text: n(r.gpus) === null ? '—' : String(r.gpus) });
+      const count = n(r.gpus) ?? list.length;
       return h('span', { class: 'stack' }, h('a', { class: 'row-link', href: gpuHref(list[0]), dataset: { gpu: list[0] },
-        text: list.length === 1 ? '1 GPU' : `${list.length} GPUs` }), h('span', { class: 'sub mono clip', title: list.join('\n'), text: list[0] }));
+        text: count === 1 ? '1 GPU' : `${count} GPUs` }), h('span', { class: 'sub mono clip', title: list.join('\n'), text: list[0] }));
     } },
-  ], (r, i) => String(pick(r, 'id') ?? i));
+  ], (r, i) => `${r.kind || ''}:${i}`);
 }
 
 /** Fills a table panel from an insights route. idOf(row, i) names each row. */
@@ -606,7 +626,7 @@ async function insight(panel, path, q, fileName, alive, emptyText, columns, idOf
     return;
   }
   const t = dataTable({ label: path, minWidth: 560, columns, empty: emptyText,
-    onRow: (row) => { const g = pick(row, 'uuid', 'gpu_uuid'); if (g) location.hash = gpuHref(g); } });
+    onRow: (row) => { const g = uuidOf(row); if (g) location.hash = gpuHref(g); } });
   t.setRows(items.map((row, i) => ({ ...row, id: idOf(row, i) ?? i })));
   panel.setTable(t);
 }
@@ -652,7 +672,7 @@ async function loadLeadership(el, f, win, teamUsageP, filters, alive) {
   delete dims.to;
   const [r, trend, waste] = await Promise.all([teamUsageP,
     fetchOr(withQuery('/api/v1/usage/trend', { period: win.hours > 24 * 8 ? 'month' : 'week', group_by: 'team', ...dims })),
-    fetchOr(withQuery('/api/v1/insights/waste-by-team', filters))]);
+    fetchOr(withQuery('/api/v1/insights/waste-by-team', { ...filters, limit: 1000 }))]);
   if (!alive()) return;
   if (r.error) {
     panel.setState(failText(r, '/api/v1/usage'), r.missing ? 'missing' : 'error');
@@ -663,8 +683,8 @@ async function loadLeadership(el, f, win, teamUsageP, filters, alive) {
     panel.setState('No usage has been rolled up for this range yet.');
     return;
   }
-  const trends = new Map(((trend.data && trend.data.items) || []).map((it) => [pick(it, 'group', 'team') ?? null, it]));
-  const wastes = new Map(((waste.data && waste.data.items) || []).map((it) => [pick(it, 'team', 'group') ?? null, it]));
+  const trends = new Map(((trend.data && trend.data.items) || []).map((it) => [it.group ?? null, it]));
+  const wastes = new Map(((waste.data && waste.data.items) || []).map((it) => [it.team ?? null, it]));
   const t = dataTable({ label: 'Teams', minWidth: 640,
     onRow: (row) => { if (row.group) location.hash = filterHref(`#/team/${encodeURIComponent(row.group)}`, { ...f, team: '' }); },
     columns: [
@@ -674,14 +694,14 @@ async function loadLeadership(el, f, win, teamUsageP, filters, alive) {
       { label: 'Cost', key: 'cost', cls: 'n', cell: (row) => moneyCell(row.cost) },
       { label: 'Waste', key: 'waste', cls: 'n', cell: (row) => {
         const w = wastes.get(row.group);
-        const m = w ? money(pick(w, 'waste', 'allocated_idle_cost', 'waste_cost', 'cost.allocated_idle'), pick(w, 'currency')) : null;
+        const m = w ? money(w.allocated_idle_cost) : null;
         return m ? moneyCell(m) : h('span', { title: 'allocated-idle GPU-hours', text: `${fmtValue(row.hours.allocated_idle, 'GPU-h', 0)}` });
       } },
-      { label: 'Trend', key: 'trend', cls: 'n', width: '110px', cell: (row) => {
+      { label: 'Utilization trend', key: 'trend', cls: 'n', width: '110px', cell: (row) => {
         const tr = trends.get(row.group);
         if (!tr) return h('span', { class: 'muted', text: trend.missing ? 'n/a' : '—' });
-        return trendArrow(pick(tr, 'direction', 'util_avg.direction', 'busy.direction', 'trend'),
-          pick(tr, 'change_pct', 'util_avg.change_pct', 'busy.change_pct'));
+        const c = tr.util_avg || {};
+        return trendArrow(c.direction, c.change_pct);
       } },
     ] });
   t.setRows(rows.map((row) => ({ ...row, id: row.group ?? '' })));
