@@ -263,8 +263,9 @@ function gpuCell(row) {
   const uuid = uuidOf(row);
   if (!uuid) return text(row.model);
   return h('span', { class: 'stack' },
-    h('a', { class: 'row-link clip', href: gpuHref(uuid), dataset: { gpu: uuid }, title: uuid, text: row.model || uuid }),
-    h('span', { class: 'sub mono clip', text: uuid }));
+    h('a', { class: `row-link clip${row.model ? '' : ' mono'}`, href: gpuHref(uuid), dataset: { gpu: uuid }, title: uuid,
+      text: row.model || uuid }),
+    h('span', { class: 'sub mono clip', text: row.model ? uuid : row.host || '' }));
 }
 
 /** The message of a failed table or chart load. */
@@ -408,45 +409,44 @@ async function loadKpis(cards, f, usageP, filters, alive) {
     if (!alive()) return;
     for (const k of ['gpus', 'in_use', 'idle']) cards[k].set('—', err.message);
   });
-  const r = await usageP;
+  const [r, w] = await Promise.all([usageP, fetchOr(withQuery('/api/v1/insights/waste-by-team', { ...filters, limit: 1000 }))]);
   if (!alive()) return;
+  const t = (r.data && r.data.total) || {};
+  const hr = hoursOf(t);
+  const cost = money(t.cost);
   if (r.error) {
     const why = r.missing ? 'not available yet' : r.error.message;
-    for (const k of ['util', 'cost', 'waste']) cards[k].set('—', why);
-    return;
-  }
-  const t = r.data.total || {};
-  const hr = hoursOf(t);
-  const u = n(t.util_avg);
-  cards.util.set(u === null ? '—' : `${u.toFixed(1)}%`, `over ${fmtValue(hr.owned - hr.unknown, 'measured GPU-hours', 0)}`,
-    u === null ? null : { value: String(t.util_avg) });
-  const cost = money(t.cost);
-  if (cost) {
-    cards.cost.set(moneyText(cost.amount, cost.currency), `${fmtValue(hr.owned, 'GPU-hours owned', 0)}${cost.method ? ` · by ${cost.method}` : ''}`,
-      { amount: cost.amount, currency: cost.currency });
+    for (const k of ['util', 'cost']) cards[k].set('—', why);
   } else {
-    cards.cost.set('—', t.cost_note || r.data.cost_note || 'no price covers these GPUs');
+    const u = n(t.util_avg);
+    cards.util.set(u === null ? '—' : `${u.toFixed(1)}%`, `over ${fmtValue(hr.owned - hr.unknown, 'measured GPU-hours', 0)}`,
+      u === null ? null : { value: String(t.util_avg) });
+    if (cost) {
+      cards.cost.set(moneyText(cost.amount, cost.currency),
+        `${fmtValue(hr.owned, 'GPU-hours owned', 0)}${cost.method ? ` · by ${cost.method}` : ''}`,
+        { amount: cost.amount, currency: cost.currency });
+    } else {
+      cards.cost.set('—', t.cost_note || 'no price covers these GPUs');
+    }
   }
-  // Waste: the allocated-idle share of the cost, where the API splits it;
-  // otherwise the teams' waste from the insights, else its GPU-hours alone.
-  const split = money(pick(t, 'cost.allocated_idle', 'cost.waste', 'waste_cost', 'cost_split.allocated_idle'), cost && cost.currency);
-  const hoursNote = `${fmtValue(hr.allocated_idle, 'GPU-hours', 0)} allocated but idle`;
+  // Waste: the allocated-idle part of the period's cost (its split in
+  // /api/v1/usage), else the teams' allocated-idle cost from the
+  // insights, else the allocated-idle GPU-hours alone.
+  const split = cost ? money(pick(t, 'cost.split.allocated_idle'), cost.currency) : null;
+  const hoursNote = r.error ? 'allocated but idle' : `${fmtValue(hr.allocated_idle, 'GPU-hours', 0)} allocated but idle`;
   if (split) {
     cards.waste.set(moneyText(split.amount, split.currency), hoursNote, { amount: split.amount });
     return;
   }
-  const w = await fetchOr(withQuery('/api/v1/insights/waste-by-team', { ...filters, limit: 1000 }));
-  if (!alive()) return;
-  const items = (w.data && Array.isArray(w.data.items) && w.data.items) || [];
   let sum = null;
   let cur = null;
-  for (const it of items) {
+  for (const it of (w.data && Array.isArray(w.data.items) && w.data.items) || []) {
     const m = money(it.allocated_idle_cost);
     if (m && (!cur || cur === m.currency)) { sum = (sum ?? 0) + cents(m.amount); cur = m.currency; }
   }
-  const shown = sum === null ? null : { amount: centsText(sum), currency: cur };
-  if (shown) cards.waste.set(moneyText(shown.amount, shown.currency), hoursNote, { amount: shown.amount });
-  else cards.waste.set(fmtValue(hr.allocated_idle, 'GPU-h', 0), 'allocated but idle (no cost split yet)', { hours: String(hr.allocated_idle) });
+  if (sum !== null) cards.waste.set(moneyText(centsText(sum), cur), hoursNote, { amount: centsText(sum) });
+  else if (!r.error) cards.waste.set(fmtValue(hr.allocated_idle, 'GPU-h', 0), 'allocated but idle (no price covers them)', { hours: String(hr.allocated_idle) });
+  else cards.waste.set('—', r.missing && w.missing ? 'not available yet' : 'no price covers these GPUs');
 }
 
 /** The utilization and GPU-hours charts of the chosen grouping. */

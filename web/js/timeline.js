@@ -74,7 +74,9 @@ export function timelineSection(apiPath, range, onRange, alive) {
   function draw(data) {
     const parts = [];
     const intervals = pick(data, 'intervals', 'consumers', 'usage') || [];
-    const points = pick(data, 'hours', 'series', 'points', 'telemetry') || [];
+    const hours = Array.isArray(data.hours) ? data.hours : [];
+    // Telemetry: raw samples for a short range, else the hourly rollups.
+    const points = data.telemetry_source === 'samples' && Array.isArray(data.samples) ? data.samples : hours;
     const owners = pick(data, 'owners', 'owner_changes', 'ownership') || [];
     const events = pick(data, 'events') || [];
     // Who used it when: one lane per consumer, spans placed in the range.
@@ -132,6 +134,13 @@ export function timelineSection(apiPath, range, onRange, alive) {
       timeChart({ title: 'Temperature', testid: 'timeline-temp', unit: '°C', kind: 'line', x, digits: 0,
         series: [{ label: 'Temperature', values: col('temp_c', 'temp_avg_c', 'temp_max_c') }],
         empty: 'No temperature reading in this range.' }).el);
+    // How each hour was spent (busy, allocated-idle, idle, unknown).
+    const hx = hours.map((p) => secs(p.start));
+    const share = (k) => hours.map((p) => (num(p[k]) === null ? null : p[k] / 3600));
+    charts.prepend(timeChart({ title: 'Use per hour', testid: 'timeline-use', unit: 'hours', kind: 'bars', stacked: true, x: hx,
+      digits: 2, series: [{ label: 'Busy', values: share('busy_s') }, { label: 'Allocated, idle', values: share('alloc_idle_s') },
+        { label: 'Unallocated, idle', values: share('idle_s') }, { label: 'Unknown', values: share('unknown_s') }],
+      empty: 'No rolled-up hour in this range.' }).el);
     parts.push(charts);
     // Owner over time.
     parts.push(h('h3', { class: 'pad-x', text: 'Owner' }));
