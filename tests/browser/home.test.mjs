@@ -304,6 +304,45 @@ test('the usage figures shown are the API\'s', async (t) => {
   }
 });
 
+test('windows, the address query and money sums are computed exactly', async () => {
+  const got = await page.evaluate(async () => {
+    const f = await import('/js/filters.js');
+    const home = await import('/js/home.js');
+    const at = Date.parse('2026-11-15T13:20:00Z');
+    const win = (q) => {
+      const w = f.timeWindow(f.readFilters(new URLSearchParams(q)), at);
+      return [f.iso(w.from), f.iso(w.to), w.step, w.hours];
+    };
+    return {
+      d30: win('range=30d'), h24: win('range=24h'), d7: win(''), custom: win('range=custom&from=2026-11-01&to=2026-11-10'),
+      long: win('range=custom&from=2026-01-01&to=2026-08-31'), bad: win('range=custom&from=2026-11-10&to=2026-11-01'),
+      query: f.filterQuery(f.readFilters(new URLSearchParams('team=vision&range=7d&datacenter=x&group=pool&metric=idle'))),
+      api: f.apiFilters(f.readFilters(new URLSearchParams('env=dev&pool=a100&range=24h')),
+        f.timeWindow(f.readFilters(new URLSearchParams('range=24h')), at)),
+      cents: ['1234.50', '0.005', '-2.10', '7', 'x'].map(home.cents),
+      money: [home.moneyText('1234.50', 'USD'), home.moneyText('5.00', 'EUR'), home.moneyText('-0.40', 'USD')],
+      groups: home.perGroup([
+        { group: 'a', start: 's1', gpu_hours: { owned: 2, busy: 1, allocated_idle: 1, unknown: 0 }, util_avg: 50, cost: { amount: '1.10', currency: 'USD' } },
+        { group: 'a', start: 's2', gpu_hours: { owned: 1, unknown: 1 }, util_avg: 20, cost: { amount: '2.25', currency: 'USD' } },
+        { group: null, start: 's1', gpu_hours: { owned: 4, busy: 4 }, util_avg: 10, cost: null },
+      ]).map((g) => [g.group, g.hours.owned, g.hours.busy, g.util_avg, g.cost && g.cost.amount]),
+    };
+  });
+  assert.deepEqual(got.d30, ['2026-10-17T00:00:00Z', '2026-11-16T00:00:00Z', 'day', 720]);
+  assert.deepEqual(got.h24, ['2026-11-14T14:00:00Z', '2026-11-15T14:00:00Z', 'hour', 24]);
+  assert.deepEqual(got.d7, ['2026-11-08T14:00:00Z', '2026-11-15T14:00:00Z', 'hour', 168]);
+  assert.deepEqual(got.custom, ['2026-11-01T00:00:00Z', '2026-11-11T00:00:00Z', 'day', 240]);
+  assert.deepEqual(got.long, ['2026-01-01T00:00:00Z', '2026-09-01T00:00:00Z', 'week', 5832]);
+  assert.deepEqual(got.bad, got.d7, 'an end before the start falls back to the default range');
+  assert.equal(got.query, 'team=vision&group=pool&metric=idle');
+  assert.deepEqual(got.api, { env: 'dev', pool: 'a100', from: '2026-11-14T14:00:00Z', to: '2026-11-15T14:00:00Z' });
+  assert.deepEqual(got.cents, [123450, 1, -210, 700, null]);
+  assert.deepEqual(got.money, ['$1,234.50', '5.00 EUR', '-$0.40']);
+  // Owned hours add up; utilization is weighted by measured hours (the
+  // second item measured none); cost is summed in cents.
+  assert.deepEqual(got.groups, [[null, 4, 4, 10, null], ['a', 3, 1, 50, '3.35']]);
+});
+
 for (const width of [390, 1440]) {
   test(`at ${width} px the home, team and leadership views do not scroll sideways`, async () => {
     const ctx = await browser.newContext({ viewport: { width, height: 900 } });

@@ -88,9 +88,10 @@ export function filterHref(base, f) {
 
 /**
  * The time window of a filter state, at `now` (ms): {from, to} in unix
- * seconds, step ('hour' up to 8 days, 'day' up to 120, else 'week'), and
- * label. Windows with day steps are whole UTC days (the server answers
- * those from its daily rollups); hour windows end at the next full hour.
+ * seconds, step ('hour' up to 8 days, 'day' up to 120, else 'week'),
+ * label, hours (its length) and elapsedHours (those before now). Windows
+ * with day steps are whole UTC days (the server answers those from its
+ * daily rollups); hour windows end at the next full hour.
  */
 export function timeWindow(f, now = Date.now()) {
   const nowS = Math.floor(now / 1000);
@@ -113,7 +114,9 @@ export function timeWindow(f, now = Date.now()) {
   }
   const span = to - from;
   const step = span <= 8 * DAY ? 'hour' : span <= 120 * DAY ? 'day' : 'week';
-  return { from, to, step, label, hours: span / HOUR };
+  // Hours of the window already past (a window ends at the next full hour or day).
+  const elapsed = Math.max(HOUR, Math.min(to, nowS) - from);
+  return { from, to, step, label, hours: span / HOUR, elapsedHours: elapsed / HOUR };
 }
 
 /**

@@ -689,7 +689,8 @@ async function loadLeadership(el, f, win, teamUsageP, filters, alive) {
     onRow: (row) => { if (row.group) location.hash = filterHref(`#/team/${encodeURIComponent(row.group)}`, { ...f, team: '' }); },
     columns: [
       { label: 'Team', key: 'team', width: '24%', cell: (row) => teamCell(row.group, f) },
-      { label: 'GPUs owned', key: 'gpus', cls: 'n', cell: (row) => fmtValue(row.hours.owned / win.hours, '', 1) },
+      { label: 'GPUs owned', key: 'gpus', cls: 'n', cell: (row) => h('span', { title: 'owned GPU-hours over the hours of the range so far',
+        text: fmtValue(row.hours.owned / win.elapsedHours, '', 1) }) },
       { label: 'Utilization', key: 'util', cls: 'n', cell: (row) => (row.util_avg === null ? '—' : `${row.util_avg.toFixed(1)}%`) },
       { label: 'Cost', key: 'cost', cls: 'n', cell: (row) => moneyCell(row.cost) },
       { label: 'Waste', key: 'waste', cls: 'n', cell: (row) => {
