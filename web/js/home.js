@@ -352,7 +352,8 @@ export function renderHome(main, ctx, view) {
   const teamUsage = group === 'team' ? usage : fetchOr(usageQ('team'));
 
   loadFreshness(fresh, unowned, alive);
-  loadKpis(cards, f, usage, filters, alive);
+  // The period's figures from the team grouping, which splits every GPU-hour once.
+  loadKpis(cards, f, teamUsage, filters, alive);
   if (view.kind === 'leadership') {
     loadLeadership(tables, f, win, teamUsage, filters, alive);
     chartCost(charts, win, teamUsage, alive);
@@ -613,7 +614,10 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
 /** Fills a table panel from an insights route. idOf(row, i) names each row. */
 async function insight(panel, path, q, fileName, alive, emptyText, columns, idOf) {
   const url = withQuery(path, q);
-  panel.setCsv(url, fileName);
+  // The export has every row, not the page's first ones.
+  const all = { ...q };
+  delete all.limit;
+  panel.setCsv(withQuery(path, all), fileName);
   const r = await fetchOr(url);
   if (!alive()) return;
   if (r.error) {
@@ -629,6 +633,11 @@ async function insight(panel, path, q, fileName, alive, emptyText, columns, idOf
     onRow: (row) => { const g = uuidOf(row); if (g) location.hash = gpuHref(g); } });
   t.setRows(items.map((row, i) => ({ ...row, id: idOf(row, i) ?? i })));
   panel.setTable(t);
+  const total = n(r.data.total);
+  if (total !== null && total > items.length) {
+    panel.el.querySelector('.panel-body').append(h('p', { class: 'muted small', 'data-testid': 'more-rows',
+      text: `The first ${items.length} of ${total}; the CSV has them all.` }));
+  }
 }
 
 /** Cost by team over the range, summed from the usage steps. */
