@@ -155,10 +155,10 @@ async function dimension(path) {
 }
 
 /**
- * The choices of every dimension: {team: [{value, label}], ...}. They come
- * from the dimension routes (/api/v1/teams, environments, pools, clusters)
- * and /api/v1/datacenters; where a route is absent, from the distinct
- * values of the GPU list.
+ * The choices of every dimension: {team: [{value, label}], ...}: the
+ * entries of the dimension routes (/api/v1/teams, environments, pools,
+ * clusters; /api/v1/datacenters) with the team, environment, cluster and
+ * model values in use (the usage of the last 30 days, else the GPU list).
  */
 export function loadChoices() {
   if (!choicesCache) {
@@ -169,27 +169,47 @@ export function loadChoices() {
         api('GET', '/api/v1/datacenters?sort=name&limit=1000').then((r) => r.items).catch(() => []),
       ]);
       const seen = { team: new Set(), env: new Set(), cluster: new Set(), model: new Set() };
-      try {
-        const gpus = await api('GET', '/api/v1/gpus?limit=1000');
-        for (const g of gpus.items || []) {
-          for (const k of Object.keys(seen)) {
-            const v = g.owner && g.owner[k] && typeof g.owner[k] === 'object' ? g.owner[k].value : g[k];
-            if (v) seen[k].add(String(v));
+      // The values of the last 30 days, as the usage rollups group them (a
+      // few rows whatever the fleet's size); without them, the values of
+      // the GPU list's first page.
+      const nowS = Math.floor(Date.now() / 1000);
+      const to = nowS - (nowS % DAY) + DAY;
+      const wanted = Object.keys(seen);
+      const grouped = await Promise.all(wanted.map((k) => api('GET',
+        `/api/v1/usage?group_by=${k}&step=month&from=${iso(to - 30 * DAY)}&to=${iso(to)}`).catch(() => null)));
+      if (grouped.every(Boolean)) {
+        wanted.forEach((k, i) => {
+          for (const it of grouped[i].items || []) if (it.group) seen[k].add(String(it.group));
+        });
+      } else {
+        try {
+          const gpus = await api('GET', '/api/v1/gpus?limit=1000');
+          for (const g of gpus.items || []) {
+            for (const k of Object.keys(seen)) {
+              const v = g.owner && g.owner[k] && typeof g.owner[k] === 'object' ? g.owner[k].value : g[k];
+              if (v) seen[k].add(String(v));
+            }
           }
+        } catch {
+          /* the lists below stay as the routes gave them */
         }
-      } catch {
-        /* the lists below stay as the routes gave them */
       }
-      const fromSeen = (k) => [...seen[k]].sort().map((v) => ({ value: v, label: v }));
+      // A dimension's own entries, and the values in use that are none
+      // (a source's default team, say), sorted by value.
+      const both = (k, listed) => {
+        const out = new Map((listed || []).map((d) => [d.value, d]));
+        for (const v of seen[k] || []) if (!out.has(v)) out.set(v, { value: v, label: v });
+        return [...out.values()].sort((a, b) => a.value.localeCompare(b.value));
+      };
       const clouds = new Set((clusters || []).map((c) => c.cloud).filter(Boolean));
       return {
-        team: teams || fromSeen('team'),
-        env: envs || fromSeen('env'),
+        team: both('team', teams),
+        env: both('env', envs),
         pool: pools || [],
-        cluster: clusters || fromSeen('cluster'),
+        cluster: both('cluster', clusters),
         cloud: [...clouds].sort().map((v) => ({ value: v, label: v })),
         datacenter: dcs.map((d) => ({ value: String(d.id), label: d.name })),
-        model: fromSeen('model'),
+        model: both('model', []),
       };
     })().catch((e) => {
       choicesCache = null;
