@@ -1,8 +1,9 @@
 // The dashboard's home page in headless Chromium: time from opening the
 // page (signed in) to its first drawn chart and to every panel settled,
 // beside the GPU list's time to its first row, measured in the same run.
-// Usage: node bench/home.mjs URL PASSWORD [RUNS]
-// Prints one JSON object: per page, each run's milliseconds and the median.
+// Usage: node bench/home.mjs URL PASSWORD [RUNS [WARMUP [TIMEOUT_S]]]
+// Prints one JSON object: per page and mark, each run's milliseconds (null:
+// not reached within TIMEOUT_S, default 300) and their median.
 import { launch } from '../tests/browser/browser.mjs';
 
 const [url, password, runsArg] = process.argv.slice(2);
@@ -11,8 +12,12 @@ if (!url || !password) {
   process.exit(2);
 }
 const runs = Number(runsArg || 5);
+const warmup = Number(process.argv[5] ?? 1);
+const timeoutMs = Number(process.argv[6] || 300) * 1000;
 
-const median = (xs) => {
+const median = (all) => {
+  const xs = all.filter((x) => x !== null);
+  if (xs.length < all.length) return null;
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
@@ -35,8 +40,13 @@ async function timed(hash, ready) {
   await page.goto(`${url}/${hash}`);
   const marks = {};
   for (const [name, sel] of ready) {
-    await page.locator(sel).first().waitFor({ state: 'attached' });
-    marks[name] = Date.now() - t0;
+    const left = timeoutMs - (Date.now() - t0);
+    try {
+      await page.locator(sel).first().waitFor({ state: 'attached', timeout: Math.max(1, left) });
+      marks[name] = Date.now() - t0;
+    } catch {
+      marks[name] = null;
+    }
   }
   return marks;
 }
@@ -51,7 +61,7 @@ const pages = {
 };
 const out = { runs, pages: {} };
 for (const [name, [hash, ready]] of Object.entries(pages)) {
-  await timed(hash, ready); // warm-up, not counted
+  for (let i = 0; i < warmup; i++) await timed(hash, ready); // not counted
   const all = [];
   for (let i = 0; i < runs; i++) all.push(await timed(hash, ready));
   const res = {};
