@@ -227,10 +227,11 @@ export function resetChoices() {
 /**
  * The filter bar for state f. onChange(next) is called with a whole new
  * state when the user changes a filter. fixed: keys the view fixes (a
- * team's page fixes its team), shown but not changeable.
+ * team's page fixes its team), shown but not changeable. after: a promise
+ * the choices wait for (the page's own figures go first).
  * Returns the bar element.
  */
-export function filterBar(f, onChange, { fixed = [] } = {}) {
+export function filterBar(f, onChange, { fixed = [], after = null } = {}) {
   const selects = {};
   const change = (patch) => onChange({ ...f, ...patch });
   for (const [k, label] of DIMENSIONS) {
@@ -282,7 +283,7 @@ export function filterBar(f, onChange, { fixed = [] } = {}) {
   const bar = h('section', { class: 'panel filter-bar', 'aria-label': 'Filters', 'data-testid': 'filter-bar' },
     h('div', { class: 'toolbar' }, Object.values(selects), range, custom, clear));
 
-  loadChoices().then((choices) => {
+  Promise.resolve(after).catch(() => null).then(() => loadChoices()).then((choices) => {
     for (const [k, label] of DIMENSIONS) {
       const sel = selects[k];
       const opts = choices[k] || [];

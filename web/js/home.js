@@ -329,7 +329,10 @@ export function renderHome(main, ctx, view) {
   const charts = h('div', { class: 'charts' });
   const tables = h('div', { class: 'tables' });
 
-  const bar = filterBar(f, nav, { fixed });
+  const usageQ = (g) => withQuery('/api/v1/usage', { group_by: g, step: win.step, ...filters });
+  const usage = fetchOr(usageQ(group));
+  const teamUsage = group === 'team' ? usage : fetchOr(usageQ('team'));
+  const bar = filterBar(f, nav, { fixed, after: usage });
   const groupSel = h('select', { name: 'group', class: 'filter-input', 'aria-label': 'Group charts by', dataset: { filter: 'group' },
     on: { change: () => nav({ ...f, group: groupSel.value }) } },
   GROUPS.map(([v, t]) => h('option', { value: v, text: `By ${t.toLowerCase()}` })));
@@ -346,10 +349,6 @@ export function renderHome(main, ctx, view) {
       h('div', {}, h('h1', { text: title }), scope, h('div', { class: 'head-meta' }, fresh, unowned)),
       headActions),
     tabs, bar, kpis, chartBar, charts, tables);
-
-  const usageQ = (g) => withQuery('/api/v1/usage', { group_by: g, step: win.step, ...filters });
-  const usage = fetchOr(usageQ(group));
-  const teamUsage = group === 'team' ? usage : fetchOr(usageQ('team'));
 
   loadFreshness(fresh, unowned, alive);
   // The period's figures from the team grouping, which splits every GPU-hour once.
