@@ -6,6 +6,7 @@ import { api } from './api.js';
 import { ago, when, timeAgo, utilBar, memUsed, mib, unit, gpuFlags, isNum, flag } from './fmt.js';
 import { gpuHref, gpuApiPath } from './gpus.js';
 import { timelineSection } from './timeline.js';
+import { ownerPanel } from './ownership.js';
 
 /** Identity rows: [label, field, how to show the value]. */
 const IDENTITY = [
@@ -217,7 +218,7 @@ export async function renderGpu(main, ctx, uuid) {
     telemetry,
     h('div', { class: 'split' },
       panel('Identity', 'identity', h('dl', { class: 'kv' }, rows)),
-      h('div', { class: 'col' }, migPanel, eventPanel)),
+      h('div', { class: 'col' }, ownerPanel(g, () => renderGpu(main, ctx, uuid)), migPanel, eventPanel)),
     h('div', { class: 'stack-gap' }, procPanel));
   // The timeline's range stays in the address (#/gpus/{uuid}?range=30d).
   const onRange = (r) => {

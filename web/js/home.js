@@ -307,8 +307,8 @@ export function renderHome(main, ctx, view) {
   document.title = `${title} · gpuinv`;
 
   const fresh = h('p', { class: 'page-sub small', 'data-testid': 'freshness', text: 'Data freshness: …' });
-  const unowned = h('span', { class: 'filter-chip', 'data-testid': 'unowned', hidden: true,
-    title: 'GPUs no assignment, rule or source gives a team (GET /api/v1/ownership/unowned)' });
+  const unowned = h('a', { class: 'filter-chip', 'data-testid': 'unowned', hidden: true, href: '#/ownership/unowned',
+    title: 'GPUs that no assignment, rule or source gives a team' });
   const scope = h('p', { class: 'page-sub', 'data-testid': 'scope',
     text: `${win.label} · ${new Date(win.from * 1000).toISOString().slice(0, 10)} to ${new Date((win.to - 1) * 1000).toISOString().slice(0, 10)} (UTC)` });
   const tabs = h('nav', { class: 'view-tabs', 'aria-label': 'Views' },
