@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: gpuinv with the demo fleet on its embedded SQLite database,
-# plus simulated GPU hosts running the real agent against the stand-in NVML.
+# plus simulated GPU hosts running the real agent against the stand-in NVML,
+# and 30 days of their history, loaded in the background (raw samples are
+# kept 35 days here, so the whole history stays).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 listen=${LISTEN:-127.0.0.1:8080}
@@ -9,7 +11,7 @@ mkdir -p "$dir"
 [ -s "$dir/admin-password" ] || (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' 'xy' > "$dir/admin-password")
 token=demo-admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 GPUINV_ADMIN_PASSWORD="$(cat "$dir/admin-password")" GPUINV_ADMIN_TOKEN="$token" \
-  build/gpuinv serve --demo --db "$dir/gpuinv.db" --listen "$listen" > "$dir/serve.out" &
+  build/gpuinv serve --demo --db "$dir/gpuinv.db" --listen "$listen" --retain-samples-days 35 > "$dir/serve.out" &
 server=$!
 agents=
 cleanup() {
