@@ -188,7 +188,7 @@ export function reading(plan, g, ts) {
     const key = role === 'office' ? block : 0;
     procs.push({
       pid: 20000 + Math.floor(rand(gpu.uuid, 'pid', key) * 30000),
-      name, user: WORKERS[Math.floor(rand(plan.name, 'user', key, g) * WORKERS.length)],
+      name, user: WORKERS[Math.floor(rand(plan.name, 'user', key, extra.pod_uid ? 0 : g) * WORKERS.length)],
       ...extra, used_mib: Math.round(used),
     });
   };

@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 listen=${LISTEN:-127.0.0.1:8080}
 dir=build/demo
 mkdir -p "$dir"
+# The history's record (its end, whether it is loaded) belongs to the database.
+[ -e "$dir/gpuinv.db" ] || rm -f "$dir/agents/history.json"
 [ -s "$dir/admin-password" ] || (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' 'xy' > "$dir/admin-password")
 token=demo-admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 GPUINV_ADMIN_PASSWORD="$(cat "$dir/admin-password")" GPUINV_ADMIN_TOKEN="$token" \
