@@ -189,9 +189,10 @@ export async function setupOwnership(api, plans, start) {
   const key = (m) => `${m.kind}|${m.key || ''}|${m.value}`;
   const existing = new Set(((have.json && have.json.items) || []).map((r) => r.match && key(r.match)));
   let added = 0;
-  for (const rule of rules) {
+  for (const [i, rule] of rules.entries()) {
     if (existing.has(key(rule.match))) continue;
-    const r = await api('POST', '/api/v1/ownership-rules', { ...rule, effective_from: iso(start), enabled: true });
+    const r = await api('POST', '/api/v1/ownership-rules',
+      { ...rule, position: 10 * (i + 1), effective_from: iso(start), enabled: true });
     if (r.status === 201 || r.status === 200) added++;
     else {
       problems++;
