@@ -164,7 +164,7 @@ test('the ownership and price steps do their work once, or say this build has no
   } else {
     const at = prices.json.items.filter((p) => p.effective_from === iso(mid));
     assert.equal(at.length, 1, price);
-    assert.equal(at[0].hourly, '4.10');
+    assert.equal(Number(at[0].hourly), 4.1);
     await setupPrices(api, plans, mid);
     assert.equal((await api('GET', '/api/v1/prices?limit=1000')).json.items.length, prices.json.items.length);
   }
