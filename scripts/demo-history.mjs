@@ -184,7 +184,7 @@ export async function setupOwnership(api, plans, start) {
   }
   rules.push({ match: { kind: 'k8s_namespace', value: 'ml-research' }, set: { team: 'ml-research' } });
   rules.push({ match: { kind: 'host_pattern', value: '*-gpu-*' }, set: { pool: 'shared' } });
-  const have = await api('GET', '/api/v1/ownership-rules?limit=1000');
+  const have = await api('GET', '/api/v1/ownership-rules');
   if (missingRoute(have)) return `ownership: ${made} dimension(s) made; this build has no /api/v1/ownership-rules; rules skipped`;
   const key = (m) => `${m.kind}|${m.key || ''}|${m.value}`;
   const existing = new Set(((have.json && have.json.items) || []).map((r) => r.match && key(r.match)));
