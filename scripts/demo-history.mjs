@@ -224,7 +224,8 @@ export async function setupPrices(api, plans, at, hourly = '4.10') {
   const counts = new Map();
   for (const p of plans) counts.set(p.model, (counts.get(p.model) || 0) + p.gpus.length);
   const main = [...counts].sort((a, b) => b[1] - a[1])[0][0];
-  const items = (list.json && list.json.items) || [];
+  // Hourly rates only (a catalog may hold purchase prices too).
+  const items = ((list.json && list.json.items) || []).filter((e) => !e.kind || e.kind === 'hourly');
   const entry = items.find((e) => e.model && !e.env && !e.cloud && !e.pool && modelMatches(e.model, main));
   const model = entry ? entry.model : main;
   if (items.some((e) => e.model === model && !e.env && !e.cloud && !e.pool && e.effective_from === iso(at)))
