@@ -251,7 +251,7 @@ export async function runRollup(api) {
     if (missingRoute(r)) return 'usage: this build has no POST /api/v1/usage/rollup; skipped';
     if (r.status !== 200 && r.status !== 201) return `usage: the rollup answered ${r.status} ${r.text.slice(0, 200)}`;
     const j = r.json || {};
-    const left = j.remaining ?? j.pending ?? j.dirty_left ?? (j.more === true ? 1 : 0);
+    const left = (j.dirty_left || 0) + (j.redo_left || 0);
     if (!(left > 0)) return 'usage: rolled up';
   }
   return 'usage: the rollup is still catching up; the periodic job finishes it';
