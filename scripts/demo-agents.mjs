@@ -169,6 +169,6 @@ async function background() {
     say(`history loaded: ${r.samples} samples and ${r.processes} process readings in ${r.batches} new batches` +
       `${r.duplicates ? ` (${r.duplicates} were there already)` : ''}, ${Math.round((Date.now() - t0) / 1000)} s`);
   }
-  say(await runRollup(api));
+  say(await runRollup(url, adminToken));
 }
 background().catch((e) => say(`demo history: ${e.message}; the live demo goes on`));

@@ -8,6 +8,8 @@
 // pools, mapping rules), its mid-month price change and the usage rollup,
 // each through its API and each skipped, with a line, where this build has
 // no such API.
+import http from 'node:http';
+import https from 'node:https';
 import { STEP_S, reading } from './demo-fleet.mjs';
 
 const DAY = 86400;
@@ -241,18 +243,45 @@ export async function setupPrices(api, plans, at, hourly = '4.10') {
 }
 
 /**
+ * A POST that may take minutes (a rollup over a month of history): no
+ * client timeout, unlike fetch's five minutes. Resolves to {status, json, text}.
+ */
+function slowPost(url, token, p) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(p, url);
+    const req = (u.protocol === 'https:' ? https : http).request(u, {
+      method: 'POST', headers: { Authorization: 'Bearer ' + token, 'Content-Length': 0 },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => {
+        let json = null;
+        try { json = JSON.parse(text); } catch { /* not JSON */ }
+        resolve({ status: res.statusCode, json, text });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
  * Runs the usage rollup now (POST /api/v1/usage/rollup, admin) until it
  * reports nothing left to do, so the dashboard shows the whole history at
- * once rather than as the periodic job catches up.
+ * once rather than as the periodic job catches up. url and token: the
+ * server and an admin token.
  */
-export async function runRollup(api) {
+export async function runRollup(url, token) {
+  let hours = 0;
   for (let i = 0; i < 500; i++) {
-    const r = await api('POST', '/api/v1/usage/rollup');
+    const r = await slowPost(url, token, '/api/v1/usage/rollup');
     if (missingRoute(r)) return 'usage: this build has no POST /api/v1/usage/rollup; skipped';
     if (r.status !== 200 && r.status !== 201) return `usage: the rollup answered ${r.status} ${r.text.slice(0, 200)}`;
     const j = r.json || {};
+    hours += j.hours || 0;
     const left = (j.dirty_left || 0) + (j.redo_left || 0);
-    if (!(left > 0)) return 'usage: rolled up';
+    if (!(left > 0)) return `usage: rolled up (${hours} GPU-hour(s) computed now)`;
   }
   return 'usage: the rollup is still catching up; the periodic job finishes it';
 }

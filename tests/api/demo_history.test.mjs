@@ -134,12 +134,18 @@ test('the idle-held team\'s allocated-idle GPU-hours show in the usage API', asy
     t.skip('this build has no usage API');
     return;
   }
-  assert.match(await runRollup(api), /^usage: rolled up/);
+  assert.match(await runRollup(h.s.url, h.s.token), /^usage: rolled up/);
   const u = ok(await h.s.api('GET', `/api/v1/usage?group_by=team&from=${iso(START)}&to=${iso(END)}&step=day`));
   const mine = u.items.filter((i) => i.group === held.team);
   const allocIdle = mine.reduce((a, i) => a + i.gpu_hours.allocated_idle, 0);
-  // 2 GPUs held idle for the last 24 hours: up to 48 GPU-hours.
-  assert.ok(allocIdle > 0 && allocIdle <= 48.5, `allocated-idle GPU-hours of ${held.team}: ${allocIdle}`);
+  t.diagnostic(`${held.team}: ${JSON.stringify(mine.map((i) => i.gpu_hours))}`);
+  assert.ok(allocIdle > 0, `allocated-idle GPU-hours of ${held.team}: ${allocIdle}`);
+  // The last day: 2 GPUs, each with a process at every sample and below
+  // 5 %, for 24 hours: 48 GPU-hours allocated and idle, none busy.
+  const last = mine.find((i) => i.start === iso(held.idleFrom));
+  assert.ok(last, JSON.stringify(mine));
+  assert.ok(Math.abs(last.gpu_hours.allocated_idle - 48) < 0.01, JSON.stringify(last.gpu_hours));
+  assert.equal(last.gpu_hours.busy, 0);
 });
 
 test('the ownership and price steps do their work once, or say this build has no such API', async () => {
