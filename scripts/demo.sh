@@ -19,6 +19,14 @@ agents=
 cleanup() {
   [ -n "$agents" ] && kill "$agents" 2>/dev/null || true
   kill "$server" 2>/dev/null || true
+  # The server finishes the requests in flight; a rollup over the whole
+  # history may take minutes, and the demo need not wait for it (each
+  # rollup chunk is its own transaction: a stop loses only that chunk).
+  for _ in $(seq 150); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$server" 2>/dev/null; then
+    echo "gpuinv: stopping the server in the middle of a long request (the usage rollup resumes next time)"
+    kill -9 "$server" 2>/dev/null || true
+  fi
   wait 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
