@@ -36,6 +36,8 @@ bench: build
 	bench/ingest.sh 2 100
 	BENCH_PG=auto bench/ingest.sh 4 50
 	bench/agent.sh 180
+	bench/usage.sh
+	BENCH_STORE=postgresql bench/usage.sh
 	node bench/abuse.mjs build/gpuinv
 	cc -O2 -Isrc bench/bench_promtext.c src/parse/promtext.c src/parse/dcgm.c \
 	  src/core/observation.c src/core/util.c -lm -o build/bench_promtext && build/bench_promtext

@@ -11,9 +11,9 @@ function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
     "RESULT requests=%d duration_us=%d rps=%.1f p50_us=%d p90_us=%d p99_us=%d " ..
-    "max_us=%d mean_us=%.1f bytes=%d non2xx=%d sockerr=%d\n",
+    "p95_us=%d max_us=%d mean_us=%.1f bytes=%d non2xx=%d sockerr=%d\n",
     summary.requests, summary.duration, summary.requests / (summary.duration / 1e6),
-    latency:percentile(50), latency:percentile(90), latency:percentile(99),
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(95),
     latency.max, latency.mean, summary.bytes, e.status,
     e.connect + e.read + e.write + e.timeout))
 end

@@ -19,7 +19,7 @@ pkgs=("${run_pkgs[@]}" libcmocka-dev sqlite3 curl openssl chromium clang-format 
       haproxy python3 python3-yaml postgresql-15 postgresql-client-15)
 case "$mode" in
   --run) pkgs=("${run_pkgs[@]}") ;;
-  --bench) pkgs+=(wrk nginx-light haproxy postgresql-15 postgresql-client-15) ;;
+  --bench) pkgs+=(wrk nginx-light haproxy postgresql-15 postgresql-client-15 victoria-metrics) ;;
   "") ;;
   *) echo "usage: scripts/deps.sh [--run|--bench]" >&2; exit 2 ;;
 esac

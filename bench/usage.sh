@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# gpuinv usage benchmark: a fleet of BENCH_GPUS GPUs with BENCH_DAYS days of
+# hourly rollups and BENCH_RAW_DAYS days of raw samples (bench/usage_gen.sh),
+# then, each next to a reference measured in the same run:
+#   1. /api/v1/usage (and the cost and summary routes that exist) over 30
+#      days, every grouping and a few filters, at 1 connection: p50/p95/p99;
+#   2. the question "measured GPU-hours per team over the raw window"
+#      answered three ways: gpuinv's /api/v1/usage, the same from the raw
+#      samples in gpuinv's own database (SQL), and PromQL on VictoriaMetrics
+#      loaded with the same samples. The three answers must agree.
+# Writes bench/results/usage[-pg].json and .md and prints the table.
+# Usage: bench/usage.sh   (from `make bench`, which builds build/gpuinv first)
+# Environment:
+#   BENCH_STORE=sqlite      or postgresql
+#   BENCH_GPUS=10000        GPUs (8 per host)
+#   BENCH_DAYS=90           days of hourly rollups
+#   BENCH_CONSUMER_DAYS=30  days with a consumer per allocated GPU-hour
+#   BENCH_RAW_DAYS=14       days of raw samples
+#   BENCH_RAW_STEP=60       seconds between raw samples
+#   BENCH_DURATION=5        seconds of each measured wrk run
+#   BENCH_VM=1              0: skip the VictoriaMetrics reference
+#   BENCH_KEEP=0            1: keep the temporary directory
+#   GPUINV=build/gpuinv     binary to measure
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+gpus=${BENCH_GPUS:-10000}
+days=${BENCH_DAYS:-90}
+cdays=${BENCH_CONSUMER_DAYS:-30}
+rdays=${BENCH_RAW_DAYS:-14}
+rstep=${BENCH_RAW_STEP:-60}
+dur=${BENCH_DURATION:-5}
+use_vm=${BENCH_VM:-1}
+bin=${GPUINV:-build/gpuinv}
+store=${BENCH_STORE:-sqlite}
+results=bench/results
+pg_sh=tests/lib/pg.sh
+
+die() { echo "bench: $*" >&2; exit 1; }
+for tool in wrk sqlite3 curl python3; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (scripts/deps.sh --bench installs it)"
+done
+[ "$use_vm" = 0 ] || command -v victoria-metrics >/dev/null 2>&1 ||
+  die "victoria-metrics is missing (scripts/deps.sh --bench installs it; BENCH_VM=0 skips it)"
+[ -x "$bin" ] || die "$bin not found; build it first (make build)"
+[ "$days" -ge 31 ] || die "BENCH_DAYS must be at least 31 (the queries cover 30 days)"
+[ "$rdays" -ge 1 ] && [ "$rdays" -le "$days" ] || die "BENCH_RAW_DAYS must be 1..BENCH_DAYS"
+case "$store" in
+  sqlite) out_name=usage ;;
+  postgresql | postgres | pg) store=postgresql out_name=usage-pg ;;
+  *) die "BENCH_STORE must be sqlite or postgresql" ;;
+esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-usage.XXXXXX")
+chmod 755 "$tmp" # PostgreSQL runs as an unprivileged user
+srv_pid="" vm_pid="" pg_dir=""
+cleanup() {
+  set +e
+  [ -n "$srv_pid" ] && kill -TERM "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  [ -n "$vm_pid" ] && kill -TERM "$vm_pid" 2>/dev/null && wait "$vm_pid" 2>/dev/null
+  [ -n "$pg_dir" ] && "$pg_sh" stop "$pg_dir"
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "bench: kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+token="bench-$(head -c 18 /dev/urandom | base64 | tr '+/' 'xy')"
+export BENCH_TOKEN=$token
+auth=(-H "Authorization: Bearer $token")
+db=$tmp/gpuinv.db
+if [ "$store" = postgresql ]; then
+  pg_dir=$tmp/pg
+  "$pg_sh" start "$pg_dir" >"$tmp/pg-start.log" 2>&1 || die "PostgreSQL did not start: $(tail -5 "$tmp/pg-start.log")"
+  c=$(cat "$pg_dir/conninfo")
+  db=${c/@\//@/gpuinv}
+fi
+dbq() {
+  if [ "$store" = postgresql ]; then psql -X -At -q -v ON_ERROR_STOP=1 "$db" "$@"; else sqlite3 -bail "$db" "$@"; fi
+}
+elapsed_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) printf "%.1f", v[(NR + 1) / 2]; else printf "%.1f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+start_server() {
+  local out=$tmp/serve.out line=""
+  : >"$out"
+  GPUINV_ADMIN_TOKEN=$token "$bin" serve --db "$db" --listen 127.0.0.1:0 >"$out" 2>>"$tmp/serve.err" &
+  srv_pid=$!
+  until [[ $line == *listening* ]]; do
+    kill -0 "$srv_pid" 2>/dev/null || die "gpuinv exited: $(tail -3 "$tmp/serve.err")"
+    read -r line <"$out" || true
+  done
+  srv_port=${line##*:}
+  srv_port=${srv_port%/}
+  base=http://127.0.0.1:$srv_port
+}
+stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
+
+now=$(date +%s)
+end=$((now - now % 3600))
+day_end=$((end - end % 86400))
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+echo "bench: usage on $store: $gpus GPUs, $days days hourly, $rdays days raw every ${rstep}s"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- data ----
+start_server # applies the migrations
+stop_server
+# Secondary indexes are dropped for the load and built again after it.
+tables="'usage_hourly','usage_daily','usage_consumers','gpu_samples'"
+if [ "$store" = postgresql ]; then
+  dbq -c "SELECT indexdef || ';' FROM pg_indexes WHERE tablename IN ($tables) AND indexname NOT LIKE '%pkey'
+          AND indexname NOT IN (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid)" >"$tmp/indexes.sql"
+  sed 's/^CREATE \(UNIQUE \)\?INDEX \([^ ]*\) ON .*/DROP INDEX \2;/' "$tmp/indexes.sql" >"$tmp/drop.sql"
+  # Raw samples go to daily partitions, created for the whole window.
+  dbq -c "SELECT gi_samples_partitions($((end - rdays * 86400)), $((rdays + 2)), 100000)" >/dev/null
+else
+  dbq "SELECT sql || ';' FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN ($tables)" >"$tmp/indexes.sql"
+  sed 's/^CREATE \(UNIQUE \)\?INDEX \([^ ]*\) ON .*/DROP INDEX \2;/' "$tmp/indexes.sql" >"$tmp/drop.sql"
+fi
+dbq <"$tmp/drop.sql"
+bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" >"$tmp/gen.sql"
+t0=$EPOCHREALTIME
+if [ "$store" = postgresql ]; then
+  dbq -c "SET maintenance_work_mem = '512MB'" -f "$tmp/gen.sql" -f "$tmp/indexes.sql" -c "VACUUM ANALYZE"
+else
+  { echo "PRAGMA cache_size = -1000000;"; cat "$tmp/gen.sql" "$tmp/indexes.sql"; echo "ANALYZE;"; } | dbq
+fi
+t1=$EPOCHREALTIME
+load_ms=$(elapsed_ms "$t0" "$t1")
+hourly_rows=$(dbq -c "SELECT count(*) FROM usage_hourly" 2>/dev/null || dbq "SELECT count(*) FROM usage_hourly")
+raw_rows=$(dbq -c "SELECT count(*) FROM gpu_samples" 2>/dev/null || dbq "SELECT count(*) FROM gpu_samples")
+echo "bench: loaded $hourly_rows hourly rows and $raw_rows raw samples in $((${load_ms%.*} / 1000)) s"
+if [ "$store" = sqlite ]; then db_bytes=$(stat -c %s "$db"); else db_bytes=$(dbq -c "SELECT pg_database_size(current_database())"); fi
+
+start_server
+
+# ---- 1. the analytics routes over 30 days ----
+from=$(iso $((day_end - 30 * 86400)))
+to=$(iso "$day_end")
+range="from=$from&to=$to"
+month=$(date -u -d "@$((day_end - 86400))" +%Y-%m)
+queries=(
+  "team|/api/v1/usage?group_by=team&$range&step=day"
+  "env|/api/v1/usage?group_by=env&$range&step=day"
+  "pool|/api/v1/usage?group_by=pool&$range&step=day"
+  "cluster|/api/v1/usage?group_by=cluster&$range&step=day"
+  "cloud|/api/v1/usage?group_by=cloud&$range&step=day"
+  "model|/api/v1/usage?group_by=model&$range&step=day"
+  "datacenter|/api/v1/usage?group_by=datacenter&$range&step=day"
+  "host, team filter|/api/v1/usage?group_by=host&team=team-7&$range&step=day"
+  "gpu, team filter|/api/v1/usage?group_by=gpu&team=team-7&$range&step=day"
+  "consumer, env filter|/api/v1/usage?group_by=consumer&env=prod&$range&step=day"
+  "team, week steps|/api/v1/usage?group_by=team&$range&step=week"
+  "team, month|/api/v1/usage?group_by=team&$range&step=month"
+  "model, team+env filter|/api/v1/usage?group_by=model&team=team-3&env=poc&$range&step=day"
+  "team, hour steps, 1 day|/api/v1/usage?group_by=team&from=$(iso $((day_end - 86400)))&to=$to&step=hour"
+  "team, hour steps, 30 days|/api/v1/usage?group_by=team&$range&step=hour"
+  "showback (cost)|/api/v1/reports/showback?month=$month"
+  "trend (summary)|/api/v1/usage/trend?period=week&group_by=team"
+  "waste by team|/api/v1/insights/waste-by-team?$range"
+  "savings|/api/v1/insights/savings?$range"
+)
+wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
+  local out
+  wrk -t1 -c1 -d1s -s bench/wrk-auth.lua "$1" >/dev/null
+  out=$(wrk -t1 -c1 -d"${dur}s" --latency -s bench/wrk-auth.lua "$1")
+  echo "$out" >>"$tmp/wrk.log"
+  echo "$out" | grep '^RESULT ' | awk '{
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    printf "%.1f %.2f %.2f %.2f %d\n", v["rps"], v["p50_us"] / 1000, v["p95_us"] / 1000,
+           v["p99_us"] / 1000, v["non2xx"] }'
+}
+rows_json=""
+for q in "${queries[@]}"; do
+  name=${q%%|*} path=${q#*|}
+  code=$(curl -s "${auth[@]}" -o "$tmp/q.json" -w '%{http_code}' "$base$path")
+  if [ "$code" != 200 ]; then
+    echo "bench: $name: HTTP $code, not measured"
+    rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":$code},"
+    continue
+  fi
+  bytes=$(wc -c <"$tmp/q.json")
+  read -r rps p50 p95 p99 non2xx <<<"$(wrk_run "$base$path")"
+  echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms ($bytes bytes)"
+  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx},"
+done
+
+# ---- 2. one question, three ways: measured GPU-hours per team over the raw window ----
+rfrom=$((end - rdays * 86400))
+q_api="/api/v1/usage?group_by=team&from=$(iso "$rfrom")&to=$(iso "$end")&step=month"
+curl -sf "${auth[@]}" -o "$tmp/api-team.json" "$base$q_api" || die "GET $q_api"
+python3 - "$tmp/api-team.json" >"$tmp/api-team.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+acc = {}
+for it in d["items"]:
+    h = it["gpu_hours"]
+    acc[it["group"]] = acc.get(it["group"], 0) + h["owned"] - h["unknown"]
+for k in sorted(acc):
+    print("%s %.1f" % (k, acc[k]))
+PY
+api_times=()
+for _ in 1 2 3 4 5 6 7 8 9 10 11; do
+  api_times+=("$(curl -s "${auth[@]}" -o /dev/null -w '%{time_total}' "$base$q_api" | awk '{ printf "%.1f", $1 * 1000 }')")
+done
+api_ms=$(echo "${api_times[@]}" | median)
+
+raw_sql="SELECT g.team, count(*) * $rstep / 3600.0 FROM gpu_samples s JOIN gpus g ON g.id = s.gpu_id
+         WHERE s.ts >= $rfrom AND s.ts < $end GROUP BY g.team ORDER BY g.team"
+raw_times=()
+for i in 1 2 3; do
+  t0=$EPOCHREALTIME
+  if [ "$store" = postgresql ]; then dbq -F ' ' -c "$raw_sql" >"$tmp/raw-team.txt"; else dbq -separator ' ' "$raw_sql" >"$tmp/raw-team.txt"; fi
+  t1=$EPOCHREALTIME
+  raw_times+=("$(elapsed_ms "$t0" "$t1")")
+done
+raw_ms=$(echo "${raw_times[@]}" | median)
+same_answer() { python3 - "$1" "$2" <<'PY'
+import sys
+a, b = ({l.split()[0]: float(l.split()[1]) for l in open(f) if l.strip()} for f in sys.argv[1:3])
+ok = a.keys() == b.keys() and all(abs(a[k] - b[k]) <= max(0.5, 1e-3 * abs(a[k])) for k in a)
+sys.exit(0 if ok else 1)
+PY
+}
+same_answer "$tmp/api-team.txt" "$tmp/raw-team.txt" || die "the API and the raw samples disagree: $(paste "$tmp/api-team.txt" "$tmp/raw-team.txt" | head -3)"
+
+vm_ms=null vm_p95=null vm_load_s=null
+if [ "$use_vm" != 0 ]; then
+  for p in $(seq 18428 18440); do
+    victoria-metrics -storageDataPath "$tmp/vm" -httpListenAddr "127.0.0.1:$p" -retentionPeriod 100y \
+      -search.maxPointsPerTimeseries 1000000 -search.maxSamplesPerQuery 10000000000 >"$tmp/vm.log" 2>&1 &
+    vm_pid=$!
+    for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$p/health" && break; sleep 0.2; done
+    if curl -sf -o /dev/null "http://127.0.0.1:$p/health"; then vm="http://127.0.0.1:$p"; break; fi
+    kill "$vm_pid" 2>/dev/null; wait "$vm_pid" 2>/dev/null || true; vm_pid=""
+  done
+  [ -n "${vm:-}" ] || die "VictoriaMetrics did not start: $(tail -3 "$tmp/vm.log")"
+  t0=$EPOCHREALTIME
+  bench/usage_vm.py "$gpus" "$rdays" "$rstep" "$now" | curl -sf -X POST -T - "$vm/api/v1/import" || die "VictoriaMetrics import"
+  curl -sf -o /dev/null "$vm/internal/force_flush" || true
+  t1=$EPOCHREALTIME
+  vm_load_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
+  promql="sum by (team) (count_over_time(gpu_util[${rdays}d])) * $rstep / 3600"
+  vm_q=(--data-urlencode "query=$promql" --data-urlencode "time=$((end - 1))")
+  curl -sf "$vm/api/v1/query" "${vm_q[@]}" -o "$tmp/vm.json" || die "PromQL query"
+  python3 -c 'import json, sys
+for r in sorted(json.load(open(sys.argv[1]))["data"]["result"], key=lambda r: r["metric"]["team"]):
+    print(r["metric"]["team"], "%.1f" % float(r["value"][1]))' "$tmp/vm.json" >"$tmp/vm-team.txt"
+  same_answer "$tmp/api-team.txt" "$tmp/vm-team.txt" || die "the API and VictoriaMetrics disagree: $(paste "$tmp/api-team.txt" "$tmp/vm-team.txt" | head -3)"
+  vm_times=()
+  for _ in 1 2 3 4 5 6 7 8 9 10 11; do
+    vm_times+=("$(curl -s -o /dev/null -w '%{time_total}' "$vm/api/v1/query" "${vm_q[@]}" -d nocache=1 | awk '{ printf "%.1f", $1 * 1000 }')")
+  done
+  vm_ms=$(echo "${vm_times[@]}" | median)
+fi
+echo "bench: team GPU-hours over $rdays days: gpuinv $api_ms ms, raw samples SQL $raw_ms ms, PromQL $vm_ms ms"
+
+# ---- results ----
+mkdir -p "$results"
+cat >"$results/$out_name.json" <<JSON
+{"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","store":"$store","gpus":$gpus,"days":$days,"raw_days":$rdays,
+ "raw_step_s":$rstep,"hourly_rows":$hourly_rows,"raw_rows":$raw_rows,"load_ms":$load_ms,"db_bytes":$db_bytes,
+ "loadavg_before":"$load_start","queries":[${rows_json%,}],
+ "team_gpu_hours":{"window_days":$rdays,"gpuinv_ms":$api_ms,"raw_sql_ms":$raw_ms,"promql_ms":$vm_ms,
+   "victoria_metrics_load_s":$vm_load_s}}
+JSON
+python3 - "$results/$out_name.json" >"$results/$out_name.md" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("usage on %s: %d GPUs, %d days hourly (%d rows), %d days raw (%d samples), %s" %
+      (d["store"], d["gpus"], d["days"], d["hourly_rows"], d["raw_days"], d["raw_rows"], d["date"]))
+print()
+print("| query (30 days) | p50 ms | p95 ms | p99 ms | bytes |")
+print("|---|---:|---:|---:|---:|")
+for q in d["queries"]:
+    if q["status"] != 200:
+        print("| %s | HTTP %d | | | |" % (q["query"], q["status"]))
+    else:
+        print("| %s | %.1f | %.1f | %.1f | %d |" % (q["query"], q["p50_ms"], q["p95_ms"], q["p99_ms"], q["bytes"]))
+t = d["team_gpu_hours"]
+print()
+print("team GPU-hours over %d days (median ms): gpuinv %s, raw samples SQL %s, PromQL on VictoriaMetrics %s"
+      % (t["window_days"], t["gpuinv_ms"], t["raw_sql_ms"], t["promql_ms"]))
+PY
+cat "$results/$out_name.md"

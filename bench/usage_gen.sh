@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Prints the SQL that fills an empty, migrated gpuinv database with a
+# synthetic fleet and its usage history, for bench/usage.sh:
+#   GPUS GPUs (8 per host, 3 data centers, 20 teams, 3 environments,
+#   8 pools, 12 clusters, 3 clouds, 5 models), hourly rollups for DAYS days
+#   ending at the hour before NOW, their daily sums, one consumer per
+#   allocated GPU-hour over the last CONSUMER_DAYS days, and raw samples
+#   every RAW_STEP seconds over the last RAW_DAYS days.
+# Every figure follows one pattern, so the rollups and the raw samples
+# answer the same questions alike: GPUs with id % 10 < 6 are allocated
+# always, 6..7 on weekdays 08-19 UTC only, 8..9 never; team-3 holds its
+# GPUs at 1 % utilization, the others run at 70 % in working hours and
+# 20 % outside; one GPU-hour in 211 has no data (unknown).
+# Usage: bench/usage_gen.sh sqlite|postgresql GPUS DAYS CONSUMER_DAYS RAW_DAYS RAW_STEP NOW
+set -euo pipefail
+dialect=$1 gpus=$2 days=$3 cdays=$4 rdays=$5 rstep=$6 now=$7
+hosts=$(((gpus + 7) / 8))
+end=$((now - now % 3600))
+start=$((end - days * 86400))
+cstart=$((end - cdays * 86400))
+rstart=$((end - rdays * 86400))
+
+# gh START END STEP ORDER: a WITH prefix and a FROM clause giving g.id
+# (1..GPUS) crossed with h.v (START, START+STEP, ... < END), GPU-major
+# (ORDER gpu) or time-major (ORDER time), so rows arrive in the order of
+# the table's primary key.
+if [ "$dialect" = sqlite ]; then
+  gh() {
+    with="WITH RECURSIVE gi(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM gi WHERE id < $gpus),
+  ti(v) AS (SELECT $1 UNION ALL SELECT v + $3 FROM ti WHERE v + $3 < $2)"
+    if [ "$4" = gpu ]; then from="gi AS g CROSS JOIN ti AS h"; else from="ti AS h CROSS JOIN gi AS g"; fi
+  }
+  ids() { echo "WITH RECURSIVE gi(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM gi WHERE id < $1)"; }
+  idfrom="gi AS g"
+  pad() { echo "printf('%05d', $1)"; }
+else
+  gh() {
+    with=""
+    local g="generate_series(1, $gpus) AS g(id)" t="generate_series($1::BIGINT, $2::BIGINT - 1, $3::BIGINT) AS h(v)"
+    if [ "$4" = gpu ]; then from="$g CROSS JOIN $t"; else from="$t CROSS JOIN $g"; fi
+  }
+  ids() { echo "WITH gi(id) AS (SELECT generate_series(1, $1))"; }
+  idfrom="gi AS g"
+  pad() { echo "lpad(($1)::TEXT, 5, '0')"; }
+fi
+
+# The classification of GPU g in hour h as SQL expressions.
+weekday="((h.v / 86400 + 3) % 7)" # 0 = Monday
+hod="((h.v / 3600) % 24)"
+work="($weekday < 5 AND $hod >= 8 AND $hod < 19)"
+gap="((g.id * 31 + h.v / 3600) % 211 = 0)"
+alloc="(g.id % 10 < 6 OR (g.id % 10 < 8 AND $work))"
+util="(CASE WHEN NOT $alloc THEN 0.0 WHEN g.id % 20 = 3 THEN 1.0 WHEN $work THEN 70.0 ELSE 20.0 END)"
+team="'team-' || (g.id % 20)"
+env="(CASE g.id % 3 WHEN 0 THEN 'prod' WHEN 1 THEN 'dev' ELSE 'poc' END)"
+model="(CASE g.id % 5 WHEN 0 THEN 'NVIDIA H100 80GB HBM3' WHEN 1 THEN 'NVIDIA A100-SXM4-80GB' WHEN 2 THEN 'NVIDIA L40S' WHEN 3 THEN 'NVIDIA H200' ELSE 'NVIDIA L4' END)"
+
+host="((g.id - 1) / 8 + 1)"
+gh "$start" "$end" 3600 gpu
+hourly_with=$with hourly_from=$from
+gh "$rstart" "$end" "$rstep" time
+raw_with=$with raw_from=$from
+
+cat <<SQL
+BEGIN;
+INSERT INTO datacenters (id, name, location, created_at, updated_at)
+VALUES (1, 'fra1', 'bench', $start, $start), (2, 'ams2', 'bench', $start, $start), (3, 'iad3', 'bench', $start, $start);
+INSERT INTO sources (id, name, kind, created_at, updated_at) VALUES (1, 'bench', 'push', $start, $start);
+$(ids "$hosts")
+INSERT INTO hosts (id, hostname, cluster, datacenter_id, source_id, first_seen_at, last_seen_at)
+SELECT g.id, 'node-' || $(pad g.id), 'cl-' || (g.id % 12), 1 + g.id % 3, 1, $start, $now FROM $idfrom;
+$(ids "$gpus")
+INSERT INTO gpus (id, uuid, host_id, idx, vendor, model, memory_total_mib, team, env, cluster, source_id,
+                  first_seen_at, last_seen_at, observed_at, reading_source_id)
+SELECT g.id, 'GPU-bench-' || $(pad g.id), $host, (g.id - 1) % 8, 'NVIDIA', $model, 81559,
+       $team, $env, 'cl-' || ($host % 12), 1, $start, $now, $now, 1
+FROM $idfrom;
+COMMIT;
+BEGIN;
+$hourly_with
+INSERT INTO usage_hourly (gpu_id, hour, team, env, pool, cluster, cloud, model, datacenter_id, host_id, host,
+    owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, unknown_s, measured_s, util_sum, util_max,
+    mem_max_mib, mem_sum, energy_wh, temp_max_c, power_max_w, fraction, rate_micros, currency, price_id,
+    updated_at)
+SELECT g.id, h.v, $team, $env, 'pool-' || (g.id % 8), 'cl-' || ($host % 12),
+       (CASE g.id % 3 WHEN 0 THEN 'onprem' WHEN 1 THEN 'aws' ELSE 'gcp' END), $model, 1 + $host % 3,
+       $host, 'node-' || $(pad "$host"),
+       3600,
+       CASE WHEN $gap THEN 0 WHEN $alloc THEN 3600 ELSE 0 END,
+       CASE WHEN $gap THEN 0 WHEN $alloc AND $util >= 5 THEN 3600 ELSE 0 END,
+       CASE WHEN $gap THEN 0 WHEN $alloc AND $util < 5 THEN 3600 ELSE 0 END,
+       CASE WHEN $gap THEN 0 WHEN $alloc THEN 0 ELSE 3600 END,
+       CASE WHEN $gap THEN 3600 ELSE 0 END,
+       CASE WHEN $gap THEN 0 ELSE 3600 END,
+       CASE WHEN $gap THEN 0 ELSE $util * 3600 END,
+       CASE WHEN $gap THEN NULL ELSE $util END,
+       CASE WHEN $gap THEN NULL ELSE 40000 END,
+       CASE WHEN $gap THEN 0 ELSE 40000.0 * 3600 END,
+       CASE WHEN $gap THEN 0 ELSE 75 + 5 * $util END,
+       CASE WHEN $gap THEN NULL ELSE 40 + $util / 3 END,
+       CASE WHEN $gap THEN NULL ELSE 80 + 6 * $util END,
+       1, 2500000, 'USD', NULL, $now
+FROM $hourly_from;
+COMMIT;
+BEGIN;
+INSERT INTO usage_daily (gpu_id, day, team, env, pool, cluster, cloud, model, datacenter_id, host_id, host,
+    owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, unknown_s, measured_s, util_sum, util_max,
+    mem_max_mib, mem_sum, energy_wh, temp_max_c, power_max_w, fraction, rate_micros, currency, price_id,
+    updated_at)
+SELECT gpu_id, hour - hour % 86400, MIN(team), MIN(env), MIN(pool), MIN(cluster), MIN(cloud), MIN(model),
+       MIN(datacenter_id), MIN(host_id), MIN(host), SUM(owned_s), SUM(allocated_s), SUM(busy_s),
+       SUM(alloc_idle_s), SUM(idle_s), SUM(unknown_s), SUM(measured_s), SUM(util_sum), MAX(util_max),
+       MAX(mem_max_mib), SUM(mem_sum), SUM(energy_wh), MAX(temp_max_c), MAX(power_max_w), 1,
+       MIN(rate_micros), MIN(currency), NULL, $now
+FROM usage_hourly GROUP BY gpu_id, hour - hour % 86400;
+INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, container, allocated_s,
+    busy_s, alloc_idle_s, util_sum, measured_s, util_max)
+SELECT gpu_id, hour, 'k8s', 'ns-' || team || '/job-' || ((gpu_id - 1) / 4) || '/main', team, 'ns-' || team,
+       'job-' || ((gpu_id - 1) / 4), 'main', allocated_s, busy_s, alloc_idle_s, util_sum, measured_s, util_max
+FROM usage_hourly WHERE hour >= $cstart AND allocated_s > 0;
+COMMIT;
+BEGIN;
+$raw_with
+INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, power_avg_w, energy_j, temp_c, source_id)
+SELECT h.v, g.id, $util, $util, 40000, 75 + 5 * $util, (75 + 5 * $util) * $rstep, 40 + $util / 3, 1
+FROM $raw_from WHERE NOT $gap;
+COMMIT;
+SQL
