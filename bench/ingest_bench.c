@@ -7,7 +7,9 @@
  * synchronous=NORMAL; on PostgreSQL (REF is a connection string: the
  * server's own database) one multi-row INSERT of 1,000 rows per
  * transaction into the server's gpu_samples table itself, from as many
- * concurrent connections as there are clients.
+ * concurrent connections as there are clients, and a second reference:
+ * the same rows with COPY ... FROM STDIN (text format), 1,000 rows per
+ * transaction, under another source id.
  *
  * Build and run: see bench/ingest.sh. */
 #define _GNU_SOURCE
@@ -226,7 +228,55 @@ static void *raw_pg_thread(void *arg)
     return NULL;
 }
 
-static double raw_pg(const char *conninfo, int threads)
+/* The COPY reference: each thread copies its host's batches, one COPY
+ * of 1,000 rows per transaction. */
+static void *raw_pg_copy_thread(void *arg)
+{
+    int h = (int)(long)arg;
+    PGconn *pg = PQconnectdb(ref_conninfo);
+    size_t cap = 256 * 1024;
+    char *rows = malloc(cap);
+
+    for (int b = 0; PQstatus(pg) == CONNECTION_OK && b < batches_per_thread; b++) {
+        size_t n = 0;
+        int ok = 1;
+        for (int k = 0; k < PER_GPU; k++)
+            for (int g = 0; g < GPUS; g++)
+                n += (size_t)snprintf(rows + n, cap - n, "%lld\t%d\t%d.5\t%d\t%d\t%d.25\t%d\t%d\t%lld\n",
+                                      base_ts + (long long)b * PER_GPU + k, h * GPUS + g + 1,
+                                      (k * 7 + g) % 100, (k * 7 + g) % 100, 1000 + k * 10, 200 + g,
+                                      12000 + k, 40 + g, (1LL << 41) + h);
+        PGresult *r = PQexec(pg, "BEGIN");
+        PQclear(r);
+        r = PQexec(pg, "COPY gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "
+                       "power_avg_w, energy_j, temp_c, source_id) FROM STDIN");
+        ok = PQresultStatus(r) == PGRES_COPY_IN;
+        PQclear(r);
+        if (ok)
+            ok = PQputCopyData(pg, rows, (int)n) == 1 && PQputCopyEnd(pg, NULL) == 1;
+        while ((r = PQgetResult(pg)) != NULL) {
+            ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
+            PQclear(r);
+        }
+        if (!ok) {
+            fprintf(stderr, "reference copy: %s", PQerrorMessage(pg));
+            pthread_mutex_lock(&mu);
+            ref_failures++;
+            pthread_mutex_unlock(&mu);
+        }
+        r = PQexec(pg, "COMMIT");
+        PQclear(r);
+    }
+    if (PQstatus(pg) != CONNECTION_OK)
+        fprintf(stderr, "reference: %s", PQerrorMessage(pg));
+    free(rows);
+    PQfinish(pg);
+    return NULL;
+}
+
+/* Rows per second of one PostgreSQL reference (copy: COPY, else INSERT)
+ * from `threads` connections. */
+static double raw_pg(const char *conninfo, int threads, int copy)
 {
     pthread_t *t = calloc((size_t)threads, sizeof *t);
     double t0, el;
@@ -234,7 +284,7 @@ static double raw_pg(const char *conninfo, int threads)
     ref_conninfo = conninfo;
     t0 = now_s();
     for (int h = 0; h < threads; h++)
-        pthread_create(&t[h], NULL, raw_pg_thread, (void *)(long)h);
+        pthread_create(&t[h], NULL, copy ? raw_pg_copy_thread : raw_pg_thread, (void *)(long)h);
     for (int h = 0; h < threads; h++)
         pthread_join(t[h], NULL);
     el = now_s() - t0;
@@ -247,7 +297,7 @@ int main(int argc, char **argv)
     int threads, total;
     pthread_t *tid;
     struct worker *w;
-    double t0, el, rate, ref;
+    double t0, el, rate, ref, copy_ref = 0;
     int pg_ref;
 
     if (argc != 6 && argc != 7) {
@@ -283,12 +333,18 @@ int main(int argc, char **argv)
     rate = (double)total * GPUS * PER_GPU / el;
     qsort(lat, (size_t)total, sizeof *lat, cmp);
     pg_ref = strncmp(argv[5], "postgres", 8) == 0 || strchr(argv[5], '=') != NULL;
-    ref = pg_ref ? raw_pg(argv[5], threads) : raw_sqlite(argv[5], threads, batches_per_thread);
+    ref = pg_ref ? raw_pg(argv[5], threads, 0) : raw_sqlite(argv[5], threads, batches_per_thread);
+    if (pg_ref)
+        copy_ref = raw_pg(argv[5], threads, 1);
     printf("{\"store\":\"%s\",\"format\":\"%s\",\"batches\":%d,\"samples_per_batch\":%d,"
            "\"threads\":%d,\"failures\":%d,"
            "\"samples_per_s\":%.0f,\"batch_p50_ms\":%.1f,\"batch_p99_ms\":%.1f,"
-           "\"batch_max_ms\":%.1f,\"raw_rows_per_s\":%.0f,\"ratio\":%.2f}\n",
+           "\"batch_max_ms\":%.1f,\"raw_rows_per_s\":%.0f,\"ratio\":%.2f",
            pg_ref ? "postgresql" : "sqlite", columnar ? "columns" : "objects", total, GPUS * PER_GPU, threads, failures, rate, lat[total / 2] * 1e3,
            lat[(int)(total * 0.99)] * 1e3, lat[total - 1] * 1e3, ref, rate / ref);
+    if (pg_ref)
+        printf(",\"copy_rows_per_s\":%.0f,\"copy_ratio\":%.2f", copy_ref,
+               copy_ref > 0 ? rate / copy_ref : 0.0);
+    printf("}\n");
     return failures ? 1 : 0;
 }

@@ -14,6 +14,7 @@ static const char usage[] = "usage: gpuinv COMMAND [OPTIONS]\n"
                             "  token    create, list and revoke API tokens\n"
                             "  user     set a dashboard user's role and password\n"
                             "  db       copy a SQLite database into PostgreSQL\n"
+                            "  import   load a cloud billing export\n"
                             "\n"
                             "Run 'gpuinv COMMAND --help' for a command's options.\n";
 
@@ -22,11 +23,8 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"serve", cli_serve},
-                {"agent", cli_agent},
-                {"token", cli_token},
-                {"user", cli_user},
-                {"db", cli_db}};
+    } cmds[] = {{"serve", cli_serve}, {"agent", cli_agent}, {"token", cli_token},
+                {"user", cli_user},   {"db", cli_db},       {"import", cli_import}};
 
     if (argc < 2) {
         fputs(usage, stderr);

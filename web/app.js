@@ -10,6 +10,9 @@
 //   #/tokens                     API tokens (admins): create, show once, revoke
 //   #/drift                      inventory vs discovery drift (filters in the query)
 //   #/drift/hosts                discovered hosts and their inventory links
+//   #/ownership/{dims}           teams, environments, pools, clusters
+//   #/ownership/rules            ordered ownership mapping rules
+//   #/ownership/unowned          GPUs without a team
 import { h, replace, icon } from './js/dom.js';
 import { api, setSignedOutHandler, setRole } from './js/api.js';
 import { renderLogin } from './js/login.js';
@@ -22,6 +25,7 @@ import { renderResource } from './js/resource.js';
 import { renderTokens } from './js/tokens.js';
 import { renderDrift } from './js/drift.js';
 import { renderHosts } from './js/hosts.js';
+import { renderDims, renderRules, renderUnowned, unownedCount, DIMS } from './js/ownership.js';
 
 const root = document.getElementById('app');
 let user = null;
@@ -52,6 +56,8 @@ async function signOut() {
 }
 
 function frame(active) {
+  const unownedBadge = h('span', { class: 'tab-count', 'data-testid': 'unowned-count', hidden: true,
+    'aria-label': 'unowned GPUs' });
   const initial = (user.user || '?').charAt(0).toUpperCase();
   const header = h('header', { class: 'topbar' },
     h('div', { class: 'topbar-inner' },
@@ -61,9 +67,11 @@ function frame(active) {
         h('span', { class: 'brand-sub', text: 'GPU inventory' })),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
         [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources'],
-          ['drift', 'search', 'Drift'], user.role === 'admin' ? ['tokens', 'key', 'Tokens'] : null].filter(Boolean)
+          ['drift', 'search', 'Drift'], ['ownership', 'users', 'Ownership'],
+          user.role === 'admin' ? ['tokens', 'key', 'Tokens'] : null].filter(Boolean)
           .map(([key, ic, label]) => h('a', { href: `#/${key}`, class: active === key ? 'active' : null,
-            'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label))),
+            'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label,
+          key === 'ownership' ? unownedBadge : null))),
       h('div', { class: 'userbox' },
         h('span', { class: 'avatar', 'aria-hidden': 'true', text: initial }),
         h('span', { class: 'user-meta' },
@@ -74,6 +82,13 @@ function frame(active) {
         h('span', { class: 'signout-label', text: 'Sign out' })))));
   const main = h('main', { id: 'main', class: 'main' });
   replace(root, header, main);
+  // The unowned GPUs' count, so that someone fixes them.
+  unownedCount().then((n) => {
+    if (n == null || !unownedBadge.isConnected) return;
+    unownedBadge.textContent = String(n);
+    unownedBadge.title = `${n} GPU${n === 1 ? '' : 's'} without a team`;
+    unownedBadge.hidden = n === 0;
+  });
   return main;
 }
 
@@ -127,6 +142,12 @@ async function render() {
   if (parts[0] === 'tokens' && parts.length === 1 && user.role === 'admin') return renderTokens(frame('tokens'), ctx);
   if (parts[0] === 'drift' && parts.length === 1) return renderDrift(frame('drift'), ctx);
   if (parts[0] === 'drift' && parts.length === 2 && parts[1] === 'hosts') return renderHosts(frame('drift'), ctx);
+  if (parts[0] === 'ownership' && parts.length <= 2) {
+    const seg = parts[1] || 'teams';
+    if (seg === 'rules') return renderRules(frame('ownership'), ctx);
+    if (seg === 'unowned') return renderUnowned(frame('ownership'), ctx);
+    if (DIMS.some((d) => d.seg === seg)) return renderDims(frame('ownership'), ctx, seg);
+  }
   const main = frame('');
   document.title = 'Not found · gpuinv';
   replace(main, h('section', { class: 'panel empty' },

@@ -78,11 +78,51 @@ void api_hosts_link_auto(struct req *r);
 /* drift.c */
 void api_drift_list(struct req *r);
 
+/* ownership.c: dimensions (one code path for /teams, /environments,
+ * /pools, /clusters), owner assignments, mapping rules, unowned GPUs */
+void api_dims_list(struct req *r);
+void api_dims_create(struct req *r);
+void api_dims_get(struct req *r);
+void api_dims_update(struct req *r);
+void api_dims_delete(struct req *r);
+void api_owner_put(struct req *r);
+void api_owner_get(struct req *r);
+void api_owner_unowned(struct req *r);
+void api_owner_import(struct req *r);
+void api_rules_list(struct req *r);
+void api_rules_create(struct req *r);
+void api_rules_get(struct req *r);
+void api_rules_update(struct req *r);
+void api_rules_delete(struct req *r);
+void api_rules_dry_run(struct req *r);
+
 /* metrics.c */
 void api_metrics(struct req *r);
 
+/* usage.c: usage over time, the rollup job on demand, a GPU's timeline */
+void api_usage_get(struct req *r);
+void api_usage_rollup(struct req *r);
+void api_gpu_timeline(struct req *r);
+
 /* import.c */
 void api_resources_import(struct req *r);
+
+/* prices.c: the price catalog */
+void api_prices_list(struct req *r);
+void api_prices_create(struct req *r);
+void api_prices_rate(struct req *r);
+void api_prices_get(struct req *r);
+void api_prices_update(struct req *r);
+void api_prices_delete(struct req *r);
+
+/* billing.c: cloud billing import */
+void api_billing_import(struct req *r);
+void api_billing_unmatched(struct req *r);
+
+/* showback.c: cost settings and the showback report */
+void api_cost_settings_get(struct req *r);
+void api_cost_settings_put(struct req *r);
+void api_showback(struct req *r);
 
 /* Shared by resources.c and import.c: validates a resource object (and,
  * for a VM, that host_id names a server in the same data center) into

@@ -8,5 +8,6 @@ int cli_token(int argc, char **argv);
 int cli_user(int argc, char **argv);
 int cli_agent(int argc, char **argv);
 int cli_db(int argc, char **argv);
+int cli_import(int argc, char **argv);
 
 #endif

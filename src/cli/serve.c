@@ -27,7 +27,9 @@ static const char serve_usage[] =
     "                    [--max-body BYTES] [--session-ttl SECONDS] [--freshness SECONDS]\n"
     "                    [--tls-cert FILE --tls-key FILE] [--max-connections N]\n"
     "                    [--per-ip-connections N] [--idle-timeout SECONDS]\n"
-    "                    [--retain-samples-days N]\n"
+    "                    [--retain-samples-days N] [--busy-threshold-pct P]\n"
+    "                    [--max-gap-s SECONDS] [--retain-hourly-days N]\n"
+    "                    [--retain-daily-days N]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -49,6 +51,12 @@ static const char serve_usage[] =
     "                       0: no limit, e.g. behind a reverse proxy)\n"
     "  --idle-timeout SECS  close a connection idle this long (default 30)\n"
     "  --retain-samples-days N  days of raw GPU samples kept (default 14, 1..3650)\n"
+    "  --busy-threshold-pct P  utilization from which a GPU counts as busy (default 5,\n"
+    "                       0..100)\n"
+    "  --max-gap-s SECS     longest stretch one sample covers; beyond it the time is\n"
+    "                       unknown (default 600, 1..86400)\n"
+    "  --retain-hourly-days N  days of hourly usage rollups kept (default 396, 1..36500)\n"
+    "  --retain-daily-days N   days of daily usage rollups kept (default 1825, 1..36500)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -121,6 +129,10 @@ int cli_serve(int argc, char **argv)
         {"per-ip-connections", required_argument, NULL, 'p'},
         {"idle-timeout", required_argument, NULL, 'i'},
         {"retain-samples-days", required_argument, NULL, 'R'},
+        {"busy-threshold-pct", required_argument, NULL, 'B'},
+        {"max-gap-s", required_argument, NULL, 'G'},
+        {"retain-hourly-days", required_argument, NULL, 'H'},
+        {"retain-daily-days", required_argument, NULL, 'Y'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -137,6 +149,7 @@ int cli_serve(int argc, char **argv)
     const char *db = getenv("GPUINV_DB");
     bool demo = false;
     int retain_days = SCHEDULER_RETAIN_DAYS;
+    struct store_usage_config usage;
     struct store *st = NULL;
     struct server *srv = NULL;
     struct scheduler *sched = NULL;
@@ -144,6 +157,7 @@ int cli_serve(int argc, char **argv)
     int64_t n;
     int opt, sig, rc, code = 1;
 
+    store_usage_config_get(&usage);
     optind = 1;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -218,6 +232,27 @@ int cli_serve(int argc, char **argv)
             }
             retain_days = (int)n;
             break;
+        case 'B':
+            if (gi_parse_double(optarg, 0, 100, &usage.busy_pct) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --busy-threshold-pct must be 0..100\n");
+                return 2;
+            }
+            break;
+        case 'G':
+            if (gi_parse_int64(optarg, 1, 86400, &usage.max_gap_s) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --max-gap-s must be 1..86400\n");
+                return 2;
+            }
+            break;
+        case 'H':
+        case 'Y':
+            if (gi_parse_int64(optarg, 1, 36500, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --retain-%s-days must be 1..36500\n",
+                        opt == 'H' ? "hourly" : "daily");
+                return 2;
+            }
+            *(opt == 'H' ? &usage.retain_hourly_days : &usage.retain_daily_days) = (int)n;
+            break;
         case 'h':
             fputs(serve_usage, stdout);
             return 0;
@@ -232,6 +267,7 @@ int cli_serve(int argc, char **argv)
     }
     if (db == NULL || *db == '\0')
         db = "gpuinv.db";
+    store_usage_configure(&usage);
     if ((cfg.tls_cert == NULL) != (cfg.tls_key == NULL)) {
         fprintf(stderr, "gpuinv serve: --tls-cert and --tls-key go together\n");
         return 2;
@@ -264,6 +300,15 @@ int cli_serve(int argc, char **argv)
         if (rc == GI_CONFLICT)
             code = EXIT_REVOKED_TOKEN;
         goto cleanup;
+    }
+    {
+        bool seeded;
+        if ((rc = store_prices_seed(st, &seeded)) != GI_OK) {
+            gi_error("cannot seed the price catalog: %s", gi_status_name(rc));
+            goto cleanup;
+        }
+        if (seeded)
+            gi_info("price catalog: inserted the shipped estimates");
     }
     if (demo && (rc = demo_fill(st)) != GI_OK) {
         gi_error("demo fleet failed: %s", gi_status_name(rc));

@@ -84,6 +84,30 @@ static void run_due(struct scheduler *s)
     json_decref(due);
 }
 
+/* The usage rollups, every minute on whichever replica claims the job:
+ * dirty GPU-hours recomputed from raw samples, re-attributions and
+ * re-pricings, rollup retention (store_usage_rollup). */
+static void run_usage(struct scheduler *s)
+{
+    static const char job[] = "usage:rollup";
+    struct store_usage_run res;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, SCHEDULER_USAGE_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_usage_rollup(s->st, NULL, gi_now(), 0, &res);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", job, gi_status_name(rc));
+    else if (res.dirty_left > 0)
+        gi_info("job %s: %lld GPU-hour(s) rolled up, %lld still waiting", job, (long long)res.hours,
+                (long long)res.dirty_left);
+    if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", job);
+}
+
 /* Raw-sample retention, hourly on whichever replica claims it: on
  * PostgreSQL this also creates the coming days' partitions. */
 static void run_maintenance(struct scheduler *s)
@@ -97,7 +121,8 @@ static void run_maintenance(struct scheduler *s)
                         &run) != GI_OK ||
         !run)
         return;
-    rc = store_samples_maintain(s->st, gi_now(), s->retain_days, &changed);
+    rc = store_samples_maintain(s->st, gi_now(),
+                                store_usage_keep_days(s->st, gi_now(), s->retain_days), &changed);
     if (rc != GI_OK)
         gi_warn("job %s failed: %s", job, gi_status_name(rc));
     else if (changed > 0)
@@ -130,6 +155,7 @@ static void *loop(void *arg)
         pthread_mutex_unlock(&s->mu);
         run_due(s);
         run_maintenance(s);
+        run_usage(s);
         wait_s = next_wait(s);
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);

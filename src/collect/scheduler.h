@@ -1,8 +1,11 @@
 /* The server's periodic jobs: pulls each enabled pull source when its
- * interval has passed, and hourly keeps raw samples for the retention
+ * interval has passed, every minute brings the usage rollups up to date
+ * (store_usage_rollup), and hourly keeps raw samples for the retention
  * period (store_samples_maintain: partitions ahead and whole-partition
- * drops on PostgreSQL, small deletes on SQLite). One background thread; a failing or slow source
- * delays only the sources queued behind it, never the HTTP server.
+ * drops on PostgreSQL, small deletes on SQLite), never dropping samples
+ * whose hours still wait for their rollup. One background thread; a
+ * failing or slow source delays only the sources queued behind it, never
+ * the HTTP server.
  *
  * Several servers (replicas) may share one database: every replica polls,
  * and a job (pull:<source id>) runs only on the replica whose claim of its
@@ -23,6 +26,8 @@ struct scheduler;
 /* Seconds between sample-retention runs, and the default retention. */
 #define SCHEDULER_MAINTAIN_S 3600
 #define SCHEDULER_RETAIN_DAYS 14
+/* Seconds between runs of the usage rollup job (usage:rollup). */
+#define SCHEDULER_USAGE_S 60
 
 /* Starts the thread; the store is borrowed. tick_s is the longest wait
  * between looks for due work: the wait shrinks to a quarter of the

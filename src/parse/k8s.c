@@ -627,6 +627,36 @@ static int64_t res_capacity(const struct k8s_node *n, const char *name)
     return -1;
 }
 
+/* Copies the node's text labels into n->labels_json, leaving out what
+ * does not fit. */
+static void node_labels_json(struct k8s_node *n, const json_t *labels)
+{
+    json_t *o = json_object();
+    const char *key;
+    json_t *v;
+    char *text;
+
+    json_object_foreach((json_t *)labels, key, v) {
+        size_t len;
+        if (!json_is_string(v) || !gi_text_ok(key) || !gi_text_ok(json_string_value(v)) ||
+            strlen(key) >= K8S_KEY_LEN || json_string_length(v) >= K8S_VALUE_LEN)
+            continue;
+        json_object_set(o, key, v);
+        text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        len = text ? strlen(text) : SIZE_MAX;
+        free(text);
+        if (len >= sizeof n->labels_json) {
+            /* Full: this label and the rest are left out. */
+            json_object_del(o, key);
+            break;
+        }
+    }
+    text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    gi_strlcpy(n->labels_json, text ? text : "{}", sizeof n->labels_json);
+    free(text);
+    json_decref(o);
+}
+
 /* Physical GPUs and MIG devices from labels and capacities. */
 static void node_derive(struct k8s_node *n)
 {
@@ -717,6 +747,7 @@ static int parse_node(struct ctx *c, const json_t *item, struct k8s_node *n)
         return st;
     if (n->name[0] == '\0')
         return fail(c, GI_INVALID, "metadata.name: missing");
+    node_labels_json(n, labels);
     v = spec ? json_object_get(spec, "unschedulable") : NULL;
     n->unschedulable = json_is_true(v);
     {

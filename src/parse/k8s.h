@@ -31,6 +31,7 @@
 
 #define K8S_NAME_LEN 254 /* DNS subdomain: 253 + NUL */
 #define K8S_UID_LEN 64
+#define K8S_LABELS_LEN 4096  /* a node's labels as JSON text (labels past it are dropped) */
 #define K8S_KEY_LEN 128      /* label key copied (longer keys are dropped) */
 #define K8S_VALUE_LEN 64     /* label value: 63 + NUL */
 #define K8S_RES_LEN 64       /* GPU resource name, e.g. "nvidia.com/mig-1g.10gb" */
@@ -154,6 +155,9 @@ struct k8s_node {
     int64_t physical_gpus;
     int64_t mig_devices;
     char warning[K8S_ERR_LEN]; /* inconsistency noticed, not fatal; "" none */
+    /* metadata.labels as a compact JSON object of strings, bounded by
+     * K8S_LABELS_LEN: labels that do not fit are left out. */
+    char labels_json[K8S_LABELS_LEN];
 };
 
 struct k8s_node_list {

@@ -138,18 +138,15 @@ cleanup:
 }
 
 /* Per-kind resource counts of a data center (every kind present) and,
- * when gpus is not NULL, its servers' GPU totals by allocation state. Read
- * from the trigger-kept dc_counts table. */
-static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
+ * when gpus is not NULL, its servers' GPU totals by allocation state, from
+ * the rows of ST_DC_COUNTS (the trigger-kept dc_counts table) that s,
+ * bound, gives. */
+static int dc_counts_rows(struct conn *c, struct db_stmt *s, json_t **out, json_t **gpus)
 {
-    struct db_stmt *s = prep(c, ST_DC_COUNTS);
     json_int_t n[5] = {0}, total = 0, allocated = 0, available = 0;
     static const char *const kinds[5] = {"server", "vm", "storage", "switch", "infiniband"};
     int step;
 
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":id", id);
     while ((step = db_step(c, s)) == DB_ROW) {
         const char *k = db_col_text(s, 0);
         const char *state = db_col_text(s, 1);
@@ -175,6 +172,17 @@ static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
         *gpus = json_pack("{s:I, s:I, s:I, s:I}", "total", total, "allocated", allocated,
                           "available", available, "unavailable", total - allocated - available);
     return GI_OK;
+}
+
+/* dc_counts_rows() of data center id. */
+static int dc_counts(struct conn *c, int64_t id, json_t **out, json_t **gpus)
+{
+    struct db_stmt *s = prep(c, ST_DC_COUNTS);
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", id);
+    return dc_counts_rows(c, s, out, gpus);
 }
 
 int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **counts)
@@ -221,18 +229,20 @@ cleanup:
 int store_dc_overview(struct store *st, int64_t id, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
+    struct db_stmt *s[2] = {prep(c, ST_DC_BASIC), prep(c, ST_DC_COUNTS)};
     json_t *dc = NULL, *cnt = NULL, *gpus = NULL;
-    int rc = GI_INTERNAL;
+    int rc;
 
-    /* One read transaction so counts and GPU totals agree. */
-    db_read_begin(c);
-    if (!(s = prep(c, ST_DC_BASIC)))
+    for (int i = 0; i < 2; i++)
+        if (s[i])
+            db_bind_int(s[i], ":id", id);
+    /* One snapshot so counts and GPU totals agree (one round trip on
+     * PostgreSQL). */
+    if ((rc = db_read_batch(c, s, 2)) != GI_OK)
         goto cleanup;
-    db_bind_int(s, ":id", id);
-    if ((rc = db_fetch_one(c, s, &dc)) != GI_OK)
+    if ((rc = db_fetch_one(c, s[0], &dc)) != GI_OK)
         goto cleanup;
-    if ((rc = dc_counts(c, id, &cnt, &gpus)) != GI_OK)
+    if ((rc = dc_counts_rows(c, s[1], &cnt, &gpus)) != GI_OK)
         goto cleanup;
     *out =
         json_pack("{s:I, s:s?, s:s?, s:o, s:o}", "datacenter_id", (json_int_t)id, "name",

@@ -171,6 +171,14 @@ bool db_col_is_null(struct db_stmt *s, int i) { return s->drv->col_type(s, i) ==
 
 int64_t db_changes(struct conn *c) { return c->drv->changes(c); }
 
+int db_copy_in(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows)
+{
+    *rows = 0;
+    if (c->drv->copy_in == NULL || !c->drv->tx_open(c))
+        return GI_INTERNAL;
+    return c->drv->copy_in(c, sql, data, len, rows);
+}
+
 void db_bind_text(struct db_stmt *s, const char *name, const char *v)
 {
     int i = s->drv->param_index(s, name);
@@ -397,9 +405,24 @@ void db_read_begin(struct conn *c)
                  c->dialect == DB_PG ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN");
 }
 
+int db_read_batch(struct conn *c, struct db_stmt *const *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (s[i] == NULL)
+            return GI_INTERNAL;
+    if (c->drv->run_batch)
+        return c->drv->run_batch(c, s, n);
+    /* Statements step one by one; several need one read transaction. */
+    if (n > 1 && !c->drv->tx_open(c))
+        db_read_begin(c);
+    return GI_OK;
+}
+
 void db_read_end(struct conn *c)
 {
-    if (c->drv->tx_open(c))
+    /* Inside a writing transaction of db_tx_begin() the reads were part of
+     * it: its owner commits. */
+    if (!c->in_tx && c->drv->tx_open(c))
         c->drv->exec(c, "COMMIT");
 }
 
@@ -566,19 +589,22 @@ int db_list_page(struct store *st, const char *count_sql, const char *list_sql,
                  json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
-    int rc = GI_INTERNAL;
+    struct db_stmt *s[2] = {db_prep(c, count_sql), db_prep(c, list_sql)};
+    int rc;
 
-    db_read_begin(c);
-    for (int pass = 0; pass < 2; pass++) {
-        if (!(s = db_prep(c, pass == 0 ? count_sql : list_sql)))
-            goto cleanup;
-        bind(s, filter);
-        db_bind_page(s, pg);
-        rc = pass == 0 ? db_fetch_int(c, s, total) : db_collect(c, s, items);
-        if (rc != GI_OK)
-            goto cleanup;
+    for (int i = 0; i < 2; i++) {
+        if (s[i]) {
+            bind(s[i], filter);
+            db_bind_page(s[i], pg);
+        }
     }
+    /* The total and the page in one snapshot (one round trip on
+     * PostgreSQL). */
+    if ((rc = db_read_batch(c, s, 2)) != GI_OK)
+        goto cleanup;
+    if ((rc = db_fetch_int(c, s[0], total)) != GI_OK)
+        goto cleanup;
+    rc = db_collect(c, s[1], items);
 cleanup:
     db_read_end(c);
     db_conn_put(st, c);
@@ -610,11 +636,14 @@ int db_audit(struct conn *c, const char *actor, const char *action, const char *
 static const char sql_version_table[] =
     "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)";
 static const char sql_version_max[] = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
+static const char sql_version_has[] = "SELECT COUNT(*) FROM schema_version WHERE version = :v";
 static const char sql_version_add[] = "INSERT INTO schema_version (version) VALUES (:v)";
 
-/* Applies one migration if the database has not got it yet. The check
- * runs under the writer lock, so replicas starting together apply each
- * migration once. */
+/* Applies one migration if the database has not got it yet: each number
+ * is looked up, not compared with the highest applied, so a migration
+ * numbered below one already applied (written on a branch that landed
+ * later) is still applied. The check runs under the writer lock, so
+ * replicas starting together apply each migration once. */
 static int migrate_one(struct conn *c, const struct gi_embedded *m)
 {
     int64_t v = strtoll(m->name, NULL, 10), have = 0; /* names start with their number */
@@ -626,10 +655,13 @@ static int migrate_one(struct conn *c, const struct gi_embedded *m)
     if ((rc = c->drv->exec(c, sql_version_table)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!(s = db_prep(c, sql_version_max)) || db_fetch_int(c, s, &have) != GI_OK)
+    if (!(s = db_prep(c, sql_version_has)))
+        goto cleanup;
+    db_bind_int(s, ":v", v);
+    if (db_fetch_int(c, s, &have) != GI_OK)
         goto cleanup;
     rc = GI_OK;
-    if (v <= have)
+    if (have > 0)
         goto cleanup;
     if ((rc = c->drv->exec(c, (const char *)m->data)) != GI_OK) {
         gi_error("migration %s failed", m->name);

@@ -126,6 +126,16 @@ bool db_col_is_null(struct db_stmt *s, int i);
  * (text that is not UTF-8, an infinite real). Caller owns the result. */
 json_t *db_row_values(struct db_stmt *s);
 
+/* Rows into a table as one stream: PostgreSQL's COPY ... FROM STDIN in
+ * its text format. `sql` is the COPY statement (a static string naming
+ * the table and columns), `data` the rows: values separated by tabs, \N
+ * for NULL, each row ending in a newline. Only inside a transaction; the
+ * copy runs under a savepoint, so a failure undoes the copy alone and the
+ * transaction goes on. *rows receives the rows copied. GI_CONFLICT when a
+ * row's key is already taken (nothing copied), GI_INTERNAL on SQLite,
+ * which has no COPY. */
+int db_copy_in(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows);
+
 /* Rows the connection's last INSERT, UPDATE or DELETE changed. (An
  * INSERT that needs its new row's id says RETURNING id.) */
 int64_t db_changes(struct conn *c);
@@ -156,6 +166,19 @@ void db_savepoint_end(struct conn *c, int st);
 /* A read transaction, so that several statements see one snapshot. */
 void db_read_begin(struct conn *c);
 void db_read_end(struct conn *c);
+/* Several reads that must see one snapshot, in as few round trips as the
+ * database allows. The n statements are prepared (db_prep) and bound, and
+ * differ from each other; db_read_batch() runs them, and then db_step()
+ * and the readers give each one's rows as usual. PostgreSQL runs them as
+ * one pipeline (BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY, the
+ * statements, COMMIT): one round trip, all rows received at once. SQLite
+ * steps each as it is read, inside a read transaction begun here. One
+ * statement alone, or a batch inside an open transaction, takes no
+ * transaction of its own (a single statement always reads one snapshot).
+ * Call db_read_end() when done, whatever this returns. GI_OK, or the
+ * first failure's status (a NULL statement is GI_INTERNAL), after which
+ * no statement of the batch has rows to read. */
+int db_read_batch(struct conn *c, struct db_stmt *const *s, int n);
 
 /* The current row as an object: *_at and *_since integers become RFC 3339,
  * `attrs` text is merged into the object, and columns holding JSON text

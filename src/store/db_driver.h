@@ -63,6 +63,13 @@ struct db_driver {
     /* Runs SQL text holding one or more statements without parameters
      * (transaction control, migrations); GI_OK or the error's status. */
     int (*exec)(struct conn *c, const char *sql);
+    /* Runs n bound statements together, as one snapshot, keeping each
+     * one's rows for step (db_read_batch()); NULL when the driver has no
+     * faster way than a read transaction around statements stepped one by
+     * one. */
+    int (*run_batch)(struct conn *c, struct db_stmt *const *s, int n);
+    /* db_copy_in(); NULL when the database has no bulk copy. */
+    int (*copy_in)(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows);
     /* SQL that begins a writing transaction, and the extra statement (or
      * NULL) that makes it exclude every other writer of the database. */
     const char *begin_write;

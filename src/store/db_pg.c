@@ -519,6 +519,121 @@ static int pg_step(struct conn *bc, struct db_stmt *bs)
     return s->row < s->nrows ? DB_ROW : DB_DONE;
 }
 
+/* The SQL of a batch's snapshot, sent in its pipeline. */
+static const char sql_batch_begin[] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/* Reads the results of one query of a pipeline: its first result is kept
+ * in *out (NULL when none came), the rest are dropped, up to the NULL that
+ * ends the query. */
+static void pipeline_take(struct pg_conn *c, PGresult **out)
+{
+    PGresult *r;
+
+    *out = NULL;
+    while ((r = PQgetResult(c->pg)) != NULL) {
+        if (*out == NULL)
+            *out = r;
+        else
+            PQclear(r);
+    }
+}
+
+/* Ends pipeline mode, reading and dropping whatever the server still
+ * sends up to the synchronization point (bounded, for a connection that
+ * broke on the way). */
+static void pipeline_leave(struct pg_conn *c)
+{
+    PGresult *r;
+
+    for (int i = 0; i < 1024 && !PQexitPipelineMode(c->pg); i++) {
+        if (PQstatus(c->pg) != CONNECTION_OK)
+            break;
+        if ((r = PQgetResult(c->pg)) != NULL)
+            PQclear(r);
+    }
+}
+
+/* db_read_batch() on PostgreSQL: one pipeline, so one round trip, with
+ * BEGIN ... COMMIT around the statements when there are several and no
+ * transaction is open (REPEATABLE READ: one snapshot for all of them). A
+ * statement the session has not prepared yet is prepared first, once per
+ * session. On failure every statement is left without rows. */
+static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
+{
+    struct pg_conn *c = pgc(bc);
+    bool tx = n > 1 && PQtransactionStatus(c->pg) == PQTRANS_IDLE, sent = true;
+    PGresult *r = NULL;
+    int st = GI_OK, nq = 0;
+
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        return GI_UNAVAILABLE;
+    for (int i = 0; i < n; i++) {
+        struct pg_stmt *s = pgs(ss[i]);
+        PQclear(s->res);
+        s->res = NULL;
+        if (!s->prepared && (st = prepare(c, s)) != GI_OK)
+            return st;
+    }
+    if (!PQenterPipelineMode(c->pg))
+        return map_error(c, NULL);
+    if (tx)
+        sent = PQsendQueryParams(c->pg, sql_batch_begin, 0, NULL, NULL, NULL, NULL, 0) == 1;
+    for (int i = 0; sent && i < n; i++) {
+        struct pg_stmt *s = pgs(ss[i]);
+        sent = PQsendQueryPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL,
+                                   0) == 1;
+    }
+    if (sent && tx)
+        sent = PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) == 1;
+    if (!sent || !PQpipelineSync(c->pg)) {
+        st = map_error(c, NULL);
+        if (!sent)
+            PQpipelineSync(c->pg);
+        pipeline_leave(c);
+        return st;
+    }
+    /* Results come in the order sent: BEGIN, the statements, COMMIT. */
+    nq = n + (tx ? 2 : 0);
+    for (int q = 0; q < nq; q++) {
+        int i = q - (tx ? 1 : 0);
+        pipeline_take(c, &r);
+        if (r == NULL) {
+            if (st == GI_OK)
+                st = map_error(c, NULL);
+            break;
+        }
+        switch (PQresultStatus(r)) {
+        case PGRES_COMMAND_OK:
+        case PGRES_TUPLES_OK:
+            if (i >= 0 && i < n && st == GI_OK) {
+                struct pg_stmt *s = pgs(ss[i]);
+                s->res = r;
+                s->row = -1;
+                s->nrows = PQntuples(r);
+                r = NULL;
+            }
+            break;
+        case PGRES_PIPELINE_ABORTED:
+            break;
+        default:
+            if (st == GI_OK)
+                st = map_error(c, r);
+        }
+        PQclear(r);
+        r = NULL;
+    }
+    pipeline_leave(c);
+    /* A failed statement leaves the batch's transaction failed. */
+    if (tx && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        pg_exec(bc, "ROLLBACK");
+    if (st != GI_OK)
+        for (int i = 0; i < n; i++) {
+            PQclear(pgs(ss[i])->res);
+            pgs(ss[i])->res = NULL;
+        }
+    return st;
+}
+
 static void pg_reset(struct db_stmt *bs)
 {
     struct pg_stmt *s = pgs(bs);
@@ -621,6 +736,62 @@ static int pg_exec(struct conn *bc, const char *sql)
     return st;
 }
 
+/* Bytes of COPY data sent per message. */
+#define PG_COPY_CHUNK (1 << 20)
+
+/* db_copy_in(): the savepoint and the COPY go in one message, so the copy
+ * costs two round trips (its start, then the data and its result) and a
+ * third to release the savepoint. */
+static int pg_copy_in(struct conn *bc, const char *sql, const char *data, size_t len, int64_t *rows)
+{
+    struct pg_conn *c = pgc(bc);
+    static const char savepoint[] = "SAVEPOINT gi_copy; ";
+    size_t n = strlen(sql);
+    char *q = malloc(sizeof savepoint + n);
+    PGresult *r;
+    int st = GI_OK;
+
+    if (q == NULL)
+        return GI_INTERNAL;
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        free(q);
+        return GI_UNAVAILABLE;
+    }
+    memcpy(q, savepoint, sizeof savepoint - 1);
+    memcpy(q + sizeof savepoint - 1, sql, n + 1);
+    r = PQexec(c->pg, q);
+    free(q);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        st = map_error(c, r);
+        PQclear(r);
+        pg_exec(bc, "ROLLBACK TO SAVEPOINT gi_copy; RELEASE SAVEPOINT gi_copy");
+        return st;
+    }
+    PQclear(r);
+    for (size_t off = 0; st == GI_OK && off < len; off += PG_COPY_CHUNK) {
+        int chunk = (int)(len - off < PG_COPY_CHUNK ? len - off : PG_COPY_CHUNK);
+        if (PQputCopyData(c->pg, data + off, chunk) != 1)
+            st = map_error(c, NULL);
+    }
+    if (PQputCopyEnd(c->pg, st == GI_OK ? NULL : "gpuinv: the copy was abandoned") != 1 &&
+        st == GI_OK)
+        st = map_error(c, NULL);
+    while ((r = PQgetResult(c->pg)) != NULL) {
+        if (PQresultStatus(r) == PGRES_COMMAND_OK)
+            *rows = strtoll(PQcmdTuples(r), NULL, 10);
+        else if (st == GI_OK)
+            st = map_error(c, r);
+        PQclear(r);
+    }
+    if (st == GI_OK) {
+        c->changes = *rows;
+        return pg_exec(bc, "RELEASE SAVEPOINT gi_copy");
+    }
+    *rows = 0;
+    pg_exec(bc, "ROLLBACK TO SAVEPOINT gi_copy; RELEASE SAVEPOINT gi_copy");
+    return st;
+}
+
 static bool pg_tx_open(struct conn *c)
 {
     PGTransactionStatusType t = PQtransactionStatus(pgc(c)->pg);
@@ -650,6 +821,8 @@ const struct db_driver db_pg_driver = {
     .col_bytes = pg_col_bytes,
     .changes = pg_changes,
     .exec = pg_exec,
+    .run_batch = pg_run_batch,
+    .copy_in = pg_copy_in,
     .begin_write = "BEGIN",
     /* One writer at a time across every replica: the same discipline as
      * SQLite's, so a write's checks hold until it commits. The key is

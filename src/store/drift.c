@@ -317,31 +317,30 @@ static const char sql_dc_seen[] =
 int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
+    struct db_stmt *s[2] = {db_prep(c, sql_dc_gpus), db_prep(c, sql_dc_seen)};
     json_int_t v[6] = {0};
     int64_t seen = 0;
-    int rc = GI_INTERNAL, step;
+    int rc, step;
 
     *out = NULL;
-    db_read_begin(c);
-    if (!(s = db_prep(c, sql_dc_gpus)))
+    for (int i = 0; i < 2; i++)
+        if (s[i])
+            db_bind_int(s[i], ":dc", id);
+    if (s[0])
+        db_bind_int(s[0], ":stale", stale_before);
+    /* One snapshot (one round trip on PostgreSQL). */
+    if ((rc = db_read_batch(c, s, 2)) != GI_OK)
         goto cleanup;
-    db_bind_int(s, ":dc", id);
-    db_bind_int(s, ":stale", stale_before);
-    step = db_step(c, s);
+    step = db_step(c, s[0]);
     if (step == DB_ROW)
         for (int i = 0; i < 6; i++)
-            v[i] = db_col_int(s, i);
-    db_reset(s);
+            v[i] = db_col_int(s[0], i);
+    db_reset(s[0]);
     if (step != DB_ROW) {
         rc = db_status(step);
         goto cleanup;
     }
-    rc = GI_INTERNAL;
-    if (!(s = db_prep(c, sql_dc_seen)))
-        goto cleanup;
-    db_bind_int(s, ":dc", id);
-    if ((rc = db_fetch_int(c, s, &seen)) != GI_OK)
+    if ((rc = db_fetch_int(c, s[1], &seen)) != GI_OK)
         goto cleanup;
     *out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total", v[0], "in_use", v[1], "idle",
                      v[2], "stale", v[3], "unknown", v[4], "on_linked_hosts", v[5], "servers_seen",

@@ -9,7 +9,7 @@
 /* Sort keys of the GPU list; NULLs (no telemetry yet) sort first. */
 #define GPU_KEY_TEXT                                                                               \
     "CASE :sort WHEN 'host' THEN h.hostname WHEN 'model' THEN g.model WHEN 'cluster' THEN "        \
-    "g.cluster WHEN 'team' THEN g.team WHEN 'datacenter' THEN d.name END"
+    "g.cluster WHEN 'team' THEN COALESCE(g.owner_team, g.team) WHEN 'datacenter' THEN d.name END"
 #define GPU_KEY_NUM                                                                                \
     "CASE :sort WHEN 'util_pct' THEN g.util_pct WHEN 'mem_used_mib' THEN g.mem_used_mib WHEN "     \
     "'power_w' THEN g.power_w WHEN 'temp_c' THEN g.temp_c WHEN 'last_seen_at' THEN "               \
@@ -23,7 +23,8 @@
     "g.mem_used_mib, g.power_w, g.temp_c, g.ecc_corrected, g.ecc_uncorrected, g.xid_last, "        \
     "rs.name AS reading_source, " GPU_OBSERVED " AS observed_at, " GPU_OBSERVED " AS newest_at, "  \
     "CASE WHEN " GPU_IS_STALE " THEN 1 ELSE 0 END AS stale, " GPU_STATE " AS state, "              \
-    "l.resource_id FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN datacenters d ON "  \
+    "l.resource_id, g.owner_json, g.source_id AS owner_source_id FROM gpus g LEFT JOIN hosts h "   \
+    "ON h.id = g.host_id LEFT JOIN datacenters d ON "                                              \
     "d.id = h.datacenter_id LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN sources rs ON "    \
     "rs.id = g.reading_source_id LEFT JOIN host_links l ON l.host_id = g.host_id "
 #define GPU_WHERE                                                                                  \
@@ -32,15 +33,19 @@
     "0 OR g.source_id = :sid) AND (:stale_f < 0 OR (:stale_f = 1) = " GPU_IS_STALE ") AND (:q IS " \
     "NULL OR g.uuid LIKE :q ESCAPE '!' OR g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE "  \
     "'!' OR h.hostname LIKE :q ESCAPE '!') AND (:gstate IS NULL OR " GPU_STATE " = :gstate) AND "  \
-    "(:team IS NULL OR g.team = :team) AND (:env IS NULL OR g.env = :env) "
+    "(:team IS NULL OR COALESCE(g.owner_team, g.team) = :team) AND (:env IS NULL OR "              \
+    "COALESCE(g.owner_env, g.env) = :env) "
 /* Figures over a whole GPU filter (not a page), in one pass. */
 #define GPU_STATE_N(st) "COALESCE(SUM(CASE WHEN x.st = '" st "' THEN 1 ELSE 0 END), 0) AS " st ", "
 #define GPU_SUMMARY_SQL                                                                            \
     "SELECT COUNT(*) AS total, " GPU_STATE_N("in_use") GPU_STATE_N("idle") GPU_STATE_N("unknown")  \
         GPU_STATE_N("stale")                                                                       \
             GPU_STATE_N("missing") "AVG(CASE WHEN x.st IN ('in_use', 'idle') "                     \
-                                   "THEN x.u END) AS util_avg FROM (SELECT " GPU_STATE             \
-                                   " AS st, g.util_pct AS u FROM gpus g LEFT JOIN hosts h ON "     \
+                                   "THEN x.u END) AS util_avg, COALESCE(SUM(x.unowned), 0) AS "    \
+                                   "unowned FROM (SELECT " GPU_STATE                               \
+                                   " AS st, g.util_pct AS u, CASE WHEN COALESCE(g.owner_team, "    \
+                                   "g.team, '') = '' THEN 1 ELSE 0 END AS unowned FROM gpus g "    \
+                                   "LEFT JOIN hosts h ON "                                         \
                                    "h.id = g.host_id " GPU_WHERE ") x"
 
 #define STATEMENTS(X)                                                                              \
@@ -91,7 +96,14 @@ static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db
                      const void *filter, const struct store_page *pg, json_t **items,
                      int64_t *total)
 {
-    return db_list_page(st, stmt_sql[count], stmt_sql[list], bind, filter, pg, items, total);
+    size_t i;
+    json_t *g;
+    int rc = db_list_page(st, stmt_sql[count], stmt_sql[list], bind, filter, pg, items, total);
+
+    if (rc == GI_OK)
+        json_array_foreach(*items, i, g)
+            owner_doc(g);
+    return rc;
 }
 
 static void bind_gpu_filter(struct db_stmt *s, const void *filter)
@@ -144,6 +156,12 @@ int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
     db_bind_page(s, pg);
     if ((rc = db_collect(c, s, items)) != GI_OK)
         goto cleanup;
+    {
+        size_t i;
+        json_t *g;
+        json_array_foreach(*items, i, g)
+            owner_doc(g);
+    }
     *summary = sum;
     sum = NULL;
 cleanup:
@@ -175,6 +193,7 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
     db_bind_int(s, ":stale", stale_before);
     if ((rc = db_fetch_one(c, s, &g)) != GI_OK)
         goto cleanup;
+    owner_doc(g);
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
         rc = GI_INTERNAL;
         if (!(s = prep(c, parts[i].id)))

@@ -623,6 +623,9 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     db_reset(s);
     if (step != DB_ROW)
         return db_status(step);
+    /* A new GPU, or one on another host, may fall under other rules. */
+    if ((!id.known || id.host_id != host_id) && (rc = owner_refresh(c, *gpu_id)) != GI_OK)
+        return rc;
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
     if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
@@ -641,9 +644,10 @@ struct gpu_ref {
     char canon[GI_UUID_LEN]; /* as it is stored (see mig_canonical) */
     int64_t id;
     const struct gi_sample *newest;
-    int64_t anon; /* anonymous processes stored for this GPU in this batch */
-    bool owned;   /* the batch's source owns it */
-    bool stamped; /* the observation carries its own time */
+    int64_t oldest_ts; /* of the batch's samples of this GPU */
+    int64_t anon;      /* anonymous processes stored for this GPU in this batch */
+    bool owned;        /* the batch's source owns it */
+    bool stamped;      /* the observation carries its own time */
 };
 
 static int ref_cmp(const void *a, const void *b)
@@ -729,6 +733,8 @@ static int samples_resolve(const struct gi_batch *b, struct gpu_ref *refs, size_
         ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
         if (ref == NULL)
             return GI_INVALID; /* the parser guarantees every sample names a batch GPU */
+        if (ref->newest == NULL || x->ts < ref->oldest_ts)
+            ref->oldest_ts = x->ts;
         if (ref->newest == NULL || x->ts >= ref->newest->ts)
             ref->newest = x;
         gid[i] = ref->id;
@@ -827,9 +833,13 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
     if (b->nsamples && gid == NULL)
         return GI_INTERNAL;
     rc = samples_resolve(b, refs, nrefs, gid);
-    if (rc == GI_OK && b->nsamples)
-        rc = db_dialect(c) == DB_PG ? samples_insert_many(c, sid, b, gid, stored)
-                                    : samples_insert_each(c, sid, b, gid, stored);
+    /* PostgreSQL copies the rows; when one was already stored (a re-sent
+     * interval) the copy undoes itself and the insert skips those. */
+    if (rc == GI_OK && b->nsamples && db_dialect(c) == DB_PG &&
+        (rc = samples_copy(c, sid, b, gid, stored)) == GI_CONFLICT)
+        rc = samples_insert_many(c, sid, b, gid, stored);
+    else if (rc == GI_OK && b->nsamples && db_dialect(c) != DB_PG)
+        rc = samples_insert_each(c, sid, b, gid, stored);
     free(gid);
     if (rc != GI_OK)
         return rc;
@@ -852,6 +862,9 @@ static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
         db_bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
         db_bind_opt_int(s, ":xid", best->xid);
         if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+        /* The usage rollups of the hours these samples touch are redone. */
+        if ((rc = usage_mark(c, refs[k].id, refs[k].oldest_ts, best->ts)) != GI_OK)
             return rc;
     }
     return GI_OK;

@@ -19,16 +19,20 @@
     X(K8S_NODE_UPSERT,                                                                             \
       "INSERT INTO k8s_nodes (source_id, name, cluster, hostname, product, physical_gpus, "        \
       "gpu_capacity, gpu_allocatable, mig_devices, sharing, replicas, driver, cloud, region, "     \
-      "zone, instance_type, ready, warning, first_seen_at, last_seen_at) VALUES (:sid, :name, "    \
-      ":cluster, :hostname, :product, :phys, :cap, :alloc, :mig, :sharing, :replicas, :driver, "   \
-      ":cloud, :region, :zone, :itype, :ready, :warning, :now, :now) ON CONFLICT (source_id, "     \
+      "zone, instance_type, ready, warning, labels, first_seen_at, last_seen_at) VALUES (:sid, "   \
+      ":name, :cluster, :hostname, :product, :phys, :cap, :alloc, :mig, :sharing, :replicas, "     \
+      ":driver, :cloud, :region, :zone, :itype, :ready, :warning, :labels, :now, :now) ON "        \
+      "CONFLICT (source_id, "                                                                      \
       "name) DO UPDATE SET cluster = excluded.cluster, hostname = excluded.hostname, product = "   \
       "excluded.product, physical_gpus = excluded.physical_gpus, gpu_capacity = "                  \
       "excluded.gpu_capacity, gpu_allocatable = excluded.gpu_allocatable, mig_devices = "          \
       "excluded.mig_devices, sharing = excluded.sharing, replicas = excluded.replicas, driver = "  \
       "excluded.driver, cloud = excluded.cloud, region = excluded.region, zone = excluded.zone, "  \
       "instance_type = excluded.instance_type, ready = excluded.ready, warning = "                 \
-      "excluded.warning, seen = 1, last_seen_at = excluded.last_seen_at")                          \
+      "excluded.warning, labels = excluded.labels, seen = 1, last_seen_at = "                      \
+      "excluded.last_seen_at")                                                                     \
+    X(K8S_NODE_PROVIDER, "UPDATE k8s_nodes SET provider_id = :pid WHERE source_id = :sid AND "     \
+                         "name = :name")                                                           \
     X(K8S_UNSEE_NODES, "UPDATE k8s_nodes SET seen = 0 WHERE source_id = :sid")                     \
     X(K8S_UNSEE_PODS, "UPDATE k8s_pods SET seen = 0 WHERE source_id = :sid AND ended_at IS NULL")  \
     X(K8S_NODE_GONE, "DELETE FROM k8s_nodes WHERE source_id = :sid AND seen = 0")                  \
@@ -118,8 +122,20 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
         db_bind_opt_text(s, ":itype", n->instance_type);
         db_bind_opt_int(s, ":ready", n->ready);
         db_bind_opt_text(s, ":warning", n->warning);
+        db_bind_text(s, ":labels", n->labels && *n->labels ? n->labels : "{}");
         db_bind_int(s, ":now", now);
         rc = db_exec_done(c, s);
+        /* The cloud instance behind the node, for billing lines. */
+        if (rc == GI_OK) {
+            if (!(s = prep(c, ST_K8S_NODE_PROVIDER)))
+                rc = GI_INTERNAL;
+            else {
+                db_bind_int(s, ":sid", source_id);
+                db_bind_text(s, ":name", n->name);
+                db_bind_opt_text(s, ":pid", n->provider_id);
+                rc = db_exec_done(c, s);
+            }
+        }
         if (rc == GI_OK && cluster && *cluster) {
             for (int k = 0; rc == GI_OK && k < 2; k++) {
                 if (!(s = prep(c, k ? ST_K8S_GPU_CLUSTER : ST_K8S_HOST_CLUSTER))) {

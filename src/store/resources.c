@@ -20,6 +20,7 @@
     "(:state IS NULL OR r.state = :state) AND (:tenant IS NULL OR r.tenant = :tenant) AND "        \
     "(:project IS NULL OR r.project = :project) AND (:q IS NULL OR r.name LIKE :q ESCAPE '!' "     \
     "OR r.attrs LIKE :q ESCAPE '!' OR r.tenant LIKE :q ESCAPE '!') "
+#define RES_W_DKS "WHERE r.datacenter_id = :dc AND r.kind = :kind AND r.state = :state AND "
 #define RES_W_DK "WHERE r.datacenter_id = :dc AND r.kind = :kind AND "
 #define RES_W_D "WHERE r.datacenter_id = :dc AND "
 #define RES_W_K "WHERE r.kind = :kind AND "
@@ -38,6 +39,19 @@
  * triggers of migration 006): the hottest read path builds nothing per row. */
 #define RES_DOC_SELECT "SELECT r.doc FROM resources r JOIN datacenters d ON d.id = r.datacenter_id "
 #define RES_LIST(w, o) RES_DOC_SELECT w RES_WHERE_COMMON o
+/* A page in id order of one data center and kind (and state) with no
+ * other filter: equality terms only, which the index of migration 016
+ * serves in order, so that even PostgreSQL's generic plan of the prepared
+ * statement (planned once, for any values) reads just the page's rows.
+ * The optional terms of RES_WHERE_COMMON make a generic plan expect one
+ * row and sort every match instead. The data center is known to exist
+ * (a foreign key): no join. */
+#define RES_PLAIN_DKS                                                                              \
+    "SELECT r.doc FROM resources r WHERE r.datacenter_id = :dc AND r.kind = :kind AND r.state = "  \
+    ":state ORDER BY r.id " PAGE
+#define RES_PLAIN_DK                                                                               \
+    "SELECT r.doc FROM resources r WHERE r.datacenter_id = :dc AND r.kind = :kind ORDER BY "       \
+    "r.id " PAGE
 #define RES_COUNT(w) "SELECT COUNT(*) FROM resources r " w RES_WHERE_COMMON
 
 /* A bulk allocation's candidates. On PostgreSQL the rows are also locked
@@ -78,6 +92,11 @@
                      "WHERE resource_id = :id ORDER BY started_at DESC, id DESC LIMIT 1000")       \
     X(ALLOC_FIND, ALLOC_FIND_SQL)                                                                  \
     X(ALLOC_FIND_LOCKED, ALLOC_FIND_SQL " FOR UPDATE SKIP LOCKED")                                 \
+    X(RES_LIST_DKS_PLAIN, RES_PLAIN_DKS)                                                           \
+    X(RES_LIST_DK_PLAIN, RES_PLAIN_DK)                                                             \
+    X(RES_LIST_DKS_ID, RES_LIST(RES_W_DKS, O_ID))                                                  \
+    X(RES_LIST_DKS_ASC, RES_LIST(RES_W_DKS, O_ASC))                                                \
+    X(RES_LIST_DKS_DESC, RES_LIST(RES_W_DKS, O_DESC))                                              \
     X(RES_LIST_DK_ID, RES_LIST(RES_W_DK, O_ID))                                                    \
     X(RES_LIST_DK_ASC, RES_LIST(RES_W_DK, O_ASC))                                                  \
     X(RES_LIST_DK_DESC, RES_LIST(RES_W_DK, O_DESC))                                                \
@@ -90,6 +109,7 @@
     X(RES_LIST_A_ID, RES_LIST(RES_W_A, O_ID))                                                      \
     X(RES_LIST_A_ASC, RES_LIST(RES_W_A, O_ASC))                                                    \
     X(RES_LIST_A_DESC, RES_LIST(RES_W_A, O_DESC))                                                  \
+    X(RES_COUNT_DKS, RES_COUNT(RES_W_DKS))                                                         \
     X(RES_COUNT_DK, RES_COUNT(RES_W_DK))                                                           \
     X(RES_COUNT_D, RES_COUNT(RES_W_D))                                                             \
     X(RES_COUNT_K, RES_COUNT(RES_W_K))                                                             \
@@ -183,13 +203,47 @@ int store_res_create(struct store *st, const char *actor, const struct store_res
     return rc;
 }
 
+/* On PostgreSQL an import counts its rows into dc_counts once, at its end
+ * (migration 016): its inserts, one statement per row, would otherwise
+ * update the same few group rows once per resource inside one
+ * transaction. */
+static const char sql_counts_defer[] = "SELECT set_config('gi.counts_deferred', 'on', true)";
+static const char sql_counts_resume[] = "SELECT set_config('gi.counts_deferred', 'off', true)";
+static const char sql_counts_add[] =
+    "INSERT INTO dc_counts AS c (datacenter_id, kind, state, n, gpus) "
+    "SELECT datacenter_id, kind, state, COUNT(*), COALESCE(SUM(gpu_count), 0) FROM resources "
+    "WHERE id IN (SELECT unnest(CAST(:ids AS BIGINT[]))) GROUP BY datacenter_id, kind, state "
+    "ON CONFLICT (datacenter_id, kind, state) DO UPDATE SET n = c.n + excluded.n, "
+    "gpus = c.gpus + excluded.gpus";
+
+/* Adds the groups of the resources `ids` inserted with counting deferred,
+ * and counts the transaction's later writes again as they happen. */
+static int counts_add(struct conn *c, struct db_array *ids)
+{
+    struct db_stmt *s = db_prep(c, sql_counts_add);
+    int rc;
+
+    if (!s || ids->failed)
+        return GI_INTERNAL;
+    db_bind_array(s, ":ids", ids);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    return db_simple(c, sql_counts_resume);
+}
+
 int store_res_import(struct store *st, const char *actor, const struct store_resource *rows,
                      size_t n, bool dry_run, int *row_status)
 {
     struct conn *c = db_conn_get(st);
+    struct db_array ids = {0};
+    bool deferred = false;
     int64_t id;
     int rc = db_tx_begin(c), failed = GI_OK;
 
+    if (rc == GI_OK && db_dialect(c) == DB_PG && n > 1) {
+        rc = db_simple(c, sql_counts_defer);
+        deferred = rc == GI_OK;
+    }
     /* A constraint failure undoes only its row (a savepoint), so the
      * transaction goes on and every row's conflict is found. */
     for (size_t i = 0; rc == GI_OK && i < n; i++) {
@@ -201,6 +255,8 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
         }
         json_decref(after);
         row_status[i] = one;
+        if (one == GI_OK && deferred)
+            db_array_int(&ids, id);
         if (one == GI_CONFLICT || one == GI_NOT_FOUND) {
             if (failed == GI_OK)
                 failed = one;
@@ -210,6 +266,9 @@ int store_res_import(struct store *st, const char *actor, const struct store_res
     }
     if (rc == GI_OK)
         rc = failed;
+    if (rc == GI_OK && deferred)
+        rc = counts_add(c, &ids);
+    db_array_free(&ids);
     /* A rehearsal runs every insert and constraint, then undoes them
      * (db_tx_end rolls back for any status but GI_OK). */
     if (rc == GI_OK && dry_run)
@@ -259,34 +318,43 @@ int store_res_list_text(struct store *st, const struct store_res_filter *f,
 {
     struct conn *c = db_conn_get(st);
     /* Pick the variant whose WHERE prefix lets the planner use an index. */
-    int variant = f->datacenter_id && f->kind ? 0 : f->datacenter_id ? 1 : f->kind ? 2 : 3;
+    int variant = f->datacenter_id && f->kind && f->state ? 0
+                  : f->datacenter_id && f->kind           ? 1
+                  : f->datacenter_id                      ? 2
+                  : f->kind                               ? 3
+                                                          : 4;
     int order = !pg->sort ? 0 : pg->desc ? 2 : 1;
-    enum stmt_id list = (enum stmt_id)(ST_RES_LIST_DK_ID + variant * 3 + order);
     /* Without tenant/project/text filters the trigger-kept counts answer. */
-    enum stmt_id count = !f->tenant && !f->project && !(f->q && *f->q)
-                             ? ST_RES_COUNT_FAST
-                             : (enum stmt_id)(ST_RES_COUNT_DK + variant);
+    bool plain = !f->tenant && !f->project && !(f->q && *f->q);
+    enum stmt_id list = plain && order == 0 && variant < 2
+                            ? (variant == 0 ? ST_RES_LIST_DKS_PLAIN : ST_RES_LIST_DK_PLAIN)
+                            : (enum stmt_id)(ST_RES_LIST_DKS_ID + variant * 3 + order);
+    enum stmt_id count = plain ? ST_RES_COUNT_FAST : (enum stmt_id)(ST_RES_COUNT_DKS + variant);
     size_t cap = 0;
-    struct db_stmt *s;
-    int rc = GI_INTERNAL;
+    struct db_stmt *s[2] = {prep(c, count), prep(c, list)};
+    int rc;
 
     *items = NULL;
     *len = *rows = 0;
-    db_read_begin(c);
-    for (int pass = 0; pass < 2; pass++) {
-        if (!(s = prep(c, pass == 0 ? count : list)))
-            goto cleanup;
-        db_bind_int(s, ":dc", f->datacenter_id);
-        db_bind_text(s, ":kind", f->kind);
-        db_bind_text(s, ":state", f->state);
-        db_bind_text(s, ":tenant", f->tenant);
-        db_bind_text(s, ":project", f->project);
-        db_bind_like(s, ":q", f->q);
-        db_bind_page(s, pg);
-        rc = pass == 0 ? db_fetch_int(c, s, total) : collect_text(c, s, items, len, &cap, rows);
-        if (rc != GI_OK)
-            goto cleanup;
+    for (int i = 0; i < 2; i++) {
+        if (!s[i])
+            continue;
+        db_bind_int(s[i], ":dc", f->datacenter_id);
+        db_bind_text(s[i], ":kind", f->kind);
+        db_bind_text(s[i], ":state", f->state);
+        db_bind_text(s[i], ":tenant", f->tenant);
+        db_bind_text(s[i], ":project", f->project);
+        db_bind_like(s[i], ":q", f->q);
+        db_bind_page(s[i], pg);
     }
+    /* The total and the page in one snapshot (one round trip on
+     * PostgreSQL). */
+    if ((rc = db_read_batch(c, s, 2)) != GI_OK)
+        goto cleanup;
+    if ((rc = db_fetch_int(c, s[0], total)) != GI_OK)
+        goto cleanup;
+    if ((rc = collect_text(c, s[1], items, len, &cap, rows)) != GI_OK)
+        goto cleanup;
     if (*items == NULL && (*items = calloc(1, 1)) == NULL)
         rc = GI_INTERNAL;
 cleanup:

@@ -212,13 +212,13 @@ struct store_gpu_filter {
     int64_t datacenter_id, source_id; /* 0: any; source: the owning source */
     int stale;                        /* -1 any, 0 fresh only, 1 stale only */
     int64_t stale_before;             /* readings taken before this are stale */
-    const char *team, *env;           /* NULL: any */
+    const char *team, *env;           /* the resolved owner's; NULL: any */
 };
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total);
 /* The same page, and in the same snapshot *summary (caller owns; may be
  * NULL to skip) over the whole filter, not the page: {"total", "in_use",
- * "idle", "unknown", "stale", "missing", "util_avg"}, util_avg being the
+ * "idle", "unknown", "stale", "missing", "util_avg", "unowned"}, util_avg being the
  * mean utilization of the fresh measured GPUs (null when none). */
 int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
                            const struct store_page *pg, json_t **items, int64_t *total,
@@ -263,6 +263,8 @@ int store_source_record(struct store *st, int64_t id, const char *error, int64_t
 struct store_k8s_node {
     const char *name, *hostname, *product, *sharing, *driver, *cloud, *region, *zone,
         *instance_type, *warning;
+    const char *provider_id; /* spec.providerID: the cloud instance behind the node */
+    const char *labels;      /* JSON object text of the node's labels; NULL: none */
     int64_t physical_gpus, capacity, allocatable, mig_devices, replicas; /* -1 unknown */
     int ready;                                                           /* -1 unknown */
 };
@@ -349,6 +351,121 @@ bool store_model_matches(const char *declared, const char *discovered);
  * on_linked_hosts, servers_seen}, physical GPUs of hosts in it. */
 int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out);
 
+/* ---- ownership (ownership.c, owner_dims.c, owner_rules.c) ----
+ * Teams, environments, pools and clusters/clouds are dimensions (kind
+ * "team", "environment", "pool", "cluster"), each value a name unique per
+ * kind. Assignments and rules may only name existing values. A GPU's
+ * owner resolves per field: explicit assignment (GPU > host > inventory
+ * resource) > rules in position order > the pushing source's defaults. */
+#define STORE_DIM_NAME_MAX 64
+/* What a write refused, for the error reply: the field and why. */
+struct store_owner_err {
+    char field[40];
+    char message[200];
+};
+/* A dimension's settable members; NULL: unchanged (update) or empty. */
+struct store_dim {
+    const char *name; /* create only */
+    const char *display, *description;
+    const json_t *attrs; /* an object; borrowed */
+};
+/* True when kind is a dimension kind. */
+bool store_dim_kind_valid(const char *kind);
+/* GI_CONFLICT when the name is taken in that kind. */
+int store_dim_create(struct store *st, const char *actor, const char *kind,
+                     const struct store_dim *in, json_t **out);
+int store_dim_list(struct store *st, const char *kind, const char *q, const struct store_page *pg,
+                   json_t **items, int64_t *total);
+int store_dim_get(struct store *st, const char *kind, const char *name, json_t **out);
+int store_dim_update(struct store *st, const char *actor, const char *kind, const char *name,
+                     const struct store_dim *in, json_t **out);
+/* Refuses with GI_CONFLICT while an assignment or rule in force (or to
+ * come) names the value; *users (may be NULL; caller frees) then receives
+ * {"assignments":[{id,target,target_id}],"rules":[rule ids]}. */
+int store_dim_delete(struct store *st, const char *actor, const char *kind, const char *name,
+                     json_t **users);
+
+/* Targets of an explicit assignment. */
+enum store_owner_target { STORE_OWNER_GPU, STORE_OWNER_HOST, STORE_OWNER_RESOURCE };
+/* An assignment's fields: has_* false keeps what is in force; has_* with
+ * a NULL value clears the field. effective_from 0: now. */
+struct store_owner_set {
+    const char *team, *env, *pool;
+    bool has_team, has_env, has_pool;
+    int64_t effective_from;
+};
+/* Assigns an owner to a GPU (key: its UUID), host (key: its host name, or
+ * its id as a decimal) or resource (key: its id as a decimal) from
+ * effective_from on: the assignment in force then ends there, the change
+ * is audited, the affected GPUs' usage re-attributed and their current
+ * owner recomputed. GI_NOT_FOUND: no such target; GI_INVALID: a value
+ * names no dimension (err says which field); GI_CONFLICT: effective_from
+ * is before the start of the latest assignment (the past is not
+ * rewritten). *out: the new assignment. */
+int store_owner_assign(struct store *st, const char *actor, enum store_owner_target target,
+                       const char *key, const struct store_owner_set *in, json_t **out,
+                       struct store_owner_err *err);
+/* One row of an assignment import: the target, its key and the fields. */
+struct store_owner_row {
+    enum store_owner_target target;
+    const char *key;
+    struct store_owner_set set;
+};
+/* Applies n assignments in one transaction, all or none, each as
+ * store_owner_assign would. Every row is tried: row_status and row_err (n
+ * entries each, caller's) receive each row's outcome; if any failed the
+ * result is the first failure's status and nothing is written. A dry run
+ * makes the same writes and rolls them back. */
+int store_owner_import(struct store *st, const char *actor, const struct store_owner_row *rows,
+                       size_t n, bool dry_run, int *row_status, struct store_owner_err *row_err);
+/* The target's assignments, newest first. */
+int store_owner_history(struct store *st, enum store_owner_target target, const char *key,
+                        json_t **items);
+/* GPUs whose resolved team is empty now, with the GPU's host, model,
+ * cluster and owner. */
+int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **items,
+                        int64_t *total);
+/* The owner of GPU `uuid` at `at`, every field with its deciding "by". */
+int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out);
+
+/* A mapping rule. match_kind: k8s_namespace, node_label, host_pattern,
+ * cloud_tag, datacenter, source or slurm_account; match_key: the label or
+ * tag name (node_label, cloud_tag); match_value: a glob (* and ?). set:
+ * team, env, pool, cluster, cloud (NULL: not set by the rule). On update,
+ * has_match / has_set replace the whole match / set; position < 0 and
+ * enabled < 0 keep what is there. effective_from 0: now. */
+#define STORE_RULE_FIELDS 5
+struct store_rule {
+    bool has_match, has_set;
+    const char *match_kind, *match_key, *match_value;
+    const char *set[STORE_RULE_FIELDS]; /* team, env, pool, cluster, cloud */
+    int64_t position;
+    int enabled;
+    int64_t effective_from;
+};
+/* The names of the set fields, in struct store_rule's order. */
+extern const char *const store_rule_set_names[STORE_RULE_FIELDS];
+/* True when kind is a match kind. */
+bool store_rule_kind_valid(const char *kind);
+/* Rules keep history: an update ends the version in force at the new
+ * version's effective_from and starts a new one under the same id; a
+ * delete ends it. Every change is audited and re-attributes usage from
+ * its effective time. GI_INVALID names err->field; GI_CONFLICT: an
+ * effective_from before the version in force began. */
+int store_rule_create(struct store *st, const char *actor, const struct store_rule *in,
+                      json_t **out, struct store_owner_err *err);
+/* The rules in force or to come (their newest versions), in position
+ * order. */
+int store_rule_list(struct store *st, json_t **items);
+/* A rule's newest version with "history": every version, newest first. */
+int store_rule_get(struct store *st, int64_t id, json_t **out);
+int store_rule_update(struct store *st, const char *actor, int64_t id, const struct store_rule *in,
+                      json_t **out, struct store_owner_err *err);
+int store_rule_delete(struct store *st, const char *actor, int64_t id);
+/* The GPUs a rule would match now (at most `limit`, and *total of them). */
+int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
+                       int64_t *total, struct store_owner_err *err);
+
 /* ---- periodic jobs (jobs.c) ----
  * Each periodic job (pull:<source id>, ...) has one lease row shared by
  * every replica on the database, so exactly one replica runs a given job
@@ -368,6 +485,70 @@ int store_job_done(struct store *st, const char *name, const char *holder, int64
 /* The job's lease row {name, holder, next_run_at, lease_until, last_run_at,
  * last_holder, runs}; GI_NOT_FOUND before its first claim. */
 int store_job_get(struct store *st, const char *name, json_t **out);
+/* ---- usage (usage.c, usage_query.c) ---- */
+/* The classification's settings, one set per process: set once before the
+ * server starts (the defaults are the ones shown). */
+struct store_usage_config {
+    double busy_pct;        /* utilization at or above which a GPU is busy (5) */
+    int64_t max_gap_s;      /* longest stretch one sample covers (600) */
+    int retain_hourly_days; /* hourly and per-consumer rollups, intervals (396) */
+    int retain_daily_days;  /* daily rollups (1825) */
+};
+void store_usage_configure(const struct store_usage_config *cfg);
+void store_usage_config_get(struct store_usage_config *out);
+
+/* What one run of the rollup job did. */
+struct store_usage_run {
+    int64_t hours;      /* GPU-hours recomputed from raw samples */
+    int64_t chunks;     /* transactions they took */
+    int64_t redone;     /* rollup rows re-attributed or re-priced */
+    int64_t pruned;     /* rollup rows past retention deleted */
+    int64_t dirty_left; /* GPU-hours still waiting (more than max_chunks' worth) */
+    int64_t redo_left;  /* re-attributions or re-pricings still queued */
+};
+/* The usage:rollup job: marks the current and previous hour of every
+ * present GPU whose rows are stale, recomputes up to max_chunks chunks of
+ * dirty GPU-hours (oldest first, each chunk one transaction, then their
+ * days; a GPU-hour that fails alone is logged and skipped), works the
+ * re-attribution and re-pricing queue, and prunes rollups past
+ * retention. max_chunks < 1: the default. A run on demand names its
+ * actor and is audited; the periodic job passes NULL. */
+int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max_chunks,
+                       struct store_usage_run *out);
+/* The oldest hour still waiting for its rollup; GI_NOT_FOUND when none
+ * (raw samples from then on must be kept). */
+int store_usage_oldest_dirty(struct store *st, int64_t *hour);
+/* The days of raw samples to keep at `now`: retain_days, or more while an
+ * older hour still waits for its rollup (with a day's margin), so that
+ * raw samples are never pruned before they are rolled up. */
+int store_usage_keep_days(struct store *st, int64_t now, int retain_days);
+
+enum store_usage_step { USAGE_STEP_HOUR, USAGE_STEP_DAY, USAGE_STEP_WEEK, USAGE_STEP_MONTH };
+/* A usage report: group_by one of team, env, pool, cluster, cloud, model,
+ * datacenter, host, gpu, consumer (validated by the caller); [from, to)
+ * hour-aligned; filters NULL for any. */
+struct store_usage_query {
+    const char *group_by;
+    int64_t from, to;
+    enum store_usage_step step;
+    const char *team, *env, *pool, *cluster, *cloud, *datacenter, *model;
+    int64_t max_groups; /* GI_TOO_LARGE past it (0: no bound) */
+};
+/* {"items":[{group, start, gpu_hours{owned, allocated, busy,
+ * allocated_idle, idle, unknown}, util_avg, energy_kwh, cost{amount,
+ * currency, method, split} | null, cost_note?}], "total":{...}, from, to,
+ * group_by, source}. Read from usage_daily when the step is a day or
+ * longer and from/to are day-aligned. GI_TOO_LARGE past max_groups groups
+ * or the row bound. Caller owns *out. */
+int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out);
+/* One GPU's timeline over [from, to): {uuid, from, to, telemetry_source,
+ * intervals[{kind, consumer, team, ..., started_at, ended_at}], hours[...]
+ * (hourly rollups, when the range is over 6 hours), samples[...] (raw,
+ * when it is 6 hours or less), events[...], owners[{at, team, env, pool,
+ * cluster, cloud}] (the first hour's owner, then each change)}.
+ * GI_NOT_FOUND for an unknown GPU. Caller owns *out. */
+int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out);
+
 /* GI_OK while the database answers a trivial query that reads the schema;
  * GI_UNAVAILABLE (or another error status) when it does not. */
 int store_ping(struct store *st);
@@ -401,5 +582,79 @@ bool store_is_pg_target(const char *target);
  * the copy failed and the target is as it was (rep->error says why). */
 int store_copy(struct store *from, struct store *to, bool dry_run, FILE *progress,
                struct store_copy_report *rep);
+
+/* ---- cost: the price catalog (prices.c), cost settings and the showback
+ * report (showback.c), cloud billing lines (billing.c) ---- */
+/* One catalog entry. kind "hourly": micros per GPU-hour; "purchase":
+ * micros per GPU bought (the TCO method's default when the inventory has
+ * no purchase cost). env, cloud and pool NULL or "": the entry leaves them
+ * open. Documents: {id, kind, model, env, cloud, pool, hourly | amount,
+ * currency, effective_from, effective_until (the next entry of the same
+ * kind, model, env, cloud and pool; null: still in force), estimate,
+ * note, created_at, updated_at}, money as decimal strings. */
+struct store_price {
+    const char *kind, *model, *env, *cloud, *pool, *currency, *note;
+    int64_t micros, effective_from;
+    bool estimate;
+};
+struct store_price_filter {
+    const char *kind;  /* NULL: any */
+    const char *model; /* NULL: any; else entries that would price this GPU model */
+};
+/* Creating, replacing (every field) and deleting an entry re-prices the
+ * usage rollups from the earliest time the change touches, audited, in
+ * one transaction. GI_CONFLICT: an entry of the same kind, model, env,
+ * cloud, pool and effective_from exists. */
+int store_price_create(struct store *st, const char *actor, const struct store_price *in,
+                       json_t **out);
+int store_price_list(struct store *st, const struct store_price_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total);
+int store_price_get(struct store *st, int64_t id, json_t **out);
+int store_price_update(struct store *st, const char *actor, int64_t id,
+                       const struct store_price *in, json_t **out);
+int store_price_delete(struct store *st, const char *actor, int64_t id);
+/* The hourly rate (kind "hourly") or purchase price ("purchase") the
+ * catalog gives one GPU of `model` at `at`: {model, kind, at, hourly |
+ * amount, currency, price_id, estimate, price (the entry)}; GI_NOT_FOUND
+ * when no entry covers it. */
+int store_price_lookup(struct store *st, const char *kind, const char *model, const char *env,
+                       const char *cloud, const char *pool, int64_t at, json_t **out);
+
+/* Inserts the shipped estimates (hourly rates and purchase prices of
+ * common models, USD, "estimate": true, in force since 1970) unless this
+ * database has had them once: the mark stays, so entries deleted later
+ * stay deleted. *seeded says whether this call inserted them. */
+int store_prices_seed(struct store *st, bool *seeded);
+
+/* Settings of the cost methods. */
+struct store_cost_settings {
+    int64_t amortization_years; /* TCO: purchase cost spread over these years (default 4) */
+    int64_t energy_micros_kwh;  /* TCO: price of a kWh in micro-units (default 0.12) */
+    int64_t pue_milli;          /* TCO: power usage effectiveness × 1000 (default 1400) */
+    char currency[4];           /* the reports' currency (default USD) */
+};
+int store_cost_settings_get(struct store *st, struct store_cost_settings *out);
+int store_cost_settings_put(struct store *st, const char *actor,
+                            const struct store_cost_settings *in);
+
+/* Stores the GPU-relevant lines of one billing export (parse/billing.h)
+ * in one transaction: a line already stored (same provider, account and
+ * line key) adds nothing; each new line is matched to a host by instance
+ * id, its cost spread over the host's physical GPUs, or failing that to a
+ * team by its team tag. With dry_run everything runs and is rolled back.
+ * *report (caller owns): {lines, added, duplicates, matched_instance,
+ * matched_tag, unmatched, unmatched_lines:[first 1,000 unmatched added
+ * lines], dry_run}. */
+struct billing_file;
+int store_billing_import(struct store *st, const char *actor, const struct billing_file *f,
+                         bool dry_run, json_t **report);
+/* The stored lines that matched neither an instance nor a team tag. */
+int store_billing_unmatched(struct store *st, const struct store_page *pg, json_t **items,
+                            int64_t *total);
+
+/* The showback report of [from, to) (a month): one row per team. *out
+ * (caller owns): {month?, from, to, currency, rows:[...], total:{...},
+ * methods:{...}}; see showback.c for each figure's method. */
+int store_showback(struct store *st, int64_t from, int64_t to, json_t **out);
 
 #endif

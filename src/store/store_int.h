@@ -55,6 +55,15 @@ int owner_resolve(struct conn *c, int64_t gpu_id, int64_t at, struct owner_field
 int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64_t at, char *team,
                         size_t len);
 
+/* ownership.c: recomputes the current owner materialized on GPU gpu_id's
+ * row (every GPU when 0); ingest calls it when it creates a GPU or moves
+ * one to another host. */
+int owner_refresh(struct conn *c, int64_t gpu_id);
+/* ownership.c: turns the owner columns of a GPU document (owner_json,
+ * owner_source_id, and the source's team/env/cluster) into its "owner"
+ * object {"team":{"value","by"},...} and drops the helper columns. */
+void owner_doc(json_t *gpu);
+
 /* usage.c: the owner of GPU gpu_id (0: every GPU) changed from `from` on;
  * the usage rollups from then on are re-attributed (in place, so hours
  * older than the raw samples keep their figures). */
@@ -62,6 +71,20 @@ int usage_reattribute(struct conn *c, int64_t gpu_id, int64_t from);
 /* usage.c: the price catalog changed from `from` on; the rates stored
  * with the rollups from then on are looked up again. */
 int usage_reprice(struct conn *c, int64_t from);
+/* usage.c (for ingest, inside its transaction): GPU gpu_id got samples
+ * from from_ts to to_ts; marks the hours whose rollup they change (widened
+ * by the coverage gap, never past the current hour) for the usage:rollup
+ * job. */
+int usage_mark(struct conn *c, int64_t gpu_id, int64_t from_ts, int64_t to_ts);
+
+/* samples.c: a batch's samples into gpu_samples under source sid with
+ * PostgreSQL's COPY, gid[i] the row id of sample i's GPU; *stored grows
+ * by the rows written. GI_CONFLICT, with nothing written, when a row is
+ * already stored (a re-sent interval): the caller then inserts skipping
+ * those. PostgreSQL only, inside the caller's transaction. */
+struct gi_batch;
+int samples_copy(struct conn *c, int64_t sid, const struct gi_batch *b, const int64_t *gid,
+                 int64_t *stored);
 
 /* prices.c: the catalog's hourly rate for one GPU of `model` at `at`, the
  * most specific entry in force winning (pool, cloud and env each narrow
@@ -71,5 +94,17 @@ int usage_reprice(struct conn *c, int64_t from);
 int price_rate(struct conn *c, const char *model, const char *env, const char *cloud,
                const char *pool, int64_t at, int64_t *micros_per_hour, char currency[4],
                int64_t *price_id);
+
+/* prices.c: the catalog entries of one kind ("hourly" or "purchase"),
+ * loaded once for many lookups (a report prices many hours); caller frees
+ * with price_catalog_free (accepts NULL). */
+struct price_catalog;
+int price_catalog_load(struct conn *c, const char *kind, struct price_catalog **out);
+/* The entry in force for one GPU at `at`, chosen as price_rate() chooses;
+ * false when no entry covers the model. */
+bool price_catalog_pick(const struct price_catalog *cat, const char *model, const char *env,
+                        const char *cloud, const char *pool, int64_t at, int64_t *micros,
+                        char currency[4], int64_t *price_id);
+void price_catalog_free(struct price_catalog *cat);
 
 #endif

@@ -117,10 +117,12 @@ export function findOperation(method, rawPath) {
     // A segment is an integer when any operation of the path says so.
     const params = Object.assign({}, ...METHODS.filter((m) => item[m]).map((m) => pathParams(item, item[m])));
     if (!tmpl.every((t, i) => segmentFits(segs[i], t, params))) continue;
-    hits.push({ path, item, templated: tmpl.filter((t) => t.startsWith('{')).length });
+    hits.push({ path, item, templated: tmpl.filter((t) => t.startsWith('{')).length, literal: tmpl.filter((t) => !t.startsWith('{')).length });
   }
   if (hits.length === 0) return null;
-  hits.sort((a, b) => a.templated - b.templated);
+  // The fewest parameters first; among equals, the most literal segments
+  // (/gpus/{uuid}/owner before the rest-of-path /gpus/{uuid}).
+  hits.sort((a, b) => a.templated - b.templated || b.literal - a.literal);
   const m = method.toLowerCase();
   const withMethod = hits.find((h) => h.item[m]);
   if (withMethod) return { path: withMethod.path, item: withMethod.item, op: withMethod.item[m] };

@@ -5,7 +5,8 @@
 # SQLite ones. SQLITE_DB must not exist yet (it is created) and PG_CONNINFO
 # (a postgres:// URL or a libpq key=value string) must name an empty
 # database. Both get migrations 001-004, the same seed rows, migrations
-# 005-009 (so the back-fill statements of 005, 006 and 008 run over data),
+# 005-009 (so the back-fill statements of 005, 006 and 008 run over data)
+# and the later ones,
 # then the same sequence of writes: inserts of several kinds and states, an
 # upsert, updates of state, count, data center, attrs and metadata, a data
 # center rename, deletes and a data center delete that cascades. After the
@@ -164,6 +165,10 @@ migrate 5 9
 step="migrations 005-009 (back-fill)"
 compare
 
+migrate 10 999
+step="migrations 010 onwards (016: counting per statement on PostgreSQL)"
+compare
+
 step="insert resources of several kinds and states"
 both <<'EOF'
 INSERT INTO datacenters (id, name, location, created_at, updated_at) VALUES
@@ -188,6 +193,14 @@ UPDATE resources SET state = 'allocated', tenant = 'delta', project = 'inf',
     version = version + 1, updated_at = 1700002000 WHERE datacenter_id = 10 AND name = 's1';
 UPDATE resources SET state = 'available', tenant = NULL, project = NULL,
     version = version + 1, updated_at = 1700002001 WHERE datacenter_id = 10 AND name = 's2';
+EOF
+compare
+
+step="one statement moves rows both ways between two groups"
+both <<'EOF'
+UPDATE resources SET state = CASE state WHEN 'available' THEN 'maintenance'
+    WHEN 'maintenance' THEN 'available' ELSE state END, updated_at = 1700002050;
+UPDATE resources SET tenant = tenant WHERE datacenter_id = 10;
 EOF
 compare
 

@@ -5,6 +5,7 @@ import { h, replace, num } from './dom.js';
 import { api } from './api.js';
 import { ago, when, timeAgo, utilBar, memUsed, mib, unit, gpuFlags, isNum, flag } from './fmt.js';
 import { gpuHref, gpuApiPath } from './gpus.js';
+import { ownerPanel } from './ownership.js';
 
 /** Identity rows: [label, field, how to show the value]. */
 const IDENTITY = [
@@ -216,6 +217,6 @@ export async function renderGpu(main, ctx, uuid) {
     telemetry,
     h('div', { class: 'split' },
       panel('Identity', 'identity', h('dl', { class: 'kv' }, rows)),
-      h('div', { class: 'col' }, migPanel, eventPanel)),
+      h('div', { class: 'col' }, ownerPanel(g, () => renderGpu(main, ctx, uuid)), migPanel, eventPanel)),
     h('div', { class: 'stack-gap' }, procPanel));
 }

@@ -11,6 +11,13 @@ const PAGE = 50;
 const REFRESH_S = 20;
 const TEXT_FILTERS = ['q', 'model', 'host', 'cluster', 'team', 'env'];
 
+/** The resolved owner's team and environment, "vision · prod". */
+function ownerLine(g) {
+  const o = g.owner || {};
+  const v = (f) => (o[f] && o[f].value) || g[f] || '—';
+  return [v('team'), v('env')].join(' · ');
+}
+
 /** The export's file name, after what it holds: "gpus-team-speech-2026-12-01.csv". */
 export function gpuExportName(p, dcName) {
   const bits = ['gpus'];
@@ -98,7 +105,7 @@ export function renderGpus(main, ctx) {
         ? h('a', { href: `#/datacenters/${g.datacenter_id}`, class: 'clip', text: g.datacenter || `#${g.datacenter_id}` })
         : text(g.datacenter)) },
       { label: 'Cluster / team / env', cell: (g) => h('div', { class: 'stack' }, text(g.cluster),
-        h('span', { class: 'sub', title: [g.team || '—', g.env || '—'].join(' · '), text: [g.team || '—', g.env || '—'].join(' · ') })) },
+        h('span', { class: 'sub', title: ownerLine(g), text: ownerLine(g) })) },
       { label: 'Utilization', sortKey: 'util_pct', cls: 'util-cell', width: '124px', cell: (g) => utilBar(g.util_pct) },
       { label: 'Memory used', sortKey: 'mem_used_mib', cls: 'n', width: '122px', cell: (g) => memUsed(g.mem_used_mib, g.memory_total_mib) },
       { label: 'Power', sortKey: 'power_w', cls: 'n', width: '76px', cell: (g) => unit(g.power_w, 'W') },

@@ -1,0 +1,203 @@
+/* Usage over time: GPU-hours by group and step with their cost
+ * (GET /api/v1/usage, JSON or CSV), one GPU's timeline
+ * (GET /api/v1/gpus/{uuid}/timeline) and running the rollup job on demand
+ * (POST /api/v1/usage/rollup). */
+#include "api/api.h"
+#include "core/status.h"
+#include "core/util.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Bounds of one report: steps in the range, and groups. */
+#define MAX_STEPS 5000
+#define MAX_GROUPS 1000
+/* The longest range a report or a timeline covers. */
+#define MAX_RANGE_S (INT64_C(3660) * 86400)
+#define DEFAULT_RANGE_S (7 * 86400)
+/* Chunks one rollup on demand may take (each CHUNK_GPUS GPU-hours). */
+#define ROLLUP_CHUNKS 1000
+
+static const char *const group_bys[] = {"team",       "env",  "pool", "cluster",  "cloud", "model",
+                                        "datacenter", "host", "gpu",  "consumer", NULL};
+static const char *const filters[] = {"team",  "env",        "pool",  "cluster",
+                                      "cloud", "datacenter", "model", NULL};
+
+/* from/to query parameters (RFC 3339 or unix seconds); the defaults end
+ * at `def_to` and span DEFAULT_RANGE_S. */
+static bool range_or_reply(struct req *r, int64_t def_to, int64_t *from, int64_t *to)
+{
+    const char *f = req_param(r, "from"), *t = req_param(r, "to");
+
+    *to = def_to;
+    if (t && gi_time_parse(t, to) != GI_OK) {
+        reply_error(r, 400, "invalid_parameter", "to", "to must be an RFC 3339 time");
+        return false;
+    }
+    *from = *to - DEFAULT_RANGE_S;
+    if (f && gi_time_parse(f, from) != GI_OK) {
+        reply_error(r, 400, "invalid_parameter", "from", "from must be an RFC 3339 time");
+        return false;
+    }
+    if (*to <= *from) {
+        reply_error(r, 400, "invalid_parameter", "to", "to must be after from");
+        return false;
+    }
+    if (*to - *from > MAX_RANGE_S) {
+        reply_error(r, 400, "invalid_parameter", "from", "the range may span at most 3660 days");
+        return false;
+    }
+    return true;
+}
+
+static bool one_of(const char *v, const char *const *set)
+{
+    for (size_t i = 0; set[i]; i++)
+        if (strcmp(v, set[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool step_or_reply(struct req *r, enum store_usage_step *step)
+{
+    static const char *const names[] = {"hour", "day", "week", "month", NULL};
+    const char *v = req_param(r, "step");
+
+    *step = USAGE_STEP_DAY;
+    if (!v)
+        return true;
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *step = (enum store_usage_step)i;
+            return true;
+        }
+    reply_error(r, 400, "invalid_parameter", "step", "step must be hour, day, week or month");
+    return false;
+}
+
+/* An item as one flat CSV row (borrowing nothing). */
+static json_t *flat_row(const json_t *it)
+{
+    const json_t *h = json_object_get(it, "gpu_hours"), *cost = json_object_get(it, "cost");
+    static const char *const hours[] = {"owned",          "allocated", "busy",
+                                        "allocated_idle", "idle",      "unknown"};
+    json_t *o = json_object();
+
+    json_object_set(o, "group", json_object_get(it, "group"));
+    if (json_object_get(it, "kind"))
+        json_object_set(o, "kind", json_object_get(it, "kind"));
+    json_object_set(o, "start", json_object_get(it, "start"));
+    for (int i = 0; i < 6; i++) {
+        char key[40];
+        snprintf(key, sizeof key, "gpu_hours_%s", hours[i]);
+        json_object_set(o, key, json_object_get(h, hours[i]));
+    }
+    json_object_set(o, "util_avg", json_object_get(it, "util_avg"));
+    json_object_set(o, "energy_kwh", json_object_get(it, "energy_kwh"));
+    json_object_set_new(o, "cost_amount",
+                        json_is_object(cost) ? json_incref(json_object_get(cost, "amount"))
+                                             : json_null());
+    json_object_set_new(o, "cost_currency",
+                        json_is_object(cost) ? json_incref(json_object_get(cost, "currency"))
+                                             : json_null());
+    json_object_set_new(o, "cost_method",
+                        json_is_object(cost) ? json_incref(json_object_get(cost, "method"))
+                                             : json_null());
+    json_object_set_new(o, "cost_note", json_incref(json_object_get(it, "cost_note")));
+    if (!json_object_get(it, "cost_note"))
+        json_object_set_new(o, "cost_note", json_null());
+    return o;
+}
+
+void api_usage_get(struct req *r)
+{
+    struct store_usage_query q = {.group_by = "team", .max_groups = MAX_GROUPS};
+    const char **slot[] = {&q.team, &q.env, &q.pool, &q.cluster, &q.cloud, &q.datacenter, &q.model};
+    const char *g = req_param(r, "group_by");
+    int64_t now = gi_now(), span;
+    json_t *out = NULL, *flat;
+    size_t i;
+    json_t *it;
+    int st;
+
+    if (g && !one_of(g, group_bys)) {
+        reply_error(r, 400, "invalid_parameter", "group_by",
+                    "group_by must be one of team, env, pool, cluster, cloud, model, datacenter, "
+                    "host, gpu, consumer");
+        return;
+    }
+    if (g)
+        q.group_by = g;
+    if (!step_or_reply(r, &q.step) || !range_or_reply(r, now - now % 3600 + 3600, &q.from, &q.to))
+        return;
+    for (i = 0; filters[i]; i++) {
+        if (!req_param_str_or_reply(r, filters[i], 128, slot[i]))
+            return;
+        if (*slot[i] && !**slot[i])
+            *slot[i] = NULL;
+    }
+    /* Whole hours: the rollups' grain. */
+    q.from -= q.from % 3600;
+    if (q.to % 3600)
+        q.to += 3600 - q.to % 3600;
+    span = q.step == USAGE_STEP_HOUR   ? 3600
+           : q.step == USAGE_STEP_DAY  ? 86400
+           : q.step == USAGE_STEP_WEEK ? 7 * 86400
+                                       : 28 * 86400;
+    if ((q.to - q.from) / span > MAX_STEPS) {
+        reply_error(r, 400, "invalid_parameter", "step",
+                    "at most %d steps: choose a longer step or a shorter range", MAX_STEPS);
+        return;
+    }
+    st = store_usage_report(r->store, &q, &out);
+    if (st == GI_TOO_LARGE) {
+        reply_error(r, 400, "invalid_parameter", "group_by",
+                    "more than %d groups or too many rows: add a filter or a coarser grouping",
+                    MAX_GROUPS);
+        return;
+    }
+    if (st != GI_OK) {
+        reply_status(r, st, "usage");
+        return;
+    }
+    if (!req_wants_csv(r)) {
+        reply_json(r, 200, out);
+        return;
+    }
+    flat = json_array();
+    json_array_foreach(json_object_get(out, "items"), i, it)
+        json_array_append_new(flat, flat_row(it));
+    json_decref(out);
+    reply_list(r, flat, (int64_t)json_array_size(flat), 0);
+}
+
+void api_usage_rollup(struct req *r)
+{
+    struct store_usage_run res;
+    int st = store_usage_rollup(r->store, r->who.name, gi_now(), ROLLUP_CHUNKS, &res);
+
+    if (st != GI_OK) {
+        reply_status(r, st, "usage rollup");
+        return;
+    }
+    reply_json(r, 200,
+               json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "hours", (json_int_t)res.hours, "chunks",
+                         (json_int_t)res.chunks, "redone", (json_int_t)res.redone, "pruned",
+                         (json_int_t)res.pruned, "dirty_left", (json_int_t)res.dirty_left,
+                         "redo_left", (json_int_t)res.redo_left));
+}
+
+void api_gpu_timeline(struct req *r)
+{
+    int64_t from, to, now = gi_now();
+    json_t *out = NULL;
+    int st;
+
+    if (!range_or_reply(r, now, &from, &to))
+        return;
+    if ((st = store_gpu_timeline(r->store, r->key, from, to, &out)) != GI_OK)
+        reply_status(r, st, "GPU");
+    else
+        reply_json(r, 200, out);
+}

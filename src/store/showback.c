@@ -1,0 +1,535 @@
+/* The cost settings and the showback report: per team, for one month,
+ * the GPU-hours it owned and how they were used, and what they cost by
+ * three methods, each figure stating its method:
+ *   catalog  Σ over its hourly rollups of owned GPU-seconds / 3600 ×
+ *            fraction × the catalog rate in force at that hour for the
+ *            GPU's model, env, cloud and pool (as the catalog stands now,
+ *            so a price change re-prices the past it covers), split into
+ *            busy, waste (allocated-idle), idle and unknown the same way;
+ *            hours whose rate is in another currency than the settings'
+ *            or that no entry prices are counted as unpriced.
+ *   tco      capital: each GPU's purchase cost (the linked inventory
+ *            server's metadata purchase_cost over its gpu_count, else the
+ *            catalog's "purchase" entry for the model) spread evenly over
+ *            amortization_years, charged per owned GPU-hour inside the
+ *            amortization window (from metadata purchase_date when given);
+ *            plus energy: measured Wh / 1000 × price per kWh × PUE.
+ *   billing  the cloud bill: imported billing lines starting in the month,
+ *            spread over the instance's GPUs (each GPU's share goes to the
+ *            owner of that GPU-hour, else the owner when imported), and
+ *            lines matched by a team tag; lines in another currency are
+ *            counted apart, never converted. */
+#include "store/store_int.h"
+#include "core/money.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HOURS_PER_YEAR 8766.0 /* 365.25 days */
+
+#define STATEMENTS(X)                                                                              \
+    X(SET_GET, "SELECT name, value FROM cost_settings")                                            \
+    X(SET_PUT, "INSERT INTO cost_settings (name, value, updated_at) VALUES (:name, :value, :now) " \
+               "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = "            \
+               "excluded.updated_at")                                                              \
+    X(SB_HOURS,                                                                                    \
+      "SELECT COALESCE(team, ''), model, env, cloud, pool, hour, SUM(owned_s * fraction), "        \
+      "SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), "             \
+      "SUM(unknown_s * fraction) FROM usage_hourly WHERE hour >= :from AND hour < :to GROUP BY "   \
+      "COALESCE(team, ''), model, env, cloud, pool, hour")                                         \
+    X(SB_GPUS,                                                                                     \
+      "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                   \
+      "SUM(u.owned_s * u.fraction), SUM(u.energy_wh), MIN(r.metadata), MIN(r.gpu_count) FROM "     \
+      "usage_hourly u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON "   \
+      "r.id = l.resource_id WHERE u.hour >= :from AND u.hour < :to GROUP BY u.gpu_id, "            \
+      "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool")                                     \
+    X(SB_GPU_WINDOW,                                                                               \
+      "SELECT COALESCE(SUM(owned_s * fraction), 0) FROM usage_hourly WHERE gpu_id = :gpu AND "     \
+      "COALESCE(team, '') = :team AND model IS NOT DISTINCT FROM :model AND env IS NOT DISTINCT "  \
+      "FROM :env AND cloud IS NOT DISTINCT FROM :cloud AND pool IS NOT DISTINCT FROM :pool AND "   \
+      "hour >= :from AND hour < :to")                                                              \
+    X(SB_BILLED,                                                                                   \
+      "SELECT COALESCE(u.team, b.team, ''), b.currency, SUM(c.cost_micros) FROM billing_costs c "  \
+      "JOIN billing_lines b ON b.id = c.line_id LEFT JOIN usage_hourly u ON u.gpu_id = c.gpu_id "  \
+      "AND u.hour = c.usage_start - c.usage_start % 3600 WHERE c.usage_start >= :from AND "        \
+      "c.usage_start < :to GROUP BY COALESCE(u.team, b.team, ''), b.currency")                     \
+    X(SB_BILLED_TAG, "SELECT COALESCE(team, ''), currency, SUM(cost_micros) FROM billing_lines "   \
+                     "WHERE matched_by = 'tag:team' AND usage_start >= :from AND usage_start < "   \
+                     ":to GROUP BY COALESCE(team, ''), currency")                                  \
+    X(SB_UNMATCHED, "SELECT currency, SUM(cost_micros), COUNT(*) FROM billing_lines WHERE "        \
+                    "matched_by IS NULL AND usage_start >= :from AND usage_start < :to GROUP BY "  \
+                    "currency")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* ---- settings ---- */
+
+static void settings_default(struct store_cost_settings *s)
+{
+    s->amortization_years = 4;
+    s->energy_micros_kwh = 120000;
+    s->pue_milli = 1400;
+    memcpy(s->currency, "USD", 4);
+}
+
+static int settings_read(struct conn *c, struct store_cost_settings *out)
+{
+    struct db_stmt *s = prep(c, ST_SET_GET);
+    int step;
+
+    settings_default(out);
+    if (!s)
+        return GI_INTERNAL;
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *n = db_col_text(s, 0), *v = db_col_text(s, 1);
+        int64_t x;
+        if (!n || !v)
+            continue;
+        if (strcmp(n, "amortization_years") == 0 && gi_parse_int64(v, 1, 50, &x) == GI_OK)
+            out->amortization_years = x;
+        else if (strcmp(n, "energy_micros_kwh") == 0 &&
+                 gi_parse_int64(v, 0, INT64_C(1000000000), &x) == GI_OK)
+            out->energy_micros_kwh = x;
+        else if (strcmp(n, "pue_milli") == 0 && gi_parse_int64(v, 1000, 10000, &x) == GI_OK)
+            out->pue_milli = x;
+        else if (strcmp(n, "currency") == 0 && gi_currency_ok(v))
+            memcpy(out->currency, v, 4);
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+int store_cost_settings_get(struct store *st, struct store_cost_settings *out)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = settings_read(c, out);
+
+    db_conn_put(st, c);
+    return rc;
+}
+
+static json_t *settings_doc(const struct store_cost_settings *s)
+{
+    char kwh[32];
+
+    gi_money_format(s->energy_micros_kwh, 2, kwh, sizeof kwh);
+    return json_pack("{s:I, s:s, s:f, s:s}", "amortization_years",
+                     (json_int_t)s->amortization_years, "energy_price_per_kwh", kwh, "pue",
+                     (double)s->pue_milli / 1000.0, "currency", s->currency);
+}
+
+static int setting_put(struct conn *c, const char *name, const char *value)
+{
+    struct db_stmt *s = prep(c, ST_SET_PUT);
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    db_bind_text(s, ":value", value);
+    db_bind_int(s, ":now", gi_now());
+    return db_exec_done(c, s);
+}
+
+int store_cost_settings_put(struct store *st, const char *actor,
+                            const struct store_cost_settings *in)
+{
+    struct conn *c = db_conn_get(st);
+    struct store_cost_settings before;
+    json_t *b = NULL, *a = NULL;
+    char num[32];
+    int rc = db_tx_begin(c);
+
+    if (rc != GI_OK || (rc = settings_read(c, &before)) != GI_OK)
+        goto cleanup;
+    snprintf(num, sizeof num, "%lld", (long long)in->amortization_years);
+    if ((rc = setting_put(c, "amortization_years", num)) != GI_OK)
+        goto cleanup;
+    snprintf(num, sizeof num, "%lld", (long long)in->energy_micros_kwh);
+    if ((rc = setting_put(c, "energy_micros_kwh", num)) != GI_OK)
+        goto cleanup;
+    snprintf(num, sizeof num, "%lld", (long long)in->pue_milli);
+    if ((rc = setting_put(c, "pue_milli", num)) != GI_OK ||
+        (rc = setting_put(c, "currency", in->currency)) != GI_OK)
+        goto cleanup;
+    b = settings_doc(&before);
+    a = settings_doc(in);
+    rc = db_audit(c, actor, "update", "cost_settings", 0, b, a);
+cleanup:
+    rc = db_tx_end(c, rc);
+    json_decref(b);
+    json_decref(a);
+    db_conn_put(st, c);
+    return rc;
+}
+
+/* ---- showback ---- */
+
+/* One team's figures; money in micro-units as doubles until rounded. */
+struct team_row {
+    double owned, busy, alloc_idle, idle, unknown, unpriced; /* GPU-seconds */
+    double c_busy, c_waste, c_idle, c_unknown;               /* catalog */
+    double t_capital, t_energy, energy_wh;                   /* TCO */
+    int64_t billed, billed_other_lines;
+    double tco_unpriced; /* GPU-seconds without a purchase cost */
+};
+
+/* The row of `team` in rows (an object team → index into *arr). */
+static struct team_row *row_of(json_t *index, struct team_row **arr, size_t *n, size_t *cap,
+                               const char *team)
+{
+    json_t *hit = json_object_get(index, team);
+
+    if (hit)
+        return &(*arr)[json_integer_value(hit)];
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        struct team_row *na = realloc(*arr, nc * sizeof *na);
+        if (!na)
+            return NULL;
+        *arr = na;
+        *cap = nc;
+    }
+    memset(&(*arr)[*n], 0, sizeof **arr);
+    json_object_set_new(index, team, json_integer((json_int_t)*n));
+    return &(*arr)[(*n)++];
+}
+
+static const char *txt(struct db_stmt *s, int i) { return db_col_text(s, i); }
+
+/* The purchase cost of one GPU of a server from its metadata
+ * (purchase_cost over gpu_count) and the amortization window's start
+ * (purchase_date; -1 when not given). False when the metadata has none. */
+static bool inventory_purchase(const char *metadata, int64_t gpu_count, int64_t *micros,
+                               int64_t *since)
+{
+    json_t *md = metadata ? json_loads(metadata, 0, NULL) : NULL;
+    json_t *pc = json_object_get(md, "purchase_cost");
+    const char *pd = json_string_value(json_object_get(md, "purchase_date"));
+    char buf[64] = "";
+    int64_t total;
+    bool ok = false;
+
+    *since = -1;
+    if (json_is_string(pc))
+        gi_strlcpy(buf, json_string_value(pc), sizeof buf);
+    else if (json_is_integer(pc))
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(pc));
+    else if (json_is_real(pc))
+        snprintf(buf, sizeof buf, "%.6f", json_real_value(pc));
+    if (buf[0] && gi_money_parse(buf, GI_MONEY_LENIENT, false, &total) == GI_OK && gpu_count > 0) {
+        *micros = total / gpu_count;
+        ok = true;
+        if (pd) {
+            char day[40];
+            int64_t t;
+            /* A date alone is its midnight UTC. */
+            snprintf(day, sizeof day, strlen(pd) == 10 ? "%sT00:00:00Z" : "%s", pd);
+            if (gi_time_parse(day, &t) == GI_OK)
+                *since = t;
+        }
+    }
+    json_decref(md);
+    return ok;
+}
+
+/* The owned GPU-seconds of the current SB_GPUS row (s) inside the
+ * amortization window [since, since + years), within [from, to). */
+static int window_owned(struct conn *c, struct db_stmt *s, int64_t since, int64_t years,
+                        int64_t from, int64_t to, double *owned)
+{
+    int64_t end = since + (int64_t)((double)years * HOURS_PER_YEAR * 3600.0);
+    int64_t lo = since > from ? since : from, hi = end < to ? end : to;
+    struct db_stmt *w;
+    int step;
+
+    if (since < 0 || (since <= from && end >= to))
+        return GI_OK; /* the whole range */
+    *owned = 0;
+    if (hi <= lo)
+        return GI_OK;
+    if (!(w = prep(c, ST_SB_GPU_WINDOW)))
+        return GI_INTERNAL;
+    db_bind_int(w, ":gpu", db_col_int(s, 0));
+    db_bind_text(w, ":team", txt(s, 1));
+    db_bind_text(w, ":model", txt(s, 2));
+    db_bind_text(w, ":env", txt(s, 3));
+    db_bind_text(w, ":cloud", txt(s, 4));
+    db_bind_text(w, ":pool", txt(s, 5));
+    db_bind_int(w, ":from", lo - lo % 3600);
+    db_bind_int(w, ":to", hi);
+    if ((step = db_step(c, w)) == DB_ROW)
+        *owned = db_col_dbl(w, 0);
+    db_reset(w);
+    return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_INTERNAL : db_status(step);
+}
+
+static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur, json_t *index,
+                     struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct db_stmt *s = prep(c, ST_SB_HOURS);
+    struct price_catalog *cat = NULL;
+    int step, rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    if ((rc = price_catalog_load(c, "hourly", &cat)) != GI_OK)
+        return rc;
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
+        int64_t rate = 0, pid;
+        char rc4[4];
+        double per_s;
+        if (!r) {
+            step = GI_INTERNAL;
+            break;
+        }
+        r->owned += db_col_dbl(s, 6);
+        r->busy += db_col_dbl(s, 7);
+        r->alloc_idle += db_col_dbl(s, 8);
+        r->idle += db_col_dbl(s, 9);
+        r->unknown += db_col_dbl(s, 10);
+        if (!price_catalog_pick(cat, txt(s, 1), txt(s, 2), txt(s, 3), txt(s, 4), db_col_int(s, 5),
+                                &rate, rc4, &pid) ||
+            strcmp(rc4, cur) != 0) {
+            r->unpriced += db_col_dbl(s, 6);
+            continue;
+        }
+        per_s = (double)rate / 3600.0;
+        r->c_busy += db_col_dbl(s, 7) * per_s;
+        r->c_waste += db_col_dbl(s, 8) * per_s;
+        r->c_idle += db_col_dbl(s, 9) * per_s;
+        r->c_unknown += db_col_dbl(s, 10) * per_s;
+    }
+    db_reset(s);
+    price_catalog_free(cat);
+    return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_cost_settings *set,
+                   json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct db_stmt *s = prep(c, ST_SB_GPUS);
+    struct price_catalog *cat = NULL;
+    double hours_amort = (double)set->amortization_years * HOURS_PER_YEAR;
+    int step, rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    if ((rc = price_catalog_load(c, "purchase", &cat)) != GI_OK)
+        return rc;
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct team_row *r = row_of(index, rows, n, cap, txt(s, 1));
+        double owned = db_col_dbl(s, 6), wh = db_col_dbl(s, 7);
+        int64_t micros = 0, since, pid;
+        char pc[4];
+        if (!r) {
+            step = GI_INTERNAL;
+            break;
+        }
+        r->energy_wh += wh;
+        r->t_energy +=
+            wh / 1000.0 * (double)set->energy_micros_kwh * (double)set->pue_milli / 1000.0;
+        if (inventory_purchase(txt(s, 8), db_col_int(s, 9), &micros, &since)) {
+            if ((rc = window_owned(c, s, since, set->amortization_years, from, to, &owned)) !=
+                GI_OK) {
+                step = rc;
+                break;
+            }
+        } else if (!price_catalog_pick(cat, txt(s, 2), txt(s, 3), txt(s, 4), txt(s, 5), from,
+                                       &micros, pc, &pid) ||
+                   strcmp(pc, set->currency) != 0) {
+            r->tco_unpriced += owned;
+            continue;
+        }
+        r->t_capital += (double)micros / hours_amort * owned / 3600.0;
+    }
+    db_reset(s);
+    price_catalog_free(cat);
+    return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+static int add_billed(struct conn *c, enum stmt_id id, int64_t from, int64_t to, const char *cur,
+                      json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct db_stmt *s = prep(c, id);
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
+        const char *lc = txt(s, 1);
+        if (!r) {
+            step = GI_INTERNAL;
+            break;
+        }
+        if (lc && strcmp(lc, cur) == 0)
+            r->billed += db_col_int(s, 2);
+        else
+            r->billed_other_lines++;
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* A report amount: to the cent, as decimal text with 2 decimals. */
+static json_t *money(double micros)
+{
+    char buf[32];
+    gi_money_format((int64_t)llround(micros / 10000.0) * 10000, 2, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static json_t *hours(double seconds) { return json_real(round(seconds / 3.6) / 1000.0); }
+
+/* One row's document, with the team's name (NULL: no owner). */
+static json_t *row_doc(const struct team_row *r, const char *team, const char *cur)
+{
+    double catalog = r->c_busy + r->c_waste + r->c_idle + r->c_unknown;
+
+    return json_pack(
+        "{s:s?, s:{s:o, s:o, s:o, s:o, s:o}, s:o, s:{s:{s:o, s:o, s:o, s:o, s:o, s:s, s:s, s:o}, "
+        "s:{s:o, s:o, s:o, s:s, s:s, s:o}, s:{s:o, s:s, s:s, s:I}}}",
+        "team", team && *team ? team : NULL, "gpu_hours", "owned", hours(r->owned), "busy",
+        hours(r->busy), "allocated_idle", hours(r->alloc_idle), "idle", hours(r->idle), "unknown",
+        hours(r->unknown), "energy_kwh", json_real(round(r->energy_wh) / 1000.0), "cost", "catalog",
+        "amount", money(catalog), "busy", money(r->c_busy), "waste", money(r->c_waste), "idle",
+        money(r->c_idle), "unknown", money(r->c_unknown), "currency", cur, "method", "catalog",
+        "unpriced_gpu_hours", hours(r->unpriced), "tco", "amount",
+        money(r->t_capital + r->t_energy), "capital", money(r->t_capital), "energy",
+        money(r->t_energy), "currency", cur, "method", "tco", "unpriced_gpu_hours",
+        hours(r->tco_unpriced), "billed", "amount", money((double)r->billed), "currency", cur,
+        "method", "billing", "other_currency_groups", (json_int_t)r->billed_other_lines);
+}
+
+static void sum_into(struct team_row *t, const struct team_row *r)
+{
+    t->owned += r->owned;
+    t->busy += r->busy;
+    t->alloc_idle += r->alloc_idle;
+    t->idle += r->idle;
+    t->unknown += r->unknown;
+    t->unpriced += r->unpriced;
+    t->c_busy += r->c_busy;
+    t->c_waste += r->c_waste;
+    t->c_idle += r->c_idle;
+    t->c_unknown += r->c_unknown;
+    t->t_capital += r->t_capital;
+    t->t_energy += r->t_energy;
+    t->energy_wh += r->energy_wh;
+    t->billed += r->billed;
+    t->billed_other_lines += r->billed_other_lines;
+    t->tco_unpriced += r->tco_unpriced;
+}
+
+static int unmatched_doc(struct conn *c, int64_t from, int64_t to, const char *cur, json_t **out)
+{
+    struct db_stmt *s = prep(c, ST_SB_UNMATCHED);
+    int64_t amount = 0, lines = 0, other = 0;
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *lc = txt(s, 0);
+        if (lc && strcmp(lc, cur) == 0)
+            amount += db_col_int(s, 1);
+        else
+            other += db_col_int(s, 2);
+        lines += db_col_int(s, 2);
+    }
+    db_reset(s);
+    *out = json_pack("{s:o, s:s, s:I, s:I}", "amount", money((double)amount), "currency", cur,
+                     "lines", (json_int_t)lines, "other_currency_lines", (json_int_t)other);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    struct store_cost_settings set;
+    struct team_row *rows = NULL, total = {0};
+    size_t n = 0, cap = 0;
+    json_t *index = json_object(), *items = json_array(), *unmatched = NULL;
+    const char *team;
+    json_t *v;
+    char f[32], t[32];
+    int rc;
+
+    *out = NULL;
+    db_read_begin(c);
+    if ((rc = settings_read(c, &set)) != GI_OK ||
+        (rc = add_hours(c, from, to, set.currency, index, &rows, &n, &cap)) != GI_OK ||
+        (rc = add_tco(c, from, to, &set, index, &rows, &n, &cap)) != GI_OK ||
+        (rc = add_billed(c, ST_SB_BILLED, from, to, set.currency, index, &rows, &n, &cap)) !=
+            GI_OK ||
+        (rc = add_billed(c, ST_SB_BILLED_TAG, from, to, set.currency, index, &rows, &n, &cap)) !=
+            GI_OK ||
+        (rc = unmatched_doc(c, from, to, set.currency, &unmatched)) != GI_OK)
+        goto cleanup;
+    /* Teams in name order, the GPU-hours of no team last. */
+    {
+        const char **names = calloc(n + 1, sizeof *names);
+        size_t k = 0;
+        if (!names) {
+            rc = GI_INTERNAL;
+            goto cleanup;
+        }
+        json_object_foreach(index, team, v)
+            names[k++] = team;
+        for (size_t i = 1; i < k; i++)
+            for (size_t j = i; j > 0; j--) {
+                const char *a = names[j - 1], *b = names[j];
+                bool swap = (!*a && *b) || (*a && *b && strcmp(a, b) > 0);
+                if (!swap)
+                    break;
+                names[j - 1] = b;
+                names[j] = a;
+            }
+        for (size_t i = 0; i < k; i++) {
+            const struct team_row *r = &rows[json_integer_value(json_object_get(index, names[i]))];
+            json_array_append_new(items, row_doc(r, names[i], set.currency));
+            sum_into(&total, r);
+        }
+        free(names);
+    }
+    gi_time_format(from, f, sizeof f);
+    gi_time_format(to, t, sizeof t);
+    *out = json_pack(
+        "{s:s, s:s, s:s, s:O, s:o, s:O, s:{s:s, s:s, s:s}}", "from", f, "to", t, "currency",
+        set.currency, "items", items, "total", row_doc(&total, NULL, set.currency),
+        "unmatched_billing", unmatched, "methods", "catalog",
+        "owned GPU-hours x fraction x the catalog's hourly rate in force at each hour for the "
+        "GPU's model, env, cloud and pool; busy, waste (allocated-idle), idle and unknown hours "
+        "priced alike; unpriced_gpu_hours had no rate in this currency",
+        "tco",
+        "capital: purchase cost per GPU (inventory metadata purchase_cost / gpu_count, else the "
+        "catalog's purchase entry) / (amortization_years x 8766 h) per owned GPU-hour; plus "
+        "measured energy kWh x energy_price_per_kwh x pue",
+        "billing",
+        "imported cloud billing lines starting in the range: instance lines spread over the "
+        "instance's GPUs and charged to each GPU-hour's owner, team-tag lines to that team");
+    json_object_del(json_object_get(*out, "total"), "team");
+cleanup:
+    db_read_end(c);
+    free(rows);
+    json_decref(index);
+    json_decref(items);
+    json_decref(unmatched);
+    db_conn_put(st, c);
+    return rc;
+}

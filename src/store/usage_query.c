@@ -1,0 +1,778 @@
+/* Reads of the usage rollups for the API: GPU-hours by group and step
+ * with their catalog cost, and one GPU's timeline. See store.h.
+ *
+ * The database sums rows per (group, hour or day, currency); the
+ * folding into weeks and months, the currency split and the money
+ * formatting happen here. GPU-hours are seconds x fraction / 3600, so a
+ * MIG slice counts its share. Costs are owned seconds x fraction x
+ * rate_micros, summed as micro-unit-seconds and shown as decimal strings
+ * with two decimals. */
+#include "store/store_int.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Rows the database may hand back for one report. */
+#define MAX_CELLS 200000
+/* Raw samples are shown instead of hourly rollups for ranges this short. */
+#define RAW_RANGE_S (6 * 3600)
+#define TIMELINE_ROWS 20000
+
+/* The group as text, and for the groups named through another table
+ * (gpu: the UUID, datacenter: the name) the id, mapped afterwards, so that
+ * the aggregate itself joins nothing. */
+#define GROUP_EXPR                                                                                 \
+    "CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team WHEN 'env' THEN u.env WHEN 'pool' THEN "        \
+    "u.pool WHEN 'cluster' THEN u.cluster WHEN 'cloud' THEN u.cloud WHEN 'model' THEN u.model "    \
+    "WHEN 'host' THEN u.host ELSE NULL END, CASE CAST(:g AS TEXT) WHEN 'gpu' THEN u.gpu_id WHEN "  \
+    "'datacenter' THEN u.datacenter_id ELSE NULL END"
+#define FILTERS                                                                                    \
+    "(CAST(:team AS TEXT) IS NULL OR u.team = :team) AND (CAST(:env AS TEXT) IS NULL OR u.env = "  \
+    ":env) AND (CAST(:pool AS TEXT) IS NULL OR u.pool = :pool) AND (CAST(:cluster AS TEXT) IS "    \
+    "NULL OR u.cluster = :cluster) AND (CAST(:cloud AS TEXT) IS NULL OR u.cloud = :cloud) AND "    \
+    "(CAST(:model AS TEXT) IS NULL OR u.model = :model) AND (CAST(:dc AS BIGINT) IS NULL OR "      \
+    "u.datacenter_id = :dc)"
+#define SUMS                                                                                       \
+    "SUM(u.owned_s * u.fraction), SUM(u.allocated_s * u.fraction), SUM(u.busy_s * u.fraction), "   \
+    "SUM(u.alloc_idle_s * u.fraction), SUM(u.idle_s * u.fraction), SUM(u.unknown_s * "             \
+    "u.fraction), SUM(u.util_sum * u.fraction), SUM(u.measured_s * u.fraction), "                  \
+    "SUM(u.energy_wh), SUM(u.owned_s * u.fraction * u.rate_micros), SUM(u.busy_s * u.fraction * "  \
+    "u.rate_micros), SUM(u.alloc_idle_s * u.fraction * u.rate_micros), SUM(u.idle_s * "            \
+    "u.fraction * u.rate_micros), SUM(u.unknown_s * u.fraction * u.rate_micros), SUM(CASE WHEN "   \
+    "u.rate_micros IS NULL THEN u.owned_s * u.fraction ELSE 0 END)"
+#define REPORT(table, key)                                                                         \
+    "SELECT " GROUP_EXPR ", NULL, u." key " - u." key " % CAST(:bucket AS BIGINT), "               \
+    "COALESCE(u.currency, ''), " SUMS " FROM " table " u WHERE u." key " >= :from AND u." key      \
+    " < :to AND " FILTERS " GROUP BY 1, 2, 4, 5 LIMIT :max"
+
+#define STATEMENTS(X)                                                                              \
+    X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
+    X(GPU_UUID, "SELECT uuid FROM gpus WHERE id = :id")                                            \
+    X(DC_NAME, "SELECT name FROM datacenters WHERE id = :id")                                      \
+    X(REPORT_HOURLY, REPORT("usage_hourly", "hour"))                                               \
+    X(REPORT_DAILY, REPORT("usage_daily", "day"))                                                  \
+    X(REPORT_CONSUMERS,                                                                            \
+      "SELECT c.consumer, NULL, c.kind, u.hour - u.hour % CAST(:bucket AS BIGINT), "               \
+      "COALESCE(u.currency, ''), SUM(c.allocated_s * u.fraction), SUM(c.allocated_s * "            \
+      "u.fraction), SUM(c.busy_s * u.fraction), SUM(c.alloc_idle_s * u.fraction), 0, 0, "          \
+      "SUM(c.util_sum * u.fraction), SUM(c.measured_s * u.fraction), SUM(u.energy_wh * "           \
+      "c.allocated_s / u.owned_s), SUM(c.allocated_s * u.fraction * u.rate_micros), "              \
+      "SUM(c.busy_s * u.fraction * u.rate_micros), SUM(c.alloc_idle_s * u.fraction * "             \
+      "u.rate_micros), 0, 0, SUM(CASE WHEN u.rate_micros IS NULL THEN c.allocated_s * u.fraction " \
+      "ELSE 0 END) FROM usage_consumers c JOIN usage_hourly u ON u.gpu_id = c.gpu_id AND u.hour "  \
+      "= c.hour WHERE u.owned_s > 0 AND c.hour >= :from AND c.hour < :to AND " FILTERS             \
+      " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
+    X(TL_GPU, "SELECT id FROM gpus WHERE uuid = :uuid")                                            \
+    X(TL_INTERVALS,                                                                                \
+      "SELECT kind, consumer, team, namespace, pod, container, username, process, tenant, "        \
+      "project, started_at, ended_at FROM usage_intervals WHERE gpu_id = :gid AND started_at < "   \
+      ":to AND (ended_at IS NULL OR ended_at > :from) ORDER BY started_at, id LIMIT :max")         \
+    X(TL_HOURS,                                                                                    \
+      "SELECT hour, team, env, pool, cluster, cloud, owned_s, allocated_s, busy_s, alloc_idle_s, " \
+      "idle_s, unknown_s, measured_s, util_sum, util_max, mem_sum, mem_max_mib, energy_wh, "       \
+      "power_max_w, temp_max_c FROM usage_hourly WHERE gpu_id = :gid AND hour >= :from AND hour "  \
+      "< :to ORDER BY hour LIMIT :max")                                                            \
+    X(TL_SAMPLES, "SELECT ts, util_avg, util_max, mem_used_mib, power_avg_w, temp_c, source_id "   \
+                  "FROM gpu_samples WHERE gpu_id = :gid AND ts >= :from AND ts < :to ORDER BY "    \
+                  "ts, source_id LIMIT :max")                                                      \
+    X(TL_EVENTS, "SELECT at, kind, detail FROM gpu_events WHERE gpu_uuid = :uuid AND at >= :from " \
+                 "AND at < :to ORDER BY at, id LIMIT :max")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* The summed columns of a cell, in the statements' order. */
+enum {
+    V_OWNED,
+    V_ALLOC,
+    V_BUSY,
+    V_AIDLE,
+    V_IDLE,
+    V_UNKNOWN,
+    V_USUM,
+    V_MEAS,
+    V_WH,
+    V_COST,
+    V_COST_BUSY,
+    V_COST_AIDLE,
+    V_COST_IDLE,
+    V_COST_UNKNOWN,
+    V_UNPRICED,
+    V__N
+};
+
+struct cell {
+    char *group; /* NULL: none */
+    int64_t gid; /* gpu / datacenter grouping: the id the name is looked up by; -1 none */
+    char *kind;  /* consumer grouping only */
+    int64_t start;
+    char cur[4];
+    double v[V__N];
+};
+
+struct cells {
+    struct cell *a;
+    size_t n, cap;
+    bool dc; /* the ids of the groups are data centers' (else GPUs') */
+};
+
+static void cells_free(struct cells *cs)
+{
+    for (size_t i = 0; i < cs->n; i++) {
+        free(cs->a[i].group);
+        free(cs->a[i].kind);
+    }
+    free(cs->a);
+}
+
+static int strcmp_null(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a ? 1 : b ? -1 : 0;
+    return strcmp(a, b);
+}
+
+static int cell_cmp(const void *pa, const void *pb)
+{
+    const struct cell *a = pa, *b = pb;
+    int d = strcmp_null(a->kind, b->kind);
+
+    if (d == 0)
+        d = strcmp_null(a->group, b->group);
+    if (d == 0)
+        d = a->gid < b->gid ? -1 : a->gid > b->gid;
+    if (d == 0)
+        d = a->start < b->start ? -1 : a->start > b->start;
+    if (d == 0)
+        d = strcmp(a->cur, b->cur);
+    return d;
+}
+
+/* The start of the step holding t (t a day or hour start). */
+static int64_t step_start(enum store_usage_step step, int64_t t)
+{
+    struct tm tm;
+    time_t tt = (time_t)t;
+
+    switch (step) {
+    case USAGE_STEP_HOUR:
+        return t - t % 3600;
+    case USAGE_STEP_DAY:
+        return t - t % 86400;
+    case USAGE_STEP_WEEK: /* 1970-01-05 was a Monday */
+        return t - ((t - 4 * 86400) % (7 * 86400) + 7 * 86400) % (7 * 86400);
+    case USAGE_STEP_MONTH:
+        gmtime_r(&tt, &tm);
+        tm.tm_mday = 1;
+        tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+        return (int64_t)timegm(&tm);
+    }
+    return t;
+}
+
+/* Adds the row into the cell of the same key, or appends one. */
+static int cell_add(struct cells *cs, const char *group, int64_t gid, const char *kind,
+                    int64_t start, const char *cur, const double *v)
+{
+    struct cell *c;
+
+    for (size_t i = cs->n; i > 0; i--) {
+        c = &cs->a[i - 1];
+        if (c->start == start && c->gid == gid && strcmp_null(c->group, group) == 0 &&
+            strcmp_null(c->kind, kind) == 0 && strcmp(c->cur, cur) == 0) {
+            for (int k = 0; k < V__N; k++)
+                c->v[k] += v[k];
+            return GI_OK;
+        }
+        if (cs->n - i > 64) /* rows come grouped: a cell is near its kin */
+            break;
+    }
+    if (cs->n == cs->cap) {
+        size_t ncap = cs->cap ? cs->cap * 2 : 256;
+        struct cell *p = realloc(cs->a, ncap * sizeof *p);
+        if (!p)
+            return GI_INTERNAL;
+        cs->a = p;
+        cs->cap = ncap;
+    }
+    c = &cs->a[cs->n];
+    memset(c, 0, sizeof *c);
+    c->group = group ? strdup(group) : NULL;
+    c->kind = kind ? strdup(kind) : NULL;
+    if ((group && !c->group) || (kind && !c->kind)) {
+        free(c->group);
+        free(c->kind);
+        return GI_INTERNAL;
+    }
+    cs->n++;
+    c->gid = gid;
+    c->start = start;
+    gi_strlcpy(c->cur, cur, sizeof c->cur);
+    memcpy(c->v, v, sizeof c->v);
+    return GI_OK;
+}
+
+static void bind_query(struct db_stmt *s, const struct store_usage_query *q, const char *group_by,
+                       int64_t dc_id)
+{
+    db_bind_text(s, ":g", group_by);
+    db_bind_int(s, ":bucket", q->step == USAGE_STEP_HOUR ? 3600 : 86400);
+    db_bind_int(s, ":from", q->from);
+    db_bind_int(s, ":to", q->to);
+    db_bind_opt_text(s, ":team", q->team);
+    db_bind_opt_text(s, ":env", q->env);
+    db_bind_opt_text(s, ":pool", q->pool);
+    db_bind_opt_text(s, ":cluster", q->cluster);
+    db_bind_opt_text(s, ":cloud", q->cloud);
+    db_bind_opt_text(s, ":model", q->model);
+    db_bind_opt_int(s, ":dc", dc_id);
+    db_bind_int(s, ":max", MAX_CELLS + 1);
+}
+
+/* Runs one report statement and folds its rows into cs; `sign` -1
+ * subtracts them (the consumers' share taken from the totals). */
+static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
+                   bool with_kind, struct cells *cs, double sign)
+{
+    size_t rows = 0;
+    int step, rc = GI_OK;
+
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
+        double v[V__N];
+        if (++rows > MAX_CELLS) {
+            rc = GI_TOO_LARGE;
+            break;
+        }
+        for (int k = 0; k < V__N; k++)
+            v[k] = sign * db_col_dbl(s, 5 + k);
+        rc = cell_add(cs, db_col_text(s, 0), db_col_is_null(s, 1) ? -1 : db_col_int(s, 1),
+                      with_kind ? db_col_text(s, 2) : NULL, step_start(q->step, db_col_int(s, 3)),
+                      db_col_text(s, 4), v);
+    }
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
+    return rc;
+}
+
+static double round6(double x) { return round(x * 1e6) / 1e6; }
+
+static json_t *money(double micro_seconds)
+{
+    char buf[48];
+
+    snprintf(buf, sizeof buf, "%.2f", micro_seconds / 3600.0 / 1e6 + 0.0);
+    if (strcmp(buf, "-0.00") == 0)
+        gi_strlcpy(buf, "0.00", sizeof buf);
+    return json_string(buf);
+}
+
+/* An item (or the total) from summed values; cur "" when unpriced.
+ * `mixed`: the group and step hold more than one currency. */
+static json_t *render(const double *v, const char *cur, bool mixed)
+{
+    json_t *o = json_object(), *cost = json_null();
+    double owned_h = v[V_OWNED] / 3600.0, unpriced_h = v[V_UNPRICED] / 3600.0;
+
+    json_object_set_new(o, "gpu_hours",
+                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "owned", round6(owned_h),
+                                  "allocated", round6(v[V_ALLOC] / 3600.0), "busy",
+                                  round6(v[V_BUSY] / 3600.0), "allocated_idle",
+                                  round6(v[V_AIDLE] / 3600.0), "idle", round6(v[V_IDLE] / 3600.0),
+                                  "unknown", round6(v[V_UNKNOWN] / 3600.0)));
+    json_object_set_new(o, "util_avg",
+                        v[V_MEAS] > 0 ? json_real(round6(v[V_USUM] / v[V_MEAS])) : json_null());
+    json_object_set_new(o, "energy_kwh", json_real(round6(v[V_WH] / 1000.0)));
+    if (cur[0] && owned_h - unpriced_h > 1e-9) {
+        cost = json_pack("{s:o, s:s, s:s, s:{s:o, s:o, s:o, s:o}}", "amount", money(v[V_COST]),
+                         "currency", cur, "method", "catalog", "split", "busy",
+                         money(v[V_COST_BUSY]), "allocated_idle", money(v[V_COST_AIDLE]), "idle",
+                         money(v[V_COST_IDLE]), "unknown", money(v[V_COST_UNKNOWN]));
+    }
+    json_object_set_new(o, "cost", cost ? cost : json_null());
+    if (!cur[0] || owned_h - unpriced_h <= 1e-9) {
+        if (owned_h > 0)
+            json_object_set_new(o, "cost_note",
+                                json_string("no catalog rate covers these GPU-hours"));
+    } else if (unpriced_h > 1e-9) {
+        char note[160];
+        snprintf(note, sizeof note,
+                 "%.2f of these GPU-hours have no catalog rate and are not in the amount",
+                 unpriced_h);
+        json_object_set_new(o, "cost_note", json_string(note));
+    } else if (mixed) {
+        json_object_set_new(o, "cost_note",
+                            json_string("more than one currency: one item per currency"));
+    }
+    return o;
+}
+
+/* Emits the cells [a, b) of one group and step (sorted by currency, ""
+ * first) as items: one item when they hold at most one currency, else
+ * one per currency, the unpriced part as an item of its own. */
+static int emit(json_t *items, const struct cell *a, const struct cell *b, bool consumer)
+{
+    size_t ncur = 0;
+    const char *cur = "";
+    double sum[V__N] = {0};
+    char start[32];
+
+    for (const struct cell *c = a; c < b; c++)
+        if (c->cur[0]) {
+            ncur++;
+            cur = c->cur;
+        }
+    gi_time_format(a->start, start, sizeof start);
+    for (const struct cell *c = a; c < b; c++) {
+        for (int k = 0; k < V__N; k++)
+            sum[k] += c->v[k];
+        if (ncur > 1 || c + 1 == b) {
+            json_t *o = render(sum, ncur > 1 ? c->cur : cur, ncur > 1);
+            if (!o)
+                return GI_INTERNAL;
+            json_object_set_new(o, "group", a->group ? json_string(a->group) : json_null());
+            if (consumer)
+                json_object_set_new(o, "kind", json_string(a->kind ? a->kind : "none"));
+            json_object_set_new(o, "start", json_string(start));
+            json_array_append_new(items, o);
+            memset(sum, 0, sizeof sum);
+        }
+    }
+    return GI_OK;
+}
+
+/* The total over every cell: one currency's cost, or (several) null with
+ * one entry per currency in "costs". */
+static json_t *total_of(const struct cells *cs)
+{
+    double sum[V__N] = {0};
+    const char *cur = "";
+    json_t *o, *costs = json_array();
+    size_t ncur = 0;
+
+    for (size_t i = 0; i < cs->n; i++) {
+        bool seen = false;
+        for (int k = 0; k < V__N; k++)
+            sum[k] += cs->a[i].v[k];
+        if (!cs->a[i].cur[0])
+            continue;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(cs->a[j].cur, cs->a[i].cur) == 0;
+        if (!seen) {
+            ncur++;
+            cur = cs->a[i].cur;
+        }
+    }
+    o = render(sum, ncur > 1 ? "" : cur, false);
+    if (o && ncur > 1) {
+        for (size_t i = 0; i < cs->n; i++) {
+            double one[V__N] = {0};
+            bool seen = false;
+            if (!cs->a[i].cur[0])
+                continue;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = strcmp(cs->a[j].cur, cs->a[i].cur) == 0;
+            if (seen)
+                continue;
+            for (size_t j = i; j < cs->n; j++)
+                if (strcmp(cs->a[j].cur, cs->a[i].cur) == 0)
+                    for (int k = 0; k < V__N; k++)
+                        one[k] += cs->a[j].v[k];
+            json_array_append_new(costs, json_pack("{s:o, s:s, s:s}", "amount", money(one[V_COST]),
+                                                   "currency", cs->a[i].cur, "method", "catalog"));
+        }
+        json_object_set_new(o, "cost_note",
+                            json_string("more than one currency: see costs, one per currency"));
+        json_object_set_new(o, "costs", costs);
+        costs = NULL;
+    }
+    json_decref(costs);
+    return o;
+}
+
+/* Sums sorted cells of the same key (a week's days arrive apart). */
+static void cells_merge(struct cells *cs)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < cs->n; i++) {
+        if (w > 0 && cell_cmp(&cs->a[w - 1], &cs->a[i]) == 0) {
+            for (int k = 0; k < V__N; k++)
+                cs->a[w - 1].v[k] += cs->a[i].v[k];
+            free(cs->a[i].group);
+            free(cs->a[i].kind);
+            continue;
+        }
+        cs->a[w++] = cs->a[i];
+    }
+    cs->n = w;
+}
+
+static size_t count_groups(const struct cells *cs)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < cs->n; i++)
+        if (i == 0 || strcmp_null(cs->a[i].group, cs->a[i - 1].group) != 0 ||
+            cs->a[i].gid != cs->a[i - 1].gid || strcmp_null(cs->a[i].kind, cs->a[i - 1].kind) != 0)
+            n++;
+    return n;
+}
+
+/* group_by=consumer: each consumer's share, and the rest of the owned
+ * time (idle and unknown) as group null of kind "none", so that the
+ * items add up to the GPU totals. */
+static int consumer_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
+                          struct cells *cs)
+{
+    struct db_stmt *s = prep(c, ST_REPORT_HOURLY);
+    struct cells rest = {0};
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    bind_query(s, q, "", dc_id);
+    if ((rc = collect(c, s, q, false, &rest, 1.0)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_REPORT_CONSUMERS)))
+        goto cleanup;
+    bind_query(s, q, "", dc_id);
+    if ((rc = collect(c, s, q, true, cs, 1.0)) != GI_OK)
+        goto cleanup;
+    for (size_t i = 0; i < cs->n && rc == GI_OK; i++) {
+        double neg[V__N];
+        for (int k = 0; k < V__N; k++)
+            neg[k] = -cs->a[i].v[k];
+        for (size_t j = 0; j < rest.n; j++)
+            if (rest.a[j].start == cs->a[i].start && strcmp(rest.a[j].cur, cs->a[i].cur) == 0) {
+                for (int k = 0; k < V__N; k++)
+                    rest.a[j].v[k] += neg[k];
+                break;
+            }
+    }
+    for (size_t j = 0; j < rest.n && rc == GI_OK; j++) {
+        if (rest.a[j].v[V_OWNED] > 1e-6)
+            rc = cell_add(cs, NULL, -1, "none", rest.a[j].start, rest.a[j].cur, rest.a[j].v);
+    }
+cleanup:
+    cells_free(&rest);
+    return rc;
+}
+
+/* The data-center filter's id (-1: no filter; 0: no such data center,
+ * which matches nothing). */
+static int datacenter_id(struct conn *c, const char *name, int64_t *id)
+{
+    struct db_stmt *s;
+    int rc;
+
+    *id = -1;
+    if (!name)
+        return GI_OK;
+    if (!(s = prep(c, ST_DC_BY_NAME)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    rc = db_fetch_int(c, s, id);
+    if (rc == GI_NOT_FOUND) {
+        *id = 0;
+        rc = GI_OK;
+    }
+    return rc;
+}
+
+/* Names the groups that came as ids (a GPU's UUID, a data center's name),
+ * one lookup per distinct id. */
+static int name_groups(struct conn *c, struct cells *cs)
+{
+    int64_t last = -1;
+    const char *name = NULL;
+    char buf[256] = "";
+
+    for (size_t i = 0; i < cs->n; i++) {
+        struct cell *k = &cs->a[i];
+        if (k->gid < 0 || k->group)
+            continue;
+        if (k->gid != last) {
+            struct db_stmt *s = prep(c, cs->dc ? ST_DC_NAME : ST_GPU_UUID);
+            int step;
+            last = k->gid;
+            name = NULL;
+            if (!s)
+                return GI_INTERNAL;
+            db_bind_int(s, ":id", k->gid);
+            step = db_step(c, s);
+            if (step == DB_ROW && db_col_text(s, 0)) {
+                gi_strlcpy(buf, db_col_text(s, 0), sizeof buf);
+                name = buf;
+            }
+            db_reset(s);
+            if (step != DB_ROW && step != DB_DONE)
+                return db_status(step);
+        }
+        if (name && !(k->group = strdup(name)))
+            return GI_INTERNAL;
+    }
+    return GI_OK;
+}
+
+int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    struct cells cs = {0};
+    bool consumer = strcmp(q->group_by, "consumer") == 0;
+    bool daily = q->step != USAGE_STEP_HOUR && q->from % 86400 == 0 && q->to % 86400 == 0;
+    json_t *items = json_array(), *total = NULL;
+    char from[32], to[32];
+    struct db_stmt *s;
+    int64_t dc_id = -1;
+    int rc = GI_INTERNAL;
+
+    *out = NULL;
+    cs.dc = strcmp(q->group_by, "datacenter") == 0;
+    if (!items)
+        goto cleanup;
+    db_read_begin(c);
+    rc = datacenter_id(c, q->datacenter, &dc_id);
+    if (rc == GI_OK && consumer) {
+        rc = consumer_cells(c, q, dc_id, &cs);
+    } else if (rc == GI_OK && (s = prep(c, daily ? ST_REPORT_DAILY : ST_REPORT_HOURLY))) {
+        bind_query(s, q, q->group_by, dc_id);
+        rc = collect(c, s, q, false, &cs, 1.0);
+    } else if (rc == GI_OK) {
+        rc = GI_INTERNAL;
+    }
+    if (rc == GI_OK && cs.n)
+        qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
+    cells_merge(&cs);
+    if (rc == GI_OK && (rc = name_groups(c, &cs)) == GI_OK && cs.n)
+        qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
+    db_read_end(c);
+    if (rc != GI_OK)
+        goto cleanup;
+    if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
+        rc = GI_TOO_LARGE;
+        goto cleanup;
+    }
+    for (size_t i = 0; i < cs.n && rc == GI_OK;) {
+        size_t j = i + 1;
+        while (j < cs.n && cs.a[j].start == cs.a[i].start && cs.a[j].gid == cs.a[i].gid &&
+               strcmp_null(cs.a[j].group, cs.a[i].group) == 0 &&
+               strcmp_null(cs.a[j].kind, cs.a[i].kind) == 0)
+            j++;
+        rc = emit(items, &cs.a[i], &cs.a[j], consumer);
+        i = j;
+    }
+    if (rc != GI_OK || !(total = total_of(&cs))) {
+        rc = rc != GI_OK ? rc : GI_INTERNAL;
+        goto cleanup;
+    }
+    gi_time_format(q->from, from, sizeof from);
+    gi_time_format(q->to, to, sizeof to);
+    *out = json_pack("{s:o, s:o, s:s, s:s, s:s, s:s}", "items", items, "total", total, "from", from,
+                     "to", to, "group_by", q->group_by, "source",
+                     daily ? "usage_daily" : "usage_hourly");
+    items = total = NULL;
+    rc = *out ? GI_OK : GI_INTERNAL;
+cleanup:
+    db_conn_put(st, c);
+    cells_free(&cs);
+    json_decref(items);
+    json_decref(total);
+    return rc;
+}
+
+/* ---- one GPU's timeline ---- */
+
+static json_t *opt_real(struct db_stmt *s, int i)
+{
+    return db_col_is_null(s, i) ? json_null() : json_real(round6(db_col_dbl(s, i)));
+}
+
+static json_t *opt_text(struct db_stmt *s, int i)
+{
+    const char *v = db_col_text(s, i);
+    return v && *v ? json_string(v) : json_null();
+}
+
+static json_t *time_json(int64_t t)
+{
+    char buf[32];
+
+    gi_time_format(t, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static int tl_intervals(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t *out)
+{
+    struct db_stmt *s = prep(c, ST_TL_INTERVALS);
+    static const char *const names[] = {"kind",      "consumer", "team",    "namespace", "pod",
+                                        "container", "username", "process", "tenant",    "project"};
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    db_bind_int(s, ":max", TIMELINE_ROWS);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        json_t *o = json_object();
+        for (int i = 0; i < 10; i++)
+            json_object_set_new(o, names[i], opt_text(s, i));
+        json_object_set_new(o, "started_at", time_json(db_col_int(s, 10)));
+        json_object_set_new(o, "ended_at",
+                            db_col_is_null(s, 11) ? json_null() : time_json(db_col_int(s, 11)));
+        json_array_append_new(out, o);
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Hourly telemetry and classification, and the owner changes the hours
+ * show (the first hour's owner, then each change). */
+static int tl_hours(struct conn *c, int64_t gid, int64_t from, int64_t to, bool telemetry,
+                    json_t *series, json_t *owners)
+{
+    struct db_stmt *s = prep(c, ST_TL_HOURS);
+    json_t *last = NULL;
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":from", from - from % 3600);
+    db_bind_int(s, ":to", to);
+    db_bind_int(s, ":max", TIMELINE_ROWS);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        double meas = db_col_dbl(s, 12);
+        json_t *owner = json_object();
+        static const char *const f[] = {"team", "env", "pool", "cluster", "cloud"};
+        for (int i = 0; i < 5; i++)
+            json_object_set_new(owner, f[i], opt_text(s, 1 + i));
+        if (!last || !json_equal(last, owner)) {
+            json_t *row = json_deep_copy(owner);
+            json_object_set_new(row, "at", time_json(db_col_int(s, 0)));
+            json_array_append_new(owners, row);
+            json_decref(last);
+            last = owner;
+        } else {
+            json_decref(owner);
+        }
+        if (!telemetry)
+            continue;
+        json_array_append_new(
+            series,
+            json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:f, s:o, s:o}",
+                      "start", time_json(db_col_int(s, 0)), "owned_s", db_col_dbl(s, 6),
+                      "allocated_s", db_col_dbl(s, 7), "busy_s", db_col_dbl(s, 8), "alloc_idle_s",
+                      db_col_dbl(s, 9), "idle_s", db_col_dbl(s, 10), "unknown_s", db_col_dbl(s, 11),
+                      "util_avg",
+                      meas > 0 ? json_real(round6(db_col_dbl(s, 13) / meas)) : json_null(),
+                      "util_max", opt_real(s, 14), "mem_avg_mib",
+                      meas > 0 ? json_real(round6(db_col_dbl(s, 15) / meas)) : json_null(),
+                      "mem_max_mib", opt_real(s, 16), "power_avg_w",
+                      meas > 0 ? json_real(round6(db_col_dbl(s, 17) * 3600.0 / meas)) : json_null(),
+                      "energy_wh", round6(db_col_dbl(s, 17)), "power_max_w", opt_real(s, 18),
+                      "temp_max_c", opt_real(s, 19)));
+    }
+    db_reset(s);
+    json_decref(last);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+static int tl_samples(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t *out)
+{
+    struct db_stmt *s = prep(c, ST_TL_SAMPLES);
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    db_bind_int(s, ":max", TIMELINE_ROWS);
+    while ((step = db_step(c, s)) == DB_ROW)
+        json_array_append_new(
+            out, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "at", time_json(db_col_int(s, 0)),
+                           "util_avg", opt_real(s, 1), "util_max", opt_real(s, 2), "mem_used_mib",
+                           opt_real(s, 3), "power_w", opt_real(s, 4), "temp_c", opt_real(s, 5)));
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+static int tl_events(struct conn *c, const char *uuid, int64_t from, int64_t to, json_t *out)
+{
+    struct db_stmt *s = prep(c, ST_TL_EVENTS);
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_text(s, ":uuid", uuid);
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    db_bind_int(s, ":max", TIMELINE_ROWS);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        json_t *detail = NULL;
+        const char *d = db_col_text(s, 2);
+        if (d)
+            detail = json_loads(d, 0, NULL);
+        json_array_append_new(out, json_pack("{s:o, s:s, s:o}", "at", time_json(db_col_int(s, 0)),
+                                             "kind", db_col_text(s, 1), "detail",
+                                             detail ? detail : json_null()));
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_TL_GPU);
+    json_t *iv = json_array(), *hours = json_array(), *raw = json_array(), *ev = json_array(),
+           *owners = json_array();
+    bool use_raw = to - from <= RAW_RANGE_S;
+    char f[32], t[32];
+    int64_t gid = 0;
+    int rc = GI_INTERNAL;
+
+    *out = NULL;
+    if (!s || !iv || !hours || !raw || !ev || !owners)
+        goto cleanup;
+    db_read_begin(c);
+    db_bind_text(s, ":uuid", uuid);
+    rc = db_fetch_int(c, s, &gid);
+    if (rc == GI_OK)
+        rc = tl_intervals(c, gid, from, to, iv);
+    if (rc == GI_OK)
+        rc = tl_hours(c, gid, from, to, !use_raw, hours, owners);
+    if (rc == GI_OK && use_raw)
+        rc = tl_samples(c, gid, from, to, raw);
+    if (rc == GI_OK)
+        rc = tl_events(c, uuid, from, to, ev);
+    db_read_end(c);
+    if (rc != GI_OK)
+        goto cleanup;
+    gi_time_format(from, f, sizeof f);
+    gi_time_format(to, t, sizeof t);
+    *out = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "uuid", uuid, "from", f, "to",
+                     t, "telemetry_source", use_raw ? "samples" : "usage_hourly", "intervals", iv,
+                     "hours", hours, "samples", raw, "events", ev, "owners", owners);
+    iv = hours = raw = ev = owners = NULL;
+    rc = *out ? GI_OK : GI_INTERNAL;
+cleanup:
+    db_conn_put(st, c);
+    json_decref(iv);
+    json_decref(hours);
+    json_decref(raw);
+    json_decref(ev);
+    json_decref(owners);
+    return rc;
+}
