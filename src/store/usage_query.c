@@ -69,8 +69,9 @@
     X(REPORT_HOURLY, REPORT("usage_hourly", "hour"))                                               \
     X(REPORT_DAILY, REPORT("usage_daily", "day"))                                                  \
     X(REPORT_GROUPS,                                                                               \
-      "SELECT " GROUP_EXPR_DIM ", NULL, u.day - u.day % CAST(:bucket AS BIGINT), u.currency, "     \
-      SUMS_GROUPS " FROM usage_groups_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS  \
+      "SELECT " GROUP_EXPR_DIM                                                                     \
+      ", NULL, u.day - u.day % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                  \
+      " FROM usage_groups_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS               \
       " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
     X(REPORT_CONSUMERS,                                                                            \
       "SELECT c.consumer, NULL, c.kind, u.hour - u.hour % CAST(:bucket AS BIGINT), "               \
