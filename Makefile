@@ -38,6 +38,7 @@ bench: build
 	bench/agent.sh 180
 	bench/usage.sh
 	BENCH_STORE=postgresql bench/usage.sh
+	bench/home.sh
 	node bench/abuse.mjs build/gpuinv
 	cc -O2 -Isrc bench/bench_promtext.c src/parse/promtext.c src/parse/dcgm.c \
 	  src/core/observation.c src/core/util.c -lm -o build/bench_promtext && build/bench_promtext

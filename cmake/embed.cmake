@@ -1,12 +1,19 @@
 # Writes OUT, a C file defining `const struct gi_embedded VAR[]` from FILES
-# (a ;-list, relative to BASE), each NUL-terminated, names sorted.
+# (a ;-list, relative to BASE, or NAME=PATH for a file elsewhere embedded
+# under NAME), each NUL-terminated, names sorted.
 # Usage: cmake -DOUT=... -DVAR=... -DBASE=... -DFILES=... -P embed.cmake
 list(SORT FILES)
 set(body "#include \"store/embedded.h\"\n")
 set(table "const struct gi_embedded ${VAR}[] = {\n")
 set(i 0)
 foreach(f IN LISTS FILES)
-  file(READ "${BASE}/${f}" hex HEX)
+  if(f MATCHES "^([^=]+)=(.+)$")
+    set(f "${CMAKE_MATCH_1}")
+    set(path "${CMAKE_MATCH_2}")
+  else()
+    set(path "${BASE}/${f}")
+  endif()
+  file(READ "${path}" hex HEX)
   string(LENGTH "${hex}" hexlen)
   math(EXPR len "${hexlen} / 2")
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," arr "${hex}")

@@ -3,7 +3,8 @@
 # only what is missing.
 # Usage: scripts/deps.sh          build and test (make test): everything
 #        scripts/deps.sh --run    only what building and running the demo needs (make run):
-#                                 no browser, Prometheus, cmocka or npm test tooling
+#                                 no browser, Prometheus, cmocka or npm test tooling; the
+#                                 dashboard's chart library (an npm package) is installed
 #        scripts/deps.sh --bench  everything, plus the benchmark tools (wrk, nginx, haproxy, PostgreSQL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ case "$mode" in
   *) echo "usage: scripts/deps.sh [--run|--bench]" >&2; exit 2 ;;
 esac
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
-[ "$mode" = --run ] || command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -38,8 +39,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Test tooling (playwright-core drives Debian's chromium; it downloads no browser).
-[ "$mode" = --run ] && exit 0
-if [ ! -d node_modules/playwright-core ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# npm packages, as pinned in package-lock.json. The build embeds uPlot (the
+# dashboard's charts) from node_modules, so every mode needs it; the rest is
+# test tooling (playwright-core drives Debian's chromium; it downloads no
+# browser), which make run leaves out.
+stale=false
+[ -f node_modules/uplot/dist/uPlot.iife.min.js ] || stale=true
+[ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] && stale=true
+if [ "$mode" = --run ]; then
+  if $stale; then npm ci --omit=dev --no-audit --no-fund --loglevel=error; fi
+  exit 0
+fi
+if $stale || [ ! -d node_modules/playwright-core ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -1,4 +1,7 @@
 // Dashboard entry point: session check, page frame and hash routing.
+//   #/                           home: the fleet's usage, cost and waste (global filters in the query)
+//   #/team/{name}                the same for one team
+//   #/leadership                 per team: owned GPUs, utilization, cost, waste, trend
 //   #/login                      sign-in page
 //   #/datacenters                data-center list
 //   #/datacenters/{id}           one data center's overview
@@ -25,6 +28,7 @@ import { renderResource } from './js/resource.js';
 import { renderTokens } from './js/tokens.js';
 import { renderDrift } from './js/drift.js';
 import { renderHosts } from './js/hosts.js';
+import { renderHome } from './js/home.js';
 import { renderDims, renderRules, renderUnowned, unownedCount, DIMS } from './js/ownership.js';
 
 const root = document.getElementById('app');
@@ -61,15 +65,15 @@ function frame(active) {
   const initial = (user.user || '?').charAt(0).toUpperCase();
   const header = h('header', { class: 'topbar' },
     h('div', { class: 'topbar-inner' },
-      h('a', { class: 'brand', href: '#/datacenters' },
+      h('a', { class: 'brand', href: '#/' },
         h('img', { src: 'logo.svg', alt: '', width: 28, height: 28 }),
         h('span', { class: 'brand-name', text: 'gpuinv' }),
         h('span', { class: 'brand-sub', text: 'GPU inventory' })),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
-        [['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'], ['sources', 'infiniband', 'Sources'],
-          ['drift', 'search', 'Drift'], ['ownership', 'users', 'Ownership'],
+        [['home', 'home', 'Home'], ['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'],
+          ['sources', 'infiniband', 'Sources'], ['drift', 'search', 'Drift'], ['ownership', 'users', 'Ownership'],
           user.role === 'admin' ? ['tokens', 'key', 'Tokens'] : null].filter(Boolean)
-          .map(([key, ic, label]) => h('a', { href: `#/${key}`, class: active === key ? 'active' : null,
+          .map(([key, ic, label]) => h('a', { href: key === 'home' ? '#/' : `#/${key}`, class: active === key ? 'active' : null,
             'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label,
           key === 'ownership' ? unownedBadge : null))),
       h('div', { class: 'userbox' },
@@ -98,12 +102,12 @@ async function render() {
   for (const d of document.querySelectorAll('dialog[open]')) d.close();
   const { parts, query } = currentRoute();
   if (parts[0] === 'login') {
-    if (user) return go(returnTo || '#/datacenters');
+    if (user) return go(returnTo || '#/');
     document.title = 'Sign in · gpuinv';
     renderLogin(root, async (who) => {
       user = who;
       setRole(who.role);
-      const target = returnTo || '#/datacenters';
+      const target = returnTo || '#/';
       returnTo = null;
       go(target);
     });
@@ -121,7 +125,11 @@ async function render() {
     if (gen !== generation) return;
   }
   const ctx = { alive: () => gen === generation, query, go, role: user.role };
-  if (parts.length === 0) return go('#/datacenters');
+  if (parts.length === 0) return renderHome(frame('home'), ctx, { kind: 'fleet' });
+  if (parts[0] === 'leadership' && parts.length === 1) return renderHome(frame('home'), ctx, { kind: 'leadership' });
+  if (parts[0] === 'team' && parts.length === 2 && parts[1]) {
+    return renderHome(frame('home'), ctx, { kind: 'team', team: parts[1] });
+  }
   if (parts[0] === 'datacenters') {
     const main = frame('datacenters');
     if (parts.length === 1) return renderDatacenters(main, ctx);

@@ -135,4 +135,14 @@ int api_resource_check(struct store *st, const json_t *obj, bool from_text,
 /* Views a checked resource as the store's input struct (borrowing). */
 void api_resource_to_store(const struct gi_resource_in *in, struct store_resource *out);
 
+/* insights.c: usage patterns, waste and savings from the rollups */
+void api_usage_heatmap(struct req *r);
+void api_usage_trend(struct req *r);
+void api_insights_idle(struct req *r);
+void api_insights_alloc_idle(struct req *r);
+void api_insights_waste_by_team(struct req *r);
+void api_insights_top_consumers(struct req *r);
+void api_insights_overrequest(struct req *r);
+void api_insights_savings(struct req *r);
+
 #endif

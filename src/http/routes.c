@@ -11,6 +11,8 @@
 #define PAGED LIST ",limit,cursor,sort"
 /* CSV imports: a dry run reports without writing. */
 #define IMPORT "dry_run"
+/* The filters of every usage question (as /api/v1/usage takes them). */
+#define USAGE_FILTERS LIST ",team,env,pool,cluster,cloud,datacenter,model,from,to"
 
 const struct route gi_routes[] = {
     {"GET", "/healthz", api_healthz, GI_ROLE_NONE, ""},
@@ -125,6 +127,22 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/cost-settings", api_cost_settings_get, GI_ROLE_VIEWER, ""},
     {"PUT", "/api/v1/cost-settings", api_cost_settings_put, GI_ROLE_ADMIN, ""},
     {"GET", "/api/v1/reports/showback", api_showback, GI_ROLE_VIEWER, "format,month"},
+
+    {"GET", "/api/v1/usage/heatmap", api_usage_heatmap, GI_ROLE_VIEWER, USAGE_FILTERS ",metric,tz"},
+    {"GET", "/api/v1/usage/trend", api_usage_trend, GI_ROLE_VIEWER,
+     USAGE_FILTERS ",limit,period,group_by"},
+    {"GET", "/api/v1/insights/idle", api_insights_idle, GI_ROLE_VIEWER,
+     USAGE_FILTERS ",limit,min_hours"},
+    {"GET", "/api/v1/insights/allocated-idle", api_insights_alloc_idle, GI_ROLE_VIEWER,
+     USAGE_FILTERS ",limit"},
+    {"GET", "/api/v1/insights/waste-by-team", api_insights_waste_by_team, GI_ROLE_VIEWER,
+     USAGE_FILTERS ",limit"},
+    {"GET", "/api/v1/insights/top-consumers", api_insights_top_consumers, GI_ROLE_VIEWER,
+     USAGE_FILTERS ",limit"},
+    {"GET", "/api/v1/insights/overrequest", api_insights_overrequest, GI_ROLE_VIEWER,
+     USAGE_FILTERS ",limit,peak_below"},
+    {"GET", "/api/v1/insights/savings", api_insights_savings, GI_ROLE_VIEWER,
+     USAGE_FILTERS ",limit,min_hours,peak_below"},
 
     {NULL, NULL, NULL, GI_ROLE_NONE, NULL},
 };

@@ -657,4 +657,53 @@ int store_billing_unmatched(struct store *st, const struct store_page *pg, json_
  * methods:{...}}; see showback.c for each figure's method. */
 int store_showback(struct store *st, int64_t from, int64_t to, json_t **out);
 
+/* ---- usage insights (insights.c): patterns, waste and savings, all read
+ * from the hourly rollups (usage_hourly, usage_consumers) ---- */
+/* The rows an insight reads: the rollup hours that start in [from, to)
+ * whose owner and GPU at that hour match every filter given. */
+struct store_insight_filter {
+    const char *team, *env, *pool, *cluster, *cloud, *model; /* NULL or "": any */
+    int64_t datacenter_id; /* 0: any; -1: none (an unknown data center) */
+    int64_t from, to;      /* unix seconds */
+    int64_t limit;         /* items at most */
+};
+/* The 168 hour-of-week cells (Monday 00 first, in UTC shifted by tz_s
+ * seconds), each with the average utilization, the allocated share of
+ * the owned time (both in %) and the GPU-hours behind them; `value` is
+ * the one `allocation` picks. */
+int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, int64_t tz_s,
+                        bool allocation, json_t **items);
+/* True for a grouping the trend accepts: team, env, pool, cluster, cloud,
+ * model, datacenter, host, gpu. */
+bool store_insight_group_valid(const char *group_by);
+/* Per group: owned, busy and allocated-idle GPU-hours, average
+ * utilization and cost in [cur_from, f->to) beside [f->from, cur_from),
+ * each with its change in % and a direction. */
+int store_usage_trend(struct store *st, const struct store_insight_filter *f, const char *group_by,
+                      int64_t cur_from, json_t **items);
+/* GPUs whose newest hours, up to the end of the range, were idle (not
+ * allocated, measured) for at least min_hours consecutive hours. */
+int store_insight_idle(struct store *st, const struct store_insight_filter *f, int64_t min_hours,
+                       json_t **items);
+/* GPUs allocated but idle in the range, per GPU and consumer: who holds
+ * it, since when, the GPU-hours and cost wasted. */
+int store_insight_alloc_idle(struct store *st, const struct store_insight_filter *f,
+                             json_t **items);
+/* Owner teams ranked by allocated-idle cost, then idle cost. */
+int store_insight_waste_by_team(struct store *st, const struct store_insight_filter *f,
+                                json_t **items);
+/* Consumers ranked by allocated GPU-hours, with their busy share. */
+int store_insight_top_consumers(struct store *st, const struct store_insight_filter *f,
+                                json_t **items);
+/* Workloads (a pod, a process, an inventory allocation on one host)
+ * holding several GPUs of which k kept a peak utilization below
+ * peak_below % over the range. */
+int store_insight_overrequest(struct store *st, const struct store_insight_filter *f,
+                              double peak_below, json_t **items);
+/* Concrete opportunities drawn from the allocated-idle, idle and
+ * over-requesting lists, each with an estimated monthly saving, a
+ * sentence and the GPUs behind it; largest saving first. */
+int store_insight_savings(struct store *st, const struct store_insight_filter *f,
+                          int64_t idle_min_hours, double peak_below, json_t **items);
+
 #endif

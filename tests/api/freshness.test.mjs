@@ -109,9 +109,10 @@ test('summary figures cover the whole filter, not the page', async () => {
   assert.equal(page.items.length, 1);
   assert.equal(page.total, 4);
   assert.equal(page.freshness_s, FRESHNESS);
-  assert.deepEqual(page.summary, { total: 4, in_use: 1, idle: 1, unknown: 1, stale: 1, missing: 0, util_avg: 46 });
+  // The source has no team and no rule maps one: all four are unowned.
+  assert.deepEqual(page.summary, { total: 4, in_use: 1, idle: 1, unknown: 1, stale: 1, missing: 0, util_avg: 46, unowned: 4 });
   const none = ok(await h.s.api('GET', '/api/v1/gpus?host=nowhere'));
-  assert.deepEqual(none.summary, { total: 0, in_use: 0, idle: 0, unknown: 0, stale: 0, missing: 0, util_avg: null });
+  assert.deepEqual(none.summary, { total: 0, in_use: 0, idle: 0, unknown: 0, stale: 0, missing: 0, util_avg: null, unowned: 0 });
 });
 
 test('team and env filter the GPU list', async () => {

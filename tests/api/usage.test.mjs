@@ -81,8 +81,11 @@ test('a pod on 2 GPUs for 90 minutes is 3.0 allocated GPU-hours', async () => {
   assert.deepEqual(rep.total.gpu_hours, { owned: 4, allocated: 3, busy: 3, allocated_idle: 0, idle: 0, unknown: 1 });
   assert.equal(rep.total.util_avg, 50);
   close(rep.total.energy_kwh, 0.6, '2 GPUs x 200 W x 1.5 h');
-  assert.equal(rep.total.cost, null, 'the catalog has no rate');
-  assert.match(rep.total.cost_note, /no catalog rate/);
+  // Priced at the shipped estimate for the model: owned GPU-hours x rate.
+  const r = ok(await h.s.api('GET', '/api/v1/prices/rate?' + new URLSearchParams({ model: 'NVIDIA H100 80GB HBM3' })));
+  assert.equal(rep.total.cost.method, 'catalog');
+  assert.equal(rep.total.cost.currency, r.currency);
+  assert.equal(rep.total.cost.amount, (4 * Number(r.hourly)).toFixed(2), '4 owned GPU-hours at the catalog rate');
   assertTotal(rep);
 
   // By consumer: the pod holds the 3 GPU-hours; the rest is unknown time.
@@ -209,7 +212,8 @@ test('each hour keeps the owner it had, and the daily rollup sums the hours', as
     samples: every(g, T0, T0 + 3600, { util_avg: 30 }) });
   await rollup();
   // The GPU changes hands at 11:00; the readings of 11:20-12:00 arrive after.
-  await dbQuery(h.s.db, `UPDATE gpus SET team = 'u-own-b' WHERE uuid = '${g}'`);
+  ok(await h.s.api('POST', '/api/v1/teams', { body: { name: 'u-own-b' } }), 201);
+  ok(await h.s.api('PUT', `/api/v1/gpus/${g}/owner`, { body: { team: 'u-own-b', effective_from: iso(T0 + 3600) } }));
   await push(tok, { batch_id: 'own-2', host: { hostname: 'u-own-node' }, gpus: [gpu(g, 0)],
     samples: every(g, T0 + 4800, T0 + 7200, { util_avg: 30 }) });
   await rollup();

@@ -51,9 +51,11 @@ test('a wrong password shows an error next to the password field', async () => {
   await shot(page, 'dc-02-sign-in-error');
 });
 
-test('signing in shows the data-center list with the API counts', async () => {
+test('after signing in, the menu shows the data-center list with the API counts', async () => {
   await signIn(page, server.password);
   assert.equal(await page.locator('[data-testid=user-name]').textContent(), 'admin');
+  // Signing in lands on the home page; the menu leads to the data centers.
+  await page.locator('.topnav a[data-nav=datacenters]').click();
   await tableReady(page);
   assert.deepEqual(await columnTexts(page, 0), await apiNames());
   const r = await server.api('GET', '/api/v1/datacenters?sort=name');

@@ -294,7 +294,6 @@ static void test_reattribute(void **state)
 {
     struct testdb_fixture *f = *state;
     int64_t h = t0();
-    struct conn *c;
 
     host(f, 1, "n1");
     gpu(f, 1, 1, 0, NULL, NULL);
@@ -309,12 +308,23 @@ static void test_reattribute(void **state)
                      2);
     /* The raw samples are gone, as they are after retention. */
     exec_sql(f, "DELETE FROM gpu_samples");
-    exec_sql(f, "UPDATE gpus SET team = 'vision'");
-    c = db_conn_get(f->st);
-    assert_status(db_tx_begin(c), GI_OK);
-    assert_status(usage_reattribute(c, 1, h + 3600 + 1200), GI_OK);
-    assert_status(db_tx_end(c, GI_OK), GI_OK);
-    db_conn_put(f->st, c);
+    /* The GPU is assigned to vision from 11:00; the assignment queues the
+     * re-attribution. */
+    {
+        struct store_dim team = {.name = "vision"};
+        struct store_owner_set set = {
+            .team = "vision", .has_team = true, .effective_from = h + 3600};
+        struct store_owner_err err;
+        json_t *out = NULL;
+
+        assert_status(store_dim_create(f->st, "test", "team", &team, &out), GI_OK);
+        json_decref(out);
+        out = NULL;
+        assert_status(store_owner_assign(f->st, "test", STORE_OWNER_GPU, "GPU-1", &set, &out, &err),
+                      GI_OK);
+        json_decref(out);
+    }
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_redo"), 1);
     rollup(f);
     assert_int_equal(scalarf(f,
                              "SELECT COUNT(*) FROM usage_hourly WHERE team = 'core' AND hour = "

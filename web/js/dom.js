@@ -62,6 +62,7 @@ const ICONS = {
     'M18 14.5a6 6 0 0 1 4 5.5v1'],
   key: ['M8 15a4 4 0 1 0 0-8 4 4 0 0 0 0 8z', 'M12 11h9', 'M18 11v3', 'M21 11v2'],
   copy: ['M9 9h11v11H9z', 'M5 15H4V4h11v1'],
+  home: ['M3 11l9-7 9 7', 'M5 10v10h14V10', 'M10 20v-6h4v6'],
 };
 
 /** An outline SVG icon by name (see ICONS), decorative. */

@@ -1,10 +1,11 @@
 // One GPU: latest telemetry, identity with where each field came from
 // (provenance), MIG instances, the processes last seen on it, and its
-// identity events.
+// identity events, and its timeline (timeline.js).
 import { h, replace, num } from './dom.js';
 import { api } from './api.js';
 import { ago, when, timeAgo, utilBar, memUsed, mib, unit, gpuFlags, isNum, flag } from './fmt.js';
 import { gpuHref, gpuApiPath } from './gpus.js';
+import { timelineSection } from './timeline.js';
 import { ownerPanel } from './ownership.js';
 
 /** Identity rows: [label, field, how to show the value]. */
@@ -219,4 +220,13 @@ export async function renderGpu(main, ctx, uuid) {
       panel('Identity', 'identity', h('dl', { class: 'kv' }, rows)),
       h('div', { class: 'col' }, ownerPanel(g, () => renderGpu(main, ctx, uuid)), migPanel, eventPanel)),
     h('div', { class: 'stack-gap' }, procPanel));
+  // The timeline's range stays in the address (#/gpus/{uuid}?range=30d).
+  const onRange = (r) => {
+    history.replaceState(null, '', `${gpuHref(g.uuid)}?range=${r}`);
+    const next = timelineSection(gpuApiPath(g.uuid), r, onRange, ctx.alive);
+    tl.replaceWith(next);
+    tl = next;
+  };
+  let tl = timelineSection(gpuApiPath(g.uuid), ctx.query.get('range') || '7d', onRange, ctx.alive);
+  main.append(tl);
 }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# gpuinv dashboard benchmark: the home page over a fleet of BENCH_GPUS GPUs
+# with BENCH_DAYS days of hourly rollups (bench/usage_gen.sh, the usage
+# benchmark's fleet), in headless Chromium: time to the first chart and to
+# every panel, beside the GPU list's time to its first row in the same run.
+# Writes bench/results/home.json and .md and prints the table.
+# Usage: bench/home.sh
+# Environment:
+#   BENCH_GPUS=10000   GPUs (8 per host)
+#   BENCH_DAYS=31      days of hourly rollups (the page asks for 30)
+#   BENCH_RUNS=5       measured loads per page
+#   BENCH_WARMUP=1     loads per page before those, not counted
+#   BENCH_TIMEOUT=300  seconds a load may take to reach a mark (past it: null)
+#   GPUINV=build/gpuinv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+gpus=${BENCH_GPUS:-10000}
+days=${BENCH_DAYS:-31}
+runs=${BENCH_RUNS:-5}
+warmup=${BENCH_WARMUP:-1}
+timeout_s=${BENCH_TIMEOUT:-300}
+bin=${GPUINV:-build/gpuinv}
+results=bench/results
+
+die() { echo "bench: $*" >&2; exit 1; }
+for tool in sqlite3 node; do command -v "$tool" >/dev/null 2>&1 || die "$tool is missing"; done
+[ -x "$bin" ] || die "$bin not found; build it first (make build)"
+[ -d node_modules/playwright-core ] || die "node_modules lacks playwright-core: run npm ci"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-home.XXXXXX")
+srv_pid=""
+cleanup() {
+  set +e
+  [ -n "$srv_pid" ] && kill -TERM "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+db=$tmp/gpuinv.db
+password="bench-$(head -c 12 /dev/urandom | base64 | tr '+/' 'xy')"
+start_server() {
+  local out=$tmp/serve.out line=""
+  : >"$out"
+  GPUINV_ADMIN_PASSWORD=$password "$bin" serve --db "$db" --listen 127.0.0.1:0 >"$out" 2>>"$tmp/serve.err" &
+  srv_pid=$!
+  until [[ $line == *listening* ]]; do
+    kill -0 "$srv_pid" 2>/dev/null || die "gpuinv exited: $(tail -3 "$tmp/serve.err")"
+    read -r line <"$out" || true
+  done
+  port=${line##*:}
+  base=http://127.0.0.1:${port%/}
+}
+stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
+
+now=$(date +%s)
+echo "bench: home page over $gpus GPUs, $days days of hourly rollups"
+start_server # applies the migrations
+stop_server
+bench/usage_gen.sh sqlite "$gpus" "$days" 1 1 3600 "$now" >"$tmp/gen.sql"
+{ echo "PRAGMA cache_size = -1000000;"; cat "$tmp/gen.sql"; echo "ANALYZE;"; } | sqlite3 -bail "$db"
+hourly=$(sqlite3 "$db" "SELECT count(*) FROM usage_hourly")
+echo "bench: loaded $hourly hourly rows"
+start_server
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+node bench/home.mjs "$base" "$password" "$runs" "$warmup" "$timeout_s" >"$tmp/home.json"
+mkdir -p "$results"
+python3 - "$tmp/home.json" "$gpus" "$days" "$hourly" "$load" "$results" <<'PY'
+import json, sys, datetime
+d = json.load(open(sys.argv[1]))
+gpus, days, hourly, load, results = sys.argv[2:7]
+d.update({"date": datetime.datetime.utcnow().strftime("%Y-%m-%d"), "gpus": int(gpus), "days": int(days),
+          "hourly_rows": int(hourly), "load_before": load})
+json.dump(d, open(f"{results}/home.json", "w"), indent=2)
+lines = [f"Home page over {gpus} GPUs ({hourly} hourly rows), headless Chromium 1440x900, "
+         f"median of {d['runs']} loads, load before: {load}", "",
+         "over the limit: the mark was not reached within the benchmark's time limit", "",
+         "| page | mark | median ms | runs (ms) |", "| --- | --- | --- | --- |"]
+for page, marks in d["pages"].items():
+    for mark, v in marks.items():
+        if isinstance(v, dict):
+            show = lambda x: "over the limit" if x is None else str(x)
+            lines.append(f"| {page} | {mark} | {show(v['median_ms'])} | {' '.join(show(x) for x in v['runs_ms'])} |")
+    lines.append(f"| {page} | charts drawn | {marks.get('charts_drawn', 0)} | |")
+open(f"{results}/home.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
