@@ -113,6 +113,18 @@ SELECT gpu_id, hour - hour % 86400, MIN(team), MIN(env), MIN(pool), MIN(cluster)
        MAX(mem_max_mib), SUM(mem_sum), SUM(energy_wh), MAX(temp_max_c), MAX(power_max_w), 1,
        MIN(rate_micros), MIN(currency), NULL, $now
 FROM usage_hourly GROUP BY gpu_id, hour - hour % 86400;
+INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, datacenter_id, currency, gpus,
+    owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, unknown_s, util_sum, measured_s, energy_wh,
+    owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, updated_at)
+SELECT day, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*),
+       SUM(owned_s * fraction), SUM(allocated_s * fraction), SUM(busy_s * fraction),
+       SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), SUM(unknown_s * fraction),
+       SUM(util_sum * fraction), SUM(measured_s * fraction), SUM(energy_wh),
+       SUM(owned_s * fraction * rate_micros), SUM(busy_s * fraction * rate_micros),
+       SUM(alloc_idle_s * fraction * rate_micros), SUM(idle_s * fraction * rate_micros),
+       SUM(unknown_s * fraction * rate_micros),
+       SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), $now
+FROM usage_daily GROUP BY day, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');
 INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, container, allocated_s,
     busy_s, alloc_idle_s, util_sum, measured_s, util_max)
 SELECT gpu_id, hour, 'k8s', 'ns-' || team || '/job-' || ((gpu_id - 1) / 4) || '/main', team, 'ns-' || team,

@@ -178,6 +178,22 @@ void store_usage_config_get(struct store_usage_config *out) { *out = cfg; }
       "CAST(:day AS BIGINT) + 86400) s WHERE f.gpu_id = :gid AND f.hour = (SELECT MIN(hour) FROM " \
       "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + "       \
       "86400)")                                                                                    \
+    X(GROUPS_DEL, "DELETE FROM usage_groups_daily WHERE day = :day")                               \
+    X(GROUPS_ADD,                                                                                  \
+      "INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, "              \
+      "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "        \
+      "unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, "       \
+      "idle_cost, unknown_cost, unpriced_s, updated_at) SELECT day, team, env, pool, cluster, "    \
+      "cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), "   \
+      "SUM(allocated_s * fraction), SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), "        \
+      "SUM(idle_s * fraction), SUM(unknown_s * fraction), SUM(util_sum * fraction), "              \
+      "SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * fraction * rate_micros), "        \
+      "SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros), "         \
+      "SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * rate_micros), SUM(CASE "   \
+      "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), CAST(:now AS BIGINT) FROM "   \
+      "usage_daily WHERE day = :day GROUP BY day, team, env, pool, cluster, cloud, model, "        \
+      "datacenter_id, COALESCE(currency, '')")                                                     \
+    X(PRUNE_GROUPS, "DELETE FROM usage_groups_daily WHERE day < :cut")                             \
     X(IV_FIND,                                                                                     \
       "SELECT id, started_at, ended_at FROM usage_intervals WHERE gpu_id = :gid AND kind = :kind " \
       "AND consumer = :consumer AND started_at <= :last AND (ended_at IS NULL OR ended_at >= "     \
@@ -1089,6 +1105,26 @@ static int write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
     return db_exec_done(c, s);
 }
 
+/* Replaces the day's rows of usage_groups_daily by the sums of its
+ * usage_daily rows, so that the group table always matches them; called
+ * once per day re-summed, inside the same transaction. */
+static int write_groups(struct conn *c, int64_t day, int64_t now)
+{
+    struct db_stmt *s = prep(c, ST_GROUPS_DEL);
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":day", day);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_GROUPS_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
+}
+
 static int fill_trailing(struct conn *c, struct hour_calc *h);
 
 /* Hours of a present GPU with no row between this one and its neighbours
@@ -1328,6 +1364,8 @@ static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hour
             }
         }
     }
+    if (rc == GI_OK && nids)
+        rc = write_groups(c, hour - hour % 86400, now);
     if (rc == GI_OK)
         *hours = (int64_t)nids;
 cleanup:
@@ -1538,6 +1576,9 @@ static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
             json_string_value(json_array_get(row, 5)), now);
         if (rc == GI_OK && (g != last_gid || h - h % 86400 != last_day))
             rc = write_day(c, g, h - h % 86400, now);
+        /* rows come by hour: a day's groups are re-summed once it is done */
+        if (rc == GI_OK && last_day >= 0 && h - h % 86400 != last_day)
+            rc = write_groups(c, last_day, now);
         if (rc != GI_OK)
             break;
         last_gid = g;
@@ -1545,6 +1586,8 @@ static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
         hour = h;
         next = g + 1;
     }
+    if (rc == GI_OK && last_day >= 0)
+        rc = write_groups(c, last_day, now);
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
@@ -1597,6 +1640,19 @@ static int prune(struct store *st, int64_t now, int64_t *removed)
             db_conn_put(st, c);
             *removed += rc == GI_OK ? n : 0;
         } while (rc == GI_OK && n == PRUNE_BATCH);
+    }
+    if (rc == GI_OK) { /* the groups of the days gone (a few rows a day: one statement) */
+        struct conn *c = db_conn_get(st);
+        struct db_stmt *s;
+        rc = db_tx_begin(c);
+        if (rc == GI_OK && !(s = prep(c, ST_PRUNE_GROUPS)))
+            rc = GI_INTERNAL;
+        if (rc == GI_OK) {
+            db_bind_int(s, ":cut", now - (int64_t)cfg.retain_daily_days * 86400);
+            rc = db_exec_done(c, s);
+        }
+        rc = db_tx_end(c, rc);
+        db_conn_put(st, c);
     }
     return rc;
 }

@@ -50,12 +50,29 @@
     "COALESCE(u.currency, ''), " SUMS " FROM " table " u WHERE u." key " >= :from AND u." key      \
     " < :to AND " FILTERS " GROUP BY 1, 2, 4, 5 LIMIT :max"
 
+/* The same report from usage_groups_daily (dimensions only: no host or
+ * GPU there), whose columns are the per-group sums of SUMS. */
+#define GROUP_EXPR_DIM                                                                             \
+    "CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team WHEN 'env' THEN u.env WHEN 'pool' THEN "        \
+    "u.pool WHEN 'cluster' THEN u.cluster WHEN 'cloud' THEN u.cloud WHEN 'model' THEN u.model "    \
+    "ELSE NULL END, CASE CAST(:g AS TEXT) WHEN 'datacenter' THEN u.datacenter_id ELSE NULL END"
+#define SUMS_GROUPS                                                                                \
+    "SUM(u.owned_s), SUM(u.allocated_s), SUM(u.busy_s), SUM(u.alloc_idle_s), SUM(u.idle_s), "      \
+    "SUM(u.unknown_s), SUM(u.util_sum), SUM(u.measured_s), SUM(u.energy_wh), SUM(u.owned_cost), "  \
+    "SUM(u.busy_cost), SUM(u.alloc_idle_cost), SUM(u.idle_cost), SUM(u.unknown_cost), "            \
+    "SUM(u.unpriced_s)"
+
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(GPU_UUID, "SELECT uuid FROM gpus WHERE id = :id")                                            \
     X(DC_NAME, "SELECT name FROM datacenters WHERE id = :id")                                      \
     X(REPORT_HOURLY, REPORT("usage_hourly", "hour"))                                               \
     X(REPORT_DAILY, REPORT("usage_daily", "day"))                                                  \
+    X(REPORT_GROUPS,                                                                               \
+      "SELECT " GROUP_EXPR_DIM                                                                     \
+      ", NULL, u.day - u.day % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                  \
+      " FROM usage_groups_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS               \
+      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
     X(REPORT_CONSUMERS,                                                                            \
       "SELECT c.consumer, NULL, c.kind, u.hour - u.hour % CAST(:bucket AS BIGINT), "               \
       "COALESCE(u.currency, ''), SUM(c.allocated_s * u.fraction), SUM(c.allocated_s * "            \
@@ -529,6 +546,11 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     struct cells cs = {0};
     bool consumer = strcmp(q->group_by, "consumer") == 0;
     bool daily = q->step != USAGE_STEP_HOUR && q->from % 86400 == 0 && q->to % 86400 == 0;
+    bool dim = strcmp(q->group_by, "team") == 0 || strcmp(q->group_by, "env") == 0 ||
+               strcmp(q->group_by, "pool") == 0 || strcmp(q->group_by, "cluster") == 0 ||
+               strcmp(q->group_by, "cloud") == 0 || strcmp(q->group_by, "model") == 0 ||
+               strcmp(q->group_by, "datacenter") == 0;
+    enum stmt_id report = !daily ? ST_REPORT_HOURLY : dim ? ST_REPORT_GROUPS : ST_REPORT_DAILY;
     json_t *items = json_array(), *total = NULL;
     char from[32], to[32];
     struct db_stmt *s;
@@ -543,7 +565,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     rc = datacenter_id(c, q->datacenter, &dc_id);
     if (rc == GI_OK && consumer) {
         rc = consumer_cells(c, q, dc_id, &cs);
-    } else if (rc == GI_OK && (s = prep(c, daily ? ST_REPORT_DAILY : ST_REPORT_HOURLY))) {
+    } else if (rc == GI_OK && (s = prep(c, report))) {
         bind_query(s, q, q->group_by, dc_id);
         rc = collect(c, s, q, false, &cs, 1.0);
     } else if (rc == GI_OK) {

@@ -279,3 +279,71 @@ test('the busy threshold and the longest gap are serve options', async () => {
     await stopClean(s);
   }
 });
+
+test('a report by a dimension over whole days reads the day groups, NULL owners included, and follows a re-attribution', async () => {
+  const model = 'NVIDIA G' + Math.floor(Math.random() * 1e9);
+  ok(await h.s.api('POST', '/api/v1/prices', { body: { model, hourly: '2.50', effective_from: '2020-01-01T00:00:00Z' } }), 201);
+  const D = D0 - 86400, S = D + 10 * 3600;
+  const owned = await pusher('u-grp', { team: 'u-grp' });
+  const anon = await pusher('u-grp-anon');
+  const m = (uuid, index) => ({ ...gpu(uuid, index), name: model });
+  const a = 'GPU-a0000000-0000-4000-8000-0000000000f1';
+  const b = 'GPU-a0000000-0000-4000-8000-0000000000f2';
+  const c = 'GPU-a0000000-0000-4000-8000-0000000000f3';
+  // a (team u-grp) busy 2 h; b and c (no team) idle, then c busy for its second hour.
+  await push(owned, { batch_id: 'grp-1', host: { hostname: 'u-grp-node' }, gpus: [m(a, 0)],
+    samples: every(a, S, S + 7200, { util_avg: 60, power_avg_w: 300 }) });
+  await push(anon, { batch_id: 'grp-2', host: { hostname: 'u-grp-anon' }, gpus: [m(b, 0), m(c, 1)],
+    samples: [...every(b, S, S + 7200, { util_avg: 0, power_avg_w: 80 }),
+      ...every(c, S, S + 7200, (t) => ({ util_avg: t > S + 3600 ? 90 : 0, power_avg_w: 150 }))] });
+  await rollup();
+
+  const day = { from: iso(D), to: iso(D + 86400), model };
+  const byTeam = (rep) => Object.fromEntries(rep.items.map((x) => [String(x.group), x]));
+  /** The hourly report folded per group: the same figures from the hours. */
+  function fold(rep) {
+    const out = {};
+    for (const it of rep.items) {
+      const o = (out[String(it.group)] ??= { gpu_hours: {}, energy_kwh: 0, cost: 0 });
+      for (const [k, v] of Object.entries(it.gpu_hours)) o.gpu_hours[k] = (o.gpu_hours[k] || 0) + v;
+      o.energy_kwh += it.energy_kwh;
+      o.cost += it.cost ? Number(it.cost.amount) : 0;
+    }
+    return out;
+  }
+  for (const g of ['team', 'env', 'model', 'datacenter', 'cloud']) {
+    const days = await usage({ ...day, group_by: g, step: 'day' });
+    const hours = fold(await usage({ ...day, group_by: g, step: 'hour' }));
+    assert.equal(days.source, 'usage_daily');
+    assert.deepEqual(Object.keys(byTeam(days)).sort(), Object.keys(hours).sort(), `${g}: the same groups`);
+    for (const [k, it] of Object.entries(byTeam(days))) {
+      for (const f of Object.keys(it.gpu_hours)) close(it.gpu_hours[f], hours[k].gpu_hours[f], `${g} ${k} ${f}`);
+      close(it.energy_kwh, hours[k].energy_kwh, `${g} ${k} energy`);
+      close(Number(it.cost.amount), hours[k].cost, `${g} ${k} cost`);
+    }
+    assertTotal(days);
+  }
+  // The day groups hold usage_daily's sums, the GPUs without a team as one group.
+  const sums = (table, what) => dbQuery(h.s.db, `SELECT COALESCE(team, '-'), ${what} FROM ${table} ` +
+    `WHERE model = '${model}' AND day = ${D} GROUP BY COALESCE(team, '-') ORDER BY 1`);
+  const fromDaily = await sums('usage_daily', 'COUNT(*), ROUND(SUM(owned_s * fraction)), ROUND(SUM(busy_s * fraction)), ' +
+    'ROUND(SUM(owned_s * fraction * rate_micros) / 3600e6 * 100)');
+  const fromGroups = await sums('usage_groups_daily', 'SUM(gpus), ROUND(SUM(owned_s)), ROUND(SUM(busy_s)), ' +
+    'ROUND(SUM(owned_cost) / 3600e6 * 100)');
+  assert.equal(fromGroups, fromDaily);
+  assert.match(fromGroups, /^-\|2\|/m, 'b and c: no team, one group of 2 GPU-days');
+  const t = byTeam(await usage({ ...day, group_by: 'team', step: 'day' }));
+  assert.deepEqual(Object.keys(t).sort(), ['null', 'u-grp']);
+  close(t['u-grp'].gpu_hours.busy, 2, 'a busy from 10:00 to 12:00');
+  assert.equal(t.null.cost.amount, (t.null.gpu_hours.owned * 2.5).toFixed(2));
+
+  // Giving b a team re-attributes its hours; the day's groups follow.
+  ok(await h.s.api('POST', '/api/v1/teams', { body: { name: 'u-grp-new' } }), 201);
+  ok(await h.s.api('PUT', `/api/v1/gpus/${b}/owner`, { body: { team: 'u-grp-new', effective_from: iso(D) } }));
+  await rollup();
+  const after = byTeam(await usage({ ...day, group_by: 'team', step: 'day' }));
+  assert.deepEqual(Object.keys(after).sort(), ['null', 'u-grp', 'u-grp-new']);
+  close(after['u-grp-new'].gpu_hours.owned + after.null.gpu_hours.owned, t.null.gpu_hours.owned, 'b moved out of the no-team group');
+  close(after['u-grp-new'].gpu_hours.idle, t.null.gpu_hours.idle - after.null.gpu_hours.idle, 'with its idle time');
+  assert.equal((await sums('usage_groups_daily', 'SUM(gpus)')).trim(), '-|1\nu-grp|1\nu-grp-new|1');
+});
