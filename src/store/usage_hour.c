@@ -1,0 +1,1097 @@
+/* One GPU-hour of usage: the classification of its seconds, its consumers
+ * and their allocation intervals, its hourly row, and the daily and group
+ * sums built from hourly rows; called by the usage:rollup job (usage.c)
+ * through usage_int.h.
+ *
+ * Within one hour [H, H+3600) of GPU g:
+ *  - a sample at ts covers (ts - gap, ts], gap being the time since the
+ *    previous sample of g from the same source, capped at max_gap; the
+ *    first reading of g covers nothing before itself (g is owned from its
+ *    earliest reading). Of several sources the one covering most of the
+ *    hour is used alone.
+ *  - the owned window is [max(H, owned_from), min(H + 3600, now,
+ *    missing_since)), owned_from being the earliest reading or, when
+ *    earlier, the registration of the inventory server linked to the
+ *    host; what no sample with a utilization covers is unknown.
+ *  - consumers: pods seen on g (dcgm-exporter labels) and processes on g
+ *    hold the sample interval their observation falls in; Kubernetes pods
+ *    requesting GPUs on g's node without a per-GPU mapping hold N of the
+ *    node's GPUs (see pod_heuristic); inventory allocations of the server
+ *    linked to g's host hold every GPU of it for their span. When several
+ *    kinds are present the most specific wins (k8s > process >
+ *    inventory), and concurrent consumers of that kind share the seconds
+ *    equally, so the per-consumer rows add up to the GPU's.
+ *  - busy: util >= threshold; allocated-idle: a consumer is known and
+ *    util < threshold; idle: nobody and util < threshold. Busy with nobody
+ *    known is consumer "unknown".
+ * MIG: an instance counts its slice (fraction = the profile's leading
+ * number over the parent's slice count, 4 on an A30 and 7 otherwise); a
+ * parent with instances counts only the rest, 1 - the sum of its present
+ * instances' fractions, so a physical GPU never counts more than once. */
+#include "store/store_int.h"
+#include "store/usage_int.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Consumers tracked per GPU-hour; more are left out (logged). */
+#define MAX_CONSUMERS 32
+/* A stored GPU UUID (MIG instances' made-up ones included). */
+#define UUID_CAP 128
+
+#define COLS                                                                                       \
+    "team, env, pool, cluster, cloud, model, datacenter_id, host_id, host, owned_s, allocated_s, " \
+    "busy_s, alloc_idle_s, idle_s, unknown_s, measured_s, util_sum, util_max, mem_max_mib, "       \
+    "mem_sum, energy_wh, temp_max_c, power_max_w, fraction, rate_micros, currency, price_id, "     \
+    "updated_at"
+
+#define STATEMENTS(X)                                                                              \
+    X(GPU_INFO,                                                                                    \
+      "SELECT g.uuid, g.model, g.host_id, h.hostname, h.datacenter_id, g.missing_since, "          \
+      "g.parent_uuid, g.mig_profile, (SELECT COUNT(*) FROM gpus k WHERE k.host_id = g.host_id "    \
+      "AND k.parent_uuid = g.uuid AND k.missing_since IS NULL) FROM gpus g LEFT JOIN hosts h ON "  \
+      "h.id = g.host_id WHERE g.id = :gid")                                                        \
+    X(GPU_CHILDREN, "SELECT mig_profile FROM gpus WHERE host_id = :hid AND parent_uuid = :uuid "   \
+                    "AND missing_since IS NULL")                                                   \
+    X(GPU_PARENT_MODEL, "SELECT model FROM gpus WHERE uuid = :uuid")                               \
+    X(OWNED_GET, "SELECT owned_from FROM usage_gpus WHERE gpu_id = :gid")                          \
+    X(REGISTERED, "SELECT MIN(r.created_at) FROM host_links l JOIN resources r ON r.id = "         \
+                  "l.resource_id WHERE l.host_id = :hid")                                          \
+    X(OWNED_SET, "INSERT INTO usage_gpus (gpu_id, owned_from, updated_at) VALUES (:gid, :from, "   \
+                 ":now) ON CONFLICT (gpu_id) DO UPDATE SET owned_from = excluded.owned_from, "     \
+                 "updated_at = excluded.updated_at")                                               \
+    X(PODS_SEEN,                                                                                   \
+      "SELECT ts, namespace, pod, COALESCE(container, '') FROM gpu_pods WHERE gpu_uuid = :uuid "   \
+      "AND ts > :lo AND ts <= :hi ORDER BY ts")                                                    \
+    X(PROCS_SEEN,                                                                                  \
+      "SELECT ts, COALESCE(username, ''), COALESCE(name, ''), COALESCE(container, ''), "           \
+      "COALESCE(namespace, ''), COALESCE(pod, '') FROM gpu_processes WHERE gpu_uuid = :uuid AND "  \
+      "ts > :lo AND ts <= :hi ORDER BY ts")                                                        \
+    X(K8S_PODS,                                                                                    \
+      "SELECT p.namespace, p.name, p.gpus, COALESCE(p.started_at, p.first_seen_at), "              \
+      "COALESCE(p.ended_at, CASE WHEN p.seen = 1 THEN CAST(:now AS BIGINT) ELSE p.last_seen_at "   \
+      "END) FROM k8s_pods p JOIN k8s_nodes n ON n.source_id = p.source_id AND n.name = p.node "    \
+      "WHERE (n.hostname = :host OR n.name = :host) AND p.gpus > 0 AND COALESCE(p.started_at, "    \
+      "p.first_seen_at) < :hi AND (p.ended_at IS NULL OR p.ended_at > :lo) AND NOT EXISTS "        \
+      "(SELECT 1 FROM gpu_pods x WHERE x.ts > :lo_g AND x.ts <= :hi_g AND x.namespace = "          \
+      "p.namespace AND x.pod = p.name) AND NOT EXISTS (SELECT 1 FROM gpu_processes y WHERE y.ts "  \
+      "> :lo_g AND y.ts <= :hi_g AND y.namespace = p.namespace AND y.pod = p.name) ORDER BY "      \
+      "COALESCE(p.started_at, p.first_seen_at), p.uid")                                            \
+    X(HOST_GPUS_RANKED,                                                                            \
+      "SELECT g.id, CASE WHEN EXISTS (SELECT 1 FROM gpu_processes q WHERE q.gpu_uuid = g.uuid "    \
+      "AND q.ts > :lo AND q.ts <= :hi) THEN 1 ELSE 0 END FROM gpus g WHERE g.host_id = :hid AND "  \
+      "g.parent_uuid IS NULL AND (g.missing_since IS NULL OR g.missing_since > :lo) AND NOT "      \
+      "EXISTS (SELECT 1 FROM gpu_pods x WHERE x.gpu_uuid = g.uuid AND x.ts > :lo_g AND x.ts <= "   \
+      ":hi_g) AND NOT EXISTS (SELECT 1 FROM gpu_processes y WHERE y.gpu_uuid = g.uuid AND y.ts > " \
+      ":lo_g AND y.ts <= :hi_g AND y.pod IS NOT NULL AND y.namespace IS NOT NULL) ORDER BY "       \
+      "g.idx, g.id LIMIT 1024")                                                                    \
+    X(ALLOCS,                                                                                      \
+      "SELECT a.tenant, COALESCE(a.project, ''), a.started_at, a.ended_at FROM allocations a "     \
+      "JOIN host_links l ON l.resource_id = a.resource_id WHERE l.host_id = :hid AND "             \
+      "a.started_at < :hi AND (a.ended_at IS NULL OR a.ended_at > :lo) ORDER BY a.started_at, "    \
+      "a.id")                                                                                      \
+    X(HOUR_DEL, "DELETE FROM usage_hourly WHERE gpu_id = :gid AND hour = :hour")                   \
+    X(CONS_DEL, "DELETE FROM usage_consumers WHERE gpu_id = :gid AND hour = :hour")                \
+    X(HOUR_ADD,                                                                                    \
+      "INSERT INTO usage_hourly (gpu_id, hour, " COLS ") VALUES (:gid, :hour, :team, :env, "       \
+      ":pool, :cluster, :cloud, :model, :dc, :hid, :host, :owned, :alloc, :busy, :aidle, :idle, "  \
+      ":unknown, :measured, :usum, :umax, :mmax, :msum, :wh, :tmax, :pmax, :fraction, :rate, "     \
+      ":currency, :price, :now)")                                                                  \
+    X(CONS_ADD,                                                                                    \
+      "INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, "          \
+      "container, username, process, tenant, project, allocated_s, busy_s, alloc_idle_s, "         \
+      "util_sum, measured_s, util_max) VALUES (:gid, :hour, :kind, :consumer, :team, :ns, :pod, "  \
+      ":container, :user, :process, :tenant, :project, :alloc, :busy, :aidle, :usum, :measured, "  \
+      ":umax)")                                                                                    \
+    X(HOUR_PREV, "SELECT MAX(hour) FROM usage_hourly WHERE gpu_id = :gid AND hour < :hour")        \
+    X(HOUR_NEXT, "SELECT MIN(hour) FROM usage_hourly WHERE gpu_id = :gid AND hour > :hour")        \
+    X(DAY_DEL, "DELETE FROM usage_daily WHERE gpu_id = :gid AND day = :day")                       \
+    X(DAY_ADD,                                                                                     \
+      "INSERT INTO usage_daily (gpu_id, day, " COLS ") SELECT f.gpu_id, CAST(:day AS BIGINT), "    \
+      "f.team, f.env, f.pool, f.cluster, f.cloud, f.model, f.datacenter_id, f.host_id, f.host, "   \
+      "s.owned_s, s.allocated_s, s.busy_s, s.alloc_idle_s, s.idle_s, s.unknown_s, s.measured_s, "  \
+      "s.util_sum, s.util_max, s.mem_max_mib, s.mem_sum, s.energy_wh, s.temp_max_c, "              \
+      "s.power_max_w, f.fraction, f.rate_micros, f.currency, f.price_id, CAST(:now AS BIGINT) "    \
+      "FROM usage_hourly f, (SELECT SUM(owned_s) AS owned_s, SUM(allocated_s) AS allocated_s, "    \
+      "SUM(busy_s) AS busy_s, SUM(alloc_idle_s) AS alloc_idle_s, SUM(idle_s) AS idle_s, "          \
+      "SUM(unknown_s) AS unknown_s, SUM(measured_s) AS measured_s, SUM(util_sum) AS util_sum, "    \
+      "MAX(util_max) AS util_max, MAX(mem_max_mib) AS mem_max_mib, SUM(mem_sum) AS mem_sum, "      \
+      "SUM(energy_wh) AS energy_wh, MAX(temp_max_c) AS temp_max_c, MAX(power_max_w) AS "           \
+      "power_max_w FROM usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < "             \
+      "CAST(:day AS BIGINT) + 86400) s WHERE f.gpu_id = :gid AND f.hour = (SELECT MIN(hour) FROM " \
+      "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + "       \
+      "86400)")                                                                                    \
+    X(GROUPS_DEL, "DELETE FROM usage_groups_daily WHERE day = :day")                               \
+    X(GROUPS_ADD,                                                                                  \
+      "INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, "              \
+      "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "        \
+      "unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, "       \
+      "idle_cost, unknown_cost, unpriced_s, updated_at) SELECT day, team, env, pool, cluster, "    \
+      "cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), "   \
+      "SUM(allocated_s * fraction), SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), "        \
+      "SUM(idle_s * fraction), SUM(unknown_s * fraction), SUM(util_sum * fraction), "              \
+      "SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * fraction * rate_micros), "        \
+      "SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros), "         \
+      "SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * rate_micros), SUM(CASE "   \
+      "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), CAST(:now AS BIGINT) FROM "   \
+      "usage_daily WHERE day = :day GROUP BY day, team, env, pool, cluster, cloud, model, "        \
+      "datacenter_id, COALESCE(currency, '')")                                                     \
+    X(IV_FIND,                                                                                     \
+      "SELECT id, started_at, ended_at FROM usage_intervals WHERE gpu_id = :gid AND kind = :kind " \
+      "AND consumer = :consumer AND started_at <= :last AND (ended_at IS NULL OR ended_at >= "     \
+      ":first) ORDER BY started_at LIMIT 1")                                                       \
+    X(IV_ADD, "INSERT INTO usage_intervals (gpu_id, kind, consumer, team, namespace, pod, "        \
+              "container, username, process, tenant, project, started_at, ended_at, updated_at) "  \
+              "VALUES (:gid, :kind, :consumer, :team, :ns, :pod, :container, :user, :process, "    \
+              ":tenant, :project, :start, :end, :now)")                                            \
+    X(IV_SET, "UPDATE usage_intervals SET started_at = :start, ended_at = :end, team = :team, "    \
+              "updated_at = :now WHERE id = :id")                                                  \
+    X(IV_CLOSE_ABSENT,                                                                             \
+      "UPDATE usage_intervals SET ended_at = CASE WHEN updated_at < :hour THEN updated_at ELSE "   \
+      ":hour END, updated_at = :now WHERE gpu_id = :gid AND ended_at IS NULL AND started_at < "    \
+      ":hour")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* A covered stretch (start, end] of the chosen source, clipped to the
+ * owned window, and where its sample's own coverage began (obs_lo), so
+ * that an observation at t in (obs_lo, end] belongs to it. */
+struct seg {
+    int64_t start, end, obs_lo;
+    const struct usage_sample *x;
+};
+
+enum kind_rank { K_INVENTORY = 1, K_PROCESS = 2, K_K8S = 3 };
+
+struct consumer {
+    int rank;
+    char kind[12];
+    char key[3 * 128];
+    char ns[128], pod[128], container[128], user[64], process[128], tenant[128], project[128];
+    char team[OWNER_LEN];
+    int64_t iv_lo, iv_hi; /* interval consumers: [iv_lo, iv_hi); 0,0 for observed ones */
+    uint8_t *on;          /* observed consumers: per segment, seen in it */
+    double alloc, busy, aidle, usum, meas, umax;
+    int64_t first, last; /* the stretch of the hour it held */
+};
+
+struct hour_calc {
+    int64_t gid, hour, lo, hi, now;
+    int64_t owned_lo; /* start of the owned span: earliest reading or inventory registration */
+    char uuid[UUID_CAP];
+    char model[128], host[256], parent[UUID_CAP], profile[64];
+    int64_t host_id, dc_id, missing, children;
+    bool has_host, has_dc;
+    struct seg *segs;
+    size_t nsegs;
+    struct consumer cons[MAX_CONSUMERS + 1]; /* the last: "unknown" */
+    size_t ncons;
+    struct owner_fields owner;
+    const struct usage_sample *chunk; /* every sample of the chunk (all its GPUs), by GPU */
+    size_t nchunk;
+};
+
+/* The consumer named kind/key, added when new (NULL when the table is
+ * full). */
+static struct consumer *consumer_get(struct hour_calc *h, int rank, const char *kind,
+                                     const char *key)
+{
+    struct consumer *k;
+
+    for (size_t i = 0; i < h->ncons; i++)
+        if (strcmp(h->cons[i].kind, kind) == 0 && strcmp(h->cons[i].key, key) == 0)
+            return &h->cons[i];
+    if (h->ncons >= MAX_CONSUMERS) {
+        gi_warn("usage: GPU %lld has more than %d consumers in one hour; the rest are left out",
+                (long long)h->gid, MAX_CONSUMERS);
+        return NULL;
+    }
+    k = &h->cons[h->ncons++];
+    memset(k, 0, sizeof *k);
+    k->rank = rank;
+    gi_strlcpy(k->kind, kind, sizeof k->kind);
+    gi_strlcpy(k->key, key, sizeof k->key);
+    k->umax = NAN;
+    if (h->nsegs && !(k->on = calloc(h->nsegs, 1))) {
+        h->ncons--;
+        return NULL;
+    }
+    return k;
+}
+
+/* Marks consumer k seen at t: in the segment whose observation range
+ * holds t. */
+static void observe(struct hour_calc *h, struct consumer *k, int64_t t)
+{
+    for (size_t i = 0; i < h->nsegs; i++)
+        if (t > h->segs[i].obs_lo && t <= h->segs[i].x->ts) {
+            k->on[i] = 1;
+            return;
+        }
+}
+
+static bool usable(double v) { return !isnan(v); }
+
+/* Builds the covered segments of GPU h->gid from its samples xs[0..n)
+ * (sorted by source, then time): the source covering most of the owned
+ * window is used. */
+static int build_segments(struct hour_calc *h, const struct usage_sample *xs, size_t n,
+                          int64_t owned_from)
+{
+    size_t best_lo = 0, best_hi = 0;
+    int64_t best_cover = -1;
+
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        int64_t cover = 0;
+        while (j < n && xs[j].src == xs[i].src) {
+            int64_t prev = j > i ? xs[j - 1].ts : xs[j].ts - usage_config()->max_gap_s;
+            int64_t gap = xs[j].ts - prev, a, b;
+            if (gap > usage_config()->max_gap_s)
+                gap = usage_config()->max_gap_s;
+            a = xs[j].ts - gap;
+            if (a < owned_from)
+                a = owned_from;
+            if (a < h->lo)
+                a = h->lo;
+            b = xs[j].ts < h->hi ? xs[j].ts : h->hi;
+            if (b > a && usable(xs[j].ua))
+                cover += b - a;
+            j++;
+        }
+        if (cover > best_cover) {
+            best_cover = cover;
+            best_lo = i;
+            best_hi = j;
+        }
+        i = j;
+    }
+    h->nsegs = 0;
+    if (best_hi == best_lo)
+        return GI_OK;
+    h->segs = calloc(best_hi - best_lo, sizeof *h->segs);
+    if (!h->segs)
+        return GI_INTERNAL;
+    for (size_t j = best_lo; j < best_hi; j++) {
+        int64_t prev = j > best_lo ? xs[j - 1].ts : xs[j].ts - usage_config()->max_gap_s;
+        int64_t gap = xs[j].ts - prev, a, b, obs_lo;
+        if (gap > usage_config()->max_gap_s)
+            gap = usage_config()->max_gap_s;
+        obs_lo = xs[j].ts - gap;
+        a = xs[j].ts - gap;
+        if (a < owned_from)
+            a = owned_from;
+        if (a < h->lo)
+            a = h->lo;
+        b = xs[j].ts < h->hi ? xs[j].ts : h->hi;
+        if (b <= a || !usable(xs[j].ua))
+            continue;
+        h->segs[h->nsegs++] = (struct seg){.start = a, .end = b, .obs_lo = obs_lo, .x = &xs[j]};
+    }
+    return GI_OK;
+}
+
+/* The consumer's team: a rule on its namespace or user, else the GPU
+ * owner's. */
+static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k)
+{
+    int rc = GI_OK;
+
+    k->team[0] = '\0';
+    if (strcmp(k->kind, "k8s") == 0 && k->ns[0])
+        rc = owner_consumer_team(c, "k8s", k->ns, h->hour, k->team, sizeof k->team);
+    else if (strcmp(k->kind, "process") == 0 && k->user[0])
+        rc = owner_consumer_team(c, "user", k->user, h->hour, k->team, sizeof k->team);
+    if (rc == GI_OK && !k->team[0])
+        gi_strlcpy(k->team, h->owner.team, sizeof k->team);
+    return rc;
+}
+
+static void k8s_consumer(struct hour_calc *h, const char *ns, const char *pod,
+                         const char *container, struct consumer **out)
+{
+    char key[3 * 128];
+    struct consumer *k;
+
+    snprintf(key, sizeof key, "%s/%s/%s", ns, pod, container);
+    k = consumer_get(h, K_K8S, "k8s", key);
+    if (k) {
+        gi_strlcpy(k->ns, ns, sizeof k->ns);
+        gi_strlcpy(k->pod, pod, sizeof k->pod);
+        gi_strlcpy(k->container, container, sizeof k->container);
+    }
+    *out = k;
+}
+
+/* Pods and processes seen on the GPU around the hour. */
+static int observed_consumers(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int step;
+
+    if (h->nsegs == 0)
+        return GI_OK;
+    if (!(s = prep(c, ST_PODS_SEEN)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":uuid", h->uuid);
+    db_bind_int(s, ":lo", h->lo - usage_config()->max_gap_s);
+    db_bind_int(s, ":hi", h->hi + usage_config()->max_gap_s);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct consumer *k;
+        k8s_consumer(h, db_col_text(s, 1), db_col_text(s, 2), db_col_text(s, 3), &k);
+        if (k)
+            observe(h, k, db_col_int(s, 0));
+    }
+    db_reset(s);
+    if (step != DB_DONE)
+        return db_status(step);
+    if (!(s = prep(c, ST_PROCS_SEEN)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":uuid", h->uuid);
+    db_bind_int(s, ":lo", h->lo - usage_config()->max_gap_s);
+    db_bind_int(s, ":hi", h->hi + usage_config()->max_gap_s);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *user = db_col_text(s, 1), *name = db_col_text(s, 2);
+        const char *container = db_col_text(s, 3), *ns = db_col_text(s, 4),
+                   *pod = db_col_text(s, 5);
+        struct consumer *k;
+        char key[3 * 128];
+        if (ns[0] && pod[0]) {
+            k8s_consumer(h, ns, pod, container, &k);
+        } else {
+            if (user[0] || name[0])
+                snprintf(key, sizeof key, "%s/%s", user[0] ? user : "?", name[0] ? name : "?");
+            else
+                snprintf(key, sizeof key, "%s", container[0] ? container : "?");
+            if ((k = consumer_get(h, K_PROCESS, "process", key))) {
+                gi_strlcpy(k->user, user, sizeof k->user);
+                gi_strlcpy(k->process, name, sizeof k->process);
+                gi_strlcpy(k->container, container, sizeof k->container);
+            }
+        }
+        if (k)
+            observe(h, k, db_col_int(s, 0));
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Whether the chunk's samples show GPU gid at or above the threshold in
+ * the hour's window. */
+static bool busy_in_chunk(const struct hour_calc *h, int64_t gid)
+{
+    for (size_t i = 0; i < h->nchunk; i++)
+        if (h->chunk[i].gpu == gid && h->chunk[i].ts > h->lo && h->chunk[i].ts <= h->hi &&
+            h->chunk[i].ua >= usage_config()->busy_pct)
+            return true;
+    return false;
+}
+
+/* This GPU's place among the node's GPUs without a mapped pod, those
+ * with evidence of use (a process, or utilization at or above the
+ * threshold in the samples read with it) first, then by index; -1 when
+ * it is not among them. */
+static int gpu_rank(struct conn *c, struct hour_calc *h, int64_t *rank)
+{
+    struct db_stmt *s = prep(c, ST_HOST_GPUS_RANKED);
+    int64_t used_before = 0, idle_before = 0, used_all = 0;
+    bool seen = false, mine_used = false;
+    int step;
+
+    *rank = -1;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":hid", h->host_id);
+    db_bind_int(s, ":lo", h->lo);
+    db_bind_int(s, ":hi", h->hi);
+    db_bind_int(s, ":lo_g", h->lo - usage_config()->max_gap_s);
+    db_bind_int(s, ":hi_g", h->hi + usage_config()->max_gap_s);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t id = db_col_int(s, 0);
+        bool used = db_col_int(s, 1) == 1 || busy_in_chunk(h, id);
+        if (id == h->gid) {
+            seen = true;
+            mine_used = used;
+        } else if (!seen) {
+            used_before += used;
+            idle_before += !used;
+        }
+        used_all += used;
+    }
+    db_reset(s);
+    if (step != DB_DONE)
+        return db_status(step);
+    if (seen)
+        *rank = mine_used ? used_before : used_all + idle_before;
+    return GI_OK;
+}
+
+/* Kubernetes pods that request GPUs on the GPU's node but were never seen
+ * on a particular GPU (by a dcgm-exporter label or a process naming the
+ * pod): the node's GPUs without such a mapped pod are ranked
+ * (gpu_rank) and handed out to the pods in the order they started, each
+ * taking as many as it requests. This GPU gets the pods whose share
+ * includes it. */
+static int pod_heuristic(struct conn *c, struct hour_calc *h)
+{
+    struct pod {
+        char ns[128], name[128];
+        int64_t gpus, lo, hi;
+    } *pods = NULL;
+    struct db_stmt *s;
+    size_t n = 0, cap = 0;
+    int64_t rank = -1, pos = 0;
+    int step, rc = GI_OK;
+
+    if (!h->has_host || h->parent[0])
+        return GI_OK;
+    if (!(s = prep(c, ST_K8S_PODS)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":host", h->host);
+    db_bind_int(s, ":now", h->now);
+    db_bind_int(s, ":lo", h->lo);
+    db_bind_int(s, ":hi", h->hi);
+    db_bind_int(s, ":lo_g", h->lo - usage_config()->max_gap_s);
+    db_bind_int(s, ":hi_g", h->hi + usage_config()->max_gap_s);
+    while ((step = db_step(c, s)) == DB_ROW && n < MAX_CONSUMERS * 8) {
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            struct pod *p = realloc(pods, ncap * sizeof *p);
+            if (!p) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            pods = p;
+            cap = ncap;
+        }
+        gi_strlcpy(pods[n].ns, db_col_text(s, 0), sizeof pods[n].ns);
+        gi_strlcpy(pods[n].name, db_col_text(s, 1), sizeof pods[n].name);
+        pods[n].gpus = db_col_int(s, 2);
+        pods[n].lo = db_col_int(s, 3);
+        pods[n].hi = db_col_int(s, 4);
+        n++;
+    }
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE && step != DB_ROW)
+        rc = db_status(step);
+    /* The ranking is read only when some pod needs it. */
+    if (rc == GI_OK && n > 0)
+        rc = gpu_rank(c, h, &rank);
+    for (size_t i = 0; rc == GI_OK && rank >= 0 && i < n; i++) {
+        if (rank >= pos && rank < pos + pods[i].gpus) {
+            struct consumer *k;
+            k8s_consumer(h, pods[i].ns, pods[i].name, "", &k);
+            if (k && !k->iv_hi) {
+                k->iv_lo = pods[i].lo;
+                k->iv_hi = pods[i].hi;
+            }
+        }
+        pos += pods[i].gpus;
+    }
+    free(pods);
+    return rc;
+}
+
+/* Inventory allocations of the server linked to the GPU's host. */
+static int inventory_consumers(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int step;
+
+    if (!h->has_host)
+        return GI_OK;
+    if (!(s = prep(c, ST_ALLOCS)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":hid", h->host_id);
+    db_bind_int(s, ":lo", h->lo);
+    db_bind_int(s, ":hi", h->hi);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        char key[3 * 128];
+        const char *tenant = db_col_text(s, 0), *project = db_col_text(s, 1);
+        struct consumer *k;
+        snprintf(key, sizeof key, "%s/%s", tenant, project);
+        if (!(k = consumer_get(h, K_INVENTORY, "inventory", key)))
+            continue;
+        gi_strlcpy(k->tenant, tenant, sizeof k->tenant);
+        gi_strlcpy(k->project, project, sizeof k->project);
+        k->iv_lo = db_col_int(s, 2);
+        k->iv_hi = db_col_is_null(s, 3) ? INT64_MAX : db_col_int(s, 3);
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* What one hour adds up to. */
+struct totals {
+    double alloc, busy, aidle, idle, measured, usum, umax, mmax, msum, wh, tmax, pmax;
+};
+
+static double max_of(double a, double b)
+{
+    if (isnan(a))
+        return b;
+    if (isnan(b))
+        return a;
+    return a > b ? a : b;
+}
+
+static void consumer_add(struct consumer *k, int64_t a, int64_t b, double len, bool busy,
+                         double util, double umax)
+{
+    k->alloc += len;
+    if (busy)
+        k->busy += len;
+    else
+        k->aidle += len;
+    k->usum += util * len;
+    k->meas += len;
+    k->umax = max_of(k->umax, umax);
+    if (!k->first || a < k->first)
+        k->first = a;
+    if (b > k->last)
+        k->last = b;
+}
+
+/* Classifies one stretch [a, b) of segment i. */
+static void classify(struct hour_calc *h, size_t i, int64_t a, int64_t b, struct totals *t)
+{
+    const struct usage_sample *x = h->segs[i].x;
+    double len = (double)(b - a), util = x->ua, umax = usable(x->um) ? x->um : x->ua;
+    bool busy = util >= usage_config()->busy_pct;
+    struct consumer *act[MAX_CONSUMERS];
+    size_t nact = 0;
+    int top = 0;
+
+    for (size_t k = 0; k < h->ncons; k++) {
+        struct consumer *q = &h->cons[k];
+        bool on = q->iv_hi ? (q->iv_lo <= a && q->iv_hi >= b) : (q->on && q->on[i]);
+        if (on && q->rank > top)
+            top = q->rank;
+    }
+    for (size_t k = 0; k < h->ncons && top; k++) {
+        struct consumer *q = &h->cons[k];
+        bool on = q->iv_hi ? (q->iv_lo <= a && q->iv_hi >= b) : (q->on && q->on[i]);
+        if (on && q->rank == top)
+            act[nact++] = q;
+    }
+    t->measured += len;
+    t->usum += util * len;
+    t->umax = max_of(t->umax, umax);
+    if (usable(x->mem)) {
+        t->msum += x->mem * len;
+        t->mmax = max_of(t->mmax, x->mem);
+    }
+    if (usable(x->pw)) {
+        t->wh += x->pw * len / 3600.0;
+        t->pmax = max_of(t->pmax, x->pw);
+    }
+    t->tmax = max_of(t->tmax, x->temp);
+    if (nact == 0 && busy) {
+        struct consumer *u = &h->cons[MAX_CONSUMERS];
+        act[nact++] = u;
+    }
+    if (nact == 0) {
+        t->idle += len;
+        return;
+    }
+    t->alloc += len;
+    if (busy)
+        t->busy += len;
+    else
+        t->aidle += len;
+    for (size_t k = 0; k < nact; k++)
+        consumer_add(act[k], a, b, len / (double)nact, busy, util, umax);
+}
+
+/* Splits each segment at the interval consumers' edges and classifies
+ * the pieces. */
+static void classify_all(struct hour_calc *h, struct totals *t)
+{
+    for (size_t i = 0; i < h->nsegs; i++) {
+        int64_t a = h->segs[i].start, end = h->segs[i].end;
+        while (a < end) {
+            int64_t b = end;
+            for (size_t k = 0; k < h->ncons; k++) {
+                const struct consumer *q = &h->cons[k];
+                if (!q->iv_hi)
+                    continue;
+                if (q->iv_lo > a && q->iv_lo < b)
+                    b = q->iv_lo;
+                if (q->iv_hi > a && q->iv_hi < b)
+                    b = q->iv_hi;
+            }
+            classify(h, i, a, b, t);
+            a = b;
+        }
+    }
+}
+
+/* The share of a whole GPU: see the top of the file. */
+static double slice_share(const char *profile, const char *parent_model)
+{
+    char *end = NULL;
+    long n = profile && *profile ? strtol(profile, &end, 10) : 0;
+    double slices = parent_model && strstr(parent_model, "A30") ? 4.0 : 7.0;
+
+    if (n <= 0 || end == profile)
+        return 1.0 / slices;
+    return (double)n / slices > 1.0 ? 1.0 : (double)n / slices;
+}
+
+static int gpu_fraction(struct conn *c, struct hour_calc *h, double *fraction)
+{
+    struct db_stmt *s;
+    char pmodel[128] = "";
+    double used = 0;
+    int step;
+
+    *fraction = 1.0;
+    if (h->parent[0]) {
+        if (!(s = prep(c, ST_GPU_PARENT_MODEL)))
+            return GI_INTERNAL;
+        db_bind_text(s, ":uuid", h->parent);
+        if ((step = db_step(c, s)) == DB_ROW && db_col_text(s, 0))
+            gi_strlcpy(pmodel, db_col_text(s, 0), sizeof pmodel);
+        db_reset(s);
+        *fraction = slice_share(h->profile, pmodel[0] ? pmodel : h->model);
+        return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+    }
+    if (h->children == 0)
+        return GI_OK;
+    if (!(s = prep(c, ST_GPU_CHILDREN)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":uuid", h->uuid);
+    db_bind_int(s, ":hid", h->host_id);
+    while ((step = db_step(c, s)) == DB_ROW)
+        used += slice_share(db_col_text(s, 0), h->model);
+    db_reset(s);
+    *fraction = used >= 1.0 ? 0.0 : 1.0 - used;
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+static int gpu_info(struct conn *c, struct hour_calc *h, bool *found)
+{
+    struct db_stmt *s = prep(c, ST_GPU_INFO);
+    int step;
+
+    *found = false;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    step = db_step(c, s);
+    if (step == DB_ROW) {
+        *found = true;
+        gi_strlcpy(h->uuid, db_col_text(s, 0), sizeof h->uuid);
+        gi_strlcpy(h->model, db_col_text(s, 1) ? db_col_text(s, 1) : "", sizeof h->model);
+        h->has_host = !db_col_is_null(s, 2);
+        h->host_id = db_col_int(s, 2);
+        gi_strlcpy(h->host, db_col_text(s, 3) ? db_col_text(s, 3) : "", sizeof h->host);
+        h->has_dc = !db_col_is_null(s, 4);
+        h->dc_id = db_col_int(s, 4);
+        h->missing = db_col_is_null(s, 5) ? 0 : db_col_int(s, 5);
+        gi_strlcpy(h->parent, db_col_text(s, 6) ? db_col_text(s, 6) : "", sizeof h->parent);
+        gi_strlcpy(h->profile, db_col_text(s, 7) ? db_col_text(s, 7) : "", sizeof h->profile);
+        h->children = db_col_int(s, 8);
+    }
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* The start of the GPU's owned span, moved earlier when these samples
+ * hold an earlier reading; the hour the old start fell in is marked, as
+ * its window grows. */
+static int owned_from_update(struct conn *c, struct hour_calc *h, const struct usage_sample *xs,
+                             size_t n, int64_t *owned_from)
+{
+    struct db_stmt *s = prep(c, ST_OWNED_GET);
+    int64_t have = 0, first = INT64_MAX;
+    bool none;
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    if ((rc = usage_fetch_opt_int(c, s, &have, &none)) != GI_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        if (xs[i].ts < first)
+            first = xs[i].ts;
+    *owned_from = none ? first : have;
+    if (first == INT64_MAX || (!none && first >= have))
+        return GI_OK;
+    *owned_from = first;
+    if (!(s = prep(c, ST_OWNED_SET)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":from", first);
+    db_bind_int(s, ":now", h->now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!none && usage_hour_of(have) != h->hour)
+        rc = usage_mark_hour(c, h->gid, usage_hour_of(have), h->now);
+    return rc;
+}
+
+/* Moves the start of the owned span back to the registration of the
+ * inventory server linked to the GPU's host, when that is earlier. */
+static int registered(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int64_t at = 0;
+    bool none = true;
+    int rc;
+
+    if (!h->has_host)
+        return GI_OK;
+    if (!(s = prep(c, ST_REGISTERED)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":hid", h->host_id);
+    if ((rc = usage_fetch_opt_int(c, s, &at, &none)) == GI_OK && !none && at > 0 &&
+        at < h->owned_lo)
+        h->owned_lo = at;
+    return rc;
+}
+
+static int write_hour(struct conn *c, struct hour_calc *h, const struct totals *t, double fraction)
+{
+    struct db_stmt *s;
+    int64_t rate = 0, price = 0;
+    char cur[4] = "";
+    double owned = (double)(h->hi - h->lo);
+    int rc;
+
+    rc = price_rate(c, h->model[0] ? h->model : NULL, h->owner.env, h->owner.cloud, h->owner.pool,
+                    h->hour, &rate, cur, &price);
+    if (rc != GI_OK && rc != GI_NOT_FOUND)
+        return rc;
+    if (!(s = prep(c, ST_HOUR_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":hour", h->hour);
+    db_bind_opt_text(s, ":team", h->owner.team);
+    db_bind_opt_text(s, ":env", h->owner.env);
+    db_bind_opt_text(s, ":pool", h->owner.pool);
+    db_bind_opt_text(s, ":cluster", h->owner.cluster);
+    db_bind_opt_text(s, ":cloud", h->owner.cloud);
+    db_bind_opt_text(s, ":model", h->model);
+    db_bind_opt_int(s, ":dc", h->has_dc ? h->dc_id : -1);
+    db_bind_opt_int(s, ":hid", h->has_host ? h->host_id : -1);
+    db_bind_opt_text(s, ":host", h->host);
+    db_bind_dbl(s, ":owned", owned);
+    db_bind_dbl(s, ":alloc", t->alloc);
+    db_bind_dbl(s, ":busy", t->busy);
+    db_bind_dbl(s, ":aidle", t->aidle);
+    db_bind_dbl(s, ":idle", t->idle);
+    db_bind_dbl(s, ":unknown", owned - t->measured > 0 ? owned - t->measured : 0);
+    db_bind_dbl(s, ":measured", t->measured);
+    db_bind_dbl(s, ":usum", t->usum);
+    db_bind_dbl(s, ":umax", t->umax);
+    db_bind_dbl(s, ":mmax", t->mmax);
+    db_bind_dbl(s, ":msum", t->msum);
+    db_bind_dbl(s, ":wh", t->wh);
+    db_bind_dbl(s, ":tmax", t->tmax);
+    db_bind_dbl(s, ":pmax", t->pmax);
+    db_bind_dbl(s, ":fraction", fraction);
+    db_bind_opt_int(s, ":rate", rc == GI_OK ? rate : -1);
+    db_bind_opt_text(s, ":currency", rc == GI_OK ? cur : "");
+    db_bind_opt_int(s, ":price", rc == GI_OK && price > 0 ? price : -1);
+    db_bind_int(s, ":now", h->now);
+    return db_exec_done(c, s);
+}
+
+/* Merges the consumer's stretch into its interval: one that overlaps or
+ * adjoins it (within max_gap) grows, else a new one starts. The interval
+ * is open (ended_at NULL) while the consumer holds the GPU to within
+ * max_gap of now; recomputing an older hour never closes it. */
+static int write_interval(struct conn *c, struct hour_calc *h, const struct consumer *k)
+{
+    struct db_stmt *s = prep(c, ST_IV_FIND);
+    bool open =
+        k->last >= h->hi - usage_config()->max_gap_s && h->hi >= h->now - usage_config()->max_gap_s;
+    bool found = false, was_open = false;
+    int64_t id = 0, start = k->first, end = k->last;
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_text(s, ":kind", k->kind);
+    db_bind_text(s, ":consumer", k->key);
+    db_bind_int(s, ":first", k->first - usage_config()->max_gap_s);
+    db_bind_int(s, ":last", k->last + usage_config()->max_gap_s);
+    if ((step = db_step(c, s)) == DB_ROW) {
+        found = true;
+        id = db_col_int(s, 0);
+        if (db_col_int(s, 1) < start)
+            start = db_col_int(s, 1);
+        was_open = db_col_is_null(s, 2);
+        if (!was_open && db_col_int(s, 2) > end)
+            end = db_col_int(s, 2);
+    }
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    /* A stretch that ended inside this hour closes the interval only if
+     * nothing later kept it open. */
+    if (was_open && !open && k->last < h->hi - usage_config()->max_gap_s &&
+        h->hour < usage_hour_of(h->now) - 3600)
+        open = true;
+    if (!(s = prep(c, found ? ST_IV_SET : ST_IV_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", id);
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_text(s, ":kind", k->kind);
+    db_bind_text(s, ":consumer", k->key);
+    db_bind_opt_text(s, ":team", k->team);
+    db_bind_opt_text(s, ":ns", k->ns);
+    db_bind_opt_text(s, ":pod", k->pod);
+    db_bind_opt_text(s, ":container", k->container);
+    db_bind_opt_text(s, ":user", k->user);
+    db_bind_opt_text(s, ":process", k->process);
+    db_bind_opt_text(s, ":tenant", k->tenant);
+    db_bind_opt_text(s, ":project", k->project);
+    db_bind_int(s, ":start", start);
+    db_bind_opt_int(s, ":end", open ? -1 : end);
+    db_bind_int(s, ":now", h->now);
+    return db_exec_done(c, s);
+}
+
+static int write_consumers(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int rc;
+
+    /* Intervals still open that nobody held in this recent hour end when
+     * they were last written, at the latest at the hour's start (a
+     * consumer gone without a trace). */
+    if (h->hour >= usage_hour_of(h->now) - 3600) {
+        if (!(s = prep(c, ST_IV_CLOSE_ABSENT)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", h->gid);
+        db_bind_int(s, ":hour", h->hour);
+        db_bind_int(s, ":now", h->now);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+    }
+    for (size_t i = 0; i <= MAX_CONSUMERS; i++) {
+        struct consumer *k = &h->cons[i];
+        if (i >= h->ncons && i != MAX_CONSUMERS)
+            continue;
+        if (k->alloc <= 0)
+            continue;
+        if ((rc = consumer_team(c, h, k)) != GI_OK)
+            return rc;
+        if (!(s = prep(c, ST_CONS_ADD)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", h->gid);
+        db_bind_int(s, ":hour", h->hour);
+        db_bind_text(s, ":kind", k->kind);
+        db_bind_text(s, ":consumer", k->key);
+        db_bind_opt_text(s, ":team", k->team);
+        db_bind_opt_text(s, ":ns", k->ns);
+        db_bind_opt_text(s, ":pod", k->pod);
+        db_bind_opt_text(s, ":container", k->container);
+        db_bind_opt_text(s, ":user", k->user);
+        db_bind_opt_text(s, ":process", k->process);
+        db_bind_opt_text(s, ":tenant", k->tenant);
+        db_bind_opt_text(s, ":project", k->project);
+        db_bind_dbl(s, ":alloc", k->alloc);
+        db_bind_dbl(s, ":busy", k->busy);
+        db_bind_dbl(s, ":aidle", k->aidle);
+        db_bind_dbl(s, ":usum", k->usum);
+        db_bind_dbl(s, ":measured", k->meas);
+        db_bind_dbl(s, ":umax", k->umax);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+        if ((rc = write_interval(c, h, k)) != GI_OK)
+            return rc;
+    }
+    return GI_OK;
+}
+
+/* Re-sums the GPU's day from its hours. */
+int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
+{
+    struct db_stmt *s = prep(c, ST_DAY_DEL);
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_DAY_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
+}
+
+/* Replaces the day's rows of usage_groups_daily by the sums of its
+ * usage_daily rows, so that the group table always matches them; called
+ * once per day re-summed, inside the same transaction. */
+int usage_write_groups(struct conn *c, int64_t day, int64_t now)
+{
+    struct db_stmt *s = prep(c, ST_GROUPS_DEL);
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":day", day);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_GROUPS_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
+}
+
+static int fill_trailing(struct conn *c, struct hour_calc *h);
+
+/* Hours of a present GPU with no row between this one and its neighbours
+ * (or, after the newest, up to now) are marked, so that a gap without
+ * data still counts as owned and unknown. */
+static int fill_gaps(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s = prep(c, ST_HOUR_PREV);
+    int64_t prev, next;
+    bool none;
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":hour", h->hour);
+    if ((rc = usage_fetch_opt_int(c, s, &prev, &none)) != GI_OK)
+        return rc;
+    if (!none && prev < h->hour - 3600 &&
+        (rc = usage_mark_hours(c, h->gid, prev + 3600, h->hour - 3600, h->now)) != GI_OK)
+        return rc;
+    /* Registered in the inventory before its first reading: owned (and
+     * unknown) from then on. */
+    if (none && h->owned_lo < h->hour &&
+        (rc = usage_mark_hours(c, h->gid, usage_hour_of(h->owned_lo), h->hour - 3600, h->now)) !=
+            GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_HOUR_NEXT)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":hour", h->hour);
+    if ((rc = usage_fetch_opt_int(c, s, &next, &none)) != GI_OK)
+        return rc;
+    if (none)
+        return fill_trailing(c, h);
+    if (next > h->hour + 3600)
+        rc = usage_mark_hours(c, h->gid, h->hour + 3600, next - 3600, h->now);
+    return rc;
+}
+
+/* After the GPU's newest row: marks the hours up to now, oldest first,
+ * stopping at the first one already marked (the rest of the run was
+ * marked by an earlier fill). */
+static int fill_trailing(struct conn *c, struct hour_calc *h)
+{
+    int64_t last = usage_hour_of(h->now);
+    int rc = GI_OK;
+
+    if (h->missing)
+        last = usage_hour_of(h->missing);
+    if (last - h->hour > (int64_t)FILL_MAX_HOURS * 3600)
+        last = h->hour + (int64_t)FILL_MAX_HOURS * 3600;
+    for (int64_t t = h->hour + 3600; t <= last && rc == GI_OK; t += 3600) {
+        if ((rc = usage_mark_hour(c, h->gid, t, h->now)) == GI_OK && db_changes(c) == 0)
+            break;
+    }
+    return rc;
+}
+
+static int clear_hour(struct conn *c, int64_t gid, int64_t hour)
+{
+    struct db_stmt *s = prep(c, ST_HOUR_DEL);
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":hour", hour);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_CONS_DEL)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":hour", hour);
+    return db_exec_done(c, s);
+}
+
+/* Recomputes GPU gid's hour from its samples xs[0..n). */
+int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
+                       const struct usage_sample *xs, size_t n, const struct usage_sample *all,
+                       size_t nall)
+{
+    struct hour_calc *h = calloc(1, sizeof *h);
+    struct totals t = {.umax = NAN, .mmax = NAN, .tmax = NAN, .pmax = NAN};
+    int64_t owned_from = 0;
+    double fraction = 1;
+    bool found;
+    int rc;
+
+    if (!h)
+        return GI_INTERNAL;
+    h->gid = gid;
+    h->hour = hour;
+    h->now = now;
+    h->chunk = all;
+    h->nchunk = nall;
+    gi_strlcpy(h->cons[MAX_CONSUMERS].kind, "unknown", sizeof h->cons[0].kind);
+    gi_strlcpy(h->cons[MAX_CONSUMERS].key, "unknown", sizeof h->cons[0].key);
+    h->cons[MAX_CONSUMERS].umax = NAN;
+    if ((rc = gpu_info(c, h, &found)) != GI_OK || !found)
+        goto cleanup;
+    if ((rc = clear_hour(c, gid, hour)) != GI_OK)
+        goto cleanup;
+    if ((rc = owned_from_update(c, h, xs, n, &owned_from)) != GI_OK)
+        goto cleanup;
+    h->owned_lo = owned_from;
+    if (owned_from != INT64_MAX && (rc = registered(c, h)) != GI_OK)
+        goto cleanup;
+    h->lo = h->owned_lo > hour ? h->owned_lo : hour;
+    h->hi = hour + 3600 < now ? hour + 3600 : now;
+    if (h->missing && h->missing < h->hi)
+        h->hi = h->missing;
+    if (owned_from == INT64_MAX || h->hi <= h->lo) /* not owned in this hour */
+        goto cleanup;
+    if ((rc = owner_resolve(c, gid, hour, &h->owner)) != GI_OK)
+        goto cleanup;
+    if ((rc = build_segments(h, xs, n, owned_from)) != GI_OK)
+        goto cleanup;
+    if ((rc = observed_consumers(c, h)) != GI_OK || (rc = pod_heuristic(c, h)) != GI_OK ||
+        (rc = inventory_consumers(c, h)) != GI_OK)
+        goto cleanup;
+    classify_all(h, &t);
+    if ((rc = gpu_fraction(c, h, &fraction)) != GI_OK)
+        goto cleanup;
+    if ((rc = write_hour(c, h, &t, fraction)) != GI_OK)
+        goto cleanup;
+    if ((rc = write_consumers(c, h)) != GI_OK)
+        goto cleanup;
+    rc = fill_gaps(c, h);
+cleanup:
+    if (rc == GI_OK)
+        rc = usage_write_day(c, gid, hour - hour % 86400, now);
+    for (size_t i = 0; i < h->ncons; i++)
+        free(h->cons[i].on);
+    free(h->segs);
+    free(h);
+    return rc;
+}

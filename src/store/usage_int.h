@@ -1,0 +1,62 @@
+/* Private interface between the two halves of usage over time:
+ * usage.c (configuration, marking, the usage:rollup job and its queues)
+ * and usage_hour.c (the computation of one GPU-hour and the daily sums
+ * built from it). Nothing outside these two files includes it. */
+#ifndef GI_USAGE_INT_H
+#define GI_USAGE_INT_H
+
+#include "store/store_int.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The longest run of missing hours filled at once (raw samples are kept
+ * two weeks by default: a gap longer than that has nothing to compute). */
+#define FILL_MAX_HOURS (24 * 45)
+
+/* One raw sample of a rollup chunk; NaN where the reading was NULL. */
+struct usage_sample {
+    int64_t gpu, src, ts;
+    double ua, um, mem, pw, temp;
+};
+
+/* The start of the hour holding unix second t (floored, negatives too). */
+static inline int64_t usage_hour_of(int64_t t) { return t - ((t % 3600) + 3600) % 3600; }
+
+/* usage.c: the configuration in force (store_usage_configure). Borrowed;
+ * valid for the life of the process. */
+const struct store_usage_config *usage_config(void);
+
+/* usage.c: runs the nullable integer query s (bound by the caller) and
+ * resets it: *out = the value, *null = whether it was NULL (or there was
+ * no row). */
+int usage_fetch_opt_int(struct conn *c, struct db_stmt *s, int64_t *out, bool *null);
+
+/* usage.c: marks GPU gpu_id's hour (an hour start) dirty, inside the
+ * caller's transaction; an hour already marked is left as it is (then
+ * db_changes(c) is 0). */
+int usage_mark_hour(struct conn *c, int64_t gpu_id, int64_t hour, int64_t now);
+
+/* usage.c: marks every hour from `first` to `last` (hour starts), at most
+ * FILL_MAX_HOURS of them, the newest first. */
+int usage_mark_hours(struct conn *c, int64_t gpu_id, int64_t first, int64_t last, int64_t now);
+
+/* usage_hour.c: recomputes GPU gid's hour (an hour start) from its samples
+ * xs[0..n), inside the caller's transaction: its hourly row, consumers and
+ * intervals, then its day's row. all[0..nall) are every sample of the
+ * chunk, ordered by GPU (xs lies within it). Both borrowed. A GPU that no
+ * longer exists is GI_OK with nothing written. */
+int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
+                       const struct usage_sample *xs, size_t n, const struct usage_sample *all,
+                       size_t nall);
+
+/* usage_hour.c: sums GPU gid's hourly rows of `day` (a day start) into
+ * its daily row again, inside the caller's transaction. */
+int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now);
+
+/* usage_hour.c: sums every GPU's daily row of `day` into the group rows of
+ * that day again, inside the caller's transaction. */
+int usage_write_groups(struct conn *c, int64_t day, int64_t now);
+
+#endif
