@@ -1,0 +1,44 @@
+/* Private to the usage insight files of src/store/ (insights.c,
+ * insights_patterns.c, insights_waste.c): the filters every insight
+ * statement shares and the helpers that turn its rows into items. */
+#ifndef GI_INSIGHTS_INT_H
+#define GI_INSIGHTS_INT_H
+
+#include "store/store_int.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The rows every insight reads (alias h for usage_hourly). */
+#define FILTERS                                                                                    \
+    " h.hour >= :from AND h.hour < :to AND (:team IS NULL OR h.team = :team) AND (:env IS NULL "   \
+    "OR h.env = :env) AND (:pool IS NULL OR h.pool = :pool) AND (:cluster IS NULL OR h.cluster = " \
+    ":cluster) AND (:cloud IS NULL OR h.cloud = :cloud) AND (:model IS NULL OR h.model = :model) " \
+    "AND (CAST(:dc AS BIGINT) = 0 OR h.datacenter_id = :dc) "
+
+/* Binds the filters and the range every statement shares (FILTERS) and
+ * the page bound (f->limit, 100 when not positive). s and f are borrowed. */
+void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f);
+/* A figure as a new JSON real, rounded to 6 decimals so sums of floating
+ * seconds read as the hours they are (10 rather than 9.999999999998). */
+json_t *insight_num(double x);
+/* Real column i of s; NAN when NULL. */
+double insight_col_opt(struct db_stmt *s, int i);
+/* Text column i of s as a new JSON string, JSON null for NULL. */
+json_t *insight_col_text_json(struct db_stmt *s, int i);
+/* Micro-units as a decimal string with 2 decimals ("1234.50") in buf
+ * (len bytes, truncated to fit). */
+void insight_money_text(double micros, char *buf, size_t len);
+/* Micro-units as a new JSON decimal string; JSON null for NAN (no rate). */
+json_t *insight_money_json(double micros);
+/* Appends o to items, stealing o; false when o is NULL (out of memory) or
+ * the append fails. */
+bool insight_append(json_t *items, json_t *o);
+/* Steps the bound statement s (borrowed, reset afterwards), appending one
+ * item per row made by `row`; GI_INTERNAL when a row cannot be made, the
+ * step's status otherwise. */
+int insight_collect_rows(struct conn *c, struct db_stmt *s, json_t *(*row)(struct db_stmt *s),
+                         json_t *items);
+
+#endif

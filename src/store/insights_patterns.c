@@ -1,0 +1,257 @@
+/* Usage patterns read from the hourly rollups: the hour-of-week heatmap
+ * and period-over-period trends by one grouping. See store.h; figures and
+ * money are those of insights.c. */
+#include "store/insights_int.h"
+#include "core/status.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Per-group sums of one half of a trend: `cmp` picks the hours. */
+#define TREND_HALF(cmp)                                                                            \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.owned_s * h.fraction ELSE 0 END), "                  \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.busy_s * h.fraction ELSE 0 END), "                   \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.alloc_idle_s * h.fraction ELSE 0 END), "             \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.util_sum * h.fraction ELSE 0 END), "                 \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.measured_s * h.fraction ELSE 0 END), "               \
+    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.owned_s * h.fraction * h.rate_micros END) / 3600, "  \
+    "MIN(CASE WHEN h.hour " cmp " :mid THEN h.currency END), "                                     \
+    "MAX(CASE WHEN h.hour " cmp " :mid THEN h.currency END)"
+
+#define TREND(key, join)                                                                           \
+    "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM usage_hourly h " join          \
+                                                             " WHERE " FILTERS " GROUP BY " key    \
+                                                             " ORDER BY 2 DESC, 1 "                \
+                                                             "LIMIT :limit"
+
+#define JOIN_GPU "JOIN gpus g ON g.id = h.gpu_id"
+#define JOIN_DC "LEFT JOIN datacenters d ON d.id = h.datacenter_id"
+
+#define STATEMENTS(X)                                                                              \
+    X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum * h.fraction), "         \
+               "SUM(h.measured_s * h.fraction), SUM(h.allocated_s * h.fraction), "                 \
+               "SUM(h.owned_s * h.fraction), SUM(h.busy_s * h.fraction) FROM usage_hourly h "      \
+               "WHERE " FILTERS "GROUP BY ((h.hour + :tz) / 3600 + 72) % 168")                     \
+    X(TREND_TEAM, TREND("h.team", ""))                                                             \
+    X(TREND_ENV, TREND("h.env", ""))                                                               \
+    X(TREND_POOL, TREND("h.pool", ""))                                                             \
+    X(TREND_CLUSTER, TREND("h.cluster", ""))                                                       \
+    X(TREND_CLOUD, TREND("h.cloud", ""))                                                           \
+    X(TREND_MODEL, TREND("h.model", ""))                                                           \
+    X(TREND_DC, TREND("d.name", JOIN_DC))                                                          \
+    X(TREND_HOST, TREND("h.host", ""))                                                             \
+    X(TREND_GPU, TREND("g.uuid", JOIN_GPU))
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* ---- heatmap ---- */
+
+static const char *const day_names[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+
+/* One hour of the week: sums of seconds (and of util % x seconds), each
+ * weighted by the GPU's fraction. */
+struct cell {
+    double util_sum, measured_s, allocated_s, owned_s, busy_s;
+};
+
+int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, int64_t tz_s,
+                        bool allocation, json_t **items)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_HEATMAP);
+    struct cell cells[168] = {{0}};
+    int step, rc = GI_INTERNAL;
+
+    *items = NULL;
+    if (s == NULL)
+        goto cleanup;
+    insight_bind_filter(s, f);
+    db_bind_int(s, ":tz", tz_s);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t how = db_col_int(s, 0);
+        struct cell *e;
+        if (how < 0 || how >= 168)
+            continue;
+        e = &cells[how];
+        e->util_sum = db_col_dbl(s, 1);
+        e->measured_s = db_col_dbl(s, 2);
+        e->allocated_s = db_col_dbl(s, 3);
+        e->owned_s = db_col_dbl(s, 4);
+        e->busy_s = db_col_dbl(s, 5);
+    }
+    db_reset(s);
+    if ((rc = db_status(step)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if ((*items = json_array()) == NULL)
+        goto cleanup;
+    for (int i = 0; i < 168; i++) {
+        const struct cell *e = &cells[i];
+        json_t *util = e->measured_s > 0 ? insight_num(e->util_sum / e->measured_s) : json_null();
+        json_t *alloc =
+            e->owned_s > 0 ? insight_num(100.0 * e->allocated_s / e->owned_s) : json_null();
+        json_t *o = json_pack(
+            "{s:i, s:s, s:i, s:O, s:o, s:o, s:{s:o, s:o, s:o, s:o}}", "hour_of_week", i, "day",
+            day_names[i / 24], "hour", i % 24, "value", allocation ? alloc : util, "util_avg", util,
+            "allocated_pct", alloc, "gpu_hours", "owned", insight_num(e->owned_s / 3600),
+            "measured", insight_num(e->measured_s / 3600), "allocated",
+            insight_num(e->allocated_s / 3600), "busy", insight_num(e->busy_s / 3600));
+        if (!insight_append(*items, o))
+            goto cleanup;
+    }
+    rc = GI_OK;
+cleanup:
+    if (rc != GI_OK) {
+        json_decref(*items);
+        *items = NULL;
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+/* ---- trend ---- */
+
+static const struct {
+    const char *name;
+    enum stmt_id id;
+} trend_groups[] = {
+    {"team", ST_TREND_TEAM},       {"env", ST_TREND_ENV},     {"pool", ST_TREND_POOL},
+    {"cluster", ST_TREND_CLUSTER}, {"cloud", ST_TREND_CLOUD}, {"model", ST_TREND_MODEL},
+    {"datacenter", ST_TREND_DC},   {"host", ST_TREND_HOST},   {"gpu", ST_TREND_GPU},
+};
+
+/* The trend statement of a grouping, -1 for an unknown one. */
+static int trend_stmt(const char *group_by)
+{
+    for (size_t i = 0; i < sizeof trend_groups / sizeof trend_groups[0]; i++)
+        if (group_by && strcmp(trend_groups[i].name, group_by) == 0)
+            return (int)trend_groups[i].id;
+    return -1;
+}
+
+bool store_insight_group_valid(const char *group_by) { return trend_stmt(group_by) >= 0; }
+
+/* "up", "down" or "flat" from previous to current. */
+static const char *direction(double cur, double prev)
+{
+    double d = cur - prev, scale = fabs(prev) > 1 ? fabs(prev) : 1;
+
+    if (fabs(d) <= 1e-9 * scale)
+        return "flat";
+    return d > 0 ? "up" : "down";
+}
+
+/* {"current","previous","change_pct","direction"}; change_pct null when
+ * the previous figure is zero or either is unknown (NAN). cur_j and
+ * prev_j are the figures as shown (stolen). */
+static json_t *change_json(double cur, double prev, json_t *cur_j, json_t *prev_j)
+{
+    json_t *pct = json_null();
+    const char *dir = "flat";
+
+    if (!isnan(cur) && !isnan(prev)) {
+        dir = direction(cur, prev);
+        if (prev != 0)
+            pct = json_real(round((cur - prev) / fabs(prev) * 1000.0) / 10.0);
+    }
+    return json_pack("{s:o, s:o, s:o, s:s}", "current", cur_j, "previous", prev_j, "change_pct",
+                     pct, "direction", dir);
+}
+
+/* One half of a trend row, from column i on (8 columns). */
+struct half {
+    double owned, busy, alloc_idle, util, cost;
+    const char *cur1, *cur2;
+};
+
+/* Reads a half of a trend row from column i on (8 columns). */
+static void half_read(struct db_stmt *s, int i, struct half *h)
+{
+    double measured = db_col_dbl(s, i + 4);
+
+    h->owned = db_col_dbl(s, i) / 3600;
+    h->busy = db_col_dbl(s, i + 1) / 3600;
+    h->alloc_idle = db_col_dbl(s, i + 2) / 3600;
+    h->util = measured > 0 ? db_col_dbl(s, i + 3) / measured : NAN;
+    h->cost = insight_col_opt(s, i + 5);
+    h->cur1 = db_col_text(s, i + 6);
+    h->cur2 = db_col_text(s, i + 7);
+}
+
+/* A half's cost in micros, NAN when it cannot be compared (no rate or
+ * mixed currencies). */
+static double half_cost(const struct half *h)
+{
+    if (h->cur1 == NULL || (h->cur2 && strcmp(h->cur1, h->cur2) != 0))
+        return NAN;
+    return isnan(h->cost) ? 0 : h->cost;
+}
+
+/* A figure as JSON, null for NAN (unknown). */
+static json_t *opt_num(double x) { return isnan(x) ? json_null() : insight_num(x); }
+
+/* The currency of a half: NULL when no hour had a rate, "mixed" when
+ * rates differ in currency. */
+static const char *half_currency(const struct half *h)
+{
+    if (h->cur1 == NULL)
+        return NULL;
+    return h->cur2 && strcmp(h->cur1, h->cur2) != 0 ? "mixed" : h->cur1;
+}
+
+/* One group of a trend: each figure of the current half beside the
+ * previous one. */
+static json_t *trend_row(struct db_stmt *s)
+{
+    struct half cur, prev;
+    const char *currency;
+    json_t *cost;
+
+    half_read(s, 1, &cur);
+    half_read(s, 9, &prev);
+    currency = half_currency(&cur) ? half_currency(&cur) : half_currency(&prev);
+    cost = change_json(half_cost(&cur), half_cost(&prev), insight_money_json(half_cost(&cur)),
+                       insight_money_json(half_cost(&prev)));
+    if (cost == NULL)
+        return NULL;
+    json_object_set_new(cost, "currency", currency ? json_string(currency) : json_null());
+    json_object_set_new(cost, "method", json_string("catalog"));
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o}", "group", insight_col_text_json(s, 0), "owned",
+        change_json(cur.owned, prev.owned, insight_num(cur.owned), insight_num(prev.owned)), "busy",
+        change_json(cur.busy, prev.busy, insight_num(cur.busy), insight_num(prev.busy)),
+        "allocated_idle",
+        change_json(cur.alloc_idle, prev.alloc_idle, insight_num(cur.alloc_idle),
+                    insight_num(prev.alloc_idle)),
+        "util_avg", change_json(cur.util, prev.util, opt_num(cur.util), opt_num(prev.util)), "cost",
+        cost);
+}
+
+int store_usage_trend(struct store *st, const struct store_insight_filter *f, const char *group_by,
+                      int64_t cur_from, json_t **items)
+{
+    int id = trend_stmt(group_by);
+    struct conn *c;
+    struct db_stmt *s;
+    int rc = GI_INTERNAL;
+
+    *items = NULL;
+    if (id < 0)
+        return GI_INVALID;
+    c = db_conn_get(st);
+    if ((s = prep(c, (enum stmt_id)id)) == NULL || (*items = json_array()) == NULL)
+        goto cleanup;
+    insight_bind_filter(s, f);
+    db_bind_int(s, ":mid", cur_from);
+    rc = insight_collect_rows(c, s, trend_row, *items);
+cleanup:
+    if (rc != GI_OK) {
+        json_decref(*items);
+        *items = NULL;
+    }
+    db_conn_put(st, c);
+    return rc;
+}

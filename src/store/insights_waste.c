@@ -1,0 +1,886 @@
+/* Inefficiency lists read from the hourly rollups: idle and
+ * allocated-idle GPUs, waste by team, top consumers, over-requesting
+ * workloads and the savings drawn from them. See store.h; figures and
+ * money are those of insights.c.
+ *
+ * Runs of consecutive hours ("since when") are found with the
+ * gaps-and-islands pattern (hour / 3600 minus the row number is constant
+ * along a run), which SQLite and PostgreSQL both accept; an hour without
+ * a row breaks a run, so a gap in the data is never taken for idleness. */
+#include "store/insights_int.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Consumer hours with their GPU-hour (alias u and h). The consumer rows
+ * lead (CROSS JOIN keeps that order on SQLite; PostgreSQL plans it as an
+ * inner join) and are read by their hour, each finding its hour row by
+ * its primary key: led by usage_hourly, SQLite would search each GPU's
+ * consumer rows over the whole range instead of by the hour. */
+#define CONSUMER_HOURS(more)                                                                       \
+    " usage_consumers u CROSS JOIN usage_hourly h " more " WHERE u.hour >= :from AND u.hour < "    \
+    ":to AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND "
+
+/* A workload: a pod (on whichever container), else the consumer, on one
+ * host. */
+#define WORKLOAD                                                                                   \
+    "CASE WHEN u.kind = 'k8s' AND u.pod IS NOT NULL THEN COALESCE(u.namespace, '') || '/' || "     \
+    "u.pod ELSE u.consumer END"
+
+#define STATEMENTS(X)                                                                              \
+    X(IDLE,                                                                                        \
+      "WITH idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "        \
+      "h.fraction * h.rate_micros / 3600 AS cost, h.currency, h.hour / 3600 - ROW_NUMBER() OVER "  \
+      "(PARTITION BY h.gpu_id ORDER BY h.hour) AS isl FROM usage_hourly h WHERE " FILTERS          \
+      "AND h.allocated_s = 0 AND h.idle_s > 0), "                                                  \
+      "newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS         \
+      "AND h.owned_s > 0 GROUP BY h.gpu_id), "                                                     \
+      "runs AS (SELECT gpu_id, MIN(hour) AS since, MAX(hour) AS last, COUNT(*) AS hours, "         \
+      "SUM(idle_s) AS idle_s, SUM(cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "    \
+      "FROM idle GROUP BY gpu_id, isl) "                                                           \
+      "SELECT g.uuid, r.since, r.last + 3600, r.hours, r.idle_s / 3600, r.cost, r.cur1, r.cur2, "  \
+      "l.host, l.team, l.model, l.rate_micros * l.fraction, l.currency FROM runs r JOIN newest n " \
+      "ON n.gpu_id = r.gpu_id AND n.hour = r.last JOIN usage_hourly l ON l.gpu_id = r.gpu_id AND " \
+      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours AND r.last >= "  \
+      ":recent ORDER BY r.hours DESC, g.uuid LIMIT :limit")                                        \
+    X(ALLOC_IDLE,                                                                                  \
+      "WITH c AS (SELECT u.gpu_id, u.hour, u.kind, u.consumer, u.team AS holder, u.allocated_s, "  \
+      "u.busy_s, u.alloc_idle_s, h.fraction, h.rate_micros, h.currency, h.team, h.host "           \
+      "FROM" CONSUMER_HOURS("") FILTERS                                                            \
+      "AND u.allocated_s > 0), "                                                                   \
+      "isl AS (SELECT gpu_id, hour, kind, consumer, hour / 3600 - ROW_NUMBER() OVER (PARTITION "   \
+      "BY gpu_id, kind, consumer ORDER BY hour) AS k FROM c WHERE busy_s = 0 AND alloc_idle_s > "  \
+      "0), "                                                                                       \
+      "runs AS (SELECT gpu_id, kind, consumer, MIN(hour) AS since, MAX(hour) AS last FROM isl "    \
+      "GROUP BY gpu_id, kind, consumer, k), "                                                      \
+      "tot AS (SELECT gpu_id, kind, consumer, MAX(holder) AS holder, MAX(team) AS team, "          \
+      "MAX(host) AS host, SUM(alloc_idle_s * fraction) / 3600 AS gh, SUM(alloc_idle_s * fraction " \
+      "* rate_micros) / 3600 AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2, MAX(hour) AS " \
+      "last, MIN(CASE WHEN alloc_idle_s > 0 THEN hour END) AS first_idle, SUM(allocated_s * "      \
+      "fraction) / 3600 AS held FROM c GROUP BY gpu_id, kind, consumer HAVING SUM(alloc_idle_s) "  \
+      "> 0) "                                                                                      \
+      "SELECT g.uuid, t.kind, t.consumer, t.holder, l.team, l.host, t.gh, t.cost, t.cur1, "        \
+      "t.cur2, t.first_idle, t.last + 3600, t.held, r.since, l.rate_micros * l.fraction, "         \
+      "l.currency FROM tot t JOIN gpus g ON g.id = t.gpu_id LEFT JOIN runs r ON r.gpu_id = "       \
+      "t.gpu_id AND r.kind = t.kind AND r.consumer = t.consumer AND r.last = t.last LEFT JOIN "    \
+      "usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = t.last ORDER BY COALESCE(t.cost, 0) "    \
+      "DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")                                          \
+    X(WASTE_BY_TEAM,                                                                               \
+      "SELECT h.team, SUM(h.alloc_idle_s * h.fraction * h.rate_micros) / 3600, SUM(h.idle_s * "    \
+      "h.fraction * h.rate_micros) / 3600, SUM(h.owned_s * h.fraction * h.rate_micros) / 3600, "   \
+      "SUM(h.alloc_idle_s * h.fraction) / 3600, SUM(h.idle_s * h.fraction) / 3600, "               \
+      "SUM(h.owned_s * h.fraction) / 3600, MIN(h.currency), MAX(h.currency), COUNT(DISTINCT CASE " \
+      "WHEN h.alloc_idle_s > 0 THEN h.gpu_id END), COUNT(DISTINCT h.gpu_id) FROM usage_hourly h "  \
+      "WHERE " FILTERS "GROUP BY h.team ORDER BY COALESCE(SUM(h.alloc_idle_s * h.fraction * "      \
+      "h.rate_micros), 0) DESC, COALESCE(SUM(h.idle_s * h.fraction * h.rate_micros), 0) DESC, "    \
+      "SUM(h.alloc_idle_s * h.fraction) DESC, SUM(h.idle_s * h.fraction) DESC, h.team "            \
+      "LIMIT :limit")                                                                              \
+    X(TOP_CONSUMERS,                                                                               \
+      "SELECT u.kind, u.consumer, MAX(u.team), SUM(u.allocated_s * h.fraction) / 3600, "           \
+      "SUM(u.busy_s * h.fraction) / 3600, SUM(u.alloc_idle_s * h.fraction) / 3600, "               \
+      "SUM(u.util_sum * h.fraction), SUM(u.measured_s * h.fraction), COUNT(DISTINCT u.gpu_id), "   \
+      "SUM(u.allocated_s * "                                                                       \
+      "h.fraction * h.rate_micros) / 3600, MIN(h.currency), MAX(h.currency), MIN(u.hour), "        \
+      "MAX(u.hour) + 3600 FROM" CONSUMER_HOURS("") FILTERS                                         \
+      "AND u.allocated_s > 0 GROUP BY u.kind, u.consumer ORDER "                                   \
+      "BY SUM(u.allocated_s * h.fraction) DESC, u.kind, u.consumer LIMIT :limit")                  \
+    X(OVERREQUEST,                                                                                 \
+      "SELECT u.kind, " WORKLOAD ", COALESCE(h.host_id, 0), MAX(h.host), MAX(u.team), "            \
+      "MAX(h.team), g.uuid, MAX(u.util_max), SUM(u.allocated_s), SUM(u.allocated_s * "             \
+      "h.fraction) / 3600, SUM(u.allocated_s * h.fraction * h.rate_micros) / 3600, "               \
+      "MIN(h.currency), MIN(u.hour), MAX(u.hour) + 3600 FROM" CONSUMER_HOURS(                      \
+          "JOIN gpus g ON g.id = u.gpu_id") FILTERS                                                \
+      "AND u.kind <> 'unknown' AND u.allocated_s > 0 GROUP BY u.kind, " WORKLOAD                   \
+      ", COALESCE(h.host_id, 0), g.uuid ORDER BY 1, 2, 3, g.uuid")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* Rows an over-request query reads at most, so one request stays bounded
+ * however many GPUs the range holds. */
+#define OVERREQUEST_MAX_ROWS 200000
+/* A month, for the savings: 30 days of hours. */
+#define MONTH_HOURS 720.0
+
+/* RFC 3339 of t as JSON. */
+static json_t *time_json(int64_t t)
+{
+    char buf[32];
+
+    gi_time_format(t, buf, sizeof buf);
+    return json_string(buf);
+}
+
+/* {"amount","currency","method"} from a sum of micro-units and the least
+ * and greatest currency behind it: amount and currency null when no hour
+ * had a rate; amount null and currency "mixed" when rates differ in
+ * currency. */
+static json_t *cost_json(double micros, const char *cur1, const char *cur2)
+{
+    bool mixed = cur1 && cur2 && strcmp(cur1, cur2) != 0;
+
+    if (cur1 == NULL || isnan(micros))
+        return json_pack("{s:n, s:n, s:s}", "amount", "currency", "method", "catalog");
+    if (mixed)
+        return json_pack("{s:n, s:s, s:s}", "amount", "currency", "mixed", "method", "catalog");
+    return json_pack("{s:o, s:s, s:s}", "amount", insight_money_json(micros), "currency", cur1,
+                     "method", "catalog");
+}
+
+/* A cost from columns i (micros), i+1 and i+2 (currencies). */
+static json_t *col_cost(struct db_stmt *s, int i)
+{
+    return cost_json(insight_col_opt(s, i), db_col_text(s, i + 1), db_col_text(s, i + 2));
+}
+
+/* ---- idle and allocated-idle GPUs ---- */
+
+/* Hidden member of the items the savings are drawn from: the GPU's cost
+ * per hour now (rate × fraction, micro-units), stripped before an item
+ * leaves this file. */
+#define HOURLY "_hourly"
+
+/* {"amount","currency"} of a cost per hour, or null without a rate. */
+static json_t *hourly_json(double micros, const char *currency)
+{
+    if (isnan(micros) || currency == NULL)
+        return json_null();
+    return json_pack("{s:o, s:s}", "amount", insight_money_json(micros), "currency", currency);
+}
+
+/* Sets o's "hourly" cost and, with a rate, its hidden HOURLY figure. */
+static void set_hourly(json_t *o, double micros, const char *currency)
+{
+    json_object_set_new(o, "hourly", hourly_json(micros, currency));
+    if (!isnan(micros) && currency)
+        json_object_set_new(o, HOURLY, json_real(micros));
+}
+
+/* Removes the hidden members from every item. */
+static void strip_hidden(json_t *items)
+{
+    size_t i;
+    json_t *o;
+
+    json_array_foreach(items, i, o)
+        json_object_del(o, HOURLY);
+}
+
+/* One GPU of the IDLE statement. */
+static json_t *idle_row(struct db_stmt *s)
+{
+    json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu",
+                          insight_col_text_json(s, 0), "host", insight_col_text_json(s, 8), "team",
+                          insight_col_text_json(s, 9), "model", insight_col_text_json(s, 10),
+                          "since", time_json(db_col_int(s, 1)), "until",
+                          time_json(db_col_int(s, 2)), "hours", (json_int_t)db_col_int(s, 3),
+                          "idle_gpu_hours", insight_num(db_col_dbl(s, 4)), "cost", col_cost(s, 5));
+    if (o)
+        set_hourly(o, insight_col_opt(s, 11), db_col_text(s, 12));
+    return o;
+}
+
+/* The oldest hour a run may end with and still count as lasting up to
+ * the end of the range: the hour before the range's newest hour (the one
+ * holding to - 1), so that an hour not yet rolled up does not end every
+ * run. */
+static int64_t recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 3600; }
+
+/* Appends the GPUs idle now for min_hours or more to items (with the
+ * hidden HOURLY figures). */
+static int idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
+                      json_t *items)
+{
+    struct db_stmt *s = prep(c, ST_IDLE);
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_filter(s, f);
+    db_bind_int(s, ":min_hours", min_hours);
+    db_bind_int(s, ":recent", recent_hour(f->to));
+    return insight_collect_rows(c, s, idle_row, items);
+}
+
+/* One GPU and consumer of the ALLOC_IDLE statement. */
+static json_t *alloc_idle_row(struct db_stmt *s)
+{
+    bool now = !db_col_is_null(s, 13);
+    int64_t since = now ? db_col_int(s, 13) : db_col_int(s, 10);
+    json_t *o =
+        json_pack("{s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:b, s:o, s:o, s:o, s:o}", "gpu",
+                  insight_col_text_json(s, 0), "host", insight_col_text_json(s, 5), "team",
+                  insight_col_text_json(s, 4), "consumer", "kind", insight_col_text_json(s, 1),
+                  "name", insight_col_text_json(s, 2), "team", insight_col_text_json(s, 3), "since",
+                  time_json(since), "idle_now", now, "last_seen", time_json(db_col_int(s, 11)),
+                  "held_gpu_hours", insight_num(db_col_dbl(s, 12)), "allocated_idle_gpu_hours",
+                  insight_num(db_col_dbl(s, 6)), "cost", col_cost(s, 7));
+    if (o)
+        set_hourly(o, insight_col_opt(s, 14), db_col_text(s, 15));
+    return o;
+}
+
+/* Appends the allocated-idle GPUs to items (with the hidden HOURLY
+ * figures). */
+static int alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
+{
+    struct db_stmt *s = prep(c, ST_ALLOC_IDLE);
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_filter(s, f);
+    return insight_collect_rows(c, s, alloc_idle_row, items);
+}
+
+/* Runs one item producer on a borrowed connection in one snapshot. */
+static int run_items(struct store *st, json_t **items,
+                     int (*fn)(struct conn *c, const void *arg, json_t *items), const void *arg)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = GI_INTERNAL;
+
+    if ((*items = json_array()) != NULL) {
+        db_read_begin(c);
+        rc = fn(c, arg, *items);
+        db_read_end(c);
+    }
+    if (rc != GI_OK) {
+        json_decref(*items);
+        *items = NULL;
+    } else {
+        strip_hidden(*items);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+/* What the producers of run_items() take besides the filter. */
+struct insight_arg {
+    const struct store_insight_filter *f;
+    int64_t min_hours;
+    double peak_below;
+};
+
+/* The producers run_items() runs, one per public function. */
+static int idle_fn(struct conn *c, const void *arg, json_t *items)
+{
+    const struct insight_arg *a = arg;
+    return idle_items(c, a->f, a->min_hours, items);
+}
+
+int store_insight_idle(struct store *st, const struct store_insight_filter *f, int64_t min_hours,
+                       json_t **items)
+{
+    struct insight_arg a = {f, min_hours, 0};
+    return run_items(st, items, idle_fn, &a);
+}
+
+static int alloc_idle_fn(struct conn *c, const void *arg, json_t *items)
+{
+    return alloc_idle_items(c, arg, items);
+}
+
+int store_insight_alloc_idle(struct store *st, const struct store_insight_filter *f, json_t **items)
+{
+    return run_items(st, items, alloc_idle_fn, f);
+}
+
+/* ---- waste by team, top consumers ---- */
+
+/* One team of the WASTE_BY_TEAM statement. */
+static json_t *waste_row(struct db_stmt *s)
+{
+    const char *c1 = db_col_text(s, 7), *c2 = db_col_text(s, 8);
+
+    return json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:I, s:I}", "team",
+                     insight_col_text_json(s, 0), "allocated_idle_cost",
+                     cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
+                     cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
+                     cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
+                     insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)),
+                     "idle", insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)db_col_int(s, 10),
+                     "gpus_allocated_idle", (json_int_t)db_col_int(s, 9));
+}
+
+/* Runs statement id with the filters, one item per row by `row`. */
+static int stmt_fn(struct conn *c, enum stmt_id id, const struct store_insight_filter *f,
+                   json_t *(*row)(struct db_stmt *s), json_t *items)
+{
+    struct db_stmt *s = prep(c, id);
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_filter(s, f);
+    return insight_collect_rows(c, s, row, items);
+}
+
+static int waste_fn(struct conn *c, const void *arg, json_t *items)
+{
+    int rc = stmt_fn(c, ST_WASTE_BY_TEAM, arg, waste_row, items);
+    size_t i;
+    json_t *o;
+
+    json_array_foreach(items, i, o)
+        json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
+    return rc;
+}
+
+int store_insight_waste_by_team(struct store *st, const struct store_insight_filter *f,
+                                json_t **items)
+{
+    return run_items(st, items, waste_fn, f);
+}
+
+/* One consumer of the TOP_CONSUMERS statement. */
+static json_t *top_row(struct db_stmt *s)
+{
+    double gh = db_col_dbl(s, 3), busy = db_col_dbl(s, 4), measured = db_col_dbl(s, 7);
+
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o}", "kind",
+                     insight_col_text_json(s, 0), "consumer", insight_col_text_json(s, 1), "team",
+                     insight_col_text_json(s, 2), "gpu_hours", insight_num(gh), "busy_gpu_hours",
+                     insight_num(busy), "allocated_idle_gpu_hours", insight_num(db_col_dbl(s, 5)),
+                     "busy_pct", gh > 0 ? insight_num(100.0 * busy / gh) : json_null(), "util_avg",
+                     measured > 0 ? insight_num(db_col_dbl(s, 6) / measured) : json_null(), "gpus",
+                     (json_int_t)db_col_int(s, 8), "first", time_json(db_col_int(s, 12)), "last",
+                     time_json(db_col_int(s, 13)), "cost", col_cost(s, 9));
+}
+
+static int top_fn(struct conn *c, const void *arg, json_t *items)
+{
+    return stmt_fn(c, ST_TOP_CONSUMERS, arg, top_row, items);
+}
+
+int store_insight_top_consumers(struct store *st, const struct store_insight_filter *f,
+                                json_t **items)
+{
+    return run_items(st, items, top_fn, f);
+}
+
+/* ---- over-requesting workloads ---- */
+
+/* One workload being gathered from its per-GPU rows. */
+struct workload {
+    json_t *o;                 /* the item */
+    json_t *gpus, *idle;       /* borrowed from o */
+    double idle_gh, idle_cost; /* NAN cost: no rate */
+    double idle_hourly;        /* micros per hour of the idle GPUs */
+    const char *currency;      /* borrowed from o */
+    int64_t first, last;
+};
+
+/* A new workload item from the first of its rows. */
+static json_t *workload_new(struct db_stmt *s)
+{
+    return json_pack("{s:o, s:o, s:I, s:o, s:o, s:o, s:[], s:[]}", "kind",
+                     insight_col_text_json(s, 0), "workload", insight_col_text_json(s, 1),
+                     "host_id", (json_int_t)db_col_int(s, 2), "host", insight_col_text_json(s, 3),
+                     "team", insight_col_text_json(s, 4), "owner_team", insight_col_text_json(s, 5),
+                     "gpus", "idle_gpus");
+}
+
+/* Adds this row's GPU to w: idle when its peak stayed below peak_below. */
+static void workload_add(struct workload *w, struct db_stmt *s, double peak_below)
+{
+    double peak = insight_col_opt(s, 7), held_s = db_col_dbl(s, 8), cost = insight_col_opt(s, 10);
+    const char *cur = db_col_text(s, 11);
+
+    json_array_append_new(w->gpus, insight_col_text_json(s, 6));
+    if (db_col_int(s, 12) < w->first || w->first == 0)
+        w->first = db_col_int(s, 12);
+    if (db_col_int(s, 13) > w->last)
+        w->last = db_col_int(s, 13);
+    if (isnan(peak) || peak >= peak_below)
+        return;
+    json_array_append_new(w->idle, insight_col_text_json(s, 6));
+    w->idle_gh += db_col_dbl(s, 9);
+    if (!isnan(cost) && cur) {
+        if (w->currency == NULL) {
+            json_object_set_new(w->o, "currency", json_string(cur));
+            w->currency = json_string_value(json_object_get(w->o, "currency"));
+        }
+        w->idle_cost = (isnan(w->idle_cost) ? 0 : w->idle_cost) + cost;
+        if (held_s > 0)
+            w->idle_hourly += cost / (held_s / 3600);
+    }
+}
+
+/* Finishes w into items when it over-requests (it uses some of its n >= 2
+ * GPUs and leaves 1 <= k < n unused; one that uses none is allocated-idle
+ * instead); frees it otherwise. */
+static bool workload_end(struct workload *w, json_t *items)
+{
+    size_t n = json_array_size(w->gpus), k = json_array_size(w->idle);
+    json_t *o = w->o;
+    char cur[8] = "";
+
+    w->o = NULL;
+    if (o == NULL)
+        return true;
+    if (w->currency)
+        gi_strlcpy(cur, w->currency, sizeof cur);
+    if (n < 2 || k < 1 || k >= n) {
+        json_decref(o);
+        return true;
+    }
+    json_object_set_new(o, "n", json_integer((json_int_t)n));
+    json_object_set_new(o, "k", json_integer((json_int_t)k));
+    json_object_set_new(o, "idle_gpu_hours", insight_num(w->idle_gh));
+    json_object_set_new(o, "idle_cost",
+                        cost_json(w->idle_cost, cur[0] ? cur : NULL, cur[0] ? cur : NULL));
+    json_object_set_new(o, "first", time_json(w->first));
+    json_object_set_new(o, "last", time_json(w->last));
+    json_object_set_new(o, "_last", json_integer(w->last));
+    json_object_del(o, "currency");
+    if (!isnan(w->idle_cost) && cur[0]) {
+        json_object_set_new(o, HOURLY, json_real(w->idle_hourly));
+        json_object_set_new(o, "_currency", json_string(cur));
+    }
+    return json_array_append_new(items, o) == 0;
+}
+
+/* Larger idle cost first (no rate last), then more idle GPU-hours. */
+static int workload_cmp(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    const char *ax = json_string_value(json_object_get(json_object_get(x, "idle_cost"), "amount"));
+    const char *ay = json_string_value(json_object_get(json_object_get(y, "idle_cost"), "amount"));
+    double cx = ax ? strtod(ax, NULL) : -1, cy = ay ? strtod(ay, NULL) : -1;
+    double hx = json_real_value(json_object_get(x, "idle_gpu_hours"));
+    double hy = json_real_value(json_object_get(y, "idle_gpu_hours"));
+
+    if (cx != cy)
+        return cx < cy ? 1 : -1;
+    if (hx != hy)
+        return hx < hy ? 1 : -1;
+    return 0;
+}
+
+/* Sorts items by workload_cmp and keeps the first `limit`. */
+static int sort_limit(json_t *items, int (*cmp)(const void *, const void *), int64_t limit)
+{
+    size_t n = json_array_size(items);
+    json_t **v = n ? calloc(n, sizeof *v) : NULL;
+
+    if (n == 0)
+        return GI_OK;
+    if (v == NULL)
+        return GI_INTERNAL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(items, i));
+    qsort(v, n, sizeof *v, cmp);
+    json_array_clear(items);
+    for (size_t i = 0; i < n; i++) {
+        if ((int64_t)i < limit)
+            json_array_append(items, v[i]);
+        json_decref(v[i]);
+    }
+    free(v);
+    return GI_OK;
+}
+
+/* Appends the over-requesting workloads to items, largest idle cost
+ * first, at most f->limit (with the hidden members the savings read). */
+static int overrequest_items(struct conn *c, const struct store_insight_filter *f,
+                             double peak_below, json_t *items)
+{
+    struct db_stmt *s = prep(c, ST_OVERREQUEST);
+    struct workload w = {0};
+    char key[1024] = "", prev[1024] = "";
+    int64_t rows = 0;
+    int step, rc = GI_OK;
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_filter(s, f);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *kind = db_col_text(s, 0), *wl = db_col_text(s, 1);
+        if (++rows > OVERREQUEST_MAX_ROWS) {
+            rc = GI_TOO_LARGE;
+            break;
+        }
+        snprintf(key, sizeof key, "%s\x1f%s\x1f%lld", kind ? kind : "", wl ? wl : "",
+                 (long long)db_col_int(s, 2));
+        if (w.o == NULL || strcmp(key, prev) != 0) {
+            if (!workload_end(&w, items)) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            memset(&w, 0, sizeof w);
+            w.idle_cost = NAN;
+            if ((w.o = workload_new(s)) == NULL) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            w.gpus = json_object_get(w.o, "gpus");
+            w.idle = json_object_get(w.o, "idle_gpus");
+            gi_strlcpy(prev, key, sizeof prev);
+        }
+        workload_add(&w, s, peak_below);
+    }
+    db_reset(s);
+    if (rc == GI_OK)
+        rc = db_status(step);
+    if (rc == GI_OK && !workload_end(&w, items))
+        rc = GI_INTERNAL;
+    json_decref(w.o);
+    if (rc == GI_OK)
+        rc = sort_limit(items, workload_cmp, f->limit > 0 ? f->limit : 100);
+    return rc;
+}
+
+/* Removes the members only the savings read. */
+static void strip_workload(json_t *items)
+{
+    size_t i;
+    json_t *o;
+
+    json_array_foreach(items, i, o) {
+        json_object_del(o, "_last");
+        json_object_del(o, "_currency");
+    }
+}
+
+static int overrequest_fn(struct conn *c, const void *arg, json_t *items)
+{
+    const struct insight_arg *a = arg;
+    int rc = overrequest_items(c, a->f, a->peak_below, items);
+
+    strip_workload(items);
+    return rc;
+}
+
+int store_insight_overrequest(struct store *st, const struct store_insight_filter *f,
+                              double peak_below, json_t **items)
+{
+    struct insight_arg a = {f, 0, peak_below};
+    return run_items(st, items, overrequest_fn, &a);
+}
+
+/* ---- savings ---- */
+
+/* One opportunity being gathered: GPUs of one kind of waste under one
+ * holder, in one currency. */
+struct opportunity {
+    char key[512];
+    json_t *o;        /* the item */
+    json_t *uuids;    /* borrowed from o */
+    double hourly;    /* micros per hour saved, NAN: no rate */
+    char currency[8]; /* "" without a rate */
+    int64_t since;
+};
+
+struct opportunities {
+    struct opportunity *v;
+    size_t n, cap;
+    json_t *claimed; /* uuid -> true: each GPU is behind one opportunity */
+};
+
+/* Frees every opportunity and the set of claimed GPUs. */
+static void opps_free(struct opportunities *ops)
+{
+    for (size_t i = 0; i < ops->n; i++)
+        json_decref(ops->v[i].o);
+    free(ops->v);
+    json_decref(ops->claimed);
+}
+
+/* The opportunity of `kind` for `holder` in `currency`, made on first
+ * use; NULL when out of memory. */
+static struct opportunity *opp_get(struct opportunities *ops, const char *kind, const char *holder,
+                                   const char *currency)
+{
+    char key[512];
+
+    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind, holder, currency ? currency : "");
+    for (size_t i = 0; i < ops->n; i++)
+        if (strcmp(ops->v[i].key, key) == 0)
+            return &ops->v[i];
+    if (ops->n == ops->cap) {
+        size_t cap = ops->cap ? ops->cap * 2 : 16;
+        struct opportunity *nv = realloc(ops->v, cap * sizeof *nv);
+        if (nv == NULL)
+            return NULL;
+        ops->v = nv;
+        ops->cap = cap;
+    }
+    struct opportunity *p = &ops->v[ops->n];
+    memset(p, 0, sizeof *p);
+    gi_strlcpy(p->key, key, sizeof p->key);
+    gi_strlcpy(p->currency, currency ? currency : "", sizeof p->currency);
+    p->hourly = currency ? 0 : NAN;
+    if ((p->o = json_pack("{s:s, s:[]}", "kind", kind, "gpu_uuids")) == NULL)
+        return NULL;
+    p->uuids = json_object_get(p->o, "gpu_uuids");
+    ops->n++;
+    return p;
+}
+
+/* Adds one GPU with its cost per hour now to p, unless an opportunity
+ * already counts it; false when it was skipped. */
+static bool opp_add(struct opportunities *ops, struct opportunity *p, const char *uuid,
+                    double hourly, int64_t since)
+{
+    if (json_object_get(ops->claimed, uuid))
+        return false;
+    json_object_set_new(ops->claimed, uuid, json_true());
+    json_array_append_new(p->uuids, json_string(uuid));
+    if (!isnan(p->hourly) && !isnan(hourly))
+        p->hourly += hourly;
+    if (p->since == 0 || since < p->since)
+        p->since = since;
+    return true;
+}
+
+/* The item's cost per hour now (micros), NAN without a rate. */
+static double item_hourly(const json_t *o)
+{
+    const json_t *h = json_object_get(o, HOURLY);
+    return h ? json_real_value(h) : NAN;
+}
+
+/* Member k of o as a string, NULL when absent or not a string. */
+static const char *item_str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+/* "~$4320.00/month" or "~4320.00 EUR/month"; "no catalog rate" when the
+ * saving is unknown. */
+static void saving_text(const struct opportunity *p, char *buf, size_t len)
+{
+    char amount[40];
+
+    if (isnan(p->hourly) || p->currency[0] == '\0') {
+        snprintf(buf, len, "no catalog rate, saving unknown");
+        return;
+    }
+    insight_money_text(p->hourly * MONTH_HOURS, amount, sizeof amount);
+    if (strcmp(p->currency, "USD") == 0)
+        snprintf(buf, len, "~$%s/month", amount);
+    else
+        snprintf(buf, len, "~%s %s/month", amount, p->currency);
+}
+
+/* Finishes p's item: its count, since, saving and its sentence, by the
+ * kind of opportunity. */
+static void opp_finish(struct opportunity *p)
+{
+    size_t n = json_array_size(p->uuids);
+    const char *kind = item_str(p->o, "kind"), *holder = item_str(p->o, "_holder");
+    const char *team = item_str(p->o, "team"), *pl = n == 1 ? "" : "s";
+    char date[32], tail[64], text[1024];
+
+    gi_time_format(p->since, date, sizeof date);
+    date[10] = '\0';
+    saving_text(p, tail, sizeof tail);
+    if (strcmp(kind, "allocated_idle") == 0)
+        snprintf(text, sizeof text, "release %zu allocated-idle GPU%s held by %s since %s: %s", n,
+                 pl, holder, date, tail);
+    else if (strcmp(kind, "idle") == 0)
+        snprintf(text, sizeof text,
+                 "reclaim %zu GPU%s %s%s idle for %lld hours or more since %s: %s", n, pl,
+                 team ? "of team " : "without an owner", team ? team : "",
+                 (long long)json_integer_value(json_object_get(p->o, "_hours")), date, tail);
+    else
+        snprintf(text, sizeof text,
+                 "%s holds %lld GPUs and leaves %zu idle since %s: release the idle GPU%s: %s",
+                 holder, (long long)json_integer_value(json_object_get(p->o, "_n")), n, date, pl,
+                 tail);
+    json_object_set_new(p->o, "gpus", json_integer((json_int_t)n));
+    json_object_set_new(p->o, "since", time_json(p->since));
+    json_object_set_new(p->o, "text", json_string(text));
+    json_object_set_new(
+        p->o, "saving",
+        json_pack("{s:o, s:o, s:s, s:s}", "monthly",
+                  insight_money_json(p->currency[0] ? p->hourly * MONTH_HOURS : NAN), "currency",
+                  p->currency[0] ? json_string(p->currency) : json_null(), "method", "catalog",
+                  "basis",
+                  "cost per hour now of the GPUs behind it (catalog rate x fraction) x "
+                  "720 hours (30 days)"));
+    json_object_del(p->o, "_holder");
+    json_object_del(p->o, "_hours");
+    json_object_del(p->o, "_n");
+}
+
+/* The currency of an item's cost per hour, NULL without a rate. */
+static const char *item_currency(const json_t *o)
+{
+    return isnan(item_hourly(o)) ? NULL : item_str(json_object_get(o, "hourly"), "currency");
+}
+
+/* An item's RFC 3339 member k as unix seconds; false when absent. */
+static bool item_time(const json_t *o, const char *k, int64_t *t)
+{
+    const char *v = item_str(o, k);
+    return v != NULL && gi_time_parse(v, t) == GI_OK;
+}
+
+/* Release the GPUs held but idle now, per holder (the consumer's team,
+ * else the owner's team, else the consumer itself). */
+static int savings_alloc_idle(const json_t *list, int64_t recent, struct opportunities *ops)
+{
+    size_t i;
+    json_t *o;
+
+    json_array_foreach(list, i, o) {
+        const json_t *cons = json_object_get(o, "consumer");
+        const char *team = item_str(cons, "team") ? item_str(cons, "team") : item_str(o, "team");
+        const char *name = item_str(cons, "name"), *kind = item_str(cons, "kind");
+        int64_t last = 0, since = 0;
+        char holder[400];
+        struct opportunity *p;
+
+        if (!json_is_true(json_object_get(o, "idle_now")) || !item_time(o, "last_seen", &last) ||
+            last < recent || !item_time(o, "since", &since) || item_str(o, "gpu") == NULL)
+            continue;
+        if (team)
+            snprintf(holder, sizeof holder, "team %s", team);
+        else
+            snprintf(holder, sizeof holder, "%s %s", kind ? kind : "", name ? name : "");
+        if ((p = opp_get(ops, "allocated_idle", holder, item_currency(o))) == NULL)
+            return GI_INTERNAL;
+        if (json_object_get(p->o, "_holder") == NULL) {
+            json_object_set_new(p->o, "team", team ? json_string(team) : json_null());
+            json_object_set_new(p->o, "consumer", team || !name ? json_null() : json_string(name));
+            json_object_set_new(p->o, "_holder", json_string(holder));
+        }
+        opp_add(ops, p, item_str(o, "gpu"), item_hourly(o), since);
+    }
+    return GI_OK;
+}
+
+/* Reclaim the GPUs idle for long, per owner team. */
+static int savings_idle(const json_t *list, struct opportunities *ops)
+{
+    size_t i;
+    json_t *o;
+
+    json_array_foreach(list, i, o) {
+        const char *team = item_str(o, "team");
+        int64_t since = 0, hours = json_integer_value(json_object_get(o, "hours"));
+        struct opportunity *p;
+
+        if (!item_time(o, "since", &since) || item_str(o, "gpu") == NULL)
+            continue;
+        if ((p = opp_get(ops, "idle", team ? team : "", item_currency(o))) == NULL)
+            return GI_INTERNAL;
+        if (json_object_get(p->o, "_holder") == NULL) {
+            json_object_set_new(p->o, "team", team ? json_string(team) : json_null());
+            json_object_set_new(p->o, "consumer", json_null());
+            json_object_set_new(p->o, "_holder", json_string(team ? team : ""));
+            json_object_set_new(p->o, "_hours", json_integer(hours));
+        }
+        if (hours < json_integer_value(json_object_get(p->o, "_hours")))
+            json_object_set_new(p->o, "_hours", json_integer(hours));
+        opp_add(ops, p, item_str(o, "gpu"), item_hourly(o), since);
+    }
+    return GI_OK;
+}
+
+/* Release the idle GPUs of each workload that still holds them. */
+static int savings_overrequest(const json_t *list, int64_t recent, struct opportunities *ops)
+{
+    size_t i, j;
+    json_t *o, *u;
+
+    json_array_foreach(list, i, o) {
+        const char *wl = item_str(o, "workload"), *host = item_str(o, "host");
+        const char *kind = item_str(o, "kind");
+        double hourly = item_hourly(o);
+        int64_t since = 0;
+        char holder[600];
+        struct opportunity *p;
+
+        if (json_integer_value(json_object_get(o, "_last")) < recent ||
+            !item_time(o, "first", &since))
+            continue;
+        snprintf(holder, sizeof holder, "%s %s on %s", kind ? kind : "", wl ? wl : "",
+                 host ? host : "an unknown host");
+        if ((p = opp_get(ops, "overrequest", holder,
+                         isnan(hourly) ? NULL : item_str(o, "_currency"))) == NULL)
+            return GI_INTERNAL;
+        json_object_set_new(p->o, "team", json_incref(json_object_get(o, "team")));
+        json_object_set_new(p->o, "consumer", wl ? json_string(wl) : json_null());
+        json_object_set_new(p->o, "_holder", json_string(holder));
+        json_object_set_new(p->o, "_n", json_incref(json_object_get(o, "n")));
+        json_array_foreach(json_object_get(o, "idle_gpus"), j, u)
+            opp_add(ops, p, json_string_value(u), NAN, since);
+        if (!isnan(p->hourly) && !isnan(hourly))
+            p->hourly += hourly;
+    }
+    return GI_OK;
+}
+
+/* Larger monthly saving first (unknown last), then more GPUs. */
+static int opp_cmp(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    const char *mx = item_str(json_object_get(x, "saving"), "monthly");
+    const char *my = item_str(json_object_get(y, "saving"), "monthly");
+    double sx = mx ? strtod(mx, NULL) : -1, sy = my ? strtod(my, NULL) : -1;
+    json_int_t nx = json_integer_value(json_object_get(x, "gpus"));
+    json_int_t ny = json_integer_value(json_object_get(y, "gpus"));
+
+    if (sx != sy)
+        return sx < sy ? 1 : -1;
+    if (nx != ny)
+        return nx < ny ? 1 : -1;
+    return strcmp(item_str(x, "text"), item_str(y, "text"));
+}
+
+/* The savings: the three lists read whole, turned into opportunities
+ * and the largest f->limit kept. */
+static int savings_fn(struct conn *c, const void *arg, json_t *items)
+{
+    const struct insight_arg *a = arg;
+    struct store_insight_filter f = *a->f;
+    struct opportunities ops = {.claimed = json_object()};
+    json_t *alloc = json_array(), *idle = json_array(), *over = json_array();
+    int64_t recent = recent_hour(f.to) + 3600;
+    int rc = GI_INTERNAL;
+
+    if (alloc == NULL || idle == NULL || over == NULL || ops.claimed == NULL)
+        goto cleanup;
+    /* Every GPU behind an opportunity counts, so the lists are read whole
+     * (up to a bound) and the opportunities limited afterwards. */
+    f.limit = 10000;
+    if ((rc = alloc_idle_items(c, &f, alloc)) != GI_OK ||
+        (rc = idle_items(c, &f, a->min_hours, idle)) != GI_OK ||
+        (rc = overrequest_items(c, &f, a->peak_below, over)) != GI_OK)
+        goto cleanup;
+    /* The most specific first: a workload's unused GPUs, then GPUs held
+     * but idle, then GPUs nobody holds. */
+    if ((rc = savings_overrequest(over, recent, &ops)) != GI_OK ||
+        (rc = savings_alloc_idle(alloc, recent, &ops)) != GI_OK ||
+        (rc = savings_idle(idle, &ops)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    for (size_t i = 0; i < ops.n; i++) {
+        struct opportunity *p = &ops.v[i];
+        if (json_array_size(p->uuids) == 0)
+            continue;
+        opp_finish(p);
+        if (json_array_append(items, p->o) != 0)
+            goto cleanup;
+    }
+    rc = sort_limit(items, opp_cmp, a->f->limit > 0 ? a->f->limit : 100);
+cleanup:
+    opps_free(&ops);
+    json_decref(alloc);
+    json_decref(idle);
+    json_decref(over);
+    return rc;
+}
+
+int store_insight_savings(struct store *st, const struct store_insight_filter *f,
+                          int64_t idle_min_hours, double peak_below, json_t **items)
+{
+    struct insight_arg a = {f, idle_min_hours, peak_below};
+    return run_items(st, items, savings_fn, &a);
+}
