@@ -19,6 +19,7 @@
 #   BENCH_RAW_STEP=60       seconds between raw samples
 #   BENCH_DURATION=5        seconds of each measured wrk run
 #   BENCH_VM=1              0: skip the VictoriaMetrics reference
+#   BENCH_SKIP=             a regular expression: queries whose name matches are not measured
 #   BENCH_KEEP=0            1: keep the temporary directory
 #   GPUINV=build/gpuinv     binary to measure
 set -euo pipefail
@@ -172,6 +173,11 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
 rows_json=""
 for q in "${queries[@]}"; do
   name=${q%%|*} path=${q#*|}
+  if [ -n "${BENCH_SKIP:-}" ] && [[ $name =~ $BENCH_SKIP ]]; then
+    echo "bench: $name: skipped (BENCH_SKIP)"
+    rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":0},"
+    continue
+  fi
   code=$(curl -s "${auth[@]}" -o "$tmp/q.json" -w '%{http_code}' "$base$path")
   if [ "$code" != 200 ]; then
     echo "bench: $name: HTTP $code, not measured"
@@ -272,7 +278,9 @@ print()
 print("| query (30 days) | p50 ms | p95 ms | p99 ms | bytes |")
 print("|---|---:|---:|---:|---:|")
 for q in d["queries"]:
-    if q["status"] != 200:
+    if q["status"] == 0:
+        print("| %s | skipped | | | |" % q["query"])
+    elif q["status"] != 200:
         print("| %s | HTTP %d | | | |" % (q["query"], q["status"]))
     else:
         print("| %s | %.1f | %.1f | %.1f | %d |" % (q["query"], q["p50_ms"], q["p95_ms"], q["p99_ms"], q["bytes"]))

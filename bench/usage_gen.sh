@@ -23,7 +23,9 @@ rstart=$((end - rdays * 86400))
 # gh START END STEP ORDER: a WITH prefix and a FROM clause giving g.id
 # (1..GPUS) crossed with h.v (START, START+STEP, ... < END), GPU-major
 # (ORDER gpu) or time-major (ORDER time), so rows arrive in the order of
-# the table's primary key.
+# the table's primary key (raw samples) or, for the rollups, in the time
+# order the rollup job writes them, so that a range of hours is stored
+# together as it is in a real database.
 if [ "$dialect" = sqlite ]; then
   gh() {
     with="WITH RECURSIVE gi(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM gi WHERE id < $gpus),
@@ -56,7 +58,7 @@ env="(CASE g.id % 3 WHEN 0 THEN 'prod' WHEN 1 THEN 'dev' ELSE 'poc' END)"
 model="(CASE g.id % 5 WHEN 0 THEN 'NVIDIA H100 80GB HBM3' WHEN 1 THEN 'NVIDIA A100-SXM4-80GB' WHEN 2 THEN 'NVIDIA L40S' WHEN 3 THEN 'NVIDIA H200' ELSE 'NVIDIA L4' END)"
 
 host="((g.id - 1) / 8 + 1)"
-gh "$start" "$end" 3600 gpu
+gh "$start" "$end" 3600 time
 hourly_with=$with hourly_from=$from
 gh "$rstart" "$end" "$rstep" time
 raw_with=$with raw_from=$from
@@ -112,7 +114,7 @@ SELECT gpu_id, hour - hour % 86400, MIN(team), MIN(env), MIN(pool), MIN(cluster)
        SUM(alloc_idle_s), SUM(idle_s), SUM(unknown_s), SUM(measured_s), SUM(util_sum), MAX(util_max),
        MAX(mem_max_mib), SUM(mem_sum), SUM(energy_wh), MAX(temp_max_c), MAX(power_max_w), 1,
        MIN(rate_micros), MIN(currency), NULL, $now
-FROM usage_hourly GROUP BY gpu_id, hour - hour % 86400;
+FROM usage_hourly GROUP BY gpu_id, hour - hour % 86400 ORDER BY hour - hour % 86400, gpu_id;
 INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, datacenter_id, currency, gpus,
     owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, unknown_s, util_sum, measured_s, energy_wh,
     owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, updated_at)
