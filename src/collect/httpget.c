@@ -58,6 +58,8 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->bearer);
         h = curlso->slist_append(h, auth);
     }
+    for (const char *const *x = o->headers; x && *x; x++)
+        h = curlso->slist_append(h, *x);
     h = curlso->slist_append(h, "Accept: application/json, text/plain;q=0.9, */*;q=0.5");
     curlso->easy_setopt(c, CURLOPT_URL, url);
     curlso->easy_setopt(c, CURLOPT_HTTPHEADER, h);

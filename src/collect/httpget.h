@@ -9,7 +9,8 @@ struct httpget_opts {
     const char *ca_file; /* CA bundle for https, or NULL for the system's */
     int insecure;        /* skip TLS verification (test clusters only) */
     long timeout_s;
-    size_t max_bytes; /* larger bodies fail */
+    size_t max_bytes;           /* larger bodies fail */
+    const char *const *headers; /* more request header lines ("Name: value"), NULL-ended; or NULL */
 };
 
 /* Fetches url; *body (NUL-terminated, caller frees) and *status are set

@@ -112,6 +112,8 @@ const struct route gi_routes[] = {
      LIST ",cluster,node,namespace,active"},
     {"GET", "/api/v1/kubernetes/pods", api_k8s_pods, GI_ROLE_VIEWER,
      PAGED ",cluster,node,namespace,active"},
+    {"GET", "/api/v1/slurm/jobs", api_slurm_jobs, GI_ROLE_VIEWER,
+     PAGED ",cluster,user,account,state,from,to"},
 
     {"GET", "/api/v1/usage", api_usage_get, GI_ROLE_VIEWER,
      LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model"},

@@ -288,6 +288,47 @@ int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t *
 int store_k8s_pods(struct store *st, const struct store_k8s_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total);
 
+/* What one Slurm accounting pull found (slurm.c). Strings may be NULL or
+ * "". Times are unix seconds, -1 unknown (ended_at -1: still running). */
+struct store_slurm_node {
+    const char *name;
+    int nidx;       /* -1: Slurm did not record the GPU indexes on this node */
+    const int *idx; /* nidx global GPU indexes */
+};
+struct store_slurm_job {
+    const char *cluster, *job_id, *user, *account, *partition, *qos, *name, *state, *nodelist,
+        *gpu_type;
+    int64_t job_id_raw, submit, start, end, elapsed, gpus; /* gpus -1 unknown */
+    double gpu_util_sum, gpu_mem_mib;                      /* NAN unknown */
+    const struct store_slurm_node *nodes;
+    size_t nnodes;
+};
+struct store_slurm_result {
+    int64_t jobs_new, jobs_updated, jobs_foreign, gpus_matched, gpus_unmatched;
+};
+/* Stores a Slurm source's jobs in one transaction, keyed by (cluster,
+ * JobIDRaw, submit time); cluster_default fills jobs without one. A job
+ * another source stored is left as it is (counted in jobs_foreign). Each
+ * started job's GPUs are matched to GPU records: node to host by host
+ * name (short name or FQDN), then the GPU index Slurm recorded, or else
+ * the lowest-indexed GPUs of the host no other job held at the time;
+ * what matches nothing is counted on the job. The GPU-hours a new or
+ * changed job touches are marked for the usage rollup. pulled_until
+ * becomes the source's cursor (see store_slurm_cursor). */
+int store_slurm_sync(struct store *st, int64_t source_id, const char *cluster_default,
+                     const struct store_slurm_job *jobs, size_t n, int64_t pulled_until,
+                     struct store_slurm_result *res);
+/* The end of the source's last successful pull; -1 when none. */
+int store_slurm_cursor(struct store *st, int64_t source_id, int64_t *pulled_until);
+struct store_slurm_filter {
+    const char *cluster, *user, *account, *state;
+    int64_t from, to; /* jobs whose [start, end) overlaps [from, to); -1 open */
+};
+/* Jobs, newest start first, each with its matched GPUs ("gpus_held":
+ * [{uuid, host, index, index_known}]). */
+int store_slurm_jobs(struct store *st, const struct store_slurm_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total);
+
 /* Figures for /metrics: GPU totals, stale and missing counts, per-source
  * status. */
 int store_metrics(struct store *st, int64_t stale_before, json_t **out);

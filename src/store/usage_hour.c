@@ -16,11 +16,13 @@
  *  - consumers: pods seen on g (dcgm-exporter labels) and processes on g
  *    hold the sample interval their observation falls in; Kubernetes pods
  *    requesting GPUs on g's node without a per-GPU mapping hold N of the
- *    node's GPUs (see pod_heuristic); inventory allocations of the server
- *    linked to g's host hold every GPU of it for their span. When several
- *    kinds are present the most specific wins (k8s > process >
- *    inventory), and concurrent consumers of that kind share the seconds
- *    equally, so the per-consumer rows add up to the GPU's.
+ *    node's GPUs (see pod_heuristic); Slurm jobs matched to g
+ *    (slurm_job_gpus) hold it from their start to their end (open while
+ *    running); inventory allocations of the server linked to g's host hold
+ *    every GPU of it for their span. When several kinds are present the
+ *    most specific wins (k8s > slurm > process > inventory), and concurrent
+ *    consumers of that kind share the seconds equally, so the per-consumer
+ *    rows add up to the GPU's.
  *  - busy: util >= threshold; allocated-idle: a consumer is known and
  *    util < threshold; idle: nobody and util < threshold. Busy with nobody
  *    known is consumer "unknown".
@@ -95,6 +97,11 @@
       "JOIN host_links l ON l.resource_id = a.resource_id WHERE l.host_id = :hid AND "             \
       "a.started_at < :hi AND (a.ended_at IS NULL OR a.ended_at > :lo) ORDER BY a.started_at, "    \
       "a.id")                                                                                      \
+    X(SLURM_JOBS,                                                                                  \
+      "SELECT j.cluster, j.job_id, COALESCE(j.user_name, ''), COALESCE(j.account, ''), "           \
+      "j.started_at, j.ended_at FROM slurm_job_gpus x JOIN slurm_jobs j ON j.id = x.job_id WHERE " \
+      "x.gpu_id = :gid AND j.started_at < :hi AND (j.ended_at IS NULL OR j.ended_at > :lo) ORDER " \
+      "BY j.started_at, j.id")                                                                     \
     X(HOUR_DEL, "DELETE FROM usage_hourly WHERE gpu_id = :gid AND hour = :hour")                   \
     X(CONS_DEL, "DELETE FROM usage_consumers WHERE gpu_id = :gid AND hour = :hour")                \
     X(HOUR_ADD,                                                                                    \
@@ -169,7 +176,7 @@ struct seg {
     const struct usage_sample *x;
 };
 
-enum kind_rank { K_INVENTORY = 1, K_PROCESS = 2, K_K8S = 3 };
+enum kind_rank { K_INVENTORY = 1, K_PROCESS = 2, K_SLURM = 3, K_K8S = 4 };
 
 struct consumer {
     int rank;
@@ -299,8 +306,8 @@ static int build_segments(struct hour_calc *h, const struct usage_sample *xs, si
     return GI_OK;
 }
 
-/* The consumer's team: a rule on its namespace or user, else the GPU
- * owner's. */
+/* The consumer's team: a rule on its namespace, Slurm account or user,
+ * else the GPU owner's. */
 static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k)
 {
     int rc = GI_OK;
@@ -308,7 +315,9 @@ static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k
     k->team[0] = '\0';
     if (strcmp(k->kind, "k8s") == 0 && k->ns[0])
         rc = owner_consumer_team(c, "k8s", k->ns, h->hour, k->team, sizeof k->team);
-    else if (strcmp(k->kind, "process") == 0 && k->user[0])
+    else if (strcmp(k->kind, "slurm") == 0 && k->project[0])
+        rc = owner_consumer_team(c, "slurm", k->project, h->hour, k->team, sizeof k->team);
+    if (rc == GI_OK && !k->team[0] && strcmp(k->kind, "k8s") != 0 && k->user[0])
         rc = owner_consumer_team(c, "user", k->user, h->hour, k->team, sizeof k->team);
     if (rc == GI_OK && !k->team[0])
         gi_strlcpy(k->team, h->owner.team, sizeof k->team);
@@ -498,6 +507,37 @@ static int pod_heuristic(struct conn *c, struct hour_calc *h)
     }
     free(pods);
     return rc;
+}
+
+/* Slurm jobs that held this GPU (matched by node and index when the
+ * source stored them): consumer "<cluster>/<job id>", with the job's
+ * user as username and its account as project; a running job holds it
+ * up to now. */
+static int slurm_consumers(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int step;
+
+    if (h->nsegs == 0)
+        return GI_OK;
+    if (!(s = prep(c, ST_SLURM_JOBS)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":lo", h->lo);
+    db_bind_int(s, ":hi", h->hi);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        char key[3 * 128];
+        struct consumer *k;
+        snprintf(key, sizeof key, "%s/%s", db_col_text(s, 0), db_col_text(s, 1));
+        if (!(k = consumer_get(h, K_SLURM, "slurm", key)))
+            continue;
+        gi_strlcpy(k->user, db_col_text(s, 2), sizeof k->user);
+        gi_strlcpy(k->project, db_col_text(s, 3), sizeof k->project);
+        k->iv_lo = db_col_int(s, 4);
+        k->iv_hi = db_col_is_null(s, 5) ? INT64_MAX : db_col_int(s, 5);
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* Inventory allocations of the server linked to the GPU's host. */
@@ -1076,7 +1116,7 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
     if ((rc = build_segments(h, xs, n, owned_from)) != GI_OK)
         goto cleanup;
     if ((rc = observed_consumers(c, h)) != GI_OK || (rc = pod_heuristic(c, h)) != GI_OK ||
-        (rc = inventory_consumers(c, h)) != GI_OK)
+        (rc = slurm_consumers(c, h)) != GI_OK || (rc = inventory_consumers(c, h)) != GI_OK)
         goto cleanup;
     classify_all(h, &t);
     if ((rc = gpu_fraction(c, h, &fraction)) != GI_OK)
