@@ -60,8 +60,9 @@
       "updated_at = excluded.updated_at")                                                          \
     X(JOBS_LIST,                                                                                   \
       "SELECT j.id, j.cluster, j.job_id, j.job_id_raw, j.user_name AS user, j.account, "           \
-      "j.partition, j.qos, j.name, j.state, j.nodelist, j.nodes, j.gpus, j.gpu_type, j.submit_at " \
-      "AS submitted_at, j.started_at, j.ended_at, j.elapsed_s, j.gpu_util_sum, j.gpu_mem_mib, "    \
+      "j.partition, j.qos, j.name, j.state, j.nodelist, j.nodes, j.gpus, j.gpu_type, CASE WHEN "   \
+      "j.submit_at > 0 THEN j.submit_at END AS submitted_at, j.started_at, j.ended_at, "           \
+      "j.elapsed_s, j.gpu_util_sum, j.gpu_mem_mib, "                                               \
       "j.gpus_matched, j.gpus_unmatched, s.name AS source, j.first_seen_at, j.last_seen_at FROM "  \
       "slurm_jobs j JOIN sources s ON s.id = j.source_id " JOB_WHERE                               \
       "ORDER BY COALESCE(j.started_at, j.submit_at) DESC, j.id DESC " PAGE)                        \
@@ -415,23 +416,6 @@ static void bind_filter(struct db_stmt *s, const void *filter)
     db_bind_int(s, ":to", f->to);
 }
 
-/* Times as RFC 3339 text, as every API document shows them. */
-static void times_doc(json_t *o)
-{
-    static const char *const keys[] = {"submitted_at", "started_at", "ended_at", "first_seen_at",
-                                       "last_seen_at"};
-    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-        json_t *v = json_object_get(o, keys[k]);
-        char buf[32];
-        if (json_is_integer(v) && json_integer_value(v) > 0) {
-            gi_time_format(json_integer_value(v), buf, sizeof buf);
-            json_object_set_new(o, keys[k], json_string(buf));
-        } else {
-            json_object_set_new(o, keys[k], json_null());
-        }
-    }
-}
-
 int store_slurm_jobs(struct store *st, const struct store_slurm_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total)
 {
@@ -461,7 +445,6 @@ int store_slurm_jobs(struct store *st, const struct store_slurm_filter *f,
             json_object_del(g, "idx_known");
         }
         json_object_set_new(o, "gpus_held", gpus);
-        times_doc(o);
     }
     db_conn_put(st, c);
     if (rc != GI_OK) {
