@@ -1,6 +1,6 @@
 /* Parses a sacct --parsable2 listing (unit separator between fields) the
  * way the slurm source does, without storing it: the parse-alone figure
- * beside a whole pull in bench/slurm.sh. Prints {"jobs","nodes","seconds"}.
+ * beside a whole pull in bench/slurm.sh. Prints {"jobs","nodes","seconds","cpu_s"}.
  * Usage: slurm_parse FILE */
 #include "core/status.h"
 #include "parse/slurm.h"
@@ -12,7 +12,7 @@
 int main(int argc, char **argv)
 {
     struct slurm_jobs l;
-    struct timespec a, b;
+    struct timespec a, b, ca, cb;
     char err[SLURM_ERR_LEN] = "", *buf;
     size_t nodes = 0;
     long n;
@@ -27,15 +27,18 @@ int main(int argc, char **argv)
         return 2;
     fclose(f);
     clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ca);
     if (slurm_parse_parsable(buf, (size_t)n, '\x1f', &l, err, sizeof err) != GI_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &b);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cb);
     for (size_t i = 0; i < l.n; i++)
         nodes += l.items[i].nnodes;
-    printf("{\"jobs\":%zu,\"nodes\":%zu,\"seconds\":%.3f}\n", l.n, nodes,
-           (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+    printf("{\"jobs\":%zu,\"nodes\":%zu,\"seconds\":%.3f,\"cpu_s\":%.3f}\n", l.n, nodes,
+           (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9,
+           (double)(cb.tv_sec - ca.tv_sec) + (double)(cb.tv_nsec - ca.tv_nsec) / 1e9);
     slurm_jobs_free(&l);
     free(buf);
     return 0;

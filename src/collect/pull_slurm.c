@@ -25,6 +25,8 @@
 /* The field delimiter asked of sacct: ASCII unit separator, which job
  * names and comments do not contain. */
 #define SLURM_DELIM '\x1f'
+/* --parsable2 output is parsed and stored in parts of about this size. */
+#define SLURM_PART_BYTES (2u * 1024u * 1024u)
 
 static const char *cfg_str(const json_t *cfg, const char *key)
 {
@@ -126,44 +128,26 @@ static int get_restd(const json_t *cfg, int64_t since, char **out, size_t *len, 
 
 static const char *opt(const char *s) { return s && *s ? s : NULL; }
 
-int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
-                   struct pull_result *res)
+/* Stores the jobs of one parsed part of a listing in the open
+ * transaction. */
+static int store_part(struct store_slurm_tx *tx, int64_t source_id, const char *cluster,
+                      const struct slurm_jobs *l, struct store_slurm_result *sr)
 {
-    struct slurm_jobs l = {0};
-    struct store_slurm_job *jobs = NULL;
-    struct store_slurm_node *nodes = NULL;
-    struct store_slurm_result sr;
-    const char *format = cfg_str(cfg, "format");
-    bool restd = cfg_str(cfg, "slurmrestd_url") != NULL;
-    bool json = restd || (format && strcmp(format, "json") == 0);
-    int64_t now = gi_now(), cursor = -1, since;
-    size_t len = 0, nn = 0, k = 0;
-    char *body = NULL;
-    int rc = -1, prc;
+    struct store_slurm_job *jobs = calloc(l->n + 1, sizeof *jobs);
+    struct store_slurm_node *nodes;
+    size_t nn = 0, k = 0;
+    int rc;
 
-    if (store_slurm_cursor(st, source_id, &cursor) != GI_OK) {
-        snprintf(res->error, sizeof res->error, "reading where the last pull ended failed");
-        return -1;
-    }
-    since = cursor > 0 ? cursor - cfg_int(cfg, "overlap_s", SLURM_DEFAULT_OVERLAP_S)
-                       : now - cfg_int(cfg, "lookback_h", SLURM_DEFAULT_LOOKBACK_H) * 3600;
-    if ((restd ? get_restd(cfg, since, &body, &len, res->error, sizeof res->error)
-               : run_sacct(cfg, since, json, &body, &len, res->error, sizeof res->error)) != 0)
-        goto cleanup;
-    prc = json ? slurm_parse_json(body, len, &l, res->error, sizeof res->error)
-               : slurm_parse_parsable(body, len, SLURM_DELIM, &l, res->error, sizeof res->error);
-    if (prc != GI_OK)
-        goto cleanup;
-    for (size_t i = 0; i < l.n; i++)
-        nn += l.items[i].nnodes;
-    jobs = calloc(l.n + 1, sizeof *jobs);
+    for (size_t i = 0; i < l->n; i++)
+        nn += l->items[i].nnodes;
     nodes = calloc(nn + 1, sizeof *nodes);
     if (!jobs || !nodes) {
-        snprintf(res->error, sizeof res->error, "out of memory");
-        goto cleanup;
+        free(jobs);
+        free(nodes);
+        return GI_INTERNAL;
     }
-    for (size_t i = 0; i < l.n; i++) {
-        const struct slurm_job *j = &l.items[i];
+    for (size_t i = 0; i < l->n; i++) {
+        const struct slurm_job *j = &l->items[i];
         struct store_slurm_node *first = &nodes[k];
         for (size_t d = 0; d < j->nnodes; d++)
             nodes[k++] = (struct store_slurm_node){
@@ -189,21 +173,90 @@ int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const
                                            .nodes = first,
                                            .nnodes = j->nnodes};
     }
-    if (store_slurm_sync(st, source_id,
-                         cfg_str(cfg, "cluster") ? cfg_str(cfg, "cluster") : opt(cluster), jobs,
-                         l.n, now, &sr) != GI_OK) {
+    rc = store_slurm_add(tx, source_id, cluster, jobs, l->n, sr);
+    free(jobs);
+    free(nodes);
+    return rc;
+}
+
+/* Parses and stores the listing: JSON at once, --parsable2 in parts of
+ * whole lines, so that the parsed jobs held at a time stay bounded. */
+static int parse_and_store(struct store_slurm_tx *tx, int64_t source_id, const char *cluster,
+                           const char *body, size_t len, bool json, struct store_slurm_result *sr,
+                           char *err, size_t errlen)
+{
+    size_t skipped = 0;
+    char first[SLURM_ERR_LEN] = "";
+    int rc = GI_OK;
+
+    for (size_t pos = 0; rc == GI_OK && (pos < len || (json && pos == 0));) {
+        size_t end = json ? len : pos + SLURM_PART_BYTES;
+        struct slurm_jobs l;
+        const char *nl;
+        if (end >= len)
+            end = len;
+        else if ((nl = memchr(body + end, '\n', len - end)) != NULL)
+            end = (size_t)(nl - body) + 1;
+        else
+            end = len;
+        rc = json ? slurm_parse_json(body, len, &l, err, errlen)
+                  : slurm_parse_parsable(body + pos, end - pos, SLURM_DELIM, &l, err, errlen);
+        if (rc != GI_OK)
+            return rc;
+        skipped += l.skipped;
+        if (!first[0])
+            gi_strlcpy(first, l.warning, sizeof first);
+        rc = store_part(tx, source_id, cluster, &l, sr);
+        slurm_jobs_free(&l);
+        if (rc != GI_OK)
+            snprintf(err, errlen, "storing the jobs failed");
+        pos = end;
+        if (json)
+            break;
+    }
+    if (rc == GI_OK && skipped)
+        gi_warn("slurm: %zu jobs or rows left out; the first: %s", skipped, first);
+    return rc;
+}
+
+int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                   struct pull_result *res)
+{
+    struct store_slurm_result sr = {0};
+    struct store_slurm_tx *tx = NULL;
+    const char *format = cfg_str(cfg, "format");
+    bool restd = cfg_str(cfg, "slurmrestd_url") != NULL;
+    bool json = restd || (format && strcmp(format, "json") == 0);
+    int64_t now = gi_now(), cursor = -1, since;
+    size_t len = 0;
+    char *body = NULL;
+    int rc = -1, prc;
+
+    if (store_slurm_cursor(st, source_id, &cursor) != GI_OK) {
+        snprintf(res->error, sizeof res->error, "reading where the last pull ended failed");
+        return -1;
+    }
+    since = cursor > 0 ? cursor - cfg_int(cfg, "overlap_s", SLURM_DEFAULT_OVERLAP_S)
+                       : now - cfg_int(cfg, "lookback_h", SLURM_DEFAULT_LOOKBACK_H) * 3600;
+    if ((restd ? get_restd(cfg, since, &body, &len, res->error, sizeof res->error)
+               : run_sacct(cfg, since, json, &body, &len, res->error, sizeof res->error)) != 0)
+        goto cleanup;
+    if (store_slurm_begin(st, &tx) != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the jobs failed");
+        goto cleanup;
+    }
+    prc = parse_and_store(tx, source_id,
+                          cfg_str(cfg, "cluster") ? cfg_str(cfg, "cluster") : opt(cluster), body,
+                          len, json, &sr, res->error, sizeof res->error);
+    if (store_slurm_end(tx, source_id, now, prc) != GI_OK) {
+        if (prc == GI_OK)
+            snprintf(res->error, sizeof res->error, "storing the jobs failed");
         goto cleanup;
     }
     res->gpus = sr.gpus_matched;
     res->hosts = 0;
-    if (l.skipped)
-        gi_warn("slurm: %zu jobs or rows left out; the first: %s", l.skipped, l.warning);
     rc = 0;
 cleanup:
-    free(jobs);
-    free(nodes);
     free(body);
-    slurm_jobs_free(&l);
     return rc;
 }

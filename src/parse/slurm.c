@@ -56,7 +56,7 @@ static int hl_emit(struct hl *h, const char *name)
     if (h->n >= h->max)
         return GI_OK; /* the rest is dropped */
     if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 8;
+        size_t nc = h->cap ? h->cap * 2 : 1;
         struct slurm_node *p = realloc(h->v, nc * sizeof *p);
         if (!p)
             return GI_INTERNAL;

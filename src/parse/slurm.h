@@ -23,7 +23,7 @@
 #define SLURM_MAX_BODY (512u * 1024u * 1024u) /* bytes of one listing */
 #define SLURM_MAX_JOBS 2000000                /* jobs in one listing */
 #define SLURM_MAX_NODES 1024                  /* nodes of one job (more are dropped) */
-#define SLURM_MAX_IDX 64                      /* GPU indexes recorded per node */
+#define SLURM_MAX_IDX 32                      /* GPU indexes recorded per node */
 #define SLURM_NAME_LEN 128
 #define SLURM_ID_LEN 72 /* "456_[1-10%2]" may take 64 bytes */
 #define SLURM_NODES_LEN 1024

@@ -357,32 +357,62 @@ static int sync_job(struct conn *c, int64_t sid, const char *cluster,
     return GI_OK;
 }
 
-int store_slurm_sync(struct store *st, int64_t source_id, const char *cluster_default,
-                     const struct store_slurm_job *jobs, size_t n, int64_t pulled_until,
-                     struct store_slurm_result *res)
-{
-    struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
-    int64_t now = gi_now();
-    int rc = db_tx_begin(c);
+struct store_slurm_tx {
+    struct store *st;
+    struct conn *c;
+    int rc;
+    int64_t now;
+};
 
-    memset(res, 0, sizeof *res);
-    for (size_t i = 0; rc == GI_OK && i < n; i++) {
-        const char *cl = jobs[i].cluster && *jobs[i].cluster ? jobs[i].cluster : cluster_default;
-        rc = sync_job(c, source_id, nz(cl), &jobs[i], now, res);
+int store_slurm_begin(struct store *st, struct store_slurm_tx **out)
+{
+    struct store_slurm_tx *tx = calloc(1, sizeof *tx);
+
+    *out = NULL;
+    if (!tx)
+        return GI_INTERNAL;
+    tx->st = st;
+    tx->c = db_conn_get(st);
+    tx->now = gi_now();
+    if ((tx->rc = db_tx_begin(tx->c)) != GI_OK) {
+        int rc = db_tx_end(tx->c, tx->rc);
+        db_conn_put(st, tx->c);
+        free(tx);
+        return rc;
     }
+    *out = tx;
+    return GI_OK;
+}
+
+int store_slurm_add(struct store_slurm_tx *tx, int64_t source_id, const char *cluster_default,
+                    const struct store_slurm_job *jobs, size_t n, struct store_slurm_result *res)
+{
+    for (size_t i = 0; tx->rc == GI_OK && i < n; i++) {
+        const char *cl = jobs[i].cluster && *jobs[i].cluster ? jobs[i].cluster : cluster_default;
+        tx->rc = sync_job(tx->c, source_id, nz(cl), &jobs[i], tx->now, res);
+    }
+    return tx->rc;
+}
+
+int store_slurm_end(struct store_slurm_tx *tx, int64_t source_id, int64_t pulled_until, int rc)
+{
+    struct db_stmt *s;
+
+    if (rc == GI_OK)
+        rc = tx->rc;
     if (rc == GI_OK) {
-        if (!(s = prep(c, ST_CURSOR_SET))) {
+        if (!(s = prep(tx->c, ST_CURSOR_SET))) {
             rc = GI_INTERNAL;
         } else {
             db_bind_int(s, ":sid", source_id);
             db_bind_int(s, ":until", pulled_until);
-            db_bind_int(s, ":now", now);
-            rc = db_exec_done(c, s);
+            db_bind_int(s, ":now", tx->now);
+            rc = db_exec_done(tx->c, s);
         }
     }
-    rc = db_tx_end(c, rc);
-    db_conn_put(st, c);
+    rc = db_tx_end(tx->c, rc);
+    db_conn_put(tx->st, tx->c);
+    free(tx);
     return rc;
 }
 

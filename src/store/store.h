@@ -307,17 +307,23 @@ struct store_slurm_result {
     int64_t jobs_new, jobs_updated, jobs_foreign, gpus_matched, gpus_unmatched;
 };
 /* Stores a Slurm source's jobs in one transaction, keyed by (cluster,
- * JobIDRaw, submit time); cluster_default fills jobs without one. A job
- * another source stored is left as it is (counted in jobs_foreign). Each
- * started job's GPUs are matched to GPU records: node to host by host
- * name (short name or FQDN), then the GPU index Slurm recorded, or else
- * the lowest-indexed GPUs of the host no other job held at the time;
- * what matches nothing is counted on the job. The GPU-hours a new or
- * changed job touches are marked for the usage rollup. pulled_until
- * becomes the source's cursor (see store_slurm_cursor). */
-int store_slurm_sync(struct store *st, int64_t source_id, const char *cluster_default,
-                     const struct store_slurm_job *jobs, size_t n, int64_t pulled_until,
-                     struct store_slurm_result *res);
+ * JobIDRaw, submit time), in parts as a listing is read: begin opens the
+ * transaction, each add stores some jobs (adding to *res; cluster_default
+ * fills jobs without a cluster), end makes pulled_until the source's
+ * cursor (see store_slurm_cursor) and commits when every add and rc are
+ * GI_OK, else rolls everything back; end is called once after a
+ * successful begin. A job another source stored is left as it is
+ * (counted in jobs_foreign). Each started job's GPUs are matched to GPU
+ * records: node to host by host name (short name or FQDN), then the GPU
+ * index Slurm recorded, or else the lowest-indexed GPUs of the host no
+ * other job held at the time; what matches nothing is counted on the job.
+ * The GPU-hours a new or changed job touches are marked for the usage
+ * rollup. */
+struct store_slurm_tx;
+int store_slurm_begin(struct store *st, struct store_slurm_tx **tx);
+int store_slurm_add(struct store_slurm_tx *tx, int64_t source_id, const char *cluster_default,
+                    const struct store_slurm_job *jobs, size_t n, struct store_slurm_result *res);
+int store_slurm_end(struct store_slurm_tx *tx, int64_t source_id, int64_t pulled_until, int rc);
 /* The end of the source's last successful pull; -1 when none. */
 int store_slurm_cursor(struct store *st, int64_t source_id, int64_t *pulled_until);
 struct store_slurm_filter {
