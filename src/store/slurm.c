@@ -53,6 +53,7 @@
       "slurm_job_gpus x JOIN slurm_jobs y ON y.id = x.job_id WHERE x.gpu_id = g.id AND y.id <> "   \
       ":id AND y.started_at < :end AND (y.ended_at IS NULL OR y.ended_at > :start)) ORDER BY "     \
       "g.idx, g.id LIMIT :n")                                                                      \
+    X(OLDEST_SAMPLE, "SELECT MIN(ts) FROM gpu_samples")                                            \
     X(CURSOR_GET, "SELECT pulled_until FROM slurm_cursors WHERE source_id = :sid")                 \
     X(CURSOR_SET,                                                                                  \
       "INSERT INTO slurm_cursors (source_id, pulled_until, updated_at) VALUES (:sid, :until, "     \
@@ -288,7 +289,8 @@ static int64_t min_pos(int64_t a, int64_t b)
 /* One job: inserted or updated, then its GPUs matched again when what
  * they are made from changed (or some were unmatched while it runs). */
 static int sync_job(struct conn *c, int64_t sid, const char *cluster,
-                    const struct store_slurm_job *j, int64_t now, struct store_slurm_result *res)
+                    const struct store_slurm_job *j, int64_t now, int64_t floor,
+                    struct store_slurm_result *res)
 {
     struct db_stmt *s = prep(c, ST_JOB_GET);
     int64_t id = 0, owner = 0, old_start = -1, old_end = -1, old_unmatched = 0;
@@ -342,6 +344,10 @@ static int sync_job(struct conn *c, int64_t sid, const char *cluster,
         int64_t lo = min_pos(old_start, j->start);
         int64_t hi =
             (old_running && found) || j->end <= 0 ? now : (old_end > j->end ? old_end : j->end);
+        /* Hours whose raw samples are gone are never recomputed: their
+         * figures would be lost. */
+        if (lo < floor)
+            lo = floor;
         if (!found || strcmp(key, old_key) != 0 || (old_unmatched > 0 && j->end <= 0))
             return match_gpus(c, id, j, lo, hi, now, res);
         /* Same GPUs, another interval: only the marks. */
@@ -357,11 +363,29 @@ static int sync_job(struct conn *c, int64_t sid, const char *cluster,
     return GI_OK;
 }
 
+/* The first hour that raw-sample retention has not cut into: the hour
+ * after the one the oldest sample's coverage (ts - 1 back) falls in, as
+ * that one may have lost earlier samples; now when no sample is kept. */
+static int first_kept_hour(struct conn *c, int64_t now, int64_t *out)
+{
+    struct db_stmt *s = prep(c, ST_OLDEST_SAMPLE);
+    int step;
+
+    *out = now;
+    if (!s)
+        return GI_INTERNAL;
+    if ((step = db_step(c, s)) == DB_ROW && !db_col_is_null(s, 0))
+        *out = (db_col_int(s, 0) - 1) - (db_col_int(s, 0) - 1) % 3600 + 3600;
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
 struct store_slurm_tx {
     struct store *st;
     struct conn *c;
     int rc;
     int64_t now;
+    int64_t floor; /* the first hour whose raw samples are all still kept */
 };
 
 int store_slurm_begin(struct store *st, struct store_slurm_tx **out)
@@ -374,7 +398,9 @@ int store_slurm_begin(struct store *st, struct store_slurm_tx **out)
     tx->st = st;
     tx->c = db_conn_get(st);
     tx->now = gi_now();
-    if ((tx->rc = db_tx_begin(tx->c)) != GI_OK) {
+    if ((tx->rc = db_tx_begin(tx->c)) == GI_OK)
+        tx->rc = first_kept_hour(tx->c, tx->now, &tx->floor);
+    if (tx->rc != GI_OK) {
         int rc = db_tx_end(tx->c, tx->rc);
         db_conn_put(st, tx->c);
         free(tx);
@@ -389,7 +415,7 @@ int store_slurm_add(struct store_slurm_tx *tx, int64_t source_id, const char *cl
 {
     for (size_t i = 0; tx->rc == GI_OK && i < n; i++) {
         const char *cl = jobs[i].cluster && *jobs[i].cluster ? jobs[i].cluster : cluster_default;
-        tx->rc = sync_job(tx->c, source_id, nz(cl), &jobs[i], tx->now, res);
+        tx->rc = sync_job(tx->c, source_id, nz(cl), &jobs[i], tx->now, tx->floor, res);
     }
     return tx->rc;
 }

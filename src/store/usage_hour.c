@@ -158,6 +158,13 @@
               ":tenant, :project, :start, :end, :now)")                                            \
     X(IV_SET, "UPDATE usage_intervals SET started_at = :start, ended_at = :end, team = :team, "    \
               "updated_at = :now WHERE id = :id")                                                  \
+    X(IV_OF_HOUR,                                                                                  \
+      "SELECT id, kind, consumer, started_at, ended_at FROM usage_intervals WHERE "                \
+      "gpu_id = :gid AND ended_at IS NOT NULL AND started_at < :hi AND ended_at > :lo "            \
+      "ORDER BY id LIMIT 256")                                                                     \
+    X(IV_DEL, "DELETE FROM usage_intervals WHERE id = :id")                                        \
+    X(IV_TRIM, "UPDATE usage_intervals SET started_at = :start, ended_at = :end, updated_at = "    \
+               ":now WHERE id = :id")                                                              \
     X(IV_CLOSE_ABSENT,                                                                             \
       "UPDATE usage_intervals SET ended_at = CASE WHEN updated_at < :hour THEN updated_at ELSE "   \
       ":hour END, updated_at = :now WHERE gpu_id = :gid AND ended_at IS NULL AND started_at < "    \
@@ -904,10 +911,71 @@ static int write_interval(struct conn *c, struct hour_calc *h, const struct cons
     return db_exec_done(c, s);
 }
 
+/* Whether kind/key holds allocated time in this hour's result. */
+static bool consumer_present(const struct hour_calc *h, const char *kind, const char *key)
+{
+    for (size_t i = 0; i <= MAX_CONSUMERS; i++) {
+        const struct consumer *k = &h->cons[i];
+        if ((i < h->ncons || i == MAX_CONSUMERS) && k->alloc > 0 && strcmp(k->kind, kind) == 0 &&
+            strcmp(k->key, key) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Closed intervals of consumers this recomputed hour no longer has (late
+ * data named who it was: a Slurm job instead of "unknown", say) give the
+ * hour back: one inside the hour goes, one reaching into it from either
+ * side ends (or starts) at the hour's edge. One spanning the whole hour
+ * and beyond is left whole. */
+static int trim_absent(struct conn *c, struct hour_calc *h)
+{
+    struct iv {
+        int64_t id, start, end;
+    } ivs[256];
+    struct db_stmt *s = prep(c, ST_IV_OF_HOUR);
+    int64_t lo = h->hour, hi = h->hour + 3600;
+    size_t n = 0;
+    int step, rc = GI_OK;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":lo", lo);
+    db_bind_int(s, ":hi", hi);
+    while ((step = db_step(c, s)) == DB_ROW && n < sizeof ivs / sizeof *ivs) {
+        if (consumer_present(h, db_col_text(s, 1), db_col_text(s, 2)))
+            continue;
+        ivs[n++] = (struct iv){db_col_int(s, 0), db_col_int(s, 3), db_col_int(s, 4)};
+    }
+    db_reset(s);
+    if (step != DB_DONE && step != DB_ROW)
+        return db_status(step);
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        int64_t start = ivs[i].start, end = ivs[i].end;
+        bool inside = start >= lo && end <= hi;
+        if (start < lo && end > hi)
+            continue;
+        if (!(s = prep(c, inside ? ST_IV_DEL : ST_IV_TRIM)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":id", ivs[i].id);
+        if (!inside) {
+            db_bind_int(s, ":start", start >= lo ? hi : start);
+            db_bind_int(s, ":end", start >= lo ? end : lo);
+            db_bind_int(s, ":now", h->now);
+        }
+        rc = db_exec_done(c, s);
+    }
+    return rc;
+}
+
 static int write_consumers(struct conn *c, struct hour_calc *h)
 {
     struct db_stmt *s;
     int rc;
+
+    if ((rc = trim_absent(c, h)) != GI_OK)
+        return rc;
 
     /* Intervals still open that nobody held in this recent hour end when
      * they were last written, at the latest at the hour's start (a

@@ -101,6 +101,11 @@ test('setup: the account rule, the agent reports gpu01 (by its FQDN) with 4 GPUs
   }
   const r = await s.api('POST', '/api/v1/ingest', { auth: push, body: { batch_id: 'hpc-1', host: { hostname: 'gpu01.hpc.example.org' }, gpus, samples } });
   assert.equal(r.status, 201, r.text);
+  // Rolled up before any job is known: busy with nobody known. The pull
+  // below must mark these hours again for its job to appear in them.
+  assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  const before = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams({ group_by: 'consumer', team: 'hpc-owner', from: iso(T0), to: iso(T0 + 7200), step: 'day' })));
+  assert.deepEqual(before.items.filter((x) => x.kind !== 'none').map((x) => x.kind), ['unknown']);
 });
 
 test('config is validated, the token is write-only', async () => {
@@ -199,18 +204,52 @@ test('usage: the job is a slurm consumer of 3.0 allocated GPU-hours, team by its
 });
 
 test('slurmrestd: jobs with GPU indexes, the JWT in its headers', async () => {
+  // gpu11 is known by its short name with 4 GPUs; gpu12 has GPUs 0-2 only.
+  const push = ok(await s.api('POST', '/api/v1/tokens', { body: { name: 'agents-hpc2', role: 'pusher', source: 'agents-hpc2' } }), 201).token;
+  for (const [host, n, tag] of [['gpu11', 4, 'b'], ['gpu12', 3, 'c']]) {
+    const gpus = [...Array(n).keys()].map((i) => ({ uuid: `GPU-5105a000-0000-4000-8000-${tag}0000000000${i}`, index: i, name: 'NVIDIA A100-SXM4-80GB' }));
+    const b = await s.api('POST', '/api/v1/ingest', { auth: push, body: { batch_id: 'hpc-' + host, host: { hostname: host }, gpus } });
+    assert.equal(b.status, 201, b.text);
+  }
   const r = ok(await s.api('GET', '/api/v1/sources')).items.find((x) => x.name === 'restd');
   const out = await run(r.id);
   assert.equal(out.run.ok, true, JSON.stringify(out));
   assert.ok(restdSeen.some((p) => p.startsWith('/slurm/v0.0.41/jobs?update_time=')), JSON.stringify(restdSeen));
   const j = (await jobs({ user: 'alice', state: 'RUNNING' })).items.find((x) => x.job_id === '5100');
   assert.equal(j.gpus, 6);
-  assert.equal(j.gpus_unmatched, 6, 'nodes gpu11/gpu12 are not known');
+  // IDX:0-3 on gpu11, IDX:1,3 on gpu12 (which has no GPU 3).
+  assert.deepEqual(j.gpus_held.map((g) => [g.node, g.index, g.index_known]),
+    [['gpu11', 0, true], ['gpu11', 1, true], ['gpu11', 2, true], ['gpu11', 3, true], ['gpu12', 1, true]]);
+  assert.equal(j.gpus_matched, 5);
+  assert.equal(j.gpus_unmatched, 1, 'an index without a GPU record is counted');
   // A wrong token: slurmrestd's own words on the source.
   ok(await s.api('PATCH', `/api/v1/sources/${r.id}`, { body: { config: { token: 'wrong' } } }));
   const bad = await run(r.id);
   assert.equal(bad.run.ok, false);
   assert.match(bad.last_error, /401.*Authentication failure/);
+});
+
+test('sacct --json: the same jobs through the data_parser form; a source speaks only for its own', async () => {
+  writeFileSync(path.join(dir, 'reply'), fx('sacct-v0.0.41.json'));
+  const other = ok(await s.api('POST', '/api/v1/sources', { body: { name: 'hpc1-json', kind: 'slurm', enabled: false, config: { format: 'json' } } }), 201);
+  const r = await run(other.id);
+  assert.equal(r.run.ok, true, JSON.stringify(r));
+  assert.equal(calls().at(-1)[0], 'json');
+  const j = (await jobs({ cluster: 'hpc1', user: 'alice' })).items.find((x) => x.job_id === '4242');
+  assert.equal(j.source, 'hpc1-json');
+  assert.equal(j.gpus, 4);
+  assert.equal(j.gpu_util_sum, 360);
+  assert.equal((await jobs({ cluster: 'hpc1', account: 'chem' })).items[0].job_id, '4310+1');
+  // The sacct source's job 7001 listed again by this source: left as it is.
+  writeFileSync(path.join(dir, 'reply'), JSON.stringify({ jobs: [{ job_id: 7001, cluster: 'hpc1', user: 'mallory',
+    account: 'ml-train', nodes: 'gpu01', state: { current: ['COMPLETED'] },
+    time: { submission: T0 - 60, start: T0, end: T0 + 5400, elapsed: 5400 },
+    tres: { allocated: [{ type: 'gres', name: 'gpu', count: 2 }] } }] }));
+  const again = await run(other.id);
+  assert.equal(again.run.ok, true, JSON.stringify(again));
+  const j1 = (await jobs({ cluster: 'hpc1' })).items.find((x) => x.job_id === '7001');
+  assert.equal(j1.user, 'alice');
+  assert.equal(j1.source, 'hpc1-acct');
 });
 
 test('a failing sacct is reported on the source and changes nothing', async () => {
