@@ -5,12 +5,14 @@
 // Meanwhile the size of the rollup backlog (usage_dirty) is read every
 // EVERY seconds through the database's own shell; after the last batch it
 // is watched for up to DRAIN seconds more (until it is empty). Prints one
-// JSON object.
-// Usage: node bench/rollup_gen.mjs URL TOKEN DB GPUS MINUTES CLIENTS T0 DRAIN EVERY
+// JSON object. MAX_S > 0 stops the push after that many seconds (inside a
+// minute when it must), so that a slow run still ends.
+// Usage: node bench/rollup_gen.mjs URL TOKEN DB GPUS MINUTES CLIENTS T0 DRAIN EVERY [MAX_S]
 import http from 'node:http';
 import { execFile } from 'node:child_process';
 
-const [url, token, db, gpusArg, minutesArg, clientsArg, t0Arg, drainArg, everyArg] = process.argv.slice(2);
+const [url, token, db, gpusArg, minutesArg, clientsArg, t0Arg, drainArg, everyArg, maxArg] = process.argv.slice(2);
+const MAX_S = Number(maxArg || 0);
 const GPUS = Number(gpusArg), MINUTES = Number(minutesArg), CLIENTS = Number(clientsArg);
 const T0 = Number(t0Arg), DRAIN = Number(drainArg), EVERY = Number(everyArg);
 const PER_HOST = 8, HOSTS = Math.ceil(GPUS / PER_HOST);
@@ -42,7 +44,21 @@ function body(h, m) {
     samples: { columns: ['time', 'gpu', 'util_avg', 'util_max', 'mem_used_mib', 'power_avg_w', 'energy_j', 'temp_c'], rows } });
 }
 
-function post(payload) {
+// A keep-alive connection the server closed as idle can fail the batch
+// sent on it at that instant: such a batch is sent again (counted).
+let retries = 0;
+async function post(payload) {
+  for (let i = 0; ; i++) {
+    try {
+      return await postOnce(payload);
+    } catch (e) {
+      if (i >= 2 || !['ECONNRESET', 'EPIPE'].includes(e.code)) throw e;
+      retries++;
+    }
+  }
+}
+
+function postOnce(payload) {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: u.hostname, port: u.port, path: '/api/v1/ingest', method: 'POST', agent,
       headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } },
@@ -70,10 +86,15 @@ let sampling = true;
   }
 })();
 
-for (let m = 0; m < MINUTES; m++) {
+let stopped = false, minutesDone = 0;
+for (let m = 0; m < MINUTES && !stopped; m++) {
   let next = 0;
   const worker = async () => {
     while (next < HOSTS) {
+      if (MAX_S > 0 && secs() >= MAX_S) {
+        stopped = true;
+        break;
+      }
       const h = next++;
       const b = body(h, m);
       const t = process.hrtime.bigint();
@@ -84,7 +105,9 @@ for (let m = 0; m < MINUTES; m++) {
     }
   };
   await Promise.all(Array.from({ length: CLIENTS }, worker));
+  if (stopped) break;
   minuteDone = m;
+  minutesDone = m + 1;
   if (m === 0) {
     firstMinuteEnd = secs();
     firstMinuteSamples = samples;
@@ -103,14 +126,18 @@ sampling = false;
 const endDirty = await dirtyCount();
 lat.sort((a, b) => a - b);
 const q = (p) => Math.round(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] * 10) / 10;
-const steady = MINUTES > 1 ? (samples - firstMinuteSamples) / (pushS - firstMinuteEnd) : samples / pushS;
+// Sustained: after the first minute, whose batches also create the GPUs.
+const steady = firstMinuteEnd !== null && pushS > firstMinuteEnd
+  ? (samples - firstMinuteSamples) / (pushS - firstMinuteEnd) : null;
 const ds = [...backlog.map((x) => x.dirty), endDirty].filter((x) => x !== null);
 console.log(JSON.stringify({
-  gpus: GPUS, hosts: HOSTS, simulated_minutes: MINUTES, clients: CLIENTS, samples, batches,
+  gpus: GPUS, hosts: HOSTS, simulated_minutes: MINUTES, simulated_minutes_done: minutesDone,
+  stopped_at_max_s: stopped, clients: CLIENTS, samples, batches, batches_resent: retries,
+  first_minute_s: firstMinuteEnd === null ? null : Math.round(firstMinuteEnd * 10) / 10,
   push_s: Math.round(pushS * 10) / 10,
   samples_per_s_all: Math.round(samples / pushS),
   samples_per_s_sustained: Math.round(steady),
-  simulated_minutes_per_s: Math.round((MINUTES / pushS) * 100) / 100,
+  simulated_minutes_per_s: Math.round((samples / GPUS / pushS) * 1000) / 1000,
   batch_p50_ms: q(0.5), batch_p99_ms: q(0.99),
   backlog_max: ds.length ? Math.max(...ds) : null,
   backlog_at_push_end: backlog.filter((x) => x.t_s <= pushS).map((x) => x.dirty).pop() ?? null,

@@ -16,6 +16,7 @@
 #   BENCH_CLIENTS=4       concurrent connections
 #   BENCH_DRAIN=240       seconds to watch the backlog drain after the push (job on)
 #   BENCH_EVERY=5         seconds between backlog readings
+#   BENCH_MAX_S=0         stop each push after this many seconds (0: push every minute)
 #   BENCH_MODES="on off"  which runs
 #   GPUINV=build/gpuinv   binary to measure
 # Writes bench/results/rollup_rate[-pg]-DATE.json (one object per run) and prints a summary.
@@ -60,7 +61,8 @@ now=$(date +%s)
 t0=$(( now - now % 3600 - ( (minutes + 59) / 60 + 1 ) * 3600 ))
 for mode in $modes; do
   if [ "$store" = postgresql ]; then
-    psql -X -q -d "${base/\/\?//postgres?}" -c "DROP DATABASE IF EXISTS rr_$mode" -c "CREATE DATABASE rr_$mode" >/dev/null
+    PGOPTIONS=--client-min-messages=warning psql -X -q -d "${base/\/\?//postgres?}" \
+      -c "DROP DATABASE IF EXISTS rr_$mode" -c "CREATE DATABASE rr_$mode" >/dev/null
     db="${base/\/\?//rr_$mode?}"
   else
     db="$work/rr_$mode.db"
@@ -78,7 +80,8 @@ for mode in $modes; do
     -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   res=$(node bench/rollup_gen.mjs "$url" "$ptoken" "$db" "$gpus" "$minutes" "$clients" "$t0" \
-    "$([ "$mode" = on ] && echo "$drain" || echo 0)" "$every")
+    "$([ "$mode" = on ] && echo "$drain" || echo 0)" "$every" "${BENCH_MAX_S:-0}") ||
+    { tail -20 "$work/err-$mode" >&2; die "the load generator failed (server log above)"; }
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   kill -TERM "$pid"; wait "$pid" || true; pid=""
   rolled=$(grep -c 'job usage:rollup' "$work/err-$mode" || true)
