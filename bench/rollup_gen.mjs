@@ -136,7 +136,7 @@ console.log(JSON.stringify({
   first_minute_s: firstMinuteEnd === null ? null : Math.round(firstMinuteEnd * 10) / 10,
   push_s: Math.round(pushS * 10) / 10,
   samples_per_s_all: Math.round(samples / pushS),
-  samples_per_s_sustained: Math.round(steady),
+  samples_per_s_sustained: steady === null ? null : Math.round(steady),
   simulated_minutes_per_s: Math.round((samples / GPUS / pushS) * 1000) / 1000,
   batch_p50_ms: q(0.5), batch_p99_ms: q(0.99),
   backlog_max: ds.length ? Math.max(...ds) : null,

@@ -8,6 +8,8 @@
 # once the push ends; with it off it only grows. Simulated time ends before the real present, so
 # every pushed hour is a past hour the job must roll up; it runs far faster than real time, so the
 # job's work per real second is many times what 10,000 GPUs reporting every minute give it.
+# After the run without the job, one on-demand rollup (POST /api/v1/usage/rollup) works off the
+# backlog that run left, timed: the job's own rate in GPU-hours per second, with no ingest.
 # Usage: bench/rollup_rate.sh   (needs build/gpuinv, node, sqlite3; psql for PostgreSQL)
 # Environment:
 #   BENCH_STORE=sqlite    or postgresql (a throwaway server, tests/lib/pg.sh)
@@ -83,12 +85,22 @@ for mode in $modes; do
     "$([ "$mode" = on ] && echo "$drain" || echo 0)" "$every" "${BENCH_MAX_S:-0}") ||
     { tail -20 "$work/err-$mode" >&2; die "the load generator failed (server log above)"; }
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+  demand="null"
+  if [ "$mode" = off ]; then
+    t1=$(date +%s.%N)
+    r=$(curl -s -X POST -H "Authorization: Bearer $token" "$url/api/v1/usage/rollup")
+    t2=$(date +%s.%N)
+    demand=$(node -e 'const r = JSON.parse(process.argv[1]); const s = Number(process.argv[3]) - Number(process.argv[2]);
+      console.log(JSON.stringify({ seconds: Math.round(s * 10) / 10, gpu_hours: r.hours, dirty_left: r.dirty_left,
+        gpu_hours_per_s: Math.round(r.hours / s) }));' "$r" "$t1" "$t2")
+  fi
   kill -TERM "$pid"; wait "$pid" || true; pid=""
   rolled=$(grep -c 'job usage:rollup' "$work/err-$mode" || true)
   res=$(node -e 'const r = JSON.parse(process.argv[1]); Object.assign(r, { store: process.argv[2], rollup: process.argv[3],
     loadavg_before: process.argv[4], loadavg_after: process.argv[5], nproc: Number(process.argv[6]),
-    rollup_log_lines: Number(process.argv[7]), measured_at: new Date().toISOString() }); console.log(JSON.stringify(r));' \
-    "$res" "$store" "$mode" "$load_before" "$load_after" "$(nproc)" "$rolled")
+    rollup_log_lines: Number(process.argv[7]), rollup_on_demand_after: JSON.parse(process.argv[8]),
+    measured_at: new Date().toISOString() }); console.log(JSON.stringify(r));' \
+    "$res" "$store" "$mode" "$load_before" "$load_after" "$(nproc)" "$rolled" "$demand")
   results=$(node -e 'const a = JSON.parse(process.argv[1]); a.push(JSON.parse(process.argv[2])); console.log(JSON.stringify(a));' "$results" "$res")
 done
 node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]), null, 1))' "$results" >"$out"
@@ -96,6 +108,10 @@ node -e '
 const a = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
 console.log("| store | rollup job | samples/s (sustained) | samples/s (all) | batch p99 ms | backlog max | at push end | drained after | load before → after |");
 console.log("|---|---|---|---|---|---|---|---|---|");
-for (const r of a) console.log(`| ${r.store} | ${r.rollup} | ${r.samples_per_s_sustained} | ${r.samples_per_s_all} | ${r.batch_p99_ms} | ${r.backlog_max} | ${r.backlog_at_push_end} | ${r.drained_after_push_s === null ? "not drained (end " + r.backlog_end + ")" : r.drained_after_push_s + " s"} | ${r.loadavg_before} → ${r.loadavg_after} |`);
+for (const r of a) console.log(`| ${r.store} | ${r.rollup} | ${r.samples_per_s_sustained ?? "first minute not done"} | ${r.samples_per_s_all} | ${r.batch_p99_ms} | ${r.backlog_max} | ${r.backlog_at_push_end} | ${r.drained_after_push_s === null ? "not drained (end " + r.backlog_end + ")" : r.drained_after_push_s + " s"} | ${r.loadavg_before} → ${r.loadavg_after} |`);
+for (const r of a) {
+  const d = r.rollup_on_demand_after;
+  if (d) console.log(`${r.store}: one rollup on demand after the run without the job: ${d.gpu_hours} GPU-hours in ${d.seconds} s (${d.gpu_hours_per_s}/s), ${d.dirty_left} left`);
+}
 ' "$out"
 echo "results: $out"
