@@ -7,13 +7,18 @@
  *            so a price change re-prices the past it covers), split into
  *            busy, waste (allocated-idle), idle and unknown the same way;
  *            hours whose rate is in another currency than the settings'
- *            or that no entry prices are counted as unpriced.
+ *            or that no entry prices are counted as unpriced. Read from
+ *            the day groups (usage_groups_daily) for the whole days in
+ *            which no catalog entry takes effect (every hour of such a day
+ *            has the rate in force at its midnight), from the hourly
+ *            rollups for the others; either way priced at read time.
  *   tco      capital: each GPU's purchase cost (the linked inventory
  *            server's metadata purchase_cost over its gpu_count, else the
  *            catalog's "purchase" entry for the model) spread evenly over
  *            amortization_years, charged per owned GPU-hour inside the
  *            amortization window (from metadata purchase_date when given);
  *            plus energy: measured Wh / 1000 × price per kWh × PUE.
+ *            Whole days per GPU from the daily rollups.
  *   billing  the cloud bill: imported billing lines starting in the month,
  *            spread over the instance's GPUs (each GPU's share goes to the
  *            owner of that GPU-hour, else the owner when imported), and
@@ -30,6 +35,15 @@
 
 #define HOURS_PER_YEAR 8766.0 /* 365.25 days */
 
+/* Per GPU and owner: owned GPU-seconds, energy and the inventory server
+ * of its host, from the hourly or the daily rollups. */
+#define SB_GPUS_SQL(table, key)                                                                    \
+    "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                     \
+    "SUM(u.owned_s * u.fraction), SUM(u.energy_wh), MIN(r.metadata), MIN(r.gpu_count) FROM " table \
+    " u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON r.id = "          \
+    "l.resource_id WHERE u." key " >= :from AND u." key " < :to GROUP BY u.gpu_id, "              \
+    "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool"
+
 #define STATEMENTS(X)                                                                              \
     X(SET_GET, "SELECT name, value FROM cost_settings")                                            \
     X(SET_PUT, "INSERT INTO cost_settings (name, value, updated_at) VALUES (:name, :value, :now) " \
@@ -40,12 +54,15 @@
       "SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), "             \
       "SUM(unknown_s * fraction) FROM usage_hourly WHERE hour >= :from AND hour < :to GROUP BY "   \
       "COALESCE(team, ''), model, env, cloud, pool, hour")                                         \
-    X(SB_GPUS,                                                                                     \
-      "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                   \
-      "SUM(u.owned_s * u.fraction), SUM(u.energy_wh), MIN(r.metadata), MIN(r.gpu_count) FROM "     \
-      "usage_hourly u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON "   \
-      "r.id = l.resource_id WHERE u.hour >= :from AND u.hour < :to GROUP BY u.gpu_id, "            \
-      "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool")                                     \
+    X(SB_DAYS,                                                                                     \
+      "SELECT COALESCE(team, ''), model, env, cloud, pool, day, SUM(owned_s), SUM(busy_s), "       \
+      "SUM(alloc_idle_s), SUM(idle_s), SUM(unknown_s) FROM usage_groups_daily WHERE day >= :from " \
+      "AND day < :to GROUP BY COALESCE(team, ''), model, env, cloud, pool, day")                   \
+    X(SB_CHANGES, "SELECT DISTINCT effective_from FROM prices WHERE kind = 'hourly' AND "          \
+                  "effective_from > :from AND effective_from < :to ORDER BY effective_from "       \
+                  "LIMIT 10000")                                                                   \
+    X(SB_GPUS, SB_GPUS_SQL("usage_hourly", "hour"))                                                \
+    X(SB_GPU_DAYS, SB_GPUS_SQL("usage_daily", "day"))                                              \
     X(SB_GPU_WINDOW,                                                                               \
       "SELECT COALESCE(SUM(owned_s * fraction), 0) FROM usage_hourly WHERE gpu_id = :gpu AND "     \
       "COALESCE(team, '') = :team AND model IS NOT DISTINCT FROM :model AND env IS NOT DISTINCT "  \
@@ -269,54 +286,191 @@ static int window_owned(struct conn *c, struct db_stmt *s, int64_t since, int64_
     return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_INTERNAL : db_status(step);
 }
 
-static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur, json_t *index,
-                     struct team_row **rows, size_t *n, size_t *cap)
-{
-    struct db_stmt *s = prep(c, ST_SB_HOURS);
-    struct price_catalog *cat = NULL;
-    int step, rc;
+#define DAY_S 86400
 
+/* The times inside (from, to) at which an hourly catalog entry takes
+ * effect, ascending: the only moments at which a rate can change. */
+struct rate_changes {
+    int64_t *t;
+    size_t n;
+};
+
+static int rate_changes_load(struct conn *c, int64_t from, int64_t to, struct rate_changes *out)
+{
+    struct db_stmt *s = prep(c, ST_SB_CHANGES);
+    size_t cap = 0;
+    int step;
+
+    out->t = NULL;
+    out->n = 0;
     if (!s)
         return GI_INTERNAL;
-    if ((rc = price_catalog_load(c, "hourly", &cat)) != GI_OK)
-        return rc;
     db_bind_int(s, ":from", from);
     db_bind_int(s, ":to", to);
     while ((step = db_step(c, s)) == DB_ROW) {
-        struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
-        int64_t rate = 0, pid;
-        char rc4[4];
-        double per_s;
-        if (!r) {
-            step = GI_INTERNAL;
-            break;
+        if (out->n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            int64_t *nt = realloc(out->t, nc * sizeof *nt);
+            if (!nt) {
+                step = GI_INTERNAL;
+                break;
+            }
+            out->t = nt;
+            cap = nc;
         }
-        r->owned += db_col_dbl(s, 6);
-        r->busy += db_col_dbl(s, 7);
-        r->alloc_idle += db_col_dbl(s, 8);
-        r->idle += db_col_dbl(s, 9);
-        r->unknown += db_col_dbl(s, 10);
-        if (!price_catalog_pick(cat, txt(s, 1), txt(s, 2), txt(s, 3), txt(s, 4), db_col_int(s, 5),
-                                &rate, rc4, &pid) ||
-            strcmp(rc4, cur) != 0) {
-            r->unpriced += db_col_dbl(s, 6);
-            continue;
-        }
-        per_s = (double)rate / 3600.0;
-        r->c_busy += db_col_dbl(s, 7) * per_s;
-        r->c_waste += db_col_dbl(s, 8) * per_s;
-        r->c_idle += db_col_dbl(s, 9) * per_s;
-        r->c_unknown += db_col_dbl(s, 10) * per_s;
+        out->t[out->n++] = db_col_int(s, 0);
     }
     db_reset(s);
-    price_catalog_free(cat);
     return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* True when a catalog entry takes effect during day d after its midnight,
+ * so that the day's hours may have different rates. */
+static bool day_mixed(const struct rate_changes *ch, int64_t d)
+{
+    for (size_t i = 0; i < ch->n; i++)
+        if (ch->t[i] > d && ch->t[i] < d + DAY_S)
+            return true;
+    return false;
+}
+
+/* Adds the current row of SB_HOURS or SB_DAYS (owner and model, the
+ * hour or day, then owned, busy, allocated-idle, idle and unknown
+ * GPU-seconds x fraction) to its team, priced at the catalog rate in
+ * force at the row's time. */
+static int add_priced(struct db_stmt *s, const struct price_catalog *cat, const char *cur,
+                      json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
+    int64_t rate = 0, pid;
+    char rc4[4];
+    double per_s;
+
+    if (!r)
+        return GI_INTERNAL;
+    r->owned += db_col_dbl(s, 6);
+    r->busy += db_col_dbl(s, 7);
+    r->alloc_idle += db_col_dbl(s, 8);
+    r->idle += db_col_dbl(s, 9);
+    r->unknown += db_col_dbl(s, 10);
+    if (!price_catalog_pick(cat, txt(s, 1), txt(s, 2), txt(s, 3), txt(s, 4), db_col_int(s, 5),
+                            &rate, rc4, &pid) ||
+        strcmp(rc4, cur) != 0) {
+        r->unpriced += db_col_dbl(s, 6);
+        return GI_OK;
+    }
+    per_s = (double)rate / 3600.0;
+    r->c_busy += db_col_dbl(s, 7) * per_s;
+    r->c_waste += db_col_dbl(s, 8) * per_s;
+    r->c_idle += db_col_dbl(s, 9) * per_s;
+    r->c_unknown += db_col_dbl(s, 10) * per_s;
+    return GI_OK;
+}
+
+/* What add_hours() prices with and adds to. */
+struct pricing {
+    const struct price_catalog *cat;
+    const struct rate_changes *changes;
+    const char *cur;
+    json_t *index;
+    struct team_row **rows;
+    size_t *n, *cap;
+};
+
+/* Prices the hourly rollups of [lo, hi) hour by hour. */
+static int add_hour_range(struct conn *c, const struct pricing *p, int64_t lo, int64_t hi)
+{
+    struct db_stmt *s;
+    int step = DB_DONE, rc = GI_OK;
+
+    if (hi <= lo)
+        return GI_OK;
+    if (!(s = prep(c, ST_SB_HOURS)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", lo);
+    db_bind_int(s, ":to", hi);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        rc = add_priced(s, p->cat, p->cur, p->index, p->rows, p->n, p->cap);
+    db_reset(s);
+    if (rc != GI_OK)
+        return rc;
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Prices the day groups of the whole days [lo, hi) that no rate change
+ * falls inside, a day at a time: every hour of such a day has the rate
+ * in force at its midnight. */
+static int add_day_groups(struct conn *c, const struct pricing *p, int64_t lo, int64_t hi)
+{
+    struct db_stmt *s;
+    int step = DB_DONE, rc = GI_OK;
+
+    if (hi <= lo)
+        return GI_OK;
+    if (!(s = prep(c, ST_SB_DAYS)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", lo);
+    db_bind_int(s, ":to", hi);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        if (!day_mixed(p->changes, db_col_int(s, 5)))
+            rc = add_priced(s, p->cat, p->cur, p->index, p->rows, p->n, p->cap);
+    db_reset(s);
+    if (rc != GI_OK)
+        return rc;
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* The catalog cost and GPU-hours of [from, to): the whole days in which
+ * no catalog entry takes effect from usage_groups_daily (a few rows a
+ * day), the other days and the partial days at either end from
+ * usage_hourly, hour by hour. Prices come from the catalog as it stands
+ * now in both cases, so an edited price shows at once. A day's groups
+ * carry the owner of each GPU's first hour of the day (usage_daily's
+ * rule), so an owner change during a day goes to the day's first owner. */
+static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur, json_t *index,
+                     struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct price_catalog *cat = NULL;
+    struct rate_changes ch = {0};
+    struct pricing p = {NULL, &ch, cur, index, rows, n, cap};
+    int64_t d1 = from % DAY_S ? from - from % DAY_S + DAY_S : from, d2 = to - to % DAY_S;
+    int64_t lo;
+    int rc;
+
+    if ((rc = price_catalog_load(c, "hourly", &cat)) != GI_OK)
+        return rc;
+    p.cat = cat;
+    if ((rc = rate_changes_load(c, from, to, &ch)) != GI_OK)
+        goto cleanup;
+    if (d1 >= d2)
+        d1 = d2 = to; /* no whole day: every hour from usage_hourly */
+    if ((rc = add_hour_range(c, &p, from, d1)) != GI_OK ||
+        (rc = add_day_groups(c, &p, d1, d2)) != GI_OK ||
+        (rc = add_hour_range(c, &p, d2, to)) != GI_OK)
+        goto cleanup;
+    /* The days a rate changes in, consecutive ones read together. */
+    for (int64_t d = d1; d < d2; d += DAY_S) {
+        if (!day_mixed(&ch, d))
+            continue;
+        for (lo = d; d + DAY_S < d2 && day_mixed(&ch, d + DAY_S); d += DAY_S)
+            ;
+        if ((rc = add_hour_range(c, &p, lo, d + DAY_S)) != GI_OK)
+            goto cleanup;
+    }
+cleanup:
+    free(ch.t);
+    price_catalog_free(cat);
+    return rc;
 }
 
 static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_cost_settings *set,
                    json_t *index, struct team_row **rows, size_t *n, size_t *cap)
 {
-    struct db_stmt *s = prep(c, ST_SB_GPUS);
+    /* Whole days read the daily rollups (one row per GPU and day, its
+     * owner that of its first hour); a window inside one GPU's range is
+     * still summed from its hours (window_owned). */
+    struct db_stmt *s =
+        prep(c, from % DAY_S == 0 && to % DAY_S == 0 ? ST_SB_GPU_DAYS : ST_SB_GPUS);
     struct price_catalog *cat = NULL;
     double hours_amort = (double)set->amortization_years * HOURS_PER_YEAR;
     int step, rc;
