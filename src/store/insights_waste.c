@@ -31,6 +31,25 @@
     "CASE WHEN u.kind = 'k8s' AND u.pod IS NOT NULL THEN COALESCE(u.namespace, '') || '/' || "     \
     "u.pod ELSE u.consumer END"
 
+/* The rows waste by team sums (alias h; aic/ic/oc allocated-idle, idle
+ * and owned cost in micro-unit-seconds, ai/i/o those seconds x fraction,
+ * cur the currency): whole days from the day groups, the partial days at
+ * the range's ends from usage_hourly. */
+#define WASTE_HOURS(edge)                                                                          \
+    " UNION ALL SELECT h.team, h.alloc_idle_s * h.fraction * h.rate_micros, h.idle_s * "           \
+    "h.fraction * h.rate_micros, h.owned_s * h.fraction * h.rate_micros, h.alloc_idle_s * "       \
+    "h.fraction, h.idle_s * h.fraction, h.owned_s * h.fraction, h.currency FROM usage_hourly h "   \
+    "WHERE " edge
+#define WASTE_SRC                                                                                  \
+    "(SELECT h.team, h.alloc_idle_cost AS aic, h.idle_cost AS ic, h.owned_cost AS oc, "            \
+    "h.alloc_idle_s AS ai, h.idle_s AS i, h.owned_s AS o, NULLIF(h.currency, '') AS cur FROM "     \
+    "usage_groups_daily h WHERE " WHOLE_DAYS("day") WASTE_HOURS(EDGE_HOURS_1)                      \
+        WASTE_HOURS(EDGE_HOURS_2) WASTE_HOURS(EDGE_HOURS_3) ") h"
+/* The GPUs behind each team's figures: its GPU-days (usage_daily) and the
+ * hours at the range's ends. */
+#define WASTE_GPU_HOURS(edge)                                                                      \
+    " UNION ALL SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_hourly h WHERE " edge
+
 #define STATEMENTS(X)                                                                              \
     X(IDLE,                                                                                        \
       "WITH idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "        \
@@ -70,15 +89,15 @@
       "usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = t.last ORDER BY COALESCE(t.cost, 0) "    \
       "DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")                                          \
     X(WASTE_BY_TEAM,                                                                               \
-      "SELECT h.team, SUM(h.alloc_idle_s * h.fraction * h.rate_micros) / 3600, SUM(h.idle_s * "    \
-      "h.fraction * h.rate_micros) / 3600, SUM(h.owned_s * h.fraction * h.rate_micros) / 3600, "   \
-      "SUM(h.alloc_idle_s * h.fraction) / 3600, SUM(h.idle_s * h.fraction) / 3600, "               \
-      "SUM(h.owned_s * h.fraction) / 3600, MIN(h.currency), MAX(h.currency), COUNT(DISTINCT CASE " \
-      "WHEN h.alloc_idle_s > 0 THEN h.gpu_id END), COUNT(DISTINCT h.gpu_id) FROM usage_hourly h "  \
-      "WHERE " FILTERS "GROUP BY h.team ORDER BY COALESCE(SUM(h.alloc_idle_s * h.fraction * "      \
-      "h.rate_micros), 0) DESC, COALESCE(SUM(h.idle_s * h.fraction * h.rate_micros), 0) DESC, "    \
-      "SUM(h.alloc_idle_s * h.fraction) DESC, SUM(h.idle_s * h.fraction) DESC, h.team "            \
-      "LIMIT :limit")                                                                              \
+      "SELECT h.team, SUM(h.aic) / 3600, SUM(h.ic) / 3600, SUM(h.oc) / 3600, SUM(h.ai) / 3600, "   \
+      "SUM(h.i) / 3600, SUM(h.o) / 3600, MIN(h.cur), MAX(h.cur) FROM " WASTE_SRC " GROUP BY "       \
+      "h.team ORDER BY COALESCE(SUM(h.aic), 0) DESC, COALESCE(SUM(h.ic), 0) DESC, SUM(h.ai) DESC, " \
+      "SUM(h.i) DESC, h.team LIMIT :limit")                                                        \
+    X(WASTE_GPUS,                                                                                  \
+      "SELECT h.team, COUNT(DISTINCT CASE WHEN h.alloc_idle_s > 0 THEN h.gpu_id END), "            \
+      "COUNT(DISTINCT h.gpu_id) FROM (SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_daily h " \
+      "WHERE " WHOLE_DAYS("day") WASTE_GPU_HOURS(EDGE_HOURS_1) WASTE_GPU_HOURS(EDGE_HOURS_2)        \
+          WASTE_GPU_HOURS(EDGE_HOURS_3) ") h GROUP BY h.team")                                      \
     X(TOP_CONSUMERS,                                                                               \
       "SELECT u.kind, u.consumer, MAX(u.team), SUM(u.allocated_s * h.fraction) / 3600, "           \
       "SUM(u.busy_s * h.fraction) / 3600, SUM(u.alloc_idle_s * h.fraction) / 3600, "               \
@@ -297,14 +316,15 @@ static json_t *waste_row(struct db_stmt *s)
 {
     const char *c1 = db_col_text(s, 7), *c2 = db_col_text(s, 8);
 
+    /* The GPU counts are set afterwards (waste_gpus). */
     return json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:I, s:I}", "team",
                      insight_col_text_json(s, 0), "allocated_idle_cost",
                      cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
                      cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
                      cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
                      insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)),
-                     "idle", insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)db_col_int(s, 10),
-                     "gpus_allocated_idle", (json_int_t)db_col_int(s, 9));
+                     "idle", insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)0,
+                     "gpus_allocated_idle", (json_int_t)0);
 }
 
 /* Runs statement id with the filters, one item per row by `row`. */
@@ -319,12 +339,51 @@ static int stmt_fn(struct conn *c, enum stmt_id id, const struct store_insight_f
     return insight_collect_rows(c, s, row, items);
 }
 
+/* Sets each team's GPU counts (WASTE_GPUS) on its item. */
+static int waste_gpus(struct conn *c, const struct store_insight_filter *f, json_t *items)
+{
+    struct db_stmt *s = prep(c, ST_WASTE_GPUS);
+    json_t *by_team = json_object(), *o;
+    size_t i;
+    int step;
+
+    if (s == NULL || by_team == NULL) {
+        json_decref(by_team);
+        return GI_INTERNAL;
+    }
+    /* NULL (no team) as "\x1f", which no team name holds. */
+    json_array_foreach(items, i, o) {
+        const char *t = json_string_value(json_object_get(o, "team"));
+        json_object_set(by_team, t ? t : "\x1f", o);
+    }
+    insight_bind_days(s, f, 0);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *t = db_col_text(s, 0);
+        json_t *it = json_object_get(by_team, t ? t : "\x1f");
+        if (it == NULL)
+            continue;
+        json_object_set_new(it, "gpus", json_integer((json_int_t)db_col_int(s, 2)));
+        json_object_set_new(it, "gpus_allocated_idle", json_integer((json_int_t)db_col_int(s, 1)));
+    }
+    db_reset(s);
+    json_decref(by_team);
+    return db_status(step);
+}
+
 static int waste_fn(struct conn *c, const void *arg, json_t *items)
 {
-    int rc = stmt_fn(c, ST_WASTE_BY_TEAM, arg, waste_row, items);
+    const struct store_insight_filter *f = arg;
+    struct db_stmt *s = prep(c, ST_WASTE_BY_TEAM);
     size_t i;
     json_t *o;
+    int rc;
 
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_days(s, f, 0);
+    if ((rc = insight_collect_rows(c, s, waste_row, items)) != GI_OK ||
+        (rc = waste_gpus(c, f, items)) != GI_OK)
+        return rc;
     json_array_foreach(items, i, o)
         json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
     return rc;
