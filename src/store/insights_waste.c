@@ -12,6 +12,7 @@
 #include "core/util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,8 @@
       "MAX(u.hour) + 3600 FROM" CONSUMER_HOURS("") FILTERS                                         \
       "AND u.allocated_s > 0 GROUP BY u.kind, u.consumer ORDER "                                   \
       "BY SUM(u.allocated_s * h.fraction) DESC, u.kind, u.consumer LIMIT :limit")                  \
+    X(SAVINGS_REV, "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM usage_groups_daily WHERE "  \
+                   "day >= :from AND day < :to")                                                   \
     X(OVERREQUEST,                                                                                 \
       "SELECT u.kind, " WORKLOAD ", COALESCE(h.host_id, 0), MAX(h.host), MAX(u.team), "            \
       "MAX(h.team), g.uuid, MAX(u.util_max), SUM(u.allocated_s), SUM(u.allocated_s * "             \
@@ -937,9 +940,135 @@ cleanup:
     return rc;
 }
 
+/* ---- the savings cache ----
+ *
+ * The savings read three heavy lists; a page that asks again within the
+ * hour, with nothing rolled up since, gets the answer it got before. The
+ * cache is per process (answers are small, a replica computes each one
+ * once itself, and a read never writes to the database), keyed by the
+ * store, the filters, the range and the parameters, and valid while the
+ * range's rollup revision is unchanged: the number of day-group rows of
+ * the range's days and their newest updated_at. The rollup job rewrites a
+ * day's groups, with updated_at = now, in every transaction that writes
+ * one of its hours (new data, late data, re-attribution, re-pricing), and
+ * retention deletes them, so any change to the hours the savings read
+ * changes the revision. An answer is reused only when its revision was
+ * read in a later second than that newest write (a write in the same
+ * second would not change it), and for an hour at most. */
+#define SAVINGS_CACHE_N 32
+#define SAVINGS_CACHE_TTL_S 3600
+
+struct savings_rev {
+    int64_t rows, newest;
+};
+
+struct savings_entry {
+    const struct store *st;
+    char key[1200];
+    struct savings_rev rev;
+    int64_t read_at; /* when rev was read */
+    json_t *items;
+};
+
+static pthread_mutex_t savings_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct savings_entry savings_cache[SAVINGS_CACHE_N];
+static size_t savings_next; /* the slot replaced next (oldest first) */
+
+/* The rollup revision of f's range (see above). */
+static int savings_rev_read(struct store *st, const struct store_insight_filter *f,
+                            struct savings_rev *rev)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_SAVINGS_REV);
+    int step = GI_INTERNAL;
+
+    if (s != NULL) {
+        db_bind_int(s, ":from", f->from - f->from % 86400);
+        db_bind_int(s, ":to", f->to);
+        if ((step = db_step(c, s)) == DB_ROW) {
+            rev->rows = db_col_int(s, 0);
+            rev->newest = db_col_int(s, 1);
+        }
+        db_reset(s);
+    }
+    db_conn_put(st, c);
+    return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_INTERNAL : db_status(step);
+}
+
+/* The cache key of a savings question; false when it does not fit. */
+static bool savings_key(const struct store_insight_filter *f, int64_t min_hours,
+                        double peak_below, char *key, size_t len)
+{
+    int n = snprintf(key, len, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%.17g",
+             f->team ? f->team : "", f->env ? f->env : "", f->pool ? f->pool : "",
+             f->cluster ? f->cluster : "", f->cloud ? f->cloud : "", f->model ? f->model : "",
+             (long long)f->datacenter_id, (long long)f->from, (long long)f->to,
+             (long long)f->limit, (long long)min_hours, peak_below);
+    return n > 0 && (size_t)n < len;
+}
+
+/* A copy of the cached answer for key at rev, or NULL. */
+static json_t *savings_cached(const struct store *st, const char *key,
+                              const struct savings_rev *rev, int64_t now)
+{
+    json_t *hit = NULL;
+
+    pthread_mutex_lock(&savings_mu);
+    for (size_t i = 0; i < SAVINGS_CACHE_N; i++) {
+        const struct savings_entry *e = &savings_cache[i];
+        if (e->items && e->st == st && strcmp(e->key, key) == 0 && e->rev.rows == rev->rows &&
+            e->rev.newest == rev->newest && e->read_at > rev->newest &&
+            now - e->read_at < SAVINGS_CACHE_TTL_S) {
+            hit = json_deep_copy(e->items);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&savings_mu);
+    return hit;
+}
+
+/* Keeps a copy of items as the answer for key at rev, read at read_at. */
+static void savings_keep(const struct store *st, const char *key, const struct savings_rev *rev,
+                         int64_t read_at, const json_t *items)
+{
+    json_t *copy = json_deep_copy(items);
+    struct savings_entry *e = NULL;
+
+    if (copy == NULL)
+        return;
+    pthread_mutex_lock(&savings_mu);
+    for (size_t i = 0; i < SAVINGS_CACHE_N && !e; i++)
+        if (savings_cache[i].items && savings_cache[i].st == st &&
+            strcmp(savings_cache[i].key, key) == 0)
+            e = &savings_cache[i];
+    if (e == NULL) {
+        e = &savings_cache[savings_next];
+        savings_next = (savings_next + 1) % SAVINGS_CACHE_N;
+    }
+    json_decref(e->items);
+    e->st = st;
+    gi_strlcpy(e->key, key, sizeof e->key);
+    e->rev = *rev;
+    e->read_at = read_at;
+    e->items = copy;
+    pthread_mutex_unlock(&savings_mu);
+}
+
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items)
 {
     struct insight_arg a = {f, idle_min_hours, peak_below};
-    return run_items(st, items, savings_fn, &a);
+    struct savings_rev rev = {0, 0};
+    int64_t now = gi_now();
+    char key[1200];
+    bool cacheable = savings_key(f, idle_min_hours, peak_below, key, sizeof key) &&
+                     savings_rev_read(st, f, &rev) == GI_OK;
+    int rc;
+
+    if (cacheable && (*items = savings_cached(st, key, &rev, now)) != NULL)
+        return GI_OK;
+    rc = run_items(st, items, savings_fn, &a);
+    if (rc == GI_OK && cacheable)
+        savings_keep(st, key, &rev, now, *items);
+    return rc;
 }
