@@ -32,8 +32,8 @@
  * [:x1, :x2) from usage_hourly (EDGE_HOURS_1..3), each with the
  * dimension filters. */
 #define WHOLE_DAYS(col)                                                                            \
-    " h." col " >= :d1 AND h." col " < :d2 AND NOT (h." col " >= :x1 AND h." col " < :x2) AND "     \
-        DIM_FILTERS
+    " h." col " >= :d1 AND h." col " < :d2 AND NOT (h." col " >= :x1 AND h." col                   \
+    " < :x2) AND " DIM_FILTERS
 #define EDGE_HOURS_1 " h.hour >= :from AND h.hour < :d1 AND " DIM_FILTERS
 #define EDGE_HOURS_2 " h.hour >= :d2 AND h.hour < :to AND " DIM_FILTERS
 #define EDGE_HOURS_3 " h.hour >= :x1 AND h.hour < :x2 AND " DIM_FILTERS

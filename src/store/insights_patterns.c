@@ -26,7 +26,7 @@
  * seconds x fraction x rate. */
 #define TREND_HOURS(more, edge)                                                                    \
     " UNION ALL SELECT " more "h.hour, h.owned_s * h.fraction, h.busy_s * h.fraction, "            \
-    "h.alloc_idle_s * h.fraction, h.util_sum * h.fraction, h.measured_s * h.fraction, "           \
+    "h.alloc_idle_s * h.fraction, h.util_sum * h.fraction, h.measured_s * h.fraction, "            \
     "h.owned_s * h.fraction * h.rate_micros, h.currency FROM usage_hourly h WHERE " edge
 #define TREND_EDGES(more)                                                                          \
     TREND_HOURS(more, EDGE_HOURS_1) TREND_HOURS(more, EDGE_HOURS_2) TREND_HOURS(more, EDGE_HOURS_3)
@@ -49,8 +49,9 @@
     "WHERE " WHOLE_DAYS("day") TREND_EDGES(GPU_COLS) ") h"
 
 #define TREND(key, src, join)                                                                      \
-    "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM " src " " join " GROUP BY " key \
-    " ORDER BY 2 DESC, 1 LIMIT :limit"
+    "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM " src " " join                 \
+                                                             " GROUP BY " key                      \
+                                                             " ORDER BY 2 DESC, 1 LIMIT :limit"
 
 #define JOIN_GPU "JOIN gpus g ON g.id = h.gpu_id"
 #define JOIN_DC "LEFT JOIN datacenters d ON d.id = h.datacenter_id"

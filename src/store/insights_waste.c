@@ -38,7 +38,7 @@
  * the range's ends from usage_hourly. */
 #define WASTE_HOURS(edge)                                                                          \
     " UNION ALL SELECT h.team, h.alloc_idle_s * h.fraction * h.rate_micros, h.idle_s * "           \
-    "h.fraction * h.rate_micros, h.owned_s * h.fraction * h.rate_micros, h.alloc_idle_s * "       \
+    "h.fraction * h.rate_micros, h.owned_s * h.fraction * h.rate_micros, h.alloc_idle_s * "        \
     "h.fraction, h.idle_s * h.fraction, h.owned_s * h.fraction, h.currency FROM usage_hourly h "   \
     "WHERE " edge
 #define WASTE_SRC                                                                                  \
@@ -91,14 +91,15 @@
       "DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")                                          \
     X(WASTE_BY_TEAM,                                                                               \
       "SELECT h.team, SUM(h.aic) / 3600, SUM(h.ic) / 3600, SUM(h.oc) / 3600, SUM(h.ai) / 3600, "   \
-      "SUM(h.i) / 3600, SUM(h.o) / 3600, MIN(h.cur), MAX(h.cur) FROM " WASTE_SRC " GROUP BY "       \
-      "h.team ORDER BY COALESCE(SUM(h.aic), 0) DESC, COALESCE(SUM(h.ic), 0) DESC, SUM(h.ai) DESC, " \
+      "SUM(h.i) / 3600, SUM(h.o) / 3600, MIN(h.cur), MAX(h.cur) FROM " WASTE_SRC " GROUP BY "      \
+      "h.team ORDER BY COALESCE(SUM(h.aic), 0) DESC, COALESCE(SUM(h.ic), 0) DESC, SUM(h.ai) "      \
+      "DESC, "                                                                                     \
       "SUM(h.i) DESC, h.team LIMIT :limit")                                                        \
     X(WASTE_GPUS,                                                                                  \
       "SELECT h.team, COUNT(DISTINCT CASE WHEN h.alloc_idle_s > 0 THEN h.gpu_id END), "            \
       "COUNT(DISTINCT h.gpu_id) FROM (SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_daily h " \
-      "WHERE " WHOLE_DAYS("day") WASTE_GPU_HOURS(EDGE_HOURS_1) WASTE_GPU_HOURS(EDGE_HOURS_2)        \
-          WASTE_GPU_HOURS(EDGE_HOURS_3) ") h GROUP BY h.team")                                      \
+      "WHERE " WHOLE_DAYS("day") WASTE_GPU_HOURS(EDGE_HOURS_1) WASTE_GPU_HOURS(EDGE_HOURS_2)       \
+          WASTE_GPU_HOURS(EDGE_HOURS_3) ") h GROUP BY h.team")                                     \
     X(TOP_CONSUMERS,                                                                               \
       "SELECT u.kind, u.consumer, MAX(u.team), SUM(u.allocated_s * h.fraction) / 3600, "           \
       "SUM(u.busy_s * h.fraction) / 3600, SUM(u.alloc_idle_s * h.fraction) / 3600, "               \
@@ -320,14 +321,13 @@ static json_t *waste_row(struct db_stmt *s)
     const char *c1 = db_col_text(s, 7), *c2 = db_col_text(s, 8);
 
     /* The GPU counts are set afterwards (waste_gpus). */
-    return json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:I, s:I}", "team",
-                     insight_col_text_json(s, 0), "allocated_idle_cost",
-                     cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
-                     cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
-                     cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
-                     insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)),
-                     "idle", insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)0,
-                     "gpus_allocated_idle", (json_int_t)0);
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:I, s:I}", "team", insight_col_text_json(s, 0),
+        "allocated_idle_cost", cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
+        cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
+        cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
+        insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)), "idle",
+        insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)0, "gpus_allocated_idle", (json_int_t)0);
 }
 
 /* Runs statement id with the filters, one item per row by `row`. */
@@ -996,14 +996,16 @@ static int savings_rev_read(struct store *st, const struct store_insight_filter 
 }
 
 /* The cache key of a savings question; false when it does not fit. */
-static bool savings_key(const struct store_insight_filter *f, int64_t min_hours,
-                        double peak_below, char *key, size_t len)
+static bool savings_key(const struct store_insight_filter *f, int64_t min_hours, double peak_below,
+                        char *key, size_t len)
 {
-    int n = snprintf(key, len, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%.17g",
-             f->team ? f->team : "", f->env ? f->env : "", f->pool ? f->pool : "",
-             f->cluster ? f->cluster : "", f->cloud ? f->cloud : "", f->model ? f->model : "",
-             (long long)f->datacenter_id, (long long)f->from, (long long)f->to,
-             (long long)f->limit, (long long)min_hours, peak_below);
+    int n = snprintf(
+        key, len,
+        "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%.17g",
+        f->team ? f->team : "", f->env ? f->env : "", f->pool ? f->pool : "",
+        f->cluster ? f->cluster : "", f->cloud ? f->cloud : "", f->model ? f->model : "",
+        (long long)f->datacenter_id, (long long)f->from, (long long)f->to, (long long)f->limit,
+        (long long)min_hours, peak_below);
     return n > 0 && (size_t)n < len;
 }
 

@@ -41,7 +41,7 @@
     "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                     \
     "SUM(u.owned_s * u.fraction), SUM(u.energy_wh), MIN(r.metadata), MIN(r.gpu_count) FROM " table \
     " u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON r.id = "          \
-    "l.resource_id WHERE u." key " >= :from AND u." key " < :to GROUP BY u.gpu_id, "              \
+    "l.resource_id WHERE u." key " >= :from AND u." key " < :to GROUP BY u.gpu_id, "               \
     "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool"
 
 #define STATEMENTS(X)                                                                              \
@@ -469,8 +469,7 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
     /* Whole days read the daily rollups (one row per GPU and day, its
      * owner that of its first hour); a window inside one GPU's range is
      * still summed from its hours (window_owned). */
-    struct db_stmt *s =
-        prep(c, from % DAY_S == 0 && to % DAY_S == 0 ? ST_SB_GPU_DAYS : ST_SB_GPUS);
+    struct db_stmt *s = prep(c, from % DAY_S == 0 && to % DAY_S == 0 ? ST_SB_GPU_DAYS : ST_SB_GPUS);
     struct price_catalog *cat = NULL;
     double hours_amort = (double)set->amortization_years * HOURS_PER_YEAR;
     int step, rc;
