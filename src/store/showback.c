@@ -18,7 +18,8 @@
  *            amortization_years, charged per owned GPU-hour inside the
  *            amortization window (from metadata purchase_date when given);
  *            plus energy: measured Wh / 1000 × price per kWh × PUE.
- *            Whole days per GPU from the daily rollups.
+ *            Whole days from the day groups, the GPUs of inventory
+ *            servers with a purchase cost from the daily rollups.
  *   billing  the cloud bill: imported billing lines starting in the month,
  *            spread over the instance's GPUs (each GPU's share goes to the
  *            owner of that GPU-hour, else the owner when imported), and
@@ -62,7 +63,18 @@
                   "effective_from > :from AND effective_from < :to ORDER BY effective_from "       \
                   "LIMIT 10000")                                                                   \
     X(SB_GPUS, SB_GPUS_SQL("usage_hourly", "hour"))                                                \
-    X(SB_GPU_DAYS, SB_GPUS_SQL("usage_daily", "day"))                                              \
+    X(SB_TCO_GROUPS,                                                                               \
+      "SELECT COALESCE(team, ''), model, env, cloud, pool, SUM(owned_s), SUM(energy_wh) FROM "     \
+      "usage_groups_daily WHERE day >= :from AND day < :to GROUP BY COALESCE(team, ''), model, "   \
+      "env, cloud, pool")                                                                          \
+    X(SB_INV_HOSTS,                                                                                \
+      "SELECT l.host_id, r.metadata, r.gpu_count FROM host_links l JOIN resources r "              \
+      "ON r.id = l.resource_id WHERE r.metadata LIKE '%purchase_cost%' ORDER BY "                  \
+      "l.host_id")                                                                                 \
+    X(SB_HOST_GPUS,                                                                                \
+      "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                   \
+      "SUM(u.owned_s * u.fraction) FROM usage_daily u WHERE u.host_id = :hid AND u.day >= :from "  \
+      "AND u.day < :to GROUP BY u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool")  \
     X(SB_GPU_WINDOW,                                                                               \
       "SELECT COALESCE(SUM(owned_s * fraction), 0) FROM usage_hourly WHERE gpu_id = :gpu AND "     \
       "COALESCE(team, '') = :team AND model IS NOT DISTINCT FROM :model AND env IS NOT DISTINCT "  \
@@ -466,10 +478,7 @@ cleanup:
 static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_cost_settings *set,
                    json_t *index, struct team_row **rows, size_t *n, size_t *cap)
 {
-    /* Whole days read the daily rollups (one row per GPU and day, its
-     * owner that of its first hour); a window inside one GPU's range is
-     * still summed from its hours (window_owned). */
-    struct db_stmt *s = prep(c, from % DAY_S == 0 && to % DAY_S == 0 ? ST_SB_GPU_DAYS : ST_SB_GPUS);
+    struct db_stmt *s = prep(c, ST_SB_GPUS);
     struct price_catalog *cat = NULL;
     double hours_amort = (double)set->amortization_years * HOURS_PER_YEAR;
     int step, rc;
@@ -509,6 +518,208 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
     db_reset(s);
     price_catalog_free(cat);
     return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* One (team, model, env, cloud, pool) of the day groups, for the TCO:
+ * its owned GPU-seconds x fraction not yet charged. */
+struct tco_group {
+    char *key[5];
+    double owned;
+};
+
+struct tco_groups {
+    struct tco_group *v;
+    size_t n, cap;
+    json_t *index; /* key text -> index into v */
+};
+
+static void tco_groups_free(struct tco_groups *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        for (int k = 0; k < 5; k++)
+            free(g->v[i].key[k]);
+    free(g->v);
+    json_decref(g->index);
+}
+
+/* The lookup text of the owner and model in columns 1..5 of s (NULL as
+ * "", which the catalog prices alike). */
+static void tco_key(struct db_stmt *s, int first, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s\x1f%s\x1f%s\x1f%s\x1f%s", txt(s, first) ? txt(s, first) : "",
+             txt(s, first + 1) ? txt(s, first + 1) : "", txt(s, first + 2) ? txt(s, first + 2) : "",
+             txt(s, first + 3) ? txt(s, first + 3) : "",
+             txt(s, first + 4) ? txt(s, first + 4) : "");
+}
+
+/* Reads the day groups' owned seconds and energy of [from, to) into g
+ * (energy goes to each team's row at once). */
+static int tco_groups_read(struct conn *c, int64_t from, int64_t to,
+                           const struct store_cost_settings *set, struct tco_groups *g,
+                           json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct db_stmt *s = prep(c, ST_SB_TCO_GROUPS);
+    int step;
+
+    if (!s || !(g->index = json_object()))
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
+        double wh = db_col_dbl(s, 6);
+        char key[2048];
+        json_t *hit;
+        if (!r) {
+            step = GI_INTERNAL;
+            break;
+        }
+        r->energy_wh += wh;
+        r->t_energy +=
+            wh / 1000.0 * (double)set->energy_micros_kwh * (double)set->pue_milli / 1000.0;
+        tco_key(s, 0, key, sizeof key);
+        if ((hit = json_object_get(g->index, key))) {
+            g->v[json_integer_value(hit)].owned += db_col_dbl(s, 5);
+            continue;
+        }
+        if (g->n == g->cap) {
+            size_t nc = g->cap ? g->cap * 2 : 64;
+            struct tco_group *nv = realloc(g->v, nc * sizeof *nv);
+            if (!nv) {
+                step = GI_INTERNAL;
+                break;
+            }
+            g->v = nv;
+            g->cap = nc;
+        }
+        struct tco_group *e = &g->v[g->n];
+        e->owned = db_col_dbl(s, 5);
+        g->n++;
+        for (int k = 0; k < 5; k++)
+            e->key[k] = strdup(txt(s, k) ? txt(s, k) : "");
+        if (!e->key[0] || !e->key[1] || !e->key[2] || !e->key[3] || !e->key[4]) {
+            step = GI_INTERNAL;
+            break;
+        }
+        json_object_set_new(g->index, key, json_integer((json_int_t)g->n - 1));
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* A server's purchase, for the GPUs of the host linked to it. */
+struct tco_host {
+    int64_t host_id, micros, since;
+};
+
+/* The hosts linked to an inventory server with a purchase cost. */
+static int tco_hosts_read(struct conn *c, struct tco_host **out, size_t *n)
+{
+    struct db_stmt *s = prep(c, ST_SB_INV_HOSTS);
+    size_t cap = 0;
+    int step;
+
+    *out = NULL;
+    *n = 0;
+    if (!s)
+        return GI_INTERNAL;
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct tco_host hst = {db_col_int(s, 0), 0, -1};
+        if (!inventory_purchase(txt(s, 1), db_col_int(s, 2), &hst.micros, &hst.since))
+            continue;
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct tco_host *nv = realloc(*out, nc * sizeof *nv);
+            if (!nv) {
+                step = GI_INTERNAL;
+                break;
+            }
+            *out = nv;
+            cap = nc;
+        }
+        (*out)[(*n)++] = hst;
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* The TCO of the whole days [from, to), as add_tco() computes it from the
+ * hours: energy and the catalog-priced capital from the day groups (a few
+ * rows a day); the GPUs of hosts linked to an inventory server with a
+ * purchase cost from usage_daily by host, their owned seconds taken out
+ * of their group's and charged at the server's price over its
+ * amortization window instead. A day's rows carry the owner of each GPU's
+ * first hour of the day. */
+static int add_tco_days(struct conn *c, int64_t from, int64_t to,
+                        const struct store_cost_settings *set, json_t *index,
+                        struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct tco_groups g = {0};
+    struct tco_host *hosts = NULL;
+    struct price_catalog *cat = NULL;
+    double hours_amort = (double)set->amortization_years * HOURS_PER_YEAR;
+    size_t nh = 0;
+    int step = DB_DONE, rc;
+
+    if ((rc = price_catalog_load(c, "purchase", &cat)) != GI_OK ||
+        (rc = tco_groups_read(c, from, to, set, &g, index, rows, n, cap)) != GI_OK ||
+        (rc = tco_hosts_read(c, &hosts, &nh)) != GI_OK)
+        goto cleanup;
+    for (size_t i = 0; i < nh && rc == GI_OK; i++) {
+        struct db_stmt *s = prep(c, ST_SB_HOST_GPUS);
+        if (!s) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        db_bind_int(s, ":hid", hosts[i].host_id);
+        db_bind_int(s, ":from", from);
+        db_bind_int(s, ":to", to);
+        while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
+            struct team_row *r = row_of(index, rows, n, cap, txt(s, 1));
+            double owned = db_col_dbl(s, 6);
+            char key[2048];
+            json_t *hit;
+            if (!r) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            tco_key(s, 1, key, sizeof key);
+            if ((hit = json_object_get(g.index, key)))
+                g.v[json_integer_value(hit)].owned -= owned;
+            if ((rc = window_owned(c, s, hosts[i].since, set->amortization_years, from, to,
+                                   &owned)) != GI_OK)
+                break;
+            r->t_capital += (double)hosts[i].micros / hours_amort * owned / 3600.0;
+        }
+        db_reset(s);
+        if (rc == GI_OK && step != DB_DONE)
+            rc = step == DB_ROW ? GI_INTERNAL : db_status(step);
+    }
+    for (size_t i = 0; i < g.n && rc == GI_OK; i++) {
+        const struct tco_group *e = &g.v[i];
+        struct team_row *r = row_of(index, rows, n, cap, e->key[0]);
+        double owned = e->owned < 1e-6 ? 0 : e->owned; /* what subtraction leaves */
+        int64_t micros = 0, pid;
+        char pc[4];
+        if (!r) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        if (owned == 0)
+            continue;
+        if (!price_catalog_pick(cat, e->key[1], e->key[2], e->key[3], e->key[4], from, &micros, pc,
+                                &pid) ||
+            strcmp(pc, set->currency) != 0) {
+            r->tco_unpriced += owned;
+            continue;
+        }
+        r->t_capital += (double)micros / hours_amort * owned / 3600.0;
+    }
+cleanup:
+    free(hosts);
+    tco_groups_free(&g);
+    price_catalog_free(cat);
+    return rc;
 }
 
 static int add_billed(struct conn *c, enum stmt_id id, int64_t from, int64_t to, const char *cur,
@@ -627,7 +838,8 @@ int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
     db_read_begin(c);
     if ((rc = settings_read(c, &set)) != GI_OK ||
         (rc = add_hours(c, from, to, set.currency, index, &rows, &n, &cap)) != GI_OK ||
-        (rc = add_tco(c, from, to, &set, index, &rows, &n, &cap)) != GI_OK ||
+        (rc = (from % DAY_S == 0 && to % DAY_S == 0 ? add_tco_days : add_tco)(
+             c, from, to, &set, index, &rows, &n, &cap)) != GI_OK ||
         (rc = add_billed(c, ST_SB_BILLED, from, to, set.currency, index, &rows, &n, &cap)) !=
             GI_OK ||
         (rc = add_billed(c, ST_SB_BILLED_TAG, from, to, set.currency, index, &rows, &n, &cap)) !=
