@@ -12,6 +12,7 @@
 #   BENCH_WARMUP=1     loads per page before those, not counted
 #   BENCH_TIMEOUT=300  seconds a load may take to reach a mark (past it: null)
 #   GPUINV=build/gpuinv
+#   BENCH_PAGES=       comma-separated pages to measure (home_30d, home_7d, gpu_list; default all)
 #   BENCH_OUT=home     name of the results (bench/results/NAME.json and .md)
 #   BENCH_DB=          a database bench/usage_gen.sh filled before (SQLite file), copied
 #                      and served instead of generating one (BENCH_GPUS/DAYS then only label it)
