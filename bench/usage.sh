@@ -159,6 +159,10 @@ queries=(
   "trend (summary)|/api/v1/usage/trend?period=week&group_by=team"
   "waste by team|/api/v1/insights/waste-by-team?$range"
   "savings|/api/v1/insights/savings?$range"
+  "trend, month, to at midnight (day groups only)|/api/v1/usage/trend?period=month&group_by=team&to=$to"
+  "trend by gpu, week, to at midnight|/api/v1/usage/trend?period=week&group_by=gpu&to=$to&limit=100"
+  "waste by team, team filter|/api/v1/insights/waste-by-team?team=team-3&$range"
+  "showback (cost), CSV|/api/v1/reports/showback?month=$month&format=csv"
 )
 wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
   local out

@@ -14,6 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useServer, ok, assertError, mkToken, mkDc, dbQuery, parseCsv } from './helpers.mjs';
+import { daySumsSql } from './day_sums.mjs';
 
 const h = useServer();
 const T0 = 1793577600;
@@ -81,6 +82,7 @@ test('the fleet is written as the rollup job would leave it', async () => {
   const dc = await mkDc(h.s, { name: 'ins-dc' });
   sql += `UPDATE usage_hourly SET datacenter_id = ${dc.id} WHERE gpu_id = 921;\n`;
   await dbQuery(h.s.db, sql);
+  await dbQuery(h.s.db, daySumsSql()); // and their days, as the job sums them
   assert.equal((await dbQuery(h.s.db, 'SELECT COUNT(*) FROM usage_hourly')).trim(), String(30 + 32 + 35 + 2));
 });
 
