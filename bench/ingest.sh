@@ -32,4 +32,10 @@ for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; slee
 url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
 ptoken=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
   -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
+# CPU accounting: the server, and the throwaway PostgreSQL's postmaster with its backends.
+export BENCH_SERVER_PID=$pid
+if [ -n "$pg_dir" ]; then
+  BENCH_PG_PID=$(head -n 1 "$pg_dir/data/postmaster.pid")
+  export BENCH_PG_PID
+fi
 "$work/ingest_bench" "$url" "$ptoken" "$threads" "$per" "$ref" "${3:-columns}"

@@ -74,6 +74,9 @@ struct db_driver {
      * NULL) that makes it exclude every other writer of the database. */
     const char *begin_write;
     const char *write_lock;
+    /* The same lock taken shared (db_tx_begin_keyed()), or NULL when the
+     * database has one writer at a time anyway. */
+    const char *write_lock_shared;
     /* True while the connection is inside a transaction (one a failed
      * statement has not already ended). */
     bool (*tx_open)(struct conn *c);

@@ -829,6 +829,10 @@ const struct db_driver db_pg_driver = {
      * gpuinv's own (an arbitrary constant); the lock ends with the
      * transaction, also when a replica dies. */
     .write_lock = "SELECT pg_advisory_xact_lock(7305264918007312385)",
+    /* Taken shared by writers that lock the rows they touch by key
+     * (db_tx_begin_keyed()): they run beside each other and exclude, and
+     * wait for, every writer that holds it exclusively. */
+    .write_lock_shared = "SELECT pg_advisory_xact_lock_shared(7305264918007312385)",
     .tx_open = pg_tx_open,
     .alive = pg_alive,
 };
