@@ -335,7 +335,14 @@ void db_array_free(struct db_array *a)
 
 int db_exec_done(struct conn *c, struct db_stmt *s)
 {
-    int rc = db_step(c, s);
+    int rc;
+
+    if (c->deferring && c->drv->send) {
+        rc = c->drv->send(c, s);
+        db_reset(s);
+        return rc;
+    }
+    rc = db_step(c, s);
     int st = rc == DB_DONE ? GI_OK : db_status(rc);
     db_reset(s);
     return st;
@@ -436,8 +443,18 @@ int db_lock_key(struct conn *c, int kind, const char *name)
     return c->drv->write_lock_shared ? lock_keys(c, &kind, &name, 1) : GI_OK;
 }
 
+int db_defer(struct conn *c, bool on)
+{
+    int st = c->drv->flush ? c->drv->flush(c) : GI_OK;
+
+    c->deferring = on;
+    return st;
+}
+
 int db_tx_end(struct conn *c, int st)
 {
+    /* The commit reads what is still due, and fails with it. */
+    c->deferring = false;
     st = tx_close(c, st);
     if (c->writing) {
         c->writing = false;

@@ -188,6 +188,22 @@ int db_tx_end(struct conn *c, int st);
  * fails, *out (if set) is released and set to NULL, so the caller never
  * sees a document of a write that did not happen. */
 int db_tx_end_doc(struct conn *c, int st, json_t **out);
+/* Writes sent without waiting for each one's answer, for a writing
+ * transaction of many short statements: after db_defer(c, true),
+ * db_exec_done() on PostgreSQL sends its statement into a pipeline and
+ * returns GI_OK at once (or the status of an earlier deferred statement
+ * that failed). The answers are read together, one round trip for all,
+ * by the next call that needs the database to answer (a statement's
+ * rows, db_changes(), a copy, a savepoint, a read batch, the commit),
+ * which fails with the first deferred failure's status instead of
+ * running: the transaction has failed, and its end rolls it back.
+ * db_changes() stays that of the last statement run. Only for statements
+ * whose failure fails the transaction: one whose failure the caller
+ * handles (under a savepoint) must not run while deferring.
+ * db_defer(c, false) reads what is due and returns that status;
+ * db_tx_end() also stops deferring. SQLite runs each statement at once
+ * (it has no round trips). */
+int db_defer(struct conn *c, bool on);
 /* A statement inside a transaction that may fail without failing the
  * transaction (one row of an import): db_savepoint() before it,
  * db_savepoint_end() with its status after. */

@@ -1071,7 +1071,10 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
         col_copy(s, 4, src.name, sizeof src.name);
     }
     db_reset(s);
-    rc = GI_OK;
+    /* Most of a batch is short writes whose answers nothing reads
+     * (provenance, newest values, events, usage marks): they go without
+     * waiting, and the next read collects their answers. */
+    rc = db_defer(c, true);
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
         rc = ingest_one(c, &src, &b[i], &res[i]);
         if (rc == GI_OK && !res[i].duplicate && b[i].set.nwarnings > 0) {
@@ -1107,7 +1110,9 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     db_bind_int(s, ":id", source_id);
     rc = db_exec_done(c, s);
 cleanup:
-    return rc;
+    /* Whatever was still due answers now: its failure is the batch's. */
+    step = db_defer(c, false);
+    return rc != GI_OK ? rc : step;
 }
 
 /* The keys a push of n batches locks (db_tx_begin_keyed()): each host
