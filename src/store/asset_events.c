@@ -44,9 +44,13 @@
     X(EV_WALK, "SELECT " EV_COLS " FROM asset_events e ORDER BY e.seq")                            \
     X(EV_OF_ASSET, "SELECT " EV_COLS ", a.tag FROM asset_events e JOIN assets a ON a.id = "        \
                    "e.asset_id WHERE e.asset_id = :asset_id ORDER BY e.seq DESC " PAGE)            \
+    X(EV_OF_ASSET_ASC, "SELECT " EV_COLS ", a.tag FROM asset_events e JOIN assets a ON a.id = "    \
+                       "e.asset_id WHERE e.asset_id = :asset_id ORDER BY e.seq " PAGE)             \
     X(EV_OF_ASSET_COUNT, "SELECT COUNT(*) FROM asset_events e WHERE e.asset_id = :asset_id")       \
     X(EV_RANGE, "SELECT " EV_COLS ", a.tag FROM asset_events e LEFT JOIN assets a ON a.id = "      \
                 "e.asset_id WHERE e.at >= :from AND e.at < :to ORDER BY e.seq " PAGE)              \
+    X(EV_RANGE_DESC, "SELECT " EV_COLS ", a.tag FROM asset_events e LEFT JOIN assets a ON a.id = " \
+                     "e.asset_id WHERE e.at >= :from AND e.at < :to ORDER BY e.seq DESC " PAGE)    \
     X(EV_RANGE_COUNT, "SELECT COUNT(*) FROM asset_events e WHERE e.at >= :from AND e.at < :to")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
@@ -289,7 +293,9 @@ int store_asset_events(struct store *st, int64_t asset_id, const struct store_pa
                        json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s[2] = {prep(c, ST_EV_OF_ASSET_COUNT), prep(c, ST_EV_OF_ASSET)};
+    bool asc = pg && pg->sort && !pg->desc;
+    struct db_stmt *s[2] = {prep(c, ST_EV_OF_ASSET_COUNT),
+                            prep(c, asc ? ST_EV_OF_ASSET_ASC : ST_EV_OF_ASSET)};
     int rc;
 
     *items = NULL;
@@ -307,7 +313,9 @@ int store_asset_events_range(struct store *st, int64_t from, int64_t to,
                              const struct store_page *pg, json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s[2] = {prep(c, ST_EV_RANGE_COUNT), prep(c, ST_EV_RANGE)};
+    bool desc = pg && pg->sort && pg->desc;
+    struct db_stmt *s[2] = {prep(c, ST_EV_RANGE_COUNT),
+                            prep(c, desc ? ST_EV_RANGE_DESC : ST_EV_RANGE)};
     int rc;
 
     *items = NULL;

@@ -95,6 +95,8 @@ bool asset_date_parse(const char *s, int64_t *days)
     return true;
 }
 
+bool store_asset_date_valid(const char *s) { return asset_date_parse(s, NULL); }
+
 /* The date `months` after the date s (the day clamped to the month's
  * end), into out (11 bytes). */
 static bool date_add_months(const char *s, int64_t months, char *out, size_t len)

@@ -719,6 +719,7 @@ int store_insight_savings(struct store *st, const struct store_insight_filter *f
 bool store_asset_kind_valid(const char *s);  /* server gpu psu ssd nic switch other */
 bool store_asset_tag_valid(const char *s);   /* 1..64 of [A-Za-z0-9._:-] */
 bool store_asset_stage_valid(const char *s); /* ordered ... decommissioned */
+bool store_asset_date_valid(const char *s);  /* YYYY-MM-DD, a day that exists */
 /* The stages an asset in stage `from` may move to (NULL-terminated;
  * empty for decommissioned or an unknown stage). */
 const char *const *store_asset_stage_next(const char *from);
@@ -778,7 +779,8 @@ int store_asset_ingest(struct store *st, const char *source, json_t *records, bo
                        json_t **report);
 
 /* One asset's events, newest first; every asset's in [from, to) (unix
- * seconds), oldest first. Events: {seq, asset_id, tag, at, kind, actor,
+ * seconds), oldest first; pg->sort "seq" (the only key) orders them by
+ * seq ascending, or descending with pg->desc. Events: {seq, asset_id, tag, at, kind, actor,
  * detail, prev_hash, hash}. */
 int store_asset_events(struct store *st, int64_t asset_id, const struct store_page *pg,
                        json_t **items, int64_t *total);
