@@ -7,8 +7,10 @@
  * Supply, SSD, NIC, Switch), "Purchase Date", "Purchase Cost" (1,234.56
  * or 1.234,56), "Warranty" / "Warranty Months" ("36" or "36 months"),
  * "Order #" / "Order No." / "Order Number", "Supplier", "Location" /
- * "Site" / "Datacenter" (a data center by name), "Status" (Snipe-IT and
- * NetBox status names, or a stage). "custom.NAME" columns, and every
+ * "Site" / "Datacenter" (a data center by name; with a Site column,
+ * NetBox's Location is the room), "Rack", "Position" / "U", "Status"
+ * (Snipe-IT and NetBox status names, or a stage), NetBox's "Device Type"
+ * (the model) and "Role" (the kind). "custom.NAME" columns, and every
  * column not recognized, become custom fields. The asset tag is the
  * upsert key; blank rows are skipped; every problem names its line and
  * column; any problem, or dry_run, writes nothing.
@@ -54,9 +56,9 @@ struct alias {
 static const struct alias aliases[] = {
     {"tag|asset tag|assettag", "tag", C_TEXT, false},
     {"serial|serial number|serial no.|serial no|product key|key", "serial", C_TEXT, false},
-    {"model|model name|asset model", "model", C_TEXT, false},
+    {"model|model name|asset model|device type", "model", C_TEXT, false},
     {"vendor|manufacturer", "vendor", C_TEXT, false},
-    {"kind|category", "kind", C_KIND, false},
+    {"kind|category|role|device role", "kind", C_KIND, false},
     {"stage|status|status label", "stage", C_STAGE, false},
     {"purchase date", "purchase_date", C_DATE, false},
     {"purchase cost|cost", "purchase_cost", C_COST, false},
@@ -68,6 +70,9 @@ static const struct alias aliases[] = {
     {"supplier", "supplier", C_TEXT, false},
     {"datacenter|data center|location|site", "datacenter", C_TEXT, true},
     {"room", "room", C_TEXT, true},
+    /* NetBox: a location inside the site, when a site column names the
+     * data center (see column_of). */
+    {"location", "room", C_TEXT, true},
     {"rack", "rack", C_TEXT, true},
     {"u|rack u|position", "u", C_INTEGER, true},
     {"storage", "storage", C_TEXT, true},
@@ -122,7 +127,7 @@ static bool name_in(const char *names, const char *h)
     return false;
 }
 
-static void column_of(const char *header, struct column *col)
+static void column_of(const char *header, bool has_site, struct column *col)
 {
     char h[128];
 
@@ -134,7 +139,8 @@ static void column_of(const char *header, struct column *col)
     }
     norm_header(header, h, sizeof h);
     for (const struct alias *a = aliases; a->names; a++)
-        if (name_in(a->names, h)) {
+        if (name_in(a->names, h) &&
+            !(has_site && strcmp(h, "location") == 0 && !strcmp(a->field, "datacenter"))) {
             col->a = a;
             return;
         }
@@ -155,16 +161,17 @@ static const char *error_field(const struct column *col, char *buf, size_t len)
     return buf;
 }
 
-/* Category words to a kind; NULL when none fits. */
+/* Category words to a kind, the first word found deciding (a "GPU
+ * Server" is a server); NULL when none fits. */
 static const char *kind_of(const char *v)
 {
     static const struct {
         const char *word, *kind;
     } words[] = {
-        {"gpu", "gpu"},     {"graphics", "gpu"},  {"accelerator", "gpu"}, {"server", "server"},
-        {"psu", "psu"},     {"power", "psu"},     {"ssd", "ssd"},         {"nvme", "ssd"},
-        {"disk", "ssd"},    {"drive", "ssd"},     {"nic", "nic"},         {"hca", "nic"},
-        {"network", "nic"}, {"switch", "switch"}, {"other", "other"},     {NULL, NULL}};
+        {"server", "server"}, {"gpu", "gpu"},       {"graphics", "gpu"}, {"accelerator", "gpu"},
+        {"psu", "psu"},       {"power", "psu"},     {"ssd", "ssd"},      {"nvme", "ssd"},
+        {"disk", "ssd"},      {"drive", "ssd"},     {"nic", "nic"},      {"hca", "nic"},
+        {"network", "nic"},   {"switch", "switch"}, {"other", "other"},  {NULL, NULL}};
     char low[128];
 
     norm_header(v, low, sizeof low);
@@ -375,6 +382,7 @@ void api_assets_import(struct req *r)
     struct csv c;
     struct column *cols = NULL;
     size_t ncols = 0;
+    bool has_site = false;
     json_t *recs = json_array(), *lines = json_array(), *tags = json_object(), *report = NULL;
     int st;
 
@@ -385,8 +393,13 @@ void api_assets_import(struct req *r)
         reply_error(r, 500, "internal", NULL, "out of memory");
         goto cleanup;
     }
+    for (size_t i = 0; i < ncols; i++) {
+        char h[128];
+        norm_header(json_string_value(json_array_get(im.header, i)), h, sizeof h);
+        has_site = has_site || strcmp(h, "site") == 0;
+    }
     for (size_t i = 0; i < ncols; i++)
-        column_of(json_string_value(json_array_get(im.header, i)), &cols[i]);
+        column_of(json_string_value(json_array_get(im.header, i)), has_site, &cols[i]);
     while ((st = import_next_row_or_reply(r, &c, &im, ASSET_IMPORT_MAX_ROWS)) == 1) {
         json_t *rec = json_object();
         bool ok = true;
