@@ -778,6 +778,18 @@ int store_asset_import(struct store *st, const char *actor, const json_t *record
 int store_asset_ingest(struct store *st, const char *source, json_t *records, bool dry_run,
                        json_t **report);
 
+/* The assets:reconcile job: assets linked to a discovered GPU or host take
+ * its last-seen time, and drift becomes events "drift" {what, ...}: a
+ * discovered GPU serial no asset has (what "unknown_serial", on no asset:
+ * asset_id 0), an asset discovery has not seen for the configured days
+ * ("not_seen"), a GPU in another host than its parent server asset
+ * ("moved"); each recorded once until it changes. *drifts counts the
+ * events recorded. */
+int store_asset_reconcile(struct store *st, int64_t now, int64_t *drifts);
+/* Days after which an asset discovery stopped seeing is drift (30); set
+ * before the server starts. */
+void store_asset_configure(int asset_missing_days);
+
 /* One asset's events, newest first; every asset's in [from, to) (unix
  * seconds), oldest first; pg->sort "seq" (the only key) orders them by
  * seq ascending, or descending with pg->desc. Events: {seq, asset_id, tag, at, kind, actor,

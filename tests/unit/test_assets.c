@@ -4,7 +4,7 @@
  * owns, never moves the stage, drops a bad field alone and reports it;
  * a dry run writes nothing; stage moves follow the lifecycle table, an
  * override needs a reason; the document computes warranty and book
- * value. */
+ * value; the reconciliation with discovery records each drift once. */
 #include "unit.h"
 #include "testdb.h"
 
@@ -18,6 +18,22 @@ static json_t *parse(const char *text)
     json_t *v = json_loads(text, 0, NULL);
     assert_non_null(v);
     return v;
+}
+
+/* Runs SQL on the test's database outside the store; 0 on success. */
+static int raw_exec(const struct testdb *t, const char *sql)
+{
+    sqlite3 *db = NULL;
+    int rc;
+
+    if (t->name[0] != '\0')
+        return testdb_psql(t->locator, sql, NULL, 0);
+    if (sqlite3_open(t->locator, &db) != SQLITE_OK)
+        return -1;
+    sqlite3_busy_timeout(db, 5000);
+    rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? 0 : -1;
 }
 
 static json_t *ingest(struct store *st, const char *source, const char *records, bool dry_run)
@@ -233,6 +249,64 @@ static void test_document_figures(void **state)
     json_decref(in);
 }
 
+static void test_reconcile_drift(void **state)
+{
+    struct testdb_fixture *f = *state;
+    struct store_asset_err err = {0};
+    int64_t now = gi_now(), old = now - 40 * 86400, drifts = -1;
+    char sql[1024];
+    json_t *in, *doc, *items = NULL;
+    int64_t total = 0;
+
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hosts (id, hostname, serial, first_seen_at, last_seen_at) VALUES "
+             "(1, 'old-node', 'HS1', %lld, %lld), (2, 'new-node', 'HS2', %lld, %lld);"
+             "INSERT INTO gpus (uuid, serial, host_id, first_seen_at, last_seen_at) VALUES "
+             "('GPU-1', 'GS1', 2, %lld, %lld), ('GPU-2', 'GS2', 2, %lld, %lld)",
+             (long long)old, (long long)old, (long long)now, (long long)now, (long long)now,
+             (long long)now, (long long)now, (long long)now);
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    in = parse("{\"tag\":\"SRV\",\"kind\":\"server\",\"serial\":\"HS1\"}");
+    assert_status(store_asset_create(f->st, "a", in, &doc, &err), GI_OK);
+    assert_int_equal(json_integer_value(json_object_get(doc, "host_id")), 1);
+    json_decref(doc);
+    json_decref(in);
+    in = parse("{\"tag\":\"G\",\"kind\":\"gpu\",\"serial\":\"GS1\",\"parent\":\"SRV\"}");
+    assert_status(store_asset_create(f->st, "a", in, &doc, &err), GI_OK);
+    assert_string_equal(str(doc, "gpu_uuid"), "GPU-1");
+    json_decref(doc);
+    json_decref(in);
+
+    assert_status(store_asset_reconcile(f->st, now, &drifts), GI_OK);
+    assert_int_equal(drifts, 3);
+    assert_status(store_asset_reconcile(f->st, now + 60, &drifts), GI_OK);
+    assert_int_equal(drifts, 0);
+    assert_status(store_asset_events_range(f->st, 0, now + 3600, NULL, &items, &total), GI_OK);
+    {
+        const char *whats[3] = {NULL, NULL, NULL};
+        size_t i, n = 0;
+        json_t *e;
+        json_array_foreach(items, i, e) {
+            if (strcmp(str(e, "kind"), "drift") == 0 && n < 3)
+                whats[n++] = str(json_object_get(e, "detail"), "what");
+        }
+        assert_int_equal(n, 3);
+        assert_string_equal(whats[0], "unknown_serial");
+        assert_string_equal(whats[1], "not_seen");
+        assert_string_equal(whats[2], "moved");
+    }
+    json_decref(items);
+    /* The server came back: its last-seen time moves, nothing new is
+     * drift; the GPU is still in the other host. */
+    snprintf(sql, sizeof sql, "UPDATE hosts SET last_seen_at = %lld WHERE id = 1", (long long)now);
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    assert_status(store_asset_reconcile(f->st, now + 120, &drifts), GI_OK);
+    assert_int_equal(drifts, 0);
+    doc = get(f->st, "SRV");
+    assert_non_null(str(doc, "last_seen"));
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +319,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_stage_moves, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_document_figures, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_reconcile_drift, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
