@@ -3,7 +3,9 @@
  * three kinds of drift become events "drift" {what, ...}:
  *
  *   unknown_serial  a discovered GPU whose serial (or UUID) no asset has;
- *                   the event belongs to no asset (asset_id 0)
+ *                   the event belongs to no asset (asset_id 0); looked for
+ *                   only once the fleet has assets at all, so that an
+ *                   installation that does not track assets gets none
  *   not_seen        an asset whose GPU or host discovery has not seen for
  *                   the configured number of days
  *   moved           a GPU asset whose discovered GPU sits in another host
@@ -49,7 +51,8 @@ void store_asset_configure(int asset_missing_days)
              "g.host_id IS NOT NULL AND g.host_id <> p.host_id ORDER BY a.id LIMIT 10000")         \
     X(LAST_DRIFT, "SELECT detail FROM asset_events WHERE asset_id = :id AND kind = 'drift' ORDER " \
                   "BY seq DESC LIMIT 1")                                                           \
-    X(UNKNOWN_SEEN, "SELECT detail FROM asset_events WHERE asset_id = 0 AND kind = 'drift'")
+    X(UNKNOWN_SEEN, "SELECT detail FROM asset_events WHERE asset_id = 0 AND kind = 'drift'")       \
+    X(ANY_ASSET, "SELECT COUNT(*) FROM (SELECT 1 FROM assets LIMIT 1) x")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -94,12 +97,16 @@ static int drift_once(struct conn *c, int64_t id, json_t *detail, int64_t now, i
 static int unknown_serials(struct conn *c, int64_t now, int64_t *n)
 {
     json_t *seen = json_object(), *todo = json_array(), *d;
-    struct db_stmt *s = prep(c, ST_UNKNOWN_SEEN);
+    struct db_stmt *s = prep(c, ST_ANY_ASSET);
     json_error_t jerr;
+    int64_t any = 0;
     size_t i;
     int rc = GI_INTERNAL, step;
 
-    if (!s)
+    if (!s || (rc = db_fetch_int(c, s, &any)) != GI_OK || any == 0)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_UNKNOWN_SEEN)))
         goto cleanup;
     while ((step = db_step(c, s)) == DB_ROW) {
         json_t *x = json_loads(db_col_text(s, 0) ? db_col_text(s, 0) : "{}", 0, &jerr);
