@@ -145,4 +145,19 @@ void api_insights_top_consumers(struct req *r);
 void api_insights_overrequest(struct req *r);
 void api_insights_savings(struct req *r);
 
+/* assets.c: hardware assets, their lifecycle and audit trail */
+void api_assets_list(struct req *r);
+void api_assets_create(struct req *r);
+void api_assets_get(struct req *r);
+void api_assets_update(struct req *r);
+void api_assets_stage(struct req *r);
+void api_assets_events(struct req *r);
+void api_asset_events_export(struct req *r);
+
+/* asset_import.c: the CSV import, and the export's rows: takes ownership
+ * of a list page's asset documents and returns them as the import's
+ * columns. */
+void api_assets_import(struct req *r);
+json_t *api_asset_csv_rows(json_t *items);
+
 #endif

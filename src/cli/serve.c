@@ -29,7 +29,7 @@ static const char serve_usage[] =
     "                    [--per-ip-connections N] [--idle-timeout SECONDS]\n"
     "                    [--retain-samples-days N] [--busy-threshold-pct P]\n"
     "                    [--max-gap-s SECONDS] [--retain-hourly-days N]\n"
-    "                    [--retain-daily-days N]\n"
+    "                    [--retain-daily-days N] [--asset-missing-days N]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -57,6 +57,8 @@ static const char serve_usage[] =
     "                       unknown (default 600, 1..86400)\n"
     "  --retain-hourly-days N  days of hourly usage rollups kept (default 396, 1..36500)\n"
     "  --retain-daily-days N   days of daily usage rollups kept (default 1825, 1..36500)\n"
+    "  --asset-missing-days N  an asset discovery has not seen for this long is drift\n"
+    "                       (default 30, 1..3650)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -133,6 +135,7 @@ int cli_serve(int argc, char **argv)
         {"max-gap-s", required_argument, NULL, 'G'},
         {"retain-hourly-days", required_argument, NULL, 'H'},
         {"retain-daily-days", required_argument, NULL, 'Y'},
+        {"asset-missing-days", required_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -252,6 +255,13 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             *(opt == 'H' ? &usage.retain_hourly_days : &usage.retain_daily_days) = (int)n;
+            break;
+        case 'A':
+            if (gi_parse_int64(optarg, 1, 3650, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --asset-missing-days must be 1..3650\n");
+                return 2;
+            }
+            store_asset_configure((int)n);
             break;
         case 'h':
             fputs(serve_usage, stdout);

@@ -132,6 +132,28 @@ static void run_maintenance(struct scheduler *s)
         gi_warn("job %s: cannot release its lease", job);
 }
 
+/* Assets against discovery, hourly on whichever replica claims it:
+ * last-seen times and drift events (store_asset_reconcile). */
+static void run_assets(struct scheduler *s)
+{
+    static const char job[] = "assets:reconcile";
+    int64_t drifts = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_asset_reconcile(s->st, gi_now(), &drifts);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", job, gi_status_name(rc));
+    else if (drifts > 0)
+        gi_info("job %s: %lld drift event(s) recorded", job, (long long)drifts);
+    if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", job);
+}
+
 /* Seconds to the next look: a quarter of the shortest interval, between 1
  * and tick_s. */
 static int next_wait(struct scheduler *s)
@@ -156,6 +178,7 @@ static void *loop(void *arg)
         run_due(s);
         run_maintenance(s);
         run_usage(s);
+        run_assets(s);
         wait_s = next_wait(s);
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);

@@ -3,7 +3,9 @@
  * (store_usage_rollup), and hourly keeps raw samples for the retention
  * period (store_samples_maintain: partitions ahead and whole-partition
  * drops on PostgreSQL, small deletes on SQLite), never dropping samples
- * whose hours still wait for their rollup. One background thread; a
+ * whose hours still wait for their rollup, and hourly reconciles the
+ * hardware assets with discovery (store_asset_reconcile: last-seen times,
+ * drift events). One background thread; a
  * failing or slow source delays only the sources queued behind it, never
  * the HTTP server.
  *
