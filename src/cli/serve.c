@@ -2,6 +2,7 @@
  * optionally fills the demo fleet, serves until SIGTERM/SIGINT, then
  * finishes requests in flight and closes the database. */
 #include "cli/cli.h"
+#include "collect/deliver.h"
 #include "collect/push.h"
 #include "collect/scheduler.h"
 #include "core/log.h"
@@ -29,7 +30,7 @@ static const char serve_usage[] =
     "                    [--per-ip-connections N] [--idle-timeout SECONDS]\n"
     "                    [--retain-samples-days N] [--busy-threshold-pct P]\n"
     "                    [--max-gap-s SECONDS] [--retain-hourly-days N]\n"
-    "                    [--retain-daily-days N]\n"
+    "                    [--retain-daily-days N] [--webhook-backoff-s SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -57,6 +58,9 @@ static const char serve_usage[] =
     "                       unknown (default 600, 1..86400)\n"
     "  --retain-hourly-days N  days of hourly usage rollups kept (default 396, 1..36500)\n"
     "  --retain-daily-days N   days of daily usage rollups kept (default 1825, 1..36500)\n"
+    "  --webhook-backoff-s SECS  every webhook retry waits SECS instead of the schedule\n"
+    "                       (30 s, 2 min, 10 min, 1 h, 6 h, 24 h, then dead; 1..86400;\n"
+    "                       for tests)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -133,6 +137,7 @@ int cli_serve(int argc, char **argv)
         {"max-gap-s", required_argument, NULL, 'G'},
         {"retain-hourly-days", required_argument, NULL, 'H'},
         {"retain-daily-days", required_argument, NULL, 'Y'},
+        {"webhook-backoff-s", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -252,6 +257,13 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             *(opt == 'H' ? &usage.retain_hourly_days : &usage.retain_daily_days) = (int)n;
+            break;
+        case 'W':
+            if (gi_parse_int64(optarg, 1, 86400, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --webhook-backoff-s must be 1..86400\n");
+                return 2;
+            }
+            deliver_configure(n);
             break;
         case 'h':
             fputs(serve_usage, stdout);
