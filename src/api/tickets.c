@@ -18,8 +18,7 @@ void api_tickets_list(struct req *r)
     int64_t total = 0;
     int st;
 
-    if (!req_page_or_reply(r, sortable, &pg) ||
-        !req_param_str_or_reply(r, "state", 16, &f.state) ||
+    if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "state", 16, &f.state) ||
         !req_param_str_or_reply(r, "asset", 128, &f.asset_tag))
         return;
     if (f.state && strcmp(f.state, "open") != 0 && strcmp(f.state, "closed") != 0) {

@@ -252,8 +252,7 @@ void api_webhook_deliveries_retry(struct req *r)
     int st = store_delivery_retry(r->store, r->who.name, r->id, &out);
 
     if (st == GI_CONFLICT)
-        reply_error(r, 409, "conflict", NULL,
-                    "only a failed or dead delivery can be retried");
+        reply_error(r, 409, "conflict", NULL, "only a failed or dead delivery can be retried");
     else if (st != GI_OK)
         reply_status(r, st, "delivery");
     else

@@ -19,7 +19,7 @@ void deliver_configure(int64_t backoff_s) { backoff_override = backoff_s > 0 ? b
 int64_t deliver_interval(void)
 {
     return backoff_override > 0 && backoff_override < DELIVER_INTERVAL_S ? backoff_override
-                                                                          : DELIVER_INTERVAL_S;
+                                                                         : DELIVER_INTERVAL_S;
 }
 
 static const char *sget(const json_t *o, const char *key)
@@ -56,10 +56,11 @@ static int send_one(struct store *st, const json_t *d, int64_t now, struct deliv
     char err[256] = "", logged[DELIVER_LOG_REPLY + 1], system[32], key[128], link[512];
     const char *headers[8];
     size_t nh = 0, len = 0, blen = body ? strlen(body) : 0;
-    struct httppost_opts o = {.headers = headers, .timeout_s = DELIVER_TIMEOUT_S,
-                              .max_bytes = DELIVER_MAX_REPLY};
+    struct httppost_opts o = {
+        .headers = headers, .timeout_s = DELIVER_TIMEOUT_S, .max_bytes = DELIVER_MAX_REPLY};
     struct store_delivery_outcome out = {.id = json_integer_value(json_object_get(d, "id")),
-                                         .now = now, .backoff_s = backoff_override};
+                                         .now = now,
+                                         .backoff_s = backoff_override};
     char *reply = NULL, state[16];
     int truncated = 0, rc;
 
@@ -94,8 +95,8 @@ static int send_one(struct store *st, const json_t *d, int64_t now, struct deliv
         out.response = logged;
         if (out.status < 200 || out.status > 299)
             snprintf(err, sizeof err, "the receiver answered %ld", out.status);
-        else if (json_integer_value(json_object_get(d, "ticket_id")) > 0 &&
-                 !truncated && hookbody_reply(format, url, out.status, reply, len, system, key, link)) {
+        else if (json_integer_value(json_object_get(d, "ticket_id")) > 0 && !truncated &&
+                 hookbody_reply(format, url, out.status, reply, len, system, key, link)) {
             out.ext_system = system;
             out.ext_key = key;
             out.ext_url = link[0] ? link : NULL;

@@ -154,8 +154,8 @@ static void run_deliver(struct scheduler *s)
             gi_warn("job %s: cannot release its lease", job);
     }
     run = false;
-    if (store_job_claim(s->st, keep, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S,
-                        gi_now(), &run) != GI_OK ||
+    if (store_job_claim(s->st, keep, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
         !run)
         return;
     rc = store_delivery_prune(s->st, gi_now() - (int64_t)DELIVER_KEEP_DAYS * 86400, &deleted);

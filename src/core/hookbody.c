@@ -112,9 +112,9 @@ void hookbody_title(const json_t *context, const char *event, char *out, size_t 
         const char *what = sget(asset, "tag");
         if (!what)
             what = sget(json_object_get(context, "gpu"), "uuid");
-        snprintf(made, sizeof made, "%s%s%s", sget(context, "reason") ? sget(context, "reason")
-                                                                      : event,
-                 what ? ": " : "", what ? what : "");
+        snprintf(made, sizeof made, "%s%s%s",
+                 sget(context, "reason") ? sget(context, "reason") : event, what ? ": " : "",
+                 what ? what : "");
         t = made;
     }
     n = utf8_cut(t, max);
@@ -136,9 +136,10 @@ static json_t *facts(const json_t *context)
 
 #define FACT(label, text) json_array_append_new(out, json_pack("[s,s]", label, text))
     if (sget(asset, "tag")) {
-        snprintf(buf, sizeof buf, "%s%s%s%s%s%s", sget(asset, "tag"), sget(asset, "kind") ? " (" : "",
-                 sget(asset, "kind") ? sget(asset, "kind") : "", sget(asset, "model") ? " " : "",
-                 sget(asset, "model") ? sget(asset, "model") : "", sget(asset, "kind") ? ")" : "");
+        snprintf(buf, sizeof buf, "%s%s%s%s%s%s", sget(asset, "tag"),
+                 sget(asset, "kind") ? " (" : "", sget(asset, "kind") ? sget(asset, "kind") : "",
+                 sget(asset, "model") ? " " : "", sget(asset, "model") ? sget(asset, "model") : "",
+                 sget(asset, "kind") ? ")" : "");
         FACT("Asset", buf);
     }
     if (sget(asset, "serial"))
@@ -177,8 +178,10 @@ static json_t *facts(const json_t *context)
                  sget(war, "end") ? ", ends " : "", sget(war, "end") ? sget(war, "end") : "", days);
         FACT("Warranty", buf);
     }
-    if (json_is_object(rule) && (sget(rule, "name") || json_is_integer(json_object_get(rule, "id")))) {
-        snprintf(buf, sizeof buf, "%s (rule %lld)", sget(rule, "name") ? sget(rule, "name") : "rule",
+    if (json_is_object(rule) &&
+        (sget(rule, "name") || json_is_integer(json_object_get(rule, "id")))) {
+        snprintf(buf, sizeof buf, "%s (rule %lld)",
+                 sget(rule, "name") ? sget(rule, "name") : "rule",
                  (long long)json_integer_value(json_object_get(rule, "id")));
         FACT("Rule", buf);
     }
@@ -221,7 +224,10 @@ static json_t *paragraphs(const json_t *context, const char *title)
     return out;
 }
 
-static json_t *adf_text(const char *s) { return json_pack("{s:s, s:s}", "type", "text", "text", s); }
+static json_t *adf_text(const char *s)
+{
+    return json_pack("{s:s, s:s}", "type", "text", "text", s);
+}
 
 static json_t *adf_para(json_t *content)
 {
@@ -244,12 +250,13 @@ static json_t *adf_doc(json_t *paras, json_t *lines)
         snprintf(value, sizeof value, " %s", json_string_value(json_array_get(f, 1)));
         strong = adf_text(label);
         json_object_set_new(strong, "marks", json_pack("[{s:s}]", "type", "strong"));
-        json_array_append_new(items, json_pack("{s:s, s:[o]}", "type", "listItem", "content",
-                                               adf_para(json_pack("[o,o]", strong,
-                                                                  adf_text(value)))));
+        json_array_append_new(items,
+                              json_pack("{s:s, s:[o]}", "type", "listItem", "content",
+                                        adf_para(json_pack("[o,o]", strong, adf_text(value)))));
     }
     if (json_array_size(items) > 0)
-        json_array_append_new(content, json_pack("{s:s, s:o}", "type", "bulletList", "content", items));
+        json_array_append_new(content,
+                              json_pack("{s:s, s:o}", "type", "bulletList", "content", items));
     else
         json_decref(items);
     return json_pack("{s:s, s:i, s:o}", "type", "doc", "version", 1, "content", content);
@@ -264,9 +271,11 @@ static json_t *text_doc(json_t *paras, json_t *lines, bool wiki)
     char *buf, *w;
     json_t *out;
 
-    json_array_foreach(paras, i, p) cap += json_string_length(p) + 2;
-    json_array_foreach(lines, i, f) cap += json_string_length(json_array_get(f, 0)) +
-                                           json_string_length(json_array_get(f, 1)) + 16;
+    json_array_foreach(paras, i, p)
+        cap += json_string_length(p) + 2;
+    json_array_foreach(lines, i, f)
+        cap += json_string_length(json_array_get(f, 0)) + json_string_length(json_array_get(f, 1)) +
+               16;
     if (!(buf = malloc(cap)))
         return NULL;
     w = buf;
@@ -317,16 +326,17 @@ static json_t *labels(const json_t *config)
 static json_t *build_jira(const json_t *context, const json_t *config, const char *title,
                           json_t *paras, json_t *lines, bool v2)
 {
-    json_t *fields = json_pack(
-        "{s:{s:s}, s:{s:s}, s:s, s:o, s:o}", "project", "key",
-        sget(config, "project") ? sget(config, "project") : "", "issuetype", "name",
-        sget(config, "issuetype") ? sget(config, "issuetype") : "Task", "summary", title,
-        "description", v2 ? text_doc(paras, lines, true) : adf_doc(paras, lines), "labels",
-        labels(config));
+    json_t *fields =
+        json_pack("{s:{s:s}, s:{s:s}, s:s, s:o, s:o}", "project", "key",
+                  sget(config, "project") ? sget(config, "project") : "", "issuetype", "name",
+                  sget(config, "issuetype") ? sget(config, "issuetype") : "Task", "summary", title,
+                  "description", v2 ? text_doc(paras, lines, true) : adf_doc(paras, lines),
+                  "labels", labels(config));
 
     (void)context;
     if (fields && sget(config, "priority"))
-        json_object_set_new(fields, "priority", json_pack("{s:s}", "name", sget(config, "priority")));
+        json_object_set_new(fields, "priority",
+                            json_pack("{s:s}", "name", sget(config, "priority")));
     return json_pack("{s:o}", "fields", fields);
 }
 
@@ -398,8 +408,8 @@ static void origin(const char *url, char *out, size_t len, const char **path)
     *path = url + strlen(out);
 }
 
-bool hookbody_reply(const char *format, const char *url, long status, const char *reply,
-                    size_t len, char *system, char *key, char *link)
+bool hookbody_reply(const char *format, const char *url, long status, const char *reply, size_t len,
+                    char *system, char *key, char *link)
 {
     json_t *doc;
     char site[256];

@@ -52,7 +52,7 @@ void hookbody_title(const json_t *context, const char *event, char *out, size_t 
  * "<instance>/nav_to.do?uri=<table>.do?sys_id=<sys_id>". Returns true
  * when the reply named a ticket; the buffers hold at least 32, 128 and
  * 512 bytes. */
-bool hookbody_reply(const char *format, const char *url, long status, const char *reply,
-                    size_t len, char *system, char *key, char *link);
+bool hookbody_reply(const char *format, const char *url, long status, const char *reply, size_t len,
+                    char *system, char *key, char *link);
 
 #endif

@@ -110,8 +110,7 @@ bool hooksig_standard_verify(const char *secret, const char *msg_id, int64_t ts,
     return ok;
 }
 
-void hooksig_github(const char *secret, const void *body, size_t len,
-                    char out[HOOKSIG_GITHUB_LEN])
+void hooksig_github(const char *secret, const void *body, size_t len, char out[HOOKSIG_GITHUB_LEN])
 {
     memcpy(out, "sha256=", 7);
     hooksig_hmac_hex((const unsigned char *)secret, strlen(secret), body, len, out + 7);

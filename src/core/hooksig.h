@@ -42,7 +42,6 @@ bool hooksig_standard_verify(const char *secret, const char *msg_id, int64_t ts,
                              size_t len, const char *header);
 /* The GitHub-style value "sha256=<hex>" over the raw body into out
  * (HOOKSIG_GITHUB_LEN bytes). */
-void hooksig_github(const char *secret, const void *body, size_t len,
-                    char out[HOOKSIG_GITHUB_LEN]);
+void hooksig_github(const char *secret, const void *body, size_t len, char out[HOOKSIG_GITHUB_LEN]);
 
 #endif

@@ -706,7 +706,6 @@ int store_insight_overrequest(struct store *st, const struct store_insight_filte
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items);
 
-
 /* ---- webhooks and tickets (webhooks.c, tickets.c) ---- */
 /* A webhook as written by the API. On update NULL (enabled < 0) leaves a
  * member unchanged; secret and auth "" clear it. events is a comma list
@@ -786,8 +785,7 @@ int store_ticket_get(struct store *st, int64_t id, json_t **out);
 /* A ticket opened by a person: dedupe key "manual:<id>", ticket.opened
  * deliveries enqueued. asset_tag or gpu_uuid may be NULL (not both). */
 int store_ticket_create(struct store *st, const char *actor, const char *asset_tag,
-                        const char *gpu_uuid, const char *title, const char *body,
-                        json_t **out);
+                        const char *gpu_uuid, const char *title, const char *body, json_t **out);
 /* GI_CONFLICT when already closed. Enqueues ticket.closed deliveries. */
 int store_ticket_close(struct store *st, const char *actor, int64_t id, json_t **out);
 

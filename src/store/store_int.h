@@ -107,7 +107,6 @@ bool price_catalog_pick(const struct price_catalog *cat, const char *model, cons
                         char currency[4], int64_t *price_id);
 void price_catalog_free(struct price_catalog *cat);
 
-
 /* ---- Webhooks and tickets (webhooks.c, tickets.c), for every noun that
  * raises an event inside its writing transaction. ---- */
 

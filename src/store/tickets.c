@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define TICKET_COLS                                                                                \
-    "id, asset_tag, gpu_uuid, rule_id, dedupe_key, title, body, state, external_system, "         \
+    "id, asset_tag, gpu_uuid, rule_id, dedupe_key, title, body, state, external_system, "          \
     "external_key, external_url, opened_by, opened_at, closed_at"
 #define TICKET_WHERE                                                                               \
     "WHERE (:state IS NULL OR state = :state) AND (:asset IS NULL OR asset_tag = :asset) "
@@ -149,8 +149,7 @@ int store_ticket_get(struct store *st, int64_t id, json_t **out)
 }
 
 int store_ticket_create(struct store *st, const char *actor, const char *asset_tag,
-                        const char *gpu_uuid, const char *title, const char *body,
-                        json_t **out)
+                        const char *gpu_uuid, const char *title, const char *body, json_t **out)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
@@ -219,7 +218,8 @@ int store_ticket_close(struct store *st, const char *actor, int64_t id, json_t *
     if ((rc = db_audit(c, actor, "close", "ticket", id, before, *out)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
-    ctx = json_pack("{s:O, s:s}", "ticket", *out, "title", json_string_value(json_object_get(*out, "title")));
+    ctx = json_pack("{s:O, s:s}", "ticket", *out, "title",
+                    json_string_value(json_object_get(*out, "title")));
     if (!ctx)
         goto cleanup;
     if (sget(*out, "asset_tag"))

@@ -19,11 +19,11 @@
 #include <string.h>
 
 #define HOOK_COLS                                                                                  \
-    "id, name, url, format, events, config, enabled, disabled_reason, CASE WHEN secret IS NULL "  \
-    "THEN 0 ELSE 1 END AS secret_set, CASE WHEN auth IS NULL THEN 0 ELSE 1 END AS auth_set, "     \
+    "id, name, url, format, events, config, enabled, disabled_reason, CASE WHEN secret IS NULL "   \
+    "THEN 0 ELSE 1 END AS secret_set, CASE WHEN auth IS NULL THEN 0 ELSE 1 END AS auth_set, "      \
     "created_at, updated_at"
 #define DELIVERY_COLS                                                                              \
-    "id, webhook_id, msg_id, event, state, attempts, next_at, last_status, last_error, "          \
+    "id, webhook_id, msg_id, event, state, attempts, next_at, last_status, last_error, "           \
     "response, ticket_id, created_at, delivered_at, body"
 
 #define STATEMENTS(X)                                                                              \
@@ -58,9 +58,10 @@
     X(DLV_COUNT, "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = :webhook")            \
     X(DLV_RETRY, "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_at = :now "  \
                  "WHERE id = :id AND state IN ('failed', 'dead')")                                 \
-    X(DLV_DUE, "SELECT d.id, d.next_at AS due_s FROM webhook_deliveries d JOIN webhooks w ON w.id = "       \
-               "d.webhook_id WHERE d.state = 'pending' AND d.next_at <= :now AND w.enabled = 1 "   \
-               "ORDER BY d.next_at, d.id LIMIT :limit")                                            \
+    X(DLV_DUE,                                                                                     \
+      "SELECT d.id, d.next_at AS due_s FROM webhook_deliveries d JOIN webhooks w ON w.id = "       \
+      "d.webhook_id WHERE d.state = 'pending' AND d.next_at <= :now AND w.enabled = 1 "            \
+      "ORDER BY d.next_at, d.id LIMIT :limit")                                                     \
     X(DLV_TAKE, "UPDATE webhook_deliveries SET next_at = :lease WHERE id = :id AND state = "       \
                 "'pending' AND next_at = :old")                                                    \
     X(DLV_SEND, "SELECT d.id, d.webhook_id, d.msg_id, d.event, d.body, d.attempts, d.ticket_id, "  \
@@ -193,7 +194,8 @@ int store_webhook_list(struct store *st, const struct store_page *pg, json_t **i
                           items, total);
 
     if (rc == GI_OK)
-        json_array_foreach(*items, i, h) hook_doc(h);
+        json_array_foreach(*items, i, h)
+            hook_doc(h);
     return rc;
 }
 
@@ -398,10 +400,11 @@ int store_delivery_list(struct store *st, int64_t webhook_id, const struct store
     json_decref(d);
     if (rc != GI_OK)
         return rc;
-    rc = db_list_page(st, stmt_sql[ST_DLV_COUNT], stmt_sql[ST_DLV_LIST], bind_webhook,
-                      &webhook_id, pg, items, total);
+    rc = db_list_page(st, stmt_sql[ST_DLV_COUNT], stmt_sql[ST_DLV_LIST], bind_webhook, &webhook_id,
+                      pg, items, total);
     if (rc == GI_OK)
-        json_array_foreach(*items, i, d) delivery_doc(d);
+        json_array_foreach(*items, i, d)
+            delivery_doc(d);
     return rc;
 }
 

@@ -58,18 +58,17 @@ static void test_standard_vector(void **state)
     assert_int_equal(hooksig_key(secret, key, &n), 0);
     assert_int_equal(n, 24);
     assert_memory_equal(key, "0123456789abcdef01234567", 24);
-    assert_int_equal(hooksig_standard(secret, "msg_0001", 1767225600, vec_body, strlen(vec_body),
-                                      out),
-                     0);
+    assert_int_equal(
+        hooksig_standard(secret, "msg_0001", 1767225600, vec_body, strlen(vec_body), out), 0);
     assert_string_equal(out, "v1,ncAJSrvsehtXH0/p2p92dWOfD1sueWbCf3+rND6LUoQ=");
     /* Verification accepts it among other signatures and schemes. */
-    assert_true(hooksig_standard_verify(secret, "msg_0001", 1767225600, vec_body,
-                                        strlen(vec_body),
-                                        "v1a,AAAA v1,bm90IGl0 v1,ncAJSrvsehtXH0/p2p92dWOfD1sueWbCf3+rND6LUoQ="));
-    assert_false(hooksig_standard_verify(secret, "msg_0002", 1767225600, vec_body,
-                                         strlen(vec_body), out));
-    assert_false(hooksig_standard_verify(secret, "msg_0001", 1767225601, vec_body,
-                                         strlen(vec_body), out));
+    assert_true(hooksig_standard_verify(
+        secret, "msg_0001", 1767225600, vec_body, strlen(vec_body),
+        "v1a,AAAA v1,bm90IGl0 v1,ncAJSrvsehtXH0/p2p92dWOfD1sueWbCf3+rND6LUoQ="));
+    assert_false(
+        hooksig_standard_verify(secret, "msg_0002", 1767225600, vec_body, strlen(vec_body), out));
+    assert_false(
+        hooksig_standard_verify(secret, "msg_0001", 1767225601, vec_body, strlen(vec_body), out));
 }
 
 static void test_key_forms(void **state)
@@ -93,10 +92,10 @@ static json_t *context(void)
                      "s:i, s:s}}, s:{s:i, s:s}, s:{s:s, s:s}}",
                      "body", "XID 79 on three days this month.\n\nMoved to repair.", "reason",
                      "xid errors", "asset", "tag", "GI-000123", "kind", "gpu", "serial",
-                     "1320321012345", "model", "H100 SXM", "location", "datacenter", "fra1",
-                     "room", "R2", "rack", "A07", "u", 12, "owner_team", "ml-infra", "warranty",
-                     "end", "2026-12-31", "days_left", 30, "status", "expiring", "rule", "id", 7,
-                     "name", "XID on 3 days", "gpu", "uuid", "GPU-6f1", "host", "node-1");
+                     "1320321012345", "model", "H100 SXM", "location", "datacenter", "fra1", "room",
+                     "R2", "rack", "A07", "u", 12, "owner_team", "ml-infra", "warranty", "end",
+                     "2026-12-31", "days_left", 30, "status", "expiring", "rule", "id", 7, "name",
+                     "XID on 3 days", "gpu", "uuid", "GPU-6f1", "host", "node-1");
 }
 
 static void test_generic_body(void **state)
@@ -108,9 +107,8 @@ static void test_generic_body(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "event")), "ticket.opened");
     assert_string_equal(json_string_value(json_object_get(b, "id")), "msg_1");
     assert_string_equal(json_string_value(json_object_get(b, "at")), "2026-01-01T00:00:00Z");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(b, "asset"), "serial")),
-        "1320321012345");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "asset"), "serial")),
+                        "1320321012345");
     assert_null(hookbody_build("teams", "x", ctx, NULL, "m", 0));
     json_decref(b);
     json_decref(ctx);
@@ -125,7 +123,8 @@ static void adf_text(const json_t *node, char *buf, size_t len)
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, "%s", json_string_value(json_object_get(node, "text")));
     }
-    json_array_foreach(json_object_get(node, "content"), i, kid) adf_text(kid, buf, len);
+    json_array_foreach(json_object_get(node, "content"), i, kid)
+        adf_text(kid, buf, len);
 }
 
 static void test_jira_body(void **state)
@@ -140,10 +139,10 @@ static void test_jira_body(void **state)
     f = json_object_get(b, "fields");
     assert_string_equal(json_string_value(json_object_get(json_object_get(f, "project"), "key")),
                         "OPS");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(f, "issuetype"), "name")), "Bug");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(f, "priority"), "name")), "High");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(f, "issuetype"), "name")),
+                        "Bug");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(f, "priority"), "name")),
+                        "High");
     assert_string_equal(json_string_value(json_object_get(f, "summary")),
                         "GI-000123: XID errors on 3 days");
     assert_string_equal(json_string_value(json_array_get(json_object_get(f, "labels"), 0)),
@@ -219,8 +218,8 @@ static void test_servicenow_body(void **state)
     assert_string_equal(json_string_value(json_object_get(b, "cmdb_ci")), "GI-000123");
     assert_string_equal(json_string_value(json_object_get(b, "correlation_id")),
                         "rule:7:GI-000123");
-    assert_non_null(strstr(json_string_value(json_object_get(b, "description")),
-                           "Owner team: ml-infra"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(b, "description")), "Owner team: ml-infra"));
     json_decref(b);
     assert_true(hookbody_config_ok("servicenow", cfg, err, sizeof err));
     json_object_set_new(cfg, "urgency", json_integer(4));
@@ -262,11 +261,16 @@ static void test_replies(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_github_doc_vector),  cmocka_unit_test(test_github_our_vector),
-        cmocka_unit_test(test_stripe_slack_vectors), cmocka_unit_test(test_standard_vector),
-        cmocka_unit_test(test_key_forms),          cmocka_unit_test(test_generic_body),
-        cmocka_unit_test(test_jira_body),          cmocka_unit_test(test_summary_utf8_cut),
-        cmocka_unit_test(test_servicenow_body),    cmocka_unit_test(test_replies),
+        cmocka_unit_test(test_github_doc_vector),
+        cmocka_unit_test(test_github_our_vector),
+        cmocka_unit_test(test_stripe_slack_vectors),
+        cmocka_unit_test(test_standard_vector),
+        cmocka_unit_test(test_key_forms),
+        cmocka_unit_test(test_generic_body),
+        cmocka_unit_test(test_jira_body),
+        cmocka_unit_test(test_summary_utf8_cut),
+        cmocka_unit_test(test_servicenow_body),
+        cmocka_unit_test(test_replies),
     };
     if (sodium_init() < 0)
         return 1;

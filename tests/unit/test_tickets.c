@@ -16,8 +16,11 @@
 
 static int64_t mk_hook(struct store *st, const char *name, const char *events)
 {
-    struct store_webhook w = {.name = name, .url = "http://127.0.0.1:9/x", .format = "generic",
-                              .events = events, .enabled = 1};
+    struct store_webhook w = {.name = name,
+                              .url = "http://127.0.0.1:9/x",
+                              .format = "generic",
+                              .events = events,
+                              .enabled = 1};
     json_t *out = NULL;
     int64_t id;
     assert_int_equal(store_webhook_create(st, "t", &w, &out), GI_OK);
@@ -106,8 +109,8 @@ static void test_schedule_until_dead(void **state)
     assert_int_equal(store_webhook_test(f->st, "t", hook, &d), GI_OK);
     json_decref(d);
     for (i = 0; i <= store_delivery_backoff_n; i++) {
-        struct store_delivery_outcome o = {.status = 500, .error = "the receiver answered 500",
-                                           .response = "", .now = now};
+        struct store_delivery_outcome o = {
+            .status = 500, .error = "the receiver answered 500", .response = "", .now = now};
         assert_int_equal(claim(f->st, now, &id), 1);
         /* Claimed: nobody else gets it until its lease ends. */
         assert_int_equal(claim(f->st, now, NULL), 0);
@@ -155,8 +158,11 @@ static void test_reply_fills_ticket_and_prune(void **state)
     int64_t hook = mk_hook(f->st, "jira", "ticket.opened"), id = 0, deleted = -1;
     bool existing;
     int64_t t = open_key(f->st, "rule:9:GI-000002", &existing);
-    struct store_delivery_outcome o = {.status = 201, .response = "{}", .now = gi_now(),
-                                       .ext_system = "jira", .ext_key = "OPS-17",
+    struct store_delivery_outcome o = {.status = 201,
+                                       .response = "{}",
+                                       .now = gi_now(),
+                                       .ext_system = "jira",
+                                       .ext_key = "OPS-17",
                                        .ext_url = "https://x/browse/OPS-17"};
     json_t *d = NULL;
     char st[16];
