@@ -28,6 +28,7 @@
     X(T_COUNT, "SELECT COUNT(*) FROM tickets " TICKET_WHERE)                                       \
     X(T_CLOSE, "UPDATE tickets SET state = 'closed', closed_at = :now WHERE id = :id AND state = " \
                "'open'")                                                                           \
+    X(T_ASSET, "SELECT id FROM assets WHERE tag = :tag")                                           \
     X(T_GPU, "SELECT g.uuid, g.serial, g.model, h.hostname AS host FROM gpus g LEFT JOIN hosts h " \
              "ON h.id = g.host_id WHERE g.uuid = :uuid")
 
@@ -49,6 +50,36 @@ static int ticket_get(struct conn *c, int64_t id, json_t **out)
         return GI_INTERNAL;
     db_bind_int(s, ":id", id);
     return db_fetch_one(c, s, out);
+}
+
+/* The event "ticket" {ticket_id, rule} on the timeline of the context's
+ * asset; nothing when the context names no asset or one gpuinv does not
+ * hold. */
+static int asset_event(struct conn *c, const json_t *context, int64_t ticket_id, const char *actor,
+                       int64_t at)
+{
+    const char *tag = sget(json_object_get(context, "asset"), "tag");
+    const json_t *rule = json_object_get(json_object_get(context, "rule"), "id");
+    struct db_stmt *s;
+    json_t *detail;
+    int64_t asset_id;
+    int rc;
+
+    if (!tag)
+        return GI_OK;
+    if (!(s = prep(c, ST_T_ASSET)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":tag", tag);
+    if ((rc = db_fetch_int(c, s, &asset_id)) != GI_OK)
+        return rc == GI_NOT_FOUND ? GI_OK : rc;
+    detail =
+        json_pack("{s:I, s:o}", "ticket_id", (json_int_t)ticket_id, "rule",
+                  json_is_integer(rule) ? json_integer(json_integer_value(rule)) : json_null());
+    if (!detail)
+        return GI_INTERNAL;
+    rc = asset_event_append(c, asset_id, "ticket", actor, detail, at);
+    json_decref(detail);
+    return rc;
 }
 
 /* Inserts the ticket of context (dedupe key `key`, or "manual:<id>"
@@ -92,6 +123,8 @@ static int ticket_insert(struct conn *c, const char *key, json_t *context, const
     if ((rc = ticket_get(c, *id, &doc)) != GI_OK)
         goto cleanup;
     if ((rc = db_audit(c, actor, "open", "ticket", *id, NULL, doc)) != GI_OK)
+        goto cleanup;
+    if ((rc = asset_event(c, context, *id, actor, at)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(ctx = json_is_object(context) ? json_deep_copy(context) : json_object()))

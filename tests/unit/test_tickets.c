@@ -2,7 +2,8 @@
  * tickets.c, webhooks.c), on each store: one open ticket per dedupe key,
  * deliveries only to webhooks that want the event, claiming that never
  * hands one delivery out twice, the retry schedule up to dead, 410
- * disabling the webhook, a ticket system's reply filling the ticket, and
+ * disabling the webhook, the ticket event on the asset's timeline, a
+ * ticket system's reply filling the ticket, and
  * retention. */
 #include "unit.h"
 #include "testdb.h"
@@ -83,6 +84,44 @@ static void test_one_open_ticket_per_key(void **state)
     b = open_key(f->st, "rule:3:GI-000001", &existing);
     assert_false(existing);
     assert_true(b != a);
+}
+
+/* A ticket on an asset gpuinv holds is an event on the asset's
+ * timeline; one on an unknown tag is still opened. */
+static void test_ticket_event_on_asset(void **state)
+{
+    struct testdb_fixture *f = *state;
+    struct store_asset_err err;
+    struct store_page pg = {.limit = 100};
+    json_t *in = json_pack("{s:s, s:s, s:s}", "tag", "GI-000001", "kind", "gpu", "serial", "S-1");
+    json_t *a = NULL, *items = NULL, *ev;
+    int64_t asset_id = 0, total = 0, t;
+    bool existing;
+    size_t i, seen = 0;
+
+    assert_int_equal(store_asset_create(f->st, "t", in, &a, &err), GI_OK);
+    json_decref(a);
+    json_decref(in);
+    assert_int_equal(store_asset_id(f->st, "GI-000001", &asset_id), GI_OK);
+    t = open_key(f->st, "rule:3:GI-000001", &existing);
+    assert_int_equal(store_asset_events(f->st, asset_id, &pg, &items, &total), GI_OK);
+    json_array_foreach(items, i, ev) {
+        const json_t *d = json_object_get(ev, "detail");
+        if (strcmp(json_string_value(json_object_get(ev, "kind")), "ticket") != 0)
+            continue;
+        seen++;
+        assert_int_equal(json_integer_value(json_object_get(d, "ticket_id")), t);
+        assert_int_equal(json_integer_value(json_object_get(d, "rule")), 3);
+        assert_string_equal(json_string_value(json_object_get(ev, "actor")), "rules");
+    }
+    assert_int_equal(seen, 1);
+    json_decref(items);
+    /* The same key again adds nothing. */
+    open_key(f->st, "rule:3:GI-000001", &existing);
+    assert_true(existing);
+    assert_int_equal(store_asset_events(f->st, asset_id, &pg, &items, &total), GI_OK);
+    assert_int_equal(json_array_size(items), seen + 1); /* created + ticket */
+    json_decref(items);
 }
 
 /* Claims the due deliveries at `now` and returns how many. */
@@ -188,6 +227,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_one_open_ticket_per_key, testdb_setup,
                                         testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_ticket_event_on_asset, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_schedule_until_dead, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_gone_disables, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_reply_fills_ticket_and_prune, testdb_setup,
