@@ -160,4 +160,20 @@ void api_asset_events_export(struct req *r);
 void api_assets_import(struct req *r);
 json_t *api_asset_csv_rows(json_t *items);
 
+/* webhooks.c: outbound webhooks and their delivery log (admin) */
+void api_webhooks_list(struct req *r);
+void api_webhooks_create(struct req *r);
+void api_webhooks_get(struct req *r);
+void api_webhooks_update(struct req *r);
+void api_webhooks_delete(struct req *r);
+void api_webhooks_test(struct req *r);
+void api_webhooks_deliveries(struct req *r);
+void api_webhook_deliveries_retry(struct req *r);
+
+/* tickets.c */
+void api_tickets_list(struct req *r);
+void api_tickets_get(struct req *r);
+void api_tickets_create(struct req *r);
+void api_tickets_close(struct req *r);
+
 #endif

@@ -1,6 +1,7 @@
 /* The server's periodic jobs: pulls each enabled pull source when its
  * interval has passed, every minute brings the usage rollups up to date
- * (store_usage_rollup), and hourly keeps raw samples for the retention
+ * (store_usage_rollup), sends due webhook deliveries (collect/deliver.h,
+ * job webhooks:deliver) and hourly keeps raw samples for the retention
  * period (store_samples_maintain: partitions ahead and whole-partition
  * drops on PostgreSQL, small deletes on SQLite), never dropping samples
  * whose hours still wait for their rollup, and hourly reconciles the

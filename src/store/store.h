@@ -706,6 +706,89 @@ int store_insight_overrequest(struct store *st, const struct store_insight_filte
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items);
 
+/* ---- webhooks and tickets (webhooks.c, tickets.c) ---- */
+/* A webhook as written by the API. On update NULL (enabled < 0) leaves a
+ * member unchanged; secret and auth "" clear it. events is a comma list
+ * of event kinds, or "*". Documents never hold secret or auth: they say
+ * "secret_set" and "auth_set". */
+struct store_webhook {
+    const char *name;
+    const char *url;
+    const char *format;
+    const char *secret;
+    const char *auth;
+    const char *events;
+    const json_t *config;
+    int enabled;
+};
+/* GI_CONFLICT when the name is taken. */
+int store_webhook_create(struct store *st, const char *actor, const struct store_webhook *in,
+                         json_t **out);
+int store_webhook_list(struct store *st, const struct store_page *pg, json_t **items,
+                       int64_t *total);
+int store_webhook_get(struct store *st, int64_t id, json_t **out);
+/* Enabling a webhook clears its disabled_reason. */
+int store_webhook_update(struct store *st, const char *actor, int64_t id,
+                         const struct store_webhook *in, json_t **out);
+/* Deletes the webhook; its pending deliveries become failed (kept in the
+ * log until retention). */
+int store_webhook_delete(struct store *st, const char *actor, int64_t id);
+/* Enqueues one webhook.test delivery to webhook id whatever its events;
+ * *out the delivery. GI_CONFLICT when the webhook is disabled. */
+int store_webhook_test(struct store *st, const char *actor, int64_t id, json_t **out);
+/* A webhook's deliveries, newest first. */
+int store_delivery_list(struct store *st, int64_t webhook_id, const struct store_page *pg,
+                        json_t **items, int64_t *total);
+/* Sends a failed or dead delivery again: pending, due now, its retry
+ * schedule restarted. GI_CONFLICT when it is pending or delivered. */
+int store_delivery_retry(struct store *st, const char *actor, int64_t id, json_t **out);
+/* Claims up to `limit` due pending deliveries of enabled webhooks for a
+ * sender: each claim moves the delivery's next_at to now + lease_s by a
+ * conditional update, so of several replicas one sends it, and a sender
+ * that dies leaves it due again after the lease. *items: objects {id,
+ * webhook_id, msg_id, event, body (the stored text), attempts, ticket_id,
+ * url, format, secret, auth}; caller frees. */
+int store_delivery_claim(struct store *st, int64_t now, int64_t lease_s, int64_t limit,
+                         json_t **items);
+/* What one attempt of a claimed delivery got. status 0: no answer (error
+ * says why). ext_*: the ticket the receiver created (NULL: none). */
+struct store_delivery_outcome {
+    int64_t id;
+    long status;
+    const char *error;
+    const char *response;
+    const char *ext_system, *ext_key, *ext_url;
+    int64_t now;
+    int64_t backoff_s; /* > 0: every retry waits this long instead of the schedule */
+};
+/* The retry schedule after the 1st, 2nd ... failed attempt, in seconds;
+ * a failure after the last one makes the delivery dead. */
+extern const int64_t store_delivery_backoff[];
+extern const int store_delivery_backoff_n;
+/* Records an attempt: 2xx delivered (and, for a ticket's delivery, the
+ * ticket's external system, key and url); 410 failed and the webhook
+ * disabled with its reason; anything else pending again after the
+ * schedule's wait, or dead once the schedule is spent. *state (may be
+ * NULL, 16 bytes) receives the new state. */
+int store_delivery_done(struct store *st, const struct store_delivery_outcome *o, char *state);
+/* Deletes finished deliveries (delivered, failed, dead) created before
+ * `before`; *deleted counts them. */
+int store_delivery_prune(struct store *st, int64_t before, int64_t *deleted);
+
+struct store_ticket_filter {
+    const char *state;     /* open|closed, NULL: any */
+    const char *asset_tag; /* NULL: any */
+};
+int store_ticket_list(struct store *st, const struct store_ticket_filter *f,
+                      const struct store_page *pg, json_t **items, int64_t *total);
+int store_ticket_get(struct store *st, int64_t id, json_t **out);
+/* A ticket opened by a person: dedupe key "manual:<id>", ticket.opened
+ * deliveries enqueued. asset_tag or gpu_uuid may be NULL (not both). */
+int store_ticket_create(struct store *st, const char *actor, const char *asset_tag,
+                        const char *gpu_uuid, const char *title, const char *body, json_t **out);
+/* GI_CONFLICT when already closed. Enqueues ticket.closed deliveries. */
+int store_ticket_close(struct store *st, const char *actor, int64_t id, json_t **out);
+
 /* ---- hardware assets (assets.c, asset_fields.c, asset_ingest.c,
  * asset_stages.c) and their audit trail (asset_events.c) ----
  * An asset document: every column of the assets table by name, plus

@@ -107,6 +107,24 @@ bool price_catalog_pick(const struct price_catalog *cat, const char *model, cons
                         char currency[4], int64_t *price_id);
 void price_catalog_free(struct price_catalog *cat);
 
+/* ---- Webhooks and tickets (webhooks.c, tickets.c), for every noun that
+ * raises an event inside its writing transaction. ---- */
+
+/* webhooks.c: one pending delivery of `event` per enabled webhook whose
+ * events list names it (or is "*"), its body built for the webhook's
+ * format from `context` (borrowed; see core/hookbody.h for its shape);
+ * ticket_id (0: none) links the delivery to the ticket it creates. */
+int webhook_enqueue(struct conn *c, const char *event, json_t *context, int64_t ticket_id,
+                    int64_t at);
+/* tickets.c: opens the ticket of dedupe_key unless one is open (then
+ * *existing is true and *ticket_id names it, nothing written); else
+ * inserts it (title and body from the context's "title"/"body", else
+ * made from its reason and asset; asset tag, GPU uuid and rule id from
+ * its "asset", "gpu" and "rule"), audits it under actor and enqueues
+ * ticket.opened deliveries whose context carries the ticket. */
+int ticket_open(struct conn *c, const char *dedupe_key, json_t *context, const char *actor,
+                int64_t at, int64_t *ticket_id, bool *existing);
+
 /* ---- Assets: what every part that changes an asset uses inside its own
  * writing transaction. ---- */
 
