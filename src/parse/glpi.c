@@ -15,11 +15,14 @@
 #include <strings.h>
 
 /* The longest text read from one element, and the longest kept for a
- * serial, vendor, model or other text field. */
+ * serial, vendor, model or other text field (what an asset holds). */
 #define TEXT_MAX 1024
-#define FIELD_MAX 255
-/* An asset tag travels in URLs (/api/v1/assets/{tag}): kept short. */
+#define FIELD_MAX 128
+/* An asset tag travels in URLs (/api/v1/assets/{tag}): 1..64 letters,
+ * digits and . _ - : as assets take it. */
 #define TAG_MAX 64
+/* The longest source_key an asset keeps. */
+#define KEY_MAX 256
 /* The most warnings listed; the rest are only counted. */
 #define WARN_MAX 100
 
@@ -309,6 +312,19 @@ static bool mac_norm(const char *s, char *out, size_t cap)
     return nonzero;
 }
 
+/* True for text usable as an asset tag. */
+static bool tag_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > TAG_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._-:", s[i]))
+            return false;
+    return true;
+}
+
 /* ---- records ------------------------------------------------------------- */
 
 /* A new child record of kind with its source_key DEVICEID + suffix and
@@ -325,7 +341,10 @@ static json_t *child_new(struct gctx *g, const char *kind, const char *suffix)
         g->full = true;
         return NULL;
     }
-    snprintf(key, sizeof key, "%s/%s", g->m->deviceid, suffix);
+    /* DEVICEID/suffix; the suffix alone (unique within the source,
+     * which is "glpi:" DEVICEID) when that would be too long to keep. */
+    if ((size_t)snprintf(key, sizeof key, "%s/%s", g->m->deviceid, suffix) > KEY_MAX)
+        snprintf(key, sizeof key, "%s", suffix);
     r = json_pack("{s:s, s:s, s:s, s:{}}", "kind", kind, "source_key", key, g->parent_field,
                   g->parent_value, "custom");
     if (r == NULL || json_array_append_new(g->m->records, r) != 0)
@@ -380,10 +399,9 @@ static int machine_record(struct gctx *g, xmlNode *content)
     if (!gstr(g, bios, "BIOS", -1, "SMODEL", true, model)[0])
         gstr(g, bios, "BIOS", -1, "MMODEL", true, model);
     gstr(g, bios, "BIOS", -1, "ASSETTAG", true, tag);
-    if (tag[0] && (strlen(tag) > TAG_MAX || strchr(tag, '/'))) {
+    if (tag[0] && !tag_ok(tag)) {
         warn(g, "BIOS/ASSETTAG",
-             "not usable as an asset tag (over %d bytes or with '/'); "
-             "left absent",
+             "not usable as an asset tag (1..%d letters, digits and . _ - :); left absent",
              TAG_MAX);
         tag[0] = '\0';
     }
