@@ -706,4 +706,92 @@ int store_insight_overrequest(struct store *st, const struct store_insight_filte
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items);
 
+/* ---- hardware assets (assets.c, asset_fields.c, asset_ingest.c,
+ * asset_stages.c) and their audit trail (asset_events.c) ----
+ * An asset document: every column of the assets table by name, plus
+ * purchase_cost / salvage {amount, currency}, book_value (straight line
+ * over depreciation_years from purchase_date down to the salvage value,
+ * computed when read), location {datacenter, room, rack, u, storage},
+ * parent (a tag), warranty {end, days_left, status: in_warranty |
+ * expiring (30 days or less) | expired | unknown}, custom; the one-asset
+ * read adds children (tags) and energy_wh. Records written take the same
+ * names (see asset_fields.c). */
+bool store_asset_kind_valid(const char *s);  /* server gpu psu ssd nic switch other */
+bool store_asset_tag_valid(const char *s);   /* 1..64 of [A-Za-z0-9._:-] */
+bool store_asset_stage_valid(const char *s); /* ordered ... decommissioned */
+/* The stages an asset in stage `from` may move to (NULL-terminated;
+ * empty for decommissioned or an unknown stage). */
+const char *const *store_asset_stage_next(const char *from);
+
+/* What was wrong with a record: its index in a batch, the field and why. */
+struct store_asset_err {
+    int64_t index;
+    char field[64];
+    char message[192];
+};
+struct store_asset_filter {
+    const char *kind, *stage, *model, *q;
+    const char *warranty_before; /* YYYY-MM-DD: warranty ending before it */
+    const char *parent;          /* the parent's tag */
+    int64_t datacenter_id;       /* 0: any */
+};
+/* Creates an asset from an API record (tag generated "GI-000123" when
+ * absent; stage "active" unless given). GI_INVALID / GI_CONFLICT (a tag or
+ * EPC taken) with *err naming the field. */
+int store_asset_create(struct store *st, const char *actor, const json_t *in, json_t **out,
+                       struct store_asset_err *err);
+/* Changes the fields `patch` gives (not the stage). */
+int store_asset_update(struct store *st, const char *actor, const char *tag, const json_t *patch,
+                       json_t **out, struct store_asset_err *err);
+/* One asset with children and energy_wh summed over the usage rollups'
+ * hours in [from, to). */
+int store_asset_get(struct store *st, const char *tag, int64_t from, int64_t to, json_t **out);
+int store_asset_id(struct store *st, const char *tag, int64_t *id);
+/* Sort keys: tag (default), kind, stage, model, serial, vendor,
+ * warranty_end, purchase_date, datacenter, created_at, updated_at,
+ * stage_since, id. */
+int store_asset_list(struct store *st, const struct store_asset_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total);
+/* A lifecycle move by a person (override: an admin's, the caller
+ * checks). GI_CONFLICT when not allowed: *from (capacity fromlen)
+ * receives the current stage, so the caller can name the allowed ones. */
+int store_asset_set_stage(struct store *st, const char *actor, const char *tag, const char *to,
+                          const char *reason, bool override, json_t **out, char *from,
+                          size_t fromlen, char *err, size_t errlen);
+/* A CSV import's records (the API's field names), upserted by tag as a
+ * person ('csv' provenance), all or nothing: the first bad record fails
+ * it with *err (index, field, message). A status of an existing asset
+ * moves it as POST .../stage would. *report {created, updated, unchanged,
+ * dry_run}. */
+int store_asset_import(struct store *st, const char *actor, const json_t *records, bool dry_run,
+                       json_t **report, struct store_asset_err *err);
+/* Upserts records from a discovery-like source (`source`: "glpi:<id>",
+ * "netbox:<id>", ...). A record has the asset fields (tag optional,
+ * serial, kind, model, vendor, parent_serial / parent_tag, location {...},
+ * dates, custom, source_key). Matching: by tag, else (kind, serial) with a
+ * usable serial, else (source, source_key). A source never changes a
+ * field another source or a person set last, nor the stage; a bad field
+ * is dropped and reported, never the record or the batch. *report:
+ * {"created","updated","unchanged","errors":[{"index","field","error"}],
+ * "dry_run"}. */
+int store_asset_ingest(struct store *st, const char *source, json_t *records, bool dry_run,
+                       json_t **report);
+
+/* One asset's events, newest first; every asset's in [from, to) (unix
+ * seconds), oldest first. Events: {seq, asset_id, tag, at, kind, actor,
+ * detail, prev_hash, hash}. */
+int store_asset_events(struct store *st, int64_t asset_id, const struct store_page *pg,
+                       json_t **items, int64_t *total);
+int store_asset_events_range(struct store *st, int64_t from, int64_t to,
+                             const struct store_page *pg, json_t **items, int64_t *total);
+/* Walks the whole chain: broken_seq 0 when intact, else the first event
+ * that is missing, altered or out of order, with why. */
+struct store_chain_report {
+    int64_t events;     /* events read */
+    int64_t head_seq;   /* the chain head's seq */
+    int64_t broken_seq; /* 0: intact */
+    char why[160];
+};
+int store_asset_chain_verify(struct store *st, struct store_chain_report *rep);
+
 #endif

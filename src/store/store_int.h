@@ -107,4 +107,27 @@ bool price_catalog_pick(const struct price_catalog *cat, const char *model, cons
                         char currency[4], int64_t *price_id);
 void price_catalog_free(struct price_catalog *cat);
 
+/* ---- Assets: what every part that changes an asset uses inside its own
+ * writing transaction. ---- */
+
+/* asset_events.c: appends one event to the assets' audit trail (the
+ * next seq, hash-chained to the previous event, the chain's head moved),
+ * inside the caller's writing transaction. kind: created, updated,
+ * stage, scan, located, drift, ticket, rule, sync, ...; detail (borrowed,
+ * may be NULL for {}) is stored as compact JSON with sorted keys; at in
+ * unix seconds. */
+int asset_event_append(struct conn *c, int64_t asset_id, const char *kind, const char *actor,
+                       json_t *detail, int64_t at);
+
+/* asset_stages.c: moves asset asset_id to stage `to` if the lifecycle
+ * allows it from its current stage (or, with override, to any other
+ * stage; an override needs a reason), and records the event "stage"
+ * {from, to, reason, override}. GI_INVALID for an unknown stage or an
+ * override without a reason, GI_NOT_FOUND for an unknown asset,
+ * GI_CONFLICT when the move is not allowed (store_asset_stage_next()
+ * lists what is); err (may be NULL) receives why. Inside the caller's
+ * writing transaction. */
+int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const char *reason,
+                       const char *actor, bool override, int64_t at, char *err, size_t errlen);
+
 #endif
