@@ -419,6 +419,35 @@ static void record_bound(void **state)
     free(xml);
 }
 
+/* A source_key holds 256 bytes: with a long DEVICEID a component's key
+ * is its suffix alone (the source, "glpi:" DEVICEID, still tells whose). */
+static void long_deviceid(void **state)
+{
+    char id[GLPI_DEVICEID_MAX + 1], xml[1024];
+    struct glpi_msg m;
+    char err[GLPI_ERR_LEN] = "";
+    int n;
+
+    (void)state;
+    memset(id, 'h', GLPI_DEVICEID_MAX);
+    id[GLPI_DEVICEID_MAX] = '\0';
+    n = snprintf(xml, sizeof xml,
+                 "<REQUEST><QUERY>INVENTORY</QUERY><DEVICEID>%s</DEVICEID><CONTENT><CONTROLLERS>"
+                 "<PCICLASS>0302</PCICLASS><VENDORID>10de</VENDORID><PCISLOT>3b:00.0</PCISLOT>"
+                 "</CONTROLLERS></CONTENT></REQUEST>",
+                 id);
+    assert_status(glpi_parse(xml, (size_t)n, &m, err, sizeof err), GI_OK);
+    STR(json_array_get(m.records, 0), "source_key", id);
+    STR(json_array_get(m.records, 1), "source_key", "gpu/0000:3b:00.0");
+    glpi_msg_free(&m);
+    /* One byte longer is refused, by name. */
+    n = snprintf(xml, sizeof xml,
+                 "<REQUEST><QUERY>PROLOG</QUERY><DEVICEID>%sh</DEVICEID></REQUEST>", id);
+    assert_status(glpi_parse(xml, (size_t)n, &m, err, sizeof err), GI_INVALID);
+    assert_non_null(strstr(err, "DEVICEID"));
+    glpi_msg_free(&m);
+}
+
 /* ---- junk ---- */
 
 static void junk(void **state)
@@ -570,14 +599,15 @@ static void bomb_and_corrupt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(agent_debian12), cmocka_unit_test(gpu_server),
-        cmocka_unit_test(junk_serials),   cmocka_unit_test(no_serial),
-        cmocka_unit_test(vm_guest),       cmocka_unit_test(odd_deviceid),
-        cmocka_unit_test(prolog),         cmocka_unit_test(entities),
-        cmocka_unit_test(entity_loop),    cmocka_unit_test(malformed),
-        cmocka_unit_test(empty_content),  cmocka_unit_test(record_bound),
-        cmocka_unit_test(junk),           cmocka_unit_test(bodies),
-        cmocka_unit_test(raw_deflate),    cmocka_unit_test(bomb_and_corrupt),
+        cmocka_unit_test(agent_debian12),   cmocka_unit_test(gpu_server),
+        cmocka_unit_test(junk_serials),     cmocka_unit_test(no_serial),
+        cmocka_unit_test(vm_guest),         cmocka_unit_test(odd_deviceid),
+        cmocka_unit_test(prolog),           cmocka_unit_test(entities),
+        cmocka_unit_test(entity_loop),      cmocka_unit_test(malformed),
+        cmocka_unit_test(empty_content),    cmocka_unit_test(record_bound),
+        cmocka_unit_test(long_deviceid),    cmocka_unit_test(junk),
+        cmocka_unit_test(bodies),           cmocka_unit_test(raw_deflate),
+        cmocka_unit_test(bomb_and_corrupt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
