@@ -649,11 +649,10 @@ static void disks(struct gctx *g, xmlNode *content)
 }
 
 /* The CONTROLLERS entry at a PCI slot; NULL when none. */
-static xmlNode *controller_at(struct gctx *g, xmlNode *content, const char *slot)
+static xmlNode *controller_at(xmlNode *content, const char *slot)
 {
     char norm[GI_BUS_LEN], buf[TEXT_MAX];
 
-    (void)g;
     for (xmlNode *c = content->children; c && slot[0]; c = c->next) {
         if (c->type != XML_ELEMENT_NODE || strcmp((const char *)c->name, "CONTROLLERS") != 0)
             continue;
@@ -714,7 +713,7 @@ static void nics(struct gctx *g, xmlNode *content)
         put_int(custom, "speed_mbps", speed > 0 ? speed : -1);
         put_str(r, "vendor", gstr(g, c, "NETWORKS", idx, "MANUFACTURER", true, buf));
         put_str(r, "model", gstr(g, c, "NETWORKS", idx, "MODEL", true, buf));
-        if ((ctl = controller_at(g, content, slot)) != NULL) {
+        if ((ctl = controller_at(content, slot)) != NULL) {
             if (!json_object_get(r, "vendor"))
                 put_str(r, "vendor", gstr(g, ctl, "CONTROLLERS", -1, "MANUFACTURER", true, buf));
             if (!json_object_get(r, "model"))
