@@ -46,6 +46,9 @@ void api_allocations_create(struct req *r);
 /* ingest.c: the push API */
 void api_ingest(struct req *r);
 
+/* glpi.c: FusionInventory / GLPI agents (HTTP Basic, see routes.h) */
+void api_glpi(struct req *r);
+
 /* gpus.c */
 void api_gpus_list(struct req *r);
 void api_gpus_get(struct req *r);

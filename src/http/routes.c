@@ -89,6 +89,10 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/ownership/import", api_owner_import, GI_ROLE_EDITOR, IMPORT},
 
     {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER, ""},
+    /* FusionInventory / GLPI agents post to the server URL they are given,
+     * with or without a final slash, and authenticate with HTTP Basic. */
+    {"POST", "/glpi", api_glpi, GI_ROLE_PUSHER, ""},
+    {"POST", "/glpi/", api_glpi, GI_ROLE_PUSHER, ""},
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER,
      PAGED ",host,cluster,model,q,datacenter,source,stale,state,team,env"},
     {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR, IMPORT ",source,map.*"},
@@ -172,6 +176,8 @@ const struct route gi_routes[] = {
 
     {NULL, NULL, NULL, GI_ROLE_NONE, NULL},
 };
+
+bool route_basic_auth(const struct route *rt) { return rt && rt->handler == api_glpi; }
 
 bool route_param_known(const struct route *rt, const char *name)
 {
