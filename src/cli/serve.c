@@ -2,6 +2,7 @@
  * optionally fills the demo fleet, serves until SIGTERM/SIGINT, then
  * finishes requests in flight and closes the database. */
 #include "cli/cli.h"
+#include "collect/deliver.h"
 #include "collect/push.h"
 #include "collect/scheduler.h"
 #include "core/log.h"
@@ -30,7 +31,8 @@ static const char serve_usage[] =
     "                    [--retain-samples-days N] [--busy-threshold-pct P]\n"
     "                    [--max-gap-s SECONDS] [--retain-hourly-days N]\n"
     "                    [--retain-daily-days N] [--no-rollup]\n"
-    "                    [--owner-refresh-s SECONDS]\n"
+    "                    [--owner-refresh-s SECONDS] [--asset-missing-days N]\n"
+    "                    [--webhook-backoff-s SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -64,6 +66,11 @@ static const char serve_usage[] =
     "  --owner-refresh-s SECS  how often GPUs whose ownership assignment or rule came\n"
     "                       into force get their current owner recomputed (default 60,\n"
     "                       1..3600)\n"
+    "  --asset-missing-days N  an asset discovery has not seen for this long is drift\n"
+    "                       (default 30, 1..3650)\n"
+    "  --webhook-backoff-s SECS  every webhook retry waits SECS instead of the schedule\n"
+    "                       (30 s, 2 min, 10 min, 1 h, 6 h, 24 h, then dead; 1..86400;\n"
+    "                       for tests)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -142,6 +149,8 @@ int cli_serve(int argc, char **argv)
         {"retain-daily-days", required_argument, NULL, 'Y'},
         {"no-rollup", no_argument, NULL, 'N'},
         {"owner-refresh-s", required_argument, NULL, 'O'},
+        {"asset-missing-days", required_argument, NULL, 'A'},
+        {"webhook-backoff-s", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -271,6 +280,20 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             *(opt == 'H' ? &usage.retain_hourly_days : &usage.retain_daily_days) = (int)n;
+            break;
+        case 'A':
+            if (gi_parse_int64(optarg, 1, 3650, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --asset-missing-days must be 1..3650\n");
+                return 2;
+            }
+            store_asset_configure((int)n);
+            break;
+        case 'W':
+            if (gi_parse_int64(optarg, 1, 86400, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --webhook-backoff-s must be 1..86400\n");
+                return 2;
+            }
+            deliver_configure(n);
             break;
         case 'h':
             fputs(serve_usage, stdout);

@@ -1,5 +1,6 @@
 /* Periodic jobs; see scheduler.h. */
 #include "collect/scheduler.h"
+#include "collect/deliver.h"
 #include "collect/pull.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -157,6 +158,62 @@ static void run_maintenance(struct scheduler *s)
         gi_warn("job %s: cannot release its lease", job);
 }
 
+/* Assets against discovery, hourly on whichever replica claims it:
+ * last-seen times and drift events (store_asset_reconcile). */
+static void run_assets(struct scheduler *s)
+{
+    static const char job[] = "assets:reconcile";
+    int64_t drifts = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_asset_reconcile(s->st, gi_now(), &drifts);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", job, gi_status_name(rc));
+    else if (drifts > 0)
+        gi_info("job %s: %lld drift event(s) recorded", job, (long long)drifts);
+    if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", job);
+}
+
+/* Webhook deliveries, every deliver_interval() seconds on whichever
+ * replica claims the job; once an hour the delivery log is cut to
+ * DELIVER_KEEP_DAYS. */
+static void run_deliver(struct scheduler *s)
+{
+    static const char job[] = "webhooks:deliver", keep[] = "webhooks:retention";
+    struct deliver_stats res;
+    int64_t deleted = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, deliver_interval(),
+                        (int64_t)DELIVER_BATCH * (DELIVER_TIMEOUT_S + 5) + 60, gi_now(),
+                        &run) == GI_OK &&
+        run) {
+        if ((rc = deliver_run(s->st, gi_now(), &res)) != GI_OK)
+            gi_warn("job %s failed: %s", job, gi_status_name(rc));
+        if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+            gi_warn("job %s: cannot release its lease", job);
+    }
+    run = false;
+    if (store_job_claim(s->st, keep, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_delivery_prune(s->st, gi_now() - (int64_t)DELIVER_KEEP_DAYS * 86400, &deleted);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", keep, gi_status_name(rc));
+    else if (deleted > 0)
+        gi_info("job %s: %lld old deliveries deleted", keep, (long long)deleted);
+    if (store_job_done(s->st, keep, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", keep);
+}
+
 /* Seconds to the next look: a quarter of the shortest interval, between 1
  * and tick_s. */
 static int next_wait(struct scheduler *s)
@@ -168,6 +225,8 @@ static int next_wait(struct scheduler *s)
         w = shortest / 4;
     if (s->owner_s < w)
         w = s->owner_s;
+    if (deliver_interval() < w)
+        w = deliver_interval();
     return w < 1 ? 1 : (int)w;
 }
 
@@ -184,6 +243,8 @@ static void *loop(void *arg)
         run_maintenance(s);
         run_owner(s);
         run_usage(s);
+        run_assets(s);
+        run_deliver(s);
         wait_s = next_wait(s);
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);

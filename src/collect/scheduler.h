@@ -1,11 +1,14 @@
 /* The server's periodic jobs: pulls each enabled pull source when its
  * interval has passed, every minute brings the usage rollups up to date
- * (store_usage_rollup), and hourly keeps raw samples for the retention
+ * (store_usage_rollup), sends due webhook deliveries (collect/deliver.h,
+ * job webhooks:deliver) and hourly keeps raw samples for the retention
  * period (store_samples_maintain: partitions ahead and whole-partition
  * drops on PostgreSQL, small deletes on SQLite; processes and pods seen on
  * GPUs in small deletes on both), never dropping rows whose hours still
  * wait for their rollup; every minute recomputes the current owner of
- * GPUs whose assignment or rule came into force (store_owner_due). One background thread; a
+ * GPUs whose assignment or rule came into force (store_owner_due); hourly
+ * reconciles the hardware assets with discovery (store_asset_reconcile:
+ * last-seen times, drift events). One background thread; a
  * failing or slow source delays only the sources queued behind it, never
  * the HTTP server.
  *
