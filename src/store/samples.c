@@ -3,7 +3,9 @@
  * partitioned by day: maintenance creates the coming days' partitions
  * ahead of time and drops whole partitions past retention, so pruning
  * never rewrites or locks live data. On SQLite it deletes the oldest rows
- * in small transactions, so ingest interleaves with it. */
+ * in small transactions, so ingest interleaves with it. The processes and
+ * pods seen on GPUs (gpu_processes, gpu_pods: not partitioned) are pruned
+ * to the same retention in small transactions on both stores. */
 #include "core/observation.h"
 #include "core/status.h"
 #include "store/db.h"
@@ -24,6 +26,12 @@
 static const char sql_prune_sqlite[] =
     "DELETE FROM gpu_samples WHERE (ts, gpu_id, source_id) IN (SELECT ts, gpu_id, source_id "
     "FROM gpu_samples WHERE ts < :cut ORDER BY ts LIMIT :batch)";
+static const char sql_prune_procs[] =
+    "DELETE FROM gpu_processes WHERE (ts, gpu_uuid, pid) IN (SELECT ts, gpu_uuid, pid FROM "
+    "gpu_processes WHERE ts < :cut ORDER BY ts LIMIT :batch)";
+static const char sql_prune_pods[] =
+    "DELETE FROM gpu_pods WHERE (ts, gpu_uuid, namespace, pod) IN (SELECT ts, gpu_uuid, "
+    "namespace, pod FROM gpu_pods WHERE ts < :cut ORDER BY ts LIMIT :batch)";
 static const char sql_partitions_pg[] =
     "SELECT gi_samples_partitions(CAST(:now AS BIGINT), CAST(:ahead AS INT), CAST(:keep AS INT))";
 
@@ -102,7 +110,9 @@ int samples_copy(struct conn *c, int64_t sid, const struct gi_batch *b, const in
     return rc;
 }
 
-static int prune_sqlite(struct store *st, int64_t cut, int64_t *removed)
+/* Deletes the rows of `sql` (bound :cut, :batch) PRUNE_BATCH at a time,
+ * each batch its own transaction. */
+static int prune_rows(struct store *st, const char *sql, int64_t cut, int64_t *removed)
 {
     int64_t n;
     int rc;
@@ -112,7 +122,7 @@ static int prune_sqlite(struct store *st, int64_t cut, int64_t *removed)
         struct db_stmt *s;
         n = 0;
         rc = db_tx_begin(c);
-        if (rc == GI_OK && !(s = db_prep(c, sql_prune_sqlite)))
+        if (rc == GI_OK && !(s = db_prep(c, sql)))
             rc = GI_INTERNAL;
         if (rc == GI_OK) {
             db_bind_int(s, ":cut", cut);
@@ -147,12 +157,22 @@ int store_samples_maintain(struct store *st, int64_t now, int keep_days, int64_t
 {
     struct conn *c = db_conn_get(st);
     enum db_dialect d = db_dialect(c);
+    int64_t cut = now - (int64_t)keep_days * 86400, parts = 0;
+    int rc;
 
     db_conn_put(st, c);
     *changed = 0;
     if (keep_days < 1)
         return GI_INVALID;
-    if (d == DB_PG)
-        return partitions_pg(st, now, keep_days, changed);
-    return prune_sqlite(st, now - (int64_t)keep_days * 86400, changed);
+    if (d == DB_PG) {
+        rc = partitions_pg(st, now, keep_days, &parts);
+        *changed += parts;
+    } else {
+        rc = prune_rows(st, sql_prune_sqlite, cut, changed);
+    }
+    if (rc == GI_OK)
+        rc = prune_rows(st, sql_prune_procs, cut, changed);
+    if (rc == GI_OK)
+        rc = prune_rows(st, sql_prune_pods, cut, changed);
+    return rc;
 }

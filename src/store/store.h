@@ -33,8 +33,12 @@ int store_schema_version(struct store *st, int64_t *out);
 
 /* Keeps raw GPU samples for keep_days: on PostgreSQL, creates the coming
  * days' partitions and drops whole partitions past retention; on SQLite,
- * deletes older rows in small transactions. *changed counts partitions
- * created and dropped (PostgreSQL) or rows deleted (SQLite). */
+ * deletes older rows in small transactions. The processes and pods seen
+ * on GPUs (gpu_processes, gpu_pods) older than keep_days are deleted in
+ * small transactions on both. *changed counts partitions created and
+ * dropped (PostgreSQL) and rows deleted. The caller passes keep_days from
+ * store_usage_keep_days, so that nothing an hour still waiting for its
+ * rollup reads is pruned. */
 int store_samples_maintain(struct store *st, int64_t now, int keep_days, int64_t *changed);
 
 /* A page of a list: sort is a column name from the resource's allowed list
@@ -427,6 +431,12 @@ int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **
                         int64_t *total);
 /* The owner of GPU `uuid` at `at`, every field with its deciding "by". */
 int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out);
+/* The owner:refresh job: recomputes the current owner of the GPUs whose
+ * assignment (or whose parent GPU's, host's or resource's) or any rule
+ * began or ended since the last run, up to `now` (every GPU when a rule
+ * did), and records `now` as done. Cheap when nothing is due: two indexed
+ * reads. *gpus receives how many GPUs were recomputed. */
+int store_owner_due(struct store *st, int64_t now, int64_t *gpus);
 
 /* A mapping rule. match_kind: k8s_namespace, node_label, host_pattern,
  * cloud_tag, datacenter, source or slurm_account; match_key: the label or

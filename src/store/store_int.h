@@ -45,7 +45,8 @@ struct owner_fields {
         cluster_by[OWNER_BY_LEN], cloud_by[OWNER_BY_LEN];
 };
 /* ownership.c: resolves GPU gpu_id's owner at `at` (unix seconds) by
- * precedence: explicit assignment (GPU > host > inventory resource) >
+ * precedence: explicit assignment (GPU > its physical GPU's, for a MIG
+ * instance > host > inventory resource) >
  * ordered mapping rules > the pushing source's defaults. GI_NOT_FOUND for
  * an unknown GPU. */
 int owner_resolve(struct conn *c, int64_t gpu_id, int64_t at, struct owner_fields *out);
@@ -59,6 +60,15 @@ int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64
  * row (every GPU when 0); ingest calls it when it creates a GPU or moves
  * one to another host. */
 int owner_refresh(struct conn *c, int64_t gpu_id);
+/* ownership.c, inside the writer's transaction: what the rules match on
+ * changed for some GPUs: host host_id's link to an inventory resource or
+ * its data center; resource resource_id's tags or data center (the GPUs of
+ * its linked hosts); the Kubernetes node of the hosts named `hostname`
+ * (its labels, cloud, or the node itself). Recomputes those GPUs' current
+ * owners and re-attributes their usage from `from` on. */
+int owner_host_changed(struct conn *c, int64_t host_id, int64_t from);
+int owner_resource_changed(struct conn *c, int64_t resource_id, int64_t from);
+int owner_hostname_changed(struct conn *c, const char *hostname, int64_t from);
 /* ownership.c: turns the owner columns of a GPU document (owner_json,
  * owner_source_id, and the source's team/env/cluster) into its "owner"
  * object {"team":{"value","by"},...} and drops the helper columns. */

@@ -25,10 +25,6 @@ test('GET /api/v1/openapi.json needs no token and serves the repository file as 
   ok(await h.s.api('GET', '/api/v1/openapi.json', { auth: 'gpi_not-a-token' }));
 });
 
-test('every response schema compiles as JSON Schema 2020-12', () => {
-  assert.ok(compileAll() > 100);
-});
-
 test('security schemes: bearer token and the session cookie', () => {
   const ss = openapi.components.securitySchemes;
   assert.deepEqual(ss.bearerAuth, { ...ss.bearerAuth, type: 'http', scheme: 'bearer' });
@@ -134,4 +130,11 @@ describe('the demo data set, read through every GET route', () => {
       ok(await s.api('GET', `/api/v1/sources/${src.id}`));
     }
   });
+});
+
+// Last: compiling every schema blocks the event loop for many seconds on a
+// loaded machine, long enough for the server to close an idle keep-alive
+// connection under a later request of this file.
+test('every response schema compiles as JSON Schema 2020-12', () => {
+  assert.ok(compileAll() > 100);
 });
