@@ -258,6 +258,12 @@ static int get_row(struct conn *c, int64_t id, json_t **doc, json_t **cols)
     return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_NOT_FOUND : db_status(step);
 }
 
+int asset_doc_get(struct conn *c, int64_t asset_id, json_t **out)
+{
+    *out = NULL;
+    return get_row(c, asset_id, out, NULL);
+}
+
 static int id_by(struct conn *c, enum stmt_id id, const char *n1, const char *v1, const char *n2,
                  const char *v2, int64_t *out)
 {
@@ -640,7 +646,7 @@ int store_asset_create(struct store *st, const char *actor, const json_t *in, js
     if (rc == GI_OK)
         rc = person_write(c, actor, "api", 0, in, 0, &id, &outcome, err);
     if (rc == GI_OK)
-        rc = get_row(c, id, out, NULL);
+        rc = asset_doc_get(c, id, out);
     rc = db_tx_end_doc(c, rc, out);
     db_conn_put(st, c);
     return rc;
@@ -660,7 +666,7 @@ int store_asset_update(struct store *st, const char *actor, const char *tag, con
     if (rc == GI_OK)
         rc = person_write(c, actor, "api", id, patch, 0, &ignored, &outcome, err);
     if (rc == GI_OK)
-        rc = get_row(c, id, out, NULL);
+        rc = asset_doc_get(c, id, out);
     rc = db_tx_end_doc(c, rc, out);
     db_conn_put(st, c);
     return rc;
@@ -721,7 +727,7 @@ int store_asset_get(struct store *st, const char *tag, int64_t from, int64_t to,
     db_read_begin(c);
     rc = asset_id_by_tag(c, tag, &id);
     if (rc == GI_OK)
-        rc = get_row(c, id, out, NULL);
+        rc = asset_doc_get(c, id, out);
     if (rc == GI_OK && (s = prep(c, ST_CHILDREN)) != NULL) {
         db_bind_int(s, ":id", id);
         while ((step = db_step(c, s)) == DB_ROW)
@@ -813,7 +819,7 @@ int store_asset_set_stage(struct store *st, const char *actor, const char *tag, 
     if (rc == GI_OK)
         rc = asset_stage_change(c, id, to, reason, actor, override, gi_now(), err, errlen);
     if (rc == GI_OK)
-        rc = get_row(c, id, out, NULL);
+        rc = asset_doc_get(c, id, out);
     rc = db_tx_end_doc(c, rc, out);
     json_decref(before);
     db_conn_put(st, c);

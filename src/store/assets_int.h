@@ -63,8 +63,6 @@ bool asset_date_parse(const char *s, int64_t *days);
  * (updated) or 'n' (nothing changed). Inside the caller's transaction. */
 int asset_apply(struct conn *c, const struct asset_write *w, int64_t id, const json_t *cols,
                 const char *stage, int64_t *id_out, char *outcome);
-/* assets.c: the asset's id by tag; GI_NOT_FOUND when there is none. */
-int asset_id_by_tag(struct conn *c, const char *tag, int64_t *id);
 /* assets.c: the asset of `kind` with this serial (the lowest id), or of
  * (source, source_key); GI_NOT_FOUND when there is none. */
 int asset_id_by_serial(struct conn *c, const char *kind, const char *serial, int64_t *id);

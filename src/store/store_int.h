@@ -147,6 +147,14 @@ int ticket_open(struct conn *c, const char *dedupe_key, json_t *context, const c
 int asset_event_append(struct conn *c, int64_t asset_id, const char *kind, const char *actor,
                        json_t *detail, int64_t at);
 
+/* assets.c: the asset's id by tag; GI_NOT_FOUND when there is none. */
+int asset_id_by_tag(struct conn *c, const char *tag, int64_t *id);
+/* assets.c: one asset's document as GET /api/v1/assets/{tag} shows it
+ * (without children and energy_wh), read on the caller's connection (so
+ * inside its transaction); GI_NOT_FOUND for an unknown id. Caller owns
+ * *out. */
+int asset_doc_get(struct conn *c, int64_t asset_id, json_t **out);
+
 /* asset_stages.c: moves asset asset_id to stage `to` if the lifecycle
  * allows it from its current stage (or, with override, to any other
  * stage; an override needs a reason), and records the event "stage"

@@ -9,7 +9,10 @@ import { readFileSync } from 'node:fs';
 import { useServer, ok, listAll } from './helpers.mjs';
 import { DOC_FILE, openapi, checkReply, compileAll, findOperation } from '../lib/contract.mjs';
 
-const h = useServer();
+// Compiling every schema (below) can outlast the server's default idle
+// timeout on a loaded machine; the next POST would then go out on a kept-
+// alive connection the server has closed.
+const h = useServer({ args: ['--idle-timeout', '600'] });
 
 test('GET /api/v1/openapi.json needs no token and serves the repository file as it is', async () => {
   const r = await h.s.api('GET', '/api/v1/openapi.json', { auth: null });
