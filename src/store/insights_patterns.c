@@ -28,7 +28,7 @@
 #define JOIN_DC "LEFT JOIN datacenters d ON d.id = h.datacenter_id"
 
 #define STATEMENTS(X)                                                                              \
-    /* From the hourly group rows (their sums are already x fraction). */                       \
+    /* From the hourly group rows (their sums are already x fraction). */                          \
     X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum), SUM(h.measured_s), "   \
                "SUM(h.allocated_s), SUM(h.owned_s), SUM(h.busy_s) FROM usage_groups_hourly h "     \
                "WHERE " FILTERS "GROUP BY ((h.hour + :tz) / 3600 + 72) % 168")                     \

@@ -83,7 +83,7 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
       "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), CAST(:now AS BIGINT) FROM "   \
       "usage_hourly WHERE hour = :hour GROUP BY hour, team, env, pool, cluster, cloud, model, "    \
       "datacenter_id, COALESCE(currency, '')")                                                     \
-    X(PRUNE_HGROUPS_SQLITE, "DELETE FROM usage_groups_hourly WHERE rowid IN (SELECT rowid FROM "  \
+    X(PRUNE_HGROUPS_SQLITE, "DELETE FROM usage_groups_hourly WHERE rowid IN (SELECT rowid FROM "   \
                             "usage_groups_hourly WHERE hour < :cut ORDER BY hour LIMIT :batch)")   \
     X(HGROUPS_PARTS_PG, "SELECT gi_usage_groups_hourly_partitions(CAST(:now AS BIGINT), "          \
                         "CAST(:keep AS INT))")                                                     \

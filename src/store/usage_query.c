@@ -57,13 +57,14 @@
  * it without reading the table. */
 #define FILTER_TEAM "(CAST(:team AS TEXT) IS NULL OR u.team = :team)"
 #define RANK_GPU(table, key, filters)                                                              \
-    "SELECT r.gpu_id, r.owned FROM (SELECT u.gpu_id, SUM(u.owned_s * u.fraction) AS owned FROM "   \
-    table " u WHERE u." key " >= :from AND u." key " < :to AND " filters                           \
+    "SELECT r.gpu_id, r.owned FROM (SELECT u.gpu_id, SUM(u.owned_s * u.fraction) AS owned "        \
+    "FROM " table " u WHERE u." key " >= :from AND u." key " < :to AND " filters                   \
     " GROUP BY u.gpu_id) r LEFT JOIN gpus g ON g.id = r.gpu_id ORDER BY r.owned DESC, "            \
     "COALESCE(g.uuid, ''), r.gpu_id"
 #define RANK_HOST(table, key, filters)                                                             \
-    "SELECT u.host, SUM(u.owned_s * u.fraction) FROM " table " u WHERE u." key " >= :from AND u."  \
-    key " < :to AND " filters " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 " \
+    "SELECT u.host, SUM(u.owned_s * u.fraction) FROM " table " u WHERE u." key                     \
+    " >= :from AND u." key " < :to AND " filters                                                   \
+    " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 "                           \
     "ELSE 0 END, u.host"
 
 /* The same report from usage_groups_daily (dimensions only: no host or
@@ -542,14 +543,13 @@ struct page_key {
 
 /* Reads the steps of the page's groups keys[0..n) into cs, each cell
  * ranked by its group's place in the page. */
-static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
-                      bool daily, bool gpu, const struct page_key *keys, size_t n,
-                      struct cells *cs)
+static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                      bool gpu, const struct page_key *keys, size_t n, struct cells *cs)
 {
     int rc = GI_OK;
 
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
-        enum stmt_id id = gpu ? (daily ? ST_STEPS_GPU_DAILY : ST_STEPS_GPU_HOURLY)
+        enum stmt_id id = gpu            ? (daily ? ST_STEPS_GPU_DAILY : ST_STEPS_GPU_HOURLY)
                           : keys[i].host ? (daily ? ST_STEPS_HOST_DAILY : ST_STEPS_HOST_HOURLY)
                                          : (daily ? ST_STEPS_NOHOST_DAILY : ST_STEPS_NOHOST_HOURLY);
         struct db_stmt *s = prep(c, id);
@@ -569,8 +569,8 @@ static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t
 /* group_by=host|gpu with q->limit > 0: ranks every group with one
  * aggregate over the range (*groups_total counts them), then reads the
  * steps of the page's groups only. */
-static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
-                      bool daily, struct cells *cs, int64_t *groups_total)
+static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                      struct cells *cs, int64_t *groups_total)
 {
     bool gpu = strcmp(q->group_by, "gpu") == 0;
     bool team_only = !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0;
@@ -607,8 +607,8 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
 }
 
 /* The total of a paged report over every group, from the group rows. */
-static int page_total(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
-                      bool daily, struct cells *tot)
+static int page_total(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                      struct cells *tot)
 {
     struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY);
 
@@ -684,9 +684,9 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                strcmp(q->group_by, "pool") == 0 || strcmp(q->group_by, "cluster") == 0 ||
                strcmp(q->group_by, "cloud") == 0 || strcmp(q->group_by, "model") == 0 ||
                strcmp(q->group_by, "datacenter") == 0;
-    bool paged = q->limit > 0 && (strcmp(q->group_by, "host") == 0 ||
-                                  strcmp(q->group_by, "gpu") == 0);
-    enum stmt_id report = dim    ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
+    bool paged =
+        q->limit > 0 && (strcmp(q->group_by, "host") == 0 || strcmp(q->group_by, "gpu") == 0);
+    enum stmt_id report = dim     ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
                           : daily ? ST_REPORT_DAILY
                                   : ST_REPORT_HOURLY;
     struct cells tot = {0};
