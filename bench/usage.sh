@@ -370,8 +370,9 @@ if d.get("upgrade_ms") is not None:
     print()
     print("migrations of the measured binary on the loaded database: %.1f s" % (d["upgrade_ms"] / 1000))
 t = d["team_gpu_hours"]
-print()
-print("team GPU-hours over %d days (median ms): gpuinv %s, raw samples SQL %s, PromQL on VictoriaMetrics %s"
-      % (t["window_days"], t["gpuinv_ms"], t["raw_sql_ms"], t["promql_ms"]))
+if t["gpuinv_ms"] is not None:
+    print()
+    print("team GPU-hours over %d days (median ms): gpuinv %s, raw samples SQL %s, PromQL on VictoriaMetrics %s"
+          % (t["window_days"], t["gpuinv_ms"], t["raw_sql_ms"], t["promql_ms"]))
 PY
 cat "$results/$out_name.md"

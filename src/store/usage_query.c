@@ -562,6 +562,8 @@ static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t
         rc = collect(c, s, q, false, cs, 1.0);
         for (size_t j = before; j < cs->n; j++)
             cs->a[j].rank = i + 1;
+        if (rc == GI_OK && cs->n > MAX_CELLS) /* the page as a whole is bounded too */
+            rc = GI_TOO_LARGE;
     }
     return rc;
 }
