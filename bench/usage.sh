@@ -23,7 +23,8 @@
 #   BENCH_KEEP=0            1: keep the temporary directory
 #   BENCH_WRK=1             0: no wrk latency runs (on a shared machine: CPU time only)
 #   BENCH_CPU_N=0           N > 0: also the server's CPU time per request (utime + stime
-#                           from /proc over N identical requests after one warm-up)
+#                           from /proc over N identical requests after one warm-up; on
+#                           PostgreSQL the database's processes counted in)
 #   BENCH_BEFORE=           a binary measured first on the same data (it migrates the
 #                           database before the load); then GPUINV applies its own newer
 #                           migrations (timed) and is measured: CPU time before and after
@@ -210,7 +211,16 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
     printf "%.1f %.2f %.2f %.2f %d\n", v["rps"], v["p50_us"] / 1000, v["p95_us"] / 1000,
            v["p99_us"] / 1000, v["non2xx"] }'
 }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$srv_pid/stat"; }
+# The server's CPU ticks; on PostgreSQL with the database's (the postmaster
+# and its backends, which run the SQL) added.
+cpu_ticks() {
+  local pids=$srv_pid pm
+  if [ "$store" = postgresql ]; then
+    pm=$(head -1 "$pg_dir/data/postmaster.pid")
+    pids="$pids $pm $(cat "/proc/$pm/task/$pm/children")"
+  fi
+  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ t += $14 + $15 } END { print t }'
+}
 clk_tck=$(getconf CLK_TCK)
 cpu_run() { # url -> CPU ms per request over cpu_n requests (after one warm-up)
   local a b
