@@ -118,7 +118,7 @@ const struct route gi_routes[] = {
      PAGED ",cluster,node,namespace,active"},
 
     {"GET", "/api/v1/usage", api_usage_get, GI_ROLE_VIEWER,
-     LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model"},
+     LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model,limit,offset"},
     {"POST", "/api/v1/usage/rollup", api_usage_rollup, GI_ROLE_ADMIN, ""},
     {"GET", "/api/v1/webhooks", api_webhooks_list, GI_ROLE_ADMIN, PAGED},
     {"POST", "/api/v1/webhooks", api_webhooks_create, GI_ROLE_ADMIN, ""},

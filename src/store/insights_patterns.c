@@ -1,8 +1,8 @@
-/* Usage patterns read from the rollups: the hour-of-week heatmap (hourly
- * rollups) and period-over-period trends by one grouping (whole days from
- * the day groups, or from usage_daily by host or GPU; the partial days at
- * the range's ends and the day the two periods meet in from the hourly
- * rollups). See store.h; figures and money are those of insights.c. */
+/* Usage patterns read from the rollups: the hour-of-week heatmap (from the
+ * hourly group rows) and period-over-period trends by one grouping (whole
+ * days from the day groups, or from usage_daily by host or GPU; the partial
+ * days at the range's ends and the day the two periods meet in from the
+ * hourly rollups). See store.h; figures and money are those of insights.c. */
 #include "store/insights_int.h"
 #include "core/status.h"
 
@@ -57,9 +57,9 @@
 #define JOIN_DC "LEFT JOIN datacenters d ON d.id = h.datacenter_id"
 
 #define STATEMENTS(X)                                                                              \
-    X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum * h.fraction), "         \
-               "SUM(h.measured_s * h.fraction), SUM(h.allocated_s * h.fraction), "                 \
-               "SUM(h.owned_s * h.fraction), SUM(h.busy_s * h.fraction) FROM usage_hourly h "      \
+    /* From the hourly group rows (their sums are already x fraction). */                          \
+    X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum), SUM(h.measured_s), "   \
+               "SUM(h.allocated_s), SUM(h.owned_s), SUM(h.busy_s) FROM usage_groups_hourly h "     \
                "WHERE " FILTERS "GROUP BY ((h.hour + :tz) / 3600 + 72) % 168")                     \
     X(TREND_TEAM, TREND("h.team", TREND_SRC_GROUPS, ""))                                           \
     X(TREND_ENV, TREND("h.env", TREND_SRC_GROUPS, ""))                                             \

@@ -543,13 +543,23 @@ struct store_usage_query {
     enum store_usage_step step;
     const char *team, *env, *pool, *cluster, *cloud, *datacenter, *model;
     int64_t max_groups; /* GI_TOO_LARGE past it (0: no bound) */
+    /* Paging of the host and GPU groupings: limit > 0 answers the groups
+     * [offset, offset + limit) in the order of their owned GPU-hours over
+     * the range, descending, then key (UUID or host name; a NULL host
+     * last); 0 answers every group (bounded by the row bound). Accepted
+     * for consumer, where they do not page yet. */
+    int64_t limit, offset;
 };
 /* {"items":[{group, start, gpu_hours{owned, allocated, busy,
  * allocated_idle, idle, unknown}, util_avg, energy_kwh, cost{amount,
  * currency, method, split} | null, cost_note?}], "total":{...}, from, to,
- * group_by, source}. Read from usage_daily when the step is a day or
- * longer and from/to are day-aligned. GI_TOO_LARGE past max_groups groups
- * or the row bound. Caller owns *out. */
+ * group_by, source}, and for a paged host or GPU report groups_total (the
+ * groups in the range with the filters), limit, offset and next_offset
+ * (null on the last page); its total is over every group. Read from
+ * usage_daily (by a dimension: usage_groups_daily) when the step is a day
+ * or longer and from/to are day-aligned, else from usage_hourly (by a
+ * dimension: usage_groups_hourly). GI_TOO_LARGE past max_groups groups or
+ * the row bound. Caller owns *out. */
 int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out);
 /* One GPU's timeline over [from, to): {uuid, from, to, telemetry_source,
  * intervals[{kind, consumer, team, ..., started_at, ended_at}], hours[...]

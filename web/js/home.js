@@ -361,10 +361,10 @@ export function renderHome(main, ctx, view) {
   if (view.kind === 'leadership') {
     loadLeadership(tables, f, win, teamUsage, filters, alive, first);
     chartCost(charts, win, teamUsage, alive);
-    chartUsage(charts, win, usage, group, groupName, 'allocated_idle', alive, true);
+    chartUsage(charts, win, usage, group, groupName, 'allocated_idle', alive, true, teamUsage);
     return;
   }
-  chartUsage(charts, win, usage, group, groupName, metric, alive, false);
+  chartUsage(charts, win, usage, group, groupName, metric, alive, false, teamUsage);
   chartHeatmap(charts, filters, alive, first);
   chartCost(charts, win, teamUsage, alive);
   loadTables(tables, f, win, teamUsage, filters, alive, first);
@@ -458,8 +458,31 @@ async function loadKpis(cards, f, usageP, filters, alive, after) {
   else cards.waste.set('—', r.missing && w.missing ? 'not available yet' : 'no price covers these GPUs');
 }
 
+/**
+ * A paged grouping (by host: the page of the hosts owning the most
+ * GPU-hours) does not hold every group, so its "Other" is the fleet's
+ * figure per step (the sum over every team, which covers every GPU) less
+ * the groups shown. Returns seriesOf's answer with that "Other".
+ */
+function otherFromFleet(s, x, teamItems, value, total) {
+  const tops = s.series.filter((one) => 'key' in one);
+  const index = new Map(x.map((t, i) => [t, i]));
+  const fleet = x.map(() => null);
+  for (const it of teamItems) {
+    const i = index.get(secs(it.start));
+    const v = i === undefined ? null : value(it);
+    if (v !== null) fleet[i] = (fleet[i] ?? 0) + v;
+  }
+  const values = fleet.map((v, i) => {
+    if (v === null) return null;
+    const rest = v - tops.reduce((a, one) => a + (one.values[i] ?? 0), 0);
+    return rest > 1e-6 ? rest : null;
+  });
+  return { series: values.some((v) => v !== null) ? [...tops, { label: 'Other', values }] : tops, groups: total, shown: tops.length };
+}
+
 /** The utilization and GPU-hours charts of the chosen grouping. */
-async function chartUsage(el, win, usageP, group, groupName, metric, alive, wasteOnly) {
+async function chartUsage(el, win, usageP, group, groupName, metric, alive, wasteOnly, teamUsageP) {
   const holder = h('div', { class: 'chart-pair' });
   el.append(holder);
   const r = await usageP;
@@ -472,7 +495,15 @@ async function chartUsage(el, win, usageP, group, groupName, metric, alive, wast
   const x = axis(win, items);
   const bars = win.step !== 'hour';
   const label = (HOURS.find(([k]) => k === metric) || [metric, metric])[1];
-  const hoursS = seriesOf(items, x, (it) => hoursOf(it)[metric], { rank: (g) => g.hours[metric] });
+  let hoursS = seriesOf(items, x, (it) => hoursOf(it)[metric], { rank: (g) => g.hours[metric] });
+  const total = Number.isInteger(r.data.groups_total) ? r.data.groups_total : null;
+  if (total !== null && total > perGroup(items).length && teamUsageP) {
+    const t = await teamUsageP;
+    if (!alive()) return;
+    if (!t.error && Array.isArray(t.data.items)) {
+      hoursS = otherFromFleet(hoursS, x, t.data.items, (it) => hoursOf(it)[metric], total);
+    }
+  }
   const hoursChart = timeChart({
     title: `${label} GPU-hours by ${groupName}`, testid: 'chart-hours', unit: 'GPU-hours', kind: bars ? 'bars' : 'area',
     stacked: true, x, series: hoursS.series, step: win.step,
@@ -486,7 +517,7 @@ async function chartUsage(el, win, usageP, group, groupName, metric, alive, wast
   const utilS = seriesOf(items, x, (it) => n(it.util_avg), { sum: false, rank: (g) => g.hours.owned });
   const utilChart = timeChart({
     title: `Utilization by ${groupName}`, testid: 'chart-util', unit: '%', kind: 'line', max: 100, x, series: utilS.series,
-    step: win.step, note: utilS.groups > utilS.shown ? `${utilS.shown} largest of ${utilS.groups}` : `average per ${win.step}`,
+    step: win.step, note: (total ?? utilS.groups) > utilS.shown ? `${utilS.shown} largest of ${total ?? utilS.groups}` : `average per ${win.step}`,
     empty: 'No utilization has been measured in this range.',
   });
   replace(holder, utilChart.el, hoursChart.el);
