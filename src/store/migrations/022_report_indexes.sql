@@ -6,4 +6,4 @@ CREATE INDEX usage_groups_daily_updated ON usage_groups_daily(day, updated_at);
 
 -- The showback's TCO reads the days of the GPUs on one host (a host
 -- linked to an inventory server with a purchase cost).
-CREATE INDEX usage_daily_host ON usage_daily(host_id, day);
+CREATE INDEX usage_daily_host_id ON usage_daily(host_id, day);
