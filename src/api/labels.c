@@ -200,9 +200,8 @@ static bool selection_or_reply(struct req *r, json_t **out)
     }
     if ((fl.kind && !store_asset_kind_valid(fl.kind)) ||
         (fl.stage && !store_asset_stage_valid(fl.stage))) {
-        reply_error(r, 400, "invalid_parameter", fl.kind && !store_asset_kind_valid(fl.kind)
-                                                     ? "kind"
-                                                     : "stage",
+        reply_error(r, 400, "invalid_parameter",
+                    fl.kind && !store_asset_kind_valid(fl.kind) ? "kind" : "stage",
                     "unknown kind or stage");
         return false;
     }

@@ -62,8 +62,8 @@ static void reply_scan_err(struct req *r, int st, const struct store_scan_err *e
 
 void api_scans_create(struct req *r)
 {
-    static const char *const members[] = {"tag", "epc", "location", "note", "stage", "reason",
-                                          NULL};
+    static const char *const members[] = {"tag",   "epc",    "location", "note",
+                                          "stage", "reason", NULL};
     struct store_scan_err err = {0};
     struct store_scan sc = {0};
     json_t *body = NULL, *out = NULL;
@@ -111,7 +111,7 @@ void api_audits_create(struct req *r)
         !location_or_reply(r, json_object_get(body, "location"), audit_loc_members))
         goto cleanup;
     st = store_room_audit_open(r->store, r->who.name, json_object_get(body, "location"), note, &out,
-                          &err);
+                               &err);
     if (st != GI_OK)
         reply_scan_err(r, st, &err, "audit");
     else

@@ -40,7 +40,7 @@
              "excluded.found_by), via = COALESCE(asset_audit_items.via, excluded.via)")            \
     X(EXPECTED_OF, "SELECT expected FROM asset_audit_items WHERE audit_id = :audit AND asset_id "  \
                    "= :asset")                                                                     \
-    X(TAG, "SELECT tag FROM assets WHERE id = :id")                                               \
+    X(TAG, "SELECT tag FROM assets WHERE id = :id")                                                \
     X(CLOSE, "UPDATE asset_audits SET state = 'closed', closed_by = :actor, closed_at = :now "     \
              "WHERE id = :id AND state = 'open'")                                                  \
     X(LIST, "SELECT " AUDIT_COLS ", " AUDIT_COUNTS " " AUDIT_FROM                                  \
@@ -78,16 +78,15 @@ static json_t *time_or_null(struct db_stmt *s, int i)
 /* The current row (AUDIT_COLS, AUDIT_COUNTS) as an audit without lists. */
 static json_t *audit_row(struct db_stmt *s)
 {
-    return json_pack("{s:I, s:o, s:{s:o, s:o, s:o}, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I, "
-                     "s:I}}",
-                     "id", (json_int_t)db_col_int(s, 0), "state", text_or_null(s, 1), "location",
-                     "datacenter", text_or_null(s, 2), "room", text_or_null(s, 3), "rack",
-                     text_or_null(s, 4), "note", text_or_null(s, 5), "opened_by",
-                     text_or_null(s, 6), "opened_at", time_or_null(s, 7), "closed_by",
-                     text_or_null(s, 8), "closed_at", time_or_null(s, 9), "counts", "expected",
-                     (json_int_t)db_col_int(s, 11), "found", (json_int_t)db_col_int(s, 12),
-                     "missing", (json_int_t)db_col_int(s, 13), "unexpected",
-                     (json_int_t)db_col_int(s, 14));
+    return json_pack(
+        "{s:I, s:o, s:{s:o, s:o, s:o}, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I, s:I, "
+        "s:I}}",
+        "id", (json_int_t)db_col_int(s, 0), "state", text_or_null(s, 1), "location", "datacenter",
+        text_or_null(s, 2), "room", text_or_null(s, 3), "rack", text_or_null(s, 4), "note",
+        text_or_null(s, 5), "opened_by", text_or_null(s, 6), "opened_at", time_or_null(s, 7),
+        "closed_by", text_or_null(s, 8), "closed_at", time_or_null(s, 9), "counts", "expected",
+        (json_int_t)db_col_int(s, 11), "found", (json_int_t)db_col_int(s, 12), "missing",
+        (json_int_t)db_col_int(s, 13), "unexpected", (json_int_t)db_col_int(s, 14));
 }
 
 /* The audit's row; *dc (may be NULL) its data center id (0: none). */
@@ -129,16 +128,17 @@ static int audit_doc(struct conn *c, int64_t id, json_t **out, json_t **unexpect
         goto cleanup;
     db_bind_int(s, ":id", id);
     while ((step = db_step(c, s)) == DB_ROW) {
-        json_t *cols = json_pack("{s:o, s:o, s:o, s:o, s:o}", "datacenter_id",
-                                 db_col_is_null(s, 5) ? json_null() : json_integer(db_col_int(s, 5)),
-                                 "room", text_or_null(s, 6), "rack", text_or_null(s, 7), "rack_u",
-                                 db_col_is_null(s, 8) ? json_null() : json_integer(db_col_int(s, 8)),
-                                 "storage", text_or_null(s, 9));
+        json_t *cols =
+            json_pack("{s:o, s:o, s:o, s:o, s:o}", "datacenter_id",
+                      db_col_is_null(s, 5) ? json_null() : json_integer(db_col_int(s, 5)), "room",
+                      text_or_null(s, 6), "rack", text_or_null(s, 7), "rack_u",
+                      db_col_is_null(s, 8) ? json_null() : json_integer(db_col_int(s, 8)),
+                      "storage", text_or_null(s, 9));
         bool expected = db_col_int(s, 10) != 0, found = !db_col_is_null(s, 11);
-        json_t *item = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "tag", text_or_null(s, 1),
-                                 "kind", text_or_null(s, 2), "model", text_or_null(s, 3), "serial",
-                                 text_or_null(s, 4), "found_at", time_or_null(s, 11), "found_by",
-                                 text_or_null(s, 12));
+        json_t *item =
+            json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "tag", text_or_null(s, 1), "kind",
+                      text_or_null(s, 2), "model", text_or_null(s, 3), "serial", text_or_null(s, 4),
+                      "found_at", time_or_null(s, 11), "found_by", text_or_null(s, 12));
         int64_t asset_id = db_col_int(s, 0);
 
         /* The data center's name is looked up after the row is read. */
@@ -191,7 +191,7 @@ cleanup:
 }
 
 int store_room_audit_open(struct store *st, const char *actor, const json_t *location,
-                     const char *note, json_t **out, struct store_scan_err *err)
+                          const char *note, json_t **out, struct store_scan_err *err)
 {
     struct conn *c = db_conn_get(st);
     json_t *rec = json_pack("{s:O}", "location", location), *errors = json_array(), *cols = NULL;
@@ -201,8 +201,8 @@ int store_room_audit_open(struct store *st, const char *actor, const json_t *loc
     int rc = db_tx_begin(c);
 
     *out = NULL;
-    if (rc == GI_OK && (rc = asset_fields_read(c, rec, true, 0, 0, &cols, &stage, errors)) ==
-                           GI_INVALID) {
+    if (rc == GI_OK &&
+        (rc = asset_fields_read(c, rec, true, 0, 0, &cols, &stage, errors)) == GI_INVALID) {
         json_t *e = json_array_get(errors, 0);
         err_set(err, json_string_value(json_object_get(e, "field")),
                 json_string_value(json_object_get(e, "error")));
@@ -250,7 +250,7 @@ cleanup:
 }
 
 int store_room_audit_scan(struct store *st, const char *actor, int64_t audit_id, const char *tag,
-                     const char *epc, json_t **out, struct store_scan_err *err)
+                          const char *epc, json_t **out, struct store_scan_err *err)
 {
     struct conn *c = db_conn_get(st);
     const char *via = tag ? "tag" : "epc";
@@ -288,8 +288,8 @@ int store_room_audit_scan(struct store *st, const char *actor, int64_t audit_id,
     db_bind_int(s, ":asset", asset_id);
     if ((rc = db_fetch_int(c, s, &expected)) != GI_OK)
         goto cleanup;
-    detail = json_pack("{s:O, s:s, s:I}", "location", json_object_get(head, "location"), "via",
-                       via, "audit", (json_int_t)audit_id);
+    detail = json_pack("{s:O, s:s, s:I}", "location", json_object_get(head, "location"), "via", via,
+                       "audit", (json_int_t)audit_id);
     if ((rc = asset_event_append(c, asset_id, "scan", actor, detail, now)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
@@ -324,7 +324,7 @@ int store_room_audit_get(struct store *st, int64_t id, json_t **out)
 }
 
 int store_room_audit_close(struct store *st, const char *actor, int64_t id, bool relocate,
-                      json_t **out)
+                           json_t **out)
 {
     struct conn *c = db_conn_get(st);
     json_t *before = NULL, *ids = NULL, *moved = json_array(), *v;
@@ -344,9 +344,9 @@ int store_room_audit_close(struct store *st, const char *actor, int64_t id, bool
         goto cleanup;
     json_array_foreach(ids, k, v) {
         const json_t *loc = json_object_get(before, "location");
-        json_t *cols = json_pack("{s:o, s:O, s:O}", "datacenter_id",
-                                 dc ? json_integer(dc) : json_null(), "room",
-                                 json_object_get(loc, "room"), "rack", json_object_get(loc, "rack"));
+        json_t *cols =
+            json_pack("{s:o, s:O, s:O}", "datacenter_id", dc ? json_integer(dc) : json_null(),
+                      "room", json_object_get(loc, "room"), "rack", json_object_get(loc, "rack"));
         bool did = false;
         rc = asset_locate(c, json_integer_value(json_object_get(v, "id")), cols, actor, now, &did);
         json_decref(cols);
@@ -374,13 +374,10 @@ cleanup:
     return rc;
 }
 
-static void bind_state(struct db_stmt *s, const void *state)
-{
-    db_bind_text(s, ":state", state);
-}
+static void bind_state(struct db_stmt *s, const void *state) { db_bind_text(s, ":state", state); }
 
 int store_room_audit_list(struct store *st, const char *state, const struct store_page *pg,
-                     json_t **items, int64_t *total)
+                          json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s[2] = {prep(c, ST_COUNT), prep(c, ST_LIST)};

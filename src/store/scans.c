@@ -220,8 +220,8 @@ int store_scan(struct store *st, const char *actor, const struct store_scan *sc,
     if (rc == GI_OK && sc->stage) {
         if (err)
             asset_stage_of(c, id, err->stage, sizeof err->stage);
-        rc = asset_stage_change(c, id, sc->stage, sc->reason ? sc->reason : sc->note, actor,
-                                false, now, why, sizeof why);
+        rc = asset_stage_change(c, id, sc->stage, sc->reason ? sc->reason : sc->note, actor, false,
+                                now, why, sizeof why);
         if (rc != GI_OK)
             err_set(err, "stage", why);
     }

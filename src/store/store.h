@@ -926,7 +926,7 @@ int store_scan(struct store *st, const char *actor, const struct store_scan *sc,
  * decommissioned) are its expected ones. *out: the audit document (see
  * store_room_audit_get). GI_INVALID naming the field in err. */
 int store_room_audit_open(struct store *st, const char *actor, const json_t *location,
-                     const char *note, json_t **out, struct store_scan_err *err);
+                          const char *note, json_t **out, struct store_scan_err *err);
 /* Records that the asset with this tag (or EPC when tag is NULL) was
  * found by the audit, and a "scan" event {location, via, audit} on it
  * (its location is not changed: closing with relocation does that).
@@ -934,7 +934,7 @@ int store_room_audit_open(struct store *st, const char *actor, const json_t *loc
  * GI_NOT_FOUND for an unknown audit (err->field "audit") or asset
  * ("tag"/"epc"), GI_CONFLICT when the audit is closed. */
 int store_room_audit_scan(struct store *st, const char *actor, int64_t audit_id, const char *tag,
-                     const char *epc, json_t **out, struct store_scan_err *err);
+                          const char *epc, json_t **out, struct store_scan_err *err);
 /* An audit: {id, state: open|closed, location, note, opened_by,
  * opened_at, closed_by, closed_at, counts {expected, found, missing,
  * unexpected}, expected, found, missing (expected, not found),
@@ -947,10 +947,10 @@ int store_room_audit_get(struct store *st, int64_t id, json_t **out);
  * event each). *out: the audit document with "relocated": [tags].
  * GI_NOT_FOUND, GI_CONFLICT when it is closed already. */
 int store_room_audit_close(struct store *st, const char *actor, int64_t id, bool relocate,
-                      json_t **out);
+                           json_t **out);
 /* Audits newest first, state "open"/"closed" or NULL for all; items
  * without their lists (counts only). */
 int store_room_audit_list(struct store *st, const char *state, const struct store_page *pg,
-                     json_t **items, int64_t *total);
+                          json_t **items, int64_t *total);
 
 #endif
