@@ -169,6 +169,10 @@ void api_audits_close(struct req *r);
 void api_assets_label(struct req *r);
 void api_assets_labels(struct req *r);
 void api_labels_base_url_set(const char *url);
+/* labels.c: GET /scan/<tag>, the URL in a label's QR code: redirects to
+ * the dashboard's scan page of the asset (which signs the visitor in
+ * first). */
+void api_scan_page(struct req *r);
 
 /* asset_import.c: the CSV import, and the export's rows: takes ownership
  * of a list page's asset documents and returns them as the import's

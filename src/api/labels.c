@@ -279,3 +279,19 @@ cleanup:
     free(buf);
     json_decref(assets);
 }
+
+void api_scan_page(struct req *r)
+{
+    static const char body[] = "The asset's scan page is in the dashboard.\n";
+    char loc[200];
+
+    if (!store_asset_tag_valid(r->key)) {
+        reply_error(r, 404, "not_found", NULL, "no asset can have this tag");
+        return;
+    }
+    /* Relative, so that it stays under the prefix a reverse proxy adds:
+     * <base>/scan/<tag> -> <base>/#/scan/<tag>. */
+    snprintf(loc, sizeof loc, "../#/scan/%s", r->key);
+    reply_bytes(r, 302, "text/plain; charset=utf-8", body, sizeof body - 1, false);
+    reply_header(r, "Location", loc);
+}

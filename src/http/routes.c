@@ -177,6 +177,8 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/assets/{key}/events", api_assets_events, GI_ROLE_VIEWER, PAGED},
     {"GET", "/api/v1/asset-events", api_asset_events_export, GI_ROLE_VIEWER, PAGED ",from,to"},
     {"POST", "/api/v1/scans", api_scans_create, GI_ROLE_EDITOR, ""},
+    /* The scan URL of a label: a redirect into the dashboard. */
+    {"GET", "/scan/{key}", api_scan_page, GI_ROLE_NONE, ""},
     {"GET", "/api/v1/audits", api_audits_list, GI_ROLE_VIEWER, PAGED ",state"},
     {"POST", "/api/v1/audits", api_audits_create, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/audits/{id}", api_audits_get, GI_ROLE_VIEWER, ""},
