@@ -168,11 +168,22 @@ const struct route gi_routes[] = {
      PAGED ",kind,stage,datacenter,model,warranty_before,q,parent"},
     {"POST", "/api/v1/assets", api_assets_create, GI_ROLE_EDITOR, ""},
     {"POST", "/api/v1/assets/import", api_assets_import, GI_ROLE_EDITOR, IMPORT},
+    {"GET", "/api/v1/assets/labels.svg", api_assets_labels, GI_ROLE_VIEWER,
+     "paper,tags,kind,stage,datacenter,model,warranty_before,q,parent"},
+    {"GET", "/api/v1/assets/{key}/label.svg", api_assets_label, GI_ROLE_VIEWER, ""},
     {"GET", "/api/v1/assets/{key}", api_assets_get, GI_ROLE_VIEWER, "from,to"},
     {"PATCH", "/api/v1/assets/{key}", api_assets_update, GI_ROLE_EDITOR, ""},
     {"POST", "/api/v1/assets/{key}/stage", api_assets_stage, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/assets/{key}/events", api_assets_events, GI_ROLE_VIEWER, PAGED},
     {"GET", "/api/v1/asset-events", api_asset_events_export, GI_ROLE_VIEWER, PAGED ",from,to"},
+    {"POST", "/api/v1/scans", api_scans_create, GI_ROLE_EDITOR, ""},
+    /* The scan URL of a label: a redirect into the dashboard. */
+    {"GET", "/scan/{key}", api_scan_page, GI_ROLE_NONE, ""},
+    {"GET", "/api/v1/audits", api_audits_list, GI_ROLE_VIEWER, PAGED ",state"},
+    {"POST", "/api/v1/audits", api_audits_create, GI_ROLE_EDITOR, ""},
+    {"GET", "/api/v1/audits/{id}", api_audits_get, GI_ROLE_VIEWER, ""},
+    {"POST", "/api/v1/audits/{id}/scans", api_audits_scan, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/audits/{id}/close", api_audits_close, GI_ROLE_EDITOR, ""},
 
     {NULL, NULL, NULL, GI_ROLE_NONE, NULL},
 };

@@ -911,4 +911,66 @@ struct store_chain_report {
 };
 int store_asset_chain_verify(struct store *st, struct store_chain_report *rep);
 
+/* ---- scans and room audits (scans.c, audits.c) ---- */
+/* A scan: the asset with this tag (ignoring case) or, when tag is NULL,
+ * this EPC; every member borrowed. */
+struct store_scan {
+    const char *tag;
+    const char *epc;
+    const json_t *location; /* {datacenter, room, rack, u, storage}; NULL: where it is */
+    const char *note;       /* may be NULL */
+    const char *stage;      /* NULL: no stage change */
+    const char *reason;     /* the stage change's reason (NULL: the note) */
+};
+/* Why a scan or an audit call failed: the field ("tag", "epc",
+ * "location.room", "stage", ...) and a message; stage holds the asset's
+ * stage when a stage change was refused. */
+struct store_scan_err {
+    char field[64];
+    char message[192];
+    char stage[32];
+};
+/* Records a scan in one transaction: the scanned location becomes the
+ * asset's (every location field, those not given cleared; a "located"
+ * event {from, to} when it changed), the stage change (if any) goes
+ * through the lifecycle, and a "scan" event {location, note, via:
+ * tag|epc} is appended. *out (caller owns): {asset: the asset document,
+ * via, located: bool}. GI_NOT_FOUND (err->field "tag" or "epc"),
+ * GI_INVALID (a bad location field or stage), GI_CONFLICT (the stage
+ * change is not allowed from err->stage); nothing is written then. */
+int store_scan(struct store *st, const char *actor, const struct store_scan *sc, json_t **out,
+               struct store_scan_err *err);
+
+/* Opens an audit of a room or rack: location {datacenter (name), room,
+ * rack}, room or rack given. The assets recorded there now (all but the
+ * decommissioned) are its expected ones. *out: the audit document (see
+ * store_room_audit_get). GI_INVALID naming the field in err. */
+int store_room_audit_open(struct store *st, const char *actor, const json_t *location,
+                          const char *note, json_t **out, struct store_scan_err *err);
+/* Records that the asset with this tag (or EPC when tag is NULL) was
+ * found by the audit, and a "scan" event {location, via, audit} on it
+ * (its location is not changed: closing with relocation does that).
+ * *out: the audit document with "scanned": {tag, expected: bool}.
+ * GI_NOT_FOUND for an unknown audit (err->field "audit") or asset
+ * ("tag"/"epc"), GI_CONFLICT when the audit is closed. */
+int store_room_audit_scan(struct store *st, const char *actor, int64_t audit_id, const char *tag,
+                          const char *epc, json_t **out, struct store_scan_err *err);
+/* An audit: {id, state: open|closed, location, note, opened_by,
+ * opened_at, closed_by, closed_at, counts {expected, found, missing,
+ * unexpected}, expected, found, missing (expected, not found),
+ * unexpected (found, recorded elsewhere when the audit opened)}, each
+ * list of {tag, kind, model, serial, location (as recorded now),
+ * found_at, found_by}. */
+int store_room_audit_get(struct store *st, int64_t id, json_t **out);
+/* Closes an open audit; with relocate, every unexpected asset found is
+ * moved to the audit's location (data center, room, rack; a "located"
+ * event each). *out: the audit document with "relocated": [tags].
+ * GI_NOT_FOUND, GI_CONFLICT when it is closed already. */
+int store_room_audit_close(struct store *st, const char *actor, int64_t id, bool relocate,
+                           json_t **out);
+/* Audits newest first, state "open"/"closed" or NULL for all; items
+ * without their lists (counts only). */
+int store_room_audit_list(struct store *st, const char *state, const struct store_page *pg,
+                          json_t **items, int64_t *total);
+
 #endif
