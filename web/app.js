@@ -16,6 +16,7 @@
 //   #/ownership/{dims}           teams, environments, pools, clusters
 //   #/ownership/rules            ordered ownership mapping rules
 //   #/ownership/unowned          GPUs without a team
+//   #/scan/{tag}                 an asset's scan page (a label's /scan/{tag} redirects here)
 import { h, replace, icon } from './js/dom.js';
 import { api, setSignedOutHandler, setRole } from './js/api.js';
 import { renderLogin } from './js/login.js';
@@ -30,6 +31,7 @@ import { renderDrift } from './js/drift.js';
 import { renderHosts } from './js/hosts.js';
 import { renderHome } from './js/home.js';
 import { renderDims, renderRules, renderUnowned, unownedCount, DIMS } from './js/ownership.js';
+import { renderScan } from './js/scan.js';
 
 const root = document.getElementById('app');
 let user = null;
@@ -147,6 +149,7 @@ async function render() {
   if (parts[0] === 'resources' && parts.length === 2 && /^[1-9]\d*$/.test(parts[1])) {
     return renderResource(frame('datacenters'), ctx, Number(parts[1]));
   }
+  if (parts[0] === 'scan' && parts.length === 2 && parts[1]) return renderScan(frame(''), ctx, parts[1]);
   if (parts[0] === 'tokens' && parts.length === 1 && user.role === 'admin') return renderTokens(frame('tokens'), ctx);
   if (parts[0] === 'drift' && parts.length === 1) return renderDrift(frame('drift'), ctx);
   if (parts[0] === 'drift' && parts.length === 2 && parts[1] === 'hosts') return renderHosts(frame('drift'), ctx);
