@@ -156,6 +156,7 @@ void api_assets_update(struct req *r);
 void api_assets_stage(struct req *r);
 void api_assets_events(struct req *r);
 void api_asset_events_export(struct req *r);
+void api_asset_stage_counts(struct req *r);
 
 /* asset_import.c: the CSV import, and the export's rows: takes ownership
  * of a list page's asset documents and returns them as the import's
