@@ -282,7 +282,8 @@ void api_asset_stage_counts(struct req *r)
         reply_status(r, st, "assets");
         return;
     }
-    json_object_foreach(counts, k, v) total += json_integer_value(v);
+    json_object_foreach(counts, k, v)
+        total += json_integer_value(v);
     reply_json(r, 200, json_pack("{s:o, s:I}", "stages", counts, "total", total));
 }
 

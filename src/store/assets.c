@@ -47,7 +47,7 @@
     "WHERE (:kind IS NULL OR a.kind = :kind) AND (:stage IS NULL OR a.stage = :stage) AND "        \
     "(:dc = 0 OR a.datacenter_id = :dc) AND (:model IS NULL OR a.model = :model) AND "             \
     "(:wb IS NULL OR a.warranty_end < :wb) AND (:wa IS NULL OR a.warranty_end >= :wa) AND "        \
-    "(:ends = 0 OR (a.warranty_end >= :ea AND a.warranty_end < :eb) OR (a.lease_end >= :ea AND "    \
+    "(:ends = 0 OR (a.warranty_end >= :ea AND a.warranty_end < :eb) OR (a.lease_end >= :ea AND "   \
     "a.lease_end < :eb)) AND (:parent IS NULL OR p.tag = :parent) AND "                            \
     "(:q IS NULL OR a.tag LIKE :q ESCAPE '!' OR a.serial LIKE :q ESCAPE '!' OR a.model LIKE :q "   \
     "ESCAPE '!') "
@@ -101,7 +101,7 @@
     X(CHILD_GPUS, "SELECT COUNT(*) FROM assets WHERE parent_id = :id AND gpu_uuid IS NOT NULL")    \
     X(LIST_COUNT,                                                                                  \
       "SELECT COUNT(*) FROM assets a LEFT JOIN assets p ON p.id = a.parent_id " ASSET_WHERE)       \
-    X(STAGE_COUNTS, "SELECT a.stage, COUNT(*) FROM assets a LEFT JOIN assets p ON p.id = "          \
+    X(STAGE_COUNTS, "SELECT a.stage, COUNT(*) FROM assets a LEFT JOIN assets p ON p.id = "         \
                     "a.parent_id " ASSET_WHERE "GROUP BY a.stage")                                 \
     X(LIST_TAG, ASSET_SELECT ASSET_WHERE "ORDER BY a.tag " PAGE)                                   \
     X(LIST_TAG_DESC, ASSET_SELECT ASSET_WHERE "ORDER BY a.tag DESC " PAGE)                         \
@@ -800,13 +800,16 @@ int store_asset_list(struct store *st, const struct store_asset_filter *f,
     return rc;
 }
 
-int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f,
-                             json_t **counts)
+int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f, json_t **counts)
 {
-    static const char *const stages[] = {"ordered",           "received",
-                                         "active",            "spare",
-                                         "diagnostic_repair", "refurbishment_candidate",
-                                         "decommissioned",    NULL};
+    static const char *const stages[] = {"ordered",
+                                         "received",
+                                         "active",
+                                         "spare",
+                                         "diagnostic_repair",
+                                         "refurbishment_candidate",
+                                         "decommissioned",
+                                         NULL};
     struct conn *c = db_conn_get(st);
     struct store_asset_filter any = *f;
     struct db_stmt *s = prep(c, ST_STAGE_COUNTS);

@@ -820,8 +820,8 @@ struct store_asset_filter {
     /* YYYY-MM-DD: warranty or lease ending in [ends_after, ends_before)
      * (either may be NULL: open) */
     const char *ends_after, *ends_before;
-    const char *parent;          /* the parent's tag */
-    int64_t datacenter_id;       /* 0: any */
+    const char *parent;    /* the parent's tag */
+    int64_t datacenter_id; /* 0: any */
 };
 /* Creates an asset from an API record (tag generated "GI-000123" when
  * absent; stage "active" unless given). GI_INVALID / GI_CONFLICT (a tag or
@@ -842,8 +842,7 @@ int store_asset_list(struct store *st, const struct store_asset_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total);
 /* How many assets the filter matches in each stage (its stage member
  * ignored): *counts {stage: n} with every stage, 0 where none. */
-int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f,
-                             json_t **counts);
+int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f, json_t **counts);
 /* A lifecycle move by a person (override: an admin's, the caller
  * checks). GI_CONFLICT when not allowed: *from (capacity fromlen)
  * receives the current stage, so the caller can name the allowed ones. */
