@@ -301,7 +301,7 @@ export async function renderAsset(main, ctx, tag) {
   h('p', { class: 'asset-label mono', text: a.tag }));
 
   const stage = panel('Lifecycle', 'lifecycle',
-    h('p', {}, stageBadge(a.stage), h('span', { class: 'muted small' }, ' since ', timeAgo(a.stage_since))),
+    h('p', { class: 'pad' }, stageBadge(a.stage), h('span', { class: 'muted small' }, ' since ', timeAgo(a.stage_since))),
     canWrite() ? stageForm(a, ctx.role, reload) : null);
 
   const edit = canWrite() ? h('button', { type: 'button', class: 'btn btn-secondary', 'data-testid': 'edit-asset',
