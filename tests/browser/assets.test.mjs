@@ -196,3 +196,26 @@ test('the warranty calendar lists an expiring warranty and a lease in their mont
   await page.locator('[data-testid=asset-tag]', { hasText: 'SRV-1' }).waitFor();
   assert.deepEqual(errors, []);
 });
+
+test('an editor edits an asset\'s fields; a bad value is shown on its field', async () => {
+  await page.goto(`${server.url}/#/assets/GPU-1`);
+  await page.locator('[data-testid=asset-tag]', { hasText: 'GPU-1' }).waitFor();
+  await page.locator('[data-testid=edit-asset]').click();
+  const dlg = page.locator('dialog[open]');
+  await dlg.locator('input[name=warranty_end]').fill('2026-02-30');
+  await dlg.locator('button[type=submit]').click();
+  await dlg.locator('.field[data-field=warranty_end] .field-error:not([hidden])').waitFor();
+  await dlg.locator('input[name=warranty_end]').fill('2027-06-30');
+  await dlg.locator('input[name=rack]').fill('R09');
+  await dlg.locator('input[name=serial]').fill('');
+  await dlg.locator('button[type=submit]').click();
+  await page.locator('[data-testid=location] [data-field=rack] .kv-value', { hasText: 'R09' }).waitFor();
+  const back = await call('GET', '/api/v1/assets/GPU-1');
+  assert.equal(back.rack, 'R09');
+  assert.equal(back.warranty_end, '2027-06-30');
+  assert.equal(back.serial, null);
+  assert.equal(back.model, 'H100', 'an untouched field stays');
+  await page.locator('[data-testid=timeline] .asset-event[data-kind=updated]').first().waitFor();
+  assert.match(await page.locator('[data-testid=timeline] .asset-event[data-kind=updated]').first().textContent(), /rack/);
+  assert.deepEqual(errors, []);
+});

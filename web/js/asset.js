@@ -199,9 +199,11 @@ function stageForm(a, role, onMoved) {
 /** The edit dialog: changed fields only go in the PATCH; an emptied one is cleared. */
 async function editAsset(a) {
   const cur = (k) => (k === 'datacenter' ? (a.location && a.location.datacenter) : a[k]);
-  const fields = EDITABLE.map(([name, label, type]) => field({ name, label, type,
+  // Dates are typed as text (YYYY-MM-DD) so that the server's check names a bad one.
+  const fields = EDITABLE.map(([name, label, type]) => field({ name, label, type: type === 'date' ? 'text' : type,
     value: cur(name) === null || cur(name) === undefined ? '' : String(cur(name)),
-    attrs: type === 'number' ? { step: name === 'rack_u' ? '1' : 'any' } : {} }));
+    attrs: type === 'number' ? { step: name === 'rack_u' ? '1' : 'any' }
+      : type === 'date' ? { placeholder: 'YYYY-MM-DD', inputmode: 'numeric' } : {} }));
   return formDialog({
     title: `Edit ${a.tag}`,
     wide: true,
