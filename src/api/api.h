@@ -157,6 +157,7 @@ void api_assets_update(struct req *r);
 void api_assets_stage(struct req *r);
 void api_assets_events(struct req *r);
 void api_asset_events_export(struct req *r);
+void api_asset_stage_counts(struct req *r);
 
 /* scans.c: scans and room audits */
 void api_scans_create(struct req *r);

@@ -883,8 +883,12 @@ struct store_asset_err {
 struct store_asset_filter {
     const char *kind, *stage, *model, *q;
     const char *warranty_before; /* YYYY-MM-DD: warranty ending before it */
-    const char *parent;          /* the parent's tag */
-    int64_t datacenter_id;       /* 0: any */
+    const char *warranty_after;  /* YYYY-MM-DD: warranty ending on or after it */
+    /* YYYY-MM-DD: warranty or lease ending in [ends_after, ends_before)
+     * (either may be NULL: open) */
+    const char *ends_after, *ends_before;
+    const char *parent;    /* the parent's tag */
+    int64_t datacenter_id; /* 0: any */
 };
 /* Creates an asset from an API record (tag generated "GI-000123" when
  * absent; stage "active" unless given). GI_INVALID / GI_CONFLICT (a tag or
@@ -903,6 +907,9 @@ int store_asset_id(struct store *st, const char *tag, int64_t *id);
  * stage_since, id. */
 int store_asset_list(struct store *st, const struct store_asset_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total);
+/* How many assets the filter matches in each stage (its stage member
+ * ignored): *counts {stage: n} with every stage, 0 where none. */
+int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f, json_t **counts);
 /* A lifecycle move by a person (override: an admin's, the caller
  * checks). GI_CONFLICT when not allowed: *from (capacity fromlen)
  * receives the current stage, so the caller can name the allowed ones. */
@@ -948,6 +955,17 @@ int store_asset_events(struct store *st, int64_t asset_id, const struct store_pa
                        json_t **items, int64_t *total);
 int store_asset_events_range(struct store *st, int64_t from, int64_t to,
                              const struct store_page *pg, json_t **items, int64_t *total);
+/* Events of every asset in [f->from, f->to) narrowed by the event's kind,
+ * the asset's kind and its data center (NULL / 0: any), ordered as
+ * store_asset_events_range orders them (`-seq`: the newest first). */
+struct store_event_filter {
+    int64_t from, to;
+    const char *kind;       /* the event's kind (stage, scan, ...) */
+    const char *asset_kind; /* the asset's kind (server, gpu, ...) */
+    int64_t datacenter_id;  /* the asset's data center; -1: none matches */
+};
+int store_asset_events_find(struct store *st, const struct store_event_filter *f,
+                            const struct store_page *pg, json_t **items, int64_t *total);
 /* Walks the whole chain: broken_seq 0 when intact, else the first event
  * that is missing, altered or out of order, with why. */
 struct store_chain_report {
