@@ -10,6 +10,12 @@ struct httpget_opts {
     int insecure;        /* skip TLS verification (test clusters only) */
     long timeout_s;
     size_t max_bytes; /* larger bodies fail */
+    /* An Authorization header value ("Token abc") used instead of bearer,
+     * or NULL. */
+    const char *authorization;
+    /* When not NULL: receives the seconds a Retry-After header asked for
+     * (0 when none). */
+    long *retry_after;
 };
 
 /* Fetches url; *body (NUL-terminated, caller frees) and *status are set
