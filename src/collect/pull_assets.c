@@ -55,8 +55,7 @@ int assetpull_get(const struct assetpull *p, const char *url, char **body, size_
         if (status == 429 && retry_after <= ASSETPULL_MAX_WAIT_S &&
             attempt < ASSETPULL_MAX_RETRIES) {
             struct timespec ts = {.tv_sec = retry_after > 0 ? retry_after : 1};
-            gi_warn("%s rate limited the pull; trying again in %ld s", p->system,
-                    (long)ts.tv_sec);
+            gi_warn("%s rate limited the pull; trying again in %ld s", p->system, (long)ts.tv_sec);
             nanosleep(&ts, NULL);
             continue;
         }
@@ -119,10 +118,9 @@ static void resolve_datacenter(struct store *st, json_t *rec, size_t index, json
             json_object_set_new(loc, "datacenter", json_string(slug));
         } else {
             json_object_del(loc, "datacenter");
-            json_array_append_new(warnings,
-                                  json_pack("{s:I, s:s, s:s}", "index", (json_int_t)index,
-                                            "field", "location.datacenter",
-                                            "error", "no data center has this name or slug"));
+            json_array_append_new(warnings, json_pack("{s:I, s:s, s:s}", "index", (json_int_t)index,
+                                                      "field", "location.datacenter", "error",
+                                                      "no data center has this name or slug"));
         }
     }
     json_object_del(rec, "site_slug");
@@ -172,8 +170,8 @@ int assetpull_store(struct store *st, const char *source, json_t *records, json_
     res->created = json_integer_value(json_object_get(report, "created"));
     res->updated = json_integer_value(json_object_get(report, "updated"));
     res->unchanged = json_integer_value(json_object_get(report, "unchanged"));
-    res->warnings = (int64_t)(json_array_size(warnings) +
-                              json_array_size(json_object_get(report, "errors")));
+    res->warnings =
+        (int64_t)(json_array_size(warnings) + json_array_size(json_object_get(report, "errors")));
     json_decref(report);
     return 0;
 }

@@ -22,9 +22,9 @@ struct pull_result;
 #define ASSETPULL_MAX_PAGES 1000
 
 struct assetpull {
-    const json_t *cfg;      /* the source's config (ca_file, timeout_s, ...) */
-    const char *system;     /* "NetBox", for messages */
-    const char *auth;       /* Authorization header value, or NULL */
+    const json_t *cfg;  /* the source's config (ca_file, timeout_s, ...) */
+    const char *system; /* "NetBox", for messages */
+    const char *auth;   /* Authorization header value, or NULL */
 };
 
 /* GETs url. 0 with *body (caller frees) on a 2xx answer. On 429 waits the

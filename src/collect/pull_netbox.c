@@ -39,8 +39,8 @@ static int list_all(const struct assetpull *p, const char *base, const char *pat
 
         if (assetpull_get(p, url, &body, &len, err, errlen) != 0)
             return -1;
-        rc = netbox_parse_page(body, len, list, records, warnings, next, sizeof next, &count,
-                               perr, sizeof perr);
+        rc = netbox_parse_page(body, len, list, records, warnings, next, sizeof next, &count, perr,
+                               sizeof perr);
         free(body);
         if (rc != GI_OK) {
             snprintf(err, errlen, "NetBox %s: %s", path,

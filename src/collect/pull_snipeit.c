@@ -36,12 +36,12 @@ int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, con
     }
     /* A category is given by id (the API filters category_id). */
     if (!assetpull_param(filters, sizeof filters,
-                   category && gi_parse_int64(category, 1, INT64_MAX, &(int64_t){0}) == GI_OK
-                       ? "category_id"
-                       : "category",
-                   category) ||
+                         category && gi_parse_int64(category, 1, INT64_MAX, &(int64_t){0}) == GI_OK
+                             ? "category_id"
+                             : "category",
+                         category) ||
         !assetpull_param(filters, sizeof filters, "status",
-                   json_string_value(json_object_get(cfg, "status")))) {
+                         json_string_value(json_object_get(cfg, "status")))) {
         snprintf(res->error, sizeof res->error, "the filters are too long");
         goto cleanup;
     }
@@ -57,8 +57,8 @@ int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, con
             goto cleanup;
         }
         w = snprintf(url, sizeof url, "%s%sapi/v1/hardware?limit=%lld&offset=%lld%s", base,
-                     base[strlen(base) - 1] == '/' ? "" : "/", (long long)limit,
-                     (long long)offset, filters);
+                     base[strlen(base) - 1] == '/' ? "" : "/", (long long)limit, (long long)offset,
+                     filters);
         if (w < 0 || (size_t)w >= sizeof url) {
             snprintf(res->error, sizeof res->error, "the Snipe-IT URL is too long");
             goto cleanup;

@@ -69,9 +69,9 @@ static bool has_word(const char *hay, const char *const *words)
     return false;
 }
 
-static const char *const gpu_words[] = {"gpu",   "nvidia", "tesla", "h100",        "h200", "a100",
-                                        "b200",  "l40",    "instinct", "accelerator", "mi300",
-                                        "radeon", NULL};
+static const char *const gpu_words[] = {"gpu",   "nvidia", "tesla", "h100",     "h200",
+                                        "a100",  "b200",   "l40",   "instinct", "accelerator",
+                                        "mi300", "radeon", NULL};
 
 const char *netbox_stage_for(const char *status)
 {
@@ -165,8 +165,7 @@ static json_t *device(const json_t *o, json_t *warnings, size_t index)
         set_text(rec, "model",
                  text_of(json_object_get(dt, "model"), warnings, index, "device_type.model"));
         if (json_is_object(json_object_get(dt, "manufacturer")))
-            set_text(rec, "vendor",
-                     nested(dt, "manufacturer", "name", warnings, index));
+            set_text(rec, "vendor", nested(dt, "manufacturer", "name", warnings, index));
     } else if (dt && !json_is_null(dt)) {
         warn(warnings, index, "device_type", "must be an object");
     }
@@ -226,10 +225,11 @@ static json_t *module(const json_t *o, json_t *warnings, size_t index)
     }
     set_text(rec, "model", model);
     set_text(rec, "vendor", vendor);
-    json_object_set_new(rec, "kind", json_string((model && has_word(model, gpu_words)) ||
-                                                         (vendor && has_word(vendor, gpu_words))
-                                                     ? "gpu"
-                                                     : "other"));
+    json_object_set_new(
+        rec, "kind",
+        json_string((model && has_word(model, gpu_words)) || (vendor && has_word(vendor, gpu_words))
+                        ? "gpu"
+                        : "other"));
     set_text(custom, "bay", nested(o, "module_bay", "name", warnings, index));
     status_field(o, custom, warnings, index);
     parent_of(o, rec, warnings, index);

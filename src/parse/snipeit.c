@@ -58,7 +58,7 @@ static unsigned long reference(const char *s, size_t *n)
     static const struct {
         const char *name;
         unsigned long cp;
-    } named[] = {{"&amp;", '&'},  {"&lt;", '<'},   {"&gt;", '>'},
+    } named[] = {{"&amp;", '&'},  {"&lt;", '<'},    {"&gt;", '>'},
                  {"&quot;", '"'}, {"&apos;", '\''}, {"&nbsp;", 0xA0}};
     unsigned long cp = 0;
     size_t i = 2;
@@ -130,10 +130,9 @@ bool snipeit_money(const char *s, char *out, size_t outlen)
         mark = last_comma > last_dot ? last_comma : last_dot;
         if ((mark == last_comma ? commas : dots) != 1)
             return false;
-    }
-    else if (commas == 1)
-        mark = strspn(last_comma + 1, "0123456789") == 3 && last_comma[4] == '\0' ? NULL
-                                                                                   : last_comma;
+    } else if (commas == 1)
+        mark =
+            strspn(last_comma + 1, "0123456789") == 3 && last_comma[4] == '\0' ? NULL : last_comma;
     else if (dots == 1)
         mark = last_dot;
     for (const char *p = s; *p; p++) {
@@ -148,8 +147,7 @@ bool snipeit_money(const char *s, char *out, size_t outlen)
                 digits[n++] = '0';
             digits[n++] = '.';
             in_frac = true;
-        } else if ((*p == ',' || *p == '.' || *p == ' ' || *p == '\'') && seen_digit &&
-                   !in_frac) {
+        } else if ((*p == ',' || *p == '.' || *p == ' ' || *p == '\'') && seen_digit && !in_frac) {
             continue; /* a thousands separator */
         } else {
             return false;
@@ -242,8 +240,7 @@ static bool put_name(json_t *o, const char *dst, const json_t *obj, const char *
 
 /* Dates: {"date": "YYYY-MM-DD", "formatted"}, {"datetime": "YYYY-MM-DD
  * hh:mm:ss"} or text; the day part is kept. */
-static void put_date(json_t *rec, const char *key, const json_t *v, json_t *warnings,
-                     size_t index)
+static void put_date(json_t *rec, const char *key, const json_t *v, json_t *warnings, size_t index)
 {
     const char *s = NULL;
     char day[11];
@@ -271,11 +268,20 @@ static const char *kind_for(const char *category)
 {
     static const struct {
         const char *word, *kind;
-    } map[] = {{"gpu", "gpu"},         {"graphics", "gpu"},   {"accelerator", "gpu"},
-               {"server", "server"},   {"power", "psu"},      {"psu", "psu"},
-               {"ssd", "ssd"},         {"disk", "ssd"},       {"drive", "ssd"},
-               {"storage", "ssd"},     {"nic", "nic"},        {"network card", "nic"},
-               {"network adapter", "nic"}, {"switch", "switch"}};
+    } map[] = {{"gpu", "gpu"},
+               {"graphics", "gpu"},
+               {"accelerator", "gpu"},
+               {"server", "server"},
+               {"power", "psu"},
+               {"psu", "psu"},
+               {"ssd", "ssd"},
+               {"disk", "ssd"},
+               {"drive", "ssd"},
+               {"storage", "ssd"},
+               {"nic", "nic"},
+               {"network card", "nic"},
+               {"network adapter", "nic"},
+               {"switch", "switch"}};
     char l[128];
     size_t i = 0;
 
@@ -326,7 +332,8 @@ static void custom_fields(const json_t *cf, json_t *rec, json_t *custom, json_t 
 
 static json_t *asset(const json_t *o, json_t *warnings, size_t index)
 {
-    json_t *rec = json_object(), *custom = json_object(), *loc = json_object(), *tmp = json_object();
+    json_t *rec = json_object(), *custom = json_object(), *loc = json_object(),
+           *tmp = json_object();
     const json_t *v, *st;
     char key[64], amount[64];
     int64_t months;
@@ -340,8 +347,7 @@ static json_t *asset(const json_t *o, json_t *warnings, size_t index)
              "order_number");
     put_name(custom, "category", o, "category", warnings, index);
     json_object_set_new(
-        rec, "kind",
-        json_string(kind_for(json_string_value(json_object_get(custom, "category")))));
+        rec, "kind", json_string(kind_for(json_string_value(json_object_get(custom, "category")))));
     put_text(custom, "name", json_object_get(o, "name"), warnings, index, "name");
     if (!put_name(loc, "datacenter", o, "location", warnings, index))
         put_name(loc, "datacenter", o, "rtd_location", warnings, index);
@@ -407,8 +413,8 @@ static void error_text(const json_t *doc, char *err, size_t errlen)
         return;
     }
     json_object_foreach((json_t *)m, k, v) {
-        const char *s = json_is_array(v) ? json_string_value(json_array_get(v, 0))
-                                         : json_string_value(v);
+        const char *s =
+            json_is_array(v) ? json_string_value(json_array_get(v, 0)) : json_string_value(v);
         if (s) {
             snprintf(err, errlen, "%.60s: %.180s", k, s);
             return;
@@ -439,8 +445,8 @@ int snipeit_parse_page(const char *body, size_t len, json_t *records, json_t *wa
     if (!json_is_object(doc) ||
         (json_is_string(json_object_get(doc, "status")) &&
          strcmp(json_string_value(json_object_get(doc, "status")), "error") == 0) ||
-        (!json_is_array(list) && (json_object_get(doc, "message") ||
-                                  json_object_get(doc, "errors")))) {
+        (!json_is_array(list) &&
+         (json_object_get(doc, "message") || json_object_get(doc, "errors")))) {
         error_text(doc, err, errlen);
         goto cleanup;
     }

@@ -28,8 +28,8 @@ static void load(const char *name, enum netbox_list list, struct page *p)
 
     p->records = json_array();
     p->warnings = json_array();
-    if (netbox_parse_page(d, len, list, p->records, p->warnings, p->next, sizeof p->next,
-                          &p->count, err, sizeof err) != GI_OK)
+    if (netbox_parse_page(d, len, list, p->records, p->warnings, p->next, sizeof p->next, &p->count,
+                          err, sizeof err) != GI_OK)
         fail_msg("%s: %s", name, err);
     free(d);
 }
@@ -170,7 +170,7 @@ static void modules_and_items(void **state)
 
 static void broken_pages(void **state)
 {
-    static const char *const bad[] = {"", "{", "[]", "{\"results\": {}}", "{\"detail\": \"x\"}",
+    static const char *const bad[] = {"",    "{", "[]", "{\"results\": {}}", "{\"detail\": \"x\"}",
                                       "null"};
     json_t *recs = json_array(), *warns = json_array();
     char next[64], err[NETBOX_ERR_LEN];
@@ -214,7 +214,7 @@ static void detail_and_stages(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(devices_v4),   cmocka_unit_test(devices_v2),
+        cmocka_unit_test(devices_v4),        cmocka_unit_test(devices_v2),
         cmocka_unit_test(modules_and_items), cmocka_unit_test(broken_pages),
         cmocka_unit_test(detail_and_stages),
     };

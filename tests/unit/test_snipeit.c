@@ -135,9 +135,9 @@ static void errors(void **state)
     done(&p);
     assert_status(snipeit_parse_page("{", 1, recs, warns, &total, &rows, err, sizeof err),
                   GI_INVALID);
-    assert_status(snipeit_parse_page("{\"total\":1}", 11, recs, warns, &total, &rows, err,
-                                     sizeof err),
-                  GI_INVALID);
+    assert_status(
+        snipeit_parse_page("{\"total\":1}", 11, recs, warns, &total, &rows, err, sizeof err),
+        GI_INVALID);
     json_decref(recs);
     json_decref(warns);
 }
@@ -164,9 +164,9 @@ static void money(void **state)
 {
     static const struct {
         const char *in, *want;
-    } ok[] = {{"1,234.56", "1234.56"}, {"1.234,56", "1234.56"}, {"1234", "1234"},
-              {"1,234", "1234"},       {"12,5", "12.5"},        {"1 234,50", "1234.50"},
-              {"1'234.50", "1234.50"}, {"1.234.567", "1234567"}, {"0.99", "0.99"},
+    } ok[] = {{"1,234.56", "1234.56"},     {"1.234,56", "1234.56"},  {"1234", "1234"},
+              {"1,234", "1234"},           {"12,5", "12.5"},         {"1 234,50", "1234.50"},
+              {"1'234.50", "1234.50"},     {"1.234.567", "1234567"}, {"0.99", "0.99"},
               {"1,234,567.8", "1234567.8"}};
     static const char *const bad[] = {"", "cheap", "-5", "1.2.3,4,5", "$10", "12.", "1,2,3.4.5"};
     char out[32];
