@@ -21,7 +21,7 @@ let elsewhere;
 let elsewhereHits = 0;
 const seen = [];
 // What the stand-in does next, set by each test.
-const mode = { netboxNext: 'same', snipeit: 'ok', limit429: null };
+const mode = { netboxNext: 'same', netboxV2: false, snipeit: 'ok', limit429: null };
 
 before(async () => {
   elsewhere = http.createServer((req, res) => { elsewhereHits++; res.writeHead(200).end('{}'); });
@@ -34,6 +34,8 @@ before(async () => {
     if (u.pathname.startsWith('/api/dcim/')) {
       if (req.headers.authorization !== 'Token ' + NB_TOKEN) return send(403, fx('netbox', 'error-403.json'));
       if (!u.searchParams.get('limit')) return send(400, '{"detail":"no limit"}');
+      const empty = '{"count":0,"next":null,"previous":null,"results":[]}';
+      if (mode.netboxV2) return send(200, u.pathname === '/api/dcim/devices/' ? fx('netbox', 'devices-v2.json') : empty);
       if (u.pathname === '/api/dcim/devices/') {
         if (u.searchParams.get('offset') === '2') return send(200, fx('netbox', 'devices-page2.json'));
         const next = mode.netboxNext === 'same'
@@ -238,5 +240,31 @@ test('a 429 with a short Retry-After is waited out; a long one fails the pull', 
     assert.match(ok(await h.s.api('GET', `/api/v1/sources/${src.id}`)).last_error, /429/);
   } finally {
     mode.limit429 = null;
+  }
+});
+
+test('NetBox 2 answers (integer status, device_role) and a site found by its slug', async () => {
+  ok(await h.s.api('POST', '/api/v1/datacenters', { body: { name: 'fra1', location: 'FRA', rows: 1 } }), 201);
+  mode.netboxV2 = true;
+  try {
+    const src = await source('netbox-old', 'netbox', { url: base + '/', token: NB_TOKEN, device_role: 'compute' });
+    seen.length = 0;
+    const r = await run(src.id);
+    assert.equal(r.ok, true, JSON.stringify(r));
+    assert.equal(r.assets.created, 2, 'the result that is not an object is skipped, the rest kept');
+    assert.ok(seen.some((x) => x.path === '/api/dcim/devices/' && x.query.includes('device_role=compute')));
+    const items = ok(await h.s.api('GET', '/api/v1/assets?limit=100')).items;
+    const old = items.find((a) => a.source_key === 'netbox:device:7');
+    assert.ok(old, JSON.stringify(items.map((a) => a.source_key)));
+    assert.equal(old.serial, 'S123456X');
+    assert.equal(old.location.datacenter, 'fra1', 'no data center is named "Old DC"; its slug is');
+    assert.equal(old.custom.external_status, 'inventory');
+    assert.equal(old.custom.role, 'Compute');
+    assert.match(old.tag, /^GI-/, 'a NetBox asset tag gpuinv cannot hold is not used');
+    const pdu = items.find((a) => a.source_key === 'netbox:device:8');
+    assert.equal(pdu.kind, 'other');
+    assert.equal(pdu.serial, null, 'a number where text belongs is dropped');
+  } finally {
+    mode.netboxV2 = false;
   }
 });
