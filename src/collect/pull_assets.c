@@ -139,9 +139,26 @@ static void resolve_parent(json_t *rec, json_t *by_key)
     json_object_del(rec, "parent_source_key");
 }
 
-int assetpull_store(struct store *st, const char *source, json_t *records, json_t *warnings,
-                    struct pull_result *res)
+/* "netbox:device:102: position: must be ..." for the first warning. */
+static void first_warning(const json_t *records, const json_t *warnings, const json_t *errors,
+                          char *out, size_t outlen)
 {
+    const json_t *w =
+        json_array_size(warnings) ? json_array_get(warnings, 0) : json_array_get(errors, 0);
+    const json_t *rec =
+        json_array_get(records, (size_t)json_integer_value(json_object_get(w, "index")));
+    const char *key = json_string_value(json_object_get(rec, "source_key"));
+
+    snprintf(out, outlen, "%.80s: %.60s: %.200s", key ? key : "a record",
+             json_string_value(json_object_get(w, "field")),
+             json_string_value(json_object_get(w, "error")));
+}
+
+int assetpull_store(struct store *st, int64_t source_id, const char *source, json_t *records,
+                    json_t *warnings, struct pull_result *res)
+{
+    char msg[400];
+
     json_t *by_key = json_object(), *report = NULL, *rec;
     size_t i;
     int rc;
@@ -172,6 +189,11 @@ int assetpull_store(struct store *st, const char *source, json_t *records, json_
     res->unchanged = json_integer_value(json_object_get(report, "unchanged"));
     res->warnings =
         (int64_t)(json_array_size(warnings) + json_array_size(json_object_get(report, "errors")));
+    if (res->warnings > 0) {
+        first_warning(records, warnings, json_object_get(report, "errors"), msg, sizeof msg);
+        if (store_source_warn(st, source_id, res->warnings, msg) != GI_OK)
+            gi_warn("could not count the dropped fields of source %lld", (long long)source_id);
+    }
     json_decref(report);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct store;
 struct pull_result;
@@ -47,9 +48,10 @@ bool assetpull_param(char *q, size_t qlen, const char *name, const char *value);
  * names no data center is tried as its site_slug, else dropped (warned);
  * a parent_source_key is resolved to the parent's tag or serial among
  * the records. Fills res (ok, assets, counts, gpus: records of kind gpu,
- * hosts: records). warnings (from the parser) are counted. 0 or -1 with
- * res->error filled. */
-int assetpull_store(struct store *st, const char *source, json_t *records, json_t *warnings,
-                    struct pull_result *res);
+ * hosts: records). The parser's warnings and the fields the store refused
+ * are counted on the source (source_id), the first one kept as its
+ * last_warning. 0 or -1 with res->error filled. */
+int assetpull_store(struct store *st, int64_t source_id, const char *source, json_t *records,
+                    json_t *warnings, struct pull_result *res);
 
 #endif

@@ -117,7 +117,7 @@ int pull_run_netbox(struct store *st, int64_t source_id, const json_t *cfg, cons
     kept = filtered ? children_of(parts, devices) : json_incref(parts);
     json_array_extend(devices, kept);
     snprintf(source, sizeof source, "netbox:%lld", (long long)source_id);
-    rc = assetpull_store(st, source, devices, warnings, res);
+    rc = assetpull_store(st, source_id, source, devices, warnings, res);
 cleanup:
     json_decref(devices);
     json_decref(parts);

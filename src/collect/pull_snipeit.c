@@ -79,7 +79,7 @@ int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, con
             break;
     }
     snprintf(source, sizeof source, "snipeit:%lld", (long long)source_id);
-    rc = assetpull_store(st, source, records, warnings, res);
+    rc = assetpull_store(st, source_id, source, records, warnings, res);
 cleanup:
     json_decref(records);
     json_decref(warnings);

@@ -206,6 +206,10 @@ test('Snipe-IT hardware is paged by offset until total, decoded and stored', asy
   assert.equal(psu.purchase_date, null);
   assert.equal(psu.location.datacenter, null);
   assert.ok(r.assets.warnings >= 4, JSON.stringify(r));
+  // The dropped fields are counted on the source, the first one named.
+  const after = ok(await h.s.api('GET', `/api/v1/sources/${src.id}`));
+  assert.equal(after.warnings_total, r.assets.warnings);
+  assert.match(after.last_warning, /^snipeit:hardware:19: purchase_date: must be a date$/);
 });
 
 test('Snipe-IT errors answered with HTTP 200, and a refused token, fail the pull', async () => {
