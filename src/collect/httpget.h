@@ -11,6 +11,12 @@ struct httpget_opts {
     long timeout_s;
     size_t max_bytes;           /* larger bodies fail */
     const char *const *headers; /* more request header lines ("Name: value"), NULL-ended; or NULL */
+    /* An Authorization header value ("Token abc") used instead of bearer,
+     * or NULL. */
+    const char *authorization;
+    /* When not NULL: receives the seconds a Retry-After header asked for
+     * (0 when none). */
+    long *retry_after;
 };
 
 /* Fetches url; *body (NUL-terminated, caller frees) and *status are set

@@ -42,6 +42,23 @@ static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
                                           {"page_size", CFG_INT, false, 1, 1000},
                                           COMMON_KEYS,
                                           {NULL, 0, 0, 0, 0}};
+/* Asset managers: the API token is sent as that system expects it. */
+#define ASSET_KEYS                                                                                 \
+    {"url", CFG_URL, true, 0, 0}, {"token", CFG_SECRET, false, 0, 0},                              \
+        {"page_size", CFG_INT, false, 1, 1000}, {"ca_file", CFG_STR, false, 0, 0},                 \
+        {"insecure_skip_verify", CFG_BOOL, false, 0, 0},                                           \
+    {                                                                                              \
+        "timeout_s", CFG_INT, false, 1, 300                                                        \
+    }
+static const struct cfg_key netbox_keys[] = {{"site", CFG_STR, false, 0, 0},
+                                             {"role", CFG_STR, false, 0, 0},
+                                             {"device_role", CFG_STR, false, 0, 0},
+                                             ASSET_KEYS,
+                                             {NULL, 0, 0, 0, 0}};
+static const struct cfg_key snipeit_keys[] = {{"category", CFG_STR, false, 0, 0},
+                                              {"status", CFG_STR, false, 0, 0},
+                                              ASSET_KEYS,
+                                              {NULL, 0, 0, 0, 0}};
 
 /* slurm: either sacct (path, default on PATH) or slurmrestd_url with
  * token and user; see pull_slurm.c. */
@@ -69,6 +86,10 @@ int pull_run_kubernetes(struct store *st, int64_t source_id, const json_t *cfg, 
                         struct pull_result *res);
 int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                    struct pull_result *res);
+int pull_run_netbox(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                    struct pull_result *res);
+int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                     struct pull_result *res);
 
 static const struct {
     const char *kind;
@@ -80,6 +101,8 @@ static const struct {
     {"dcgm-exporter", dcgm_keys, pull_fetch_dcgm, NULL},
     {"kubernetes", k8s_keys, NULL, pull_run_kubernetes},
     {"slurm", slurm_keys, NULL, pull_run_slurm},
+    {"netbox", netbox_keys, NULL, pull_run_netbox},
+    {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
 };
 
 static int kind_index(const char *kind)

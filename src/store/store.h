@@ -263,6 +263,9 @@ int store_source_due(struct store *st, int64_t now, json_t **items);
 int store_source_min_interval(struct store *st, int64_t *out);
 /* Records the outcome of one pull: error NULL on success. */
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus);
+/* Counts n fields a pull had to drop on the source (warnings_total) and
+ * keeps msg as its last_warning. */
+int store_source_warn(struct store *st, int64_t id, int64_t n, const char *msg);
 /* What one Kubernetes listing found. Strings may be NULL. */
 struct store_k8s_node {
     const char *name, *hostname, *product, *sharing, *driver, *cloud, *region, *zone,
