@@ -31,7 +31,7 @@ static const char serve_usage[] =
     "                    [--retain-samples-days N] [--busy-threshold-pct P]\n"
     "                    [--max-gap-s SECONDS] [--retain-hourly-days N]\n"
     "                    [--retain-daily-days N] [--asset-missing-days N]\n"
-    "                    [--webhook-backoff-s SECONDS]\n"
+    "                    [--webhook-backoff-s SECONDS] [--rules-interval-s SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -64,6 +64,8 @@ static const char serve_usage[] =
     "  --webhook-backoff-s SECS  every webhook retry waits SECS instead of the schedule\n"
     "                       (30 s, 2 min, 10 min, 1 h, 6 h, 24 h, then dead; 1..86400;\n"
     "                       for tests)\n"
+    "  --rules-interval-s SECS  seconds between evaluations of the enabled lifecycle\n"
+    "                       rules (default 3600, 1..604800)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -142,6 +144,7 @@ int cli_serve(int argc, char **argv)
         {"retain-daily-days", required_argument, NULL, 'Y'},
         {"asset-missing-days", required_argument, NULL, 'A'},
         {"webhook-backoff-s", required_argument, NULL, 'W'},
+        {"rules-interval-s", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -275,6 +278,13 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             deliver_configure(n);
+            break;
+        case 'L':
+            if (gi_parse_int64(optarg, 1, 604800, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --rules-interval-s must be 1..604800\n");
+                return 2;
+            }
+            scheduler_rules_configure(n);
             break;
         case 'h':
             fputs(serve_usage, stdout);

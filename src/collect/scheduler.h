@@ -20,6 +20,8 @@
 #ifndef GI_SCHEDULER_H
 #define GI_SCHEDULER_H
 
+#include <stdint.h>
+
 struct store;
 struct scheduler;
 
@@ -31,6 +33,11 @@ struct scheduler;
 #define SCHEDULER_RETAIN_DAYS 14
 /* Seconds between runs of the usage rollup job (usage:rollup). */
 #define SCHEDULER_USAGE_S 60
+
+/* Seconds between runs of the lifecycle:rules job (default 3600); the
+ * health:rollup job runs with the usage rollup. Set before the start. */
+#define SCHEDULER_RULES_S 3600
+void scheduler_rules_configure(int64_t interval_s);
 
 /* Starts the thread; the store is borrowed. tick_s is the longest wait
  * between looks for due work: the wait shrinks to a quarter of the
