@@ -41,8 +41,8 @@ static bool rule_body_or_reply(struct req *r, const json_t *body, const json_t *
         return false;
     }
     if (!store_lrule_check(cond ? cond : json_object_get(old, "condition"),
-                          act ? act : json_object_get(old, "actions"), field, sizeof field, err,
-                          sizeof err)) {
+                           act ? act : json_object_get(old, "actions"), field, sizeof field, err,
+                           sizeof err)) {
         reply_error(r, 400, "validation_failed", field, "%s: %s", field, err);
         return false;
     }

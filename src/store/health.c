@@ -29,9 +29,10 @@
 #define STATEMENTS(X)                                                                              \
     X(WM_GET, "SELECT updated_at, gpu_id, day FROM health_watermark WHERE id = 1")                 \
     X(WM_SET, "UPDATE health_watermark SET updated_at = :u, gpu_id = :g, day = :d WHERE id = 1")   \
-    X(DIRTY, "SELECT gpu_id, day, updated_at, util_sum, measured_s, energy_wh FROM usage_daily "   \
-             "WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u AND (gpu_id > " \
-             ":g OR (gpu_id = :g AND day > :d)))) ORDER BY updated_at, gpu_id, day LIMIT :limit")  \
+    X(DIRTY,                                                                                       \
+      "SELECT gpu_id, day, updated_at, util_sum, measured_s, energy_wh FROM usage_daily "          \
+      "WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u AND (gpu_id > "       \
+      ":g OR (gpu_id = :g AND day > :d)))) ORDER BY updated_at, gpu_id, day LIMIT :limit")         \
     X(DIRTY_LEFT, "SELECT COUNT(*) FROM usage_daily WHERE updated_at <= :settled AND (updated_at " \
                   "> :u OR (updated_at = :u AND (gpu_id > :g OR (gpu_id = :g AND day > :d))))")    \
     X(SAMPLES, "SELECT gpu_id, ts, temp_c, ecc_corrected, ecc_uncorrected, xid FROM gpu_samples "  \
@@ -61,7 +62,7 @@ static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c,
 /* One GPU-day to recompute, and what was computed. */
 struct hday {
     int64_t gpu_id, day, updated_at;
-    double util_avg, energy_wh; /* NAN: none */
+    double util_avg, energy_wh;                /* NAN: none */
     int64_t samples, xid_events, ecc_c, ecc_u; /* ecc -1: no reading */
     double p95, tmax;                          /* NAN: no reading */
     json_t *codes;
@@ -132,7 +133,8 @@ static void acc_sample(struct hday *h, struct acc *a, struct db_stmt *s)
             json_t *v;
             bool seen = false;
             h->xid_events++;
-            json_array_foreach(h->codes, i, v) seen = seen || json_integer_value(v) == x;
+            json_array_foreach(h->codes, i, v)
+                seen = seen || json_integer_value(v) == x;
             if (!seen)
                 json_array_append_new(h->codes, json_integer(x));
         }
@@ -291,8 +293,7 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n)
     return rc;
 }
 
-int store_health_rollup(struct store *st, int64_t now, int max_chunks,
-                        struct store_health_run *res)
+int store_health_rollup(struct store *st, int64_t now, int max_chunks, struct store_health_run *res)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
@@ -381,9 +382,8 @@ static void penalty(json_t *reasons, int *score, const char *reason, int p, json
         return;
     }
     *score -= p;
-    json_array_append_new(reasons,
-                          json_pack("{s:s, s:o, s:i}", "reason", reason, "detail", detail,
-                                    "penalty", p));
+    json_array_append_new(
+        reasons, json_pack("{s:s, s:o, s:i}", "reason", reason, "detail", detail, "penalty", p));
 }
 
 /* The penalties of one GPU's last 30 days into reasons. */
@@ -410,15 +410,15 @@ static int gpu_penalties(struct conn *c, int64_t gpu_id, int64_t now, json_t *re
             xid_days++;
             json_array_foreach(day_codes, i, v) {
                 bool seen = false;
-                json_array_foreach(codes, j, w) seen = seen || json_equal(v, w);
+                json_array_foreach(codes, j, w)
+                    seen = seen || json_equal(v, w);
                 if (!seen)
                     json_array_append(codes, v);
             }
             json_decref(day_codes);
         }
         ecc += db_col_int(s, 3);
-        if (db_col_int(s, 0) >= today - 6 * DAY_S && !db_col_is_null(s, 4) &&
-            db_col_dbl(s, 4) > 85)
+        if (db_col_int(s, 0) >= today - 6 * DAY_S && !db_col_is_null(s, 4) && db_col_dbl(s, 4) > 85)
             hot++;
     }
     db_reset(s);
@@ -427,9 +427,9 @@ static int gpu_penalties(struct conn *c, int64_t gpu_id, int64_t now, json_t *re
         return db_status(step);
     }
     if (ecc > 0)
-        penalty(reasons, score, "ecc_uncorrected",
-                40, json_sprintf("%lld uncorrectable ECC error(s) in the last 30 days",
-                                 (long long)ecc));
+        penalty(
+            reasons, score, "ecc_uncorrected", 40,
+            json_sprintf("%lld uncorrectable ECC error(s) in the last 30 days", (long long)ecc));
     if (xid_days > 0) {
         char list[128] = "";
         size_t i, off = 0;
@@ -445,9 +445,9 @@ static int gpu_penalties(struct conn *c, int64_t gpu_id, int64_t now, json_t *re
                 json_sprintf("XID %s on %lld of the last 30 days", list, (long long)xid_days));
     }
     if (hot > 0)
-        penalty(reasons, score, "temperature", hot * 5 > 20 ? 20 : (int)hot * 5,
-                json_sprintf("temperature p95 above 85 C on %lld of the last 7 days",
-                             (long long)hot));
+        penalty(
+            reasons, score, "temperature", hot * 5 > 20 ? 20 : (int)hot * 5,
+            json_sprintf("temperature p95 above 85 C on %lld of the last 7 days", (long long)hot));
     json_decref(codes);
     return GI_OK;
 }
@@ -520,19 +520,19 @@ int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t *
     if (asset_date_parse(date, &start)) {
         double life = years > 0 ? years : 5.0, age = (double)(now / DAY_S - start) / 365.25;
         if (age >= life)
-            penalty(reasons, &score, "age", 20,
-                    json_sprintf("%.1f years old, past its expected life of %.1f years", age,
-                                 life));
+            penalty(
+                reasons, &score, "age", 20,
+                json_sprintf("%.1f years old, past its expected life of %.1f years", age, life));
         else if (age >= 0.8 * life)
-            penalty(reasons, &score, "age", 10,
-                    json_sprintf("%.1f years old, near its expected life of %.1f years", age,
-                                 life));
+            penalty(
+                reasons, &score, "age", 10,
+                json_sprintf("%.1f years old, near its expected life of %.1f years", age, life));
     }
     if (score < 0)
         score = 0;
     gi_time_format(now, at, sizeof at);
-    *out = json_pack("{s:i, s:O, s:s, s:I, s:[s]}", "score", score, "reasons", reasons, "as_of",
-                     at, "days", (json_int_t)days, "absent", "remap_failures");
+    *out = json_pack("{s:i, s:O, s:s, s:I, s:[s]}", "score", score, "reasons", reasons, "as_of", at,
+                     "days", (json_int_t)days, "absent", "remap_failures");
     rc = *out ? GI_OK : GI_INTERNAL;
 cleanup:
     db_read_end(c);

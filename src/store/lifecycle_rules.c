@@ -74,12 +74,12 @@ enum metric {
     M_REMAP,
     M__COUNT
 };
-static const char *const metric_names[] = {"xid_days", "xid_events",   "ecc_uncorrected",
-                                           "ecc_corrected", "temp_p95", "temp_max",
-                                           "util_avg", "remap_failures"};
+static const char *const metric_names[] = {"xid_days",      "xid_events",    "ecc_uncorrected",
+                                           "ecc_corrected", "temp_p95",      "temp_max",
+                                           "util_avg",      "remap_failures"};
 static const char *const ops[] = {"=", "!=", "<", "<=", ">", ">=", NULL};
-static const char *const text_attrs[] = {"kind",  "stage",  "model", "datacenter",
-                                         "tag",   "serial", NULL};
+static const char *const text_attrs[] = {"kind", "stage",  "model", "datacenter",
+                                         "tag",  "serial", NULL};
 static const char *const action_types[] = {"stage", "ticket", "webhook", "reserve_spare", NULL};
 
 static int name_index(const char *const *names, size_t n, const char *s)
@@ -152,12 +152,13 @@ static bool check_cond(struct check *k, const json_t *c, const char *path, int d
     op = leaf_op(c, &v, &n);
     if ((name = json_string_value(json_object_get(c, "metric")))) {
         const json_t *w = json_object_get(c, "window_days"), *d = json_object_get(c, "days");
-        const char *known[] = {"metric", "window_days", "days", "=", "!=", "<", "<=", ">", ">=",
-                               NULL};
+        const char *known[] = {
+            "metric", "window_days", "days", "=", "!=", "<", "<=", ">", ">=", NULL};
         const char *key;
         json_t *val;
-        json_object_foreach((json_t *)c, key, val) if (name_index(known, 0, key) < 0) return fault(
-            k, path, "", "unknown member in a metric condition");
+        json_object_foreach((json_t *)c, key, val)
+            if (name_index(known, 0, key) < 0)
+                return fault(k, path, "", "unknown member in a metric condition");
         if (name_index(metric_names, M__COUNT, name) < 0)
             return fault(k, path, ".metric",
                          "metric must be xid_days, xid_events, ecc_uncorrected, ecc_corrected, "
@@ -180,7 +181,8 @@ static bool check_cond(struct check *k, const json_t *c, const char *path, int d
         if (json_object_size(c) != 2)
             return fault(k, path, "", "an attribute condition is {attr, operator: value}");
         if (!op)
-            return fault(k, path, "", "an attribute condition has exactly one of = != < <= > >= in");
+            return fault(k, path, "",
+                         "an attribute condition has exactly one of = != < <= > >= in");
         if (strcmp(name, "warranty_days_left") == 0) {
             if (strcmp(op, "in") == 0 || !json_is_number(v))
                 return fault(k, path, "", "warranty_days_left compares with a number");
@@ -195,8 +197,9 @@ static bool check_cond(struct check *k, const json_t *c, const char *path, int d
             json_t *e;
             if (!json_is_array(v) || json_array_size(v) == 0)
                 return fault(k, path, ".in", "in takes a non-empty array of strings");
-            json_array_foreach((json_t *)v, i, e) if (!json_is_string(e)) return fault(
-                k, path, ".in", "in takes a non-empty array of strings");
+            json_array_foreach((json_t *)v, i, e)
+                if (!json_is_string(e))
+                    return fault(k, path, ".in", "in takes a non-empty array of strings");
             return true;
         }
         if (strcmp(op, "=") != 0 && strcmp(op, "!=") != 0)
@@ -209,7 +212,7 @@ static bool check_cond(struct check *k, const json_t *c, const char *path, int d
 }
 
 bool store_lrule_check(const json_t *condition, const json_t *actions, char *field, size_t flen,
-                      char *err, size_t elen)
+                       char *err, size_t elen)
 {
     struct check k = {field, err, flen, elen};
     char path[64];
@@ -224,8 +227,7 @@ bool store_lrule_check(const json_t *condition, const json_t *actions, char *fie
         const char *type = json_string_value(json_object_get(a, "type"));
         snprintf(path, sizeof path, "actions[%zu]", i);
         if (!json_is_object(a) || name_index(action_types, 0, type) < 0)
-            return fault(&k, path, ".type",
-                         "type must be stage, ticket, webhook or reserve_spare");
+            return fault(&k, path, ".type", "type must be stage, ticket, webhook or reserve_spare");
         if (strcmp(type, "stage") == 0 &&
             !store_asset_stage_valid(json_string_value(json_object_get(a, "to"))))
             return fault(&k, path, ".to", "to must be a lifecycle stage");
@@ -292,12 +294,15 @@ static bool eval(const json_t *c, const struct actx *a, int64_t today, json_t *w
     int n;
 
     if ((list = json_object_get(c, "all"))) {
-        json_array_foreach((json_t *)list, i, e) if (!eval(e, a, today, why)) return false;
+        json_array_foreach((json_t *)list, i, e)
+            if (!eval(e, a, today, why))
+                return false;
         return true;
     }
     if ((list = json_object_get(c, "any"))) {
         bool any = false;
-        json_array_foreach((json_t *)list, i, e) any = eval(e, a, today, why) || any;
+        json_array_foreach((json_t *)list, i, e)
+            any = eval(e, a, today, why) || any;
         return any;
     }
     op = leaf_op(c, &v, &n);
@@ -330,9 +335,9 @@ static bool eval(const json_t *c, const struct actx *a, int64_t today, json_t *w
         if (days) {
             ok = count >= json_integer_value(days);
             if (ok)
-                json_array_append_new(why, json_sprintf("%s %s %g on %lld of the last %lld days",
-                                                        name, op, bound, (long long)count,
-                                                        (long long)w));
+                json_array_append_new(why,
+                                      json_sprintf("%s %s %g on %lld of the last %lld days", name,
+                                                   op, bound, (long long)count, (long long)w));
             return ok;
         }
         ok = !isnan(agg) && cmp_num(op, agg, bound);
@@ -351,16 +356,17 @@ static bool eval(const json_t *c, const struct actx *a, int64_t today, json_t *w
         return ok;
     }
     {
-        const char *have = !name                          ? ""
-                           : strcmp(name, "kind") == 0    ? a->kind
-                           : strcmp(name, "stage") == 0   ? a->stage
-                           : strcmp(name, "model") == 0   ? a->model
+        const char *have = !name                             ? ""
+                           : strcmp(name, "kind") == 0       ? a->kind
+                           : strcmp(name, "stage") == 0      ? a->stage
+                           : strcmp(name, "model") == 0      ? a->model
                            : strcmp(name, "datacenter") == 0 ? a->dc
-                           : strcmp(name, "tag") == 0     ? a->tag
-                                                          : a->serial;
+                           : strcmp(name, "tag") == 0        ? a->tag
+                                                             : a->serial;
         bool ok = false;
         if (strcmp(op, "in") == 0) {
-            json_array_foreach((json_t *)v, i, e) ok = ok || strcmp(json_string_value(e), have) == 0;
+            json_array_foreach((json_t *)v, i, e)
+                ok = ok || strcmp(json_string_value(e), have) == 0;
         } else {
             ok = strcmp(json_string_value(v), have) == 0;
             if (strcmp(op, "!=") == 0)
@@ -375,11 +381,11 @@ static bool eval(const json_t *c, const struct actx *a, int64_t today, json_t *w
 static json_t *asset_context(const struct actx *a, int64_t rule_id, const char *rule_name,
                              const char *reason, const char *title)
 {
-    json_t *ctx = json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s, s:{s:s}}, s:{s:I, s:s}, s:s}",
-                            "event", "rule.fired", "asset", "tag", a->tag, "kind", a->kind,
-                            "serial", a->serial, "model", a->model, "stage", a->stage, "location",
-                            "datacenter", a->dc, "rule", "id", (json_int_t)rule_id, "name",
-                            rule_name, "reason", reason);
+    json_t *ctx =
+        json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s, s:{s:s}}, s:{s:I, s:s}, s:s}", "event",
+                  "rule.fired", "asset", "tag", a->tag, "kind", a->kind, "serial", a->serial,
+                  "model", a->model, "stage", a->stage, "location", "datacenter", a->dc, "rule",
+                  "id", (json_int_t)rule_id, "name", rule_name, "reason", reason);
     if (ctx && a->uuid[0])
         json_object_set_new(ctx, "gpu", json_pack("{s:s}", "uuid", a->uuid));
     if (ctx && title)
@@ -466,9 +472,9 @@ static int reserve_spare(struct conn *c, const struct actx *a, int64_t rule_id, 
 
 /* Runs (or, dry, describes) the actions of a match; *out is the list of
  * results. Not dry: inside the caller's writing transaction. */
-static int run_actions(struct conn *c, const json_t *actions, const struct actx *a,
-                       int64_t rule_id, const char *rule_name, const json_t *why, bool dry,
-                       const char *actor, int64_t now, json_t *out)
+static int run_actions(struct conn *c, const json_t *actions, const struct actx *a, int64_t rule_id,
+                       const char *rule_name, const json_t *why, bool dry, const char *actor,
+                       int64_t now, json_t *out)
 {
     char reason[512], err[256], key[192];
     size_t i, off = 0;
@@ -522,7 +528,8 @@ static int run_actions(struct conn *c, const json_t *actions, const struct actx 
                 rc = ctx ? ticket_open(c, key, ctx, actor, now, &tid, &existing) : GI_INTERNAL;
                 json_decref(ctx);
                 if (rc == GI_OK) {
-                    json_object_set_new(res, "result", json_string(existing ? "existing" : "opened"));
+                    json_object_set_new(res, "result",
+                                        json_string(existing ? "existing" : "opened"));
                     json_object_set_new(res, "ticket_id", json_integer(tid));
                     changed = changed || !existing;
                 }
@@ -557,8 +564,8 @@ static int run_actions(struct conn *c, const json_t *actions, const struct actx 
 
 /* Reads one chunk of assets after *after with their health days since
  * `from`; *n assets into a (caller frees rows). */
-static int read_chunk(struct conn *c, int64_t *after, int64_t from, int64_t today,
-                      struct actx *a, size_t *n)
+static int read_chunk(struct conn *c, int64_t *after, int64_t from, int64_t today, struct actx *a,
+                      size_t *n)
 {
     struct db_stmt *s;
     int rc = GI_INTERNAL, step;
@@ -660,9 +667,9 @@ static int evaluate(struct store *st, int64_t id, const char *name, const json_t
                 }
                 if (rc == GI_OK && json_array_size(matches) < RULE_MAX_REPORT)
                     json_array_append_new(matches,
-                                          json_pack("{s:s, s:s, s:s, s:O, s:O}", "asset",
-                                                    a[i].tag, "kind", a[i].kind, "stage",
-                                                    a[i].stage, "why", why, "actions", results));
+                                          json_pack("{s:s, s:s, s:s, s:O, s:O}", "asset", a[i].tag,
+                                                    "kind", a[i].kind, "stage", a[i].stage, "why",
+                                                    why, "actions", results));
             }
             json_decref(why);
             json_decref(results);
@@ -685,10 +692,10 @@ static int evaluate(struct store *st, int64_t id, const char *name, const json_t
         rc = db_tx_end(c, rc);
     }
     if (rc == GI_OK)
-        *report = json_pack("{s:{s:I, s:s}, s:b, s:I, s:I, s:O, s:b}", "rule", "id",
-                            (json_int_t)id, "name", name, "dry_run", dry, "evaluated",
-                            (json_int_t)evaluated, "matched", (json_int_t)matched, "matches",
-                            matches, "truncated", matched > RULE_MAX_REPORT);
+        *report = json_pack("{s:{s:I, s:s}, s:b, s:I, s:I, s:O, s:b}", "rule", "id", (json_int_t)id,
+                            "name", name, "dry_run", dry, "evaluated", (json_int_t)evaluated,
+                            "matched", (json_int_t)matched, "matches", matches, "truncated",
+                            matched > RULE_MAX_REPORT);
     json_decref(matches);
     free(a);
     db_conn_put(st, c);
@@ -794,7 +801,7 @@ static int name_free(struct conn *c, const char *name, int64_t id)
 }
 
 int store_lrule_create(struct store *st, const char *actor, const struct store_lrule *r,
-                      json_t **out)
+                       json_t **out)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
@@ -826,7 +833,7 @@ int store_lrule_create(struct store *st, const char *actor, const struct store_l
 }
 
 int store_lrule_update(struct store *st, const char *actor, int64_t id, const struct store_lrule *r,
-                      json_t **out)
+                       json_t **out)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
@@ -846,7 +853,8 @@ int store_lrule_update(struct store *st, const char *actor, int64_t id, const st
             db_bind_int(s, ":en",
                         r->enabled >= 0 ? r->enabled > 0
                                         : json_is_true(json_object_get(old, "enabled")));
-            db_bind_json(s, ":cond", r->condition ? r->condition : json_object_get(old, "condition"));
+            db_bind_json(s, ":cond",
+                         r->condition ? r->condition : json_object_get(old, "condition"));
             db_bind_json(s, ":act", r->actions ? r->actions : json_object_get(old, "actions"));
             db_bind_text(s, ":who", actor);
             db_bind_int(s, ":now", gi_now());
@@ -889,7 +897,7 @@ int store_lrule_delete(struct store *st, const char *actor, int64_t id)
 }
 
 int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool dry_run,
-                        const char *actor, int64_t now, json_t **report)
+                         const char *actor, int64_t now, json_t **report)
 {
     json_t *doc = NULL;
     const json_t *src = rule;
@@ -920,7 +928,7 @@ int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *
     json_array_foreach(ids, i, row) {
         json_t *rep = NULL;
         int one = store_lrule_evaluate(st, json_integer_value(json_object_get(row, "id")), NULL,
-                                      false, actor, now, &rep);
+                                       false, actor, now, &rep);
         if (one == GI_OK)
             *fired += json_integer_value(json_object_get(rep, "matched"));
         else if (rc == GI_OK && one != GI_NOT_FOUND)

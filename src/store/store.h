@@ -891,7 +891,6 @@ struct store_chain_report {
 };
 int store_asset_chain_verify(struct store *st, struct store_chain_report *rep);
 
-
 /* ---- health and lifecycle rules (health.c, lifecycle_rules.c) ---- */
 
 /* What one run of the health:rollup job did: GPU-days rolled up, and
@@ -925,22 +924,22 @@ int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t *
  * actions, version, created_by, created_at, updated_by, updated_at,
  * last_run_at, last_matched}. */
 struct store_lrule {
-    const char *name; /* NULL: unchanged (update) */
-    int enabled;      /* -1: unchanged (update) */
+    const char *name;            /* NULL: unchanged (update) */
+    int enabled;                 /* -1: unchanged (update) */
     json_t *condition, *actions; /* NULL: unchanged (update); borrowed */
 };
 /* Checks a condition and its actions against the rule language of
  * docs/LIFECYCLE.md: false with field (e.g. "condition.all[1].window_days")
  * and err filled on the first fault. */
 bool store_lrule_check(const json_t *condition, const json_t *actions, char *field, size_t flen,
-                      char *err, size_t elen);
+                       char *err, size_t elen);
 int store_lrule_list(struct store *st, json_t **items);
 int store_lrule_get(struct store *st, int64_t id, json_t **out);
 /* GI_CONFLICT: the name is taken. Audited under actor. */
 int store_lrule_create(struct store *st, const char *actor, const struct store_lrule *r,
-                      json_t **out);
+                       json_t **out);
 int store_lrule_update(struct store *st, const char *actor, int64_t id, const struct store_lrule *r,
-                      json_t **out);
+                       json_t **out);
 int store_lrule_delete(struct store *st, const char *actor, int64_t id);
 /* Evaluates one rule (a stored one by id, or the unsaved document `rule`
  * {name?, condition, actions} when id is 0) over every asset at `now`,
@@ -949,7 +948,7 @@ int store_lrule_delete(struct store *st, const char *actor, int64_t id);
  * *report: {rule, dry_run, evaluated, matched, matches: [{asset, kind,
  * stage, why: [...], actions: [{type, result, ...}]}], truncated}. */
 int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool dry_run,
-                        const char *actor, int64_t now, json_t **report);
+                         const char *actor, int64_t now, json_t **report);
 /* The lifecycle:rules job: every enabled rule evaluated (not a dry run);
  * *fired counts the matches. */
 int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired);

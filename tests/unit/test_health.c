@@ -53,8 +53,8 @@ static void fleet(struct testdb_fixture *f, int n, int64_t now)
         snprintf(tag, sizeof tag, "G%d", i);
         snprintf(serial, sizeof serial, "GS%d", i);
         snprintf(uuid, sizeof uuid, "GPU-%d", i);
-        in = json_pack("{s:s, s:s, s:s, s:s, s:{s:s}}", "tag", tag, "kind", "gpu", "serial",
-                       serial, "model", "H100", "location", "datacenter", "dc1");
+        in = json_pack("{s:s, s:s, s:s, s:s, s:{s:s}}", "tag", tag, "kind", "gpu", "serial", serial,
+                       "model", "H100", "location", "datacenter", "dc1");
         assert_status(store_asset_create(f->st, "t", in, &out, &err), GI_OK);
         assert_string_equal(json_string_value(json_object_get(out, "gpu_uuid")), uuid);
         json_decref(out);
@@ -185,9 +185,8 @@ static void test_ecc_rule_reserves_spare(void **state)
     assert_string_equal(json_string_value(json_object_get(m, "asset")), "G2");
     assert_string_equal(result_of(json_array_get(json_object_get(m, "actions"), 0)), "moved");
     assert_string_equal(result_of(json_array_get(json_object_get(m, "actions"), 1)), "reserved");
-    assert_string_equal(json_string_value(
-                            json_object_get(json_array_get(json_object_get(m, "actions"), 1),
-                                            "spare")),
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(m, "actions"), 1), "spare")),
                         "SP1");
     json_decref(rep);
     assert_string_equal(stage_of(f->st, "G2"), "diagnostic_repair");
@@ -313,8 +312,8 @@ static void test_refused_and_webhook(void **state)
     assert_status(store_webhook_create(f->st, "t", &w, &out), GI_OK);
     json_decref(out);
     r.condition = json_pack("{s:s, s:s}", "attr", "tag", "=", "G1");
-    r.actions = json_pack("[{s:s, s:s}, {s:s}]", "type", "stage", "to", "received", "type",
-                          "webhook");
+    r.actions =
+        json_pack("[{s:s, s:s}, {s:s}]", "type", "stage", "to", "received", "type", "webhook");
     assert_true(store_lrule_check(r.condition, r.actions, field, sizeof field, err, sizeof err));
     assert_status(store_lrule_create(f->st, "t", &r, &out), GI_OK);
     id = json_integer_value(json_object_get(out, "id"));
