@@ -45,7 +45,7 @@
     X(DAYS, "SELECT a.id, h.day, h.xid_events, h.ecc_uncorrected_inc, h.ecc_corrected_inc, "       \
             "h.temp_p95_c, h.temp_max_c, h.util_avg, h.remap_failures FROM assets a JOIN gpus g "  \
             "ON g.uuid = a.gpu_uuid JOIN gpu_health_daily h ON h.gpu_id = g.id WHERE a.id > "      \
-            ":after AND a.id <= :upto AND +h.day >= :from ORDER BY a.id, h.day")                    \
+            ":after AND a.id <= :upto AND +h.day >= :from ORDER BY a.id, h.day")                   \
     X(SPARE_HELD, "SELECT spare_id FROM asset_reservations WHERE for_id = :id AND released_at IS " \
                   "NULL")                                                                          \
     X(SPARE_FIND, "SELECT a.id, a.tag FROM assets a WHERE a.stage = 'spare' AND a.id <> :id AND "  \
