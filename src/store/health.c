@@ -25,13 +25,20 @@
 #define HEALTH_SETTLE_S 120
 /* The readings before a day that seed its ECC and XID baselines. */
 #define HEALTH_BASELINE_S 3600
+/* The current day is rewritten by the usage rollup every minute while
+ * samples arrive; it is recomputed at most this often (the day is rolled
+ * up in full once it is over, with the usage rollup's rewrite of its last
+ * hour). */
+#define HEALTH_TODAY_S 600
 
 #define STATEMENTS(X)                                                                              \
     X(WM_GET, "SELECT updated_at, gpu_id, day FROM health_watermark WHERE id = 1")                 \
     X(WM_SET, "UPDATE health_watermark SET updated_at = :u, gpu_id = :g, day = :d WHERE id = 1")   \
     X(DIRTY,                                                                                       \
-      "SELECT gpu_id, day, updated_at, util_sum, measured_s, energy_wh FROM usage_daily "          \
-      "WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u AND (gpu_id > "       \
+      "SELECT gpu_id, day, updated_at, util_sum, measured_s, energy_wh, (SELECT h.updated_at "     \
+      "FROM gpu_health_daily h WHERE h.gpu_id = usage_daily.gpu_id AND h.day = usage_daily.day) "  \
+      "FROM usage_daily WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u "    \
+      "AND (gpu_id > "                                                                             \
       ":g OR (gpu_id = :g AND day > :d)))) ORDER BY updated_at, gpu_id, day LIMIT :limit")         \
     X(DIRTY_LEFT, "SELECT COUNT(*) FROM usage_daily WHERE updated_at <= :settled AND (updated_at " \
                   "> :u OR (updated_at = :u AND (gpu_id > :g OR (gpu_id = :g AND day > :d))))")    \
@@ -229,18 +236,19 @@ static int cmp_hday(const void *a, const void *b)
     return x->gpu_id < y->gpu_id ? -1 : x->gpu_id > y->gpu_id;
 }
 
-/* One chunk: *n GPU-days read past the watermark and rolled up (0: none
- * left). */
-static int rollup_chunk(struct conn *c, int64_t now, size_t *n)
+/* One chunk: *n GPU-days read past the watermark (0: none left), *done of
+ * them rolled up (the current day is skipped while its row is fresh). */
+static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
 {
     struct hday h[HEALTH_CHUNK];
     int64_t wu = 0, wg = 0, wd = 0;
     struct db_stmt *s = prep(c, ST_WM_GET);
     int rc = GI_INTERNAL, step;
     size_t k = 0, i, j;
-    struct hday last;
+    struct hday last = {0};
+    size_t seen = 0;
 
-    *n = 0;
+    *n = *done = 0;
     if (!s)
         return GI_INTERNAL;
     if ((step = db_step(c, s)) == DB_ROW) {
@@ -258,8 +266,15 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n)
     db_bind_int(s, ":g", wg);
     db_bind_int(s, ":d", wd);
     db_bind_int(s, ":limit", HEALTH_CHUNK);
-    while (k < HEALTH_CHUNK && (step = db_step(c, s)) == DB_ROW) {
+    while (seen < HEALTH_CHUNK && (step = db_step(c, s)) == DB_ROW) {
         double measured = db_col_dbl(s, 4);
+        seen++;
+        last.gpu_id = db_col_int(s, 0);
+        last.day = db_col_int(s, 1);
+        last.updated_at = db_col_int(s, 2);
+        if (last.day == now - now % DAY_S && !db_col_is_null(s, 6) &&
+            db_col_int(s, 6) > now - HEALTH_TODAY_S)
+            continue;
         memset(&h[k], 0, sizeof h[k]);
         h[k].gpu_id = db_col_int(s, 0);
         h[k].day = db_col_int(s, 1);
@@ -274,9 +289,9 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n)
     db_reset(s);
     if (step != DB_ROW && step != DB_DONE)
         return db_status(step);
-    if (k == 0)
+    if (seen == 0)
         return GI_OK;
-    last = h[k - 1]; /* the watermark: the last row in usage_daily's order */
+    /* the watermark is `last`, the last row read in usage_daily's order */
     qsort(h, k, sizeof *h, cmp_hday);
     rc = GI_OK;
     for (i = 0; rc == GI_OK && i < k; i = j) {
@@ -288,8 +303,10 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n)
         rc = write_chunk(c, h, k, &last, now);
     for (i = 0; i < k; i++)
         json_decref(h[i].codes);
-    if (rc == GI_OK)
-        *n = k;
+    if (rc == GI_OK) {
+        *n = seen;
+        *done = k;
+    }
     return rc;
 }
 
@@ -298,12 +315,12 @@ int store_health_rollup(struct store *st, int64_t now, int max_chunks, struct st
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
     int rc = GI_OK;
-    size_t n = 1;
+    size_t n = 1, done = 0;
 
     memset(res, 0, sizeof *res);
     for (int i = 0; rc == GI_OK && n > 0 && (max_chunks <= 0 || i < max_chunks); i++) {
-        rc = rollup_chunk(c, now, &n);
-        res->days += (int64_t)n;
+        rc = rollup_chunk(c, now, &n, &done);
+        res->days += (int64_t)done;
     }
     if (rc == GI_OK && n > 0) {
         int64_t wu = 0, wg = 0, wd = 0;

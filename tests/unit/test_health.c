@@ -428,6 +428,44 @@ static void test_rollup_from_samples(void **state)
     json_decref(health);
 }
 
+/* The current day, rewritten by the usage rollup every minute, is rolled
+ * up again at most every ten minutes. */
+static void test_today_throttled(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t now = gi_now(), today = now - now % DAY;
+    struct store_health_run res;
+    char sql[1024];
+
+    fleet(f, 1, now);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO gpu_samples (ts, gpu_id, temp_c) VALUES (%lld, 1, 50);"
+             "INSERT INTO usage_daily (gpu_id, day, owned_s, allocated_s, busy_s, alloc_idle_s, "
+             "idle_s, unknown_s, measured_s, util_sum, mem_sum, energy_wh, updated_at) VALUES "
+             "(1, %lld, 60, 0, 0, 0, 0, 0, 60, 600, 0, 1, %lld)",
+             (long long)today, (long long)today, (long long)(now - 3600));
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    assert_status(store_health_rollup(f->st, now, 0, &res), GI_OK);
+    assert_int_equal(res.days, 1);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO gpu_samples (ts, gpu_id, temp_c) VALUES (%lld, 1, 99);"
+             "UPDATE usage_daily SET updated_at = %lld",
+             (long long)today + 1, (long long)(now - 3000));
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    assert_status(store_health_rollup(f->st, now + 60, 0, &res), GI_OK);
+    assert_int_equal(res.days, 0);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM gpu_health_daily WHERE "
+                                           "temp_max_c = 50"),
+                     1);
+    snprintf(sql, sizeof sql, "UPDATE usage_daily SET updated_at = %lld", (long long)(now - 2900));
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    assert_status(store_health_rollup(f->st, now + 601, 0, &res), GI_OK);
+    assert_int_equal(res.days, 1);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM gpu_health_daily WHERE "
+                                           "temp_max_c = 99"),
+                     1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -441,6 +479,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_and_webhook, testdb_setup, testdb_teardown),
         cmocka_unit_test(test_check_names_the_field),
         cmocka_unit_test_setup_teardown(test_rollup_from_samples, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_today_throttled, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
