@@ -37,6 +37,7 @@
     X(DIRTY,                                                                                       \
       "SELECT gpu_id, day, updated_at, util_sum, measured_s, energy_wh, (SELECT h.updated_at "     \
       "FROM gpu_health_daily h WHERE h.gpu_id = usage_daily.gpu_id AND h.day = usage_daily.day) "  \
+      "AS health_at "                                                                              \
       "FROM usage_daily WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u "    \
       "AND (gpu_id > "                                                                             \
       ":g OR (gpu_id = :g AND day > :d)))) ORDER BY updated_at, gpu_id, day LIMIT :limit")         \
