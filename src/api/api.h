@@ -176,6 +176,18 @@ void api_labels_base_url_set(const char *url);
  * first). */
 void api_scan_page(struct req *r);
 
+/* lifecycle_rules.c: lifecycle rules, their dry runs and runs, and an
+ * asset's health */
+void api_lrules_list(struct req *r);
+void api_lrules_create(struct req *r);
+void api_lrules_get(struct req *r);
+void api_lrules_update(struct req *r);
+void api_lrules_delete(struct req *r);
+void api_lrules_dry_run(struct req *r);
+void api_lrules_run(struct req *r);
+void api_lrules_dry_run_body(struct req *r);
+void api_assets_health(struct req *r);
+
 /* asset_import.c: the CSV import, and the export's rows: takes ownership
  * of a list page's asset documents and returns them as the import's
  * columns. */

@@ -96,6 +96,13 @@ void api_assets_get(struct req *r)
     if (!range_or_reply(r, &from, &to))
         return;
     st = store_asset_get(r->store, r->key, from, to, &out);
+    if (st == GI_OK) {
+        /* the health score; absent when it cannot be read */
+        json_t *health = NULL;
+        int64_t id = json_integer_value(json_object_get(out, "id"));
+        if (store_asset_health(r->store, id, gi_now(), &health) == GI_OK)
+            json_object_set_new(out, "health", health);
+    }
     if (st != GI_OK)
         reply_status(r, st, "asset");
     else

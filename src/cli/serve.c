@@ -34,6 +34,7 @@ static const char serve_usage[] =
     "                    [--retain-daily-days N] [--no-rollup]\n"
     "                    [--owner-refresh-s SECONDS] [--asset-missing-days N]\n"
     "                    [--webhook-backoff-s SECONDS] [--base-url URL]\n"
+    "                    [--rules-interval-s SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -75,6 +76,8 @@ static const char serve_usage[] =
     "  --base-url URL       the address users reach gpuinv at, put in the QR labels'\n"
     "                       scan URLs <URL>/scan/<tag> (default: the listen address;\n"
     "                       set it behind a reverse proxy)\n"
+    "  --rules-interval-s SECS  seconds between evaluations of the enabled lifecycle\n"
+    "                       rules (default 3600, 1..604800)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -156,6 +159,7 @@ int cli_serve(int argc, char **argv)
         {"asset-missing-days", required_argument, NULL, 'A'},
         {"webhook-backoff-s", required_argument, NULL, 'W'},
         {"base-url", required_argument, NULL, 'U'},
+        {"rules-interval-s", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -309,6 +313,13 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             base_url = optarg;
+            break;
+        case 'L':
+            if (gi_parse_int64(optarg, 1, 604800, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --rules-interval-s must be 1..604800\n");
+                return 2;
+            }
+            scheduler_rules_configure(n);
             break;
         case 'h':
             fputs(serve_usage, stdout);

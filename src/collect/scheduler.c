@@ -134,6 +134,51 @@ static void run_owner(struct scheduler *s)
         gi_warn("job %s: cannot release its lease", job);
 }
 
+static int64_t rules_interval_s = SCHEDULER_RULES_S;
+
+void scheduler_rules_configure(int64_t interval_s)
+{
+    if (interval_s > 0)
+        rules_interval_s = interval_s;
+}
+
+/* The health rollup, every minute on whichever replica claims it, after
+ * the usage rollup it follows (store_health_rollup, bounded chunks); then
+ * the enabled lifecycle rules every rules_interval_s (store_rules_run). */
+static void run_health(struct scheduler *s)
+{
+    static const char job[] = "health:rollup", rules[] = "lifecycle:rules";
+    struct store_health_run res;
+    int64_t fired = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, SCHEDULER_USAGE_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) == GI_OK &&
+        run) {
+        rc = store_health_rollup(s->st, gi_now(), 64, &res);
+        if (rc != GI_OK)
+            gi_warn("job %s failed: %s", job, gi_status_name(rc));
+        else if (res.left > 0)
+            gi_info("job %s: %lld GPU-day(s) rolled up, %lld still waiting", job,
+                    (long long)res.days, (long long)res.left);
+        if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+            gi_warn("job %s: cannot release its lease", job);
+    }
+    run = false;
+    if (store_job_claim(s->st, rules, s->holder, rules_interval_s, SCHEDULER_MAX_RUN_S * 5,
+                        gi_now(), &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_lrules_run(s->st, rules, gi_now(), &fired);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", rules, gi_status_name(rc));
+    else if (fired > 0)
+        gi_info("job %s: %lld match(es)", rules, (long long)fired);
+    if (store_job_done(s->st, rules, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", rules);
+}
+
 /* Raw-sample retention, hourly on whichever replica claims it: on
  * PostgreSQL this also creates the coming days' partitions. */
 static void run_maintenance(struct scheduler *s)
@@ -243,6 +288,7 @@ static void *loop(void *arg)
         run_maintenance(s);
         run_owner(s);
         run_usage(s);
+        run_health(s);
         run_assets(s);
         run_deliver(s);
         wait_s = next_wait(s);

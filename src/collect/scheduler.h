@@ -23,6 +23,7 @@
 #define GI_SCHEDULER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct store;
 struct scheduler;
@@ -47,6 +48,11 @@ struct scheduler_options {
     bool no_rollup;  /* the usage:rollup job is not run by this replica */
     int owner_s;     /* seconds between owner:refresh runs (0: SCHEDULER_OWNER_S) */
 };
+
+/* Seconds between runs of the lifecycle:rules job (default 3600); the
+ * health:rollup job runs with the usage rollup. Set before the start. */
+#define SCHEDULER_RULES_S 3600
+void scheduler_rules_configure(int64_t interval_s);
 
 /* Starts the thread; the store is borrowed. tick_s is the longest wait
  * between looks for due work: the wait shrinks to a quarter of the

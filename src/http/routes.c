@@ -132,6 +132,16 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/webhook-deliveries/{id}/retry", api_webhook_deliveries_retry, GI_ROLE_ADMIN,
      ""},
 
+    /* Lifecycle rules. /lifecycle-rules/dry-run comes before /{id}. */
+    {"GET", "/api/v1/lifecycle-rules", api_lrules_list, GI_ROLE_VIEWER, LIST},
+    {"POST", "/api/v1/lifecycle-rules", api_lrules_create, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/lifecycle-rules/dry-run", api_lrules_dry_run_body, GI_ROLE_EDITOR, ""},
+    {"GET", "/api/v1/lifecycle-rules/{id}", api_lrules_get, GI_ROLE_VIEWER, ""},
+    {"PATCH", "/api/v1/lifecycle-rules/{id}", api_lrules_update, GI_ROLE_EDITOR, ""},
+    {"DELETE", "/api/v1/lifecycle-rules/{id}", api_lrules_delete, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/lifecycle-rules/{id}/dry-run", api_lrules_dry_run, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/lifecycle-rules/{id}/run", api_lrules_run, GI_ROLE_EDITOR, ""},
+
     {"GET", "/api/v1/tickets", api_tickets_list, GI_ROLE_VIEWER, PAGED ",state,asset"},
     {"POST", "/api/v1/tickets", api_tickets_create, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/tickets/{id}", api_tickets_get, GI_ROLE_VIEWER, ""},
@@ -190,6 +200,7 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/audits/{id}", api_audits_get, GI_ROLE_VIEWER, ""},
     {"POST", "/api/v1/audits/{id}/scans", api_audits_scan, GI_ROLE_EDITOR, ""},
     {"POST", "/api/v1/audits/{id}/close", api_audits_close, GI_ROLE_EDITOR, ""},
+    {"GET", "/api/v1/assets/{key}/health", api_assets_health, GI_ROLE_VIEWER, ""},
 
     {NULL, NULL, NULL, GI_ROLE_NONE, NULL},
 };

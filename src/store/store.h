@@ -1040,5 +1040,66 @@ int store_room_audit_close(struct store *st, const char *actor, int64_t id, bool
  * without their lists (counts only). */
 int store_room_audit_list(struct store *st, const char *state, const struct store_page *pg,
                           json_t **items, int64_t *total);
+/* ---- health and lifecycle rules (health.c, lifecycle_rules.c) ---- */
+
+/* What one run of the health:rollup job did: GPU-days rolled up, and
+ * GPU-days still past the watermark when it stopped. */
+struct store_health_run {
+    int64_t days, left;
+};
+/* The health:rollup job: the GPU-days usage_daily rewrote since the last
+ * run (past the watermark, settled for two minutes) recomputed from the
+ * raw samples into gpu_health_daily, in chunks of 256 each read outside
+ * and written inside one short transaction; at most max_chunks chunks (0:
+ * until none is left). */
+int store_health_rollup(struct store *st, int64_t now, int max_chunks,
+                        struct store_health_run *res);
+/* One day of a GPU's health rollup, written as the job would write it
+ * (for tests, benches and imports of history); ecc -1 and NAN: no
+ * reading; xid_code (0: none) is the day's one code. */
+struct store_health_day {
+    int64_t gpu_id, day, samples, xid_events, xid_code;
+    int64_t ecc_corrected_inc, ecc_uncorrected_inc;
+    double temp_p95_c, temp_max_c, util_avg;
+};
+int store_health_day_put(struct store *st, const struct store_health_day *d, int64_t now);
+/* The health of an asset at `now`: {"score": 0..100, "reasons": [{reason,
+ * detail, penalty}], "as_of", "days" (health days read), "absent"
+ * (figures not collected)}; a server's is the worst of its GPUs' with its
+ * own (age). GI_NOT_FOUND for an unknown asset. */
+int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t **out);
+
+/* Lifecycle rules. A rule document: {id, name, enabled, condition,
+ * actions, version, created_by, created_at, updated_by, updated_at,
+ * last_run_at, last_matched}. */
+struct store_lrule {
+    const char *name;            /* NULL: unchanged (update) */
+    int enabled;                 /* -1: unchanged (update) */
+    json_t *condition, *actions; /* NULL: unchanged (update); borrowed */
+};
+/* Checks a condition and its actions against the rule language of
+ * docs/LIFECYCLE.md: false with field (e.g. "condition.all[1].window_days")
+ * and err filled on the first fault. */
+bool store_lrule_check(const json_t *condition, const json_t *actions, char *field, size_t flen,
+                       char *err, size_t elen);
+int store_lrule_list(struct store *st, json_t **items);
+int store_lrule_get(struct store *st, int64_t id, json_t **out);
+/* GI_CONFLICT: the name is taken. Audited under actor. */
+int store_lrule_create(struct store *st, const char *actor, const struct store_lrule *r,
+                       json_t **out);
+int store_lrule_update(struct store *st, const char *actor, int64_t id, const struct store_lrule *r,
+                       json_t **out);
+int store_lrule_delete(struct store *st, const char *actor, int64_t id);
+/* Evaluates one rule (a stored one by id, or the unsaved document `rule`
+ * {name?, condition, actions} when id is 0) over every asset at `now`,
+ * in chunks read outside any transaction; unless dry_run, each match's
+ * actions run in one short writing transaction of their own under actor.
+ * *report: {rule, dry_run, evaluated, matched, matches: [{asset, kind,
+ * stage, why: [...], actions: [{type, result, ...}]}], truncated}. */
+int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool dry_run,
+                         const char *actor, int64_t now, json_t **report);
+/* The lifecycle:rules job: every enabled rule evaluated (not a dry run);
+ * *fired counts the matches. */
+int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired);
 
 #endif

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# One evaluation of the five example lifecycle rules over 10,000 GPU assets with 30 days of
+# health rollup rows each, and the push-ingest batch p99 measured while the rules run against
+# the same ingest on an idle server. Usage: bench/rules.sh [GPUS] [INGEST_BATCHES]; needs
+# build/gpuinv (Release) and the sqlite3 CLI. SQLite store.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+gpus=${1:-10000}
+batches=${2:-400}
+work=$(mktemp -d)
+pid=""
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+cc -O2 -o "$work/ingest_bench" bench/ingest_bench.c $(pkg-config --cflags --libs libcurl sqlite3 libpq) -lpthread
+token=bench-token-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+start() { # start DB: the server on a database file, its URL in $url
+  GPUINV_ADMIN_TOKEN=$token build/gpuinv serve --db "$1" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
+  pid=$!
+  for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+  url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
+}
+stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+api() { curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
+
+# The schema, then the fleet straight into the file: GPUs, their assets, spares, and 30 days of
+# health rows. GPU i with i % 100 = 1 has XID errors on 5 days, = 2 an uncorrectable ECC error
+# today, = 3 runs hot every day, = 4 idles every day; i % 100 = 5 has a warranty ending in 10 days.
+start "$work/base.db"
+stop
+now=$(date +%s)
+today=$((now - now % 86400))
+warranty=$(date -u -d "@$((now + 10 * 86400))" +%F)
+sqlite3 "$work/base.db" <<SQL
+PRAGMA journal_mode = WAL;
+BEGIN;
+INSERT INTO datacenters (id, name, created_at, updated_at) VALUES (1, 'bench-dc', $now, $now);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $gpus)
+INSERT INTO gpus (id, uuid, serial, model, first_seen_at, last_seen_at)
+  SELECT i, printf('GPU-rb-%06d', i), printf('RS%06d', i), 'H100', $now, $now FROM n;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $gpus)
+INSERT INTO assets (tag, kind, serial, model, datacenter_id, stage, stage_since, gpu_uuid, source,
+                    warranty_end, created_at, updated_at)
+  SELECT printf('RB-%06d', i), 'gpu', printf('RS%06d', i), 'H100', 1, 'active', $now,
+         printf('GPU-rb-%06d', i), 'api', CASE WHEN i % 100 = 5 THEN '$warranty' END, $now, $now
+  FROM n;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $gpus / 50)
+INSERT INTO assets (tag, kind, model, datacenter_id, stage, stage_since, source, created_at, updated_at)
+  SELECT printf('RB-SPARE-%05d', i), 'gpu', 'H100', 1, 'spare', $now, 'api', $now, $now FROM n;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $gpus),
+     d(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM d WHERE k < 29)
+INSERT INTO gpu_health_daily (gpu_id, day, samples, xid_events, xid_codes, ecc_corrected_inc,
+                              ecc_uncorrected_inc, temp_p95_c, temp_max_c, util_avg, energy_wh, updated_at)
+  SELECT i, $today - k * 86400, 8640,
+         CASE WHEN i % 100 = 1 AND k % 6 = 0 THEN 2 ELSE 0 END,
+         CASE WHEN i % 100 = 1 AND k % 6 = 0 THEN '[79]' ELSE '[]' END, 0,
+         CASE WHEN i % 100 = 2 AND k = 0 THEN 1 ELSE 0 END,
+         CASE WHEN i % 100 = 3 THEN 90 ELSE 60 + (i + k) % 20 END,
+         CASE WHEN i % 100 = 3 THEN 95 ELSE 70 + (i + k) % 20 END,
+         CASE WHEN i % 100 = 4 THEN 3 ELSE 20 + (i * 7 + k) % 70 END, 10000, $now
+  FROM n, d;
+COMMIT;
+SQL
+echo "fleet: $gpus GPUs, $((gpus * 30)) health rows"
+
+# Baseline: the ingest alone.
+cp "$work/base.db" "$work/a.db"
+start "$work/a.db"
+ptoken=$(api -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
+"$work/ingest_bench" "$url" "$ptoken" 1 "$batches" "$work/ref-a.db" columns | tee "$work/alone.json"
+ids=$(api "$url/api/v1/lifecycle-rules" | grep -o '"id": *[0-9]*' | grep -o '[0-9]*' | head -5)
+
+# One dry run of the five rules on the idle server: the evaluation alone, nothing written.
+t0=$(date +%s.%N)
+for id in $ids; do api -X POST "$url/api/v1/lifecycle-rules/$id/dry-run" >/dev/null; done
+t1=$(date +%s.%N)
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "dry run of the five rules, idle server: %.2f s\n", b - a }'
+stop
+
+# The same ingest while the five rules run back to back, over and over, on a fresh copy.
+cp "$work/base.db" "$work/b.db"
+start "$work/b.db"
+ptoken=$(api -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
+(
+  while [ ! -e "$work/ingest-done" ]; do
+    t0=$(date +%s.%N)
+    for id in $ids; do api -X POST "$url/api/v1/lifecycle-rules/$id/run" >"$work/run-$id.json"; done
+    t1=$(date +%s.%N)
+    echo "$t0 $t1" >>"$work/evals"
+  done
+) &
+loop=$!
+"$work/ingest_bench" "$url" "$ptoken" 1 "$batches" "$work/ref-b.db" columns | tee "$work/during.json"
+touch "$work/ingest-done"
+wait "$loop"
+stop
+for id in $ids; do
+  printf 'rule %s: ' "$id"; grep -o '"matched": *[0-9]*\|"evaluated": *[0-9]*' "$work/run-$id.json" | tr '\n' ' '; echo
+done
+awk '{ d = $2 - $1; n++; s += d; if (n == 1) f = d; if (d > m) m = d } END {
+  printf "evaluations of the five rules during the ingest: %d, first (with its writes) %.2f s, mean %.2f s, max %.2f s\n", n, f, s / n, m }' "$work/evals"
+printf 'ingest batch p99: alone %s ms, during the rule runs %s ms\n' \
+  "$(grep -o '"batch_p99_ms":[0-9.]*' "$work/alone.json" | cut -d: -f2)" \
+  "$(grep -o '"batch_p99_ms":[0-9.]*' "$work/during.json" | cut -d: -f2)"

@@ -1,0 +1,560 @@
+/* GPU health: the daily health rollup (the health:rollup job) and the
+ * health score of an asset. See store.h and docs/LIFECYCLE.md.
+ *
+ * The rollup follows usage_daily: the usage:rollup job rewrites a GPU-day
+ * whenever samples of that day arrive (late ones included), which moves
+ * its updated_at; this job reads usage_daily past its watermark
+ * (updated_at, gpu_id, day) in bounded chunks and recomputes those
+ * GPU-days from the raw samples, so late data re-dirties its day without a
+ * second queue. Each chunk is read outside any transaction and written in
+ * one short one, with the watermark. */
+#include "store/assets_int.h"
+#include "store/store_int.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DAY_S 86400
+/* GPU-days per chunk, and how long a usage_daily row must be old before
+ * the watermark passes it (a usage transaction still open with an
+ * earlier updated_at commits within it). */
+#define HEALTH_CHUNK 256
+#define HEALTH_SETTLE_S 120
+/* The readings before a day that seed its ECC and XID baselines. */
+#define HEALTH_BASELINE_S 3600
+/* The current day is rewritten by the usage rollup every minute while
+ * samples arrive; it is recomputed at most this often (the day is rolled
+ * up in full once it is over, with the usage rollup's rewrite of its last
+ * hour). */
+#define HEALTH_TODAY_S 600
+
+#define STATEMENTS(X)                                                                              \
+    X(WM_GET, "SELECT updated_at, gpu_id, day FROM health_watermark WHERE id = 1")                 \
+    X(WM_SET, "UPDATE health_watermark SET updated_at = :u, gpu_id = :g, day = :d WHERE id = 1")   \
+    X(DIRTY,                                                                                       \
+      "SELECT gpu_id, day, updated_at, util_sum, measured_s, energy_wh, (SELECT h.updated_at "     \
+      "FROM gpu_health_daily h WHERE h.gpu_id = usage_daily.gpu_id AND h.day = usage_daily.day) "  \
+      "AS health_at "                                                                              \
+      "FROM usage_daily WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u "    \
+      "AND (gpu_id > "                                                                             \
+      ":g OR (gpu_id = :g AND day > :d)))) ORDER BY updated_at, gpu_id, day LIMIT :limit")         \
+    X(DIRTY_LEFT, "SELECT COUNT(*) FROM usage_daily WHERE updated_at <= :settled AND (updated_at " \
+                  "> :u OR (updated_at = :u AND (gpu_id > :g OR (gpu_id = :g AND day > :d))))")    \
+    X(SAMPLES, "SELECT gpu_id, ts, temp_c, ecc_corrected, ecc_uncorrected, xid FROM gpu_samples "  \
+               "WHERE ts >= :lo AND ts < :hi AND gpu_id >= :gmin AND gpu_id <= :gmax ORDER BY "    \
+               "gpu_id, ts")                                                                       \
+    X(PUT, "INSERT INTO gpu_health_daily (gpu_id, day, samples, xid_events, xid_codes, "           \
+           "ecc_corrected_inc, ecc_uncorrected_inc, temp_p95_c, temp_max_c, util_avg, energy_wh, " \
+           "remap_failures, updated_at) VALUES (:g, :d, :n, :xe, :xc, :ecc_c, :ecc_u, :p95, "      \
+           ":tmax, :util, :wh, :remap, :now) ON CONFLICT (gpu_id, day) DO UPDATE SET samples = "   \
+           "excluded.samples, xid_events = excluded.xid_events, xid_codes = excluded.xid_codes, "  \
+           "ecc_corrected_inc = excluded.ecc_corrected_inc, ecc_uncorrected_inc = "                \
+           "excluded.ecc_uncorrected_inc, temp_p95_c = excluded.temp_p95_c, temp_max_c = "         \
+           "excluded.temp_max_c, util_avg = excluded.util_avg, energy_wh = excluded.energy_wh, "   \
+           "remap_failures = excluded.remap_failures, updated_at = excluded.updated_at")           \
+    X(ASSET, "SELECT a.id, a.kind, a.purchase_date, a.depreciation_years, g.id FROM assets a "     \
+             "LEFT JOIN gpus g ON g.uuid = a.gpu_uuid WHERE a.id = :id")                           \
+    X(CHILD_GPUS, "SELECT g.id FROM assets a JOIN gpus g ON g.uuid = a.gpu_uuid WHERE "            \
+                  "a.parent_id = :id ORDER BY a.id")                                               \
+    X(DAYS, "SELECT day, xid_events, xid_codes, ecc_uncorrected_inc, temp_p95_c, remap_failures "  \
+            "FROM gpu_health_daily WHERE gpu_id = :g AND day >= :from ORDER BY day")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* One GPU-day to recompute, and what was computed. */
+struct hday {
+    int64_t gpu_id, day, updated_at;
+    double util_avg, energy_wh;                /* NAN: none */
+    int64_t samples, xid_events, ecc_c, ecc_u; /* ecc -1: no reading */
+    double p95, tmax;                          /* NAN: no reading */
+    json_t *codes;
+};
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The day's figures from its raw samples, rows of SAMPLES positioned on
+ * this GPU (step is the current step result); returns the step after the
+ * GPU's last row. */
+struct acc {
+    double *temps;
+    size_t n, cap;
+    int64_t last_c, last_u, last_xid; /* -1: none yet */
+};
+
+static void acc_sample(struct hday *h, struct acc *a, struct db_stmt *s)
+{
+    int64_t ts = db_col_int(s, 1);
+    bool in_day = ts >= h->day;
+
+    if (in_day) {
+        h->samples++;
+        if (!db_col_is_null(s, 2)) {
+            double t = db_col_dbl(s, 2);
+            if (a->n == a->cap) {
+                size_t cap = a->cap ? a->cap * 2 : 256;
+                double *p = realloc(a->temps, cap * sizeof *p);
+                if (p) {
+                    a->temps = p;
+                    a->cap = cap;
+                }
+            }
+            if (a->n < a->cap)
+                a->temps[a->n++] = t;
+            if (isnan(h->tmax) || t > h->tmax)
+                h->tmax = t;
+        }
+    }
+    if (!db_col_is_null(s, 3)) {
+        int64_t v = db_col_int(s, 3);
+        if (in_day) {
+            if (h->ecc_c < 0)
+                h->ecc_c = 0;
+            if (a->last_c >= 0 && v > a->last_c)
+                h->ecc_c += v - a->last_c;
+        }
+        a->last_c = v;
+    }
+    if (!db_col_is_null(s, 4)) {
+        int64_t v = db_col_int(s, 4);
+        if (in_day) {
+            if (h->ecc_u < 0)
+                h->ecc_u = 0;
+            if (a->last_u >= 0 && v > a->last_u)
+                h->ecc_u += v - a->last_u;
+        }
+        a->last_u = v;
+    }
+    if (!db_col_is_null(s, 5)) {
+        int64_t x = db_col_int(s, 5);
+        if (in_day && x > 0 && x != a->last_xid) {
+            size_t i;
+            json_t *v;
+            bool seen = false;
+            h->xid_events++;
+            json_array_foreach(h->codes, i, v)
+                seen = seen || json_integer_value(v) == x;
+            if (!seen)
+                json_array_append_new(h->codes, json_integer(x));
+        }
+        a->last_xid = x;
+    }
+}
+
+static void acc_finish(struct hday *h, struct acc *a)
+{
+    if (a->n > 0) {
+        size_t k = (size_t)ceil(0.95 * (double)a->n);
+        qsort(a->temps, a->n, sizeof *a->temps, cmp_dbl);
+        h->p95 = a->temps[k > 0 ? k - 1 : 0];
+    }
+    a->n = 0;
+    a->last_c = a->last_u = a->last_xid = -1;
+}
+
+/* Reads the samples of the GPU-days h[from..to) (one day, ascending
+ * gpu_id) and fills their figures. */
+static int read_day(struct conn *c, struct hday *h, size_t from, size_t to)
+{
+    struct db_stmt *s = prep(c, ST_SAMPLES);
+    struct acc a = {.last_c = -1, .last_u = -1, .last_xid = -1};
+    size_t i = from;
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":lo", h[from].day - HEALTH_BASELINE_S);
+    db_bind_int(s, ":hi", h[from].day + DAY_S);
+    db_bind_int(s, ":gmin", h[from].gpu_id);
+    db_bind_int(s, ":gmax", h[to - 1].gpu_id);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t gid = db_col_int(s, 0);
+        while (i < to && h[i].gpu_id < gid)
+            acc_finish(&h[i++], &a);
+        if (i == to)
+            break;
+        if (h[i].gpu_id == gid)
+            acc_sample(&h[i], &a, s);
+    }
+    db_reset(s);
+    while (i < to)
+        acc_finish(&h[i++], &a);
+    free(a.temps);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+static int write_chunk(struct conn *c, struct hday *h, size_t n, const struct hday *mark,
+                       int64_t now)
+{
+    struct db_stmt *s;
+    int rc = db_tx_begin(c);
+
+    for (size_t i = 0; rc == GI_OK && i < n; i++) {
+        rc = GI_INTERNAL;
+        if (!(s = prep(c, ST_PUT)))
+            break;
+        db_bind_int(s, ":g", h[i].gpu_id);
+        db_bind_int(s, ":d", h[i].day);
+        db_bind_int(s, ":n", h[i].samples);
+        db_bind_int(s, ":xe", h[i].xid_events);
+        db_bind_json(s, ":xc", h[i].codes);
+        db_bind_opt_int(s, ":ecc_c", h[i].ecc_c);
+        db_bind_opt_int(s, ":ecc_u", h[i].ecc_u);
+        db_bind_dbl(s, ":p95", h[i].p95);
+        db_bind_dbl(s, ":tmax", h[i].tmax);
+        db_bind_dbl(s, ":util", h[i].util_avg);
+        db_bind_dbl(s, ":wh", h[i].energy_wh);
+        db_bind_text(s, ":remap", NULL);
+        db_bind_int(s, ":now", now);
+        rc = db_exec_done(c, s);
+    }
+    if (rc == GI_OK) {
+        rc = GI_INTERNAL;
+        if ((s = prep(c, ST_WM_SET))) {
+            db_bind_int(s, ":u", mark->updated_at);
+            db_bind_int(s, ":g", mark->gpu_id);
+            db_bind_int(s, ":d", mark->day);
+            rc = db_exec_done(c, s);
+        }
+    }
+    return db_tx_end(c, rc);
+}
+
+static int cmp_hday(const void *a, const void *b)
+{
+    const struct hday *x = a, *y = b;
+    if (x->day != y->day)
+        return x->day < y->day ? -1 : 1;
+    return x->gpu_id < y->gpu_id ? -1 : x->gpu_id > y->gpu_id;
+}
+
+/* One chunk: *n GPU-days read past the watermark (0: none left), *done of
+ * them rolled up (the current day is skipped while its row is fresh). */
+static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
+{
+    struct hday h[HEALTH_CHUNK];
+    int64_t wu = 0, wg = 0, wd = 0;
+    struct db_stmt *s = prep(c, ST_WM_GET);
+    int rc = GI_INTERNAL, step;
+    size_t k = 0, i, j;
+    struct hday last = {0};
+    size_t seen = 0;
+
+    *n = *done = 0;
+    if (!s)
+        return GI_INTERNAL;
+    if ((step = db_step(c, s)) == DB_ROW) {
+        wu = db_col_int(s, 0);
+        wg = db_col_int(s, 1);
+        wd = db_col_int(s, 2);
+    }
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    if (!(s = prep(c, ST_DIRTY)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":settled", now - HEALTH_SETTLE_S);
+    db_bind_int(s, ":u", wu);
+    db_bind_int(s, ":g", wg);
+    db_bind_int(s, ":d", wd);
+    db_bind_int(s, ":limit", HEALTH_CHUNK);
+    while (seen < HEALTH_CHUNK && (step = db_step(c, s)) == DB_ROW) {
+        double measured = db_col_dbl(s, 4);
+        seen++;
+        last.gpu_id = db_col_int(s, 0);
+        last.day = db_col_int(s, 1);
+        last.updated_at = db_col_int(s, 2);
+        if (last.day == now - now % DAY_S && !db_col_is_null(s, 6) &&
+            db_col_int(s, 6) > now - HEALTH_TODAY_S)
+            continue;
+        memset(&h[k], 0, sizeof h[k]);
+        h[k].gpu_id = db_col_int(s, 0);
+        h[k].day = db_col_int(s, 1);
+        h[k].updated_at = db_col_int(s, 2);
+        h[k].util_avg = measured > 0 ? db_col_dbl(s, 3) / measured : NAN;
+        h[k].energy_wh = db_col_is_null(s, 5) ? NAN : db_col_dbl(s, 5);
+        h[k].ecc_c = h[k].ecc_u = -1;
+        h[k].p95 = h[k].tmax = NAN;
+        h[k].codes = json_array();
+        k++;
+    }
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    if (seen == 0)
+        return GI_OK;
+    /* the watermark is `last`, the last row read in usage_daily's order */
+    qsort(h, k, sizeof *h, cmp_hday);
+    rc = GI_OK;
+    for (i = 0; rc == GI_OK && i < k; i = j) {
+        for (j = i; j < k && h[j].day == h[i].day; j++) {
+        }
+        rc = read_day(c, h, i, j);
+    }
+    if (rc == GI_OK)
+        rc = write_chunk(c, h, k, &last, now);
+    for (i = 0; i < k; i++)
+        json_decref(h[i].codes);
+    if (rc == GI_OK) {
+        *n = seen;
+        *done = k;
+    }
+    return rc;
+}
+
+int store_health_rollup(struct store *st, int64_t now, int max_chunks, struct store_health_run *res)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int rc = GI_OK;
+    size_t n = 1, done = 0;
+
+    memset(res, 0, sizeof *res);
+    for (int i = 0; rc == GI_OK && n > 0 && (max_chunks <= 0 || i < max_chunks); i++) {
+        rc = rollup_chunk(c, now, &n, &done);
+        res->days += (int64_t)done;
+    }
+    if (rc == GI_OK && n > 0) {
+        int64_t wu = 0, wg = 0, wd = 0;
+        int step;
+        rc = GI_INTERNAL;
+        if ((s = prep(c, ST_WM_GET))) {
+            if ((step = db_step(c, s)) == DB_ROW) {
+                wu = db_col_int(s, 0);
+                wg = db_col_int(s, 1);
+                wd = db_col_int(s, 2);
+            }
+            db_reset(s);
+            if ((s = prep(c, ST_DIRTY_LEFT))) {
+                db_bind_int(s, ":settled", now - HEALTH_SETTLE_S);
+                db_bind_int(s, ":u", wu);
+                db_bind_int(s, ":g", wg);
+                db_bind_int(s, ":d", wd);
+                rc = db_fetch_int(c, s, &res->left);
+            }
+        }
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_health_day_put(struct store *st, const struct store_health_day *d, int64_t now)
+{
+    struct conn *c = db_conn_get(st);
+    struct hday h = {.gpu_id = d->gpu_id,
+                     .day = d->day - d->day % DAY_S,
+                     .samples = d->samples,
+                     .xid_events = d->xid_events,
+                     .ecc_c = d->ecc_corrected_inc,
+                     .ecc_u = d->ecc_uncorrected_inc,
+                     .p95 = d->temp_p95_c,
+                     .tmax = d->temp_max_c,
+                     .util_avg = d->util_avg,
+                     .energy_wh = NAN,
+                     .codes = json_array()};
+    struct db_stmt *s;
+    int rc = db_tx_begin(c);
+
+    if (d->xid_code > 0)
+        json_array_append_new(h.codes, json_integer(d->xid_code));
+    if (rc == GI_OK) {
+        rc = GI_INTERNAL;
+        if ((s = prep(c, ST_PUT))) {
+            db_bind_int(s, ":g", h.gpu_id);
+            db_bind_int(s, ":d", h.day);
+            db_bind_int(s, ":n", h.samples);
+            db_bind_int(s, ":xe", h.xid_events);
+            db_bind_json(s, ":xc", h.codes);
+            db_bind_opt_int(s, ":ecc_c", h.ecc_c);
+            db_bind_opt_int(s, ":ecc_u", h.ecc_u);
+            db_bind_dbl(s, ":p95", h.p95);
+            db_bind_dbl(s, ":tmax", h.tmax);
+            db_bind_dbl(s, ":util", h.util_avg);
+            db_bind_dbl(s, ":wh", h.energy_wh);
+            db_bind_text(s, ":remap", NULL);
+            db_bind_int(s, ":now", now);
+            rc = db_exec_done(c, s);
+        }
+    }
+    rc = db_tx_end(c, rc);
+    json_decref(h.codes);
+    db_conn_put(st, c);
+    return rc;
+}
+
+/* ---- the score ---- */
+
+static void penalty(json_t *reasons, int *score, const char *reason, int p, json_t *detail)
+{
+    if (p <= 0) {
+        json_decref(detail);
+        return;
+    }
+    *score -= p;
+    json_array_append_new(
+        reasons, json_pack("{s:s, s:o, s:i}", "reason", reason, "detail", detail, "penalty", p));
+}
+
+/* The penalties of one GPU's last 30 days into reasons. */
+static int gpu_penalties(struct conn *c, int64_t gpu_id, int64_t now, json_t *reasons, int *score,
+                         int64_t *days_seen)
+{
+    struct db_stmt *s = prep(c, ST_DAYS);
+    int64_t today = now - now % DAY_S, xid_days = 0, ecc = 0, hot = 0;
+    json_t *codes = json_array();
+    int step;
+
+    if (!s) {
+        json_decref(codes);
+        return GI_INTERNAL;
+    }
+    db_bind_int(s, ":g", gpu_id);
+    db_bind_int(s, ":from", today - 29 * DAY_S);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        (*days_seen)++;
+        if (db_col_int(s, 1) > 0) {
+            json_t *day_codes = json_loads(db_col_text(s, 2) ? db_col_text(s, 2) : "[]", 0, NULL);
+            size_t i, j;
+            json_t *v, *w;
+            xid_days++;
+            json_array_foreach(day_codes, i, v) {
+                bool seen = false;
+                json_array_foreach(codes, j, w)
+                    seen = seen || json_equal(v, w);
+                if (!seen)
+                    json_array_append(codes, v);
+            }
+            json_decref(day_codes);
+        }
+        ecc += db_col_int(s, 3);
+        if (db_col_int(s, 0) >= today - 6 * DAY_S && !db_col_is_null(s, 4) && db_col_dbl(s, 4) > 85)
+            hot++;
+    }
+    db_reset(s);
+    if (step != DB_DONE) {
+        json_decref(codes);
+        return db_status(step);
+    }
+    if (ecc > 0)
+        penalty(
+            reasons, score, "ecc_uncorrected", 40,
+            json_sprintf("%lld uncorrectable ECC error(s) in the last 30 days", (long long)ecc));
+    if (xid_days > 0) {
+        char list[128] = "";
+        size_t i, off = 0;
+        json_t *v;
+        json_array_foreach(codes, i, v) {
+            int w = snprintf(list + off, sizeof list - off, "%s%lld", i ? ", " : "",
+                             (long long)json_integer_value(v));
+            if (w < 0 || (size_t)w >= sizeof list - off)
+                break;
+            off += (size_t)w;
+        }
+        penalty(reasons, score, "xid", xid_days * 10 > 40 ? 40 : (int)xid_days * 10,
+                json_sprintf("XID %s on %lld of the last 30 days", list, (long long)xid_days));
+    }
+    if (hot > 0)
+        penalty(
+            reasons, score, "temperature", hot * 5 > 20 ? 20 : (int)hot * 5,
+            json_sprintf("temperature p95 above 85 C on %lld of the last 7 days", (long long)hot));
+    json_decref(codes);
+    return GI_OK;
+}
+
+int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    json_t *reasons = json_array();
+    int64_t gpu_id = 0, days = 0, start;
+    char kind[32] = "", date[16] = "", at[32];
+    double years = 0;
+    int score = 100, rc = GI_INTERNAL, step;
+    bool server;
+
+    *out = NULL;
+    db_read_begin(c);
+    if (!(s = prep(c, ST_ASSET)))
+        goto cleanup;
+    db_bind_int(s, ":id", asset_id);
+    step = db_step(c, s);
+    if (step == DB_ROW) {
+        gi_strlcpy(kind, db_col_text(s, 1) ? db_col_text(s, 1) : "", sizeof kind);
+        gi_strlcpy(date, db_col_text(s, 2) ? db_col_text(s, 2) : "", sizeof date);
+        years = db_col_is_null(s, 3) ? 0 : db_col_dbl(s, 3);
+        gpu_id = db_col_is_null(s, 4) ? 0 : db_col_int(s, 4);
+    }
+    db_reset(s);
+    if (step != DB_ROW) {
+        rc = step == DB_DONE ? GI_NOT_FOUND : db_status(step);
+        goto cleanup;
+    }
+    server = strcmp(kind, "server") == 0;
+    if (gpu_id > 0 && (rc = gpu_penalties(c, gpu_id, now, reasons, &score, &days)) != GI_OK)
+        goto cleanup;
+    if (server) {
+        /* the worst of its GPUs: each GPU's penalties, the largest total kept */
+        json_t *ids = NULL, *row, *worst = NULL;
+        size_t i;
+        int worst_score = 101;
+        if (!(s = prep(c, ST_CHILD_GPUS)))
+            goto cleanup;
+        db_bind_int(s, ":id", asset_id);
+        if ((rc = db_collect(c, s, &ids)) != GI_OK)
+            goto cleanup;
+        json_array_foreach(ids, i, row) {
+            json_t *r = json_array();
+            int sc = 100;
+            rc = gpu_penalties(c, json_integer_value(json_object_get(row, "id")), now, r, &sc,
+                               &days);
+            if (rc == GI_OK && sc < worst_score) {
+                json_decref(worst);
+                worst = r;
+                worst_score = sc;
+            } else
+                json_decref(r);
+            if (rc != GI_OK)
+                break;
+        }
+        json_decref(ids);
+        if (worst) {
+            score -= 100 - worst_score;
+            json_array_extend(reasons, worst);
+            json_decref(worst);
+        }
+        if (rc != GI_OK)
+            goto cleanup;
+    }
+    /* age against the expected life (depreciation_years, else 5 years) */
+    if (asset_date_parse(date, &start)) {
+        double life = years > 0 ? years : 5.0, age = (double)(now / DAY_S - start) / 365.25;
+        if (age >= life)
+            penalty(
+                reasons, &score, "age", 20,
+                json_sprintf("%.1f years old, past its expected life of %.1f years", age, life));
+        else if (age >= 0.8 * life)
+            penalty(
+                reasons, &score, "age", 10,
+                json_sprintf("%.1f years old, near its expected life of %.1f years", age, life));
+    }
+    if (score < 0)
+        score = 0;
+    gi_time_format(now, at, sizeof at);
+    *out = json_pack("{s:i, s:O, s:s, s:I, s:[s]}", "score", score, "reasons", reasons, "as_of", at,
+                     "days", (json_int_t)days, "absent", "remap_failures");
+    rc = *out ? GI_OK : GI_INTERNAL;
+cleanup:
+    db_read_end(c);
+    db_conn_put(st, c);
+    json_decref(reasons);
+    return rc;
+}

@@ -1,0 +1,940 @@
+/* Lifecycle rules: storage, the condition language, evaluation over the
+ * assets and the health rollup, and the actions a match takes. See
+ * store.h and docs/LIFECYCLE.md.
+ *
+ * An evaluation reads the assets in chunks of RULE_CHUNK (each chunk's
+ * assets and health days in one read snapshot, no writer lock), and then
+ * runs each match's actions in a writing transaction of its own, so a
+ * rule over ten thousand GPUs never holds the writer lock for long. */
+#include "store/assets_int.h"
+#include "store/store_int.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DAY_S 86400
+#define RULE_CHUNK 500
+#define RULE_MAX_WINDOW 90
+#define RULE_MAX_REPORT 1000
+#define RULE_MAX_DEPTH 8
+
+#define RULE_COLS                                                                                  \
+    "id, name, enabled, condition_json, actions_json, version, created_by, created_at, "           \
+    "updated_by, updated_at, last_run_at, last_matched"
+
+#define STATEMENTS(X)                                                                              \
+    X(LIST, "SELECT " RULE_COLS " FROM lifecycle_rules ORDER BY id")                               \
+    X(GET, "SELECT " RULE_COLS " FROM lifecycle_rules WHERE id = :id")                             \
+    X(ENABLED, "SELECT id FROM lifecycle_rules WHERE enabled = 1 ORDER BY id")                     \
+    X(NAME_TAKEN, "SELECT COUNT(*) FROM lifecycle_rules WHERE name = :name AND id <> :id")         \
+    X(INSERT, "INSERT INTO lifecycle_rules (name, enabled, condition_json, actions_json, "         \
+              "version, created_by, created_at, updated_by, updated_at) VALUES (:name, :en, "      \
+              ":cond, :act, 1, :who, :now, :who, :now) RETURNING id")                              \
+    X(UPDATE, "UPDATE lifecycle_rules SET name = :name, enabled = :en, condition_json = :cond, "   \
+              "actions_json = :act, version = version + 1, updated_by = :who, updated_at = :now "  \
+              "WHERE id = :id")                                                                    \
+    X(DELETE, "DELETE FROM lifecycle_rules WHERE id = :id")                                        \
+    X(RAN, "UPDATE lifecycle_rules SET last_run_at = :now, last_matched = :n WHERE id = :id")      \
+    X(ASSETS, "SELECT a.id, a.tag, a.kind, a.stage, a.model, a.serial, a.datacenter_id, d.name, "  \
+              "a.warranty_end, g.id, a.gpu_uuid FROM assets a LEFT JOIN datacenters d ON d.id = "  \
+              "a.datacenter_id LEFT JOIN gpus g ON g.uuid = a.gpu_uuid WHERE a.id > :after "       \
+              "ORDER BY a.id LIMIT :limit")                                                        \
+    X(DAYS, "SELECT a.id, h.day, h.xid_events, h.ecc_uncorrected_inc, h.ecc_corrected_inc, "       \
+            "h.temp_p95_c, h.temp_max_c, h.util_avg, h.remap_failures FROM assets a JOIN gpus g "  \
+            "ON g.uuid = a.gpu_uuid JOIN gpu_health_daily h ON h.gpu_id = g.id WHERE a.id > "      \
+            ":after AND a.id <= :upto AND +h.day >= :from ORDER BY a.id, h.day")                   \
+    X(SPARE_HELD, "SELECT spare_id FROM asset_reservations WHERE for_id = :id AND released_at IS " \
+                  "NULL")                                                                          \
+    X(SPARE_FIND, "SELECT a.id, a.tag FROM assets a WHERE a.stage = 'spare' AND a.id <> :id AND "  \
+                  "a.model = :model AND a.datacenter_id = :dc AND NOT EXISTS (SELECT 1 FROM "      \
+                  "asset_reservations r WHERE r.spare_id = a.id AND r.released_at IS NULL) ORDER " \
+                  "BY a.id LIMIT 1")                                                               \
+    X(SPARE_TAG, "SELECT tag FROM assets WHERE id = :id")                                          \
+    X(RESERVE, "INSERT INTO asset_reservations (spare_id, for_id, rule_id, reserved_at) VALUES "   \
+               "(:spare, :id, :rule, :now)")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* ---- the language ---- */
+
+enum metric {
+    M_XID_DAYS,
+    M_XID_EVENTS,
+    M_ECC_U,
+    M_ECC_C,
+    M_TEMP_P95,
+    M_TEMP_MAX,
+    M_UTIL,
+    M_REMAP,
+    M__COUNT
+};
+static const char *const metric_names[] = {"xid_days",      "xid_events",    "ecc_uncorrected",
+                                           "ecc_corrected", "temp_p95",      "temp_max",
+                                           "util_avg",      "remap_failures"};
+static const char *const ops[] = {"=", "!=", "<", "<=", ">", ">=", NULL};
+static const char *const text_attrs[] = {"kind", "stage",  "model", "datacenter",
+                                         "tag",  "serial", NULL};
+static const char *const action_types[] = {"stage", "ticket", "webhook", "reserve_spare", NULL};
+
+static int name_index(const char *const *names, size_t n, const char *s)
+{
+    for (size_t i = 0; s && (n ? i < n : names[i] != NULL); i++)
+        if (strcmp(names[i], s) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The one comparison operator of a leaf; NULL when none or several. */
+static const char *leaf_op(const json_t *leaf, const json_t **value, int *count)
+{
+    const char *found = NULL;
+
+    *count = 0;
+    for (int i = 0; ops[i]; i++)
+        if (json_object_get(leaf, ops[i])) {
+            found = ops[i];
+            *value = json_object_get(leaf, ops[i]);
+            (*count)++;
+        }
+    if (json_object_get(leaf, "in")) {
+        found = "in";
+        *value = json_object_get(leaf, "in");
+        (*count)++;
+    }
+    return *count == 1 ? found : NULL;
+}
+
+struct check {
+    char *field, *err;
+    size_t flen, elen;
+};
+
+static bool fault(struct check *k, const char *path, const char *suffix, const char *msg)
+{
+    snprintf(k->field, k->flen, "%s%s", path, suffix);
+    snprintf(k->err, k->elen, "%s", msg);
+    return false;
+}
+
+static bool check_cond(struct check *k, const json_t *c, const char *path, int depth)
+{
+    const json_t *list, *v = NULL;
+    const char *op, *name;
+    char sub[256];
+    int n;
+
+    if (!json_is_object(c))
+        return fault(k, path, "", "a condition is an object");
+    if (depth > RULE_MAX_DEPTH)
+        return fault(k, path, "", "conditions nest at most 8 deep");
+    if ((list = json_object_get(c, "all")) || (list = json_object_get(c, "any"))) {
+        const char *key = json_object_get(c, "all") ? "all" : "any";
+        size_t i;
+        json_t *e;
+        if (json_object_size(c) != 1)
+            return fault(k, path, "", "all/any stands alone in its object");
+        if (!json_is_array(list) || json_array_size(list) == 0)
+            return fault(k, path, key[1] == 'l' ? ".all" : ".any",
+                         "must be a non-empty array of conditions");
+        json_array_foreach(list, i, e) {
+            snprintf(sub, sizeof sub, "%s.%s[%zu]", path, key, i);
+            if (!check_cond(k, e, sub, depth + 1))
+                return false;
+        }
+        return true;
+    }
+    op = leaf_op(c, &v, &n);
+    if ((name = json_string_value(json_object_get(c, "metric")))) {
+        const json_t *w = json_object_get(c, "window_days"), *d = json_object_get(c, "days");
+        const char *known[] = {
+            "metric", "window_days", "days", "=", "!=", "<", "<=", ">", ">=", NULL};
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)c, key, val)
+            if (name_index(known, 0, key) < 0)
+                return fault(k, path, "", "unknown member in a metric condition");
+        if (name_index(metric_names, M__COUNT, name) < 0)
+            return fault(k, path, ".metric",
+                         "metric must be xid_days, xid_events, ecc_uncorrected, ecc_corrected, "
+                         "temp_p95, temp_max, util_avg or remap_failures");
+        if (!json_is_integer(w) || json_integer_value(w) < 1 ||
+            json_integer_value(w) > RULE_MAX_WINDOW)
+            return fault(k, path, ".window_days", "window_days must be an integer 1..90");
+        if (!op || strcmp(op, "in") == 0)
+            return fault(k, path, "", "a metric condition has exactly one of = != < <= > >=");
+        if (!json_is_number(v))
+            return fault(k, path, "", "the compared value must be a number");
+        if (d && (!json_is_integer(d) || json_integer_value(d) < 1 ||
+                  json_integer_value(d) > json_integer_value(w)))
+            return fault(k, path, ".days", "days must be an integer 1..window_days");
+        if (d && strcmp(name, "xid_days") == 0)
+            return fault(k, path, ".days", "xid_days already counts days; use xid_events");
+        return true;
+    }
+    if ((name = json_string_value(json_object_get(c, "attr")))) {
+        if (json_object_size(c) != 2)
+            return fault(k, path, "", "an attribute condition is {attr, operator: value}");
+        if (!op)
+            return fault(k, path, "",
+                         "an attribute condition has exactly one of = != < <= > >= in");
+        if (strcmp(name, "warranty_days_left") == 0) {
+            if (strcmp(op, "in") == 0 || !json_is_number(v))
+                return fault(k, path, "", "warranty_days_left compares with a number");
+            return true;
+        }
+        if (name_index(text_attrs, 0, name) < 0)
+            return fault(k, path, ".attr",
+                         "attr must be kind, stage, model, datacenter, tag, serial or "
+                         "warranty_days_left");
+        if (strcmp(op, "in") == 0) {
+            size_t i;
+            json_t *e;
+            if (!json_is_array(v) || json_array_size(v) == 0)
+                return fault(k, path, ".in", "in takes a non-empty array of strings");
+            json_array_foreach((json_t *)v, i, e)
+                if (!json_is_string(e))
+                    return fault(k, path, ".in", "in takes a non-empty array of strings");
+            return true;
+        }
+        if (strcmp(op, "=") != 0 && strcmp(op, "!=") != 0)
+            return fault(k, path, "", "a text attribute compares with =, != or in");
+        if (!json_is_string(v))
+            return fault(k, path, "", "the compared value must be a string");
+        return true;
+    }
+    return fault(k, path, "", "a condition is all, any, a metric or an attr condition");
+}
+
+bool store_lrule_check(const json_t *condition, const json_t *actions, char *field, size_t flen,
+                       char *err, size_t elen)
+{
+    struct check k = {field, err, flen, elen};
+    char path[64];
+    size_t i;
+    json_t *a;
+
+    if (!check_cond(&k, condition, "condition", 0))
+        return false;
+    if (!json_is_array(actions) || json_array_size(actions) == 0)
+        return fault(&k, "actions", "", "actions must be a non-empty array");
+    json_array_foreach((json_t *)actions, i, a) {
+        const char *type = json_string_value(json_object_get(a, "type"));
+        snprintf(path, sizeof path, "actions[%zu]", i);
+        if (!json_is_object(a) || name_index(action_types, 0, type) < 0)
+            return fault(&k, path, ".type", "type must be stage, ticket, webhook or reserve_spare");
+        if (strcmp(type, "stage") == 0 &&
+            !store_asset_stage_valid(json_string_value(json_object_get(a, "to"))))
+            return fault(&k, path, ".to", "to must be a lifecycle stage");
+        if (json_object_get(a, "title") && !json_is_string(json_object_get(a, "title")))
+            return fault(&k, path, ".title", "title must be a string");
+        if (json_object_get(a, "reason") && !json_is_string(json_object_get(a, "reason")))
+            return fault(&k, path, ".reason", "reason must be a string");
+    }
+    return true;
+}
+
+/* ---- evaluation ---- */
+
+struct hrow {
+    int64_t day;
+    double v[M__COUNT]; /* NAN: no reading */
+};
+
+struct actx {
+    int64_t id, dc_id, gpu_id, warranty_left;
+    bool has_warranty;
+    char tag[128], kind[32], stage[32], model[128], serial[128], dc[128], uuid[128];
+    struct hrow *rows;
+    size_t nrows;
+};
+
+static bool cmp_num(const char *op, double a, double b)
+{
+    if (strcmp(op, "=") == 0)
+        return a == b;
+    if (strcmp(op, "!=") == 0)
+        return a != b;
+    if (strcmp(op, "<") == 0)
+        return a < b;
+    if (strcmp(op, "<=") == 0)
+        return a <= b;
+    if (strcmp(op, ">") == 0)
+        return a > b;
+    return a >= b;
+}
+
+static int max_window(const json_t *c)
+{
+    const json_t *list = json_object_get(c, "all");
+    int w = (int)json_integer_value(json_object_get(c, "window_days"));
+    size_t i;
+    json_t *e;
+
+    if (!list)
+        list = json_object_get(c, "any");
+    json_array_foreach((json_t *)list, i, e) {
+        int x = max_window(e);
+        w = x > w ? x : w;
+    }
+    return w;
+}
+
+static bool eval(const json_t *c, const struct actx *a, int64_t today, json_t *why)
+{
+    const json_t *list, *v = NULL;
+    const char *op, *name;
+    size_t i;
+    json_t *e;
+    int n;
+
+    if ((list = json_object_get(c, "all"))) {
+        json_array_foreach((json_t *)list, i, e)
+            if (!eval(e, a, today, why))
+                return false;
+        return true;
+    }
+    if ((list = json_object_get(c, "any"))) {
+        bool any = false;
+        json_array_foreach((json_t *)list, i, e)
+            any = eval(e, a, today, why) || any;
+        return any;
+    }
+    op = leaf_op(c, &v, &n);
+    if ((name = json_string_value(json_object_get(c, "metric")))) {
+        int m = name_index(metric_names, M__COUNT, name);
+        int64_t w = json_integer_value(json_object_get(c, "window_days"));
+        const json_t *days = json_object_get(c, "days");
+        int64_t from = today - (w - 1) * DAY_S, count = 0, seen = 0;
+        double agg = NAN, bound = json_number_value(v);
+        bool ok;
+
+        for (size_t r = 0; r < a->nrows; r++) {
+            double x = a->rows[r].v[m];
+            if (a->rows[r].day < from || a->rows[r].day > today || isnan(x))
+                continue;
+            seen++;
+            if (days) {
+                count += cmp_num(op, x, bound);
+                continue;
+            }
+            if (m == M_XID_DAYS)
+                agg = (isnan(agg) ? 0 : agg) + (x > 0);
+            else if (m == M_TEMP_P95 || m == M_TEMP_MAX)
+                agg = isnan(agg) || x > agg ? x : agg;
+            else
+                agg = (isnan(agg) ? 0 : agg) + x;
+        }
+        if (m == M_UTIL && !days && seen > 0)
+            agg /= (double)seen;
+        if (days) {
+            ok = count >= json_integer_value(days);
+            if (ok)
+                json_array_append_new(why,
+                                      json_sprintf("%s %s %g on %lld of the last %lld days", name,
+                                                   op, bound, (long long)count, (long long)w));
+            return ok;
+        }
+        ok = !isnan(agg) && cmp_num(op, agg, bound);
+        if (ok)
+            json_array_append_new(why, json_sprintf("%s %g over the last %lld days %s %g", name,
+                                                    agg, (long long)w, op, bound));
+        return ok;
+    }
+    name = json_string_value(json_object_get(c, "attr"));
+    if (name && strcmp(name, "warranty_days_left") == 0) {
+        bool ok = a->has_warranty && cmp_num(op, (double)a->warranty_left, json_number_value(v));
+        if (ok)
+            json_array_append_new(why, json_sprintf("warranty_days_left %lld %s %g",
+                                                    (long long)a->warranty_left, op,
+                                                    json_number_value(v)));
+        return ok;
+    }
+    {
+        const char *have = !name                             ? ""
+                           : strcmp(name, "kind") == 0       ? a->kind
+                           : strcmp(name, "stage") == 0      ? a->stage
+                           : strcmp(name, "model") == 0      ? a->model
+                           : strcmp(name, "datacenter") == 0 ? a->dc
+                           : strcmp(name, "tag") == 0        ? a->tag
+                                                             : a->serial;
+        bool ok = false;
+        if (strcmp(op, "in") == 0) {
+            json_array_foreach((json_t *)v, i, e)
+                ok = ok || strcmp(json_string_value(e), have) == 0;
+        } else {
+            ok = strcmp(json_string_value(v), have) == 0;
+            if (strcmp(op, "!=") == 0)
+                ok = !ok;
+        }
+        return ok; /* attribute matches are not listed among the reasons */
+    }
+}
+
+/* ---- actions ---- */
+
+static json_t *asset_context(const struct actx *a, int64_t rule_id, const char *rule_name,
+                             const char *reason, const char *title)
+{
+    json_t *ctx =
+        json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s, s:{s:s}}, s:{s:I, s:s}, s:s}", "event",
+                  "rule.fired", "asset", "tag", a->tag, "kind", a->kind, "serial", a->serial,
+                  "model", a->model, "stage", a->stage, "location", "datacenter", a->dc, "rule",
+                  "id", (json_int_t)rule_id, "name", rule_name, "reason", reason);
+    if (ctx && a->uuid[0])
+        json_object_set_new(ctx, "gpu", json_pack("{s:s}", "uuid", a->uuid));
+    if (ctx && title)
+        json_object_set_new(ctx, "title", json_sprintf("%s: %s", title, a->tag));
+    return ctx;
+}
+
+/* The spare reserved for the asset (dry: which one would be). */
+static int reserve_spare(struct conn *c, const struct actx *a, int64_t rule_id, bool dry,
+                         int64_t now, const char *actor, json_t *res, bool *changed)
+{
+    struct db_stmt *s = prep(c, ST_SPARE_HELD);
+    int64_t spare = 0;
+    char tag[128] = "";
+    int rc, step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", a->id);
+    rc = db_fetch_int(c, s, &spare);
+    if (rc == GI_OK) {
+        if (!(s = prep(c, ST_SPARE_TAG)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":id", spare);
+        if ((step = db_step(c, s)) == DB_ROW)
+            gi_strlcpy(tag, db_col_text(s, 0) ? db_col_text(s, 0) : "", sizeof tag);
+        db_reset(s);
+        json_object_set_new(res, "result", json_string("existing"));
+        json_object_set_new(res, "spare", json_string(tag));
+        return GI_OK;
+    }
+    if (rc != GI_NOT_FOUND)
+        return rc;
+    if (!a->model[0] || a->dc_id <= 0) {
+        json_object_set_new(res, "result", json_string("none_available"));
+        json_object_set_new(res, "error", json_string("the asset has no model or data center"));
+        return GI_OK;
+    }
+    if (!(s = prep(c, ST_SPARE_FIND)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", a->id);
+    db_bind_text(s, ":model", a->model);
+    db_bind_int(s, ":dc", a->dc_id);
+    step = db_step(c, s);
+    if (step == DB_ROW) {
+        spare = db_col_int(s, 0);
+        gi_strlcpy(tag, db_col_text(s, 1) ? db_col_text(s, 1) : "", sizeof tag);
+    }
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    if (step == DB_DONE) {
+        json_object_set_new(res, "result", json_string("none_available"));
+        return GI_OK;
+    }
+    json_object_set_new(res, "spare", json_string(tag));
+    if (dry) {
+        json_object_set_new(res, "result", json_string("would_reserve"));
+        return GI_OK;
+    }
+    if (!(s = prep(c, ST_RESERVE)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":spare", spare);
+    db_bind_int(s, ":id", a->id);
+    db_bind_int(s, ":rule", rule_id);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    {
+        json_t *d1 = json_pack("{s:s, s:s, s:I}", "role", "spare", "for", a->tag, "rule_id",
+                               (json_int_t)rule_id);
+        json_t *d2 = json_pack("{s:s, s:s, s:I}", "role", "failing", "spare", tag, "rule_id",
+                               (json_int_t)rule_id);
+        rc = asset_event_append(c, spare, "reserved", actor, d1, now);
+        if (rc == GI_OK)
+            rc = asset_event_append(c, a->id, "reserved", actor, d2, now);
+        json_decref(d1);
+        json_decref(d2);
+    }
+    json_object_set_new(res, "result", json_string("reserved"));
+    *changed = true;
+    return rc;
+}
+
+/* Runs (or, dry, describes) the actions of a match; *out is the list of
+ * results. Not dry: inside the caller's writing transaction. */
+static int run_actions(struct conn *c, const json_t *actions, const struct actx *a, int64_t rule_id,
+                       const char *rule_name, const json_t *why, bool dry, const char *actor,
+                       int64_t now, json_t *out)
+{
+    char reason[512], err[256], key[192];
+    size_t i, off = 0;
+    json_t *act, *w;
+    bool changed = false;
+    int rc = GI_OK;
+
+    off = (size_t)snprintf(reason, sizeof reason, "rule %lld (%s)", (long long)rule_id, rule_name);
+    json_array_foreach((json_t *)why, i, w) {
+        if (off >= sizeof reason)
+            break;
+        off += (size_t)snprintf(reason + off, sizeof reason - off, "%s%s", i ? "; " : ": ",
+                                json_string_value(w));
+    }
+    json_array_foreach((json_t *)actions, i, act) {
+        const char *type = json_string_value(json_object_get(act, "type"));
+        const char *title = json_string_value(json_object_get(act, "title"));
+        json_t *res = json_pack("{s:s}", "type", type);
+
+        if (strcmp(type, "stage") == 0) {
+            const char *to = json_string_value(json_object_get(act, "to"));
+            const char *const *next = store_asset_stage_next(a->stage);
+            bool allowed = false;
+            for (size_t k = 0; next && next[k]; k++)
+                allowed = allowed || strcmp(next[k], to) == 0;
+            json_object_set_new(res, "from", json_string(a->stage));
+            json_object_set_new(res, "to", json_string(to));
+            if (dry) {
+                json_object_set_new(res, "result", json_string(allowed ? "would_move" : "refused"));
+            } else {
+                err[0] = '\0';
+                rc = asset_stage_change(c, a->id, to, reason, actor, false, now, err, sizeof err);
+                if (rc == GI_CONFLICT) {
+                    rc = GI_OK;
+                    json_object_set_new(res, "result", json_string("refused"));
+                    json_object_set_new(res, "error", json_string(err));
+                } else if (rc == GI_OK) {
+                    json_object_set_new(res, "result", json_string("moved"));
+                    changed = true;
+                }
+            }
+        } else if (strcmp(type, "ticket") == 0) {
+            snprintf(key, sizeof key, "rule:%lld:%s", (long long)rule_id, a->tag);
+            json_object_set_new(res, "dedupe_key", json_string(key));
+            if (dry) {
+                json_object_set_new(res, "result", json_string("would_open"));
+            } else {
+                json_t *ctx = asset_context(a, rule_id, rule_name, reason, title);
+                int64_t tid = 0;
+                bool existing = false;
+                rc = ctx ? ticket_open(c, key, ctx, actor, now, &tid, &existing) : GI_INTERNAL;
+                json_decref(ctx);
+                if (rc == GI_OK) {
+                    json_object_set_new(res, "result",
+                                        json_string(existing ? "existing" : "opened"));
+                    json_object_set_new(res, "ticket_id", json_integer(tid));
+                    changed = changed || !existing;
+                }
+            }
+        } else if (strcmp(type, "webhook") == 0) {
+            if (dry) {
+                json_object_set_new(res, "result", json_string("would_enqueue"));
+            } else {
+                json_t *ctx = asset_context(a, rule_id, rule_name, reason, title);
+                rc = ctx ? webhook_enqueue(c, "rule.fired", ctx, 0, now) : GI_INTERNAL;
+                json_decref(ctx);
+                if (rc == GI_OK) {
+                    json_object_set_new(res, "result", json_string("enqueued"));
+                    changed = true;
+                }
+            }
+        } else {
+            rc = reserve_spare(c, a, rule_id, dry, now, actor, res, &changed);
+        }
+        json_array_append_new(out, res);
+        if (rc != GI_OK)
+            return rc;
+    }
+    if (!dry && changed) {
+        json_t *d = json_pack("{s:I, s:s, s:O, s:O}", "rule_id", (json_int_t)rule_id, "rule",
+                              rule_name, "why", why, "actions", out);
+        rc = asset_event_append(c, a->id, "rule", actor, d, now);
+        json_decref(d);
+    }
+    return rc;
+}
+
+/* Reads one chunk of assets after *after with their health days since
+ * `from`; *n assets into a (caller frees rows). */
+static int read_chunk(struct conn *c, int64_t *after, int64_t from, int64_t today, struct actx *a,
+                      size_t *n)
+{
+    struct db_stmt *s;
+    int rc = GI_INTERNAL, step;
+    size_t k = 0, i = 0;
+
+    *n = 0;
+    db_read_begin(c);
+    if (!(s = prep(c, ST_ASSETS)))
+        goto cleanup;
+    db_bind_int(s, ":after", *after);
+    db_bind_int(s, ":limit", RULE_CHUNK);
+    while (k < RULE_CHUNK && (step = db_step(c, s)) == DB_ROW) {
+        const char *w = db_col_text(s, 8);
+        int64_t d;
+        memset(&a[k], 0, sizeof a[k]);
+        a[k].id = db_col_int(s, 0);
+        gi_strlcpy(a[k].tag, db_col_text(s, 1) ? db_col_text(s, 1) : "", sizeof a[k].tag);
+        gi_strlcpy(a[k].kind, db_col_text(s, 2) ? db_col_text(s, 2) : "", sizeof a[k].kind);
+        gi_strlcpy(a[k].stage, db_col_text(s, 3) ? db_col_text(s, 3) : "", sizeof a[k].stage);
+        gi_strlcpy(a[k].model, db_col_text(s, 4) ? db_col_text(s, 4) : "", sizeof a[k].model);
+        gi_strlcpy(a[k].serial, db_col_text(s, 5) ? db_col_text(s, 5) : "", sizeof a[k].serial);
+        a[k].dc_id = db_col_int(s, 6);
+        gi_strlcpy(a[k].dc, db_col_text(s, 7) ? db_col_text(s, 7) : "", sizeof a[k].dc);
+        if (w && asset_date_parse(w, &d)) {
+            a[k].has_warranty = true;
+            a[k].warranty_left = d - today / DAY_S;
+        }
+        a[k].gpu_id = db_col_int(s, 9);
+        gi_strlcpy(a[k].uuid, db_col_text(s, 10) ? db_col_text(s, 10) : "", sizeof a[k].uuid);
+        k++;
+    }
+    db_reset(s);
+    if (k == 0 || (step != DB_ROW && step != DB_DONE)) {
+        rc = k == 0 && (step == DB_DONE || step == DB_ROW) ? GI_OK : db_status(step);
+        goto cleanup;
+    }
+    if (!(s = prep(c, ST_DAYS)))
+        goto cleanup;
+    db_bind_int(s, ":after", *after);
+    db_bind_int(s, ":upto", a[k - 1].id);
+    db_bind_int(s, ":from", from);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t id = db_col_int(s, 0);
+        struct hrow *r;
+        while (i < k && a[i].id < id)
+            i++;
+        if (i == k || a[i].id != id || a[i].nrows >= RULE_MAX_WINDOW + 1)
+            continue;
+        if (!a[i].rows && !(a[i].rows = calloc(RULE_MAX_WINDOW + 1, sizeof *a[i].rows)))
+            continue;
+        r = &a[i].rows[a[i].nrows++];
+        r->day = db_col_int(s, 1);
+        r->v[M_XID_EVENTS] = (double)db_col_int(s, 2);
+        r->v[M_XID_DAYS] = r->v[M_XID_EVENTS];
+        r->v[M_ECC_U] = db_col_is_null(s, 3) ? NAN : (double)db_col_int(s, 3);
+        r->v[M_ECC_C] = db_col_is_null(s, 4) ? NAN : (double)db_col_int(s, 4);
+        r->v[M_TEMP_P95] = db_col_is_null(s, 5) ? NAN : db_col_dbl(s, 5);
+        r->v[M_TEMP_MAX] = db_col_is_null(s, 6) ? NAN : db_col_dbl(s, 6);
+        r->v[M_UTIL] = db_col_is_null(s, 7) ? NAN : db_col_dbl(s, 7);
+        r->v[M_REMAP] = db_col_is_null(s, 8) ? NAN : (double)db_col_int(s, 8);
+    }
+    db_reset(s);
+    rc = step == DB_DONE ? GI_OK : db_status(step);
+    *after = a[k - 1].id;
+    *n = k;
+cleanup:
+    db_read_end(c);
+    return rc;
+}
+
+static int evaluate(struct store *st, int64_t id, const char *name, const json_t *cond,
+                    const json_t *actions, bool dry, const char *actor, int64_t now,
+                    json_t **report)
+{
+    struct conn *c = db_conn_get(st);
+    struct actx *a = calloc(RULE_CHUNK, sizeof *a);
+    json_t *matches = json_array();
+    int64_t today = now - now % DAY_S, after = 0, evaluated = 0, matched = 0;
+    int64_t from = today - (int64_t)(max_window(cond) > 0 ? max_window(cond) - 1 : 0) * DAY_S;
+    int rc = a ? GI_OK : GI_INTERNAL;
+    size_t n = 1;
+
+    *report = NULL;
+    while (rc == GI_OK && n > 0) {
+        rc = read_chunk(c, &after, from, today, a, &n);
+        for (size_t i = 0; rc == GI_OK && i < n; i++) {
+            json_t *why = json_array(), *results = json_array();
+            evaluated++;
+            if (eval(cond, &a[i], today, why)) {
+                matched++;
+                if (dry) {
+                    rc = run_actions(c, actions, &a[i], id, name, why, true, actor, now, results);
+                } else {
+                    rc = db_tx_begin(c);
+                    if (rc == GI_OK)
+                        rc = run_actions(c, actions, &a[i], id, name, why, false, actor, now,
+                                         results);
+                    rc = db_tx_end(c, rc);
+                }
+                if (rc == GI_OK && json_array_size(matches) < RULE_MAX_REPORT)
+                    json_array_append_new(matches,
+                                          json_pack("{s:s, s:s, s:s, s:O, s:O}", "asset", a[i].tag,
+                                                    "kind", a[i].kind, "stage", a[i].stage, "why",
+                                                    why, "actions", results));
+            }
+            json_decref(why);
+            json_decref(results);
+        }
+        for (size_t i = 0; i < n; i++)
+            free(a[i].rows);
+    }
+    if (rc == GI_OK && !dry && id > 0) {
+        struct db_stmt *s;
+        rc = db_tx_begin(c);
+        if (rc == GI_OK) {
+            rc = GI_INTERNAL;
+            if ((s = prep(c, ST_RAN))) {
+                db_bind_int(s, ":now", now);
+                db_bind_int(s, ":n", matched);
+                db_bind_int(s, ":id", id);
+                rc = db_exec_done(c, s);
+            }
+        }
+        rc = db_tx_end(c, rc);
+    }
+    if (rc == GI_OK)
+        *report = json_pack("{s:{s:I, s:s}, s:b, s:I, s:I, s:O, s:b}", "rule", "id", (json_int_t)id,
+                            "name", name, "dry_run", dry, "evaluated", (json_int_t)evaluated,
+                            "matched", (json_int_t)matched, "matches", matches, "truncated",
+                            matched > RULE_MAX_REPORT);
+    json_decref(matches);
+    free(a);
+    db_conn_put(st, c);
+    return rc == GI_OK && !*report ? GI_INTERNAL : rc;
+}
+
+/* ---- storage ---- */
+
+/* A rule row as its document: condition and actions as JSON. */
+static json_t *rule_doc(json_t *row)
+{
+    const char *cond = json_string_value(json_object_get(row, "condition_json"));
+    const char *act = json_string_value(json_object_get(row, "actions_json"));
+
+    if (!row)
+        return NULL;
+    if (cond)
+        json_object_set_new(row, "condition", json_loads(cond, 0, NULL));
+    if (act)
+        json_object_set_new(row, "actions", json_loads(act, 0, NULL));
+    json_object_del(row, "condition_json");
+    json_object_del(row, "actions_json");
+    json_object_set_new(row, "enabled",
+                        json_boolean(json_integer_value(json_object_get(row, "enabled")) != 0));
+    return row;
+}
+
+static int rule_get(struct conn *c, int64_t id, json_t **out)
+{
+    struct db_stmt *s = prep(c, ST_GET);
+    json_t *row = NULL;
+    int rc;
+
+    *out = NULL;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", id);
+    rc = db_fetch_one(c, s, &row);
+    if (rc == GI_OK) {
+        /* db_row_json may already parse *_json columns: normalize both ways */
+        json_t *cj = json_object_get(row, "condition_json");
+        json_t *aj = json_object_get(row, "actions_json");
+        if (cj && !json_is_string(cj)) {
+            json_object_set(row, "condition", cj);
+            json_object_del(row, "condition_json");
+        }
+        if (aj && !json_is_string(aj)) {
+            json_object_set(row, "actions", aj);
+            json_object_del(row, "actions_json");
+        }
+        *out = rule_doc(row);
+    }
+    return rc;
+}
+
+int store_lrule_list(struct store *st, json_t **items)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_LIST);
+    json_t *ids = NULL, *row;
+    size_t i;
+    int rc = s ? db_collect(c, s, &ids) : GI_INTERNAL;
+
+    *items = NULL;
+    if (rc == GI_OK) {
+        *items = json_array();
+        json_array_foreach(ids, i, row) {
+            json_t *doc = NULL;
+            if ((rc = rule_get(c, json_integer_value(json_object_get(row, "id")), &doc)) != GI_OK)
+                break;
+            json_array_append_new(*items, doc);
+        }
+    }
+    json_decref(ids);
+    if (rc != GI_OK) {
+        json_decref(*items);
+        *items = NULL;
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_lrule_get(struct store *st, int64_t id, json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    int rc = rule_get(c, id, out);
+    db_conn_put(st, c);
+    return rc;
+}
+
+static int name_free(struct conn *c, const char *name, int64_t id)
+{
+    struct db_stmt *s = prep(c, ST_NAME_TAKEN);
+    int64_t n = 0;
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_text(s, ":name", name);
+    db_bind_int(s, ":id", id);
+    rc = db_fetch_int(c, s, &n);
+    return rc != GI_OK ? rc : n > 0 ? GI_CONFLICT : GI_OK;
+}
+
+int store_lrule_create(struct store *st, const char *actor, const struct store_lrule *r,
+                       json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int64_t id = 0;
+    int rc = db_tx_begin(c);
+
+    *out = NULL;
+    if (rc == GI_OK)
+        rc = name_free(c, r->name, 0);
+    if (rc == GI_OK) {
+        rc = GI_INTERNAL;
+        if ((s = prep(c, ST_INSERT))) {
+            db_bind_text(s, ":name", r->name);
+            db_bind_int(s, ":en", r->enabled > 0);
+            db_bind_json(s, ":cond", r->condition);
+            db_bind_json(s, ":act", r->actions);
+            db_bind_text(s, ":who", actor);
+            db_bind_int(s, ":now", gi_now());
+            rc = db_fetch_int(c, s, &id);
+        }
+    }
+    if (rc == GI_OK)
+        rc = rule_get(c, id, out);
+    if (rc == GI_OK)
+        rc = db_audit(c, actor, "create", "lifecycle_rule", id, NULL, *out);
+    rc = db_tx_end_doc(c, rc, out);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_lrule_update(struct store *st, const char *actor, int64_t id, const struct store_lrule *r,
+                       json_t **out)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    json_t *old = NULL;
+    int rc = db_tx_begin(c);
+
+    *out = NULL;
+    if (rc == GI_OK)
+        rc = rule_get(c, id, &old);
+    if (rc == GI_OK && r->name)
+        rc = name_free(c, r->name, id);
+    if (rc == GI_OK) {
+        rc = GI_INTERNAL;
+        if ((s = prep(c, ST_UPDATE))) {
+            db_bind_text(s, ":name",
+                         r->name ? r->name : json_string_value(json_object_get(old, "name")));
+            db_bind_int(s, ":en",
+                        r->enabled >= 0 ? r->enabled > 0
+                                        : json_is_true(json_object_get(old, "enabled")));
+            db_bind_json(s, ":cond",
+                         r->condition ? r->condition : json_object_get(old, "condition"));
+            db_bind_json(s, ":act", r->actions ? r->actions : json_object_get(old, "actions"));
+            db_bind_text(s, ":who", actor);
+            db_bind_int(s, ":now", gi_now());
+            db_bind_int(s, ":id", id);
+            rc = db_exec_done(c, s);
+        }
+    }
+    if (rc == GI_OK)
+        rc = rule_get(c, id, out);
+    if (rc == GI_OK)
+        rc = db_audit(c, actor, "update", "lifecycle_rule", id, old, *out);
+    rc = db_tx_end_doc(c, rc, out);
+    json_decref(old);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_lrule_delete(struct store *st, const char *actor, int64_t id)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    json_t *old = NULL;
+    int rc = db_tx_begin(c);
+
+    if (rc == GI_OK)
+        rc = rule_get(c, id, &old);
+    if (rc == GI_OK) {
+        rc = GI_INTERNAL;
+        if ((s = prep(c, ST_DELETE))) {
+            db_bind_int(s, ":id", id);
+            rc = db_exec_done(c, s);
+        }
+    }
+    if (rc == GI_OK)
+        rc = db_audit(c, actor, "delete", "lifecycle_rule", id, old, NULL);
+    rc = db_tx_end(c, rc);
+    json_decref(old);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool dry_run,
+                         const char *actor, int64_t now, json_t **report)
+{
+    json_t *doc = NULL;
+    const json_t *src = rule;
+    int rc;
+
+    *report = NULL;
+    if (id > 0) {
+        if ((rc = store_lrule_get(st, id, &doc)) != GI_OK)
+            return rc;
+        src = doc;
+    }
+    {
+        const char *name = json_string_value(json_object_get(src, "name"));
+        rc = evaluate(st, id, name ? name : "unsaved rule", json_object_get(src, "condition"),
+                      json_object_get(src, "actions"), dry_run, actor, now, report);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired)
+{
+    json_t *ids = NULL, *row;
+    size_t i;
+    int rc = db_collect_with(st, stmt_sql[ST_ENABLED], NULL, 0, &ids);
+
+    *fired = 0;
+    json_array_foreach(ids, i, row) {
+        json_t *rep = NULL;
+        int one = store_lrule_evaluate(st, json_integer_value(json_object_get(row, "id")), NULL,
+                                       false, actor, now, &rep);
+        if (one == GI_OK)
+            *fired += json_integer_value(json_object_get(rep, "matched"));
+        else if (rc == GI_OK && one != GI_NOT_FOUND)
+            rc = one; /* one rule's failure does not stop the others */
+        json_decref(rep);
+    }
+    json_decref(ids);
+    return rc;
+}
