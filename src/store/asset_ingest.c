@@ -16,7 +16,37 @@
 static bool has_parent(const json_t *rec)
 {
     return json_object_get(rec, "parent") || json_object_get(rec, "parent_tag") ||
-           json_object_get(rec, "parent_serial");
+           json_object_get(rec, "parent_serial") || json_object_get(rec, "parent_source_key");
+}
+
+/* A record naming its parent by the same source's source_key (a machine
+ * with neither a usable serial nor a tag, as inventory agents report
+ * many): a copy of it naming the parent by tag, in *out; NULL when it
+ * names its parent otherwise. An unknown key drops the field (the
+ * record stays, without a parent). */
+static int parent_by_key(struct conn *c, const char *source, const json_t *rec, json_t **out)
+{
+    const char *key = json_string_value(json_object_get(rec, "parent_source_key"));
+    json_t *doc = NULL;
+    int64_t id = 0;
+    int rc;
+
+    *out = NULL;
+    if (!key || json_object_get(rec, "parent") || json_object_get(rec, "parent_tag") ||
+        json_object_get(rec, "parent_serial"))
+        return GI_OK;
+    *out = json_copy((json_t *)rec);
+    if (!*out)
+        return GI_INTERNAL;
+    json_object_del(*out, "parent_source_key");
+    rc = asset_id_by_source_key(c, source, key, &id);
+    if (rc == GI_NOT_FOUND)
+        return GI_OK;
+    if (rc == GI_OK && (rc = asset_doc_get(c, id, &doc)) == GI_OK) {
+        json_object_set(*out, "parent_tag", json_object_get(doc, "tag"));
+        json_decref(doc);
+    }
+    return rc;
 }
 
 /* The asset a source's record names: by tag, else (kind, serial) with a
@@ -115,9 +145,13 @@ int store_asset_ingest(struct store *st, const char *source, json_t *records, bo
     rc = db_tx_begin(c);
     for (int pass = 0; pass < 2 && rc == GI_OK; pass++)
         json_array_foreach(records, i, rec) {
+            json_t *named = NULL;
             if (has_parent(rec) != (pass == 1))
                 continue;
-            if ((rc = ingest_one(c, &w, rec, (int)i, rep, errors)) != GI_OK)
+            if ((rc = parent_by_key(c, source, rec, &named)) == GI_OK)
+                rc = ingest_one(c, &w, named ? named : rec, (int)i, rep, errors);
+            json_decref(named);
+            if (rc != GI_OK)
                 break;
         }
     if (rc == GI_OK && dry_run)

@@ -210,7 +210,10 @@ test('a machine without a usable serial is matched by its device id on the next 
   assert.equal((await post('/glpi', body, { auth: basic(t.token) })).status, 200);
   const assets = await assetsOf(`glpi:${deviceid}`);
   assert.deepEqual(assets.map((a) => a.kind).sort(), ['gpu', 'server', 'ssd']);
-  assert.equal(assets.find((a) => a.kind === 'server').serial, '');
+  const server = assets.find((a) => a.kind === 'server');
+  assert.equal(server.serial, '');
+  // Its parts name it by its device id (its source key): they are its children.
+  for (const a of assets.filter((x) => x !== server)) assert.equal(a.parent, server.id, a.kind);
 });
 
 test('a push token confined to host patterns reports only those machines', async () => {
