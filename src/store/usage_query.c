@@ -84,6 +84,13 @@
       "ELSE 0 END) FROM usage_consumers c JOIN usage_hourly u ON u.gpu_id = c.gpu_id AND u.hour "  \
       "= c.hour WHERE u.owned_s > 0 AND c.hour >= :from AND c.hour < :to AND " FILTERS             \
       " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
+    X(REPORT_CONSUMER_DAYS,                                                                        \
+      "SELECT u.consumer, NULL, u.kind, u.day - u.day % CAST(:bucket AS BIGINT), "                 \
+      "COALESCE(u.currency, ''), SUM(u.allocated_s), SUM(u.allocated_s), SUM(u.busy_s), "          \
+      "SUM(u.alloc_idle_s), 0, 0, SUM(u.util_sum), SUM(u.measured_s), SUM(u.energy_wh), "          \
+      "SUM(u.allocated_cost), SUM(u.busy_cost), SUM(u.alloc_idle_cost), 0, 0, SUM(u.unpriced_s) "  \
+      "FROM usage_consumers_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS             \
+      " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
     X(TL_GPU, "SELECT id FROM gpus WHERE uuid = :uuid")                                            \
     X(TL_INTERVALS,                                                                                \
       "SELECT kind, consumer, team, namespace, pod, container, username, process, tenant, "        \
@@ -445,11 +452,13 @@ static size_t count_groups(const struct cells *cs)
 
 /* group_by=consumer: each consumer's share, and the rest of the owned
  * time (idle and unknown) as group null of kind "none", so that the
- * items add up to the GPU totals. */
+ * items add up to the GPU totals. `daily` (whole days, no hourly steps):
+ * the consumers from usage_consumers_daily and the totals from
+ * usage_groups_daily, else both from the hourly rows. */
 static int consumer_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
-                          struct cells *cs)
+                          bool daily, struct cells *cs)
 {
-    struct db_stmt *s = prep(c, ST_REPORT_HOURLY);
+    struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_HOURLY);
     struct cells rest = {0};
     int rc;
 
@@ -459,7 +468,7 @@ static int consumer_cells(struct conn *c, const struct store_usage_query *q, int
     if ((rc = collect(c, s, q, false, &rest, 1.0)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_REPORT_CONSUMERS)))
+    if (!(s = prep(c, daily ? ST_REPORT_CONSUMER_DAYS : ST_REPORT_CONSUMERS)))
         goto cleanup;
     bind_query(s, q, "", dc_id);
     if ((rc = collect(c, s, q, true, cs, 1.0)) != GI_OK)
@@ -564,7 +573,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     db_read_begin(c);
     rc = datacenter_id(c, q->datacenter, &dc_id);
     if (rc == GI_OK && consumer) {
-        rc = consumer_cells(c, q, dc_id, &cs);
+        rc = consumer_cells(c, q, dc_id, daily, &cs);
     } else if (rc == GI_OK && (s = prep(c, report))) {
         bind_query(s, q, q->group_by, dc_id);
         rc = collect(c, s, q, false, &cs, 1.0);
