@@ -20,6 +20,11 @@
 #   BENCH_DURATION=5        seconds of each measured wrk run
 #   BENCH_VM=1              0: skip the VictoriaMetrics reference
 #   BENCH_SKIP=             a regular expression: queries whose name matches are not measured
+#   BENCH_CPU_N=5           identical requests whose server CPU time (utime + stime from
+#                           /proc/PID/stat) is averaged per query (1 for a query slower than 2 s,
+#                           which wrk does not measure)
+#   BENCH_REUSE=            SQLite: an existing database (one BENCH_KEEP=1 kept) to measure
+#                           instead of loading a new one; the binary migrates it at start-up
 #   BENCH_KEEP=0            1: keep the temporary directory
 #   GPUINV=build/gpuinv     binary to measure
 set -euo pipefail
@@ -52,6 +57,9 @@ case "$store" in
   *) die "BENCH_STORE must be sqlite or postgresql" ;;
 esac
 
+cpu_n=${BENCH_CPU_N:-5}
+reuse=${BENCH_REUSE:-}
+[ -z "$reuse" ] || { [ "$store" = sqlite ] && [ -f "$reuse" ]; } || die "BENCH_REUSE must name a SQLite database"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-usage.XXXXXX")
 chmod 755 "$tmp" # PostgreSQL runs as an unprivileged user
 srv_pid="" vm_pid="" pg_dir=""
@@ -68,6 +76,7 @@ token="bench-$(head -c 18 /dev/urandom | base64 | tr '+/' 'xy')"
 export BENCH_TOKEN=$token
 auth=(-H "Authorization: Bearer $token")
 db=$tmp/gpuinv.db
+[ -z "$reuse" ] || db=$reuse
 if [ "$store" = postgresql ]; then
   pg_dir=$tmp/pg
   "$pg_sh" start "$pg_dir" >"$tmp/pg-start.log" 2>&1 || die "PostgreSQL did not start: $(tail -5 "$tmp/pg-start.log")"
@@ -103,10 +112,17 @@ echo "bench: usage on $store: $gpus GPUs, $days days hourly, $rdays days raw eve
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- data ----
+t0=$EPOCHREALTIME
 start_server # applies the migrations
 stop_server
+t1=$EPOCHREALTIME
+migrate_ms=$(elapsed_ms "$t0" "$t1")
+if [ -n "$reuse" ]; then
+  load_ms=0
+  echo "bench: reusing $reuse (start-up with its migrations: $migrate_ms ms)"
+else
 # Secondary indexes are dropped for the load and built again after it.
-tables="'usage_hourly','usage_daily','usage_consumers','gpu_samples'"
+tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then
   dbq -c "SELECT indexdef || ';' FROM pg_indexes WHERE tablename IN ($tables) AND indexname NOT LIKE '%pkey'
           AND indexname NOT IN (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid)" >"$tmp/indexes.sql"
@@ -118,7 +134,14 @@ else
   sed 's/^CREATE \(UNIQUE \)\?INDEX \([^ ]*\) ON .*/DROP INDEX \2;/' "$tmp/indexes.sql" >"$tmp/drop.sql"
 fi
 dbq <"$tmp/drop.sql"
-bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" >"$tmp/gen.sql"
+# The daily consumer rows, where the binary's schema has them.
+cdaily=0
+if [ "$store" = postgresql ]; then
+  [ "$(dbq -c "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'usage_consumers_daily'")" = 1 ] && cdaily=1
+else
+  [ "$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_consumers_daily'")" = 1 ] && cdaily=1
+fi
+bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" "$cdaily" >"$tmp/gen.sql"
 t0=$EPOCHREALTIME
 if [ "$store" = postgresql ]; then
   dbq -c "SET maintenance_work_mem = '512MB'" -f "$tmp/gen.sql" -f "$tmp/indexes.sql" -c "VACUUM ANALYZE"
@@ -127,6 +150,7 @@ else
 fi
 t1=$EPOCHREALTIME
 load_ms=$(elapsed_ms "$t0" "$t1")
+fi
 hourly_rows=$(dbq -c "SELECT count(*) FROM usage_hourly" 2>/dev/null || dbq "SELECT count(*) FROM usage_hourly")
 raw_rows=$(dbq -c "SELECT count(*) FROM gpu_samples" 2>/dev/null || dbq "SELECT count(*) FROM gpu_samples")
 echo "bench: loaded $hourly_rows hourly rows and $raw_rows raw samples in $((${load_ms%.*} / 1000)) s"
@@ -159,6 +183,14 @@ queries=(
   "trend (summary)|/api/v1/usage/trend?period=week&group_by=team"
   "waste by team|/api/v1/insights/waste-by-team?$range"
   "savings|/api/v1/insights/savings?$range"
+  "consumer, team filter|/api/v1/usage?group_by=consumer&team=team-7&$range&step=day"
+  "consumer, team filter, month|/api/v1/usage?group_by=consumer&team=team-7&$range&step=month"
+  "top consumers|/api/v1/insights/top-consumers?$range"
+  "top consumers, team filter|/api/v1/insights/top-consumers?team=team-3&$range"
+  "top consumers, default range|/api/v1/insights/top-consumers"
+  "allocated-idle|/api/v1/insights/allocated-idle?$range"
+  "overrequest|/api/v1/insights/overrequest?$range"
+  "idle|/api/v1/insights/idle?$range"
 )
 wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
   local out
@@ -170,6 +202,17 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
     printf "%.1f %.2f %.2f %.2f %d\n", v["rps"], v["p50_us"] / 1000, v["p95_us"] / 1000,
            v["p99_us"] / 1000, v["non2xx"] }'
 }
+# The server's CPU time (utime + stime, ms) over n identical requests of
+# a path, per request.
+clk_tck=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$srv_pid/stat"; }
+cpu_per_request() { # path n -> ms
+  local a b
+  a=$(cpu_ticks)
+  for _ in $(seq "$2"); do curl -s "${auth[@]}" -o /dev/null --max-time 600 "$base$1"; done
+  b=$(cpu_ticks)
+  awk -v a="$a" -v b="$b" -v n="$2" -v hz="$clk_tck" 'BEGIN { printf "%.1f", (b - a) * 1000 / hz / n }'
+}
 rows_json=""
 for q in "${queries[@]}"; do
   name=${q%%|*} path=${q#*|}
@@ -178,16 +221,25 @@ for q in "${queries[@]}"; do
     rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":0},"
     continue
   fi
-  code=$(curl -s "${auth[@]}" -o "$tmp/q.json" -w '%{http_code}' "$base$path")
+  read -r code first_s <<<"$(curl -s "${auth[@]}" -o "$tmp/q.json" --max-time 600 -w '%{http_code} %{time_total}' "$base$path")"
   if [ "$code" != 200 ]; then
     echo "bench: $name: HTTP $code, not measured"
     rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":$code},"
     continue
   fi
   bytes=$(wc -c <"$tmp/q.json")
+  if awk -v t="$first_s" 'BEGIN { exit !(t > 2) }'; then
+    # Slower than wrk's timeout: the time of single requests instead.
+    cpu=$(cpu_per_request "$path" 1)
+    one=$(awk -v t="$first_s" 'BEGIN { printf "%.1f", t * 1000 }')
+    echo "bench: $name: $one ms (one request), server CPU $cpu ms per request ($bytes bytes)"
+    rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"single_ms\":$one,\"cpu_ms\":$cpu},"
+    continue
+  fi
   read -r rps p50 p95 p99 non2xx <<<"$(wrk_run "$base$path")"
-  echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms ($bytes bytes)"
-  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx},"
+  cpu=$(cpu_per_request "$path" "$cpu_n")
+  echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms, server CPU $cpu ms per request ($bytes bytes)"
+  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu},"
 done
 
 # ---- 2. one question, three ways: measured GPU-hours per team over the raw window ----
@@ -265,6 +317,7 @@ mkdir -p "$results"
 cat >"$results/$out_name.json" <<JSON
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","store":"$store","gpus":$gpus,"days":$days,"raw_days":$rdays,
  "raw_step_s":$rstep,"hourly_rows":$hourly_rows,"raw_rows":$raw_rows,"load_ms":$load_ms,"db_bytes":$db_bytes,
+ "binary":"$bin","reused":$([ -n "$reuse" ] && echo true || echo false),"startup_migrate_ms":$migrate_ms,
  "loadavg_before":"$load_start","queries":[${rows_json%,}],
  "team_gpu_hours":{"window_days":$rdays,"gpuinv_ms":$api_ms,"raw_sql_ms":$raw_ms,"promql_ms":$vm_ms,
    "victoria_metrics_load_s":$vm_load_s}}
@@ -275,15 +328,18 @@ d = json.load(open(sys.argv[1]))
 print("usage on %s: %d GPUs, %d days hourly (%d rows), %d days raw (%d samples), %s" %
       (d["store"], d["gpus"], d["days"], d["hourly_rows"], d["raw_days"], d["raw_rows"], d["date"]))
 print()
-print("| query (30 days) | p50 ms | p95 ms | p99 ms | bytes |")
-print("|---|---:|---:|---:|---:|")
+print("| query (30 days) | p50 ms | p95 ms | p99 ms | server CPU ms/request | bytes |")
+print("|---|---:|---:|---:|---:|---:|")
 for q in d["queries"]:
+    cpu = "%.1f" % q["cpu_ms"] if "cpu_ms" in q else ""
     if q["status"] == 0:
-        print("| %s | skipped | | | |" % q["query"])
+        print("| %s | skipped | | | | |" % q["query"])
     elif q["status"] != 200:
-        print("| %s | HTTP %d | | | |" % (q["query"], q["status"]))
+        print("| %s | HTTP %d | | | | |" % (q["query"], q["status"]))
+    elif "single_ms" in q:
+        print("| %s | %.1f (one request) | | | %s | %d |" % (q["query"], q["single_ms"], cpu, q["bytes"]))
     else:
-        print("| %s | %.1f | %.1f | %.1f | %d |" % (q["query"], q["p50_ms"], q["p95_ms"], q["p99_ms"], q["bytes"]))
+        print("| %s | %.1f | %.1f | %.1f | %s | %d |" % (q["query"], q["p50_ms"], q["p95_ms"], q["p99_ms"], cpu, q["bytes"]))
 t = d["team_gpu_hours"]
 print()
 print("team GPU-hours over %d days (median ms): gpuinv %s, raw samples SQL %s, PromQL on VictoriaMetrics %s"
