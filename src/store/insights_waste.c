@@ -12,7 +12,9 @@
  * ("since when") need hours: the GPU idle runs are found with the
  * gaps-and-islands pattern (hour / 3600 minus the row number is constant
  * along a run), which SQLite and PostgreSQL both accept, over the GPUs
- * idle in the newest hours only; an allocated-idle run is walked back
+ * idle in the newest hours only, and over their hours since the newest
+ * one that breaks the run (found by reading back from the newest hour);
+ * an allocated-idle run is walked back
  * hour by hour over its first and last day and by whole idle days in
  * between. An hour without a row breaks a run, so a gap in the data is
  * never taken for idleness. */
@@ -63,6 +65,13 @@
     "WHERE" DAY_FILTERS " UNION ALL " CONSUMER_HOUR_ROWS(                                          \
         ":lo1", ":hi1") " UNION ALL " CONSUMER_HOUR_ROWS(":lo2", ":hi2") ") r "
 
+/* The filters of FILTERS on an hour row of alias b (its range aside). */
+#define IDLE_MATCH_B                                                                               \
+    "(:team IS NULL OR b.team = :team) AND (:env IS NULL OR b.env = :env) AND (:pool IS NULL OR "  \
+    "b.pool = :pool) AND (:cluster IS NULL OR b.cluster = :cluster) AND (:cloud IS NULL OR "       \
+    "b.cloud = :cloud) AND (:model IS NULL OR b.model = :model) AND (CAST(:dc AS BIGINT) = 0 OR "  \
+    "b.datacenter_id = :dc)"
+
 /* A workload: a pod (on whichever container), else the consumer, on one
  * host. */
 #define WORKLOAD                                                                                   \
@@ -73,12 +82,15 @@
     X(IDLE,                                                                                        \
       "WITH newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS    \
       "AND h.hour >= :recent AND h.owned_s > 0 GROUP BY h.gpu_id), "                               \
-      "cand AS (SELECT n.gpu_id, n.hour FROM newest n JOIN usage_hourly x ON x.gpu_id = n.gpu_id " \
-      "AND x.hour = n.hour WHERE x.allocated_s = 0 AND x.idle_s > 0), "                            \
+      "cand AS (SELECT n.gpu_id, n.hour, COALESCE((SELECT b.hour FROM usage_hourly b WHERE "       \
+      "b.gpu_id = n.gpu_id AND b.hour < n.hour AND b.hour >= :from AND CASE WHEN b.allocated_s = " \
+      "0 AND b.idle_s > 0 AND " IDLE_MATCH_B " THEN 0 ELSE 1 END = 1 ORDER BY b.hour DESC LIMIT "  \
+      "1), CAST(:from AS BIGINT) - 3600) AS brk FROM newest n JOIN usage_hourly x ON x.gpu_id = "  \
+      "n.gpu_id AND x.hour = n.hour WHERE x.allocated_s = 0 AND x.idle_s > 0), "                   \
       "idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "             \
       "h.fraction * h.rate_micros / 3600 AS cost, h.currency, h.hour / 3600 - ROW_NUMBER() OVER "  \
       "(PARTITION BY h.gpu_id ORDER BY h.hour) AS isl FROM cand c CROSS JOIN usage_hourly h "      \
-      "WHERE h.gpu_id = c.gpu_id AND h.hour <= c.hour AND " FILTERS                                \
+      "WHERE h.gpu_id = c.gpu_id AND h.hour > c.brk AND h.hour <= c.hour AND " FILTERS             \
       "AND h.allocated_s = 0 AND h.idle_s > 0), "                                                  \
       "runs AS (SELECT gpu_id, MIN(hour) AS since, MAX(hour) AS last, COUNT(*) AS hours, "         \
       "SUM(idle_s) AS idle_s, SUM(cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "    \
