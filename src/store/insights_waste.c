@@ -47,7 +47,10 @@
 /* The consumer rows of the range (alias r): one per GPU, consumer, whole
  * day and combination of dimensions from usage_consumers_daily, and one
  * per hour of the partial days at either end ([:lo1, :hi1) and [:lo2,
- * :hi2)) from the hourly rows, in the same columns. */
+ * :hi2)) from the hourly rows, in the same columns. The hour range is
+ * stated on both hourly tables, so that whichever way a database joins
+ * them (PostgreSQL's generic plan of a prepared statement included) it
+ * reads only those hours, none at all for a range of whole days. */
 #define CONSUMER_HOUR_ROWS(lo, hi)                                                                 \
     "SELECT u.gpu_id, u.kind, u.consumer, u.team, u.namespace, u.pod, h.team, h.host_id, "         \
     "h.host, h.currency, 1, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END, "     \
@@ -55,8 +58,9 @@
     "* h.fraction, u.busy_s * h.fraction, u.alloc_idle_s * h.fraction, u.util_sum * h.fraction, "  \
     "u.measured_s * h.fraction, u.util_max, u.allocated_s * h.fraction * h.rate_micros, "          \
     "u.alloc_idle_s * h.fraction * h.rate_micros FROM usage_consumers u CROSS JOIN "               \
-    "usage_hourly h WHERE u.hour >= " lo " AND u.hour < " hi " AND h.gpu_id = u.gpu_id AND "       \
-    "h.hour = u.hour AND " FILTERS "AND u.allocated_s > 0"
+    "usage_hourly h WHERE u.hour >= " lo " AND u.hour < " hi " AND h.hour >= " lo                  \
+    " AND h.hour < " hi " AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND " FILTERS                \
+    "AND u.allocated_s > 0"
 #define CONSUMER_ROWS                                                                              \
     " (SELECT d.gpu_id, d.kind, d.consumer, d.consumer_team AS holder, d.namespace, d.pod, "       \
     "d.team, d.host_id, d.host, d.currency, d.hours, d.idle_hours, d.first_hour, d.last_hour, "    \
@@ -113,8 +117,9 @@
     X(ALLOC_IDLE_HOURS,                                                                            \
       "SELECT u.hour, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END "            \
       "FROM" CONSUMER_HOURS("") FILTERS                                                            \
-      "AND u.gpu_id = :gid AND u.kind = :kind AND u.consumer = :consumer AND u.hour >= :lo AND "   \
-      "u.hour <= :hi AND u.allocated_s > 0 ORDER BY u.hour DESC")                                  \
+      "AND u.gpu_id = :gid AND h.gpu_id = :gid AND u.kind = :kind AND u.consumer = :consumer AND " \
+      "u.hour >= :lo AND u.hour <= :hi AND h.hour >= :lo AND h.hour <= :hi AND u.allocated_s > 0 " \
+      "ORDER BY u.hour DESC")                                                                      \
     X(ALLOC_IDLE_DAYS,                                                                             \
       "SELECT d.day, SUM(d.idle_hours) FROM usage_consumers_daily d WHERE d.gpu_id = :gid AND "    \
       "d.kind = :kind AND d.consumer = :consumer AND d.day < :before AND" DAY_FILTERS              \
