@@ -21,8 +21,8 @@
 #   BENCH_VM=1              0: skip the VictoriaMetrics reference
 #   BENCH_SKIP=             a regular expression: queries whose name matches are not measured
 #   BENCH_CPU_N=5           identical requests whose server CPU time (utime + stime from
-#                           /proc/PID/stat) is averaged per query (1 for a query slower than 2 s,
-#                           which wrk does not measure)
+#                           /proc/PID/stat; on PostgreSQL with its backends') is averaged per
+#                           query (1 for a query slower than 2 s, which wrk does not measure)
 #   BENCH_REUSE=            SQLite: an existing database (one BENCH_KEEP=1 kept) to measure
 #                           instead of loading a new one; the binary migrates it at start-up
 #   BENCH_KEEP=0            1: keep the temporary directory
@@ -205,7 +205,16 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
 # The server's CPU time (utime + stime, ms) over n identical requests of
 # a path, per request.
 clk_tck=$(getconf CLK_TCK)
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$srv_pid/stat"; }
+# On PostgreSQL the server's work includes its backends': the ticks of
+# every child of the postmaster are added.
+cpu_ticks() {
+  local pids=$srv_pid pm
+  if [ "$store" = postgresql ]; then
+    pm=$(head -n 1 "$pg_dir/data/postmaster.pid")
+    pids="$pids $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
+  fi
+  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ t += $14 + $15 } END { print t }'
+}
 cpu_per_request() { # path n -> ms
   local a b
   a=$(cpu_ticks)
