@@ -59,8 +59,11 @@ const pages = {
   home_7d: ['#/', [['first_chart', CHART]]],
   gpu_list: ['#/gpus', [['first_row', '.table-wrap tbody tr[data-id]']]],
 };
+// BENCH_PAGES (comma-separated names) measures only those pages.
+const only = (process.env.BENCH_PAGES || '').split(',').filter(Boolean);
 const out = { runs, pages: {} };
 for (const [name, [hash, ready]] of Object.entries(pages)) {
+  if (only.length && !only.includes(name)) continue;
   for (let i = 0; i < warmup; i++) await timed(hash, ready); // not counted
   const all = [];
   for (let i = 0; i < runs; i++) all.push(await timed(hash, ready));

@@ -12,6 +12,10 @@
 #   BENCH_WARMUP=1     loads per page before those, not counted
 #   BENCH_TIMEOUT=300  seconds a load may take to reach a mark (past it: null)
 #   GPUINV=build/gpuinv
+#   BENCH_PAGES=       comma-separated pages to measure (home_30d, home_7d, gpu_list; default all)
+#   BENCH_OUT=home     name of the results (bench/results/NAME.json and .md)
+#   BENCH_DB=          a database bench/usage_gen.sh filled before (SQLite file), copied
+#                      and served instead of generating one (BENCH_GPUS/DAYS then only label it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +26,7 @@ warmup=${BENCH_WARMUP:-1}
 timeout_s=${BENCH_TIMEOUT:-300}
 bin=${GPUINV:-build/gpuinv}
 results=bench/results
+out_name=${BENCH_OUT:-home}
 
 die() { echo "bench: $*" >&2; exit 1; }
 for tool in sqlite3 node; do command -v "$tool" >/dev/null 2>&1 || die "$tool is missing"; done
@@ -55,23 +60,27 @@ stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
 
 now=$(date +%s)
 echo "bench: home page over $gpus GPUs, $days days of hourly rollups"
-start_server # applies the migrations
-stop_server
-bench/usage_gen.sh sqlite "$gpus" "$days" 1 1 3600 "$now" >"$tmp/gen.sql"
-{ echo "PRAGMA cache_size = -1000000;"; cat "$tmp/gen.sql"; echo "ANALYZE;"; } | sqlite3 -bail "$db"
+if [ -n "${BENCH_DB:-}" ]; then
+  sqlite3 -bail "$BENCH_DB" ".backup '$db'"
+else
+  start_server # applies the migrations
+  stop_server
+  bench/usage_gen.sh sqlite "$gpus" "$days" 1 1 3600 "$now" >"$tmp/gen.sql"
+  { echo "PRAGMA cache_size = -1000000;"; cat "$tmp/gen.sql"; echo "ANALYZE;"; } | sqlite3 -bail "$db"
+fi
 hourly=$(sqlite3 "$db" "SELECT count(*) FROM usage_hourly")
 echo "bench: loaded $hourly hourly rows"
 start_server
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 node bench/home.mjs "$base" "$password" "$runs" "$warmup" "$timeout_s" >"$tmp/home.json"
 mkdir -p "$results"
-python3 - "$tmp/home.json" "$gpus" "$days" "$hourly" "$load" "$results" <<'PY'
+python3 - "$tmp/home.json" "$gpus" "$days" "$hourly" "$load" "$results" "$out_name" <<'PY'
 import json, sys, datetime
 d = json.load(open(sys.argv[1]))
-gpus, days, hourly, load, results = sys.argv[2:7]
+gpus, days, hourly, load, results, name = sys.argv[2:8]
 d.update({"date": datetime.datetime.utcnow().strftime("%Y-%m-%d"), "gpus": int(gpus), "days": int(days),
           "hourly_rows": int(hourly), "load_before": load})
-json.dump(d, open(f"{results}/home.json", "w"), indent=2)
+json.dump(d, open(f"{results}/{name}.json", "w"), indent=2)
 lines = [f"Home page over {gpus} GPUs ({hourly} hourly rows), headless Chromium 1440x900, "
          f"median of {d['runs']} loads, load before: {load}", "",
          "over the limit: the mark was not reached within the benchmark's time limit", "",
@@ -82,6 +91,6 @@ for page, marks in d["pages"].items():
             show = lambda x: "over the limit" if x is None else str(x)
             lines.append(f"| {page} | {mark} | {show(v['median_ms'])} | {' '.join(show(x) for x in v['runs_ms'])} |")
     lines.append(f"| {page} | charts drawn | {marks.get('charts_drawn', 0)} | |")
-open(f"{results}/home.md", "w").write("\n".join(lines) + "\n")
+open(f"{results}/{name}.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

@@ -11,6 +11,12 @@
  * the same rows with COPY ... FROM STDIN (text format), 1,000 rows per
  * transaction, under another source id.
  *
+ * CPU time: with BENCH_SERVER_PID (the gpuinv process) and BENCH_PG_PID
+ * (the postmaster: its own time and its children's, the backends) in the
+ * environment, the CPU seconds each spent per 1,000 samples while the
+ * clients ran are reported too, a figure that a busy machine disturbs far
+ * less than the rates; likewise PostgreSQL's for each reference.
+ *
  * Build and run: see bench/ingest.sh. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
@@ -33,6 +39,83 @@ static long long base_ts;
 static double *lat;
 static int failures;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* CPU seconds (user + system) of process pid, with its children's: the
+ * reaped ones (cutime, cstime) and, when `tree`, the live ones. 0 when
+ * pid is 0 or unreadable. */
+static double cpu_s(long pid, int tree)
+{
+    char path[64], buf[1024];
+    double total = 0;
+    long tick = sysconf(_SC_CLK_TCK);
+    FILE *f;
+
+    if (pid <= 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if ((f = fopen(path, "r")) != NULL) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        char *p;
+        buf[n] = '\0';
+        fclose(f);
+        /* Fields after the command's closing parenthesis: state (3), ppid
+         * (4), ..., utime (14), stime (15), cutime (16), cstime (17). */
+        if ((p = strrchr(buf, ')')) != NULL) {
+            unsigned long long v[4] = {0};
+            int field = 2;
+            for (char *t = p + 1; *t && field < 17; t++) {
+                if (*t != ' ')
+                    continue;
+                field++;
+                if (field >= 14 && field <= 17)
+                    v[field - 14] = strtoull(t + 1, NULL, 10);
+            }
+            total = (double)(v[0] + v[1] + v[2] + v[3]) / (double)tick;
+        }
+    }
+    if (tree) {
+        /* Live children: every process whose parent is pid. */
+        FILE *ls = popen("ls /proc", "r");
+        char name[64];
+        while (ls && fgets(name, sizeof name, ls)) {
+            long child = strtol(name, NULL, 10);
+            char *p;
+            if (child <= 0)
+                continue;
+            snprintf(path, sizeof path, "/proc/%ld/stat", child);
+            if ((f = fopen(path, "r")) == NULL)
+                continue;
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            buf[n] = '\0';
+            fclose(f);
+            if ((p = strrchr(buf, ')')) != NULL && strtol(p + 3, NULL, 10) == pid)
+                total += cpu_s(child, 0);
+        }
+        if (ls)
+            pclose(ls);
+    }
+    return total;
+}
+
+/* The first three figures of /proc/loadavg. */
+static void loadavg(char *out, size_t len)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    float a = 0, b = 0, c = 0;
+
+    if (f) {
+        if (fscanf(f, "%f %f %f", &a, &b, &c) != 3)
+            a = b = c = 0;
+        fclose(f);
+    }
+    snprintf(out, len, "%.2f %.2f %.2f", a, b, c);
+}
+
+static long env_pid(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? strtol(v, NULL, 10) : 0;
+}
 
 static double now_s(void)
 {
@@ -298,6 +381,9 @@ int main(int argc, char **argv)
     pthread_t *tid;
     struct worker *w;
     double t0, el, rate, ref, copy_ref = 0;
+    double srv0, pg0, srv_cpu, pg_cpu, ref_pg_cpu = 0, copy_pg_cpu = 0;
+    long srv_pid = env_pid("BENCH_SERVER_PID"), pg_pid = env_pid("BENCH_PG_PID");
+    char load0[64] = "", load1[64] = "";
     int pg_ref;
 
     if (argc != 6 && argc != 7) {
@@ -324,18 +410,29 @@ int main(int argc, char **argv)
         for (int b = 0; b < batches_per_thread; b++)
             w[t].bodies[b] = make_batch(t, b, &w[t].lens[b]);
     }
+    loadavg(load0, sizeof load0);
+    srv0 = cpu_s(srv_pid, 0);
+    pg0 = cpu_s(pg_pid, 1);
     t0 = now_s();
     for (int t = 0; t < threads; t++)
         pthread_create(&tid[t], NULL, client, &w[t]);
     for (int t = 0; t < threads; t++)
         pthread_join(tid[t], NULL);
     el = now_s() - t0;
+    srv_cpu = cpu_s(srv_pid, 0) - srv0;
+    pg_cpu = cpu_s(pg_pid, 1) - pg0;
+    loadavg(load1, sizeof load1);
     rate = (double)total * GPUS * PER_GPU / el;
     qsort(lat, (size_t)total, sizeof *lat, cmp);
     pg_ref = strncmp(argv[5], "postgres", 8) == 0 || strchr(argv[5], '=') != NULL;
+    pg0 = cpu_s(pg_pid, 1);
     ref = pg_ref ? raw_pg(argv[5], threads, 0) : raw_sqlite(argv[5], threads, batches_per_thread);
-    if (pg_ref)
+    ref_pg_cpu = cpu_s(pg_pid, 1) - pg0;
+    if (pg_ref) {
+        pg0 = cpu_s(pg_pid, 1);
         copy_ref = raw_pg(argv[5], threads, 1);
+        copy_pg_cpu = cpu_s(pg_pid, 1) - pg0;
+    }
     printf("{\"store\":\"%s\",\"format\":\"%s\",\"batches\":%d,\"samples_per_batch\":%d,"
            "\"threads\":%d,\"failures\":%d,"
            "\"samples_per_s\":%.0f,\"batch_p50_ms\":%.1f,\"batch_p99_ms\":%.1f,"
@@ -345,6 +442,12 @@ int main(int argc, char **argv)
     if (pg_ref)
         printf(",\"copy_rows_per_s\":%.0f,\"copy_ratio\":%.2f", copy_ref,
                copy_ref > 0 ? rate / copy_ref : 0.0);
-    printf("}\n");
+    if (srv_pid > 0)
+        printf(",\"server_cpu_s_per_1k\":%.4f", srv_cpu / total);
+    if (pg_pid > 0)
+        printf(",\"pg_cpu_s_per_1k\":%.4f,\"ref_pg_cpu_s_per_1k\":%.4f,"
+               "\"copy_pg_cpu_s_per_1k\":%.4f",
+               pg_cpu / total, ref_pg_cpu / total, copy_pg_cpu / total);
+    printf(",\"loadavg_start\":\"%s\",\"loadavg_end\":\"%s\"}\n", load0, load1);
     return failures ? 1 : 0;
 }

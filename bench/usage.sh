@@ -20,12 +20,18 @@
 #   BENCH_DURATION=5        seconds of each measured wrk run
 #   BENCH_VM=1              0: skip the VictoriaMetrics reference
 #   BENCH_SKIP=             a regular expression: queries whose name matches are not measured
-#   BENCH_CPU_N=5           identical requests whose server CPU time (utime + stime from
-#                           /proc/PID/stat; on PostgreSQL with its backends') is averaged per
-#                           query (1 for a query slower than 2 s, which wrk does not measure)
 #   BENCH_REUSE=            SQLite: an existing database (one BENCH_KEEP=1 kept) to measure
 #                           instead of loading a new one; the binary migrates it at start-up
 #   BENCH_KEEP=0            1: keep the temporary directory
+#   BENCH_WRK=1             0: no wrk latency runs (on a shared machine: CPU time only)
+#   BENCH_CPU_N=0           N > 0: also the server's CPU time per request (utime + stime
+#                           from /proc over N identical requests after one warm-up; on
+#                           PostgreSQL the database's processes counted in)
+#   BENCH_BEFORE=           a binary measured first on the same data (it migrates the
+#                           database before the load); then GPUINV applies its own newer
+#                           migrations (timed) and is measured: CPU time before and after
+#   BENCH_RAW=1             0: skip part 2 (the raw-samples and PromQL reference)
+#   BENCH_OUT=              results file name (default usage, usage-pg)
 #   GPUINV=build/gpuinv     binary to measure
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +45,10 @@ dur=${BENCH_DURATION:-5}
 use_vm=${BENCH_VM:-1}
 bin=${GPUINV:-build/gpuinv}
 store=${BENCH_STORE:-sqlite}
+use_wrk=${BENCH_WRK:-1}
+cpu_n=${BENCH_CPU_N:-0}
+before_bin=${BENCH_BEFORE:-}
+use_raw=${BENCH_RAW:-1}
 results=bench/results
 pg_sh=tests/lib/pg.sh
 
@@ -56,10 +66,12 @@ case "$store" in
   postgresql | postgres | pg) store=postgresql out_name=usage-pg ;;
   *) die "BENCH_STORE must be sqlite or postgresql" ;;
 esac
-
-cpu_n=${BENCH_CPU_N:-5}
+out_name=${BENCH_OUT:-$out_name}
+[ -z "$before_bin" ] || [ -x "$before_bin" ] || die "BENCH_BEFORE: $before_bin not found"
+[ "$use_raw" = 1 ] || use_vm=0
 reuse=${BENCH_REUSE:-}
 [ -z "$reuse" ] || { [ "$store" = sqlite ] && [ -f "$reuse" ]; } || die "BENCH_REUSE must name a SQLite database"
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-usage.XXXXXX")
 chmod 755 "$tmp" # PostgreSQL runs as an unprivileged user
 srv_pid="" vm_pid="" pg_dir=""
@@ -89,10 +101,10 @@ dbq() {
 elapsed_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) printf "%.1f", v[(NR + 1) / 2]; else printf "%.1f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-start_server() {
-  local out=$tmp/serve.out line=""
+start_server() { # [binary]
+  local out=$tmp/serve.out line="" run=${1:-$bin}
   : >"$out"
-  GPUINV_ADMIN_TOKEN=$token "$bin" serve --db "$db" --listen 127.0.0.1:0 >"$out" 2>>"$tmp/serve.err" &
+  GPUINV_ADMIN_TOKEN=$token "$run" serve --db "$db" --listen 127.0.0.1:0 >"$out" 2>>"$tmp/serve.err" &
   srv_pid=$!
   until [[ $line == *listening* ]]; do
     kill -0 "$srv_pid" 2>/dev/null || die "gpuinv exited: $(tail -3 "$tmp/serve.err")"
@@ -113,7 +125,7 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- data ----
 t0=$EPOCHREALTIME
-start_server # applies the migrations
+start_server "${before_bin:-$bin}" # applies the migrations
 stop_server
 t1=$EPOCHREALTIME
 migrate_ms=$(elapsed_ms "$t0" "$t1")
@@ -121,6 +133,14 @@ if [ -n "$reuse" ]; then
   load_ms=0
   echo "bench: reusing $reuse (start-up with its migrations: $migrate_ms ms)"
 else
+if [ "$store" = postgresql ]; then
+  has_hg=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_groups_hourly'")
+else
+  has_hg=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_groups_hourly'")
+fi
+if [ "$has_hg" != 0 ]; then
+  export BENCH_GEN_HOURLY_GROUPS=1
+fi
 # Secondary indexes are dropped for the load and built again after it.
 tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then
@@ -156,13 +176,20 @@ raw_rows=$(dbq -c "SELECT count(*) FROM gpu_samples" 2>/dev/null || dbq "SELECT 
 echo "bench: loaded $hourly_rows hourly rows and $raw_rows raw samples in $((${load_ms%.*} / 1000)) s"
 if [ "$store" = sqlite ]; then db_bytes=$(stat -c %s "$db"); else db_bytes=$(dbq -c "SELECT pg_database_size(current_database())"); fi
 
-start_server
+upgrade_ms=null
+if [ -n "$before_bin" ]; then
+  start_server "$before_bin"
+else
+  start_server
+fi
 
 # ---- 1. the analytics routes over 30 days ----
 from=$(iso $((day_end - 30 * 86400)))
 to=$(iso "$day_end")
 range="from=$from&to=$to"
 month=$(date -u -d "@$((day_end - 86400))" +%Y-%m)
+d1=$(iso $((day_end - 86400)))
+d7=$(iso $((day_end - 7 * 86400)))
 queries=(
   "team|/api/v1/usage?group_by=team&$range&step=day"
   "env|/api/v1/usage?group_by=env&$range&step=day"
@@ -177,12 +204,26 @@ queries=(
   "team, week steps|/api/v1/usage?group_by=team&$range&step=week"
   "team, month|/api/v1/usage?group_by=team&$range&step=month"
   "model, team+env filter|/api/v1/usage?group_by=model&team=team-3&env=poc&$range&step=day"
-  "team, hour steps, 1 day|/api/v1/usage?group_by=team&from=$(iso $((day_end - 86400)))&to=$to&step=hour"
+  "team, hour steps, 1 day|/api/v1/usage?group_by=team&from=$d1&to=$to&step=hour"
+  "team, hour steps, 7 days|/api/v1/usage?group_by=team&from=$d7&to=$to&step=hour"
+  "model, hour steps, 1 day, team filter|/api/v1/usage?group_by=model&team=team-7&from=$d1&to=$to&step=hour"
   "team, hour steps, 30 days|/api/v1/usage?group_by=team&$range&step=hour"
+  "host page 1|/api/v1/usage?group_by=host&$range&step=day&limit=100"
+  "host page 3|/api/v1/usage?group_by=host&$range&step=day&limit=100&offset=200"
+  "gpu page 1|/api/v1/usage?group_by=gpu&$range&step=day&limit=100"
+  "gpu page 1, team filter|/api/v1/usage?group_by=gpu&team=team-7&$range&step=day&limit=100"
+  "host page 1, team filter|/api/v1/usage?group_by=host&team=team-7&$range&step=day&limit=100"
+  "gpu page 1, hour steps, 1 day|/api/v1/usage?group_by=gpu&from=$d1&to=$to&step=hour&limit=100"
+  "heatmap 30 days|/api/v1/usage/heatmap?$range"
+  "heatmap 30 days, team filter|/api/v1/usage/heatmap?team=team-7&$range"
   "showback (cost)|/api/v1/reports/showback?month=$month"
   "trend (summary)|/api/v1/usage/trend?period=week&group_by=team"
   "waste by team|/api/v1/insights/waste-by-team?$range"
   "savings|/api/v1/insights/savings?$range"
+  "trend, month, to at midnight (day groups only)|/api/v1/usage/trend?period=month&group_by=team&to=$to"
+  "trend by gpu, week, to at midnight|/api/v1/usage/trend?period=week&group_by=gpu&to=$to&limit=100"
+  "waste by team, team filter|/api/v1/insights/waste-by-team?team=team-3&$range"
+  "showback (cost), CSV|/api/v1/reports/showback?month=$month&format=csv"
   "consumer, team filter|/api/v1/usage?group_by=consumer&team=team-7&$range&step=day"
   "consumer, team filter, month|/api/v1/usage?group_by=consumer&team=team-7&$range&step=month"
   "top consumers|/api/v1/insights/top-consumers?$range"
@@ -202,26 +243,45 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
     printf "%.1f %.2f %.2f %.2f %d\n", v["rps"], v["p50_us"] / 1000, v["p95_us"] / 1000,
            v["p99_us"] / 1000, v["non2xx"] }'
 }
-# The server's CPU time (utime + stime, ms) over n identical requests of
-# a path, per request.
-clk_tck=$(getconf CLK_TCK)
-# On PostgreSQL the server's work includes its backends': the ticks of
-# every child of the postmaster are added.
+# The server's CPU ticks; on PostgreSQL with the database's (the postmaster
+# and its backends, which run the SQL) added.
 cpu_ticks() {
   local pids=$srv_pid pm
   if [ "$store" = postgresql ]; then
-    pm=$(head -n 1 "$pg_dir/data/postmaster.pid")
-    pids="$pids $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
+    pm=$(head -1 "$pg_dir/data/postmaster.pid")
+    pids="$pids $pm $(cat "/proc/$pm/task/$pm/children")"
   fi
   for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ t += $14 + $15 } END { print t }'
 }
-cpu_per_request() { # path n -> ms
+clk_tck=$(getconf CLK_TCK)
+cpu_run() { # url -> CPU ms per request over cpu_n requests (after one warm-up)
   local a b
+  curl -s "${auth[@]}" -o /dev/null "$1"
   a=$(cpu_ticks)
-  for _ in $(seq "$2"); do curl -s "${auth[@]}" -o /dev/null --max-time 600 "$base$1"; done
+  for _ in $(seq "$cpu_n"); do curl -s "${auth[@]}" -o /dev/null "$1"; done
   b=$(cpu_ticks)
-  awk -v a="$a" -v b="$b" -v n="$2" -v hz="$clk_tck" 'BEGIN { printf "%.1f", (b - a) * 1000 / hz / n }'
+  awk -v a="$a" -v b="$b" -v n="$cpu_n" -v t="$clk_tck" 'BEGIN { printf "%.1f", (b - a) * 1000 / t / n }'
 }
+declare -A cpu_before=()
+if [ -n "$before_bin" ] && [ "$cpu_n" -gt 0 ]; then
+  for q in "${queries[@]}"; do
+    name=${q%%|*} path=${q#*|}
+    if [ -n "${BENCH_SKIP:-}" ] && [[ $name =~ $BENCH_SKIP ]]; then continue; fi
+    code=$(curl -s "${auth[@]}" -o /dev/null -w '%{http_code}' "$base$path")
+    [ "$code" = 200 ] || { cpu_before[$name]=null; echo "bench: before: $name: HTTP $code"; continue; }
+    cpu_before[$name]=$(cpu_run "$base$path")
+    echo "bench: before: $name: ${cpu_before[$name]} ms CPU per request"
+  done
+fi
+if [ -n "$before_bin" ]; then
+  stop_server
+  t0=$EPOCHREALTIME
+  start_server # applies this binary's newer migrations
+  t1=$EPOCHREALTIME
+  upgrade_ms=$(elapsed_ms "$t0" "$t1")
+  echo "bench: $bin migrated the database in $((${upgrade_ms%.*} / 1000)) s"
+fi
+
 rows_json=""
 for q in "${queries[@]}"; do
   name=${q%%|*} path=${q#*|}
@@ -237,21 +297,25 @@ for q in "${queries[@]}"; do
     continue
   fi
   bytes=$(wc -c <"$tmp/q.json")
+  rps=null p50=null p95=null p99=null non2xx=null cpu=null single=null
   if awk -v t="$first_s" 'BEGIN { exit !(t > 2) }'; then
-    # Slower than wrk's timeout: the time of single requests instead.
-    cpu=$(cpu_per_request "$path" 1)
-    one=$(awk -v t="$first_s" 'BEGIN { printf "%.1f", t * 1000 }')
-    echo "bench: $name: $one ms (one request), server CPU $cpu ms per request ($bytes bytes)"
-    rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"single_ms\":$one,\"cpu_ms\":$cpu},"
-    continue
+    # Slower than wrk's timeout: the time of the single request instead.
+    single=$(awk -v t="$first_s" 'BEGIN { printf "%.1f", t * 1000 }')
+    echo "bench: $name: $single ms (one request; $bytes bytes)"
+  elif [ "$use_wrk" != 0 ]; then
+    read -r rps p50 p95 p99 non2xx <<<"$(wrk_run "$base$path")"
+    echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms ($bytes bytes)"
   fi
-  read -r rps p50 p95 p99 non2xx <<<"$(wrk_run "$base$path")"
-  cpu=$(cpu_per_request "$path" "$cpu_n")
-  echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms, server CPU $cpu ms per request ($bytes bytes)"
-  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu},"
+  if [ "$cpu_n" -gt 0 ]; then
+    cpu=$(cpu_run "$base$path")
+    echo "bench: $name: $cpu ms CPU per request (before: ${cpu_before[$name]:-null}; $bytes bytes)"
+  fi
+  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu,\"cpu_ms_before\":${cpu_before[$name]:-null},\"single_ms\":$single},"
 done
 
 # ---- 2. one question, three ways: measured GPU-hours per team over the raw window ----
+api_ms=null raw_ms=null vm_ms=null vm_p95=null vm_load_s=null
+if [ "$use_raw" != 0 ]; then
 rfrom=$((end - rdays * 86400))
 q_api="/api/v1/usage?group_by=team&from=$(iso "$rfrom")&to=$(iso "$end")&step=month"
 curl -sf "${auth[@]}" -o "$tmp/api-team.json" "$base$q_api" || die "GET $q_api"
@@ -290,7 +354,6 @@ PY
 }
 same_answer "$tmp/api-team.txt" "$tmp/raw-team.txt" || die "the API and the raw samples disagree: $(paste "$tmp/api-team.txt" "$tmp/raw-team.txt" | head -3)"
 
-vm_ms=null vm_p95=null vm_load_s=null
 if [ "$use_vm" != 0 ]; then
   for p in $(seq 18428 18440); do
     victoria-metrics -storageDataPath "$tmp/vm" -httpListenAddr "127.0.0.1:$p" -retentionPeriod 100y \
@@ -320,6 +383,7 @@ for r in sorted(json.load(open(sys.argv[1]))["data"]["result"], key=lambda r: r[
   vm_ms=$(echo "${vm_times[@]}" | median)
 fi
 echo "bench: team GPU-hours over $rdays days: gpuinv $api_ms ms, raw samples SQL $raw_ms ms, PromQL $vm_ms ms"
+fi
 
 # ---- results ----
 mkdir -p "$results"
@@ -327,7 +391,8 @@ cat >"$results/$out_name.json" <<JSON
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","store":"$store","gpus":$gpus,"days":$days,"raw_days":$rdays,
  "raw_step_s":$rstep,"hourly_rows":$hourly_rows,"raw_rows":$raw_rows,"load_ms":$load_ms,"db_bytes":$db_bytes,
  "binary":"$bin","reused":$([ -n "$reuse" ] && echo true || echo false),"startup_migrate_ms":$migrate_ms,
- "loadavg_before":"$load_start","queries":[${rows_json%,}],
+ "loadavg_before":"$load_start","cpu_requests":$cpu_n,"before":"$before_bin","upgrade_ms":$upgrade_ms,
+ "queries":[${rows_json%,}],
  "team_gpu_hours":{"window_days":$rdays,"gpuinv_ms":$api_ms,"raw_sql_ms":$raw_ms,"promql_ms":$vm_ms,
    "victoria_metrics_load_s":$vm_load_s}}
 JSON
@@ -337,21 +402,27 @@ d = json.load(open(sys.argv[1]))
 print("usage on %s: %d GPUs, %d days hourly (%d rows), %d days raw (%d samples), %s" %
       (d["store"], d["gpus"], d["days"], d["hourly_rows"], d["raw_days"], d["raw_rows"], d["date"]))
 print()
-print("| query (30 days) | p50 ms | p95 ms | p99 ms | server CPU ms/request | bytes |")
-print("|---|---:|---:|---:|---:|---:|")
+num = lambda v: "" if v is None else "%.1f" % v
+print("| query (30 days) | p50 ms | p95 ms | p99 ms | CPU ms before | CPU ms | bytes |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 for q in d["queries"]:
-    cpu = "%.1f" % q["cpu_ms"] if "cpu_ms" in q else ""
     if q["status"] == 0:
-        print("| %s | skipped | | | | |" % q["query"])
+        print("| %s | skipped | | | | | |" % q["query"])
     elif q["status"] != 200:
-        print("| %s | HTTP %d | | | | |" % (q["query"], q["status"]))
-    elif "single_ms" in q:
-        print("| %s | %.1f (one request) | | | %s | %d |" % (q["query"], q["single_ms"], cpu, q["bytes"]))
+        print("| %s | HTTP %d | | | | | |" % (q["query"], q["status"]))
+    elif q.get("single_ms") is not None:
+        print("| %s | %.1f (one request) | | | %s | %s | %d |" % (q["query"], q["single_ms"],
+              num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"]))
     else:
-        print("| %s | %.1f | %.1f | %.1f | %s | %d |" % (q["query"], q["p50_ms"], q["p95_ms"], q["p99_ms"], cpu, q["bytes"]))
+        print("| %s | %s | %s | %s | %s | %s | %d |" % (q["query"], num(q["p50_ms"]), num(q["p95_ms"]), num(q["p99_ms"]),
+              num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"]))
+if d.get("upgrade_ms") is not None:
+    print()
+    print("migrations of the measured binary on the loaded database: %.1f s" % (d["upgrade_ms"] / 1000))
 t = d["team_gpu_hours"]
-print()
-print("team GPU-hours over %d days (median ms): gpuinv %s, raw samples SQL %s, PromQL on VictoriaMetrics %s"
-      % (t["window_days"], t["gpuinv_ms"], t["raw_sql_ms"], t["promql_ms"]))
+if t["gpuinv_ms"] is not None:
+    print()
+    print("team GPU-hours over %d days (median ms): gpuinv %s, raw samples SQL %s, PromQL on VictoriaMetrics %s"
+          % (t["window_days"], t["gpuinv_ms"], t["raw_sql_ms"], t["promql_ms"]))
 PY
 cat "$results/$out_name.md"

@@ -13,6 +13,8 @@
 # 20 % outside; one GPU-hour in 211 has no data (unknown).
 # With CONSUMER_DAILY 1 (the schema has usage_consumers_daily), the
 # consumer hours are also summed per day as the rollup job keeps them.
+# With BENCH_GEN_HOURLY_GROUPS=1 (a schema that has usage_groups_hourly) the
+# hourly group sums are written too, as the rollup job keeps them.
 # Usage: bench/usage_gen.sh sqlite|postgresql GPUS DAYS CONSUMER_DAYS RAW_DAYS RAW_STEP NOW [CONSUMER_DAILY]
 set -euo pipefail
 dialect=$1 gpus=$2 days=$3 cdays=$4 rdays=$5 rstep=$6 now=$7 cdaily=${8:-0}
@@ -64,6 +66,22 @@ gh "$start" "$end" 3600 time
 hourly_with=$with hourly_from=$from
 gh "$rstart" "$end" "$rstep" time
 raw_with=$with raw_from=$from
+
+hourly_groups=""
+if [ "${BENCH_GEN_HOURLY_GROUPS:-0}" = 1 ]; then
+  hourly_groups="INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, datacenter_id,
+    currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, unknown_s, util_sum, measured_s,
+    energy_wh, owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, updated_at)
+SELECT hour, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*),
+       SUM(owned_s * fraction), SUM(allocated_s * fraction), SUM(busy_s * fraction),
+       SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), SUM(unknown_s * fraction),
+       SUM(util_sum * fraction), SUM(measured_s * fraction), SUM(energy_wh),
+       SUM(owned_s * fraction * rate_micros), SUM(busy_s * fraction * rate_micros),
+       SUM(alloc_idle_s * fraction * rate_micros), SUM(idle_s * fraction * rate_micros),
+       SUM(unknown_s * fraction * rate_micros),
+       SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), $now
+FROM usage_hourly GROUP BY hour, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');"
+fi
 
 cat <<SQL
 BEGIN;
@@ -129,6 +147,7 @@ SELECT day, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(curr
        SUM(unknown_s * fraction * rate_micros),
        SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), $now
 FROM usage_daily GROUP BY day, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');
+$hourly_groups
 INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, container, allocated_s,
     busy_s, alloc_idle_s, util_sum, measured_s, util_max)
 SELECT gpu_id, hour, 'k8s', 'ns-' || team || '/job-' || ((gpu_id - 1) / 4) || '/main', team, 'ns-' || team,

@@ -15,6 +15,7 @@ static const char usage[] = "usage: gpuinv COMMAND [OPTIONS]\n"
                             "  user     set a dashboard user's role and password\n"
                             "  db       copy a SQLite database into PostgreSQL\n"
                             "  import   load a cloud billing export\n"
+                            "  audit    verify the assets' hash-chained audit trail\n"
                             "\n"
                             "Run 'gpuinv COMMAND --help' for a command's options.\n";
 
@@ -24,7 +25,8 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"serve", cli_serve}, {"agent", cli_agent}, {"token", cli_token},
-                {"user", cli_user},   {"db", cli_db},       {"import", cli_import}};
+                {"user", cli_user},   {"db", cli_db},       {"import", cli_import},
+                {"audit", cli_audit}};
 
     if (argc < 2) {
         fputs(usage, stderr);

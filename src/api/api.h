@@ -46,6 +46,9 @@ void api_allocations_create(struct req *r);
 /* ingest.c: the push API */
 void api_ingest(struct req *r);
 
+/* glpi.c: FusionInventory / GLPI agents (HTTP Basic, see routes.h) */
+void api_glpi(struct req *r);
+
 /* gpus.c */
 void api_gpus_list(struct req *r);
 void api_gpus_get(struct req *r);
@@ -144,5 +147,36 @@ void api_insights_waste_by_team(struct req *r);
 void api_insights_top_consumers(struct req *r);
 void api_insights_overrequest(struct req *r);
 void api_insights_savings(struct req *r);
+
+/* assets.c: hardware assets, their lifecycle and audit trail */
+void api_assets_list(struct req *r);
+void api_assets_create(struct req *r);
+void api_assets_get(struct req *r);
+void api_assets_update(struct req *r);
+void api_assets_stage(struct req *r);
+void api_assets_events(struct req *r);
+void api_asset_events_export(struct req *r);
+
+/* asset_import.c: the CSV import, and the export's rows: takes ownership
+ * of a list page's asset documents and returns them as the import's
+ * columns. */
+void api_assets_import(struct req *r);
+json_t *api_asset_csv_rows(json_t *items);
+
+/* webhooks.c: outbound webhooks and their delivery log (admin) */
+void api_webhooks_list(struct req *r);
+void api_webhooks_create(struct req *r);
+void api_webhooks_get(struct req *r);
+void api_webhooks_update(struct req *r);
+void api_webhooks_delete(struct req *r);
+void api_webhooks_test(struct req *r);
+void api_webhooks_deliveries(struct req *r);
+void api_webhook_deliveries_retry(struct req *r);
+
+/* tickets.c */
+void api_tickets_list(struct req *r);
+void api_tickets_get(struct req *r);
+void api_tickets_create(struct req *r);
+void api_tickets_close(struct req *r);
 
 #endif

@@ -167,3 +167,18 @@ void import_conflict_reply(struct req *r, const struct import_report *rep)
     problems_reply(r, 409, "conflict",
                    "a row conflicts with existing records; nothing was imported", rep);
 }
+
+/* The cell text as written before export: a cell whose leading
+ * apostrophes precede a formula character ("'=x", "''-y") lost one
+ * apostrophe's worth of meaning to formula neutralization (see csv_cell in
+ * http/request.c), so one is taken off again. Borrowed from v. */
+const char *import_unneutralize(const char *v)
+{
+    const char *p = v;
+
+    while (*p == '\'')
+        p++;
+    if (p > v && *p != '\0' && strchr("=+-@\t\r", *p) != NULL)
+        return v + 1;
+    return v;
+}

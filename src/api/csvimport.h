@@ -53,4 +53,10 @@ void import_dry_run_reply(struct req *r, const struct import_report *rep, json_t
 /* Replies 409 for a row that conflicts with stored records. */
 void import_conflict_reply(struct req *r, const struct import_report *rep);
 
+/* The cell text as written before export: one leading apostrophe taken
+ * off a cell whose apostrophes precede a formula character ("'=x"), as
+ * the CSV export neutralizes formulas (csv_cell in http/request.c).
+ * Borrowed from v. */
+const char *import_unneutralize(const char *v);
+
 #endif

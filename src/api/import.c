@@ -34,21 +34,6 @@ static int dc_by_name(struct store *st, json_t *cache, const char *name, int64_t
     return rc;
 }
 
-/* The cell text as written before export: a cell whose leading
- * apostrophes precede a formula character ("'=x", "''-y") lost one
- * apostrophe's worth of meaning to formula neutralization (see csv_cell in
- * http/request.c), so one is taken off again. Borrowed from v. */
-static const char *csv_unneutralize(const char *v)
-{
-    const char *p = v;
-
-    while (*p == '\'')
-        p++;
-    if (p > v && *p != '\0' && strchr("=+-@\t\r", *p) != NULL)
-        return v + 1;
-    return v;
-}
-
 /* Builds the JSON object of one row from the header; false (with an error
  * recorded) when a cell cannot be placed. */
 static bool row_object(struct store *st, struct import_report *im, const struct csv *c,
@@ -68,7 +53,7 @@ static bool row_object(struct store *st, struct import_report *im, const struct 
             json_decref(md);
             return false;
         }
-        v = csv_unneutralize(v);
+        v = import_unneutralize(v);
         if (strcmp(col, "datacenter") == 0) {
             int64_t id;
             int rc = dc_by_name(st, dcs, v, &id);

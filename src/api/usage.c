@@ -13,6 +13,9 @@
 /* Bounds of one report: steps in the range, and groups. */
 #define MAX_STEPS 5000
 #define MAX_GROUPS 1000
+/* Paging of the host, GPU and consumer groupings. */
+#define PAGE_DEFAULT 100
+#define PAGE_MAX 1000
 /* The longest range a report or a timeline covers. */
 #define MAX_RANGE_S (INT64_C(3660) * 86400)
 #define DEFAULT_RANGE_S (7 * 86400)
@@ -76,6 +79,31 @@ static bool step_or_reply(struct req *r, enum store_usage_step *step)
     return false;
 }
 
+/* limit and offset of the host, GPU and consumer groupings (others take
+ * neither). JSON is paged by default; CSV answers every group unless
+ * limit is given. */
+static bool page_or_reply(struct req *r, struct store_usage_query *q)
+{
+    bool pageable = strcmp(q->group_by, "host") == 0 || strcmp(q->group_by, "gpu") == 0 ||
+                    strcmp(q->group_by, "consumer") == 0;
+
+    if (!pageable) {
+        if (req_param(r, "limit") || req_param(r, "offset")) {
+            reply_error(r, 400, "invalid_parameter", req_param(r, "limit") ? "limit" : "offset",
+                        "limit and offset page group_by=host, gpu or consumer only");
+            return false;
+        }
+        return true;
+    }
+    q->limit = req_wants_csv(r) && !req_param(r, "limit") ? 0 : PAGE_DEFAULT;
+    if (!req_param_int_or_reply(r, "limit", 1, PAGE_MAX, &q->limit) ||
+        !req_param_int_or_reply(r, "offset", 0, INT64_C(1000000000), &q->offset))
+        return false;
+    if (q->limit == 0) /* every group, bounded by the store's row bound */
+        q->max_groups = 0;
+    return true;
+}
+
 /* An item as one flat CSV row (borrowing nothing). */
 static json_t *flat_row(const json_t *it)
 {
@@ -129,7 +157,8 @@ void api_usage_get(struct req *r)
     }
     if (g)
         q.group_by = g;
-    if (!step_or_reply(r, &q.step) || !range_or_reply(r, now - now % 3600 + 3600, &q.from, &q.to))
+    if (!step_or_reply(r, &q.step) || !range_or_reply(r, now - now % 3600 + 3600, &q.from, &q.to) ||
+        !page_or_reply(r, &q))
         return;
     for (i = 0; filters[i]; i++) {
         if (!req_param_str_or_reply(r, filters[i], 128, slot[i]))

@@ -9,5 +9,6 @@ int cli_user(int argc, char **argv);
 int cli_agent(int argc, char **argv);
 int cli_db(int argc, char **argv);
 int cli_import(int argc, char **argv);
+int cli_audit(int argc, char **argv);
 
 #endif

@@ -2,6 +2,7 @@
  * optionally fills the demo fleet, serves until SIGTERM/SIGINT, then
  * finishes requests in flight and closes the database. */
 #include "cli/cli.h"
+#include "collect/deliver.h"
 #include "collect/push.h"
 #include "collect/scheduler.h"
 #include "core/log.h"
@@ -29,7 +30,9 @@ static const char serve_usage[] =
     "                    [--per-ip-connections N] [--idle-timeout SECONDS]\n"
     "                    [--retain-samples-days N] [--busy-threshold-pct P]\n"
     "                    [--max-gap-s SECONDS] [--retain-hourly-days N]\n"
-    "                    [--retain-daily-days N]\n"
+    "                    [--retain-daily-days N] [--no-rollup]\n"
+    "                    [--owner-refresh-s SECONDS] [--asset-missing-days N]\n"
+    "                    [--webhook-backoff-s SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -57,6 +60,17 @@ static const char serve_usage[] =
     "                       unknown (default 600, 1..86400)\n"
     "  --retain-hourly-days N  days of hourly usage rollups kept (default 396, 1..36500)\n"
     "  --retain-daily-days N   days of daily usage rollups kept (default 1825, 1..36500)\n"
+    "  --no-rollup          this server does not run the usage:rollup job (another\n"
+    "                       replica may; dirty hours wait meanwhile, and raw samples\n"
+    "                       are kept for them)\n"
+    "  --owner-refresh-s SECS  how often GPUs whose ownership assignment or rule came\n"
+    "                       into force get their current owner recomputed (default 60,\n"
+    "                       1..3600)\n"
+    "  --asset-missing-days N  an asset discovery has not seen for this long is drift\n"
+    "                       (default 30, 1..3650)\n"
+    "  --webhook-backoff-s SECS  every webhook retry waits SECS instead of the schedule\n"
+    "                       (30 s, 2 min, 10 min, 1 h, 6 h, 24 h, then dead; 1..86400;\n"
+    "                       for tests)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -133,6 +147,10 @@ int cli_serve(int argc, char **argv)
         {"max-gap-s", required_argument, NULL, 'G'},
         {"retain-hourly-days", required_argument, NULL, 'H'},
         {"retain-daily-days", required_argument, NULL, 'Y'},
+        {"no-rollup", no_argument, NULL, 'N'},
+        {"owner-refresh-s", required_argument, NULL, 'O'},
+        {"asset-missing-days", required_argument, NULL, 'A'},
+        {"webhook-backoff-s", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -148,7 +166,7 @@ int cli_serve(int argc, char **argv)
     struct rlimit rl;
     const char *db = getenv("GPUINV_DB");
     bool demo = false;
-    int retain_days = SCHEDULER_RETAIN_DAYS;
+    struct scheduler_options sched_opts = {.tick_s = 5, .retain_days = SCHEDULER_RETAIN_DAYS};
     struct store_usage_config usage;
     struct store *st = NULL;
     struct server *srv = NULL;
@@ -230,7 +248,17 @@ int cli_serve(int argc, char **argv)
                 fprintf(stderr, "gpuinv serve: --retain-samples-days must be 1..3650\n");
                 return 2;
             }
-            retain_days = (int)n;
+            sched_opts.retain_days = (int)n;
+            break;
+        case 'N':
+            sched_opts.no_rollup = true;
+            break;
+        case 'O':
+            if (gi_parse_int64(optarg, 1, 3600, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --owner-refresh-s must be 1..3600\n");
+                return 2;
+            }
+            sched_opts.owner_s = (int)n;
             break;
         case 'B':
             if (gi_parse_double(optarg, 0, 100, &usage.busy_pct) != GI_OK) {
@@ -252,6 +280,20 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             *(opt == 'H' ? &usage.retain_hourly_days : &usage.retain_daily_days) = (int)n;
+            break;
+        case 'A':
+            if (gi_parse_int64(optarg, 1, 3650, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --asset-missing-days must be 1..3650\n");
+                return 2;
+            }
+            store_asset_configure((int)n);
+            break;
+        case 'W':
+            if (gi_parse_int64(optarg, 1, 86400, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --webhook-backoff-s must be 1..86400\n");
+                return 2;
+            }
+            deliver_configure(n);
             break;
         case 'h':
             fputs(serve_usage, stdout);
@@ -322,7 +364,7 @@ int cli_serve(int argc, char **argv)
     if ((rc = server_start(&cfg, st, &srv)) != GI_OK)
         goto cleanup;
     push_global_init();
-    if ((sched = scheduler_start(st, 5, retain_days)) == NULL) {
+    if ((sched = scheduler_start(st, &sched_opts)) == NULL) {
         gi_error("cannot start the scheduler");
         goto cleanup;
     }

@@ -1,4 +1,4 @@
-/* Bounded HTTP GET; see httpget.h. */
+/* Bounded HTTP GET and POST; see httpget.h. */
 #include "collect/httpget.h"
 #include "collect/curlso.h"
 
@@ -10,6 +10,7 @@ struct sink {
     char *p;
     size_t len, cap, max;
     int too_large;
+    int keep_prefix; /* past max: keep what fits and drop the rest */
 };
 
 static size_t on_data(char *data, size_t size, size_t n, void *ctx)
@@ -19,7 +20,11 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
 
     if (s->len + add > s->max) {
         s->too_large = 1;
-        return 0; /* aborts the transfer */
+        if (!s->keep_prefix)
+            return 0; /* aborts the transfer */
+        add = s->max - s->len;
+        if (add == 0)
+            return size * n;
     }
     if (s->len + add + 1 > s->cap) {
         size_t cap = s->cap ? s->cap : 65536;
@@ -34,7 +39,7 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
     memcpy(s->p + s->len, data, add);
     s->len += add;
     s->p[s->len] = '\0';
-    return add;
+    return s->keep_prefix ? size * n : add;
 }
 
 int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *len, long *status,
@@ -84,6 +89,61 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         curlso->easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
         *body = s.p ? s.p : calloc(1, 1);
         *len = s.len;
+        s.p = NULL;
+        rc = *body ? 0 : -1;
+    }
+    free(s.p);
+    curlso->slist_free_all(h);
+    curlso->easy_cleanup(c);
+    return rc;
+}
+
+int httppost(const char *url, const struct httppost_opts *o, const char *data, size_t data_len,
+             char **body, size_t *len, int *truncated, long *status, char *err, size_t errlen)
+{
+    CURL *c = curlso ? curlso->easy_init() : NULL;
+    struct curl_slist *h = NULL;
+    struct sink s = {.max = o->max_bytes, .keep_prefix = 1};
+    CURLcode cc;
+    int rc = -1;
+
+    *body = NULL;
+    *len = 0;
+    *status = 0;
+    *truncated = 0;
+    if (c == NULL) {
+        snprintf(err, errlen, curlso ? "out of memory" : "libcurl is not loaded");
+        return -1;
+    }
+    h = curlso->slist_append(h, "Content-Type: application/json");
+    h = curlso->slist_append(h, "Accept: application/json");
+    /* No "Expect: 100-continue" round trip before the body. */
+    h = curlso->slist_append(h, "Expect:");
+    for (size_t i = 0; o->headers && o->headers[i]; i++)
+        h = curlso->slist_append(h, o->headers[i]);
+    curlso->easy_setopt(c, CURLOPT_URL, url);
+    curlso->easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curlso->easy_setopt(c, CURLOPT_POST, 1L);
+    curlso->easy_setopt(c, CURLOPT_POSTFIELDS, data);
+    curlso->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)data_len);
+    curlso->easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 15L);
+    curlso->easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    curlso->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curlso->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curlso->easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curlso->easy_setopt(c, CURLOPT_USERAGENT, "gpuinv");
+    curlso->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* A redirect is answered by the receiver's code, not followed: a
+     * signed POST is not re-sent elsewhere. */
+    curlso->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    cc = curlso->easy_perform(c);
+    if (cc != CURLE_OK) {
+        snprintf(err, errlen, "%s", curlso->easy_strerror(cc));
+    } else {
+        curlso->easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        *body = s.p ? s.p : calloc(1, 1);
+        *len = s.len;
+        *truncated = s.too_large;
         s.p = NULL;
         rc = *body ? 0 : -1;
     }

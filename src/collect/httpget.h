@@ -19,4 +19,18 @@ struct httpget_opts {
 int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *len, long *status,
             char *err, size_t errlen);
 
+/* A bounded HTTP POST of a JSON body (webhook deliveries). headers: extra
+ * "Name: value" lines, NULL-terminated (borrowed). The answer's body is
+ * read up to max_bytes and the rest dropped (*truncated set), so a
+ * chatty receiver never fails a delivery. Returns 0 when the server
+ * answered (*status, *body NUL-terminated, caller frees), or -1 with err
+ * filled (network failure, timeout). */
+struct httppost_opts {
+    const char *const *headers;
+    long timeout_s;
+    size_t max_bytes;
+};
+int httppost(const char *url, const struct httppost_opts *o, const char *data, size_t data_len,
+             char **body, size_t *len, int *truncated, long *status, char *err, size_t errlen);
+
 #endif

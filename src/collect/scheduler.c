@@ -1,5 +1,6 @@
 /* Periodic jobs; see scheduler.h. */
 #include "collect/scheduler.h"
+#include "collect/deliver.h"
 #include "collect/pull.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -18,6 +19,8 @@ struct scheduler {
     struct store *st;
     int tick_s;
     int retain_days;
+    bool no_rollup;
+    int owner_s;
     bool stop;
     char holder[128];
     pthread_mutex_t mu;
@@ -94,7 +97,8 @@ static void run_usage(struct scheduler *s)
     bool run = false;
     int rc;
 
-    if (store_job_claim(s->st, job, s->holder, SCHEDULER_USAGE_S, SCHEDULER_MAX_RUN_S, gi_now(),
+    if (s->no_rollup ||
+        store_job_claim(s->st, job, s->holder, SCHEDULER_USAGE_S, SCHEDULER_MAX_RUN_S, gi_now(),
                         &run) != GI_OK ||
         !run)
         return;
@@ -104,6 +108,28 @@ static void run_usage(struct scheduler *s)
     else if (res.dirty_left > 0)
         gi_info("job %s: %lld GPU-hour(s) rolled up, %lld still waiting", job, (long long)res.hours,
                 (long long)res.dirty_left);
+    if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", job);
+}
+
+/* The current owners of GPUs whose assignment or rule came into force
+ * since the last run (store_owner_due), on whichever replica claims it. */
+static void run_owner(struct scheduler *s)
+{
+    static const char job[] = "owner:refresh";
+    int64_t gpus = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, s->owner_s, SCHEDULER_MAX_RUN_S, gi_now(), &run) !=
+            GI_OK ||
+        !run)
+        return;
+    rc = store_owner_due(s->st, gi_now(), &gpus);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", job, gi_status_name(rc));
+    else if (gpus > 0)
+        gi_info("job %s: %lld GPU owner(s) recomputed", job, (long long)gpus);
     if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
         gi_warn("job %s: cannot release its lease", job);
 }
@@ -132,6 +158,62 @@ static void run_maintenance(struct scheduler *s)
         gi_warn("job %s: cannot release its lease", job);
 }
 
+/* Assets against discovery, hourly on whichever replica claims it:
+ * last-seen times and drift events (store_asset_reconcile). */
+static void run_assets(struct scheduler *s)
+{
+    static const char job[] = "assets:reconcile";
+    int64_t drifts = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_asset_reconcile(s->st, gi_now(), &drifts);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", job, gi_status_name(rc));
+    else if (drifts > 0)
+        gi_info("job %s: %lld drift event(s) recorded", job, (long long)drifts);
+    if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", job);
+}
+
+/* Webhook deliveries, every deliver_interval() seconds on whichever
+ * replica claims the job; once an hour the delivery log is cut to
+ * DELIVER_KEEP_DAYS. */
+static void run_deliver(struct scheduler *s)
+{
+    static const char job[] = "webhooks:deliver", keep[] = "webhooks:retention";
+    struct deliver_stats res;
+    int64_t deleted = 0;
+    bool run = false;
+    int rc;
+
+    if (store_job_claim(s->st, job, s->holder, deliver_interval(),
+                        (int64_t)DELIVER_BATCH * (DELIVER_TIMEOUT_S + 5) + 60, gi_now(),
+                        &run) == GI_OK &&
+        run) {
+        if ((rc = deliver_run(s->st, gi_now(), &res)) != GI_OK)
+            gi_warn("job %s failed: %s", job, gi_status_name(rc));
+        if (store_job_done(s->st, job, s->holder, gi_now()) != GI_OK)
+            gi_warn("job %s: cannot release its lease", job);
+    }
+    run = false;
+    if (store_job_claim(s->st, keep, s->holder, SCHEDULER_MAINTAIN_S, SCHEDULER_MAX_RUN_S, gi_now(),
+                        &run) != GI_OK ||
+        !run)
+        return;
+    rc = store_delivery_prune(s->st, gi_now() - (int64_t)DELIVER_KEEP_DAYS * 86400, &deleted);
+    if (rc != GI_OK)
+        gi_warn("job %s failed: %s", keep, gi_status_name(rc));
+    else if (deleted > 0)
+        gi_info("job %s: %lld old deliveries deleted", keep, (long long)deleted);
+    if (store_job_done(s->st, keep, s->holder, gi_now()) != GI_OK)
+        gi_warn("job %s: cannot release its lease", keep);
+}
+
 /* Seconds to the next look: a quarter of the shortest interval, between 1
  * and tick_s. */
 static int next_wait(struct scheduler *s)
@@ -141,6 +223,10 @@ static int next_wait(struct scheduler *s)
 
     if (store_source_min_interval(s->st, &shortest) == GI_OK && shortest > 0 && shortest / 4 < w)
         w = shortest / 4;
+    if (s->owner_s < w)
+        w = s->owner_s;
+    if (deliver_interval() < w)
+        w = deliver_interval();
     return w < 1 ? 1 : (int)w;
 }
 
@@ -155,7 +241,10 @@ static void *loop(void *arg)
         pthread_mutex_unlock(&s->mu);
         run_due(s);
         run_maintenance(s);
+        run_owner(s);
         run_usage(s);
+        run_assets(s);
+        run_deliver(s);
         wait_s = next_wait(s);
         pthread_mutex_lock(&s->mu);
         clock_gettime(CLOCK_REALTIME, &until);
@@ -167,15 +256,17 @@ static void *loop(void *arg)
     return NULL;
 }
 
-struct scheduler *scheduler_start(struct store *st, int tick_s, int retain_days)
+struct scheduler *scheduler_start(struct store *st, const struct scheduler_options *o)
 {
     struct scheduler *s = calloc(1, sizeof *s);
 
     if (s == NULL)
         return NULL;
     s->st = st;
-    s->tick_s = tick_s > 0 ? tick_s : 5;
-    s->retain_days = retain_days > 0 ? retain_days : SCHEDULER_RETAIN_DAYS;
+    s->tick_s = o->tick_s > 0 ? o->tick_s : 5;
+    s->retain_days = o->retain_days > 0 ? o->retain_days : SCHEDULER_RETAIN_DAYS;
+    s->no_rollup = o->no_rollup;
+    s->owner_s = o->owner_s > 0 ? o->owner_s : SCHEDULER_OWNER_S;
     make_holder(s->holder, sizeof s->holder);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);

@@ -1,9 +1,14 @@
 /* The server's periodic jobs: pulls each enabled pull source when its
  * interval has passed, every minute brings the usage rollups up to date
- * (store_usage_rollup), and hourly keeps raw samples for the retention
+ * (store_usage_rollup), sends due webhook deliveries (collect/deliver.h,
+ * job webhooks:deliver) and hourly keeps raw samples for the retention
  * period (store_samples_maintain: partitions ahead and whole-partition
- * drops on PostgreSQL, small deletes on SQLite), never dropping samples
- * whose hours still wait for their rollup. One background thread; a
+ * drops on PostgreSQL, small deletes on SQLite; processes and pods seen on
+ * GPUs in small deletes on both), never dropping rows whose hours still
+ * wait for their rollup; every minute recomputes the current owner of
+ * GPUs whose assignment or rule came into force (store_owner_due); hourly
+ * reconciles the hardware assets with discovery (store_asset_reconcile:
+ * last-seen times, drift events). One background thread; a
  * failing or slow source delays only the sources queued behind it, never
  * the HTTP server.
  *
@@ -17,6 +22,8 @@
 #ifndef GI_SCHEDULER_H
 #define GI_SCHEDULER_H
 
+#include <stdbool.h>
+
 struct store;
 struct scheduler;
 
@@ -28,13 +35,24 @@ struct scheduler;
 #define SCHEDULER_RETAIN_DAYS 14
 /* Seconds between runs of the usage rollup job (usage:rollup). */
 #define SCHEDULER_USAGE_S 60
+/* Default seconds between runs of the owner:refresh job, which recomputes
+ * the current owner of GPUs whose assignment or rule came into force
+ * (store_owner_due). */
+#define SCHEDULER_OWNER_S 60
+
+/* What scheduler_start runs. */
+struct scheduler_options {
+    int tick_s;      /* longest wait between looks for due work (0: 5) */
+    int retain_days; /* days of raw samples kept (0: SCHEDULER_RETAIN_DAYS) */
+    bool no_rollup;  /* the usage:rollup job is not run by this replica */
+    int owner_s;     /* seconds between owner:refresh runs (0: SCHEDULER_OWNER_S) */
+};
 
 /* Starts the thread; the store is borrowed. tick_s is the longest wait
  * between looks for due work: the wait shrinks to a quarter of the
  * shortest source interval (at least 1 s), so that a job freed by a dead
- * replica is taken soon after it falls due. retain_days: days of raw
- * samples kept (0: SCHEDULER_RETAIN_DAYS). Returns NULL on failure. */
-struct scheduler *scheduler_start(struct store *st, int tick_s, int retain_days);
+ * replica is taken soon after it falls due. Returns NULL on failure. */
+struct scheduler *scheduler_start(struct store *st, const struct scheduler_options *o);
 /* Stops after the job in progress and joins; accepts NULL. */
 void scheduler_stop(struct scheduler *s);
 

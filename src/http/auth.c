@@ -4,6 +4,7 @@
 #include "core/status.h"
 #include "core/util.h"
 #include "http/request.h"
+#include "http/routes.h"
 #include "store/store.h"
 
 #include <pthread.h>
@@ -91,11 +92,45 @@ static bool cookie_value(const char *header, const char *name, char *out, size_t
     return false;
 }
 
+/* The password of HTTP Basic credentials ("Basic base64(user:password)")
+ * into out; false when h is not such a header or the password is empty
+ * or longer than len - 1. */
+static bool basic_password(const char *h, char *out, size_t len)
+{
+    unsigned char raw[512];
+    const unsigned char *colon;
+    size_t n = 0, pwlen = 0;
+    bool ok = false;
+
+    if (strncasecmp(h, "Basic ", 6) == 0 &&
+        sodium_base642bin(raw, sizeof raw - 1, h + 6, strlen(h + 6), NULL, &n, NULL,
+                          sodium_base64_VARIANT_ORIGINAL) == 0 &&
+        memchr(raw, '\0', n) == NULL && (colon = memchr(raw, ':', n)) != NULL) {
+        pwlen = n - (size_t)(colon + 1 - raw);
+        if (pwlen > 0 && pwlen < len) {
+            memcpy(out, colon + 1, pwlen);
+            out[pwlen] = '\0';
+            ok = true;
+        }
+    }
+    sodium_memzero(raw, sizeof raw);
+    return ok;
+}
+
 int auth_resolve(struct req *r)
 {
     const char *h = req_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
-    char hash[AUTH_HASH_LEN], val[128];
+    char hash[AUTH_HASH_LEN], val[128], pw[260];
 
+    if (h && route_basic_auth(r->route) && strncasecmp(h, "Basic ", 6) == 0) {
+        int rc = GI_NOT_FOUND;
+        if (basic_password(h, pw, sizeof pw)) {
+            auth_hash(pw, hash);
+            rc = store_token_auth(r->store, hash, &r->who);
+        }
+        sodium_memzero(pw, sizeof pw);
+        return rc;
+    }
     if (h) {
         if (strncasecmp(h, "Bearer ", 7) != 0 || strlen(h + 7) > 256 || h[7] == '\0')
             return GI_NOT_FOUND;

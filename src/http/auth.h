@@ -27,8 +27,10 @@ bool auth_password_ok(const char *stored, const char *password);
  * user name costs as much as a wrong password and the time of a reply
  * does not tell which names exist. */
 void auth_password_dummy(const char *password);
-/* Resolves the caller of r from its bearer token or session cookie into
- * r->who; GI_OK, GI_NOT_FOUND (no or unknown credentials), or a store error. */
+/* Resolves the caller of r from its bearer token or session cookie (or,
+ * on a route that admits it, route_basic_auth, HTTP Basic credentials
+ * whose password is a token) into r->who; GI_OK, GI_NOT_FOUND (no or
+ * unknown credentials), or a store error. */
 int auth_resolve(struct req *r);
 
 #endif

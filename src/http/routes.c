@@ -89,6 +89,10 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/ownership/import", api_owner_import, GI_ROLE_EDITOR, IMPORT},
 
     {"POST", "/api/v1/ingest", api_ingest, GI_ROLE_PUSHER, ""},
+    /* FusionInventory / GLPI agents post to the server URL they are given,
+     * with or without a final slash, and authenticate with HTTP Basic. */
+    {"POST", "/glpi", api_glpi, GI_ROLE_PUSHER, ""},
+    {"POST", "/glpi/", api_glpi, GI_ROLE_PUSHER, ""},
     {"GET", "/api/v1/gpus", api_gpus_list, GI_ROLE_VIEWER,
      PAGED ",host,cluster,model,q,datacenter,source,stale,state,team,env"},
     {"POST", "/api/v1/gpus/import", api_gpus_import, GI_ROLE_EDITOR, IMPORT ",source,map.*"},
@@ -114,8 +118,23 @@ const struct route gi_routes[] = {
      PAGED ",cluster,node,namespace,active"},
 
     {"GET", "/api/v1/usage", api_usage_get, GI_ROLE_VIEWER,
-     LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model"},
+     LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model,limit,offset"},
     {"POST", "/api/v1/usage/rollup", api_usage_rollup, GI_ROLE_ADMIN, ""},
+    {"GET", "/api/v1/webhooks", api_webhooks_list, GI_ROLE_ADMIN, PAGED},
+    {"POST", "/api/v1/webhooks", api_webhooks_create, GI_ROLE_ADMIN, ""},
+    {"GET", "/api/v1/webhooks/{id}", api_webhooks_get, GI_ROLE_ADMIN, ""},
+    {"PATCH", "/api/v1/webhooks/{id}", api_webhooks_update, GI_ROLE_ADMIN, ""},
+    {"DELETE", "/api/v1/webhooks/{id}", api_webhooks_delete, GI_ROLE_ADMIN, ""},
+    {"POST", "/api/v1/webhooks/{id}/test", api_webhooks_test, GI_ROLE_ADMIN, ""},
+    {"GET", "/api/v1/webhooks/{id}/deliveries", api_webhooks_deliveries, GI_ROLE_VIEWER, PAGED},
+    {"POST", "/api/v1/webhook-deliveries/{id}/retry", api_webhook_deliveries_retry, GI_ROLE_ADMIN,
+     ""},
+
+    {"GET", "/api/v1/tickets", api_tickets_list, GI_ROLE_VIEWER, PAGED ",state,asset"},
+    {"POST", "/api/v1/tickets", api_tickets_create, GI_ROLE_EDITOR, ""},
+    {"GET", "/api/v1/tickets/{id}", api_tickets_get, GI_ROLE_VIEWER, ""},
+    {"POST", "/api/v1/tickets/{id}/close", api_tickets_close, GI_ROLE_EDITOR, ""},
+
     {"GET", "/api/v1/prices", api_prices_list, GI_ROLE_VIEWER, PAGED ",kind,model"},
     {"POST", "/api/v1/prices", api_prices_create, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/prices/rate", api_prices_rate, GI_ROLE_VIEWER, "kind,model,env,cloud,pool,at"},
@@ -144,8 +163,21 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/insights/savings", api_insights_savings, GI_ROLE_VIEWER,
      USAGE_FILTERS ",limit,min_hours,peak_below"},
 
+    /* Hardware assets. /assets/import comes before /assets/{key}. */
+    {"GET", "/api/v1/assets", api_assets_list, GI_ROLE_VIEWER,
+     PAGED ",kind,stage,datacenter,model,warranty_before,q,parent"},
+    {"POST", "/api/v1/assets", api_assets_create, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/assets/import", api_assets_import, GI_ROLE_EDITOR, IMPORT},
+    {"GET", "/api/v1/assets/{key}", api_assets_get, GI_ROLE_VIEWER, "from,to"},
+    {"PATCH", "/api/v1/assets/{key}", api_assets_update, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/assets/{key}/stage", api_assets_stage, GI_ROLE_EDITOR, ""},
+    {"GET", "/api/v1/assets/{key}/events", api_assets_events, GI_ROLE_VIEWER, PAGED},
+    {"GET", "/api/v1/asset-events", api_asset_events_export, GI_ROLE_VIEWER, PAGED ",from,to"},
+
     {NULL, NULL, NULL, GI_ROLE_NONE, NULL},
 };
+
+bool route_basic_auth(const struct route *rt) { return rt && rt->handler == api_glpi; }
 
 bool route_param_known(const struct route *rt, const char *name)
 {

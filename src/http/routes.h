@@ -27,6 +27,11 @@ struct route {
 /* Ends with a zeroed entry. */
 extern const struct route gi_routes[];
 
+/* True when the callers of route rt may also authenticate with HTTP Basic
+ * (any user name, a token as the password): the inventory agents' route,
+ * whose clients speak nothing else. Its 401 challenges Basic. */
+bool route_basic_auth(const struct route *rt);
+
 /* True when query parameter `name` is one that route rt reads. */
 bool route_param_known(const struct route *rt, const char *name);
 

@@ -210,6 +210,14 @@ static bool auth_or_reply(struct req *r)
     }
     st = auth_resolve(r);
     if (st == GI_NOT_FOUND) {
+        if (route_basic_auth(rt)) {
+            /* Inventory agents send their credentials after this challenge. */
+            reply_error(r, 401, "unauthenticated", NULL,
+                        "HTTP Basic credentials are required: any user name, a token as the "
+                        "password");
+            reply_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"gpuinv\"");
+            return false;
+        }
         reply_error(r, 401, "unauthenticated", NULL, "a valid bearer token or session is required");
         reply_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"gpuinv\"");
         return false;

@@ -335,7 +335,14 @@ void db_array_free(struct db_array *a)
 
 int db_exec_done(struct conn *c, struct db_stmt *s)
 {
-    int rc = db_step(c, s);
+    int rc;
+
+    if (c->deferring && c->drv->send) {
+        rc = c->drv->send(c, s);
+        db_reset(s);
+        return rc;
+    }
+    rc = db_step(c, s);
     int st = rc == DB_DONE ? GI_OK : db_status(rc);
     db_reset(s);
     return st;
@@ -377,8 +384,77 @@ int db_tx_begin(struct conn *c)
     return tx_open_write(c);
 }
 
+/* A name's key within its kind: 32 bits of its FNV-1a hash. */
+static int64_t lock_hash(const char *name)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h ^= *p;
+        h *= 1099511628211ULL;
+    }
+    return (int64_t)(int32_t)(uint32_t)(h ^ (h >> 32));
+}
+
+/* The keys' locks, in (kind, hash) order, in one statement. */
+static const char sql_lock_keys[] =
+    "SELECT COUNT(pg_advisory_xact_lock(k.kind, k.h)) FROM (SELECT DISTINCT kind, h FROM "
+    "unnest(CAST(:kinds AS INT[]), CAST(:hashes AS INT[])) AS u(kind, h) ORDER BY kind, h) k";
+
+static int lock_keys(struct conn *c, const int *kinds, const char *const *names, int n)
+{
+    struct db_array k = {0}, h = {0};
+    struct db_stmt *s = db_prep(c, sql_lock_keys);
+    int st = GI_INTERNAL;
+
+    for (int i = 0; i < n; i++) {
+        db_array_int(&k, kinds[i]);
+        db_array_int(&h, lock_hash(names[i]));
+    }
+    if (s && !k.failed && !h.failed) {
+        db_bind_array(s, ":kinds", &k);
+        db_bind_array(s, ":hashes", &h);
+        st = db_step(c, s);
+        db_reset(s);
+        st = db_status(st);
+    }
+    db_array_free(&k);
+    db_array_free(&h);
+    return st;
+}
+
+int db_tx_begin_keyed(struct conn *c, const int *kinds, const char *const *names, int n)
+{
+    int st;
+
+    if (!c->drv->write_lock_shared || n > DB_LOCK_KEYS_MAX)
+        return db_tx_begin(c);
+    st = c->drv->exec(c, c->drv->begin_write);
+    if (st == GI_OK && (st = c->drv->exec(c, c->drv->write_lock_shared)) == GI_OK)
+        st = lock_keys(c, kinds, names, n);
+    if (st != GI_OK && c->drv->tx_open(c))
+        c->drv->exec(c, "ROLLBACK");
+    c->in_tx = st == GI_OK;
+    return st;
+}
+
+int db_lock_key(struct conn *c, int kind, const char *name)
+{
+    return c->drv->write_lock_shared ? lock_keys(c, &kind, &name, 1) : GI_OK;
+}
+
+int db_defer(struct conn *c, bool on)
+{
+    int st = c->drv->flush ? c->drv->flush(c) : GI_OK;
+
+    c->deferring = on;
+    return st;
+}
+
 int db_tx_end(struct conn *c, int st)
 {
+    /* The commit reads what is still due, and fails with it. */
+    c->deferring = false;
     st = tx_close(c, st);
     if (c->writing) {
         c->writing = false;

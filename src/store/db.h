@@ -126,14 +126,15 @@ bool db_col_is_null(struct db_stmt *s, int i);
  * (text that is not UTF-8, an infinite real). Caller owns the result. */
 json_t *db_row_values(struct db_stmt *s);
 
-/* Rows into a table as one stream: PostgreSQL's COPY ... FROM STDIN in
- * its text format. `sql` is the COPY statement (a static string naming
- * the table and columns), `data` the rows: values separated by tabs, \N
- * for NULL, each row ending in a newline. Only inside a transaction; the
- * copy runs under a savepoint, so a failure undoes the copy alone and the
- * transaction goes on. *rows receives the rows copied. GI_CONFLICT when a
- * row's key is already taken (nothing copied), GI_INTERNAL on SQLite,
- * which has no COPY. */
+/* Rows into a table as one stream: PostgreSQL's COPY ... FROM STDIN.
+ * `sql` is the COPY statement (a static string naming the table and
+ * columns, and the format), `data` the rows in that format (text: values
+ * separated by tabs, \N for NULL, each row ending in a newline; binary:
+ * the whole stream, header and trailer included). Only inside a
+ * transaction; the copy runs under a savepoint, so a failure undoes the
+ * copy alone and the transaction goes on. *rows receives the rows copied.
+ * GI_CONFLICT when a row's key is already taken (nothing copied),
+ * GI_INTERNAL on SQLite, which has no COPY. */
 int db_copy_in(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows);
 
 /* Rows the connection's last INSERT, UPDATE or DELETE changed. (An
@@ -151,6 +152,35 @@ int db_simple(struct conn *c, const char *sql);
  * sees the state it checks until it commits. Always end it with
  * db_tx_end(), even when this fails. */
 int db_tx_begin(struct conn *c);
+/* The kinds of key of db_tx_begin_keyed(), in the order their locks are
+ * taken. */
+enum db_lock_kind {
+    DB_LOCK_HOST = 1,  /* a reporting host, by hostname */
+    DB_LOCK_GPU = 2,   /* a GPU, by a name it is stored under */
+    DB_LOCK_LINKS = 3, /* the matching of hosts to inventory servers */
+};
+/* The most keys db_tx_begin_keyed() takes; a write naming more takes the
+ * writer lock exclusively instead (db_tx_begin()). */
+#define DB_LOCK_KEYS_MAX 64
+/* A writing transaction for work whose rows are named by a few keys (a
+ * push batch: its host and GPUs), which may run beside other such
+ * transactions on PostgreSQL: the writer lock is taken shared, so it
+ * still waits for and excludes every db_tx_begin() writer, and then each
+ * key's lock exclusively, transaction-scoped, in one statement and in one
+ * fixed order (kind, then the name's hash), so that two of them cannot
+ * deadlock on their keys; a key of a later kind is taken with
+ * db_lock_key(). Two names may share a hash (they then wait for each
+ * other, harmlessly). No lock of this process is held, so they run
+ * beside each other on several connections. On SQLite, and with more than
+ * DB_LOCK_KEYS_MAX keys, it is db_tx_begin(). kinds[i] is the kind of
+ * names[i]. End it with db_tx_end(). */
+int db_tx_begin_keyed(struct conn *c, const int *kinds, const char *const *names, int n);
+/* Inside a writing transaction: the exclusive lock of one key, whose
+ * kind orders after every key the transaction took before (see
+ * db_tx_begin_keyed()). A transaction of db_tx_begin() excludes every
+ * other writer already; taking a key there is harmless. GI_OK at once on
+ * SQLite. */
+int db_lock_key(struct conn *c, int kind, const char *name);
 /* Commits when st is GI_OK, else rolls back; releases the writer lock and
  * returns the final status. */
 int db_tx_end(struct conn *c, int st);
@@ -158,6 +188,22 @@ int db_tx_end(struct conn *c, int st);
  * fails, *out (if set) is released and set to NULL, so the caller never
  * sees a document of a write that did not happen. */
 int db_tx_end_doc(struct conn *c, int st, json_t **out);
+/* Writes sent without waiting for each one's answer, for a writing
+ * transaction of many short statements: after db_defer(c, true),
+ * db_exec_done() on PostgreSQL sends its statement into a pipeline and
+ * returns GI_OK at once (or the status of an earlier deferred statement
+ * that failed). The answers are read together, one round trip for all,
+ * by the next call that needs the database to answer (a statement's
+ * rows, db_changes(), a copy, a savepoint, a read batch, the commit),
+ * which fails with the first deferred failure's status instead of
+ * running: the transaction has failed, and its end rolls it back.
+ * db_changes() stays that of the last statement run. Only for statements
+ * whose failure fails the transaction: one whose failure the caller
+ * handles (under a savepoint) must not run while deferring.
+ * db_defer(c, false) reads what is due and returns that status;
+ * db_tx_end() also stops deferring. SQLite runs each statement at once
+ * (it has no round trips). */
+int db_defer(struct conn *c, bool on);
 /* A statement inside a transaction that may fail without failing the
  * transaction (one row of an import): db_savepoint() before it,
  * db_savepoint_end() with its status after. */

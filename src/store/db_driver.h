@@ -25,6 +25,7 @@ struct conn {
     bool busy;                  /* lent out by the pool */
     bool writing;               /* holds the store's writer lock */
     bool in_tx;                 /* inside a transaction db.c began */
+    bool deferring;             /* db_exec_done() sends without waiting (db_defer()) */
     pthread_mutex_t *writer_mu; /* the store's; borrowed */
 };
 
@@ -68,12 +69,22 @@ struct db_driver {
      * faster way than a read transaction around statements stepped one by
      * one. */
     int (*run_batch)(struct conn *c, struct db_stmt *const *s, int n);
+    /* db_exec_done() while deferring: sends the bound statement without
+     * waiting for its answer; GI_OK, or the status of an earlier deferred
+     * statement that failed. NULL when the driver always waits. */
+    int (*send)(struct conn *c, struct db_stmt *s);
+    /* Reads every answer still due for send(); the first failure's
+     * status (then forgotten) or GI_OK. */
+    int (*flush)(struct conn *c);
     /* db_copy_in(); NULL when the database has no bulk copy. */
     int (*copy_in)(struct conn *c, const char *sql, const char *data, size_t len, int64_t *rows);
     /* SQL that begins a writing transaction, and the extra statement (or
      * NULL) that makes it exclude every other writer of the database. */
     const char *begin_write;
     const char *write_lock;
+    /* The same lock taken shared (db_tx_begin_keyed()), or NULL when the
+     * database has one writer at a time anyway. */
+    const char *write_lock_shared;
     /* True while the connection is inside a transaction (one a failed
      * statement has not already ended). */
     bool (*tx_open)(struct conn *c);

@@ -65,6 +65,8 @@ struct pg_conn {
     char *target;
     unsigned next_name;
     int64_t changes;
+    int queued;              /* statements sent by pg_send() whose answers are due */
+    int defer_st;            /* the first of them that failed, until reported */
     int64_t retry_at;        /* no reconnection attempt before this time... */
     unsigned connects_since; /* ...unless pg_connects has moved past this */
     struct pg_slot slots[PG_SLOTS];
@@ -162,6 +164,8 @@ static int pg_connect(struct pg_conn *c)
     PGresult *r;
 
     PQfinish(c->pg);
+    c->queued = 0;
+    c->defer_st = GI_OK;
     c->pg = PQconnectdbParams(keys, vals, 1);
     if (c->pg == NULL)
         return GI_INTERNAL;
@@ -474,22 +478,116 @@ static int prepare(struct pg_conn *c, struct pg_stmt *s)
     return GI_INTERNAL;
 }
 
+/* A write's result: its row count becomes the connection's changes. */
+static void note_changes(struct pg_conn *c, PGresult *r)
+{
+    const char *cmd = PQcmdStatus(r);
+
+    if (strncmp(cmd, "INSERT", 6) == 0 || strncmp(cmd, "UPDATE", 6) == 0 ||
+        strncmp(cmd, "DELETE", 6) == 0)
+        c->changes = strtoll(PQcmdTuples(r), NULL, 10);
+}
+
+static void pipeline_take(struct pg_conn *c, PGresult **out);
+static void pipeline_leave(struct pg_conn *c);
+
+/* Reads the answers of the statements pg_send() sent, in order: each
+ * write's row count becomes the connection's, the first failure is kept
+ * in defer_st. Leaves pipeline mode. */
+static void drain(struct pg_conn *c)
+{
+    PGresult *r;
+
+    if (c->queued == 0)
+        return;
+    if (!PQpipelineSync(c->pg)) {
+        if (c->defer_st == GI_OK)
+            c->defer_st = map_error(c, NULL);
+    } else {
+        for (int q = 0; q < c->queued; q++) {
+            pipeline_take(c, &r);
+            if (r == NULL) {
+                if (c->defer_st == GI_OK)
+                    c->defer_st = map_error(c, NULL);
+                break;
+            }
+            switch (PQresultStatus(r)) {
+            case PGRES_COMMAND_OK:
+            case PGRES_TUPLES_OK:
+                note_changes(c, r);
+                break;
+            case PGRES_PIPELINE_ABORTED:
+                break;
+            default:
+                if (c->defer_st == GI_OK)
+                    c->defer_st = map_error(c, r);
+            }
+            PQclear(r);
+        }
+    }
+    c->queued = 0;
+    pipeline_leave(c);
+}
+
+/* Reads what is due and reports (once) the first deferred failure. */
+static int flush(struct pg_conn *c)
+{
+    int st;
+
+    drain(c);
+    st = c->defer_st;
+    c->defer_st = GI_OK;
+    return st;
+}
+
+static int pg_flush(struct conn *bc) { return flush(pgc(bc)); }
+
+/* Deferred statements sent before their answers are read, at most. */
+#define PG_DEFER_MAX 256
+
+/* db_exec_done() while deferring: the statement goes into the pipeline
+ * (libpq copies its parameters at once); a statement not yet prepared on
+ * this session is prepared first, outside the pipeline. */
+static int pg_send(struct conn *bc, struct db_stmt *bs)
+{
+    struct pg_conn *c = pgc(bc);
+    struct pg_stmt *s = pgs(bs);
+    int st;
+
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        return GI_UNAVAILABLE;
+    if (c->defer_st != GI_OK || !s->prepared || c->queued >= PG_DEFER_MAX) {
+        if ((st = flush(c)) != GI_OK)
+            return st;
+        if (!s->prepared && (st = prepare(c, s)) != GI_OK)
+            return st;
+    }
+    if (PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF && !PQenterPipelineMode(c->pg))
+        return map_error(c, NULL);
+    if (PQsendQueryPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0) !=
+        1) {
+        st = map_error(c, NULL);
+        return flush(c) != GI_OK ? GI_UNAVAILABLE : st;
+    }
+    c->queued++;
+    return GI_OK;
+}
+
 /* Prepares s on the server (once per session) and executes it. */
 static int execute(struct pg_conn *c, struct pg_stmt *s)
 {
     PGresult *r;
     int st;
 
+    if ((c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
+        return st;
     if (!s->prepared && (st = prepare(c, s)) != GI_OK)
         return st;
     r = PQexecPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0);
     switch (PQresultStatus(r)) {
     case PGRES_COMMAND_OK:
     case PGRES_TUPLES_OK: {
-        const char *cmd = PQcmdStatus(r);
-        if (strncmp(cmd, "INSERT", 6) == 0 || strncmp(cmd, "UPDATE", 6) == 0 ||
-            strncmp(cmd, "DELETE", 6) == 0)
-            c->changes = strtoll(PQcmdTuples(r), NULL, 10);
+        note_changes(c, r);
         s->res = r;
         s->row = -1;
         s->nrows = PQntuples(r);
@@ -567,6 +665,8 @@ static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
 
     if (PQstatus(c->pg) != CONNECTION_OK)
         return GI_UNAVAILABLE;
+    if ((c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
+        return st;
     for (int i = 0; i < n; i++) {
         struct pg_stmt *s = pgs(ss[i]);
         PQclear(s->res);
@@ -716,7 +816,13 @@ static int pg_col_bytes(struct db_stmt *bs, int i)
     return is_null(s, i) ? 0 : PQgetlength(s->res, s->row, i);
 }
 
-static int64_t pg_changes(struct conn *c) { return pgc(c)->changes; }
+/* The row count of the last statement run: deferred ones are read first
+ * (a failure among them is reported by the next call that answers). */
+static int64_t pg_changes(struct conn *c)
+{
+    drain(pgc(c));
+    return pgc(c)->changes;
+}
 
 static int pg_exec(struct conn *bc, const char *sql)
 {
@@ -726,6 +832,8 @@ static int pg_exec(struct conn *bc, const char *sql)
 
     if (PQstatus(c->pg) != CONNECTION_OK)
         return GI_UNAVAILABLE;
+    if ((c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
+        return st;
     r = PQexec(c->pg, sql);
     if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
         st = map_error(c, r);
@@ -756,6 +864,10 @@ static int pg_copy_in(struct conn *bc, const char *sql, const char *data, size_t
     if (PQstatus(c->pg) != CONNECTION_OK) {
         free(q);
         return GI_UNAVAILABLE;
+    }
+    if ((c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK) {
+        free(q);
+        return st;
     }
     memcpy(q, savepoint, sizeof savepoint - 1);
     memcpy(q + sizeof savepoint - 1, sql, n + 1);
@@ -794,7 +906,11 @@ static int pg_copy_in(struct conn *bc, const char *sql, const char *data, size_t
 
 static bool pg_tx_open(struct conn *c)
 {
-    PGTransactionStatusType t = PQtransactionStatus(pgc(c)->pg);
+    PGTransactionStatusType t;
+
+    /* Deferred statements in flight say "active": their answers tell. */
+    drain(pgc(c));
+    t = PQtransactionStatus(pgc(c)->pg);
     return t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
 }
 
@@ -822,6 +938,8 @@ const struct db_driver db_pg_driver = {
     .changes = pg_changes,
     .exec = pg_exec,
     .run_batch = pg_run_batch,
+    .send = pg_send,
+    .flush = pg_flush,
     .copy_in = pg_copy_in,
     .begin_write = "BEGIN",
     /* One writer at a time across every replica: the same discipline as
@@ -829,6 +947,10 @@ const struct db_driver db_pg_driver = {
      * gpuinv's own (an arbitrary constant); the lock ends with the
      * transaction, also when a replica dies. */
     .write_lock = "SELECT pg_advisory_xact_lock(7305264918007312385)",
+    /* Taken shared by writers that lock the rows they touch by key
+     * (db_tx_begin_keyed()): they run beside each other and exclude, and
+     * wait for, every writer that holds it exclusively. */
+    .write_lock_shared = "SELECT pg_advisory_xact_lock_shared(7305264918007312385)",
     .tx_open = pg_tx_open,
     .alive = pg_alive,
 };

@@ -270,6 +270,7 @@ const struct db_driver db_sqlite_driver = {
      * never fails later for want of it. */
     .begin_write = "BEGIN IMMEDIATE",
     .write_lock = NULL,
+    .write_lock_shared = NULL,
     .tx_open = sq_tx_open,
     .alive = sq_alive,
 };

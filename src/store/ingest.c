@@ -113,7 +113,9 @@
                  ":now, :kind, :detail, :sid)")                                                    \
     X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL AND "    \
                    "source_id = :sid")                                                             \
-    X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid")                      \
+    X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid AND host_id = :host "  \
+                   "AND source_id = :sid AND missing_since IS NULL")                               \
+    X(SOURCE_LOCK, "SELECT id FROM sources WHERE id = :id FOR NO KEY UPDATE")                      \
     X(SAMPLE_ADD,                                                                                  \
       "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "                    \
       "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) "            \
@@ -700,9 +702,15 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
         }
         db_bind_text(s, ":uuid", json_string_value(v));
         db_bind_int(s, ":now", gi_now());
-        if ((rc = db_exec_done(c, s)) == GI_OK)
-            rc = gpu_event(c, sid, json_string_value(v), "missing_from_host",
-                           json_pack("{s:s}", "batch_id", b->batch_id));
+        db_bind_int(s, ":host", host_id);
+        db_bind_int(s, ":sid", sid);
+        /* The update re-checks the row as it is now: a batch of another
+         * host that took the GPU over meanwhile (on PostgreSQL, batches
+         * of different hosts run at once) keeps it present. */
+        if ((rc = db_exec_done(c, s)) != GI_OK || db_changes(c) == 0)
+            continue;
+        rc = gpu_event(c, sid, json_string_value(v), "missing_from_host",
+                       json_pack("{s:s}", "batch_id", b->batch_id));
         (*events)++;
     }
     json_decref(gone);
@@ -1025,6 +1033,20 @@ cleanup:
     return rc;
 }
 
+/* Locks the source's row until the transaction ends. */
+static int source_lock(struct conn *c, int64_t source_id)
+{
+    struct db_stmt *s = prep(c, ST_SOURCE_LOCK);
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", source_id);
+    step = db_step(c, s);
+    db_reset(s);
+    return db_status(step);
+}
+
 /* Applies n batches inside the caller's write transaction on c. */
 static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_batch *b, size_t n,
                           struct store_ingest_result *res)
@@ -1032,6 +1054,8 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     struct db_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     struct reporter src = {.id = source_id, .defaults = {team, env, cluster}};
+    const char *warning = NULL;
+    int64_t warnings = 0;
     int rc, step;
 
     rc = GI_INTERNAL;
@@ -1047,23 +1071,38 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
         col_copy(s, 4, src.name, sizeof src.name);
     }
     db_reset(s);
-    rc = GI_OK;
+    /* Most of a batch is short writes whose answers nothing reads
+     * (provenance, newest values, events, usage marks): they go without
+     * waiting, and the next read collects their answers. */
+    rc = db_defer(c, true);
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
         rc = ingest_one(c, &src, &b[i], &res[i]);
-        /* What was dropped on the way in is counted on the source. */
         if (rc == GI_OK && !res[i].duplicate && b[i].set.nwarnings > 0) {
-            rc = GI_INTERNAL;
-            if (!(s = prep(c, ST_SOURCE_WARN)))
-                goto cleanup;
-            db_bind_int(s, ":n", (int64_t)b[i].set.nwarnings);
-            db_bind_text(s, ":msg", b[i].set.warning);
-            db_bind_int(s, ":now", gi_now());
-            db_bind_int(s, ":id", source_id);
-            rc = db_exec_done(c, s);
+            warnings += (int64_t)b[i].set.nwarnings;
+            warning = b[i].set.warning;
         }
     }
     if (rc != GI_OK)
         goto cleanup;
+    /* Batches of one source on other hosts may run at once (PostgreSQL):
+     * the source's row is locked, last, before its GPUs are counted, so
+     * the count's statement starts after the other batch committed and
+     * sees its GPUs. */
+    if (db_dialect(c) == DB_PG && (rc = source_lock(c, source_id)) != GI_OK)
+        goto cleanup;
+    /* What was dropped on the way in is counted on the source (the last
+     * batch's message is kept). */
+    if (warnings > 0) {
+        rc = GI_INTERNAL;
+        if (!(s = prep(c, ST_SOURCE_WARN)))
+            goto cleanup;
+        db_bind_int(s, ":n", warnings);
+        db_bind_text(s, ":msg", warning);
+        db_bind_int(s, ":now", gi_now());
+        db_bind_int(s, ":id", source_id);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            goto cleanup;
+    }
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_SOURCE_OK)))
         goto cleanup;
@@ -1071,14 +1110,55 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     db_bind_int(s, ":id", source_id);
     rc = db_exec_done(c, s);
 cleanup:
-    return rc;
+    /* Whatever was still due answers now: its failure is the batch's. */
+    step = db_defer(c, false);
+    return rc != GI_OK ? rc : step;
+}
+
+/* The keys a push of n batches locks (db_tx_begin_keyed()): each host
+ * and each GPU by its name, and a MIG instance also by the name it has
+ * when reported without a UUID (see mig_canonical()), so that two
+ * reports of one instance under either name wait for each other. Returns
+ * how many were set, or DB_LOCK_KEYS_MAX + 1 when they do not fit: the
+ * batches then take the writer lock exclusively. made_up holds the MIG
+ * names. */
+static int ingest_keys(const struct gi_batch *b, size_t n, int *kinds, const char **names,
+                       char (*made_up)[GI_UUID_LEN])
+{
+    int k = 0, m = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (k + 1 > DB_LOCK_KEYS_MAX)
+            return DB_LOCK_KEYS_MAX + 1;
+        kinds[k] = DB_LOCK_HOST;
+        names[k++] = b[i].host.hostname;
+        for (size_t j = 0; j < b[i].set.ngpus; j++) {
+            const struct gi_gpu_obs *g = &b[i].set.gpus[j];
+            bool mig = g->parent_uuid[0] != '\0' && g->mig_instance >= 0;
+            if (k + 1 + (mig ? 1 : 0) > DB_LOCK_KEYS_MAX)
+                return DB_LOCK_KEYS_MAX + 1;
+            kinds[k] = DB_LOCK_GPU;
+            names[k++] = g->uuid;
+            if (mig) {
+                snprintf(made_up[m], GI_UUID_LEN, "MIG-%.80s/%d", g->parent_uuid, g->mig_instance);
+                kinds[k] = DB_LOCK_GPU;
+                names[k++] = made_up[m++];
+            }
+        }
+    }
+    return k;
 }
 
 int store_ingest_many(struct store *st, int64_t source_id, const struct gi_batch *b, size_t n,
                       struct store_ingest_result *res)
 {
+    int kinds[DB_LOCK_KEYS_MAX];
+    const char *names[DB_LOCK_KEYS_MAX];
+    char made_up[DB_LOCK_KEYS_MAX][GI_UUID_LEN];
+    int nkeys = ingest_keys(b, n, kinds, names, made_up);
     struct conn *c = db_conn_get(st);
-    int rc = db_tx_begin(c);
+    /* A push names its rows: batches of other hosts run beside it. */
+    int rc = db_tx_begin_keyed(c, kinds, names, nkeys);
 
     if (rc == GI_OK)
         rc = ingest_many_tx(c, source_id, b, n, res);

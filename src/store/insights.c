@@ -33,6 +33,26 @@ void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f
     db_bind_int(s, ":limit", f->limit > 0 ? f->limit : 100);
 }
 
+/* Binds the range split of WHOLE_DAYS / EDGE_HOURS_n. */
+void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, int64_t split)
+{
+    const int64_t day = 86400;
+    int64_t d1 = f->from % day ? f->from - f->from % day + day : f->from;
+    int64_t d2 = f->to - f->to % day, x1 = 0, x2 = 0;
+
+    if (d1 >= d2)
+        d1 = d2 = f->to; /* no whole day: every hour from usage_hourly */
+    else if (split > d1 && split < d2 && split % day != 0) {
+        x1 = split - split % day;
+        x2 = x1 + day;
+    }
+    insight_bind_filter(s, f);
+    db_bind_int(s, ":d1", d1);
+    db_bind_int(s, ":d2", d2);
+    db_bind_int(s, ":x1", x1);
+    db_bind_int(s, ":x2", x2);
+}
+
 /* A figure rounded to 6 decimals, so sums of floating seconds read as the
  * hours they are (10 rather than 9.999999999998). */
 static double round6(double x) { return round(x * 1e6) / 1e6; }

@@ -17,6 +17,33 @@
     ":cluster) AND (:cloud IS NULL OR h.cloud = :cloud) AND (:model IS NULL OR h.model = :model) " \
     "AND (CAST(:dc AS BIGINT) = 0 OR h.datacenter_id = :dc) "
 
+/* FILTERS without the range: the dimensions alone, for any table with
+ * the dimension columns under alias h (usage_hourly, usage_daily,
+ * usage_groups_daily). */
+#define DIM_FILTERS                                                                                \
+    " (:team IS NULL OR h.team = :team) AND (:env IS NULL OR h.env = :env) AND (:pool IS NULL OR " \
+    "h.pool = :pool) AND (:cluster IS NULL OR h.cluster = :cluster) AND (:cloud IS NULL OR "       \
+    "h.cloud = :cloud) AND (:model IS NULL OR h.model = :model) AND (CAST(:dc AS BIGINT) = 0 OR "  \
+    "h.datacenter_id = :dc) "
+
+/* A range split for the daily tables (insight_bind_days): the whole days
+ * [:d1, :d2) but the day [:x1, :x2) (empty when x1 = x2) from a table
+ * keyed by `col` (day), and the hours [:from, :d1), [:d2, :to) and
+ * [:x1, :x2) from usage_hourly (EDGE_HOURS_1..3), each with the
+ * dimension filters. */
+#define WHOLE_DAYS(col)                                                                            \
+    " h." col " >= :d1 AND h." col " < :d2 AND NOT (h." col " >= :x1 AND h." col                   \
+    " < :x2) AND " DIM_FILTERS
+#define EDGE_HOURS_1 " h.hour >= :from AND h.hour < :d1 AND " DIM_FILTERS
+#define EDGE_HOURS_2 " h.hour >= :d2 AND h.hour < :to AND " DIM_FILTERS
+#define EDGE_HOURS_3 " h.hour >= :x1 AND h.hour < :x2 AND " DIM_FILTERS
+
+/* Binds the split of WHOLE_DAYS / EDGE_HOURS_n for f's range: the whole
+ * UTC days inside [f->from, f->to), except the day holding `split` when
+ * split falls inside a day (0: none), so that a figure cut at split never
+ * reads a day across it whole. Also binds what insight_bind_filter()
+ * binds. */
+void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, int64_t split);
 /* Binds the filters and the range every statement shares (FILTERS) and
  * the page bound (f->limit, 100 when not positive). s and f are borrowed. */
 void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f);

@@ -1,46 +1,75 @@
-/* Usage patterns read from the hourly rollups: the hour-of-week heatmap
- * and period-over-period trends by one grouping. See store.h; figures and
- * money are those of insights.c. */
+/* Usage patterns read from the rollups: the hour-of-week heatmap (from the
+ * hourly group rows) and period-over-period trends by one grouping (whole
+ * days from the day groups, or from usage_daily by host or GPU; the partial
+ * days at the range's ends and the day the two periods meet in from the
+ * hourly rollups). See store.h; figures and money are those of insights.c. */
 #include "store/insights_int.h"
 #include "core/status.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Per-group sums of one half of a trend: `cmp` picks the hours. */
+/* Per-group sums of one half of a trend over the rows of TREND_SRC_*:
+ * `cmp` picks the rows (by their hour or day, t). */
 #define TREND_HALF(cmp)                                                                            \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.owned_s * h.fraction ELSE 0 END), "                  \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.busy_s * h.fraction ELSE 0 END), "                   \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.alloc_idle_s * h.fraction ELSE 0 END), "             \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.util_sum * h.fraction ELSE 0 END), "                 \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.measured_s * h.fraction ELSE 0 END), "               \
-    "SUM(CASE WHEN h.hour " cmp " :mid THEN h.owned_s * h.fraction * h.rate_micros END) / 3600, "  \
-    "MIN(CASE WHEN h.hour " cmp " :mid THEN h.currency END), "                                     \
-    "MAX(CASE WHEN h.hour " cmp " :mid THEN h.currency END)"
+    "SUM(CASE WHEN h.t " cmp " :mid THEN h.o ELSE 0 END), "                                        \
+    "SUM(CASE WHEN h.t " cmp " :mid THEN h.b ELSE 0 END), "                                        \
+    "SUM(CASE WHEN h.t " cmp " :mid THEN h.a ELSE 0 END), "                                        \
+    "SUM(CASE WHEN h.t " cmp " :mid THEN h.us ELSE 0 END), "                                       \
+    "SUM(CASE WHEN h.t " cmp " :mid THEN h.ms ELSE 0 END), "                                       \
+    "SUM(CASE WHEN h.t " cmp " :mid THEN h.oc END) / 3600, "                                       \
+    "MIN(CASE WHEN h.t " cmp " :mid THEN h.cur END), "                                             \
+    "MAX(CASE WHEN h.t " cmp " :mid THEN h.cur END)"
 
-#define TREND(key, join)                                                                           \
-    "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM usage_hourly h " join          \
-                                                             " WHERE " FILTERS " GROUP BY " key    \
-                                                             " ORDER BY 2 DESC, 1 "                \
-                                                             "LIMIT :limit"
+/* The hours of the range's ends (and of the day the halves meet in) from
+ * usage_hourly, with `more` columns first: seconds x fraction, cost as
+ * seconds x fraction x rate. */
+#define TREND_HOURS(more, edge)                                                                    \
+    " UNION ALL SELECT " more "h.hour, h.owned_s * h.fraction, h.busy_s * h.fraction, "            \
+    "h.alloc_idle_s * h.fraction, h.util_sum * h.fraction, h.measured_s * h.fraction, "            \
+    "h.owned_s * h.fraction * h.rate_micros, h.currency FROM usage_hourly h WHERE " edge
+#define TREND_EDGES(more)                                                                          \
+    TREND_HOURS(more, EDGE_HOURS_1) TREND_HOURS(more, EDGE_HOURS_2) TREND_HOURS(more, EDGE_HOURS_3)
+
+/* The rows a trend sums (alias h; t the hour or day, o/b/a owned, busy
+ * and allocated-idle seconds x fraction, us/ms util_sum and measured_s x
+ * fraction, oc the owned cost in micro-unit-seconds, cur its currency):
+ * whole days from the day groups (by a dimension) or from usage_daily
+ * (by host or GPU), the rest from usage_hourly. */
+#define DIM_COLS "h.team, h.env, h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, "
+#define TREND_SRC_GROUPS                                                                           \
+    "(SELECT " DIM_COLS "h.day AS t, h.owned_s AS o, h.busy_s AS b, h.alloc_idle_s AS a, "         \
+    "h.util_sum AS us, h.measured_s AS ms, h.owned_cost AS oc, NULLIF(h.currency, '') AS cur "     \
+    "FROM usage_groups_daily h WHERE " WHOLE_DAYS("day") TREND_EDGES(DIM_COLS) ") h"
+#define GPU_COLS DIM_COLS "h.host, h.gpu_id, "
+#define TREND_SRC_DAILY                                                                            \
+    "(SELECT " GPU_COLS "h.day AS t, h.owned_s * h.fraction AS o, h.busy_s * h.fraction AS b, "    \
+    "h.alloc_idle_s * h.fraction AS a, h.util_sum * h.fraction AS us, h.measured_s * h.fraction "  \
+    "AS ms, h.owned_s * h.fraction * h.rate_micros AS oc, h.currency AS cur FROM usage_daily h "   \
+    "WHERE " WHOLE_DAYS("day") TREND_EDGES(GPU_COLS) ") h"
+
+#define TREND(key, src, join)                                                                      \
+    "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM " src " " join                 \
+                                                             " GROUP BY " key                      \
+                                                             " ORDER BY 2 DESC, 1 LIMIT :limit"
 
 #define JOIN_GPU "JOIN gpus g ON g.id = h.gpu_id"
 #define JOIN_DC "LEFT JOIN datacenters d ON d.id = h.datacenter_id"
 
 #define STATEMENTS(X)                                                                              \
-    X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum * h.fraction), "         \
-               "SUM(h.measured_s * h.fraction), SUM(h.allocated_s * h.fraction), "                 \
-               "SUM(h.owned_s * h.fraction), SUM(h.busy_s * h.fraction) FROM usage_hourly h "      \
+    /* From the hourly group rows (their sums are already x fraction). */                          \
+    X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum), SUM(h.measured_s), "   \
+               "SUM(h.allocated_s), SUM(h.owned_s), SUM(h.busy_s) FROM usage_groups_hourly h "     \
                "WHERE " FILTERS "GROUP BY ((h.hour + :tz) / 3600 + 72) % 168")                     \
-    X(TREND_TEAM, TREND("h.team", ""))                                                             \
-    X(TREND_ENV, TREND("h.env", ""))                                                               \
-    X(TREND_POOL, TREND("h.pool", ""))                                                             \
-    X(TREND_CLUSTER, TREND("h.cluster", ""))                                                       \
-    X(TREND_CLOUD, TREND("h.cloud", ""))                                                           \
-    X(TREND_MODEL, TREND("h.model", ""))                                                           \
-    X(TREND_DC, TREND("d.name", JOIN_DC))                                                          \
-    X(TREND_HOST, TREND("h.host", ""))                                                             \
-    X(TREND_GPU, TREND("g.uuid", JOIN_GPU))
+    X(TREND_TEAM, TREND("h.team", TREND_SRC_GROUPS, ""))                                           \
+    X(TREND_ENV, TREND("h.env", TREND_SRC_GROUPS, ""))                                             \
+    X(TREND_POOL, TREND("h.pool", TREND_SRC_GROUPS, ""))                                           \
+    X(TREND_CLUSTER, TREND("h.cluster", TREND_SRC_GROUPS, ""))                                     \
+    X(TREND_CLOUD, TREND("h.cloud", TREND_SRC_GROUPS, ""))                                         \
+    X(TREND_MODEL, TREND("h.model", TREND_SRC_GROUPS, ""))                                         \
+    X(TREND_DC, TREND("d.name", TREND_SRC_GROUPS, JOIN_DC))                                        \
+    X(TREND_HOST, TREND("h.host", TREND_SRC_DAILY, ""))                                            \
+    X(TREND_GPU, TREND("g.uuid", TREND_SRC_DAILY, JOIN_GPU))
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -244,7 +273,8 @@ int store_usage_trend(struct store *st, const struct store_insight_filter *f, co
     c = db_conn_get(st);
     if ((s = prep(c, (enum stmt_id)id)) == NULL || (*items = json_array()) == NULL)
         goto cleanup;
-    insight_bind_filter(s, f);
+    /* The day the two halves meet in is read by the hour. */
+    insight_bind_days(s, f, cur_from);
     db_bind_int(s, ":mid", cur_from);
     rc = insight_collect_rows(c, s, trend_row, *items);
 cleanup:

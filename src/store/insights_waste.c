@@ -23,6 +23,7 @@
 #include "core/util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,25 @@
     "CASE WHEN r.kind = 'k8s' AND r.pod IS NOT NULL THEN COALESCE(r.namespace, '') || '/' || "     \
     "r.pod ELSE r.consumer END"
 
+/* The rows waste by team sums (alias h; aic/ic/oc allocated-idle, idle
+ * and owned cost in micro-unit-seconds, ai/i/o those seconds x fraction,
+ * cur the currency): whole days from the day groups, the partial days at
+ * the range's ends from usage_hourly. */
+#define WASTE_HOURS(edge)                                                                          \
+    " UNION ALL SELECT h.team, h.alloc_idle_s * h.fraction * h.rate_micros, h.idle_s * "           \
+    "h.fraction * h.rate_micros, h.owned_s * h.fraction * h.rate_micros, h.alloc_idle_s * "        \
+    "h.fraction, h.idle_s * h.fraction, h.owned_s * h.fraction, h.currency FROM usage_hourly h "   \
+    "WHERE " edge
+#define WASTE_SRC                                                                                  \
+    "(SELECT h.team, h.alloc_idle_cost AS aic, h.idle_cost AS ic, h.owned_cost AS oc, "            \
+    "h.alloc_idle_s AS ai, h.idle_s AS i, h.owned_s AS o, NULLIF(h.currency, '') AS cur FROM "     \
+    "usage_groups_daily h WHERE " WHOLE_DAYS("day") WASTE_HOURS(EDGE_HOURS_1)                      \
+        WASTE_HOURS(EDGE_HOURS_2) WASTE_HOURS(EDGE_HOURS_3) ") h"
+/* The GPUs behind each team's figures: its GPU-days (usage_daily) and the
+ * hours at the range's ends. */
+#define WASTE_GPU_HOURS(edge)                                                                      \
+    " UNION ALL SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_hourly h WHERE " edge
+
 #define STATEMENTS(X)                                                                              \
     X(IDLE,                                                                                        \
       "WITH newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS    \
@@ -125,15 +145,16 @@
       "d.kind = :kind AND d.consumer = :consumer AND d.day < :before AND" DAY_FILTERS              \
       "GROUP BY d.day ORDER BY d.day DESC")                                                        \
     X(WASTE_BY_TEAM,                                                                               \
-      "SELECT h.team, SUM(h.alloc_idle_s * h.fraction * h.rate_micros) / 3600, SUM(h.idle_s * "    \
-      "h.fraction * h.rate_micros) / 3600, SUM(h.owned_s * h.fraction * h.rate_micros) / 3600, "   \
-      "SUM(h.alloc_idle_s * h.fraction) / 3600, SUM(h.idle_s * h.fraction) / 3600, "               \
-      "SUM(h.owned_s * h.fraction) / 3600, MIN(h.currency), MAX(h.currency), COUNT(DISTINCT CASE " \
-      "WHEN h.alloc_idle_s > 0 THEN h.gpu_id END), COUNT(DISTINCT h.gpu_id) FROM usage_hourly h "  \
-      "WHERE " FILTERS "GROUP BY h.team ORDER BY COALESCE(SUM(h.alloc_idle_s * h.fraction * "      \
-      "h.rate_micros), 0) DESC, COALESCE(SUM(h.idle_s * h.fraction * h.rate_micros), 0) DESC, "    \
-      "SUM(h.alloc_idle_s * h.fraction) DESC, SUM(h.idle_s * h.fraction) DESC, h.team "            \
-      "LIMIT :limit")                                                                              \
+      "SELECT h.team, SUM(h.aic) / 3600, SUM(h.ic) / 3600, SUM(h.oc) / 3600, SUM(h.ai) / 3600, "   \
+      "SUM(h.i) / 3600, SUM(h.o) / 3600, MIN(h.cur), MAX(h.cur) FROM " WASTE_SRC " GROUP BY "      \
+      "h.team ORDER BY COALESCE(SUM(h.aic), 0) DESC, COALESCE(SUM(h.ic), 0) DESC, SUM(h.ai) "      \
+      "DESC, "                                                                                     \
+      "SUM(h.i) DESC, h.team LIMIT :limit")                                                        \
+    X(WASTE_GPUS,                                                                                  \
+      "SELECT h.team, COUNT(DISTINCT CASE WHEN h.alloc_idle_s > 0 THEN h.gpu_id END), "            \
+      "COUNT(DISTINCT h.gpu_id) FROM (SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_daily h " \
+      "WHERE " WHOLE_DAYS("day") WASTE_GPU_HOURS(EDGE_HOURS_1) WASTE_GPU_HOURS(EDGE_HOURS_2)       \
+          WASTE_GPU_HOURS(EDGE_HOURS_3) ") h GROUP BY h.team")                                     \
     X(TOP_CONSUMERS,                                                                               \
       "SELECT r.kind, r.consumer, MAX(r.holder), SUM(r.allocated_s) / 3600, SUM(r.busy_s) / "      \
       "3600, SUM(r.alloc_idle_s) / 3600, SUM(r.util_sum), SUM(r.measured_s), COUNT(DISTINCT "      \
@@ -141,6 +162,8 @@
       "MIN(r.first_hour), MAX(r.last_hour) + 3600 FROM" CONSUMER_ROWS                              \
       "GROUP BY r.kind, r.consumer ORDER BY SUM(r.allocated_s) DESC, r.kind, r.consumer LIMIT "    \
       ":limit")                                                                                    \
+    X(SAVINGS_REV, "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM usage_groups_daily WHERE "  \
+                   "day >= :from AND day < :to")                                                   \
     X(OVERREQUEST,                                                                                 \
       "SELECT r.kind, " WORKLOAD ", COALESCE(r.host_id, 0), MAX(r.host), MAX(r.holder), "          \
       "MAX(r.team), g.uuid, MAX(r.util_max), SUM(r.held_s), SUM(r.allocated_s) / 3600, "           \
@@ -513,34 +536,61 @@ static json_t *waste_row(struct db_stmt *s)
 {
     const char *c1 = db_col_text(s, 7), *c2 = db_col_text(s, 8);
 
-    return json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:I, s:I}", "team",
-                     insight_col_text_json(s, 0), "allocated_idle_cost",
-                     cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
-                     cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
-                     cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
-                     insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)),
-                     "idle", insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)db_col_int(s, 10),
-                     "gpus_allocated_idle", (json_int_t)db_col_int(s, 9));
+    /* The GPU counts are set afterwards (waste_gpus). */
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:I, s:I}", "team", insight_col_text_json(s, 0),
+        "allocated_idle_cost", cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
+        cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
+        cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
+        insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)), "idle",
+        insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)0, "gpus_allocated_idle", (json_int_t)0);
 }
 
-/* Runs statement id with the filters, one item per row by `row`. */
-static int stmt_fn(struct conn *c, enum stmt_id id, const struct store_insight_filter *f,
-                   json_t *(*row)(struct db_stmt *s), json_t *items)
+/* Sets each team's GPU counts (WASTE_GPUS) on its item. */
+static int waste_gpus(struct conn *c, const struct store_insight_filter *f, json_t *items)
 {
-    struct db_stmt *s = prep(c, id);
+    struct db_stmt *s = prep(c, ST_WASTE_GPUS);
+    json_t *by_team = json_object(), *o;
+    size_t i;
+    int step;
 
-    if (s == NULL)
+    if (s == NULL || by_team == NULL) {
+        json_decref(by_team);
         return GI_INTERNAL;
-    insight_bind_filter(s, f);
-    return insight_collect_rows(c, s, row, items);
+    }
+    /* NULL (no team) as "\x1f", which no team name holds. */
+    json_array_foreach(items, i, o) {
+        const char *t = json_string_value(json_object_get(o, "team"));
+        json_object_set(by_team, t ? t : "\x1f", o);
+    }
+    insight_bind_days(s, f, 0);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *t = db_col_text(s, 0);
+        json_t *it = json_object_get(by_team, t ? t : "\x1f");
+        if (it == NULL)
+            continue;
+        json_object_set_new(it, "gpus", json_integer((json_int_t)db_col_int(s, 2)));
+        json_object_set_new(it, "gpus_allocated_idle", json_integer((json_int_t)db_col_int(s, 1)));
+    }
+    db_reset(s);
+    json_decref(by_team);
+    return db_status(step);
 }
 
 static int waste_fn(struct conn *c, const void *arg, json_t *items)
 {
-    int rc = stmt_fn(c, ST_WASTE_BY_TEAM, arg, waste_row, items);
+    const struct store_insight_filter *f = arg;
+    struct db_stmt *s = prep(c, ST_WASTE_BY_TEAM);
     size_t i;
     json_t *o;
+    int rc;
 
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_days(s, f, 0);
+    if ((rc = insight_collect_rows(c, s, waste_row, items)) != GI_OK ||
+        (rc = waste_gpus(c, f, items)) != GI_OK)
+        return rc;
     json_array_foreach(items, i, o)
         json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
     return rc;
@@ -1099,9 +1149,137 @@ cleanup:
     return rc;
 }
 
+/* ---- the savings cache ----
+ *
+ * The savings read three heavy lists; a page that asks again within the
+ * hour, with nothing rolled up since, gets the answer it got before. The
+ * cache is per process (answers are small, a replica computes each one
+ * once itself, and a read never writes to the database), keyed by the
+ * store, the filters, the range and the parameters, and valid while the
+ * range's rollup revision is unchanged: the number of day-group rows of
+ * the range's days and their newest updated_at. The rollup job rewrites a
+ * day's groups, with updated_at = now, in every transaction that writes
+ * one of its hours (new data, late data, re-attribution, re-pricing), and
+ * retention deletes them, so any change to the hours the savings read
+ * changes the revision. An answer is reused only when its revision was
+ * read in a later second than that newest write (a write in the same
+ * second would not change it), and for an hour at most. */
+#define SAVINGS_CACHE_N 32
+#define SAVINGS_CACHE_TTL_S 3600
+
+struct savings_rev {
+    int64_t rows, newest;
+};
+
+struct savings_entry {
+    const struct store *st;
+    char key[1200];
+    struct savings_rev rev;
+    int64_t read_at; /* when rev was read */
+    json_t *items;
+};
+
+static pthread_mutex_t savings_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct savings_entry savings_cache[SAVINGS_CACHE_N];
+static size_t savings_next; /* the slot replaced next (oldest first) */
+
+/* The rollup revision of f's range (see above). */
+static int savings_rev_read(struct store *st, const struct store_insight_filter *f,
+                            struct savings_rev *rev)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_SAVINGS_REV);
+    int step = GI_INTERNAL;
+
+    if (s != NULL) {
+        db_bind_int(s, ":from", f->from - f->from % 86400);
+        db_bind_int(s, ":to", f->to);
+        if ((step = db_step(c, s)) == DB_ROW) {
+            rev->rows = db_col_int(s, 0);
+            rev->newest = db_col_int(s, 1);
+        }
+        db_reset(s);
+    }
+    db_conn_put(st, c);
+    return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_INTERNAL : db_status(step);
+}
+
+/* The cache key of a savings question; false when it does not fit. */
+static bool savings_key(const struct store_insight_filter *f, int64_t min_hours, double peak_below,
+                        char *key, size_t len)
+{
+    int n = snprintf(
+        key, len,
+        "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%.17g",
+        f->team ? f->team : "", f->env ? f->env : "", f->pool ? f->pool : "",
+        f->cluster ? f->cluster : "", f->cloud ? f->cloud : "", f->model ? f->model : "",
+        (long long)f->datacenter_id, (long long)f->from, (long long)f->to, (long long)f->limit,
+        (long long)min_hours, peak_below);
+    return n > 0 && (size_t)n < len;
+}
+
+/* A copy of the cached answer for key at rev, or NULL. */
+static json_t *savings_cached(const struct store *st, const char *key,
+                              const struct savings_rev *rev, int64_t now)
+{
+    json_t *hit = NULL;
+
+    pthread_mutex_lock(&savings_mu);
+    for (size_t i = 0; i < SAVINGS_CACHE_N; i++) {
+        const struct savings_entry *e = &savings_cache[i];
+        if (e->items && e->st == st && strcmp(e->key, key) == 0 && e->rev.rows == rev->rows &&
+            e->rev.newest == rev->newest && e->read_at > rev->newest &&
+            now - e->read_at < SAVINGS_CACHE_TTL_S) {
+            hit = json_deep_copy(e->items);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&savings_mu);
+    return hit;
+}
+
+/* Keeps a copy of items as the answer for key at rev, read at read_at. */
+static void savings_keep(const struct store *st, const char *key, const struct savings_rev *rev,
+                         int64_t read_at, const json_t *items)
+{
+    json_t *copy = json_deep_copy(items);
+    struct savings_entry *e = NULL;
+
+    if (copy == NULL)
+        return;
+    pthread_mutex_lock(&savings_mu);
+    for (size_t i = 0; i < SAVINGS_CACHE_N && !e; i++)
+        if (savings_cache[i].items && savings_cache[i].st == st &&
+            strcmp(savings_cache[i].key, key) == 0)
+            e = &savings_cache[i];
+    if (e == NULL) {
+        e = &savings_cache[savings_next];
+        savings_next = (savings_next + 1) % SAVINGS_CACHE_N;
+    }
+    json_decref(e->items);
+    e->st = st;
+    gi_strlcpy(e->key, key, sizeof e->key);
+    e->rev = *rev;
+    e->read_at = read_at;
+    e->items = copy;
+    pthread_mutex_unlock(&savings_mu);
+}
+
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items)
 {
     struct insight_arg a = {f, idle_min_hours, peak_below};
-    return run_items(st, items, savings_fn, &a);
+    struct savings_rev rev = {0, 0};
+    int64_t now = gi_now();
+    char key[1200];
+    bool cacheable = savings_key(f, idle_min_hours, peak_below, key, sizeof key) &&
+                     savings_rev_read(st, f, &rev) == GI_OK;
+    int rc;
+
+    if (cacheable && (*items = savings_cached(st, key, &rev, now)) != NULL)
+        return GI_OK;
+    rc = run_items(st, items, savings_fn, &a);
+    if (rc == GI_OK && cacheable)
+        savings_keep(st, key, &rev, now, *items);
+    return rc;
 }

@@ -1,8 +1,12 @@
-/* Kubernetes: a source's sync of nodes and GPU pods, and their lists. */
+/* Kubernetes: a source's sync of nodes and GPU pods, and their lists. A
+ * node that appears, goes, or changes its labels, cloud or host name has
+ * the current owner of its host's GPUs recomputed inside the sync's
+ * transaction (node_label and cloud_tag rules match on them). */
 #include "store/store_int.h"
 #include "core/status.h"
 #include "core/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define K8S_POD_SELECT                                                                             \
@@ -31,6 +35,9 @@
       "instance_type = excluded.instance_type, ready = excluded.ready, warning = "                 \
       "excluded.warning, labels = excluded.labels, seen = 1, last_seen_at = "                      \
       "excluded.last_seen_at")                                                                     \
+    X(K8S_NODE_OLD, "SELECT hostname, labels, cloud FROM k8s_nodes WHERE source_id = :sid AND "    \
+                    "name = :name")                                                                \
+    X(K8S_NODES_UNSEEN, "SELECT hostname FROM k8s_nodes WHERE source_id = :sid AND seen = 0")      \
     X(K8S_NODE_PROVIDER, "UPDATE k8s_nodes SET provider_id = :pid WHERE source_id = :sid AND "     \
                          "name = :name")                                                           \
     X(K8S_UNSEE_NODES, "UPDATE k8s_nodes SET seen = 0 WHERE source_id = :sid")                     \
@@ -80,12 +87,95 @@ static int list_page(struct store *st, enum stmt_id count, enum stmt_id list, db
     return db_list_page(st, stmt_sql[count], stmt_sql[list], bind, filter, pg, items, total);
 }
 
+/* Host names whose GPUs' owners are to be recomputed. */
+struct names {
+    char **v;
+    size_t n, cap;
+};
+
+static int names_add(struct names *ns, const char *name)
+{
+    if (!name || !*name)
+        return GI_OK;
+    for (size_t i = 0; i < ns->n; i++)
+        if (strcmp(ns->v[i], name) == 0)
+            return GI_OK;
+    if (ns->n == ns->cap) {
+        size_t nc = ns->cap ? ns->cap * 2 : 16;
+        char **nv = realloc(ns->v, nc * sizeof *nv);
+        if (!nv)
+            return GI_INTERNAL;
+        ns->v = nv;
+        ns->cap = nc;
+    }
+    if (!(ns->v[ns->n] = strdup(name)))
+        return GI_INTERNAL;
+    ns->n++;
+    return GI_OK;
+}
+
+static void names_free(struct names *ns)
+{
+    for (size_t i = 0; i < ns->n; i++)
+        free(ns->v[i]);
+    free(ns->v);
+}
+
+static bool text_differs(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") != 0;
+}
+
+/* Before node n's upsert: adds its old and new host names to ns when the
+ * node is new or its host name, labels or cloud change. */
+static int node_note(struct conn *c, int64_t source_id, const struct store_k8s_node *n,
+                     const char *labels, struct names *ns)
+{
+    struct db_stmt *s = prep(c, ST_K8S_NODE_OLD);
+    int rc = GI_OK, step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":sid", source_id);
+    db_bind_text(s, ":name", n->name);
+    step = db_step(c, s);
+    if (step == DB_ROW &&
+        (text_differs(db_col_text(s, 0), n->hostname) || text_differs(db_col_text(s, 1), labels) ||
+         text_differs(db_col_text(s, 2), n->cloud))) {
+        rc = names_add(ns, db_col_text(s, 0));
+        if (rc == GI_OK)
+            rc = names_add(ns, n->hostname);
+    } else if (step == DB_DONE) {
+        rc = names_add(ns, n->hostname);
+    } else if (step != DB_ROW) {
+        rc = db_status(step);
+    }
+    db_reset(s);
+    return rc;
+}
+
+/* Adds the host names of the nodes this listing did not mark again. */
+static int nodes_gone_note(struct conn *c, int64_t source_id, struct names *ns)
+{
+    struct db_stmt *s = prep(c, ST_K8S_NODES_UNSEEN);
+    int rc = GI_OK, step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":sid", source_id);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        rc = names_add(ns, db_col_text(s, 0));
+    db_reset(s);
+    return rc != GI_OK ? rc : step == DB_DONE ? GI_OK : db_status(step);
+}
+
 int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
                    const struct store_k8s_node *nodes, size_t nn, const struct store_k8s_pod *pods,
                    size_t np)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
+    struct names changed = {0};
     int64_t now = gi_now();
     int rc = db_tx_begin(c);
 
@@ -100,6 +190,9 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
     }
     for (size_t i = 0; rc == GI_OK && i < nn; i++) {
         const struct store_k8s_node *n = &nodes[i];
+        const char *labels = n->labels && *n->labels ? n->labels : "{}";
+        if ((rc = node_note(c, source_id, n, labels, &changed)) != GI_OK)
+            break;
         if (!(s = prep(c, ST_K8S_NODE_UPSERT))) {
             rc = GI_INTERNAL;
             break;
@@ -122,7 +215,7 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
         db_bind_opt_text(s, ":itype", n->instance_type);
         db_bind_opt_int(s, ":ready", n->ready);
         db_bind_opt_text(s, ":warning", n->warning);
-        db_bind_text(s, ":labels", n->labels && *n->labels ? n->labels : "{}");
+        db_bind_text(s, ":labels", labels);
         db_bind_int(s, ":now", now);
         rc = db_exec_done(c, s);
         /* The cloud instance behind the node, for billing lines. */
@@ -179,6 +272,8 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
             db_bind_text(s, ":ended", NULL);
         rc = db_exec_done(c, s);
     }
+    if (rc == GI_OK)
+        rc = nodes_gone_note(c, source_id, &changed);
     for (int k = 0; rc == GI_OK && k < 2; k++) {
         if (!(s = prep(c, k ? ST_K8S_POD_GONE : ST_K8S_NODE_GONE))) {
             rc = GI_INTERNAL;
@@ -188,7 +283,10 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
         db_bind_int(s, ":now", now);
         rc = db_exec_done(c, s);
     }
+    for (size_t i = 0; rc == GI_OK && i < changed.n; i++)
+        rc = owner_hostname_changed(c, changed.v[i], now);
     rc = db_tx_end(c, rc);
+    names_free(&changed);
     db_conn_put(st, c);
     return rc;
 }

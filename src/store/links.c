@@ -7,13 +7,17 @@
  *
  * Matching runs inside the writing transaction: on ingest when a host's
  * identity changed (or it was never matched), and when a server is
- * created, changed or deleted, for the hosts its keys concern. */
+ * created, changed or deleted, for the hosts its keys concern. A host
+ * that comes to link another resource (or whose data center follows its
+ * resource's) has its GPUs' current owner recomputed in the same
+ * transaction: rules match on the resource's tags and data center. */
 #include "store/links.h"
 #include "store/gpu_sql.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
+#include "store/store_int.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -191,6 +195,8 @@ static int link_write(struct conn *c, const char *actor, int64_t host_id, int64_
         if ((rc = db_exec_done(c, s)) != GI_OK)
             return rc;
     }
+    if (old_rid != rid && (rc = owner_host_changed(c, host_id, gi_now())) != GI_OK)
+        return rc;
     /* A first "nothing fits" is not news; every other change is audited. */
     if (!changed || (!exists && rid == 0 && !manual && rule == NULL))
         return GI_OK;
@@ -280,14 +286,22 @@ int links_host_seen(struct conn *c, int64_t host_id, const char *hostname, const
     rdc = db_col_int(s, 7);
     hdc = db_col_int(s, 8);
     db_reset(s);
+    /* Matching reads every server's keys and other hosts' links: a
+     * batch of another host running beside this one (db_tx_begin_keyed)
+     * matches after this one commits. */
     if (!exists || (!manual && (!same || broken)))
-        return match_host(c, auto_actor, host_id, &k);
+        return (step = db_lock_key(c, DB_LOCK_LINKS, "links")) != GI_OK
+                   ? step
+                   : match_host(c, auto_actor, host_id, &k);
     if (rid > 0 && rdc != hdc) {
+        int rc;
         if (!(s = db_prep(c, sql_host_follow)))
             return GI_INTERNAL;
         db_bind_int(s, ":rid", rid);
         db_bind_int(s, ":id", host_id);
-        return db_exec_done(c, s);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+        return owner_host_changed(c, host_id, gi_now());
     }
     return GI_OK;
 }

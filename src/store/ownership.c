@@ -38,17 +38,19 @@
                  "effective_to FROM owner_rules ORDER BY position, rule_id, effective_from, id")   \
     X(GPU_CTX,                                                                                     \
       "SELECT g.team, g.env, g.cluster, g.source_id, s.name, h.id, h.hostname, COALESCE(d.name, "  \
-      "rd.name), l.resource_id, r.attrs, r.metadata, n.labels, n.cloud, n.source_id, g.uuid FROM " \
+      "rd.name), l.resource_id, r.attrs, r.metadata, n.labels, n.cloud, n.source_id, g.uuid, "     \
+      "g.parent_uuid, (SELECT p.id FROM gpus p WHERE p.uuid = g.parent_uuid) FROM "                \
       "gpus g "                                                                                    \
       "LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN " \
       "datacenters d ON d.id = h.datacenter_id LEFT JOIN host_links l ON l.host_id = h.id LEFT "   \
       "JOIN resources r ON r.id = l.resource_id LEFT JOIN datacenters rd ON rd.id = "              \
       "r.datacenter_id LEFT JOIN k8s_nodes n ON n.source_id = (SELECT MIN(n2.source_id) FROM "     \
       "k8s_nodes n2 WHERE n2.hostname = h.hostname) AND n.hostname = h.hostname WHERE g.id = :id") \
-    X(ASSIGN_SPANS, "SELECT target, target_id, team, env, pool, effective_from, effective_to "     \
-                    "FROM owner_assignments WHERE (target = 'gpu' AND target_id = :gid) OR "       \
-                    "(target = 'host' AND target_id = :hid) OR (target = 'resource' AND "          \
-                    "target_id = :rid)")                                                           \
+    X(ASSIGN_SPANS,                                                                                \
+      "SELECT target, target_id, team, env, pool, effective_from, effective_to "                   \
+      "FROM owner_assignments WHERE (target = 'gpu' AND target_id IN (:gid, :pid)) OR "            \
+      "(target = 'host' AND target_id = :hid) OR (target = 'resource' AND "                        \
+      "target_id = :rid)")                                                                         \
     X(GPU_IDS, "SELECT id FROM gpus ORDER BY id")                                                  \
     X(GPU_OWNER_SET, "UPDATE gpus SET owner_team = :team, owner_env = :env, owner_pool = :pool, "  \
                      "owner_cluster = :cluster, owner_cloud = :cloud, owner_json = :json WHERE "   \
@@ -67,6 +69,17 @@
     X(ASSIGN_HISTORY, "SELECT " ASSIGN_COLS " FROM owner_assignments WHERE target = :target AND "  \
                       "target_id = :tid ORDER BY effective_from DESC, id DESC")                    \
     X(HOST_GPUS, "SELECT id FROM gpus WHERE host_id = :id")                                        \
+    X(GPU_FAMILY, "SELECT id FROM gpus WHERE id = :id OR parent_uuid = (SELECT uuid FROM gpus "    \
+                  "WHERE id = :id)")                                                               \
+    X(HOSTNAME_GPUS, "SELECT g.id FROM gpus g JOIN hosts h ON h.id = g.host_id WHERE h.hostname "  \
+                     "= :name")                                                                    \
+    X(CLOCK_GET, "SELECT refreshed_to FROM owner_clock WHERE id = 1")                              \
+    X(CLOCK_SET, "INSERT INTO owner_clock (id, refreshed_to) VALUES (1, :t) ON CONFLICT (id) DO "  \
+                 "UPDATE SET refreshed_to = excluded.refreshed_to")                                \
+    X(RULES_DUE, "SELECT COUNT(*) FROM owner_rules WHERE (effective_from > :w AND "                \
+                 "effective_from <= :now) OR (effective_to > :w AND effective_to <= :now)")        \
+    X(ASSIGN_DUE, "SELECT target, target_id FROM owner_assignments WHERE (effective_from > :w "    \
+                  "AND effective_from <= :now) OR (effective_to > :w AND effective_to <= :now)")   \
     X(RES_GPUS, "SELECT g.id FROM gpus g JOIN host_links l ON l.host_id = g.host_id WHERE "        \
                 "l.resource_id = :id")                                                             \
     X(UNOWNED_COUNT, "SELECT COUNT(*) FROM gpus g WHERE COALESCE(g.owner_team, g.team, '') = ''")  \
@@ -107,9 +120,14 @@ struct rule_rec {
     char set[F__COUNT][OWNER_LEN];
 };
 
-/* One assignment span of the cached GPU's GPU, host or resource. */
+/* Precedence levels of assignments: the GPU's own, its physical GPU's
+ * (a MIG instance inherits), its host's, its inventory resource's. */
+enum { LV_GPU, LV_PARENT, LV_HOST, LV_RESOURCE, LV__COUNT };
+
+/* One assignment span of the cached GPU's GPU, parent GPU, host or
+ * resource. */
 struct span_rec {
-    int level; /* 0 gpu, 1 host, 2 resource */
+    int level; /* LV_* */
     int64_t target_id, from, to;
     char set[3][OWNER_LEN];
 };
@@ -117,8 +135,9 @@ struct span_rec {
 /* What rules match a GPU against. */
 struct gpu_ctx {
     int64_t gpu_id, source_id, host_id, resource_id, node_source_id;
+    int64_t parent_id;      /* a MIG instance's physical GPU, else 0 */
     char src[3][OWNER_LEN]; /* the source's team, env, cluster */
-    char uuid[96], source[128], hostname[256], datacenter[128], node_cloud[64];
+    char uuid[96], parent_uuid[96], source[128], hostname[256], datacenter[128], node_cloud[64];
     json_t *node_labels, *tags; /* objects (may be NULL) */
 };
 
@@ -331,11 +350,14 @@ static int ctx_load(struct conn *c, struct owner_cache *k, int64_t gpu_id, const
     col_copy(s, 12, x->node_cloud, sizeof x->node_cloud);
     x->node_source_id = db_col_int(s, 13);
     col_copy(s, 14, x->uuid, sizeof x->uuid);
+    col_copy(s, 15, x->parent_uuid, sizeof x->parent_uuid);
+    x->parent_id = db_col_int(s, 16);
     db_reset(s);
 
     if (!(s = prep(c, ST_ASSIGN_SPANS)))
         return GI_INTERNAL;
     db_bind_int(s, ":gid", gpu_id);
+    db_bind_int(s, ":pid", x->parent_id);
     db_bind_int(s, ":hid", x->host_id);
     db_bind_int(s, ":rid", x->resource_id);
     while ((step = db_step(c, s)) == DB_ROW) {
@@ -352,8 +374,10 @@ static int ctx_load(struct conn *c, struct owner_cache *k, int64_t gpu_id, const
             k->capspans = cap;
         }
         sp = &k->spans[k->nspans++];
-        sp->level = strcmp(t, "gpu") == 0 ? 0 : strcmp(t, "host") == 0 ? 1 : 2;
         sp->target_id = db_col_int(s, 1);
+        sp->level = strcmp(t, "gpu") != 0     ? (strcmp(t, "host") == 0 ? LV_HOST : LV_RESOURCE)
+                    : sp->target_id == gpu_id ? LV_GPU
+                                              : LV_PARENT;
         for (int f = 0; f < 3; f++)
             col_copy(s, 2 + f, sp->set[f], OWNER_LEN);
         sp->from = db_col_int(s, 5);
@@ -439,7 +463,7 @@ static void decide(char *field, char *by, const char *value, const char *why)
 /* Resolves with the context and rules already in k. */
 static void resolve_cached(const struct owner_cache *k, int64_t at, struct owner_fields *out)
 {
-    static const char *const levels[3] = {"gpu", "host", "resource"};
+    static const char *const levels[LV__COUNT] = {"gpu", "gpu", "host", "resource"};
     const struct gpu_ctx *x = &k->ctx;
     char *val[F__COUNT] = {out->team, out->env, out->pool, out->cluster, out->cloud};
     char *by[F__COUNT] = {out->team_by, out->env_by, out->pool_by, out->cluster_by, out->cloud_by};
@@ -447,7 +471,7 @@ static void resolve_cached(const struct owner_cache *k, int64_t at, struct owner
     *out = (struct owner_fields){0};
     char why[OWNER_BY_LEN];
 
-    for (int level = 0; level < 3; level++) {
+    for (int level = 0; level < LV__COUNT; level++) {
         for (size_t i = 0; i < k->nspans; i++) {
             const struct span_rec *sp = &k->spans[i];
             if (sp->level != level || !in_force(sp->from, sp->to, at))
@@ -556,16 +580,25 @@ int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64
 
 static const char *const field_names[F__COUNT] = {"team", "env", "pool", "cluster", "cloud"};
 
-static json_t *owner_json(const struct owner_fields *o)
+/* The owner as {"team":{"value","by"[,"parent"]},...}; a field that a MIG
+ * instance inherits from its physical GPU's assignment (x's parent) names
+ * that GPU's UUID in "parent". */
+static json_t *owner_json(const struct owner_fields *o, const struct gpu_ctx *x)
 {
     const char *val[F__COUNT] = {o->team, o->env, o->pool, o->cluster, o->cloud};
     const char *by[F__COUNT] = {o->team_by, o->env_by, o->pool_by, o->cluster_by, o->cloud_by};
     json_t *j = json_object();
+    char inherited[OWNER_BY_LEN] = "";
 
-    for (int f = 0; f < F__COUNT; f++)
-        json_object_set_new(j, field_names[f],
-                            val[f][0] ? json_pack("{s:s, s:s}", "value", val[f], "by", by[f])
-                                      : json_pack("{s:n, s:n}", "value", "by"));
+    if (x && x->parent_id > 0)
+        snprintf(inherited, sizeof inherited, "assignment:gpu:%lld", (long long)x->parent_id);
+    for (int f = 0; f < F__COUNT; f++) {
+        json_t *fo = val[f][0] ? json_pack("{s:s, s:s}", "value", val[f], "by", by[f])
+                               : json_pack("{s:n, s:n}", "value", "by");
+        if (val[f][0] && inherited[0] && strcmp(by[f], inherited) == 0)
+            json_object_set_new(fo, "parent", json_string(x->parent_uuid));
+        json_object_set_new(j, field_names[f], fo);
+    }
     return j;
 }
 
@@ -594,7 +627,7 @@ static int refresh_one(struct conn *c, int64_t gpu_id, int64_t now)
         return rc == GI_NOT_FOUND ? GI_OK : rc;
     if (!(s = prep(c, ST_GPU_OWNER_SET)))
         return GI_INTERNAL;
-    j = owner_json(&o);
+    j = owner_json(&o, &k->ctx);
     db_bind_int(s, ":id", gpu_id);
     db_bind_text(s, ":team", decided(o.team, o.team_by));
     db_bind_text(s, ":env", decided(o.env, o.env_by));
@@ -649,6 +682,62 @@ int owner_refresh(struct conn *c, int64_t gpu_id)
             rc = refresh_one(c, ids[i], now);
     free(ids);
     return rc;
+}
+
+/* Recomputes the current owner of the GPUs statement `id` returns for
+ * param (or text, when not NULL, bound as :name) and re-attributes their
+ * usage from `from`. */
+static int refresh_set(struct conn *c, enum stmt_id id, int64_t param, const char *text,
+                       int64_t from)
+{
+    int64_t now = gi_now(), *ids = NULL;
+    size_t n = 0, cap = 0;
+    struct db_stmt *s;
+    int rc = GI_OK, step;
+
+    if (!text)
+        rc = collect_ids(c, id, param, &ids, &n);
+    else if (!(s = prep(c, id))) {
+        rc = GI_INTERNAL;
+    } else {
+        db_bind_text(s, ":name", text);
+        while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 16;
+                int64_t *ni = realloc(ids, nc * sizeof *ni);
+                if (!ni) {
+                    rc = GI_INTERNAL;
+                    break;
+                }
+                ids = ni;
+                cap = nc;
+            }
+            ids[n++] = db_col_int(s, 0);
+        }
+        db_reset(s);
+        if (rc == GI_OK && step != DB_DONE)
+            rc = db_status(step);
+    }
+    for (size_t i = 0; i < n && rc == GI_OK; i++)
+        if ((rc = usage_reattribute(c, ids[i], from)) == GI_OK)
+            rc = refresh_one(c, ids[i], now);
+    free(ids);
+    return rc;
+}
+
+int owner_host_changed(struct conn *c, int64_t host_id, int64_t from)
+{
+    return host_id > 0 ? refresh_set(c, ST_HOST_GPUS, host_id, NULL, from) : GI_OK;
+}
+
+int owner_resource_changed(struct conn *c, int64_t resource_id, int64_t from)
+{
+    return resource_id > 0 ? refresh_set(c, ST_RES_GPUS, resource_id, NULL, from) : GI_OK;
+}
+
+int owner_hostname_changed(struct conn *c, const char *hostname, int64_t from)
+{
+    return hostname && *hostname ? refresh_set(c, ST_HOSTNAME_GPUS, 0, hostname, from) : GI_OK;
 }
 
 void owner_doc(json_t *g)
@@ -740,19 +829,17 @@ static int assign_get(struct conn *c, int64_t id, json_t **out)
     return rc;
 }
 
-/* The GPUs an assignment of target t/tid affects (caller frees). */
+/* The GPUs an assignment of target t/tid affects: a GPU and its MIG
+ * instances, a host's GPUs, the GPUs of the hosts linked to a resource
+ * (caller frees). */
 static int affected_gpus(struct conn *c, enum store_owner_target t, int64_t tid, int64_t **ids,
                          size_t *n)
 {
-    if (t == STORE_OWNER_GPU) {
-        *ids = malloc(sizeof **ids);
-        *n = *ids ? 1 : 0;
-        if (!*ids)
-            return GI_INTERNAL;
-        (*ids)[0] = tid;
-        return GI_OK;
-    }
-    return collect_ids(c, t == STORE_OWNER_HOST ? ST_HOST_GPUS : ST_RES_GPUS, tid, ids, n);
+    return collect_ids(c,
+                       t == STORE_OWNER_GPU    ? ST_GPU_FAMILY
+                       : t == STORE_OWNER_HOST ? ST_HOST_GPUS
+                                               : ST_RES_GPUS,
+                       tid, ids, n);
 }
 
 static void err_set(struct store_owner_err *err, const char *field, const char *msg)
@@ -898,6 +985,124 @@ int store_owner_import(struct store *st, const char *actor, const struct store_o
     return rc;
 }
 
+/* ---- assignments and rules coming into force ---- */
+
+/* One due assignment's target. */
+struct due_target {
+    enum store_owner_target target;
+    int64_t id;
+};
+
+/* The targets of the assignments starting or ending in (w, now] (caller
+ * frees). */
+static int due_targets(struct conn *c, int64_t w, int64_t now, struct due_target **out, size_t *n)
+{
+    struct db_stmt *s = prep(c, ST_ASSIGN_DUE);
+    size_t cap = 0;
+    int step;
+
+    *out = NULL;
+    *n = 0;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":w", w);
+    db_bind_int(s, ":now", now);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *t = db_col_text(s, 0);
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct due_target *nt = realloc(*out, nc * sizeof *nt);
+            if (!nt) {
+                db_reset(s);
+                return GI_INTERNAL;
+            }
+            *out = nt;
+            cap = nc;
+        }
+        (*out)[*n].target = t && strcmp(t, "gpu") == 0    ? STORE_OWNER_GPU
+                            : t && strcmp(t, "host") == 0 ? STORE_OWNER_HOST
+                                                          : STORE_OWNER_RESOURCE;
+        (*out)[(*n)++].id = db_col_int(s, 1);
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Inside the caller's transaction: recomputes what came into force in
+ * (w, now]; *gpus counts the GPUs recomputed. */
+static int due_tx(struct conn *c, int64_t w, int64_t now, int64_t *gpus)
+{
+    struct due_target *due = NULL;
+    int64_t rules = 0, *ids = NULL;
+    size_t ndue = 0, nids = 0;
+    struct db_stmt *s = prep(c, ST_RULES_DUE);
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":w", w);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_fetch_int(c, s, &rules)) != GI_OK)
+        return rc;
+    if (rules > 0) {
+        /* A rule may match any GPU. */
+        if ((rc = collect_ids(c, ST_GPU_IDS, 0, &ids, &nids)) == GI_OK)
+            for (size_t i = 0; i < nids && rc == GI_OK; i++, (*gpus)++)
+                rc = refresh_one(c, ids[i], now);
+        free(ids);
+        return rc;
+    }
+    if ((rc = due_targets(c, w, now, &due, &ndue)) != GI_OK)
+        goto cleanup;
+    for (size_t d = 0; d < ndue && rc == GI_OK; d++) {
+        if ((rc = affected_gpus(c, due[d].target, due[d].id, &ids, &nids)) == GI_OK)
+            for (size_t i = 0; i < nids && rc == GI_OK; i++, (*gpus)++)
+                rc = refresh_one(c, ids[i], now);
+        free(ids);
+        ids = NULL;
+    }
+cleanup:
+    free(due);
+    return rc;
+}
+
+int store_owner_due(struct store *st, int64_t now, int64_t *gpus)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int64_t w = 0;
+    int rc = db_tx_begin(c), step;
+
+    *gpus = 0;
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_CLOCK_GET)))
+        goto cleanup;
+    /* No row yet (a database from before the job): everything that ever
+     * came into force is looked at once. */
+    step = db_step(c, s);
+    if (step == DB_ROW)
+        w = db_col_int(s, 0);
+    db_reset(s);
+    rc = step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+    if (rc != GI_OK || w >= now)
+        goto cleanup;
+    if ((rc = due_tx(c, w, now, gpus)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_CLOCK_SET)))
+        goto cleanup;
+    db_bind_int(s, ":t", now);
+    rc = db_exec_done(c, s);
+cleanup:
+    rc = db_tx_end(c, rc);
+    if (*gpus > 0)
+        owner_touch();
+    db_conn_put(st, c);
+    return rc;
+}
+
 int store_owner_history(struct store *st, enum store_owner_target target, const char *key,
                         json_t **items)
 {
@@ -948,7 +1153,7 @@ int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out)
     }
     if ((rc = db_fetch_int(c, s, &id)) != GI_OK || (rc = owner_resolve(c, id, at, &o)) != GI_OK)
         goto cleanup;
-    *out = owner_json(&o);
+    *out = owner_json(&o, &k->ctx);
 cleanup:
     db_read_end(c);
     db_conn_put(st, c);

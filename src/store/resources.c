@@ -454,6 +454,24 @@ static int alloc_track(struct conn *c, const char *actor, int64_t id, const char
     return GI_OK;
 }
 
+/* Whether an update changed what ownership rules match on: the tags (of
+ * the attributes or the metadata) or the data center. */
+static bool owner_inputs_changed(const json_t *before, const json_t *after)
+{
+    const json_t *mb = json_object_get(before, "metadata"),
+                 *ma = json_object_get(after, "metadata");
+    const char *const keys[2] = {"tags", "datacenter_id"};
+
+    for (int i = 0; i < 2; i++) {
+        const json_t *b = json_object_get(before, keys[i]), *a = json_object_get(after, keys[i]);
+        if ((a || b) && !(a && b && json_equal(a, b)))
+            return true;
+    }
+    mb = json_object_get(mb, "tags");
+    ma = json_object_get(ma, "tags");
+    return (ma || mb) && !(ma && mb && json_equal(ma, mb));
+}
+
 int store_res_update(struct store *st, const char *actor, int64_t id, int64_t version,
                      const struct store_resource *in, json_t **out)
 {
@@ -485,6 +503,9 @@ int store_res_update(struct store *st, const char *actor, int64_t id, int64_t ve
     if ((rc = links_server_changed(c, actor, id)) != GI_OK)
         goto cleanup;
     if ((rc = res_get(c, id, out)) != GI_OK)
+        goto cleanup;
+    if (owner_inputs_changed(before, *out) &&
+        (rc = owner_resource_changed(c, id, gi_now())) != GI_OK)
         goto cleanup;
     rc = db_audit(c, actor, "update", "resource", id, before, *out);
 cleanup:

@@ -3,14 +3,15 @@
  * partitioned by day: maintenance creates the coming days' partitions
  * ahead of time and drops whole partitions past retention, so pruning
  * never rewrites or locks live data. On SQLite it deletes the oldest rows
- * in small transactions, so ingest interleaves with it. */
+ * in small transactions, so ingest interleaves with it. The processes and
+ * pods seen on GPUs (gpu_processes, gpu_pods: not partitioned) are pruned
+ * to the same retention in small transactions on both stores. */
 #include "core/observation.h"
 #include "core/status.h"
 #include "store/db.h"
 #include "store/store.h"
 #include "store/store_int.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,85 +25,95 @@
 static const char sql_prune_sqlite[] =
     "DELETE FROM gpu_samples WHERE (ts, gpu_id, source_id) IN (SELECT ts, gpu_id, source_id "
     "FROM gpu_samples WHERE ts < :cut ORDER BY ts LIMIT :batch)";
+static const char sql_prune_procs[] =
+    "DELETE FROM gpu_processes WHERE (ts, gpu_uuid, pid) IN (SELECT ts, gpu_uuid, pid FROM "
+    "gpu_processes WHERE ts < :cut ORDER BY ts LIMIT :batch)";
+static const char sql_prune_pods[] =
+    "DELETE FROM gpu_pods WHERE (ts, gpu_uuid, namespace, pod) IN (SELECT ts, gpu_uuid, "
+    "namespace, pod FROM gpu_pods WHERE ts < :cut ORDER BY ts LIMIT :batch)";
 static const char sql_partitions_pg[] =
     "SELECT gi_samples_partitions(CAST(:now AS BIGINT), CAST(:ahead AS INT), CAST(:keep AS INT))";
 
 static const char sql_samples_copy[] =
     "COPY gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, power_avg_w, energy_j, "
-    "temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) FROM STDIN";
+    "temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) FROM STDIN WITH (FORMAT binary)";
 
-/* Text that grows; `failed` once an allocation failed. */
-struct text {
-    char *buf;
-    size_t len, cap;
-    bool failed;
-};
+/* Columns of one copied row. */
+#define COPY_COLUMNS 12
 
-static void text_add(struct text *t, const char *v, size_t n)
+/* COPY's binary format: a signature, flags and header extension length
+ * (both 0), then per row the column count and each value as its byte
+ * length (-1: NULL) and bytes, big-endian; a column count of -1 ends it.
+ * No value is formatted as text or parsed back: on both ends that was
+ * most of a copy's time. */
+static const char copy_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+static unsigned char *put_be(unsigned char *p, uint64_t v, int bytes)
 {
-    if (t->failed)
-        return;
-    if (t->len + n > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 128 * 1024;
-        char *p;
-        while (cap < t->len + n)
-            cap *= 2;
-        if ((p = realloc(t->buf, cap)) == NULL) {
-            t->failed = true;
-            return;
-        }
-        t->buf = p;
-        t->cap = cap;
+    for (int i = bytes - 1; i >= 0; i--) {
+        p[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
     }
-    memcpy(t->buf + t->len, v, n);
-    t->len += n;
+    return p + bytes;
 }
 
-/* One value and the separator after it (a tab, or the row's newline). A
- * negative integer, like NaN or an infinite real, is NULL ("unknown"). */
-static void text_int(struct text *t, int64_t v, bool opt, char sep)
+/* An 8-byte value (BIGINT, or DOUBLE PRECISION by its bits) with its
+ * length, or NULL. */
+static unsigned char *put_val(unsigned char *p, bool null, uint64_t bits)
 {
-    char b[32];
-    int n = opt && v < 0 ? snprintf(b, sizeof b, "\\N%c", sep)
-                         : snprintf(b, sizeof b, "%" PRId64 "%c", v, sep);
-    text_add(t, b, (size_t)n);
+    if (null)
+        return put_be(p, 0xffffffffu, 4);
+    p = put_be(p, 8, 4);
+    return put_be(p, bits, 8);
 }
 
-static void text_dbl(struct text *t, double v, char sep)
+static uint64_t dbl_bits(double v)
 {
-    char b[40];
-    int n = isnan(v) || isinf(v) ? snprintf(b, sizeof b, "\\N%c", sep)
-                                 : snprintf(b, sizeof b, "%.17g%c", v, sep);
-    text_add(t, b, (size_t)n);
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
 }
 
 int samples_copy(struct conn *c, int64_t sid, const struct gi_batch *b, const int64_t *gid,
                  int64_t *stored)
 {
-    struct text t = {0};
+    /* Per row: the column count, and each column's length and value. */
+    size_t row = 2 + COPY_COLUMNS * 12, len = sizeof copy_header + b->nsamples * row + 2;
+    unsigned char *buf = malloc(len), *p = buf;
     int64_t rows = 0;
     int rc = GI_INTERNAL;
 
+    if (buf == NULL)
+        return GI_INTERNAL;
+    memcpy(p, copy_header, sizeof copy_header);
+    p += sizeof copy_header;
     for (size_t i = 0; i < b->nsamples; i++) {
         const struct gi_sample *x = &b->samples[i];
         const double d[6] = {x->util_avg,    x->util_max, x->mem_used_mib,
                              x->power_avg_w, x->energy_j, x->temp_c};
-        text_int(&t, x->ts, false, '\t');
-        text_int(&t, gid[i], false, '\t');
+        const int64_t n[3] = {x->ecc_corrected, x->ecc_uncorrected, x->xid};
+        p = put_be(p, COPY_COLUMNS, 2);
+        p = put_val(p, false, (uint64_t)x->ts);
+        p = put_val(p, false, (uint64_t)gid[i]);
+        /* NaN or an infinite reading is NULL, like a negative counter
+         * ("unknown"). */
         for (int k = 0; k < 6; k++)
-            text_dbl(&t, d[k], '\t');
-        text_int(&t, x->ecc_corrected, true, '\t');
-        text_int(&t, x->ecc_uncorrected, true, '\t');
-        text_int(&t, x->xid, true, '\t');
-        text_int(&t, sid, false, '\n');
+            p = put_val(p, isnan(d[k]) || isinf(d[k]), dbl_bits(d[k]));
+        for (int k = 0; k < 3; k++)
+            p = put_val(p, n[k] < 0, (uint64_t)n[k]);
+        p = put_val(p, false, (uint64_t)sid);
     }
-    if (!t.failed && (rc = db_copy_in(c, sql_samples_copy, t.buf, t.len, &rows)) == GI_OK)
+    p = put_be(p, 0xffff, 2);
+    if ((rc = db_copy_in(c, sql_samples_copy, (const char *)buf, (size_t)(p - buf), &rows)) ==
+        GI_OK)
         *stored += rows;
-    free(t.buf);
+    free(buf);
     return rc;
 }
 
-static int prune_sqlite(struct store *st, int64_t cut, int64_t *removed)
+/* Deletes the rows of `sql` (bound :cut, :batch) PRUNE_BATCH at a time,
+ * each batch its own transaction. */
+static int prune_rows(struct store *st, const char *sql, int64_t cut, int64_t *removed)
 {
     int64_t n;
     int rc;
@@ -112,7 +123,7 @@ static int prune_sqlite(struct store *st, int64_t cut, int64_t *removed)
         struct db_stmt *s;
         n = 0;
         rc = db_tx_begin(c);
-        if (rc == GI_OK && !(s = db_prep(c, sql_prune_sqlite)))
+        if (rc == GI_OK && !(s = db_prep(c, sql)))
             rc = GI_INTERNAL;
         if (rc == GI_OK) {
             db_bind_int(s, ":cut", cut);
@@ -147,12 +158,22 @@ int store_samples_maintain(struct store *st, int64_t now, int keep_days, int64_t
 {
     struct conn *c = db_conn_get(st);
     enum db_dialect d = db_dialect(c);
+    int64_t cut = now - (int64_t)keep_days * 86400, parts = 0;
+    int rc;
 
     db_conn_put(st, c);
     *changed = 0;
     if (keep_days < 1)
         return GI_INVALID;
-    if (d == DB_PG)
-        return partitions_pg(st, now, keep_days, changed);
-    return prune_sqlite(st, now - (int64_t)keep_days * 86400, changed);
+    if (d == DB_PG) {
+        rc = partitions_pg(st, now, keep_days, &parts);
+        *changed += parts;
+    } else {
+        rc = prune_rows(st, sql_prune_sqlite, cut, changed);
+    }
+    if (rc == GI_OK)
+        rc = prune_rows(st, sql_prune_procs, cut, changed);
+    if (rc == GI_OK)
+        rc = prune_rows(st, sql_prune_pods, cut, changed);
+    return rc;
 }

@@ -7,13 +7,19 @@
  *            so a price change re-prices the past it covers), split into
  *            busy, waste (allocated-idle), idle and unknown the same way;
  *            hours whose rate is in another currency than the settings'
- *            or that no entry prices are counted as unpriced.
+ *            or that no entry prices are counted as unpriced. Read from
+ *            the day groups (usage_groups_daily) for the whole days in
+ *            which no catalog entry takes effect (every hour of such a day
+ *            has the rate in force at its midnight), from the hourly
+ *            rollups for the others; either way priced at read time.
  *   tco      capital: each GPU's purchase cost (the linked inventory
  *            server's metadata purchase_cost over its gpu_count, else the
  *            catalog's "purchase" entry for the model) spread evenly over
  *            amortization_years, charged per owned GPU-hour inside the
  *            amortization window (from metadata purchase_date when given);
  *            plus energy: measured Wh / 1000 × price per kWh × PUE.
+ *            Whole days from the day groups, the GPUs of inventory
+ *            servers with a purchase cost from the daily rollups.
  *   billing  the cloud bill: imported billing lines starting in the month,
  *            spread over the instance's GPUs (each GPU's share goes to the
  *            owner of that GPU-hour, else the owner when imported), and
@@ -30,6 +36,15 @@
 
 #define HOURS_PER_YEAR 8766.0 /* 365.25 days */
 
+/* Per GPU and owner: owned GPU-seconds, energy and the inventory server
+ * of its host, from the hourly or the daily rollups. */
+#define SB_GPUS_SQL(table, key)                                                                    \
+    "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                     \
+    "SUM(u.owned_s * u.fraction), SUM(u.energy_wh), MIN(r.metadata), MIN(r.gpu_count) FROM " table \
+    " u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON r.id = "          \
+    "l.resource_id WHERE u." key " >= :from AND u." key " < :to GROUP BY u.gpu_id, "               \
+    "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool"
+
 #define STATEMENTS(X)                                                                              \
     X(SET_GET, "SELECT name, value FROM cost_settings")                                            \
     X(SET_PUT, "INSERT INTO cost_settings (name, value, updated_at) VALUES (:name, :value, :now) " \
@@ -40,12 +55,26 @@
       "SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), "             \
       "SUM(unknown_s * fraction) FROM usage_hourly WHERE hour >= :from AND hour < :to GROUP BY "   \
       "COALESCE(team, ''), model, env, cloud, pool, hour")                                         \
-    X(SB_GPUS,                                                                                     \
+    X(SB_DAYS,                                                                                     \
+      "SELECT COALESCE(team, ''), model, env, cloud, pool, day, SUM(owned_s), SUM(busy_s), "       \
+      "SUM(alloc_idle_s), SUM(idle_s), SUM(unknown_s) FROM usage_groups_daily WHERE day >= :from " \
+      "AND day < :to GROUP BY COALESCE(team, ''), model, env, cloud, pool, day")                   \
+    X(SB_CHANGES, "SELECT DISTINCT effective_from FROM prices WHERE kind = 'hourly' AND "          \
+                  "effective_from > :from AND effective_from < :to ORDER BY effective_from "       \
+                  "LIMIT 10000")                                                                   \
+    X(SB_GPUS, SB_GPUS_SQL("usage_hourly", "hour"))                                                \
+    X(SB_TCO_GROUPS,                                                                               \
+      "SELECT COALESCE(team, ''), model, env, cloud, pool, SUM(owned_s), SUM(energy_wh) FROM "     \
+      "usage_groups_daily WHERE day >= :from AND day < :to GROUP BY COALESCE(team, ''), model, "   \
+      "env, cloud, pool")                                                                          \
+    X(SB_INV_HOSTS,                                                                                \
+      "SELECT l.host_id, r.metadata, r.gpu_count FROM host_links l JOIN resources r "              \
+      "ON r.id = l.resource_id WHERE r.metadata LIKE '%purchase_cost%' ORDER BY "                  \
+      "l.host_id")                                                                                 \
+    X(SB_HOST_GPUS,                                                                                \
       "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                   \
-      "SUM(u.owned_s * u.fraction), SUM(u.energy_wh), MIN(r.metadata), MIN(r.gpu_count) FROM "     \
-      "usage_hourly u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON "   \
-      "r.id = l.resource_id WHERE u.hour >= :from AND u.hour < :to GROUP BY u.gpu_id, "            \
-      "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool")                                     \
+      "SUM(u.owned_s * u.fraction) FROM usage_daily u WHERE u.host_id = :hid AND u.day >= :from "  \
+      "AND u.day < :to GROUP BY u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool")  \
     X(SB_GPU_WINDOW,                                                                               \
       "SELECT COALESCE(SUM(owned_s * fraction), 0) FROM usage_hourly WHERE gpu_id = :gpu AND "     \
       "COALESCE(team, '') = :team AND model IS NOT DISTINCT FROM :model AND env IS NOT DISTINCT "  \
@@ -269,48 +298,181 @@ static int window_owned(struct conn *c, struct db_stmt *s, int64_t since, int64_
     return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_INTERNAL : db_status(step);
 }
 
-static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur, json_t *index,
-                     struct team_row **rows, size_t *n, size_t *cap)
-{
-    struct db_stmt *s = prep(c, ST_SB_HOURS);
-    struct price_catalog *cat = NULL;
-    int step, rc;
+#define DAY_S 86400
 
+/* The times inside (from, to) at which an hourly catalog entry takes
+ * effect, ascending: the only moments at which a rate can change. */
+struct rate_changes {
+    int64_t *t;
+    size_t n;
+};
+
+static int rate_changes_load(struct conn *c, int64_t from, int64_t to, struct rate_changes *out)
+{
+    struct db_stmt *s = prep(c, ST_SB_CHANGES);
+    size_t cap = 0;
+    int step;
+
+    out->t = NULL;
+    out->n = 0;
     if (!s)
         return GI_INTERNAL;
-    if ((rc = price_catalog_load(c, "hourly", &cat)) != GI_OK)
-        return rc;
     db_bind_int(s, ":from", from);
     db_bind_int(s, ":to", to);
     while ((step = db_step(c, s)) == DB_ROW) {
-        struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
-        int64_t rate = 0, pid;
-        char rc4[4];
-        double per_s;
-        if (!r) {
-            step = GI_INTERNAL;
-            break;
+        if (out->n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            int64_t *nt = realloc(out->t, nc * sizeof *nt);
+            if (!nt) {
+                step = GI_INTERNAL;
+                break;
+            }
+            out->t = nt;
+            cap = nc;
         }
-        r->owned += db_col_dbl(s, 6);
-        r->busy += db_col_dbl(s, 7);
-        r->alloc_idle += db_col_dbl(s, 8);
-        r->idle += db_col_dbl(s, 9);
-        r->unknown += db_col_dbl(s, 10);
-        if (!price_catalog_pick(cat, txt(s, 1), txt(s, 2), txt(s, 3), txt(s, 4), db_col_int(s, 5),
-                                &rate, rc4, &pid) ||
-            strcmp(rc4, cur) != 0) {
-            r->unpriced += db_col_dbl(s, 6);
-            continue;
-        }
-        per_s = (double)rate / 3600.0;
-        r->c_busy += db_col_dbl(s, 7) * per_s;
-        r->c_waste += db_col_dbl(s, 8) * per_s;
-        r->c_idle += db_col_dbl(s, 9) * per_s;
-        r->c_unknown += db_col_dbl(s, 10) * per_s;
+        out->t[out->n++] = db_col_int(s, 0);
     }
     db_reset(s);
-    price_catalog_free(cat);
     return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* True when a catalog entry takes effect during day d after its midnight,
+ * so that the day's hours may have different rates. */
+static bool day_mixed(const struct rate_changes *ch, int64_t d)
+{
+    for (size_t i = 0; i < ch->n; i++)
+        if (ch->t[i] > d && ch->t[i] < d + DAY_S)
+            return true;
+    return false;
+}
+
+/* Adds the current row of SB_HOURS or SB_DAYS (owner and model, the
+ * hour or day, then owned, busy, allocated-idle, idle and unknown
+ * GPU-seconds x fraction) to its team, priced at the catalog rate in
+ * force at the row's time. */
+static int add_priced(struct db_stmt *s, const struct price_catalog *cat, const char *cur,
+                      json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
+    int64_t rate = 0, pid;
+    char rc4[4];
+    double per_s;
+
+    if (!r)
+        return GI_INTERNAL;
+    r->owned += db_col_dbl(s, 6);
+    r->busy += db_col_dbl(s, 7);
+    r->alloc_idle += db_col_dbl(s, 8);
+    r->idle += db_col_dbl(s, 9);
+    r->unknown += db_col_dbl(s, 10);
+    if (!price_catalog_pick(cat, txt(s, 1), txt(s, 2), txt(s, 3), txt(s, 4), db_col_int(s, 5),
+                            &rate, rc4, &pid) ||
+        strcmp(rc4, cur) != 0) {
+        r->unpriced += db_col_dbl(s, 6);
+        return GI_OK;
+    }
+    per_s = (double)rate / 3600.0;
+    r->c_busy += db_col_dbl(s, 7) * per_s;
+    r->c_waste += db_col_dbl(s, 8) * per_s;
+    r->c_idle += db_col_dbl(s, 9) * per_s;
+    r->c_unknown += db_col_dbl(s, 10) * per_s;
+    return GI_OK;
+}
+
+/* What add_hours() prices with and adds to. */
+struct pricing {
+    const struct price_catalog *cat;
+    const struct rate_changes *changes;
+    const char *cur;
+    json_t *index;
+    struct team_row **rows;
+    size_t *n, *cap;
+};
+
+/* Prices the hourly rollups of [lo, hi) hour by hour. */
+static int add_hour_range(struct conn *c, const struct pricing *p, int64_t lo, int64_t hi)
+{
+    struct db_stmt *s;
+    int step = DB_DONE, rc = GI_OK;
+
+    if (hi <= lo)
+        return GI_OK;
+    if (!(s = prep(c, ST_SB_HOURS)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", lo);
+    db_bind_int(s, ":to", hi);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        rc = add_priced(s, p->cat, p->cur, p->index, p->rows, p->n, p->cap);
+    db_reset(s);
+    if (rc != GI_OK)
+        return rc;
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Prices the day groups of the whole days [lo, hi) that no rate change
+ * falls inside, a day at a time: every hour of such a day has the rate
+ * in force at its midnight. */
+static int add_day_groups(struct conn *c, const struct pricing *p, int64_t lo, int64_t hi)
+{
+    struct db_stmt *s;
+    int step = DB_DONE, rc = GI_OK;
+
+    if (hi <= lo)
+        return GI_OK;
+    if (!(s = prep(c, ST_SB_DAYS)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", lo);
+    db_bind_int(s, ":to", hi);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        if (!day_mixed(p->changes, db_col_int(s, 5)))
+            rc = add_priced(s, p->cat, p->cur, p->index, p->rows, p->n, p->cap);
+    db_reset(s);
+    if (rc != GI_OK)
+        return rc;
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* The catalog cost and GPU-hours of [from, to): the whole days in which
+ * no catalog entry takes effect from usage_groups_daily (a few rows a
+ * day), the other days and the partial days at either end from
+ * usage_hourly, hour by hour. Prices come from the catalog as it stands
+ * now in both cases, so an edited price shows at once. A day's groups
+ * carry the owner of each GPU's first hour of the day (usage_daily's
+ * rule), so an owner change during a day goes to the day's first owner. */
+static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur, json_t *index,
+                     struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct price_catalog *cat = NULL;
+    struct rate_changes ch = {0};
+    struct pricing p = {NULL, &ch, cur, index, rows, n, cap};
+    int64_t d1 = from % DAY_S ? from - from % DAY_S + DAY_S : from, d2 = to - to % DAY_S;
+    int64_t lo;
+    int rc;
+
+    if ((rc = price_catalog_load(c, "hourly", &cat)) != GI_OK)
+        return rc;
+    p.cat = cat;
+    if ((rc = rate_changes_load(c, from, to, &ch)) != GI_OK)
+        goto cleanup;
+    if (d1 >= d2)
+        d1 = d2 = to; /* no whole day: every hour from usage_hourly */
+    if ((rc = add_hour_range(c, &p, from, d1)) != GI_OK ||
+        (rc = add_day_groups(c, &p, d1, d2)) != GI_OK ||
+        (rc = add_hour_range(c, &p, d2, to)) != GI_OK)
+        goto cleanup;
+    /* The days a rate changes in, consecutive ones read together. */
+    for (int64_t d = d1; d < d2; d += DAY_S) {
+        if (!day_mixed(&ch, d))
+            continue;
+        for (lo = d; d + DAY_S < d2 && day_mixed(&ch, d + DAY_S); d += DAY_S)
+            ;
+        if ((rc = add_hour_range(c, &p, lo, d + DAY_S)) != GI_OK)
+            goto cleanup;
+    }
+cleanup:
+    free(ch.t);
+    price_catalog_free(cat);
+    return rc;
 }
 
 static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_cost_settings *set,
@@ -356,6 +518,208 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
     db_reset(s);
     price_catalog_free(cat);
     return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* One (team, model, env, cloud, pool) of the day groups, for the TCO:
+ * its owned GPU-seconds x fraction not yet charged. */
+struct tco_group {
+    char *key[5];
+    double owned;
+};
+
+struct tco_groups {
+    struct tco_group *v;
+    size_t n, cap;
+    json_t *index; /* key text -> index into v */
+};
+
+static void tco_groups_free(struct tco_groups *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        for (int k = 0; k < 5; k++)
+            free(g->v[i].key[k]);
+    free(g->v);
+    json_decref(g->index);
+}
+
+/* The lookup text of the owner and model in columns 1..5 of s (NULL as
+ * "", which the catalog prices alike). */
+static void tco_key(struct db_stmt *s, int first, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s\x1f%s\x1f%s\x1f%s\x1f%s", txt(s, first) ? txt(s, first) : "",
+             txt(s, first + 1) ? txt(s, first + 1) : "", txt(s, first + 2) ? txt(s, first + 2) : "",
+             txt(s, first + 3) ? txt(s, first + 3) : "",
+             txt(s, first + 4) ? txt(s, first + 4) : "");
+}
+
+/* Reads the day groups' owned seconds and energy of [from, to) into g
+ * (energy goes to each team's row at once). */
+static int tco_groups_read(struct conn *c, int64_t from, int64_t to,
+                           const struct store_cost_settings *set, struct tco_groups *g,
+                           json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct db_stmt *s = prep(c, ST_SB_TCO_GROUPS);
+    int step;
+
+    if (!s || !(g->index = json_object()))
+        return GI_INTERNAL;
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
+        double wh = db_col_dbl(s, 6);
+        char key[2048];
+        json_t *hit;
+        if (!r) {
+            step = GI_INTERNAL;
+            break;
+        }
+        r->energy_wh += wh;
+        r->t_energy +=
+            wh / 1000.0 * (double)set->energy_micros_kwh * (double)set->pue_milli / 1000.0;
+        tco_key(s, 0, key, sizeof key);
+        if ((hit = json_object_get(g->index, key))) {
+            g->v[json_integer_value(hit)].owned += db_col_dbl(s, 5);
+            continue;
+        }
+        if (g->n == g->cap) {
+            size_t nc = g->cap ? g->cap * 2 : 64;
+            struct tco_group *nv = realloc(g->v, nc * sizeof *nv);
+            if (!nv) {
+                step = GI_INTERNAL;
+                break;
+            }
+            g->v = nv;
+            g->cap = nc;
+        }
+        struct tco_group *e = &g->v[g->n];
+        e->owned = db_col_dbl(s, 5);
+        g->n++;
+        for (int k = 0; k < 5; k++)
+            e->key[k] = strdup(txt(s, k) ? txt(s, k) : "");
+        if (!e->key[0] || !e->key[1] || !e->key[2] || !e->key[3] || !e->key[4]) {
+            step = GI_INTERNAL;
+            break;
+        }
+        json_object_set_new(g->index, key, json_integer((json_int_t)g->n - 1));
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* A server's purchase, for the GPUs of the host linked to it. */
+struct tco_host {
+    int64_t host_id, micros, since;
+};
+
+/* The hosts linked to an inventory server with a purchase cost. */
+static int tco_hosts_read(struct conn *c, struct tco_host **out, size_t *n)
+{
+    struct db_stmt *s = prep(c, ST_SB_INV_HOSTS);
+    size_t cap = 0;
+    int step;
+
+    *out = NULL;
+    *n = 0;
+    if (!s)
+        return GI_INTERNAL;
+    while ((step = db_step(c, s)) == DB_ROW) {
+        struct tco_host hst = {db_col_int(s, 0), 0, -1};
+        if (!inventory_purchase(txt(s, 1), db_col_int(s, 2), &hst.micros, &hst.since))
+            continue;
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct tco_host *nv = realloc(*out, nc * sizeof *nv);
+            if (!nv) {
+                step = GI_INTERNAL;
+                break;
+            }
+            *out = nv;
+            cap = nc;
+        }
+        (*out)[(*n)++] = hst;
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* The TCO of the whole days [from, to), as add_tco() computes it from the
+ * hours: energy and the catalog-priced capital from the day groups (a few
+ * rows a day); the GPUs of hosts linked to an inventory server with a
+ * purchase cost from usage_daily by host, their owned seconds taken out
+ * of their group's and charged at the server's price over its
+ * amortization window instead. A day's rows carry the owner of each GPU's
+ * first hour of the day. */
+static int add_tco_days(struct conn *c, int64_t from, int64_t to,
+                        const struct store_cost_settings *set, json_t *index,
+                        struct team_row **rows, size_t *n, size_t *cap)
+{
+    struct tco_groups g = {0};
+    struct tco_host *hosts = NULL;
+    struct price_catalog *cat = NULL;
+    double hours_amort = (double)set->amortization_years * HOURS_PER_YEAR;
+    size_t nh = 0;
+    int step = DB_DONE, rc;
+
+    if ((rc = price_catalog_load(c, "purchase", &cat)) != GI_OK ||
+        (rc = tco_groups_read(c, from, to, set, &g, index, rows, n, cap)) != GI_OK ||
+        (rc = tco_hosts_read(c, &hosts, &nh)) != GI_OK)
+        goto cleanup;
+    for (size_t i = 0; i < nh && rc == GI_OK; i++) {
+        struct db_stmt *s = prep(c, ST_SB_HOST_GPUS);
+        if (!s) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        db_bind_int(s, ":hid", hosts[i].host_id);
+        db_bind_int(s, ":from", from);
+        db_bind_int(s, ":to", to);
+        while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
+            struct team_row *r = row_of(index, rows, n, cap, txt(s, 1));
+            double owned = db_col_dbl(s, 6);
+            char key[2048];
+            json_t *hit;
+            if (!r) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            tco_key(s, 1, key, sizeof key);
+            if ((hit = json_object_get(g.index, key)))
+                g.v[json_integer_value(hit)].owned -= owned;
+            if ((rc = window_owned(c, s, hosts[i].since, set->amortization_years, from, to,
+                                   &owned)) != GI_OK)
+                break;
+            r->t_capital += (double)hosts[i].micros / hours_amort * owned / 3600.0;
+        }
+        db_reset(s);
+        if (rc == GI_OK && step != DB_DONE)
+            rc = step == DB_ROW ? GI_INTERNAL : db_status(step);
+    }
+    for (size_t i = 0; i < g.n && rc == GI_OK; i++) {
+        const struct tco_group *e = &g.v[i];
+        struct team_row *r = row_of(index, rows, n, cap, e->key[0]);
+        double owned = e->owned < 1e-6 ? 0 : e->owned; /* what subtraction leaves */
+        int64_t micros = 0, pid;
+        char pc[4];
+        if (!r) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        if (owned == 0)
+            continue;
+        if (!price_catalog_pick(cat, e->key[1], e->key[2], e->key[3], e->key[4], from, &micros, pc,
+                                &pid) ||
+            strcmp(pc, set->currency) != 0) {
+            r->tco_unpriced += owned;
+            continue;
+        }
+        r->t_capital += (double)micros / hours_amort * owned / 3600.0;
+    }
+cleanup:
+    free(hosts);
+    tco_groups_free(&g);
+    price_catalog_free(cat);
+    return rc;
 }
 
 static int add_billed(struct conn *c, enum stmt_id id, int64_t from, int64_t to, const char *cur,
@@ -474,7 +838,8 @@ int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
     db_read_begin(c);
     if ((rc = settings_read(c, &set)) != GI_OK ||
         (rc = add_hours(c, from, to, set.currency, index, &rows, &n, &cap)) != GI_OK ||
-        (rc = add_tco(c, from, to, &set, index, &rows, &n, &cap)) != GI_OK ||
+        (rc = (from % DAY_S == 0 && to % DAY_S == 0 ? add_tco_days : add_tco)(
+             c, from, to, &set, index, &rows, &n, &cap)) != GI_OK ||
         (rc = add_billed(c, ST_SB_BILLED, from, to, set.currency, index, &rows, &n, &cap)) !=
             GI_OK ||
         (rc = add_billed(c, ST_SB_BILLED_TAG, from, to, set.currency, index, &rows, &n, &cap)) !=

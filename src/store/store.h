@@ -33,8 +33,12 @@ int store_schema_version(struct store *st, int64_t *out);
 
 /* Keeps raw GPU samples for keep_days: on PostgreSQL, creates the coming
  * days' partitions and drops whole partitions past retention; on SQLite,
- * deletes older rows in small transactions. *changed counts partitions
- * created and dropped (PostgreSQL) or rows deleted (SQLite). */
+ * deletes older rows in small transactions. The processes and pods seen
+ * on GPUs (gpu_processes, gpu_pods) older than keep_days are deleted in
+ * small transactions on both. *changed counts partitions created and
+ * dropped (PostgreSQL) and rows deleted. The caller passes keep_days from
+ * store_usage_keep_days, so that nothing an hour still waiting for its
+ * rollup reads is pruned. */
 int store_samples_maintain(struct store *st, int64_t now, int keep_days, int64_t *changed);
 
 /* A page of a list: sort is a column name from the resource's allowed list
@@ -427,6 +431,12 @@ int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **
                         int64_t *total);
 /* The owner of GPU `uuid` at `at`, every field with its deciding "by". */
 int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out);
+/* The owner:refresh job: recomputes the current owner of the GPUs whose
+ * assignment (or whose parent GPU's, host's or resource's) or any rule
+ * began or ended since the last run, up to `now` (every GPU when a rule
+ * did), and records `now` as done. Cheap when nothing is due: two indexed
+ * reads. *gpus receives how many GPUs were recomputed. */
+int store_owner_due(struct store *st, int64_t now, int64_t *gpus);
 
 /* A mapping rule. match_kind: k8s_namespace, node_label, host_pattern,
  * cloud_tag, datacenter, source or slurm_account; match_key: the label or
@@ -533,13 +543,23 @@ struct store_usage_query {
     enum store_usage_step step;
     const char *team, *env, *pool, *cluster, *cloud, *datacenter, *model;
     int64_t max_groups; /* GI_TOO_LARGE past it (0: no bound) */
+    /* Paging of the host and GPU groupings: limit > 0 answers the groups
+     * [offset, offset + limit) in the order of their owned GPU-hours over
+     * the range, descending, then key (UUID or host name; a NULL host
+     * last); 0 answers every group (bounded by the row bound). Accepted
+     * for consumer, where they do not page yet. */
+    int64_t limit, offset;
 };
 /* {"items":[{group, start, gpu_hours{owned, allocated, busy,
  * allocated_idle, idle, unknown}, util_avg, energy_kwh, cost{amount,
  * currency, method, split} | null, cost_note?}], "total":{...}, from, to,
- * group_by, source}. Read from usage_daily when the step is a day or
- * longer and from/to are day-aligned. GI_TOO_LARGE past max_groups groups
- * or the row bound. Caller owns *out. */
+ * group_by, source}, and for a paged host or GPU report groups_total (the
+ * groups in the range with the filters), limit, offset and next_offset
+ * (null on the last page); its total is over every group. Read from
+ * usage_daily (by a dimension: usage_groups_daily) when the step is a day
+ * or longer and from/to are day-aligned, else from usage_hourly (by a
+ * dimension: usage_groups_hourly). GI_TOO_LARGE past max_groups groups or
+ * the row bound. Caller owns *out. */
 int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out);
 /* One GPU's timeline over [from, to): {uuid, from, to, telemetry_source,
  * intervals[{kind, consumer, team, ..., started_at, ended_at}], hours[...]
@@ -705,5 +725,190 @@ int store_insight_overrequest(struct store *st, const struct store_insight_filte
  * sentence and the GPUs behind it; largest saving first. */
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items);
+
+/* ---- webhooks and tickets (webhooks.c, tickets.c) ---- */
+/* A webhook as written by the API. On update NULL (enabled < 0) leaves a
+ * member unchanged; secret and auth "" clear it. events is a comma list
+ * of event kinds, or "*". Documents never hold secret or auth: they say
+ * "secret_set" and "auth_set". */
+struct store_webhook {
+    const char *name;
+    const char *url;
+    const char *format;
+    const char *secret;
+    const char *auth;
+    const char *events;
+    const json_t *config;
+    int enabled;
+};
+/* GI_CONFLICT when the name is taken. */
+int store_webhook_create(struct store *st, const char *actor, const struct store_webhook *in,
+                         json_t **out);
+int store_webhook_list(struct store *st, const struct store_page *pg, json_t **items,
+                       int64_t *total);
+int store_webhook_get(struct store *st, int64_t id, json_t **out);
+/* Enabling a webhook clears its disabled_reason. */
+int store_webhook_update(struct store *st, const char *actor, int64_t id,
+                         const struct store_webhook *in, json_t **out);
+/* Deletes the webhook; its pending deliveries become failed (kept in the
+ * log until retention). */
+int store_webhook_delete(struct store *st, const char *actor, int64_t id);
+/* Enqueues one webhook.test delivery to webhook id whatever its events;
+ * *out the delivery. GI_CONFLICT when the webhook is disabled. */
+int store_webhook_test(struct store *st, const char *actor, int64_t id, json_t **out);
+/* A webhook's deliveries, newest first. */
+int store_delivery_list(struct store *st, int64_t webhook_id, const struct store_page *pg,
+                        json_t **items, int64_t *total);
+/* Sends a failed or dead delivery again: pending, due now, its retry
+ * schedule restarted. GI_CONFLICT when it is pending or delivered. */
+int store_delivery_retry(struct store *st, const char *actor, int64_t id, json_t **out);
+/* Claims up to `limit` due pending deliveries of enabled webhooks for a
+ * sender: each claim moves the delivery's next_at to now + lease_s by a
+ * conditional update, so of several replicas one sends it, and a sender
+ * that dies leaves it due again after the lease. *items: objects {id,
+ * webhook_id, msg_id, event, body (the stored text), attempts, ticket_id,
+ * url, format, secret, auth}; caller frees. */
+int store_delivery_claim(struct store *st, int64_t now, int64_t lease_s, int64_t limit,
+                         json_t **items);
+/* What one attempt of a claimed delivery got. status 0: no answer (error
+ * says why). ext_*: the ticket the receiver created (NULL: none). */
+struct store_delivery_outcome {
+    int64_t id;
+    long status;
+    const char *error;
+    const char *response;
+    const char *ext_system, *ext_key, *ext_url;
+    int64_t now;
+    int64_t backoff_s; /* > 0: every retry waits this long instead of the schedule */
+};
+/* The retry schedule after the 1st, 2nd ... failed attempt, in seconds;
+ * a failure after the last one makes the delivery dead. */
+extern const int64_t store_delivery_backoff[];
+extern const int store_delivery_backoff_n;
+/* Records an attempt: 2xx delivered (and, for a ticket's delivery, the
+ * ticket's external system, key and url); 410 failed and the webhook
+ * disabled with its reason; anything else pending again after the
+ * schedule's wait, or dead once the schedule is spent. *state (may be
+ * NULL, 16 bytes) receives the new state. */
+int store_delivery_done(struct store *st, const struct store_delivery_outcome *o, char *state);
+/* Deletes finished deliveries (delivered, failed, dead) created before
+ * `before`; *deleted counts them. */
+int store_delivery_prune(struct store *st, int64_t before, int64_t *deleted);
+
+struct store_ticket_filter {
+    const char *state;     /* open|closed, NULL: any */
+    const char *asset_tag; /* NULL: any */
+};
+int store_ticket_list(struct store *st, const struct store_ticket_filter *f,
+                      const struct store_page *pg, json_t **items, int64_t *total);
+int store_ticket_get(struct store *st, int64_t id, json_t **out);
+/* A ticket opened by a person: dedupe key "manual:<id>", ticket.opened
+ * deliveries enqueued. asset_tag or gpu_uuid may be NULL (not both). */
+int store_ticket_create(struct store *st, const char *actor, const char *asset_tag,
+                        const char *gpu_uuid, const char *title, const char *body, json_t **out);
+/* GI_CONFLICT when already closed. Enqueues ticket.closed deliveries. */
+int store_ticket_close(struct store *st, const char *actor, int64_t id, json_t **out);
+
+/* ---- hardware assets (assets.c, asset_fields.c, asset_ingest.c,
+ * asset_stages.c) and their audit trail (asset_events.c) ----
+ * An asset document: every column of the assets table by name, plus
+ * purchase_cost / salvage {amount, currency}, book_value (straight line
+ * over depreciation_years from purchase_date down to the salvage value,
+ * computed when read), location {datacenter, room, rack, u, storage},
+ * parent (a tag), warranty {end, days_left, status: in_warranty |
+ * expiring (30 days or less) | expired | unknown}, custom; the one-asset
+ * read adds children (tags) and energy_wh. Records written take the same
+ * names (see asset_fields.c). */
+bool store_asset_kind_valid(const char *s);  /* server gpu psu ssd nic switch other */
+bool store_asset_tag_valid(const char *s);   /* 1..64 of [A-Za-z0-9._:-] */
+bool store_asset_stage_valid(const char *s); /* ordered ... decommissioned */
+bool store_asset_date_valid(const char *s);  /* YYYY-MM-DD, a day that exists */
+/* The stages an asset in stage `from` may move to (NULL-terminated;
+ * empty for decommissioned or an unknown stage). */
+const char *const *store_asset_stage_next(const char *from);
+
+/* What was wrong with a record: its index in a batch, the field and why. */
+struct store_asset_err {
+    int64_t index;
+    char field[64];
+    char message[192];
+};
+struct store_asset_filter {
+    const char *kind, *stage, *model, *q;
+    const char *warranty_before; /* YYYY-MM-DD: warranty ending before it */
+    const char *parent;          /* the parent's tag */
+    int64_t datacenter_id;       /* 0: any */
+};
+/* Creates an asset from an API record (tag generated "GI-000123" when
+ * absent; stage "active" unless given). GI_INVALID / GI_CONFLICT (a tag or
+ * EPC taken) with *err naming the field. */
+int store_asset_create(struct store *st, const char *actor, const json_t *in, json_t **out,
+                       struct store_asset_err *err);
+/* Changes the fields `patch` gives (not the stage). */
+int store_asset_update(struct store *st, const char *actor, const char *tag, const json_t *patch,
+                       json_t **out, struct store_asset_err *err);
+/* One asset with children and energy_wh summed over the usage rollups'
+ * hours in [from, to). */
+int store_asset_get(struct store *st, const char *tag, int64_t from, int64_t to, json_t **out);
+int store_asset_id(struct store *st, const char *tag, int64_t *id);
+/* Sort keys: tag (default), kind, stage, model, serial, vendor,
+ * warranty_end, purchase_date, datacenter, created_at, updated_at,
+ * stage_since, id. */
+int store_asset_list(struct store *st, const struct store_asset_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total);
+/* A lifecycle move by a person (override: an admin's, the caller
+ * checks). GI_CONFLICT when not allowed: *from (capacity fromlen)
+ * receives the current stage, so the caller can name the allowed ones. */
+int store_asset_set_stage(struct store *st, const char *actor, const char *tag, const char *to,
+                          const char *reason, bool override, json_t **out, char *from,
+                          size_t fromlen, char *err, size_t errlen);
+/* A CSV import's records (the API's field names), upserted by tag as a
+ * person ('csv' provenance), all or nothing: the first bad record fails
+ * it with *err (index, field, message). A status of an existing asset
+ * moves it as POST .../stage would. *report {created, updated, unchanged,
+ * dry_run}. */
+int store_asset_import(struct store *st, const char *actor, const json_t *records, bool dry_run,
+                       json_t **report, struct store_asset_err *err);
+/* Upserts records from a discovery-like source (`source`: "glpi:<id>",
+ * "netbox:<id>", ...). A record has the asset fields (tag optional,
+ * serial, kind, model, vendor, parent_serial / parent_tag, location {...},
+ * dates, custom, source_key). Matching: by tag, else (kind, serial) with a
+ * usable serial, else (source, source_key). A source never changes a
+ * field another source or a person set last, nor the stage; a bad field
+ * is dropped and reported, never the record or the batch. *report:
+ * {"created","updated","unchanged","errors":[{"index","field","error"}],
+ * "dry_run"}. */
+int store_asset_ingest(struct store *st, const char *source, json_t *records, bool dry_run,
+                       json_t **report);
+
+/* The assets:reconcile job: assets linked to a discovered GPU or host take
+ * its last-seen time, and drift becomes events "drift" {what, ...}: a
+ * discovered GPU serial no asset has (what "unknown_serial", on no asset:
+ * asset_id 0), an asset discovery has not seen for the configured days
+ * ("not_seen"), a GPU in another host than its parent server asset
+ * ("moved"); each recorded once until it changes. *drifts counts the
+ * events recorded. */
+int store_asset_reconcile(struct store *st, int64_t now, int64_t *drifts);
+/* Days after which an asset discovery stopped seeing is drift (30); set
+ * before the server starts. */
+void store_asset_configure(int asset_missing_days);
+
+/* One asset's events, newest first; every asset's in [from, to) (unix
+ * seconds), oldest first; pg->sort "seq" (the only key) orders them by
+ * seq ascending, or descending with pg->desc. Events: {seq, asset_id, tag, at, kind, actor,
+ * detail, prev_hash, hash}. */
+int store_asset_events(struct store *st, int64_t asset_id, const struct store_page *pg,
+                       json_t **items, int64_t *total);
+int store_asset_events_range(struct store *st, int64_t from, int64_t to,
+                             const struct store_page *pg, json_t **items, int64_t *total);
+/* Walks the whole chain: broken_seq 0 when intact, else the first event
+ * that is missing, altered or out of order, with why. */
+struct store_chain_report {
+    int64_t events;     /* events read */
+    int64_t head_seq;   /* the chain head's seq */
+    int64_t broken_seq; /* 0: intact */
+    char why[160];
+};
+int store_asset_chain_verify(struct store *st, struct store_chain_report *rep);
 
 #endif

@@ -45,7 +45,8 @@ struct owner_fields {
         cluster_by[OWNER_BY_LEN], cloud_by[OWNER_BY_LEN];
 };
 /* ownership.c: resolves GPU gpu_id's owner at `at` (unix seconds) by
- * precedence: explicit assignment (GPU > host > inventory resource) >
+ * precedence: explicit assignment (GPU > its physical GPU's, for a MIG
+ * instance > host > inventory resource) >
  * ordered mapping rules > the pushing source's defaults. GI_NOT_FOUND for
  * an unknown GPU. */
 int owner_resolve(struct conn *c, int64_t gpu_id, int64_t at, struct owner_fields *out);
@@ -59,6 +60,15 @@ int owner_consumer_team(struct conn *c, const char *kind, const char *key, int64
  * row (every GPU when 0); ingest calls it when it creates a GPU or moves
  * one to another host. */
 int owner_refresh(struct conn *c, int64_t gpu_id);
+/* ownership.c, inside the writer's transaction: what the rules match on
+ * changed for some GPUs: host host_id's link to an inventory resource or
+ * its data center; resource resource_id's tags or data center (the GPUs of
+ * its linked hosts); the Kubernetes node of the hosts named `hostname`
+ * (its labels, cloud, or the node itself). Recomputes those GPUs' current
+ * owners and re-attributes their usage from `from` on. */
+int owner_host_changed(struct conn *c, int64_t host_id, int64_t from);
+int owner_resource_changed(struct conn *c, int64_t resource_id, int64_t from);
+int owner_hostname_changed(struct conn *c, const char *hostname, int64_t from);
 /* ownership.c: turns the owner columns of a GPU document (owner_json,
  * owner_source_id, and the source's team/env/cluster) into its "owner"
  * object {"team":{"value","by"},...} and drops the helper columns. */
@@ -106,5 +116,54 @@ bool price_catalog_pick(const struct price_catalog *cat, const char *model, cons
                         const char *cloud, const char *pool, int64_t at, int64_t *micros,
                         char currency[4], int64_t *price_id);
 void price_catalog_free(struct price_catalog *cat);
+
+/* ---- Webhooks and tickets (webhooks.c, tickets.c), for every noun that
+ * raises an event inside its writing transaction. ---- */
+
+/* webhooks.c: one pending delivery of `event` per enabled webhook whose
+ * events list names it (or is "*"), its body built for the webhook's
+ * format from `context` (borrowed; see core/hookbody.h for its shape);
+ * ticket_id (0: none) links the delivery to the ticket it creates. */
+int webhook_enqueue(struct conn *c, const char *event, json_t *context, int64_t ticket_id,
+                    int64_t at);
+/* tickets.c: opens the ticket of dedupe_key unless one is open (then
+ * *existing is true and *ticket_id names it, nothing written); else
+ * inserts it (title and body from the context's "title"/"body", else
+ * made from its reason and asset; asset tag, GPU uuid and rule id from
+ * its "asset", "gpu" and "rule"), audits it under actor and enqueues
+ * ticket.opened deliveries whose context carries the ticket. */
+int ticket_open(struct conn *c, const char *dedupe_key, json_t *context, const char *actor,
+                int64_t at, int64_t *ticket_id, bool *existing);
+
+/* ---- Assets: what every part that changes an asset uses inside its own
+ * writing transaction. ---- */
+
+/* asset_events.c: appends one event to the assets' audit trail (the
+ * next seq, hash-chained to the previous event, the chain's head moved),
+ * inside the caller's writing transaction. kind: created, updated,
+ * stage, scan, located, drift, ticket, rule, sync, ...; detail (borrowed,
+ * may be NULL for {}) is stored as compact JSON with sorted keys; at in
+ * unix seconds. */
+int asset_event_append(struct conn *c, int64_t asset_id, const char *kind, const char *actor,
+                       json_t *detail, int64_t at);
+
+/* assets.c: the asset's id by tag; GI_NOT_FOUND when there is none. */
+int asset_id_by_tag(struct conn *c, const char *tag, int64_t *id);
+/* assets.c: one asset's document as GET /api/v1/assets/{tag} shows it
+ * (without children and energy_wh), read on the caller's connection (so
+ * inside its transaction); GI_NOT_FOUND for an unknown id. Caller owns
+ * *out. */
+int asset_doc_get(struct conn *c, int64_t asset_id, json_t **out);
+
+/* asset_stages.c: moves asset asset_id to stage `to` if the lifecycle
+ * allows it from its current stage (or, with override, to any other
+ * stage; an override needs a reason), and records the event "stage"
+ * {from, to, reason, override}. GI_INVALID for an unknown stage or an
+ * override without a reason, GI_NOT_FOUND for an unknown asset,
+ * GI_CONFLICT when the move is not allowed (store_asset_stage_next()
+ * lists what is); err (may be NULL) receives why. Inside the caller's
+ * writing transaction. */
+int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const char *reason,
+                       const char *actor, bool override, int64_t at, char *err, size_t errlen);
 
 #endif

@@ -68,6 +68,25 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
       "gpu_id FROM usage_dirty WHERE hour = :hour ORDER BY gpu_id LIMIT :n) ORDER BY gpu_id, "     \
       "COALESCE(source_id, 0), ts")                                                                \
     X(PRUNE_GROUPS, "DELETE FROM usage_groups_daily WHERE day < :cut")                             \
+    X(HGROUPS_DEL, "DELETE FROM usage_groups_hourly WHERE hour = :hour")                           \
+    X(HGROUPS_ADD,                                                                                 \
+      "INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, "            \
+      "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "        \
+      "unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, "       \
+      "idle_cost, unknown_cost, unpriced_s, updated_at) SELECT hour, team, env, pool, cluster, "   \
+      "cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), "   \
+      "SUM(allocated_s * fraction), SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), "        \
+      "SUM(idle_s * fraction), SUM(unknown_s * fraction), SUM(util_sum * fraction), "              \
+      "SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * fraction * rate_micros), "        \
+      "SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros), "         \
+      "SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * rate_micros), SUM(CASE "   \
+      "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), CAST(:now AS BIGINT) FROM "   \
+      "usage_hourly WHERE hour = :hour GROUP BY hour, team, env, pool, cluster, cloud, model, "    \
+      "datacenter_id, COALESCE(currency, '')")                                                     \
+    X(PRUNE_HGROUPS_SQLITE, "DELETE FROM usage_groups_hourly WHERE rowid IN (SELECT rowid FROM "   \
+                            "usage_groups_hourly WHERE hour < :cut ORDER BY hour LIMIT :batch)")   \
+    X(HGROUPS_PARTS_PG, "SELECT gi_usage_groups_hourly_partitions(CAST(:now AS BIGINT), "          \
+                        "CAST(:keep AS INT))")                                                     \
     X(REDO_ADD, "INSERT INTO usage_redo (what, gpu_id, from_hour, next_hour, next_gpu, "           \
                 "created_at) VALUES (:what, :gid, :from, :from, 0, :now)")                         \
     X(REDO_FIRST, "SELECT id, what, gpu_id, next_hour, next_gpu FROM usage_redo ORDER BY id "      \
@@ -224,6 +243,25 @@ static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
         *removed += rc == GI_OK ? n : 0;
     } while (rc == GI_OK && n > 0);
     return rc;
+}
+
+/* Replaces the hour's rows of usage_groups_hourly by the sums of its
+ * usage_hourly rows, inside the caller's transaction (which wrote them). */
+static int write_hour_groups(struct conn *c, int64_t hour, int64_t now)
+{
+    struct db_stmt *s = prep(c, ST_HGROUPS_DEL);
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":hour", hour);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_HGROUPS_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":hour", hour);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
 }
 
 /* ---- marking ---- */
@@ -394,6 +432,8 @@ static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hour
             }
         }
     }
+    if (rc == GI_OK && nids)
+        rc = write_hour_groups(c, hour, now);
     if (rc == GI_OK && nids)
         rc = usage_write_groups(c, hour - hour % 86400, now);
     if (rc == GI_OK)
@@ -609,6 +649,9 @@ static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
             rc = usage_write_day(c, g, h - h % 86400, now);
         if (rc == GI_OK && !gpu_days_add(&days, g, h - h % 86400))
             rc = GI_INTERNAL;
+        /* rows come by hour: an hour's groups are re-summed once it is done */
+        if (rc == GI_OK && last_day >= 0 && h != hour)
+            rc = write_hour_groups(c, hour, now);
         /* rows come by hour: a day's groups are re-summed once it is done */
         if (rc == GI_OK && last_day >= 0 && h - h % 86400 != last_day)
             rc = usage_write_groups(c, last_day, now);
@@ -619,6 +662,8 @@ static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
         hour = h;
         next = g + 1;
     }
+    if (rc == GI_OK && last_day >= 0)
+        rc = write_hour_groups(c, hour, now);
     if (rc == GI_OK && last_day >= 0)
         rc = usage_write_groups(c, last_day, now);
     /* Every hour of a consumer day counts (its owner and rate are keys),
@@ -647,6 +692,40 @@ cleanup:
     free(days.v);
     if (rc != GI_OK)
         *rows = 0;
+    return rc;
+}
+
+/* The hourly groups past the hourly retention: on PostgreSQL whole
+ * monthly partitions dropped (and the coming months' made ready), on
+ * SQLite bounded deletes, one transaction each. */
+static int prune_hour_groups(struct store *st, int64_t now, int64_t *removed)
+{
+    int64_t n;
+    int rc;
+
+    do {
+        struct conn *c = db_conn_get(st);
+        bool pg = db_dialect(c) == DB_PG;
+        struct db_stmt *s = NULL;
+        n = 0;
+        rc = db_tx_begin(c);
+        if (rc == GI_OK && !(s = prep(c, pg ? ST_HGROUPS_PARTS_PG : ST_PRUNE_HGROUPS_SQLITE)))
+            rc = GI_INTERNAL;
+        if (rc == GI_OK && pg) {
+            db_bind_int(s, ":now", now);
+            db_bind_int(s, ":keep", cfg.retain_hourly_days > 0 ? cfg.retain_hourly_days : 1);
+            rc = db_fetch_int(c, s, &n);
+            n = 0; /* partitions, not rows; one call does all */
+        } else if (rc == GI_OK) {
+            db_bind_int(s, ":cut", now - (int64_t)cfg.retain_hourly_days * 86400);
+            db_bind_int(s, ":batch", PRUNE_BATCH);
+            if ((rc = db_exec_done(c, s)) == GI_OK)
+                n = db_changes(c);
+        }
+        rc = db_tx_end(c, rc);
+        db_conn_put(st, c);
+        *removed += rc == GI_OK ? n : 0;
+    } while (rc == GI_OK && n == PRUNE_BATCH);
     return rc;
 }
 
@@ -681,6 +760,8 @@ static int prune(struct store *st, int64_t now, int64_t *removed)
     }
     if (rc == GI_OK)
         rc = prune_consumer_days(st, now, removed);
+    if (rc == GI_OK)
+        rc = prune_hour_groups(st, now, removed);
     if (rc == GI_OK) { /* the groups of the days gone (a few rows a day: one statement) */
         struct conn *c = db_conn_get(st);
         struct db_stmt *s;

@@ -45,10 +45,27 @@
     "u.rate_micros), SUM(u.alloc_idle_s * u.fraction * u.rate_micros), SUM(u.idle_s * "            \
     "u.fraction * u.rate_micros), SUM(u.unknown_s * u.fraction * u.rate_micros), SUM(CASE WHEN "   \
     "u.rate_micros IS NULL THEN u.owned_s * u.fraction ELSE 0 END)"
-#define REPORT(table, key)                                                                         \
+#define REPORT_WHERE(table, key, extra)                                                            \
     "SELECT " GROUP_EXPR ", NULL, u." key " - u." key " % CAST(:bucket AS BIGINT), "               \
     "COALESCE(u.currency, ''), " SUMS " FROM " table " u WHERE u." key " >= :from AND u." key      \
-    " < :to AND " FILTERS " GROUP BY 1, 2, 4, 5 LIMIT :max"
+    " < :to AND " FILTERS extra " GROUP BY 1, 2, 4, 5 LIMIT :max"
+#define REPORT(table, key) REPORT_WHERE(table, key, "")
+
+/* The ranking of a paged host or GPU report: one aggregate of the owned
+ * seconds per group over the range. With no filter but the team's, the
+ * rank index (day or hour, team, gpu_id, host, owned_s, fraction) answers
+ * it without reading the table. */
+#define FILTER_TEAM "(CAST(:team AS TEXT) IS NULL OR u.team = :team)"
+#define RANK_GPU(table, key, filters)                                                              \
+    "SELECT r.gpu_id, r.owned FROM (SELECT u.gpu_id, SUM(u.owned_s * u.fraction) AS owned "        \
+    "FROM " table " u WHERE u." key " >= :from AND u." key " < :to AND " filters                   \
+    " GROUP BY u.gpu_id) r LEFT JOIN gpus g ON g.id = r.gpu_id ORDER BY r.owned DESC, "            \
+    "COALESCE(g.uuid, ''), r.gpu_id"
+#define RANK_HOST(table, key, filters)                                                             \
+    "SELECT u.host, SUM(u.owned_s * u.fraction) FROM " table " u WHERE u." key                     \
+    " >= :from AND u." key " < :to AND " filters                                                   \
+    " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 "                           \
+    "ELSE 0 END, u.host"
 
 /* The same report from usage_groups_daily (dimensions only: no host or
  * GPU there), whose columns are the per-group sums of SUMS. */
@@ -73,6 +90,25 @@
       ", NULL, u.day - u.day % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                  \
       " FROM usage_groups_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS               \
       " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
+    X(REPORT_GROUPS_HOURLY,                                                                        \
+      "SELECT " GROUP_EXPR_DIM                                                                     \
+      ", NULL, u.hour - u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                \
+      " FROM usage_groups_hourly u WHERE u.hour >= :from AND u.hour < :to AND " FILTERS            \
+      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
+    X(RANK_GPU_DAILY, RANK_GPU("usage_daily", "day", FILTERS))                                     \
+    X(RANK_GPU_DAILY_TEAM, RANK_GPU("usage_daily", "day", FILTER_TEAM))                            \
+    X(RANK_GPU_HOURLY, RANK_GPU("usage_hourly", "hour", FILTERS))                                  \
+    X(RANK_GPU_HOURLY_TEAM, RANK_GPU("usage_hourly", "hour", FILTER_TEAM))                         \
+    X(RANK_HOST_DAILY, RANK_HOST("usage_daily", "day", FILTERS))                                   \
+    X(RANK_HOST_DAILY_TEAM, RANK_HOST("usage_daily", "day", FILTER_TEAM))                          \
+    X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
+    X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
+    X(STEPS_GPU_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id = :gid"))                 \
+    X(STEPS_GPU_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id = :gid"))              \
+    X(STEPS_HOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host = :host"))                 \
+    X(STEPS_HOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host = :host"))              \
+    X(STEPS_NOHOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IS NULL"))               \
+    X(STEPS_NOHOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IS NULL"))            \
     X(REPORT_CONSUMERS,                                                                            \
       "SELECT c.consumer, NULL, c.kind, u.hour - u.hour % CAST(:bucket AS BIGINT), "               \
       "COALESCE(u.currency, ''), SUM(c.allocated_s * u.fraction), SUM(c.allocated_s * "            \
@@ -133,6 +169,7 @@ enum {
 };
 
 struct cell {
+    size_t rank; /* a paged report: the group's place in the page (else 0) */
     char *group; /* NULL: none */
     int64_t gid; /* gpu / datacenter grouping: the id the name is looked up by; -1 none */
     char *kind;  /* consumer grouping only */
@@ -166,8 +203,10 @@ static int strcmp_null(const char *a, const char *b)
 static int cell_cmp(const void *pa, const void *pb)
 {
     const struct cell *a = pa, *b = pb;
-    int d = strcmp_null(a->kind, b->kind);
+    int d = a->rank < b->rank ? -1 : a->rank > b->rank;
 
+    if (d == 0)
+        d = strcmp_null(a->kind, b->kind);
     if (d == 0)
         d = strcmp_null(a->group, b->group);
     if (d == 0)
@@ -493,6 +532,103 @@ cleanup:
     return rc;
 }
 
+/* The ranking statement of a paged host or GPU report. */
+static enum stmt_id rank_stmt(bool gpu, bool daily, bool team_only)
+{
+    if (gpu && daily)
+        return team_only ? ST_RANK_GPU_DAILY_TEAM : ST_RANK_GPU_DAILY;
+    if (gpu)
+        return team_only ? ST_RANK_GPU_HOURLY_TEAM : ST_RANK_GPU_HOURLY;
+    if (daily)
+        return team_only ? ST_RANK_HOST_DAILY_TEAM : ST_RANK_HOST_DAILY;
+    return team_only ? ST_RANK_HOST_HOURLY_TEAM : ST_RANK_HOST_HOURLY;
+}
+
+/* One group of a page: a GPU's id, or a host's name (NULL: no host). */
+struct page_key {
+    int64_t gid;
+    char *host;
+};
+
+/* Reads the steps of the page's groups keys[0..n) into cs, each cell
+ * ranked by its group's place in the page. */
+static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                      bool gpu, const struct page_key *keys, size_t n, struct cells *cs)
+{
+    int rc = GI_OK;
+
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        enum stmt_id id = gpu            ? (daily ? ST_STEPS_GPU_DAILY : ST_STEPS_GPU_HOURLY)
+                          : keys[i].host ? (daily ? ST_STEPS_HOST_DAILY : ST_STEPS_HOST_HOURLY)
+                                         : (daily ? ST_STEPS_NOHOST_DAILY : ST_STEPS_NOHOST_HOURLY);
+        struct db_stmt *s = prep(c, id);
+        size_t before = cs->n;
+        if (!s)
+            return GI_INTERNAL;
+        bind_query(s, q, q->group_by, dc_id);
+        db_bind_int(s, ":gid", keys[i].gid);
+        db_bind_text(s, ":host", keys[i].host);
+        rc = collect(c, s, q, false, cs, 1.0);
+        for (size_t j = before; j < cs->n; j++)
+            cs->a[j].rank = i + 1;
+        if (rc == GI_OK && cs->n > MAX_CELLS) /* the page as a whole is bounded too */
+            rc = GI_TOO_LARGE;
+    }
+    return rc;
+}
+
+/* group_by=host|gpu with q->limit > 0: ranks every group with one
+ * aggregate over the range (*groups_total counts them), then reads the
+ * steps of the page's groups only. */
+static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                      struct cells *cs, int64_t *groups_total)
+{
+    bool gpu = strcmp(q->group_by, "gpu") == 0;
+    bool team_only = !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0;
+    struct db_stmt *s = prep(c, rank_stmt(gpu, daily, team_only));
+    struct page_key *keys = NULL;
+    size_t n = 0;
+    int64_t row = 0;
+    int step, rc = GI_OK;
+
+    *groups_total = 0;
+    if (!s || !(keys = calloc((size_t)q->limit, sizeof *keys)))
+        return GI_INTERNAL;
+    bind_query(s, q, q->group_by, dc_id);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        if (row++ < q->offset || n >= (size_t)q->limit)
+            continue;
+        keys[n].gid = gpu ? db_col_int(s, 0) : -1;
+        if (!gpu && db_col_text(s, 0) && !(keys[n].host = strdup(db_col_text(s, 0)))) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        n++;
+    }
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
+    *groups_total = row;
+    if (rc == GI_OK)
+        rc = page_steps(c, q, dc_id, daily, gpu, keys, n, cs);
+    for (size_t i = 0; i < n; i++)
+        free(keys[i].host);
+    free(keys);
+    return rc;
+}
+
+/* The total of a paged report over every group, from the group rows. */
+static int page_total(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                      struct cells *tot)
+{
+    struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY);
+
+    if (!s)
+        return GI_INTERNAL;
+    bind_query(s, q, "", dc_id);
+    return collect(c, s, q, false, tot, 1.0);
+}
+
 /* The data-center filter's id (-1: no filter; 0: no such data center,
  * which matches nothing). */
 static int datacenter_id(struct conn *c, const char *name, int64_t *id)
@@ -559,7 +695,13 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                strcmp(q->group_by, "pool") == 0 || strcmp(q->group_by, "cluster") == 0 ||
                strcmp(q->group_by, "cloud") == 0 || strcmp(q->group_by, "model") == 0 ||
                strcmp(q->group_by, "datacenter") == 0;
-    enum stmt_id report = !daily ? ST_REPORT_HOURLY : dim ? ST_REPORT_GROUPS : ST_REPORT_DAILY;
+    bool paged =
+        q->limit > 0 && (strcmp(q->group_by, "host") == 0 || strcmp(q->group_by, "gpu") == 0);
+    enum stmt_id report = dim     ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
+                          : daily ? ST_REPORT_DAILY
+                                  : ST_REPORT_HOURLY;
+    struct cells tot = {0};
+    int64_t groups_total = 0;
     json_t *items = json_array(), *total = NULL;
     char from[32], to[32];
     struct db_stmt *s;
@@ -574,6 +716,10 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     rc = datacenter_id(c, q->datacenter, &dc_id);
     if (rc == GI_OK && consumer) {
         rc = consumer_cells(c, q, dc_id, daily, &cs);
+    } else if (rc == GI_OK && paged) {
+        rc = page_cells(c, q, dc_id, daily, &cs, &groups_total);
+        if (rc == GI_OK)
+            rc = page_total(c, q, dc_id, daily, &tot);
     } else if (rc == GI_OK && (s = prep(c, report))) {
         bind_query(s, q, q->group_by, dc_id);
         rc = collect(c, s, q, false, &cs, 1.0);
@@ -601,7 +747,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
         rc = emit(items, &cs.a[i], &cs.a[j], consumer);
         i = j;
     }
-    if (rc != GI_OK || !(total = total_of(&cs))) {
+    if (rc != GI_OK || !(total = total_of(paged ? &tot : &cs))) {
         rc = rc != GI_OK ? rc : GI_INTERNAL;
         goto cleanup;
     }
@@ -612,9 +758,18 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                      daily ? "usage_daily" : "usage_hourly");
     items = total = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
+    if (rc == GI_OK && paged) {
+        int64_t next = q->offset + q->limit;
+        json_object_set_new(*out, "groups_total", json_integer(groups_total));
+        json_object_set_new(*out, "limit", json_integer(q->limit));
+        json_object_set_new(*out, "offset", json_integer(q->offset));
+        json_object_set_new(*out, "next_offset",
+                            next < groups_total ? json_integer(next) : json_null());
+    }
 cleanup:
     db_conn_put(st, c);
     cells_free(&cs);
+    cells_free(&tot);
     json_decref(items);
     json_decref(total);
     return rc;

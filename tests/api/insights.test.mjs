@@ -14,6 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useServer, ok, assertError, mkToken, mkDc, dbQuery, parseCsv } from './helpers.mjs';
+import { daySumsSql, consumerDaysSql } from './day_sums.mjs';
 
 const h = useServer();
 const T0 = 1793577600;
@@ -80,7 +81,22 @@ test('the fleet is written as the rollup job would leave it', async () => {
   // i1 stands in a data center of its own.
   const dc = await mkDc(h.s, { name: 'ins-dc' });
   sql += `UPDATE usage_hourly SET datacenter_id = ${dc.id} WHERE gpu_id = 921;\n`;
+  // The job keeps every hour's group sums beside its rows.
+  sql += `INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, datacenter_id,
+    currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, unknown_s, util_sum,
+    measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost,
+    unpriced_s, updated_at) SELECT hour, team, env, pool, cluster, cloud, model, datacenter_id,
+    COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), SUM(allocated_s * fraction),
+    SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), SUM(idle_s * fraction),
+    SUM(unknown_s * fraction), SUM(util_sum * fraction), SUM(measured_s * fraction), SUM(energy_wh),
+    SUM(owned_s * fraction * rate_micros), SUM(busy_s * fraction * rate_micros),
+    SUM(alloc_idle_s * fraction * rate_micros), SUM(idle_s * fraction * rate_micros),
+    SUM(unknown_s * fraction * rate_micros),
+    SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), 1 FROM usage_hourly
+    GROUP BY hour, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');\n`;
   await dbQuery(h.s.db, sql);
+  await dbQuery(h.s.db, daySumsSql()); // and their days, as the job sums them
+  await dbQuery(h.s.db, consumerDaysSql()); // and each consumer's days
   assert.equal((await dbQuery(h.s.db, 'SELECT COUNT(*) FROM usage_hourly')).trim(), String(30 + 32 + 35 + 2));
 });
 

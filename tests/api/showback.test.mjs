@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useServer, ok, assertError, mkDc, mkRes, uniq, dbQuery } from './helpers.mjs';
+import { daySumsSql } from './day_sums.mjs';
 
 const h = useServer();
 const T = (iso) => Date.parse(iso) / 1000;
@@ -75,6 +76,8 @@ test('showback per team: GPU-hours, catalog cost split, TCO, billed cost, totals
     // no team, a model no entry prices.
     hourRow(c.gpu, '2026-11-10T00:00:00Z', null, 'Unpriced Q9', { idle: 3600 }, { host: c.host }),
   ].join('; '));
+  // Their days, as the rollup job sums them.
+  await dbQuery(h.s.db, daySumsSql());
 
   // Billing: 10.00 on A's instance at 22:00 on the 14th (the owner of that
   // GPU-hour is alpha), 4.00 tagged gamma, 7.00 matching nothing, and a line

@@ -41,7 +41,7 @@ function rewrite(v, prefix) {
   return out;
 }
 
-const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictRequired: false, allowUnionTypes: true });
+const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictRequired: false, allowUnionTypes: true, inlineRefs: false });
 addFormats(ajv);
 ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewrite(openapi.components?.schemas || {}, '') });
 

@@ -411,6 +411,21 @@ static void test_report_cost(void **state)
     cost_row(f, 3, h, "x", 0, 0, 3600, 1.0, "NULL", "NULL");     /* no rate */
     cost_row(f, 4, h, "y", 3600, 0, 0, 1.0, "1000000", "'EUR'");
     cost_row(f, 5, h, "y", 3600, 0, 0, 1.0, "2500000", "'USD'");
+    /* the group sums the rollup job keeps beside the hour's rows */
+    exec_sql(f, "INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, "
+                "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, "
+                "idle_s, unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, "
+                "alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, updated_at) SELECT hour, "
+                "team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, ''), "
+                "COUNT(*), SUM(owned_s * fraction), SUM(allocated_s * fraction), SUM(busy_s * "
+                "fraction), SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), SUM(unknown_s "
+                "* fraction), SUM(util_sum * fraction), SUM(measured_s * fraction), "
+                "SUM(energy_wh), SUM(owned_s * fraction * rate_micros), SUM(busy_s * fraction * "
+                "rate_micros), SUM(alloc_idle_s * fraction * rate_micros), SUM(idle_s * fraction "
+                "* rate_micros), SUM(unknown_s * fraction * rate_micros), SUM(CASE WHEN "
+                "rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), 1 FROM usage_hourly "
+                "GROUP BY hour, team, env, pool, cluster, cloud, model, datacenter_id, "
+                "COALESCE(currency, '')");
     assert_status(store_usage_report(f->st, &q, &out), GI_OK);
     items = json_object_get(out, "items");
     assert_int_equal(json_array_size(items), 3);

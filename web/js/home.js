@@ -332,6 +332,11 @@ export function renderHome(main, ctx, view) {
   const usageQ = (g) => withQuery('/api/v1/usage', { group_by: g, step: win.step, ...filters });
   const usage = fetchOr(usageQ(group));
   const teamUsage = group === 'team' ? usage : fetchOr(usageQ('team'));
+  // The first chart's question goes out first and alone: the heavier
+  // questions (the heatmaps, the insight lists, waste and trends) wait
+  // until it is answered, so that on a busy server they do not hold up
+  // the first chart. fetchOr never rejects.
+  const first = usage.then(() => undefined);
   const bar = filterBar(f, nav, { fixed, after: usage });
   const groupSel = h('select', { name: 'group', class: 'filter-input', 'aria-label': 'Group charts by', dataset: { filter: 'group' },
     on: { change: () => nav({ ...f, group: groupSel.value }) } },
@@ -352,17 +357,17 @@ export function renderHome(main, ctx, view) {
 
   loadFreshness(fresh, unowned, alive);
   // The period's figures from the team grouping, which splits every GPU-hour once.
-  loadKpis(cards, f, teamUsage, filters, alive);
+  loadKpis(cards, f, teamUsage, filters, alive, first);
   if (view.kind === 'leadership') {
-    loadLeadership(tables, f, win, teamUsage, filters, alive);
+    loadLeadership(tables, f, win, teamUsage, filters, alive, first);
     chartCost(charts, win, teamUsage, alive);
-    chartUsage(charts, win, usage, group, groupName, 'allocated_idle', alive, true);
+    chartUsage(charts, win, usage, group, groupName, 'allocated_idle', alive, true, teamUsage);
     return;
   }
-  chartUsage(charts, win, usage, group, groupName, metric, alive, false);
-  chartHeatmap(charts, filters, alive);
+  chartUsage(charts, win, usage, group, groupName, metric, alive, false, teamUsage);
+  chartHeatmap(charts, filters, alive, first);
   chartCost(charts, win, teamUsage, alive);
-  loadTables(tables, f, win, teamUsage, filters, alive);
+  loadTables(tables, f, win, teamUsage, filters, alive, first);
 }
 
 /** The header's freshness line (the oldest source's last report) and unowned count. */
@@ -395,8 +400,11 @@ async function loadFreshness(el, unownedEl, alive) {
   }
 }
 
-/** The KPI cards: GPU counts from the GPU list, the period's figures from /api/v1/usage. */
-async function loadKpis(cards, f, usageP, filters, alive) {
+/**
+ * The KPI cards: GPU counts from the GPU list, the period's figures from
+ * /api/v1/usage; the teams' waste is asked once `after` settles.
+ */
+async function loadKpis(cards, f, usageP, filters, alive, after) {
   const gp = gpuListFilters(f);
   api('GET', withQuery('/api/v1/gpus', { ...gp, limit: 1 })).then((res) => {
     if (!alive()) return;
@@ -409,7 +417,8 @@ async function loadKpis(cards, f, usageP, filters, alive) {
     if (!alive()) return;
     for (const k of ['gpus', 'in_use', 'idle']) cards[k].set('—', err.message);
   });
-  const [r, w] = await Promise.all([usageP, fetchOr(withQuery('/api/v1/insights/waste-by-team', { ...filters, limit: 1000 }))]);
+  const [r, w] = await Promise.all([usageP,
+    after.then(() => fetchOr(withQuery('/api/v1/insights/waste-by-team', { ...filters, limit: 1000 })))]);
   if (!alive()) return;
   const t = (r.data && r.data.total) || {};
   const hr = hoursOf(t);
@@ -449,8 +458,31 @@ async function loadKpis(cards, f, usageP, filters, alive) {
   else cards.waste.set('—', r.missing && w.missing ? 'not available yet' : 'no price covers these GPUs');
 }
 
+/**
+ * A paged grouping (by host: the page of the hosts owning the most
+ * GPU-hours) does not hold every group, so its "Other" is the fleet's
+ * figure per step (the sum over every team, which covers every GPU) less
+ * the groups shown. Returns seriesOf's answer with that "Other".
+ */
+function otherFromFleet(s, x, teamItems, value, total) {
+  const tops = s.series.filter((one) => 'key' in one);
+  const index = new Map(x.map((t, i) => [t, i]));
+  const fleet = x.map(() => null);
+  for (const it of teamItems) {
+    const i = index.get(secs(it.start));
+    const v = i === undefined ? null : value(it);
+    if (v !== null) fleet[i] = (fleet[i] ?? 0) + v;
+  }
+  const values = fleet.map((v, i) => {
+    if (v === null) return null;
+    const rest = v - tops.reduce((a, one) => a + (one.values[i] ?? 0), 0);
+    return rest > 1e-6 ? rest : null;
+  });
+  return { series: values.some((v) => v !== null) ? [...tops, { label: 'Other', values }] : tops, groups: total, shown: tops.length };
+}
+
 /** The utilization and GPU-hours charts of the chosen grouping. */
-async function chartUsage(el, win, usageP, group, groupName, metric, alive, wasteOnly) {
+async function chartUsage(el, win, usageP, group, groupName, metric, alive, wasteOnly, teamUsageP) {
   const holder = h('div', { class: 'chart-pair' });
   el.append(holder);
   const r = await usageP;
@@ -463,7 +495,15 @@ async function chartUsage(el, win, usageP, group, groupName, metric, alive, wast
   const x = axis(win, items);
   const bars = win.step !== 'hour';
   const label = (HOURS.find(([k]) => k === metric) || [metric, metric])[1];
-  const hoursS = seriesOf(items, x, (it) => hoursOf(it)[metric], { rank: (g) => g.hours[metric] });
+  let hoursS = seriesOf(items, x, (it) => hoursOf(it)[metric], { rank: (g) => g.hours[metric] });
+  const total = Number.isInteger(r.data.groups_total) ? r.data.groups_total : null;
+  if (total !== null && total > perGroup(items).length && teamUsageP) {
+    const t = await teamUsageP;
+    if (!alive()) return;
+    if (!t.error && Array.isArray(t.data.items)) {
+      hoursS = otherFromFleet(hoursS, x, t.data.items, (it) => hoursOf(it)[metric], total);
+    }
+  }
   const hoursChart = timeChart({
     title: `${label} GPU-hours by ${groupName}`, testid: 'chart-hours', unit: 'GPU-hours', kind: bars ? 'bars' : 'area',
     stacked: true, x, series: hoursS.series, step: win.step,
@@ -477,7 +517,7 @@ async function chartUsage(el, win, usageP, group, groupName, metric, alive, wast
   const utilS = seriesOf(items, x, (it) => n(it.util_avg), { sum: false, rank: (g) => g.hours.owned });
   const utilChart = timeChart({
     title: `Utilization by ${groupName}`, testid: 'chart-util', unit: '%', kind: 'line', max: 100, x, series: utilS.series,
-    step: win.step, note: utilS.groups > utilS.shown ? `${utilS.shown} largest of ${utilS.groups}` : `average per ${win.step}`,
+    step: win.step, note: (total ?? utilS.groups) > utilS.shown ? `${utilS.shown} largest of ${total ?? utilS.groups}` : `average per ${win.step}`,
     empty: 'No utilization has been measured in this range.',
   });
   replace(holder, utilChart.el, hoursChart.el);
@@ -522,10 +562,12 @@ function heatCells(data) {
   }).filter((c) => c.dow !== null);
 }
 
-/** The hour-of-week heatmaps (utilization and allocation). */
-async function chartHeatmap(el, filters, alive) {
+/** The hour-of-week heatmaps (utilization and allocation), asked once `after` settles. */
+async function chartHeatmap(el, filters, alive, after) {
   const holder = h('div', { class: 'chart-slot' });
   el.append(holder);
+  await after;
+  if (!alive()) return;
   const [util, alloc] = await Promise.all([
     fetchOr(withQuery('/api/v1/usage/heatmap', { metric: 'util', ...filters })),
     fetchOr(withQuery('/api/v1/usage/heatmap', { metric: 'allocation', ...filters })),
@@ -545,8 +587,8 @@ async function chartHeatmap(el, filters, alive) {
   replace(holder, ...panels);
 }
 
-/** The tables of the fleet and team views. */
-function loadTables(el, f, win, teamUsageP, filters, alive) {
+/** The tables of the fleet and team views; the insight lists are asked once `after` settles. */
+function loadTables(el, f, win, teamUsageP, filters, alive, after) {
   const file = (what) => `${what}-${slug(f.team || 'fleet')}-${today()}.csv`;
   costByTeam(el, f, win, teamUsageP, alive, file('cost-by-team'));
   const idle = tablePanel('Idle GPUs', 'table-idle');
@@ -556,7 +598,7 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
   const save = tablePanel('Savings', 'table-savings');
   el.append(held.el, idle.el, top.el, over.el, save.el);
   const q = { ...filters, limit: 50 };
-  insight(held, '/api/v1/insights/allocated-idle', q, file('allocated-idle'), alive, 'No GPU was allocated and idle in this range.', [
+  insight(held, '/api/v1/insights/allocated-idle', q, after, file('allocated-idle'), alive, 'No GPU was allocated and idle in this range.', [
     { label: 'GPU', width: '24%', cell: gpuCell },
     { label: 'Held by', cell: (r) => (r.consumer && typeof r.consumer === 'object'
       ? h('span', { class: 'stack' }, text(r.consumer.name), h('span', { class: 'sub', text: r.consumer.kind || '' }))
@@ -567,7 +609,7 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
     { label: 'Idle GPU-h', key: 'hours', cls: 'n', width: '90px', cell: (r) => fmtValue(n(r.allocated_idle_gpu_hours), '', 1) },
     { label: 'Wasted', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.cost)) },
   ], (r, i) => `${uuidOf(r)}:${(r.consumer && r.consumer.name) || i}`);
-  insight(idle, '/api/v1/insights/idle', q, file('idle-gpus'), alive, 'No GPU has been idle that long.', [
+  insight(idle, '/api/v1/insights/idle', q, after, file('idle-gpus'), alive, 'No GPU has been idle that long.', [
     { label: 'GPU', width: '28%', cell: gpuCell },
     { label: 'Host', cell: (r) => text(r.host, 'mono') },
     { label: 'Team', cell: (r) => teamCell(r.team, f) },
@@ -575,7 +617,7 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
     { label: 'Hours', key: 'hours', cls: 'n', width: '70px', cell: (r) => fmtValue(n(r.hours), '', 0) },
     { label: 'Idle cost', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.cost)) },
   ], (r, i) => uuidOf(r) || String(i));
-  insight(top, '/api/v1/insights/top-consumers', q, file('top-consumers'), alive, 'No consumer used a GPU in this range.', [
+  insight(top, '/api/v1/insights/top-consumers', q, after, file('top-consumers'), alive, 'No consumer used a GPU in this range.', [
     { label: 'Consumer', width: '30%', cell: (r) => h('span', { class: 'stack' }, text(r.consumer),
       h('span', { class: 'sub', text: `${r.kind || ''}${n(r.gpus) !== null ? ` · ${r.gpus} GPU${r.gpus === 1 ? '' : 's'}` : ''}` })) },
     { label: 'Team', cell: (r) => teamCell(r.team, f) },
@@ -583,7 +625,7 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
     { label: 'Busy', key: 'busy', cls: 'n', width: '64px', cell: (r) => (n(r.busy_pct) === null ? '—' : `${n(r.busy_pct).toFixed(0)}%`) },
     { label: 'Cost', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.cost)) },
   ], (r, i) => `${r.kind || ''}:${r.consumer || i}`);
-  insight(over, '/api/v1/insights/overrequest', q, file('overrequest'), alive, 'No workload holds GPUs it does not use.', [
+  insight(over, '/api/v1/insights/overrequest', q, after, file('overrequest'), alive, 'No workload holds GPUs it does not use.', [
     { label: 'Workload', width: '30%', cell: (r) => h('span', { class: 'stack' }, text(r.workload),
       h('span', { class: 'sub', text: [r.kind, r.host].filter(Boolean).join(' · ') })) },
     { label: 'Team', cell: (r) => teamCell(r.team, f) },
@@ -596,7 +638,7 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
     { label: 'Idle GPU-h', key: 'hours', cls: 'n', width: '90px', cell: (r) => fmtValue(n(r.idle_gpu_hours), '', 1) },
     { label: 'Idle cost', key: 'cost', cls: 'n', width: '100px', cell: (r) => moneyCell(money(r.idle_cost)) },
   ], (r, i) => `${r.kind || ''}:${r.workload || i}`);
-  insight(save, '/api/v1/insights/savings', q, file('savings'), alive, 'No saving stands out in this range.', [
+  insight(save, '/api/v1/insights/savings', q, after, file('savings'), alive, 'No saving stands out in this range.', [
     { label: 'Opportunity', width: '50%', cell: (r) => h('span', { class: 'wrap', text: r.text || '—' }) },
     { label: 'Per month', key: 'saving', cls: 'n', width: '110px', cell: (r) => moneyCell(r.saving && typeof r.saving === 'object'
       ? money(r.saving.monthly, r.saving.currency) : null) },
@@ -610,13 +652,18 @@ function loadTables(el, f, win, teamUsageP, filters, alive) {
   ], (r, i) => `${r.kind || ''}:${i}`);
 }
 
-/** Fills a table panel from an insights route. idOf(row, i) names each row. */
-async function insight(panel, path, q, fileName, alive, emptyText, columns, idOf) {
+/**
+ * Fills a table panel from an insights route, asked once `after` settles.
+ * idOf(row, i) names each row.
+ */
+async function insight(panel, path, q, after, fileName, alive, emptyText, columns, idOf) {
   const url = withQuery(path, q);
   // The export has every row, not the page's first ones.
   const all = { ...q };
   delete all.limit;
   panel.setCsv(withQuery(path, all), fileName);
+  await after;
+  if (!alive()) return;
   const r = await fetchOr(url);
   if (!alive()) return;
   if (r.error) {
@@ -670,14 +717,19 @@ async function costByTeam(el, f, win, teamUsageP, alive, fileName) {
 }
 
 /** The leadership table: per team owned GPUs, utilization, cost, waste and trend. */
-async function loadLeadership(el, f, win, teamUsageP, filters, alive) {
+async function loadLeadership(el, f, win, teamUsageP, filters, alive, after) {
   const panel = tablePanel('Teams', 'table-leadership');
   el.append(panel.el);
   panel.setCsv(withQuery('/api/v1/usage', { group_by: 'team', step: win.step, ...filters }), `teams-${today()}.csv`);
-  // The trend compares the latest period with the one before it: no range.
+  // The trend compares the latest whole days (7 or 30, up to today's UTC
+  // midnight) with as many before them: no range but its end, whole days
+  // that the server answers from its day groups.
   const dims = { ...filters };
   delete dims.from;
-  delete dims.to;
+  const nowS = Math.floor(Date.now() / 1000);
+  dims.to = new Date((nowS - (nowS % 86400)) * 1000).toISOString().replace('.000Z', 'Z');
+  await after;
+  if (!alive()) return;
   const [r, trend, waste] = await Promise.all([teamUsageP,
     fetchOr(withQuery('/api/v1/usage/trend', { period: win.hours > 24 * 8 ? 'month' : 'week', group_by: 'team', ...dims })),
     fetchOr(withQuery('/api/v1/insights/waste-by-team', { ...filters, limit: 1000 }))]);

@@ -1,0 +1,147 @@
+// The load of bench/rollup_rate.sh: GPUS GPUs (8 per host) each report one
+// sample per minute of simulated time, one batch per host and minute (as
+// the agent sends them), pushed by CLIENTS connections as fast as the
+// server takes them, minute after minute, starting at T0 (unix seconds).
+// Meanwhile the size of the rollup backlog (usage_dirty) is read every
+// EVERY seconds through the database's own shell; after the last batch it
+// is watched for up to DRAIN seconds more (until it is empty). Prints one
+// JSON object. MAX_S > 0 stops the push after that many seconds (inside a
+// minute when it must), so that a slow run still ends.
+// Usage: node bench/rollup_gen.mjs URL TOKEN DB GPUS MINUTES CLIENTS T0 DRAIN EVERY [MAX_S]
+import http from 'node:http';
+import { execFile } from 'node:child_process';
+
+const [url, token, db, gpusArg, minutesArg, clientsArg, t0Arg, drainArg, everyArg, maxArg] = process.argv.slice(2);
+const MAX_S = Number(maxArg || 0);
+const GPUS = Number(gpusArg), MINUTES = Number(minutesArg), CLIENTS = Number(clientsArg);
+const T0 = Number(t0Arg), DRAIN = Number(drainArg), EVERY = Number(everyArg);
+const PER_HOST = 8, HOSTS = Math.ceil(GPUS / PER_HOST);
+const u = new URL(url);
+const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
+const pad = (n, w) => String(n).padStart(w, '0');
+const pg = db.startsWith('postgres') || db.includes('=');
+
+function dirtyCount() {
+  const [cmd, args] = pg
+    ? ['psql', ['-X', '-A', '-t', '-q', '-d', db, '-c', 'SELECT COUNT(*) FROM usage_dirty']]
+    : ['sqlite3', ['-cmd', '.timeout 10000', db, 'SELECT COUNT(*) FROM usage_dirty']];
+  return new Promise((resolve) => execFile(cmd, args, { timeout: 60000 }, (err, out) =>
+    resolve(err ? null : Number(String(out).trim()))));
+}
+
+function body(h, m) {
+  const n = Math.min(PER_HOST, GPUS - h * PER_HOST);
+  const gpus = [], rows = [];
+  const ts = T0 + m * 60;
+  for (let g = 0; g < n; g++) {
+    gpus.push({ uuid: `GPU-rr${pad(h, 6)}-${pad(g, 4)}-4000-8000-000000000000`, index: g,
+      name: 'NVIDIA H100 80GB HBM3', memory_total_mib: 81559 });
+    // A day-like pattern: some GPUs busy, some idle, changing by the minute.
+    const util = (h * 7 + g * 13 + m) % 100 < 60 ? 20 + ((h + m) % 70) : 0;
+    rows.push([ts, g, util, util + 3, 1000 + util * 100, 100 + util * 3, (100 + util * 3) * 60, 40 + (util >> 2)]);
+  }
+  return JSON.stringify({ batch_id: `rr-${h}-${m}`, host: { hostname: `rr-host-${pad(h, 6)}` }, gpus,
+    samples: { columns: ['time', 'gpu', 'util_avg', 'util_max', 'mem_used_mib', 'power_avg_w', 'energy_j', 'temp_c'], rows } });
+}
+
+// A keep-alive connection the server closed as idle can fail the batch
+// sent on it at that instant: such a batch is sent again (counted).
+let retries = 0;
+async function post(payload) {
+  for (let i = 0; ; i++) {
+    try {
+      return await postOnce(payload);
+    } catch (e) {
+      if (i >= 2 || !['ECONNRESET', 'EPIPE'].includes(e.code)) throw e;
+      retries++;
+    }
+  }
+}
+
+function postOnce(payload) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: '/api/v1/ingest', method: 'POST', agent,
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } },
+    (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 201 || res.statusCode === 200 ? resolve()
+        : reject(new Error(`ingest answered ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const start = process.hrtime.bigint();
+const secs = () => Number(process.hrtime.bigint() - start) / 1e9;
+const backlog = [];
+let samples = 0, batches = 0, minuteDone = -1, firstMinuteEnd = null, firstMinuteSamples = 0;
+const lat = [];
+let sampling = true;
+(async () => {
+  while (sampling) {
+    const t = secs(), d = await dirtyCount();
+    backlog.push({ t_s: Math.round(t * 10) / 10, dirty: d, samples, simulated_minute: minuteDone });
+    await new Promise((r) => setTimeout(r, EVERY * 1000));
+  }
+})();
+
+let stopped = false, minutesDone = 0;
+for (let m = 0; m < MINUTES && !stopped; m++) {
+  let next = 0;
+  const worker = async () => {
+    while (next < HOSTS) {
+      if (MAX_S > 0 && secs() >= MAX_S) {
+        stopped = true;
+        break;
+      }
+      const h = next++;
+      const b = body(h, m);
+      const t = process.hrtime.bigint();
+      await post(b);
+      lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+      samples += Math.min(PER_HOST, GPUS - h * PER_HOST);
+      batches++;
+    }
+  };
+  await Promise.all(Array.from({ length: CLIENTS }, worker));
+  if (stopped) break;
+  minuteDone = m;
+  minutesDone = m + 1;
+  if (m === 0) {
+    firstMinuteEnd = secs();
+    firstMinuteSamples = samples;
+  }
+}
+const pushS = secs();
+let drainedAfter = null;
+for (;;) {
+  const d = await dirtyCount();
+  const t = secs();
+  if (d === 0) { drainedAfter = Math.round((t - pushS) * 10) / 10; break; }
+  if (t - pushS >= DRAIN) break;
+  await new Promise((r) => setTimeout(r, EVERY * 1000));
+}
+sampling = false;
+const endDirty = await dirtyCount();
+lat.sort((a, b) => a - b);
+const q = (p) => Math.round(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] * 10) / 10;
+// Sustained: after the first minute, whose batches also create the GPUs.
+const steady = firstMinuteEnd !== null && pushS > firstMinuteEnd
+  ? (samples - firstMinuteSamples) / (pushS - firstMinuteEnd) : null;
+const ds = [...backlog.map((x) => x.dirty), endDirty].filter((x) => x !== null);
+console.log(JSON.stringify({
+  gpus: GPUS, hosts: HOSTS, simulated_minutes: MINUTES, simulated_minutes_done: minutesDone,
+  stopped_at_max_s: stopped, clients: CLIENTS, samples, batches, batches_resent: retries,
+  first_minute_s: firstMinuteEnd === null ? null : Math.round(firstMinuteEnd * 10) / 10,
+  push_s: Math.round(pushS * 10) / 10,
+  samples_per_s_all: Math.round(samples / pushS),
+  samples_per_s_sustained: steady === null ? null : Math.round(steady),
+  simulated_minutes_per_s: Math.round((samples / GPUS / pushS) * 1000) / 1000,
+  batch_p50_ms: q(0.5), batch_p99_ms: q(0.99),
+  backlog_max: ds.length ? Math.max(...ds) : null,
+  backlog_at_push_end: backlog.filter((x) => x.t_s <= pushS).map((x) => x.dirty).pop() ?? null,
+  backlog_end: endDirty, drained_after_push_s: drainedAfter,
+  backlog,
+}));
+agent.destroy();

@@ -1,0 +1,331 @@
+/* The assets' audit trail: append-only events, each hash-chained to the
+ * one before it, the chain's verification walk, and the readers of the
+ * trail (one asset's timeline, every event of a time range).
+ *
+ * The canonical byte string of an event, hashed with SHA-256 (libsodium's
+ * crypto_hash_sha256) into its `hash` (lower-case hex), is
+ *
+ *   "gpuinv-asset-event-v1\n" followed by, for each of seq, asset_id, at,
+ *   kind, actor, detail and prev_hash in this order, the field's byte
+ *   length in decimal, ':', the field's bytes and '\n'
+ *
+ * where the integers (seq, asset_id, at) are written in decimal ASCII
+ * ('-' before a negative one), detail is the JSON text exactly as stored
+ * (compact, keys sorted, as the appender writes it) and prev_hash is the
+ * previous event's hash ("" for seq 1). The length prefixes make the
+ * string unambiguous whatever bytes a field holds.
+ *
+ * Appending reads the chain's head (asset_chain, row 1) under a row lock
+ * on PostgreSQL (SELECT ... FOR UPDATE), writes the event with the next
+ * seq, and moves the head, all inside the caller's writing transaction,
+ * so that appenders on any number of replicas are serialized and the
+ * seqs have no gaps. Triggers on both stores refuse UPDATE and DELETE of
+ * asset_events; nothing here issues either. */
+#include "store/assets_int.h"
+#include "core/status.h"
+#include "core/util.h"
+
+#include <inttypes.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EV_COLS "e.seq, e.asset_id, e.at, e.kind, e.actor, e.detail, e.prev_hash, e.hash"
+
+#define STATEMENTS(X)                                                                              \
+    X(CHAIN_ENSURE, "INSERT INTO asset_chain (id, seq, hash) VALUES (1, 0, '') "                   \
+                    "ON CONFLICT (id) DO NOTHING")                                                 \
+    X(CHAIN_HEAD, "SELECT seq, hash FROM asset_chain WHERE id = 1")                                \
+    X(CHAIN_HEAD_LOCK, "SELECT seq, hash FROM asset_chain WHERE id = 1 FOR UPDATE")                \
+    X(CHAIN_MOVE, "UPDATE asset_chain SET seq = :seq, hash = :hash WHERE id = 1")                  \
+    X(EV_ADD, "INSERT INTO asset_events (seq, asset_id, at, kind, actor, detail, prev_hash, "      \
+              "hash) VALUES (:seq, :asset_id, :at, :kind, :actor, :detail, :prev, :hash)")         \
+    X(EV_WALK, "SELECT " EV_COLS " FROM asset_events e ORDER BY e.seq")                            \
+    X(EV_OF_ASSET, "SELECT " EV_COLS ", a.tag FROM asset_events e JOIN assets a ON a.id = "        \
+                   "e.asset_id WHERE e.asset_id = :asset_id ORDER BY e.seq DESC " PAGE)            \
+    X(EV_OF_ASSET_ASC, "SELECT " EV_COLS ", a.tag FROM asset_events e JOIN assets a ON a.id = "    \
+                       "e.asset_id WHERE e.asset_id = :asset_id ORDER BY e.seq " PAGE)             \
+    X(EV_OF_ASSET_COUNT, "SELECT COUNT(*) FROM asset_events e WHERE e.asset_id = :asset_id")       \
+    X(EV_RANGE, "SELECT " EV_COLS ", a.tag FROM asset_events e LEFT JOIN assets a ON a.id = "      \
+                "e.asset_id WHERE e.at >= :from AND e.at < :to ORDER BY e.seq " PAGE)              \
+    X(EV_RANGE_DESC, "SELECT " EV_COLS ", a.tag FROM asset_events e LEFT JOIN assets a ON a.id = " \
+                     "e.asset_id WHERE e.at >= :from AND e.at < :to ORDER BY e.seq DESC " PAGE)    \
+    X(EV_RANGE_COUNT, "SELECT COUNT(*) FROM asset_events e WHERE e.at >= :from AND e.at < :to")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* Feeds one length-prefixed field into the hash. */
+static void hash_field(crypto_hash_sha256_state *h, const char *v, size_t n)
+{
+    char len[24];
+    int k = snprintf(len, sizeof len, "%zu:", n);
+
+    crypto_hash_sha256_update(h, (const unsigned char *)len, (unsigned long long)k);
+    crypto_hash_sha256_update(h, (const unsigned char *)v, (unsigned long long)n);
+    crypto_hash_sha256_update(h, (const unsigned char *)"\n", 1);
+}
+
+static void hash_int(crypto_hash_sha256_state *h, int64_t v)
+{
+    char buf[24];
+    int k = snprintf(buf, sizeof buf, "%" PRId64, v);
+    hash_field(h, buf, (size_t)k);
+}
+
+void asset_event_hash(int64_t seq, int64_t asset_id, int64_t at, const char *kind,
+                      const char *actor, const char *detail, size_t detail_len,
+                      const char *prev_hash, char hex[ASSET_HASH_HEX])
+{
+    static const char magic[] = "gpuinv-asset-event-v1\n";
+    unsigned char out[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_state h;
+
+    crypto_hash_sha256_init(&h);
+    crypto_hash_sha256_update(&h, (const unsigned char *)magic, sizeof magic - 1);
+    hash_int(&h, seq);
+    hash_int(&h, asset_id);
+    hash_int(&h, at);
+    hash_field(&h, kind, strlen(kind));
+    hash_field(&h, actor, strlen(actor));
+    hash_field(&h, detail, detail_len);
+    hash_field(&h, prev_hash, strlen(prev_hash));
+    crypto_hash_sha256_final(&h, out);
+    gi_hex(out, sizeof out, hex);
+}
+
+int asset_event_append(struct conn *c, int64_t asset_id, const char *kind, const char *actor,
+                       json_t *detail, int64_t at)
+{
+    struct db_stmt *s;
+    char prev[ASSET_HASH_HEX] = "", hash[ASSET_HASH_HEX];
+    char *text = NULL;
+    int64_t seq = 0;
+    int rc = GI_INTERNAL, step;
+
+    if (!kind || !*kind || !actor)
+        return GI_INVALID;
+    text = detail ? json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
+                  : strdup("{}");
+    if (!text)
+        return GI_INTERNAL;
+    if (!(s = prep(c, ST_CHAIN_ENSURE)))
+        goto cleanup;
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_CHAIN_HEAD_LOCK : ST_CHAIN_HEAD)))
+        goto cleanup;
+    step = db_step(c, s);
+    if (step == DB_ROW) {
+        seq = db_col_int(s, 0);
+        gi_strlcpy(prev, db_col_text(s, 1) ? db_col_text(s, 1) : "", sizeof prev);
+    }
+    db_reset(s);
+    if (step != DB_ROW) {
+        rc = step == DB_DONE ? GI_INTERNAL : db_status(step);
+        goto cleanup;
+    }
+    seq++;
+    asset_event_hash(seq, asset_id, at, kind, actor, text, strlen(text), prev, hash);
+    if (!(s = prep(c, ST_EV_ADD)))
+        goto cleanup;
+    db_bind_int(s, ":seq", seq);
+    db_bind_int(s, ":asset_id", asset_id);
+    db_bind_int(s, ":at", at);
+    db_bind_text(s, ":kind", kind);
+    db_bind_text(s, ":actor", actor);
+    db_bind_text(s, ":detail", text);
+    db_bind_text(s, ":prev", prev);
+    db_bind_text(s, ":hash", hash);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_CHAIN_MOVE)))
+        goto cleanup;
+    db_bind_int(s, ":seq", seq);
+    db_bind_text(s, ":hash", hash);
+    rc = db_exec_done(c, s);
+cleanup:
+    free(text);
+    return rc;
+}
+
+/* Records the first break of the walk (later ones are not looked for). */
+static void broken(struct store_chain_report *rep, int64_t seq, const char *why)
+{
+    if (rep->broken_seq == 0) {
+        rep->broken_seq = seq;
+        gi_strlcpy(rep->why, why, sizeof rep->why);
+    }
+}
+
+int store_asset_chain_verify(struct store *st, struct store_chain_report *rep)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s[2] = {NULL, NULL};
+    char prev[ASSET_HASH_HEX] = "", hash[ASSET_HASH_HEX];
+    int64_t expect = 1, head_seq = 0;
+    char head_hash[ASSET_HASH_HEX] = "";
+    bool have_head = false;
+    int rc = GI_INTERNAL, step;
+
+    memset(rep, 0, sizeof *rep);
+    db_read_begin(c);
+    if (!(s[0] = prep(c, ST_CHAIN_HEAD)))
+        goto cleanup;
+    step = db_step(c, s[0]);
+    if (step == DB_ROW) {
+        have_head = true;
+        head_seq = db_col_int(s[0], 0);
+        gi_strlcpy(head_hash, db_col_text(s[0], 1) ? db_col_text(s[0], 1) : "", sizeof head_hash);
+    }
+    db_reset(s[0]);
+    if (step != DB_ROW && step != DB_DONE) {
+        rc = db_status(step);
+        goto cleanup;
+    }
+    if (!(s[1] = prep(c, ST_EV_WALK)))
+        goto cleanup;
+    while ((step = db_step(c, s[1])) == DB_ROW) {
+        int64_t seq = db_col_int(s[1], 0);
+        const char *kind = db_col_text(s[1], 3), *actor = db_col_text(s[1], 4);
+        const char *detail = db_col_text(s[1], 5), *ph = db_col_text(s[1], 6);
+        const char *stored = db_col_text(s[1], 7);
+        char why[160];
+
+        rep->events++;
+        if (rep->broken_seq != 0)
+            continue;
+        if (seq != expect) {
+            snprintf(why, sizeof why,
+                     "event %" PRId64 " is missing (the next stored is %" PRId64 ")", expect, seq);
+            broken(rep, expect, why);
+            continue;
+        }
+        if (strcmp(ph ? ph : "", prev) != 0) {
+            broken(rep, seq, "its prev_hash is not the previous event's hash");
+            continue;
+        }
+        asset_event_hash(seq, db_col_int(s[1], 1), db_col_int(s[1], 2), kind ? kind : "",
+                         actor ? actor : "", detail ? detail : "",
+                         detail ? (size_t)db_col_bytes(s[1], 5) : 0, prev, hash);
+        if (strcmp(stored ? stored : "", hash) != 0) {
+            broken(rep, seq, "its content does not match its hash");
+            continue;
+        }
+        gi_strlcpy(prev, hash, sizeof prev);
+        expect = seq + 1;
+    }
+    db_reset(s[1]);
+    if (step != DB_DONE) {
+        rc = db_status(step);
+        goto cleanup;
+    }
+    rep->head_seq = head_seq;
+    /* Events removed from the end leave the head ahead of the last one. */
+    if (rep->broken_seq == 0 && have_head && head_seq != expect - 1) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "the chain's head is at %" PRId64 " but the last event is %" PRId64, head_seq,
+                 expect - 1);
+        broken(rep, expect - 1 < head_seq ? expect : head_seq + 1, why);
+    } else if (rep->broken_seq == 0 && have_head && strcmp(head_hash, prev) != 0) {
+        broken(rep, head_seq, "the chain's head hash is not the last event's hash");
+    } else if (rep->broken_seq == 0 && !have_head && rep->events > 0) {
+        broken(rep, 1, "events are stored but the chain has no head");
+    }
+    rc = GI_OK;
+cleanup:
+    db_read_end(c);
+    db_conn_put(st, c);
+    return rc;
+}
+
+/* An event row (columns EV_COLS, then the asset's tag) as its document. */
+static json_t *event_doc(struct db_stmt *s)
+{
+    json_t *o = json_object(), *detail;
+    json_error_t jerr;
+    char at[32];
+
+    gi_time_format(db_col_int(s, 2), at, sizeof at);
+    json_object_set_new(o, "seq", json_integer(db_col_int(s, 0)));
+    json_object_set_new(o, "asset_id", json_integer(db_col_int(s, 1)));
+    json_object_set_new(o, "tag", db_col_text(s, 8) ? json_string(db_col_text(s, 8)) : json_null());
+    json_object_set_new(o, "at", json_string(at));
+    json_object_set_new(o, "kind", json_string(db_col_text(s, 3) ? db_col_text(s, 3) : ""));
+    json_object_set_new(o, "actor", json_string(db_col_text(s, 4) ? db_col_text(s, 4) : ""));
+    detail = json_loads(db_col_text(s, 5) ? db_col_text(s, 5) : "{}", JSON_DECODE_ANY, &jerr);
+    json_object_set_new(o, "detail", detail ? detail : json_object());
+    json_object_set_new(o, "prev_hash", json_string(db_col_text(s, 6) ? db_col_text(s, 6) : ""));
+    json_object_set_new(o, "hash", json_string(db_col_text(s, 7) ? db_col_text(s, 7) : ""));
+    return o;
+}
+
+/* The total (count statement s[0]) and one page (s[1]) of events, in one
+ * snapshot. */
+static int event_page(struct conn *c, struct db_stmt **s, json_t **items, int64_t *total)
+{
+    json_t *arr = json_array();
+    int rc = db_read_batch(c, s, 2), step;
+
+    if (rc == GI_OK)
+        rc = db_fetch_int(c, s[0], total);
+    if (rc == GI_OK) {
+        while ((step = db_step(c, s[1])) == DB_ROW)
+            json_array_append_new(arr, event_doc(s[1]));
+        db_reset(s[1]);
+        rc = step == DB_DONE ? GI_OK : db_status(step);
+    }
+    db_read_end(c);
+    if (rc == GI_OK)
+        *items = arr;
+    else
+        json_decref(arr);
+    return rc;
+}
+
+int store_asset_events(struct store *st, int64_t asset_id, const struct store_page *pg,
+                       json_t **items, int64_t *total)
+{
+    struct conn *c = db_conn_get(st);
+    bool asc = pg && pg->sort && !pg->desc;
+    struct db_stmt *s[2] = {prep(c, ST_EV_OF_ASSET_COUNT),
+                            prep(c, asc ? ST_EV_OF_ASSET_ASC : ST_EV_OF_ASSET)};
+    int rc;
+
+    *items = NULL;
+    for (int i = 0; i < 2; i++)
+        if (s[i]) {
+            db_bind_int(s[i], ":asset_id", asset_id);
+            db_bind_page(s[i], pg);
+        }
+    rc = event_page(c, s, items, total);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_asset_events_range(struct store *st, int64_t from, int64_t to,
+                             const struct store_page *pg, json_t **items, int64_t *total)
+{
+    struct conn *c = db_conn_get(st);
+    bool desc = pg && pg->sort && pg->desc;
+    struct db_stmt *s[2] = {prep(c, ST_EV_RANGE_COUNT),
+                            prep(c, desc ? ST_EV_RANGE_DESC : ST_EV_RANGE)};
+    int rc;
+
+    *items = NULL;
+    for (int i = 0; i < 2; i++)
+        if (s[i]) {
+            db_bind_int(s[i], ":from", from);
+            db_bind_int(s[i], ":to", to);
+            db_bind_page(s[i], pg);
+        }
+    rc = event_page(c, s, items, total);
+    db_conn_put(st, c);
+    return rc;
+}

@@ -1,0 +1,80 @@
+/* Private to the asset noun files (assets.c, asset_fields.c,
+ * asset_ingest.c, asset_events.c, asset_stages.c): the column model of an
+ * asset and the helpers they share inside one writing transaction. */
+#ifndef GI_STORE_ASSETS_INT_H
+#define GI_STORE_ASSETS_INT_H
+
+#include "store/store_int.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of a SHA-256 hash in hex, with its NUL. */
+#define ASSET_HASH_HEX 65
+
+/* asset_events.c: the hex SHA-256 of an event's canonical byte string
+ * (see the top of asset_events.c). */
+void asset_event_hash(int64_t seq, int64_t asset_id, int64_t at, const char *kind,
+                      const char *actor, const char *detail, size_t detail_len,
+                      const char *prev_hash, char hex[ASSET_HASH_HEX]);
+
+/* The writable columns of an asset, in the order of the statements of
+ * assets.c. An asset's values travel as a JSON object keyed by these
+ * names: text as strings, integers, reals, custom as an object, and null
+ * for a column without a value. */
+enum asset_col_type { AC_TEXT, AC_INT, AC_DBL, AC_JSON };
+struct asset_col {
+    const char *name;
+    enum asset_col_type type;
+};
+extern const struct asset_col asset_cols[];
+
+/* How a write treats the fields it is given. */
+struct asset_write {
+    const char *actor;  /* recorded on the events */
+    const char *source; /* recorded as the fields' provenance */
+    bool person;        /* the API or a CSV import: overrides every source */
+    bool strict;        /* the first bad field fails the write (else it is dropped) */
+    int64_t at;
+};
+
+/* asset_fields.c: reads an input record (the API's field names: tag,
+ * kind, serial, location{datacenter, room, rack, u, storage},
+ * purchase_cost{amount, currency}, parent / parent_tag / parent_serial,
+ * custom, ...) into column values *cols (a new object holding only the
+ * fields the record gives; caller owns). Each bad field is left out and
+ * appended to errors as {"index": index, "field", "error"}; with strict
+ * the reading stops at the first. *stage receives the record's stage
+ * (NULL when it gives none; borrowed from rec). GI_OK, GI_INVALID (strict
+ * and a field was bad) or a database status. */
+int asset_fields_read(struct conn *c, const json_t *rec, bool strict, int64_t self_id, int index,
+                      json_t **cols, const char **stage, json_t *errors);
+
+/* asset_fields.c: true for a date written YYYY-MM-DD that exists; *days
+ * (may be NULL) receives its day number since 1970-01-01. */
+bool asset_date_parse(const char *s, int64_t *days);
+
+/* assets.c: applies column values to asset id (0: creates one, with
+ * `stage` or "active"): every field the write may change is written, with
+ * its provenance, and one event records what changed ("created" or
+ * "updated"). *id receives the asset's id, *outcome 'c' (created), 'u'
+ * (updated) or 'n' (nothing changed). Inside the caller's transaction. */
+int asset_apply(struct conn *c, const struct asset_write *w, int64_t id, const json_t *cols,
+                const char *stage, int64_t *id_out, char *outcome);
+/* assets.c: the asset of `kind` with this serial (the lowest id), or of
+ * (source, source_key); GI_NOT_FOUND when there is none. */
+int asset_id_by_serial(struct conn *c, const char *kind, const char *serial, int64_t *id);
+int asset_id_by_source_key(struct conn *c, const char *source, const char *key, int64_t *id);
+
+/* assets.c: whether the EPC among cols (if any) is free of every asset
+ * but id. */
+int asset_epc_free(struct conn *c, const json_t *cols, int64_t id, bool *free_out);
+/* asset_fields.c: the serial is one to match by (not empty, not a
+ * placeholder such as "To Be Filled By O.E.M."). */
+bool asset_serial_usable(const char *serial);
+/* asset_stages.c: the asset's current stage into buf. */
+int asset_stage_of(struct conn *c, int64_t asset_id, char *buf, size_t len);
+
+#endif
