@@ -532,6 +532,69 @@ cleanup:
     return rc;
 }
 
+/* One group of a paged consumer report: its cells a[lo..hi) of the
+ * sorted cells and its owned seconds over the range. */
+struct consumer_group {
+    size_t lo, hi;
+    double owned;
+};
+
+static const struct cell *group_cells;
+
+static int consumer_group_cmp(const void *pa, const void *pb)
+{
+    const struct consumer_group *a = pa, *b = pb;
+    const struct cell *x = &group_cells[a->lo], *y = &group_cells[b->lo];
+    int d = a->owned > b->owned ? -1 : a->owned < b->owned;
+
+    if (d == 0)
+        d = strcmp_null(x->kind, y->kind);
+    if (d == 0)
+        d = strcmp_null(x->group, y->group);
+    return d;
+}
+
+/* group_by=consumer with q->limit > 0: keeps the cells of the page's
+ * groups only, ranked as host and GPU pages are (owned GPU-hours over the
+ * range, descending, then kind and key); cs comes sorted by cell_cmp,
+ * unranked. *groups_total counts every group. */
+static int consumer_page(const struct store_usage_query *q, struct cells *cs, int64_t *groups_total)
+{
+    struct consumer_group *g = calloc(cs->n ? cs->n : 1, sizeof *g);
+    size_t n = 0, w = 0;
+
+    if (!g)
+        return GI_INTERNAL;
+    for (size_t i = 0; i < cs->n; i++) {
+        if (n == 0 || strcmp_null(cs->a[i].kind, cs->a[g[n - 1].lo].kind) != 0 ||
+            strcmp_null(cs->a[i].group, cs->a[g[n - 1].lo].group) != 0)
+            g[n++] = (struct consumer_group){.lo = i, .hi = i};
+        g[n - 1].hi = i + 1;
+        g[n - 1].owned += cs->a[i].v[V_OWNED];
+    }
+    group_cells = cs->a;
+    qsort(g, n, sizeof *g, consumer_group_cmp);
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = g[k].lo; i < g[k].hi; i++)
+            cs->a[i].rank = (int64_t)k >= q->offset && (int64_t)k < q->offset + q->limit
+                                ? k - (size_t)q->offset + 1
+                                : 0;
+    for (size_t i = 0; i < cs->n; i++) {
+        if (cs->a[i].rank == 0) {
+            free(cs->a[i].group);
+            free(cs->a[i].kind);
+            continue;
+        }
+        cs->a[w++] = cs->a[i];
+    }
+    cs->n = w;
+    if (cs->n)
+        qsort(cs->a, cs->n, sizeof *cs->a, cell_cmp);
+    *groups_total = (int64_t)n;
+    free(g);
+    return GI_OK;
+}
+
 /* The ranking statement of a paged host or GPU report. */
 static enum stmt_id rank_stmt(bool gpu, bool daily, bool team_only)
 {
@@ -697,6 +760,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                strcmp(q->group_by, "datacenter") == 0;
     bool paged =
         q->limit > 0 && (strcmp(q->group_by, "host") == 0 || strcmp(q->group_by, "gpu") == 0);
+    bool consumer_paged = consumer && q->limit > 0;
     enum stmt_id report = dim     ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
                           : daily ? ST_REPORT_DAILY
                                   : ST_REPORT_HOURLY;
@@ -734,6 +798,12 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     db_read_end(c);
     if (rc != GI_OK)
         goto cleanup;
+    if (consumer_paged) { /* the total is every group's */
+        if (!(total = total_of(&cs)) || (rc = consumer_page(q, &cs, &groups_total)) != GI_OK) {
+            rc = rc != GI_OK ? rc : GI_INTERNAL;
+            goto cleanup;
+        }
+    }
     if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
         rc = GI_TOO_LARGE;
         goto cleanup;
@@ -747,7 +817,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
         rc = emit(items, &cs.a[i], &cs.a[j], consumer);
         i = j;
     }
-    if (rc != GI_OK || !(total = total_of(paged ? &tot : &cs))) {
+    if (rc != GI_OK || (!total && !(total = total_of(paged ? &tot : &cs)))) {
         rc = rc != GI_OK ? rc : GI_INTERNAL;
         goto cleanup;
     }
@@ -758,7 +828,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                      daily ? "usage_daily" : "usage_hourly");
     items = total = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
-    if (rc == GI_OK && paged) {
+    if (rc == GI_OK && (paged || consumer_paged)) {
         int64_t next = q->offset + q->limit;
         json_object_set_new(*out, "groups_total", json_integer(groups_total));
         json_object_set_new(*out, "limit", json_integer(q->limit));
