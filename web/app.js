@@ -16,6 +16,11 @@
 //   #/ownership/{dims}           teams, environments, pools, clusters
 //   #/ownership/rules            ordered ownership mapping rules
 //   #/ownership/unowned          GPUs without a team
+//   #/scan/{tag}                 an asset's scan page (a label's /scan/{tag} redirects here)
+//   #/assets                     hardware assets (filters in the query)
+//   #/assets/{tag}               one asset: fields, stage change, tickets, timeline
+//   #/lifecycle                  assets per lifecycle stage and the recent moves
+//   #/warranty                   warranties and leases ending per month
 import { h, replace, icon } from './js/dom.js';
 import { api, setSignedOutHandler, setRole } from './js/api.js';
 import { renderLogin } from './js/login.js';
@@ -30,6 +35,11 @@ import { renderDrift } from './js/drift.js';
 import { renderHosts } from './js/hosts.js';
 import { renderHome } from './js/home.js';
 import { renderDims, renderRules, renderUnowned, unownedCount, DIMS } from './js/ownership.js';
+import { renderScan } from './js/scan.js';
+import { renderAssets } from './js/assets.js';
+import { renderAsset } from './js/asset.js';
+import { renderLifecycle } from './js/lifecycle.js';
+import { renderWarranty } from './js/warranty.js';
 
 const root = document.getElementById('app');
 let user = null;
@@ -71,7 +81,8 @@ function frame(active) {
         h('span', { class: 'brand-sub', text: 'GPU inventory' })),
       h('nav', { class: 'topnav', 'aria-label': 'Main' },
         [['home', 'home', 'Home'], ['datacenters', 'datacenter', 'Data centers'], ['gpus', 'gpu', 'GPUs'],
-          ['sources', 'infiniband', 'Sources'], ['drift', 'search', 'Drift'], ['ownership', 'users', 'Ownership'],
+          ['assets', 'server', 'Assets'], ['sources', 'infiniband', 'Sources'], ['drift', 'search', 'Drift'],
+          ['ownership', 'users', 'Ownership'],
           user.role === 'admin' ? ['tokens', 'key', 'Tokens'] : null].filter(Boolean)
           .map(([key, ic, label]) => h('a', { href: key === 'home' ? '#/' : `#/${key}`, class: active === key ? 'active' : null,
             'aria-current': active === key ? 'page' : null, dataset: { nav: key } }, icon(ic), label,
@@ -147,6 +158,7 @@ async function render() {
   if (parts[0] === 'resources' && parts.length === 2 && /^[1-9]\d*$/.test(parts[1])) {
     return renderResource(frame('datacenters'), ctx, Number(parts[1]));
   }
+  if (parts[0] === 'scan' && parts.length === 2 && parts[1]) return renderScan(frame(''), ctx, parts[1]);
   if (parts[0] === 'tokens' && parts.length === 1 && user.role === 'admin') return renderTokens(frame('tokens'), ctx);
   if (parts[0] === 'drift' && parts.length === 1) return renderDrift(frame('drift'), ctx);
   if (parts[0] === 'drift' && parts.length === 2 && parts[1] === 'hosts') return renderHosts(frame('drift'), ctx);
@@ -156,6 +168,12 @@ async function render() {
     if (seg === 'unowned') return renderUnowned(frame('ownership'), ctx);
     if (DIMS.some((d) => d.seg === seg)) return renderDims(frame('ownership'), ctx, seg);
   }
+  if (parts[0] === 'assets' && parts.length <= 2) {
+    const main = frame('assets');
+    return parts.length === 1 ? renderAssets(main, ctx) : renderAsset(main, ctx, parts[1]);
+  }
+  if (parts[0] === 'lifecycle' && parts.length === 1) return renderLifecycle(frame('assets'), ctx);
+  if (parts[0] === 'warranty' && parts.length === 1) return renderWarranty(frame('assets'), ctx);
   const main = frame('');
   document.title = 'Not found · gpuinv';
   replace(main, h('section', { class: 'panel empty' },

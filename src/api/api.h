@@ -70,6 +70,7 @@ void api_openapi(struct req *r);
 /* kubernetes.c */
 void api_k8s_nodes(struct req *r);
 void api_k8s_pods(struct req *r);
+void api_slurm_jobs(struct req *r);
 
 /* hosts.c: discovered hosts and their inventory links */
 void api_hosts_list(struct req *r);
@@ -156,6 +157,24 @@ void api_assets_update(struct req *r);
 void api_assets_stage(struct req *r);
 void api_assets_events(struct req *r);
 void api_asset_events_export(struct req *r);
+void api_asset_stage_counts(struct req *r);
+
+/* scans.c: scans and room audits */
+void api_scans_create(struct req *r);
+void api_audits_list(struct req *r);
+void api_audits_create(struct req *r);
+void api_audits_get(struct req *r);
+void api_audits_scan(struct req *r);
+void api_audits_close(struct req *r);
+/* labels.c: QR labels, one as SVG and sheets as HTML; the scan URL is
+ * <base URL>/scan/<tag>, the base URL set once before serving. */
+void api_assets_label(struct req *r);
+void api_assets_labels(struct req *r);
+void api_labels_base_url_set(const char *url);
+/* labels.c: GET /scan/<tag>, the URL in a label's QR code: redirects to
+ * the dashboard's scan page of the asset (which signs the visitor in
+ * first). */
+void api_scan_page(struct req *r);
 
 /* asset_import.c: the CSV import, and the export's rows: takes ownership
  * of a list page's asset documents and returns them as the import's

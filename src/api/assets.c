@@ -29,6 +29,10 @@ static const char *const asset_members[] = {"tag",           "kind",
                                             "host_id",       "source_key",
                                             "custom",        NULL};
 
+/* What a refused stage value is told. */
+static const char stage_names[] = "stage must be one of ordered, received, active, spare, "
+                                  "diagnostic_repair, refurbishment_candidate, decommissioned";
+
 /* Replies for a failed asset write: 400 naming the field, 409 for a tag
  * or EPC taken, else by status. */
 static void reply_asset_err(struct req *r, int st, const struct store_asset_err *err)
@@ -152,9 +156,7 @@ void api_assets_stage(struct req *r)
     }
     override = json_is_true(ov);
     if (!store_asset_stage_valid(to)) {
-        reply_error(r, 400, "validation_failed", "stage",
-                    "stage must be one of ordered, received, active, spare, diagnostic_repair, "
-                    "refurbishment_candidate, decommissioned");
+        reply_error(r, 400, "validation_failed", "stage", "%s", stage_names);
         goto cleanup;
     }
     if (override && r->who.role != GI_ROLE_ADMIN) {
@@ -203,6 +205,45 @@ static bool datacenter_or_reply(struct req *r, int64_t *id)
     return true;
 }
 
+/* A date parameter (YYYY-MM-DD) or NULL when absent. */
+static bool date_param_or_reply(struct req *r, const char *name, const char **out)
+{
+    if (!req_param_str_or_reply(r, name, 10, out))
+        return false;
+    if (*out && !store_asset_date_valid(*out)) {
+        reply_error(r, 400, "invalid_parameter", name, "%s must be a date YYYY-MM-DD", name);
+        return false;
+    }
+    return true;
+}
+
+/* The list's filters (kind, stage when with_stage, model, q, parent, the
+ * warranty and lease dates, datacenter) into *f. */
+static bool asset_filter_or_reply(struct req *r, bool with_stage, struct store_asset_filter *f)
+{
+    if (!req_param_str_or_reply(r, "kind", 16, &f->kind) ||
+        (with_stage && !req_param_str_or_reply(r, "stage", 32, &f->stage)) ||
+        !req_param_str_or_reply(r, "model", 128, &f->model) ||
+        !req_param_str_or_reply(r, "q", 128, &f->q) ||
+        !req_param_str_or_reply(r, "parent", 64, &f->parent) ||
+        !date_param_or_reply(r, "warranty_before", &f->warranty_before) ||
+        !date_param_or_reply(r, "warranty_after", &f->warranty_after) ||
+        !date_param_or_reply(r, "ends_after", &f->ends_after) ||
+        !date_param_or_reply(r, "ends_before", &f->ends_before) ||
+        !datacenter_or_reply(r, &f->datacenter_id))
+        return false;
+    if (f->kind && !store_asset_kind_valid(f->kind)) {
+        reply_error(r, 400, "invalid_parameter", "kind",
+                    "kind must be one of server, gpu, psu, ssd, nic, switch, other");
+        return false;
+    }
+    if (f->stage && !store_asset_stage_valid(f->stage)) {
+        reply_error(r, 400, "invalid_parameter", "stage", "%s", stage_names);
+        return false;
+    }
+    return true;
+}
+
 void api_assets_list(struct req *r)
 {
     static const char *const sortable[] = {
@@ -216,30 +257,8 @@ void api_assets_list(struct req *r)
     int64_t total = 0;
     int st;
 
-    if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "kind", 16, &f.kind) ||
-        !req_param_str_or_reply(r, "stage", 32, &f.stage) ||
-        !req_param_str_or_reply(r, "model", 128, &f.model) ||
-        !req_param_str_or_reply(r, "q", 128, &f.q) ||
-        !req_param_str_or_reply(r, "parent", 64, &f.parent) ||
-        !req_param_str_or_reply(r, "warranty_before", 10, &f.warranty_before) ||
-        !datacenter_or_reply(r, &f.datacenter_id))
+    if (!req_page_or_reply(r, sortable, &pg) || !asset_filter_or_reply(r, true, &f))
         return;
-    if (f.kind && !store_asset_kind_valid(f.kind)) {
-        reply_error(r, 400, "invalid_parameter", "kind",
-                    "kind must be one of server, gpu, psu, ssd, nic, switch, other");
-        return;
-    }
-    if (f.stage && !store_asset_stage_valid(f.stage)) {
-        reply_error(r, 400, "invalid_parameter", "stage",
-                    "stage must be one of ordered, received, active, spare, diagnostic_repair, "
-                    "refurbishment_candidate, decommissioned");
-        return;
-    }
-    if (f.warranty_before && !store_asset_date_valid(f.warranty_before)) {
-        reply_error(r, 400, "invalid_parameter", "warranty_before",
-                    "warranty_before must be a date YYYY-MM-DD");
-        return;
-    }
     if ((st = store_asset_list(r->store, &f, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "assets");
         return;
@@ -247,6 +266,25 @@ void api_assets_list(struct req *r)
     if (req_wants_csv(r))
         items = api_asset_csv_rows(items);
     reply_list(r, items, total, pg.offset);
+}
+
+void api_asset_stage_counts(struct req *r)
+{
+    struct store_asset_filter f = {0};
+    json_t *counts = NULL, *v;
+    const char *k;
+    json_int_t total = 0;
+    int st;
+
+    if (!asset_filter_or_reply(r, false, &f))
+        return;
+    if ((st = store_asset_stage_counts(r->store, &f, &counts)) != GI_OK) {
+        reply_status(r, st, "assets");
+        return;
+    }
+    json_object_foreach(counts, k, v)
+        total += json_integer_value(v);
+    reply_json(r, 200, json_pack("{s:o, s:I}", "stages", counts, "total", total));
 }
 
 /* Events for CSV: detail as its JSON text. Takes ownership of items. */
@@ -293,9 +331,21 @@ void api_asset_events_export(struct req *r)
     int64_t total = 0, from, to;
     int st;
 
-    if (!req_page_or_reply(r, sortable, &pg) || !range_or_reply(r, &from, &to))
+    struct store_event_filter f = {0};
+
+    if (!req_page_or_reply(r, sortable, &pg) || !range_or_reply(r, &from, &to) ||
+        !req_param_str_or_reply(r, "kind", 32, &f.kind) ||
+        !req_param_str_or_reply(r, "asset_kind", 16, &f.asset_kind) ||
+        !datacenter_or_reply(r, &f.datacenter_id))
         return;
-    st = store_asset_events_range(r->store, from, to, &pg, &items, &total);
+    if (f.asset_kind && !store_asset_kind_valid(f.asset_kind)) {
+        reply_error(r, 400, "invalid_parameter", "asset_kind",
+                    "asset_kind must be one of server, gpu, psu, ssd, nic, switch, other");
+        return;
+    }
+    f.from = from;
+    f.to = to;
+    st = store_asset_events_find(r->store, &f, &pg, &items, &total);
     if (st != GI_OK) {
         reply_status(r, st, "asset events");
         return;

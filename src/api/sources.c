@@ -172,7 +172,8 @@ static bool source_body_or_reply(struct req *r, const json_t *body, const char *
             return false;
         if (!pull_kind_known(in->kind)) {
             reply_error(r, 400, "validation_failed", "kind",
-                        "kind must be one of prometheus, dcgm-exporter, kubernetes");
+                        "kind must be one of prometheus, dcgm-exporter, kubernetes, netbox, "
+                        "snipeit");
             return false;
         }
         kind = in->kind;
@@ -304,5 +305,11 @@ void api_sources_run(struct req *r)
                         json_pack("{s:b, s:s?, s:I, s:I}", "ok", res.ok, "error",
                                   res.ok ? NULL : res.error, "gpus", (json_int_t)res.gpus, "hosts",
                                   (json_int_t)res.hosts));
+    if (res.assets)
+        json_object_set_new(json_object_get(out, "run"), "assets",
+                            json_pack("{s:I, s:I, s:I, s:I}", "created", (json_int_t)res.created,
+                                      "updated", (json_int_t)res.updated, "unchanged",
+                                      (json_int_t)res.unchanged, "warnings",
+                                      (json_int_t)res.warnings));
     reply_json(r, 200, out);
 }

@@ -2,6 +2,7 @@
  * optionally fills the demo fleet, serves until SIGTERM/SIGINT, then
  * finishes requests in flight and closes the database. */
 #include "cli/cli.h"
+#include "api/api.h"
 #include "collect/deliver.h"
 #include "collect/push.h"
 #include "collect/scheduler.h"
@@ -32,7 +33,7 @@ static const char serve_usage[] =
     "                    [--max-gap-s SECONDS] [--retain-hourly-days N]\n"
     "                    [--retain-daily-days N] [--no-rollup]\n"
     "                    [--owner-refresh-s SECONDS] [--asset-missing-days N]\n"
-    "                    [--webhook-backoff-s SECONDS]\n"
+    "                    [--webhook-backoff-s SECONDS] [--base-url URL]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -71,6 +72,9 @@ static const char serve_usage[] =
     "  --webhook-backoff-s SECS  every webhook retry waits SECS instead of the schedule\n"
     "                       (30 s, 2 min, 10 min, 1 h, 6 h, 24 h, then dead; 1..86400;\n"
     "                       for tests)\n"
+    "  --base-url URL       the address users reach gpuinv at, put in the QR labels'\n"
+    "                       scan URLs <URL>/scan/<tag> (default: the listen address;\n"
+    "                       set it behind a reverse proxy)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -151,6 +155,7 @@ int cli_serve(int argc, char **argv)
         {"owner-refresh-s", required_argument, NULL, 'O'},
         {"asset-missing-days", required_argument, NULL, 'A'},
         {"webhook-backoff-s", required_argument, NULL, 'W'},
+        {"base-url", required_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -167,6 +172,7 @@ int cli_serve(int argc, char **argv)
     const char *db = getenv("GPUINV_DB");
     bool demo = false;
     struct scheduler_options sched_opts = {.tick_s = 5, .retain_days = SCHEDULER_RETAIN_DAYS};
+    const char *base_url = NULL;
     struct store_usage_config usage;
     struct store *st = NULL;
     struct server *srv = NULL;
@@ -295,6 +301,15 @@ int cli_serve(int argc, char **argv)
             }
             deliver_configure(n);
             break;
+        case 'U':
+            if ((strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) ||
+                strlen(optarg) > 400 || strpbrk(optarg, " \"<>?#") != NULL) {
+                fprintf(stderr, "gpuinv serve: --base-url must be an http:// or https:// URL "
+                                "without a query, of at most 400 bytes\n");
+                return 2;
+            }
+            base_url = optarg;
+            break;
         case 'h':
             fputs(serve_usage, stdout);
             return 0;
@@ -369,7 +384,7 @@ int cli_serve(int argc, char **argv)
         goto cleanup;
     }
     {
-        char host[64];
+        char host[64], url[512];
         const char *colon = strrchr(cfg.listen, ':');
         size_t hl = (size_t)(colon - cfg.listen);
         if (hl >= sizeof host)
@@ -378,8 +393,10 @@ int cli_serve(int argc, char **argv)
         host[hl] = '\0';
         if (hl == 0 || strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0)
             gi_strlcpy(host, "127.0.0.1", sizeof host);
-        printf("gpuinv listening on %s://%s:%u/\n", cfg.tls_cert ? "https" : "http", host,
-               server_port(srv));
+        snprintf(url, sizeof url, "%s://%s:%u", cfg.tls_cert ? "https" : "http", host,
+                 server_port(srv));
+        api_labels_base_url_set(base_url ? base_url : url);
+        printf("gpuinv listening on %s/\n", url);
         fflush(stdout);
     }
     sigwait(&sigs, &sig);

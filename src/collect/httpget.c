@@ -59,10 +59,15 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         snprintf(err, errlen, curlso ? "out of memory" : "libcurl is not loaded");
         return -1;
     }
-    if (o->bearer && *o->bearer) {
+    if (o->authorization && *o->authorization) {
+        snprintf(auth, sizeof auth, "Authorization: %s", o->authorization);
+        h = curlso->slist_append(h, auth);
+    } else if (o->bearer && *o->bearer) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->bearer);
         h = curlso->slist_append(h, auth);
     }
+    for (const char *const *x = o->headers; x && *x; x++)
+        h = curlso->slist_append(h, *x);
     h = curlso->slist_append(h, "Accept: application/json, text/plain;q=0.9, */*;q=0.5");
     curlso->easy_setopt(c, CURLOPT_URL, url);
     curlso->easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -87,6 +92,12 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         snprintf(err, errlen, "%s", curlso->easy_strerror(cc));
     } else {
         curlso->easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        if (o->retry_after) {
+            curl_off_t ra = 0;
+            if (curlso->easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra < 0)
+                ra = 0;
+            *o->retry_after = ra > 86400 ? 86400 : (long)ra;
+        }
         *body = s.p ? s.p : calloc(1, 1);
         *len = s.len;
         s.p = NULL;

@@ -9,7 +9,14 @@ struct httpget_opts {
     const char *ca_file; /* CA bundle for https, or NULL for the system's */
     int insecure;        /* skip TLS verification (test clusters only) */
     long timeout_s;
-    size_t max_bytes; /* larger bodies fail */
+    size_t max_bytes;           /* larger bodies fail */
+    const char *const *headers; /* more request header lines ("Name: value"), NULL-ended; or NULL */
+    /* An Authorization header value ("Token abc") used instead of bearer,
+     * or NULL. */
+    const char *authorization;
+    /* When not NULL: receives the seconds a Retry-After header asked for
+     * (0 when none). */
+    long *retry_after;
 };
 
 /* Fetches url; *body (NUL-terminated, caller frees) and *status are set

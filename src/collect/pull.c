@@ -42,6 +42,39 @@ static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
                                           {"page_size", CFG_INT, false, 1, 1000},
                                           COMMON_KEYS,
                                           {NULL, 0, 0, 0, 0}};
+/* Asset managers: the API token is sent as that system expects it. */
+#define ASSET_KEYS                                                                                 \
+    {"url", CFG_URL, true, 0, 0}, {"token", CFG_SECRET, false, 0, 0},                              \
+        {"page_size", CFG_INT, false, 1, 1000}, {"ca_file", CFG_STR, false, 0, 0},                 \
+        {"insecure_skip_verify", CFG_BOOL, false, 0, 0},                                           \
+    {                                                                                              \
+        "timeout_s", CFG_INT, false, 1, 300                                                        \
+    }
+static const struct cfg_key netbox_keys[] = {{"site", CFG_STR, false, 0, 0},
+                                             {"role", CFG_STR, false, 0, 0},
+                                             {"device_role", CFG_STR, false, 0, 0},
+                                             ASSET_KEYS,
+                                             {NULL, 0, 0, 0, 0}};
+static const struct cfg_key snipeit_keys[] = {{"category", CFG_STR, false, 0, 0},
+                                              {"status", CFG_STR, false, 0, 0},
+                                              ASSET_KEYS,
+                                              {NULL, 0, 0, 0, 0}};
+
+/* slurm: either sacct (path, default on PATH) or slurmrestd_url with
+ * token and user; see pull_slurm.c. */
+static const struct cfg_key slurm_keys[] = {{"cluster", CFG_STR, false, 0, 0},
+                                            {"sacct", CFG_STR, false, 0, 0},
+                                            {"format", CFG_STR, false, 0, 0},
+                                            {"slurmrestd_url", CFG_URL, false, 0, 0},
+                                            {"token", CFG_SECRET, false, 0, 0},
+                                            {"user", CFG_STR, false, 0, 0},
+                                            {"api_version", CFG_STR, false, 0, 0},
+                                            {"overlap_s", CFG_INT, false, 0, 86400},
+                                            {"lookback_h", CFG_INT, false, 1, 24 * 366},
+                                            {"ca_file", CFG_STR, false, 0, 0},
+                                            {"insecure_skip_verify", CFG_BOOL, false, 0, 0},
+                                            {"timeout_s", CFG_INT, false, 1, 600},
+                                            {NULL, 0, 0, 0, 0}};
 
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
@@ -51,6 +84,12 @@ typedef int (*pull_run_fn)(struct store *st, int64_t source_id, const json_t *cf
                            const char *cluster, struct pull_result *res);
 int pull_run_kubernetes(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                         struct pull_result *res);
+int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                   struct pull_result *res);
+int pull_run_netbox(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                    struct pull_result *res);
+int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                     struct pull_result *res);
 
 static const struct {
     const char *kind;
@@ -61,6 +100,9 @@ static const struct {
     {"prometheus", prom_keys, pull_fetch_prometheus, NULL},
     {"dcgm-exporter", dcgm_keys, pull_fetch_dcgm, NULL},
     {"kubernetes", k8s_keys, NULL, pull_run_kubernetes},
+    {"slurm", slurm_keys, NULL, pull_run_slurm},
+    {"netbox", netbox_keys, NULL, pull_run_netbox},
+    {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
 };
 
 static int kind_index(const char *kind)
@@ -75,13 +117,14 @@ bool pull_kind_known(const char *kind) { return kind_index(kind) >= 0; }
 
 bool pull_config_secret(const char *key)
 {
-    return strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0;
+    return strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0 ||
+           strcmp(key, "token") == 0;
 }
 
 bool pull_config_target(const char *key)
 {
     return strcmp(key, "url") == 0 || strcmp(key, "ca_file") == 0 ||
-           strcmp(key, "insecure_skip_verify") == 0;
+           strcmp(key, "insecure_skip_verify") == 0 || strcmp(key, "slurmrestd_url") == 0;
 }
 
 /* True when an http(s) URL carries user information ("user:pw@") in its
@@ -111,6 +154,27 @@ static int bad(char *field, size_t flen, char *msg, size_t mlen, const char *key
     vsnprintf(msg, mlen, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+/* The slurm kind's settings that depend on each other: sacct or
+ * slurmrestd_url (with token and user), and the output format. */
+static int slurm_config_check(const json_t *cfg, char *field, size_t flen, char *msg, size_t mlen)
+{
+    const char *fmt = json_string_value(json_object_get(cfg, "format"));
+    bool restd = json_is_string(json_object_get(cfg, "slurmrestd_url"));
+
+    if (restd && json_is_string(json_object_get(cfg, "sacct")))
+        return bad(field, flen, msg, mlen, "sacct",
+                   "config.sacct and config.slurmrestd_url exclude each other: give one");
+    if (restd && !json_is_string(json_object_get(cfg, "user")))
+        return bad(field, flen, msg, mlen, "user",
+                   "config.user is required with config.slurmrestd_url");
+    if (fmt && strcmp(fmt, "parsable2") != 0 && strcmp(fmt, "json") != 0)
+        return bad(field, flen, msg, mlen, "format", "config.format must be parsable2 or json");
+    if (fmt && restd)
+        return bad(field, flen, msg, mlen, "format",
+                   "config.format applies to sacct only; slurmrestd answers JSON");
+    return 0;
 }
 
 int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t flen, char *msg,
@@ -170,6 +234,8 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
     for (const struct cfg_key *ck = kinds[k].keys; ck->name; ck++)
         if (ck->required && !json_is_string(json_object_get(cfg, ck->name)))
             return bad(field, flen, msg, mlen, ck->name, "config.%s is required", ck->name);
+    if (strcmp(kind, "slurm") == 0)
+        return slurm_config_check(cfg, field, flen, msg, mlen);
     return 0;
 }
 

@@ -28,6 +28,10 @@ struct pull_result {
     bool ok;
     char error[512];
     int64_t gpus, hosts;
+    /* Asset manager pulls: what store_asset_ingest did, and how many
+     * fields were left absent (unreadable or not storable). */
+    bool assets;
+    int64_t created, updated, unchanged, warnings;
 };
 /* Pulls one source now (src as store_source_get returns it), ingests what
  * it found and records the outcome on the source. */

@@ -31,6 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The filters of an events query: the time range, the event's kind, the
+ * asset's kind and data center (NULL / 0: any). */
+#define EV_WHERE                                                                                   \
+    "WHERE e.at >= :from AND e.at < :to AND (:kind IS NULL OR e.kind = :kind) AND (:akind IS "     \
+    "NULL OR a.kind = :akind) AND (:dc = 0 OR a.datacenter_id = :dc) "
 #define EV_COLS "e.seq, e.asset_id, e.at, e.kind, e.actor, e.detail, e.prev_hash, e.hash"
 
 #define STATEMENTS(X)                                                                              \
@@ -48,10 +53,11 @@
                        "e.asset_id WHERE e.asset_id = :asset_id ORDER BY e.seq " PAGE)             \
     X(EV_OF_ASSET_COUNT, "SELECT COUNT(*) FROM asset_events e WHERE e.asset_id = :asset_id")       \
     X(EV_RANGE, "SELECT " EV_COLS ", a.tag FROM asset_events e LEFT JOIN assets a ON a.id = "      \
-                "e.asset_id WHERE e.at >= :from AND e.at < :to ORDER BY e.seq " PAGE)              \
+                "e.asset_id " EV_WHERE "ORDER BY e.seq " PAGE)                                     \
     X(EV_RANGE_DESC, "SELECT " EV_COLS ", a.tag FROM asset_events e LEFT JOIN assets a ON a.id = " \
-                     "e.asset_id WHERE e.at >= :from AND e.at < :to ORDER BY e.seq DESC " PAGE)    \
-    X(EV_RANGE_COUNT, "SELECT COUNT(*) FROM asset_events e WHERE e.at >= :from AND e.at < :to")
+                     "e.asset_id " EV_WHERE "ORDER BY e.seq DESC " PAGE)                           \
+    X(EV_RANGE_COUNT, "SELECT COUNT(*) FROM asset_events e LEFT JOIN assets a ON a.id = "          \
+                      "e.asset_id " EV_WHERE)
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -312,6 +318,13 @@ int store_asset_events(struct store *st, int64_t asset_id, const struct store_pa
 int store_asset_events_range(struct store *st, int64_t from, int64_t to,
                              const struct store_page *pg, json_t **items, int64_t *total)
 {
+    struct store_event_filter f = {.from = from, .to = to};
+    return store_asset_events_find(st, &f, pg, items, total);
+}
+
+int store_asset_events_find(struct store *st, const struct store_event_filter *f,
+                            const struct store_page *pg, json_t **items, int64_t *total)
+{
     struct conn *c = db_conn_get(st);
     bool desc = pg && pg->sort && pg->desc;
     struct db_stmt *s[2] = {prep(c, ST_EV_RANGE_COUNT),
@@ -321,8 +334,11 @@ int store_asset_events_range(struct store *st, int64_t from, int64_t to,
     *items = NULL;
     for (int i = 0; i < 2; i++)
         if (s[i]) {
-            db_bind_int(s[i], ":from", from);
-            db_bind_int(s[i], ":to", to);
+            db_bind_int(s[i], ":from", f->from);
+            db_bind_int(s[i], ":to", f->to);
+            db_bind_text(s[i], ":kind", f->kind);
+            db_bind_text(s[i], ":akind", f->asset_kind);
+            db_bind_int(s[i], ":dc", f->datacenter_id);
             db_bind_page(s[i], pg);
         }
     rc = event_page(c, s, items, total);

@@ -46,7 +46,9 @@
 #define ASSET_WHERE                                                                                \
     "WHERE (:kind IS NULL OR a.kind = :kind) AND (:stage IS NULL OR a.stage = :stage) AND "        \
     "(:dc = 0 OR a.datacenter_id = :dc) AND (:model IS NULL OR a.model = :model) AND "             \
-    "(:wb IS NULL OR a.warranty_end < :wb) AND (:parent IS NULL OR p.tag = :parent) AND "          \
+    "(:wb IS NULL OR a.warranty_end < :wb) AND (:wa IS NULL OR a.warranty_end >= :wa) AND "        \
+    "(:ends = 0 OR (a.warranty_end >= :ea AND a.warranty_end < :eb) OR (a.lease_end >= :ea AND "   \
+    "a.lease_end < :eb)) AND (:parent IS NULL OR p.tag = :parent) AND "                            \
     "(:q IS NULL OR a.tag LIKE :q ESCAPE '!' OR a.serial LIKE :q ESCAPE '!' OR a.model LIKE :q "   \
     "ESCAPE '!') "
 #define ASSET_KEY                                                                                  \
@@ -99,6 +101,8 @@
     X(CHILD_GPUS, "SELECT COUNT(*) FROM assets WHERE parent_id = :id AND gpu_uuid IS NOT NULL")    \
     X(LIST_COUNT,                                                                                  \
       "SELECT COUNT(*) FROM assets a LEFT JOIN assets p ON p.id = a.parent_id " ASSET_WHERE)       \
+    X(STAGE_COUNTS, "SELECT a.stage, COUNT(*) FROM assets a LEFT JOIN assets p ON p.id = "         \
+                    "a.parent_id " ASSET_WHERE "GROUP BY a.stage")                                 \
     X(LIST_TAG, ASSET_SELECT ASSET_WHERE "ORDER BY a.tag " PAGE)                                   \
     X(LIST_TAG_DESC, ASSET_SELECT ASSET_WHERE "ORDER BY a.tag DESC " PAGE)                         \
     X(LIST_ASC, ASSET_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE) \
@@ -760,6 +764,10 @@ static void bind_filter(struct db_stmt *s, const void *filter)
     db_bind_int(s, ":dc", f->datacenter_id);
     db_bind_text(s, ":model", f->model);
     db_bind_text(s, ":wb", f->warranty_before);
+    db_bind_text(s, ":wa", f->warranty_after);
+    db_bind_int(s, ":ends", f->ends_after || f->ends_before);
+    db_bind_text(s, ":ea", f->ends_after ? f->ends_after : "");
+    db_bind_text(s, ":eb", f->ends_before ? f->ends_before : "9999-12-31");
     db_bind_text(s, ":parent", f->parent);
     db_bind_like(s, ":q", f->q);
 }
@@ -794,6 +802,44 @@ int store_asset_list(struct store *st, const struct store_asset_filter *f,
     if (rc == GI_OK)
         *items = json_incref(arr);
     json_decref(arr);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f, json_t **counts)
+{
+    static const char *const stages[] = {"ordered",
+                                         "received",
+                                         "active",
+                                         "spare",
+                                         "diagnostic_repair",
+                                         "refurbishment_candidate",
+                                         "decommissioned",
+                                         NULL};
+    struct conn *c = db_conn_get(st);
+    struct store_asset_filter any = *f;
+    struct db_stmt *s = prep(c, ST_STAGE_COUNTS);
+    json_t *out = json_object();
+    int rc, step;
+
+    *counts = NULL;
+    any.stage = NULL;
+    for (int i = 0; stages[i]; i++)
+        json_object_set_new(out, stages[i], json_integer(0));
+    if (!s) {
+        rc = GI_INTERNAL;
+        goto cleanup;
+    }
+    bind_filter(s, &any);
+    while ((step = db_step(c, s)) == DB_ROW)
+        if (db_col_text(s, 0))
+            json_object_set_new(out, db_col_text(s, 0), json_integer(db_col_int(s, 1)));
+    db_reset(s);
+    rc = step == DB_DONE ? GI_OK : db_status(step);
+cleanup:
+    if (rc == GI_OK)
+        *counts = json_incref(out);
+    json_decref(out);
     db_conn_put(st, c);
     return rc;
 }

@@ -77,4 +77,18 @@ bool asset_serial_usable(const char *serial);
 /* asset_stages.c: the asset's current stage into buf. */
 int asset_stage_of(struct conn *c, int64_t asset_id, char *buf, size_t len);
 
+/* scans.c: the asset with this tag (ignoring case; an exact match first)
+ * or, when tag is NULL, this EPC (ignoring case); GI_NOT_FOUND when none. */
+int asset_find(struct conn *c, const char *tag, const char *epc, int64_t *id);
+/* scans.c: moves asset id to the location given as column values
+ * (datacenter_id, room, rack, rack_u, storage; absent ones cleared),
+ * marking those fields set by 'scan' and appending a "located" event
+ * {from, to} under actor; *moved false (nothing written) when it is there
+ * already. Inside the caller's writing transaction. */
+int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *actor, int64_t at,
+                 bool *moved);
+/* scans.c: location column values as the API's location object
+ * {datacenter (name), room, rack, u, storage}; caller owns *loc. */
+int asset_location_doc(struct conn *c, const json_t *cols, json_t **loc);
+
 #endif

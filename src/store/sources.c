@@ -51,6 +51,8 @@ const char store_sql_source_list[] = SRC_SELECT "ORDER BY s.id";
     X(SRC_JOB_DELETE, "DELETE FROM job_leases WHERE name = :job")                                  \
     X(SRC_JOB_RESCHEDULE, "UPDATE job_leases SET next_run_at = COALESCE((SELECT last_attempt_at "  \
                           "FROM sources WHERE id = :id), 0) + :interval WHERE name = :job")        \
+    X(SRC_WARN, "UPDATE sources SET warnings_total = warnings_total + :n, last_warning = :msg, "   \
+                "last_warning_at = :now WHERE id = :id")                                           \
     X(SRC_RECORD,                                                                                  \
       "UPDATE sources SET last_attempt_at = :now, last_success_at = CASE WHEN :err "               \
       "IS NULL THEN :now ELSE last_success_at END, last_error = :err, gpus_reported = "            \
@@ -301,6 +303,23 @@ int store_source_record(struct store *st, int64_t id, const char *error, int64_t
         db_bind_int(s, ":id", id);
         db_bind_text(s, ":err", error);
         db_bind_int(s, ":n", gpus);
+        db_bind_int(s, ":now", gi_now());
+        rc = db_exec_done(c, s);
+    }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_source_warn(struct store *st, int64_t id, int64_t n, const char *msg)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_SRC_WARN);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        db_bind_int(s, ":id", id);
+        db_bind_int(s, ":n", n);
+        db_bind_text(s, ":msg", msg);
         db_bind_int(s, ":now", gi_now());
         rc = db_exec_done(c, s);
     }

@@ -263,6 +263,9 @@ int store_source_due(struct store *st, int64_t now, json_t **items);
 int store_source_min_interval(struct store *st, int64_t *out);
 /* Records the outcome of one pull: error NULL on success. */
 int store_source_record(struct store *st, int64_t id, const char *error, int64_t gpus);
+/* Counts n fields a pull had to drop on the source (warnings_total) and
+ * keeps msg as its last_warning. */
+int store_source_warn(struct store *st, int64_t id, int64_t n, const char *msg);
 /* What one Kubernetes listing found. Strings may be NULL. */
 struct store_k8s_node {
     const char *name, *hostname, *product, *sharing, *driver, *cloud, *region, *zone,
@@ -291,6 +294,53 @@ struct store_k8s_filter {
 int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t **items);
 int store_k8s_pods(struct store *st, const struct store_k8s_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total);
+
+/* What one Slurm accounting pull found (slurm.c). Strings may be NULL or
+ * "". Times are unix seconds, -1 unknown (ended_at -1: still running). */
+struct store_slurm_node {
+    const char *name;
+    int nidx;       /* -1: Slurm did not record the GPU indexes on this node */
+    const int *idx; /* nidx global GPU indexes */
+};
+struct store_slurm_job {
+    const char *cluster, *job_id, *user, *account, *partition, *qos, *name, *state, *nodelist,
+        *gpu_type;
+    int64_t job_id_raw, submit, start, end, elapsed, gpus; /* gpus -1 unknown */
+    double gpu_util_sum, gpu_mem_mib;                      /* NAN unknown */
+    const struct store_slurm_node *nodes;
+    size_t nnodes;
+};
+struct store_slurm_result {
+    int64_t jobs_new, jobs_updated, jobs_foreign, gpus_matched, gpus_unmatched;
+};
+/* Stores a Slurm source's jobs in one transaction, keyed by (cluster,
+ * JobIDRaw, submit time), in parts as a listing is read: begin opens the
+ * transaction, each add stores some jobs (adding to *res; cluster_default
+ * fills jobs without a cluster), end makes pulled_until the source's
+ * cursor (see store_slurm_cursor) and commits when every add and rc are
+ * GI_OK, else rolls everything back; end is called once after a
+ * successful begin. A job another source stored is left as it is
+ * (counted in jobs_foreign). Each started job's GPUs are matched to GPU
+ * records: node to host by host name (short name or FQDN), then the GPU
+ * index Slurm recorded, or else the lowest-indexed GPUs of the host no
+ * other job held at the time; what matches nothing is counted on the job.
+ * The GPU-hours a new or changed job touches are marked for the usage
+ * rollup. */
+struct store_slurm_tx;
+int store_slurm_begin(struct store *st, struct store_slurm_tx **tx);
+int store_slurm_add(struct store_slurm_tx *tx, int64_t source_id, const char *cluster_default,
+                    const struct store_slurm_job *jobs, size_t n, struct store_slurm_result *res);
+int store_slurm_end(struct store_slurm_tx *tx, int64_t source_id, int64_t pulled_until, int rc);
+/* The end of the source's last successful pull; -1 when none. */
+int store_slurm_cursor(struct store *st, int64_t source_id, int64_t *pulled_until);
+struct store_slurm_filter {
+    const char *cluster, *user, *account, *state;
+    int64_t from, to; /* jobs whose [start, end) overlaps [from, to); -1 open */
+};
+/* Jobs, newest start first, each with its matched GPUs ("gpus_held":
+ * [{uuid, host, index, index_known}]). */
+int store_slurm_jobs(struct store *st, const struct store_slurm_filter *f,
+                     const struct store_page *pg, json_t **items, int64_t *total);
 
 /* Figures for /metrics: GPU totals, stale and missing counts, per-source
  * status. */
@@ -836,8 +886,12 @@ struct store_asset_err {
 struct store_asset_filter {
     const char *kind, *stage, *model, *q;
     const char *warranty_before; /* YYYY-MM-DD: warranty ending before it */
-    const char *parent;          /* the parent's tag */
-    int64_t datacenter_id;       /* 0: any */
+    const char *warranty_after;  /* YYYY-MM-DD: warranty ending on or after it */
+    /* YYYY-MM-DD: warranty or lease ending in [ends_after, ends_before)
+     * (either may be NULL: open) */
+    const char *ends_after, *ends_before;
+    const char *parent;    /* the parent's tag */
+    int64_t datacenter_id; /* 0: any */
 };
 /* Creates an asset from an API record (tag generated "GI-000123" when
  * absent; stage "active" unless given). GI_INVALID / GI_CONFLICT (a tag or
@@ -856,6 +910,9 @@ int store_asset_id(struct store *st, const char *tag, int64_t *id);
  * stage_since, id. */
 int store_asset_list(struct store *st, const struct store_asset_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total);
+/* How many assets the filter matches in each stage (its stage member
+ * ignored): *counts {stage: n} with every stage, 0 where none. */
+int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f, json_t **counts);
 /* A lifecycle move by a person (override: an admin's, the caller
  * checks). GI_CONFLICT when not allowed: *from (capacity fromlen)
  * receives the current stage, so the caller can name the allowed ones. */
@@ -901,6 +958,17 @@ int store_asset_events(struct store *st, int64_t asset_id, const struct store_pa
                        json_t **items, int64_t *total);
 int store_asset_events_range(struct store *st, int64_t from, int64_t to,
                              const struct store_page *pg, json_t **items, int64_t *total);
+/* Events of every asset in [f->from, f->to) narrowed by the event's kind,
+ * the asset's kind and its data center (NULL / 0: any), ordered as
+ * store_asset_events_range orders them (`-seq`: the newest first). */
+struct store_event_filter {
+    int64_t from, to;
+    const char *kind;       /* the event's kind (stage, scan, ...) */
+    const char *asset_kind; /* the asset's kind (server, gpu, ...) */
+    int64_t datacenter_id;  /* the asset's data center; -1: none matches */
+};
+int store_asset_events_find(struct store *st, const struct store_event_filter *f,
+                            const struct store_page *pg, json_t **items, int64_t *total);
 /* Walks the whole chain: broken_seq 0 when intact, else the first event
  * that is missing, altered or out of order, with why. */
 struct store_chain_report {
@@ -910,5 +978,67 @@ struct store_chain_report {
     char why[160];
 };
 int store_asset_chain_verify(struct store *st, struct store_chain_report *rep);
+
+/* ---- scans and room audits (scans.c, audits.c) ---- */
+/* A scan: the asset with this tag (ignoring case) or, when tag is NULL,
+ * this EPC; every member borrowed. */
+struct store_scan {
+    const char *tag;
+    const char *epc;
+    const json_t *location; /* {datacenter, room, rack, u, storage}; NULL: where it is */
+    const char *note;       /* may be NULL */
+    const char *stage;      /* NULL: no stage change */
+    const char *reason;     /* the stage change's reason (NULL: the note) */
+};
+/* Why a scan or an audit call failed: the field ("tag", "epc",
+ * "location.room", "stage", ...) and a message; stage holds the asset's
+ * stage when a stage change was refused. */
+struct store_scan_err {
+    char field[64];
+    char message[192];
+    char stage[32];
+};
+/* Records a scan in one transaction: the scanned location becomes the
+ * asset's (every location field, those not given cleared; a "located"
+ * event {from, to} when it changed), the stage change (if any) goes
+ * through the lifecycle, and a "scan" event {location, note, via:
+ * tag|epc} is appended. *out (caller owns): {asset: the asset document,
+ * via, located: bool}. GI_NOT_FOUND (err->field "tag" or "epc"),
+ * GI_INVALID (a bad location field or stage), GI_CONFLICT (the stage
+ * change is not allowed from err->stage); nothing is written then. */
+int store_scan(struct store *st, const char *actor, const struct store_scan *sc, json_t **out,
+               struct store_scan_err *err);
+
+/* Opens an audit of a room or rack: location {datacenter (name), room,
+ * rack}, room or rack given. The assets recorded there now (all but the
+ * decommissioned) are its expected ones. *out: the audit document (see
+ * store_room_audit_get). GI_INVALID naming the field in err. */
+int store_room_audit_open(struct store *st, const char *actor, const json_t *location,
+                          const char *note, json_t **out, struct store_scan_err *err);
+/* Records that the asset with this tag (or EPC when tag is NULL) was
+ * found by the audit, and a "scan" event {location, via, audit} on it
+ * (its location is not changed: closing with relocation does that).
+ * *out: the audit document with "scanned": {tag, expected: bool}.
+ * GI_NOT_FOUND for an unknown audit (err->field "audit") or asset
+ * ("tag"/"epc"), GI_CONFLICT when the audit is closed. */
+int store_room_audit_scan(struct store *st, const char *actor, int64_t audit_id, const char *tag,
+                          const char *epc, json_t **out, struct store_scan_err *err);
+/* An audit: {id, state: open|closed, location, note, opened_by,
+ * opened_at, closed_by, closed_at, counts {expected, found, missing,
+ * unexpected}, expected, found, missing (expected, not found),
+ * unexpected (found, recorded elsewhere when the audit opened)}, each
+ * list of {tag, kind, model, serial, location (as recorded now),
+ * found_at, found_by}. */
+int store_room_audit_get(struct store *st, int64_t id, json_t **out);
+/* Closes an open audit; with relocate, every unexpected asset found is
+ * moved to the audit's location (data center, room, rack; a "located"
+ * event each). *out: the audit document with "relocated": [tags].
+ * GI_NOT_FOUND, GI_CONFLICT when it is closed already. */
+int store_room_audit_close(struct store *st, const char *actor, int64_t id, bool relocate,
+                           json_t **out);
+/* Audits newest first, state "open"/"closed" or NULL for all; items
+ * without their lists (counts only). */
+int store_room_audit_list(struct store *st, const char *state, const struct store_page *pg,
+                          json_t **items, int64_t *total);
 
 #endif

@@ -16,11 +16,13 @@
  *  - consumers: pods seen on g (dcgm-exporter labels) and processes on g
  *    hold the sample interval their observation falls in; Kubernetes pods
  *    requesting GPUs on g's node without a per-GPU mapping hold N of the
- *    node's GPUs (see pod_heuristic); inventory allocations of the server
- *    linked to g's host hold every GPU of it for their span. When several
- *    kinds are present the most specific wins (k8s > process >
- *    inventory), and concurrent consumers of that kind share the seconds
- *    equally, so the per-consumer rows add up to the GPU's.
+ *    node's GPUs (see pod_heuristic); Slurm jobs matched to g
+ *    (slurm_job_gpus) hold it from their start to their end (open while
+ *    running); inventory allocations of the server linked to g's host hold
+ *    every GPU of it for their span. When several kinds are present the
+ *    most specific wins (k8s > slurm > process > inventory), and concurrent
+ *    consumers of that kind share the seconds equally, so the per-consumer
+ *    rows add up to the GPU's.
  *  - busy: util >= threshold; allocated-idle: a consumer is known and
  *    util < threshold; idle: nobody and util < threshold. Busy with nobody
  *    known is consumer "unknown".
@@ -95,6 +97,11 @@
       "JOIN host_links l ON l.resource_id = a.resource_id WHERE l.host_id = :hid AND "             \
       "a.started_at < :hi AND (a.ended_at IS NULL OR a.ended_at > :lo) ORDER BY a.started_at, "    \
       "a.id")                                                                                      \
+    X(SLURM_JOBS,                                                                                  \
+      "SELECT j.cluster, j.job_id, COALESCE(j.user_name, ''), COALESCE(j.account, ''), "           \
+      "j.started_at, j.ended_at FROM slurm_job_gpus x JOIN slurm_jobs j ON j.id = x.job_id WHERE " \
+      "x.gpu_id = :gid AND j.started_at < :hi AND (j.ended_at IS NULL OR j.ended_at > :lo) ORDER " \
+      "BY j.started_at, j.id")                                                                     \
     X(HOUR_DEL, "DELETE FROM usage_hourly WHERE gpu_id = :gid AND hour = :hour")                   \
     X(CONS_DEL, "DELETE FROM usage_consumers WHERE gpu_id = :gid AND hour = :hour")                \
     X(HOUR_ADD,                                                                                    \
@@ -151,6 +158,13 @@
               ":tenant, :project, :start, :end, :now)")                                            \
     X(IV_SET, "UPDATE usage_intervals SET started_at = :start, ended_at = :end, team = :team, "    \
               "updated_at = :now WHERE id = :id")                                                  \
+    X(IV_OF_HOUR,                                                                                  \
+      "SELECT id, kind, consumer, started_at, ended_at FROM usage_intervals WHERE "                \
+      "gpu_id = :gid AND ended_at IS NOT NULL AND started_at < :hi AND ended_at > :lo "            \
+      "ORDER BY id LIMIT 256")                                                                     \
+    X(IV_DEL, "DELETE FROM usage_intervals WHERE id = :id")                                        \
+    X(IV_TRIM, "UPDATE usage_intervals SET started_at = :start, ended_at = :end, updated_at = "    \
+               ":now WHERE id = :id")                                                              \
     X(IV_CLOSE_ABSENT,                                                                             \
       "UPDATE usage_intervals SET ended_at = CASE WHEN updated_at < :hour THEN updated_at ELSE "   \
       ":hour END, updated_at = :now WHERE gpu_id = :gid AND ended_at IS NULL AND started_at < "    \
@@ -169,7 +183,7 @@ struct seg {
     const struct usage_sample *x;
 };
 
-enum kind_rank { K_INVENTORY = 1, K_PROCESS = 2, K_K8S = 3 };
+enum kind_rank { K_INVENTORY = 1, K_PROCESS = 2, K_SLURM = 3, K_K8S = 4 };
 
 struct consumer {
     int rank;
@@ -299,8 +313,8 @@ static int build_segments(struct hour_calc *h, const struct usage_sample *xs, si
     return GI_OK;
 }
 
-/* The consumer's team: a rule on its namespace or user, else the GPU
- * owner's. */
+/* The consumer's team: a rule on its namespace, Slurm account or user,
+ * else the GPU owner's. */
 static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k)
 {
     int rc = GI_OK;
@@ -308,7 +322,9 @@ static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k
     k->team[0] = '\0';
     if (strcmp(k->kind, "k8s") == 0 && k->ns[0])
         rc = owner_consumer_team(c, "k8s", k->ns, h->hour, k->team, sizeof k->team);
-    else if (strcmp(k->kind, "process") == 0 && k->user[0])
+    else if (strcmp(k->kind, "slurm") == 0 && k->project[0])
+        rc = owner_consumer_team(c, "slurm", k->project, h->hour, k->team, sizeof k->team);
+    if (rc == GI_OK && !k->team[0] && strcmp(k->kind, "k8s") != 0 && k->user[0])
         rc = owner_consumer_team(c, "user", k->user, h->hour, k->team, sizeof k->team);
     if (rc == GI_OK && !k->team[0])
         gi_strlcpy(k->team, h->owner.team, sizeof k->team);
@@ -498,6 +514,37 @@ static int pod_heuristic(struct conn *c, struct hour_calc *h)
     }
     free(pods);
     return rc;
+}
+
+/* Slurm jobs that held this GPU (matched by node and index when the
+ * source stored them): consumer "<cluster>/<job id>", with the job's
+ * user as username and its account as project; a running job holds it
+ * up to now. */
+static int slurm_consumers(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s;
+    int step;
+
+    if (h->nsegs == 0)
+        return GI_OK;
+    if (!(s = prep(c, ST_SLURM_JOBS)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":lo", h->lo);
+    db_bind_int(s, ":hi", h->hi);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        char key[3 * 128];
+        struct consumer *k;
+        snprintf(key, sizeof key, "%s/%s", db_col_text(s, 0), db_col_text(s, 1));
+        if (!(k = consumer_get(h, K_SLURM, "slurm", key)))
+            continue;
+        gi_strlcpy(k->user, db_col_text(s, 2), sizeof k->user);
+        gi_strlcpy(k->project, db_col_text(s, 3), sizeof k->project);
+        k->iv_lo = db_col_int(s, 4);
+        k->iv_hi = db_col_is_null(s, 5) ? INT64_MAX : db_col_int(s, 5);
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* Inventory allocations of the server linked to the GPU's host. */
@@ -864,10 +911,71 @@ static int write_interval(struct conn *c, struct hour_calc *h, const struct cons
     return db_exec_done(c, s);
 }
 
+/* Whether kind/key holds allocated time in this hour's result. */
+static bool consumer_present(const struct hour_calc *h, const char *kind, const char *key)
+{
+    for (size_t i = 0; i <= MAX_CONSUMERS; i++) {
+        const struct consumer *k = &h->cons[i];
+        if ((i < h->ncons || i == MAX_CONSUMERS) && k->alloc > 0 && strcmp(k->kind, kind) == 0 &&
+            strcmp(k->key, key) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Closed intervals of consumers this recomputed hour no longer has (late
+ * data named who it was: a Slurm job instead of "unknown", say) give the
+ * hour back: one inside the hour goes, one reaching into it from either
+ * side ends (or starts) at the hour's edge. One spanning the whole hour
+ * and beyond is left whole. */
+static int trim_absent(struct conn *c, struct hour_calc *h)
+{
+    struct iv {
+        int64_t id, start, end;
+    } ivs[256];
+    struct db_stmt *s = prep(c, ST_IV_OF_HOUR);
+    int64_t lo = h->hour, hi = h->hour + 3600;
+    size_t n = 0;
+    int step, rc = GI_OK;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":lo", lo);
+    db_bind_int(s, ":hi", hi);
+    while ((step = db_step(c, s)) == DB_ROW && n < sizeof ivs / sizeof *ivs) {
+        if (consumer_present(h, db_col_text(s, 1), db_col_text(s, 2)))
+            continue;
+        ivs[n++] = (struct iv){db_col_int(s, 0), db_col_int(s, 3), db_col_int(s, 4)};
+    }
+    db_reset(s);
+    if (step != DB_DONE && step != DB_ROW)
+        return db_status(step);
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        int64_t start = ivs[i].start, end = ivs[i].end;
+        bool inside = start >= lo && end <= hi;
+        if (start < lo && end > hi)
+            continue;
+        if (!(s = prep(c, inside ? ST_IV_DEL : ST_IV_TRIM)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":id", ivs[i].id);
+        if (!inside) {
+            db_bind_int(s, ":start", start >= lo ? hi : start);
+            db_bind_int(s, ":end", start >= lo ? end : lo);
+            db_bind_int(s, ":now", h->now);
+        }
+        rc = db_exec_done(c, s);
+    }
+    return rc;
+}
+
 static int write_consumers(struct conn *c, struct hour_calc *h)
 {
     struct db_stmt *s;
     int rc;
+
+    if ((rc = trim_absent(c, h)) != GI_OK)
+        return rc;
 
     /* Intervals still open that nobody held in this recent hour end when
      * they were last written, at the latest at the hour's start (a
@@ -1076,7 +1184,7 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
     if ((rc = build_segments(h, xs, n, owned_from)) != GI_OK)
         goto cleanup;
     if ((rc = observed_consumers(c, h)) != GI_OK || (rc = pod_heuristic(c, h)) != GI_OK ||
-        (rc = inventory_consumers(c, h)) != GI_OK)
+        (rc = slurm_consumers(c, h)) != GI_OK || (rc = inventory_consumers(c, h)) != GI_OK)
         goto cleanup;
     classify_all(h, &t);
     if ((rc = gpu_fraction(c, h, &fraction)) != GI_OK)

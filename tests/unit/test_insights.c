@@ -34,7 +34,7 @@ static void sql_add(struct sql *q, const char *fmt, ...)
     va_list ap;
     int n;
 
-    while (q->cap - q->len < 16384) { /* room for any one piece, derived_sql's too */
+    if (q->cap - q->len < 1024) {
         q->cap = q->cap ? q->cap * 2 : 65536;
         q->p = realloc(q->p, q->cap);
         assert_non_null(q->p);
@@ -46,79 +46,35 @@ static void sql_add(struct sql *q, const char *fmt, ...)
     q->len += (size_t)n;
 }
 
-/* The rollups the job keeps beside the hourly rows, re-summed from them
- * whole: the hour groups, each GPU-day (the owner, model and rate of its
- * first hour), the day groups and the consumer days. */
-static const char derived_sql[] =
-    "DELETE FROM usage_groups_hourly;\n"
-    "DELETE FROM usage_groups_daily;\n"
-    "DELETE FROM usage_daily;\n"
-    "DELETE FROM usage_consumers_daily;\n"
-    "INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, "
-    "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "
-    "unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, "
-    "idle_cost, unknown_cost, unpriced_s, updated_at) SELECT hour, team, env, pool, cluster, "
-    "cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), "
-    "SUM(allocated_s * fraction), SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), "
-    "SUM(idle_s * fraction), SUM(unknown_s * fraction), SUM(util_sum * fraction), "
-    "SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * fraction * rate_micros), "
-    "SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros), "
-    "SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * rate_micros), SUM(CASE "
-    "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), 1 FROM usage_hourly GROUP BY "
-    "hour, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');\n"
-    "INSERT INTO usage_daily (gpu_id, day, team, env, pool, cluster, cloud, model, "
-    "datacenter_id, host_id, host, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "
-    "unknown_s, measured_s, util_sum, mem_sum, energy_wh, util_max, mem_max_mib, temp_max_c, "
-    "power_max_w, fraction, rate_micros, currency, price_id, updated_at) SELECT f.gpu_id, s.day, "
-    "f.team, f.env, f.pool, f.cluster, f.cloud, f.model, f.datacenter_id, f.host_id, f.host, "
-    "s.owned_s, s.allocated_s, s.busy_s, s.alloc_idle_s, s.idle_s, s.unknown_s, s.measured_s, "
-    "s.util_sum, s.mem_sum, s.energy_wh, s.util_max, s.mem_max_mib, s.temp_max_c, "
-    "s.power_max_w, f.fraction, f.rate_micros, f.currency, f.price_id, 1 FROM (SELECT gpu_id, "
-    "hour - hour % 86400 AS day, MIN(hour) AS first, SUM(owned_s) AS owned_s, SUM(allocated_s) "
-    "AS allocated_s, SUM(busy_s) AS busy_s, SUM(alloc_idle_s) AS alloc_idle_s, SUM(idle_s) AS "
-    "idle_s, SUM(unknown_s) AS unknown_s, SUM(measured_s) AS measured_s, SUM(util_sum) AS "
-    "util_sum, SUM(mem_sum) AS mem_sum, SUM(energy_wh) AS energy_wh, MAX(util_max) AS "
-    "util_max, MAX(mem_max_mib) AS mem_max_mib, MAX(temp_max_c) AS temp_max_c, "
-    "MAX(power_max_w) AS power_max_w FROM usage_hourly GROUP BY gpu_id, hour - hour % 86400) s "
-    "JOIN usage_hourly f ON f.gpu_id = s.gpu_id AND f.hour = s.first;\n"
-    "INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, "
-    "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "
-    "unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, "
-    "idle_cost, unknown_cost, unpriced_s, updated_at) SELECT day, team, env, pool, cluster, "
-    "cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), "
-    "SUM(allocated_s * fraction), SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), "
-    "SUM(idle_s * fraction), SUM(unknown_s * fraction), SUM(util_sum * fraction), "
-    "SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * fraction * rate_micros), "
-    "SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros), "
-    "SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * rate_micros), SUM(CASE "
-    "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), 1 FROM usage_daily GROUP BY "
-    "day, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');\n"
-    "INSERT INTO usage_consumers_daily (day, gpu_id, kind, consumer, consumer_team, namespace, "
-    "pod, container, username, process, tenant, project, team, env, pool, cluster, cloud, "
-    "model, datacenter_id, host_id, host, currency, hours, idle_hours, first_hour, last_hour, "
-    "first_idle_hour, held_s, allocated_s, busy_s, alloc_idle_s, util_sum, measured_s, "
-    "util_max, energy_wh, allocated_cost, busy_cost, alloc_idle_cost, unpriced_s, updated_at) "
-    "SELECT u.hour - u.hour % 86400, u.gpu_id, u.kind, u.consumer, u.team, MAX(u.namespace), "
-    "MAX(u.pod), MAX(u.container), MAX(u.username), MAX(u.process), MAX(u.tenant), "
-    "MAX(u.project), h.team, h.env, h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, "
-    "h.host_id, MAX(h.host), h.currency, COUNT(*), SUM(CASE WHEN u.busy_s = 0 AND "
-    "u.alloc_idle_s > 0 THEN 1 ELSE 0 END), MIN(u.hour), MAX(u.hour), MIN(CASE WHEN "
-    "u.alloc_idle_s > 0 THEN u.hour END), SUM(u.allocated_s), SUM(u.allocated_s * h.fraction), "
-    "SUM(u.busy_s * h.fraction), SUM(u.alloc_idle_s * h.fraction), SUM(u.util_sum * "
-    "h.fraction), SUM(u.measured_s * h.fraction), MAX(u.util_max), SUM(CASE WHEN h.owned_s > 0 "
-    "THEN h.energy_wh * u.allocated_s / h.owned_s ELSE 0 END), SUM(u.allocated_s * h.fraction "
-    "* h.rate_micros), SUM(u.busy_s * h.fraction * h.rate_micros), SUM(u.alloc_idle_s * "
-    "h.fraction * h.rate_micros), SUM(CASE WHEN h.rate_micros IS NULL THEN u.allocated_s * "
-    "h.fraction ELSE 0 END), 1 FROM usage_consumers u JOIN usage_hourly h ON h.gpu_id = "
-    "u.gpu_id AND h.hour = u.hour WHERE u.allocated_s > 0 GROUP BY u.hour - u.hour % 86400, "
-    "u.gpu_id, u.kind, u.consumer, u.team, h.team, h.env, h.pool, h.cluster, h.cloud, h.model, "
-    "h.datacenter_id, h.host_id, h.currency;\n";
+/* Adds the SQL of a file under tests/fixtures. */
+static void fixture_sql(struct sql *q, const char *name)
+{
+    char path[512];
+    FILE *f;
+    char buf[1000]; /* below sql_add's free-space margin */
+    size_t n;
 
-/* Runs the gathered SQL on the test's database, outside the store, then
- * re-sums the rollups kept beside the hourly rows (derived_sql). */
+    snprintf(path, sizeof path, "%s/%s", GI_FIXTURES, name);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    while ((n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
+        buf[n] = '\0';
+        sql_add(q, "%s", buf);
+    }
+    fclose(f);
+}
+
+/* The group, daily and consumer-day rollups of the hour rows, as the rollup
+ * job keeps them (the SQL the API tests run too). */
+static void group_sums(struct sql *q)
+{
+    fixture_sql(q, "usage_group_sums.sql");
+    fixture_sql(q, "usage_consumer_days.sql");
+}
+
+/* Runs the gathered SQL on the test's database, outside the store. */
 static void sql_run(const struct testdb *t, struct sql *q)
 {
-    sql_add(q, "%s", derived_sql);
     if (t->name[0] != '\0') {
         if (testdb_psql(t->locator, q->p, NULL, 0) != 0)
             fail_msg("psql failed");
@@ -264,6 +220,7 @@ static void fleet(const struct testdb *t)
         consumer(&q, 31, T0 + H, "process", "alice/python", NULL, NULL, NULL, half);
         hour(&q, 31, T0 + 168 * H, "research", 4, "hr", 1000000, low);
     }
+    group_sums(&q);
     sql_run(t, &q);
 }
 
@@ -611,6 +568,7 @@ static void test_unpriced_and_mixed(void **state)
         hour_in(&q, 42, T0 + k * H, "lab", 3, "hi", 1000000, "EUR", unheld_idle);
         hour_in(&q, 43, T0 + k * H, "lab", 3, "hi", 1000000, "USD", unheld_idle);
     }
+    group_sums(&q);
     sql_run(&fx->db, &q);
     f.team = "lab";
 
@@ -668,6 +626,7 @@ static void test_fractions(void **state)
             consumer(&q, g, T0 + k * H, "k8s", "mig/job/c", "mig", "mig", "job", slice);
         }
     }
+    group_sums(&q);
     sql_run(&fx->db, &q);
     f.team = "mig";
 
@@ -715,6 +674,7 @@ static void test_owner_change(void **state)
         hour(&q, 61, T0 + k * H, k < 8 ? "old" : "new", 1, "hv", 1000000, held_idle);
         consumer(&q, 61, T0 + k * H, "k8s", "x/hold/c", NULL, "x", "hold", held_idle);
     }
+    group_sums(&q);
     sql_run(&fx->db, &q);
 
     assert_status(store_insight_waste_by_team(fx->st, &f, &items), GI_OK);

@@ -1,6 +1,7 @@
 // Data sources: push sources (agents) and csv sources (GPU imports) with
-// their freshness, and pull sources (Prometheus, dcgm-exporter, Kubernetes)
-// that admins add, edit and delete and editors run on demand. A push or csv
+// their freshness, and pull sources (Prometheus, dcgm-exporter, Kubernetes,
+// and the asset managers NetBox and Snipe-IT, whose secret is `token` and
+// whose filters are shown for their kind only) that admins add, edit and delete and editors run on demand. A push or csv
 // source is never run and has no connection: its form edits only its name,
 // whether it is enabled, and the defaults for what it reports. Secrets are
 // write-only: the form never shows a stored token, and a blank token field
@@ -21,9 +22,17 @@ const PULL_KINDS = [
   { value: 'dcgm-exporter', label: 'dcgm-exporter' },
   { value: 'prometheus', label: 'Prometheus' },
   { value: 'kubernetes', label: 'Kubernetes' },
+  { value: 'netbox', label: 'NetBox' },
+  { value: 'snipeit', label: 'Snipe-IT' },
 ];
 const KIND_LABELS = { push: 'Push (agents)', csv: 'CSV import', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus',
-  kubernetes: 'Kubernetes' };
+  kubernetes: 'Kubernetes', netbox: 'NetBox', snipeit: 'Snipe-IT' };
+/** The asset managers: their secret is `token`, sent as that system expects. */
+const ASSET_KINDS = ['netbox', 'snipeit'];
+const FILTERS = {
+  netbox: [['site', 'Site (slug)'], ['role', 'Device role (slug)']],
+  snipeit: [['category', 'Category (id)'], ['status', 'Status (e.g. Deployed)']],
+};
 
 /** True for a source the server pulls (and so can run now). */
 export function isPull(kind) {
@@ -33,6 +42,8 @@ const URL_HINTS = {
   'dcgm-exporter': 'The exporter’s metrics page, e.g. http://gpu-node:9400/metrics',
   prometheus: 'The Prometheus server, e.g. https://prometheus.example:9090',
   kubernetes: 'The API server, e.g. https://kubernetes.default.svc',
+  netbox: 'NetBox, e.g. https://netbox.example.com (token: view rights on devices, modules, inventory items)',
+  snipeit: 'Snipe-IT, e.g. https://snipe.example.com (token: view rights on assets)',
 };
 
 /** "every 5 min" for an interval in seconds. */
@@ -82,7 +93,8 @@ function intField(form, name, label) {
 async function editSource(src) {
   let saved = null;
   const cfg = (src && src.config) || {};
-  const tokenSet = Boolean(cfg.bearer_token);
+  const secretKey = (k) => (ASSET_KINDS.includes(k) ? 'token' : 'bearer_token');
+  const tokenSet = Boolean(cfg.bearer_token || cfg.token);
   const kindField = field({ name: 'kind', label: 'Kind', type: 'select', required: true,
     value: src ? src.kind : 'dcgm-exporter', choices: PULL_KINDS,
     attrs: src ? { disabled: true } : {}, hint: src ? 'The kind of a source cannot change' : null });
@@ -96,6 +108,12 @@ async function editSource(src) {
     autocomplete: 'new-password',
     hint: src && tokenSet ? 'A token is stored. Leave blank to keep it.' : 'Optional; sent as Authorization: Bearer' });
   const removeToken = src && tokenSet ? checkField('remove_token', 'Remove the stored bearer token', false, null, true) : null;
+  const filterFields = Object.entries(FILTERS).flatMap(([k, list]) => list.map(([key, label]) => {
+    const f = field({ name: `config.${key}`, label, value: cfg[key] || '', attrs: { spellcheck: 'false' },
+      hint: 'Optional' });
+    f.dataset.kind = k;
+    return f;
+  }));
   const fields = [
     h('h3', { class: 'form-section', text: 'Source' }),
     field({ name: 'name', label: 'Name', required: true, value: src ? src.name : '', attrs: { maxlength: 63 } }),
@@ -103,6 +121,7 @@ async function editSource(src) {
     urlField,
     queryField,
     pageField,
+    ...filterFields,
     h('h3', { class: 'form-section', text: 'Connection' }),
     tokenField,
     field({ name: 'config.ca_file', label: 'CA file', value: cfg.ca_file || '',
@@ -124,7 +143,11 @@ async function editSource(src) {
   const syncKind = () => {
     const k = kindSel.value;
     queryField.hidden = k !== 'prometheus';
-    pageField.hidden = k !== 'kubernetes';
+    pageField.hidden = k !== 'kubernetes' && !ASSET_KINDS.includes(k);
+    for (const f of filterFields) f.hidden = f.dataset.kind !== k;
+    tokenField.querySelector('label').textContent = ASSET_KINDS.includes(k) ? 'API token' : 'Bearer token';
+    const tokenHint = tokenField.querySelector('.field-hint');
+    if (tokenHint && !tokenSet) tokenHint.textContent = `Optional; sent as Authorization: ${k === 'netbox' ? 'Token' : 'Bearer'}`;
     urlField.querySelector('.field-hint')?.remove();
     urlField.querySelector('input').after(h('p', { class: 'field-hint', text: URL_HINTS[k] || '' }));
   };
@@ -153,10 +176,11 @@ async function editSource(src) {
       const insecure = form.elements.namedItem('config.insecure_skip_verify').checked;
       if (insecure || (src && cfg.insecure_skip_verify !== undefined)) config.insecure_skip_verify = insecure;
       if (kind === 'prometheus') opt('query', value(form, 'config.query'));
-      if (kind === 'kubernetes') opt('page_size', intField(form, 'config.page_size', 'Page size'));
+      if (kind === 'kubernetes' || ASSET_KINDS.includes(kind)) opt('page_size', intField(form, 'config.page_size', 'Page size'));
+      for (const [key] of FILTERS[kind] || []) opt(key, value(form, `config.${key}`));
       const token = form.elements.namedItem('config.bearer_token').value;
-      if (token) config.bearer_token = token;
-      else if (removeToken && form.elements.namedItem('remove_token').checked) config.bearer_token = null;
+      if (token) config[secretKey(kind)] = token;
+      else if (removeToken && form.elements.namedItem('remove_token').checked) config[secretKey(kind)] = null;
 
       const body = { name, config, enabled: form.elements.namedItem('enabled').checked };
       const interval = intField(form, 'interval_s', 'Interval');
