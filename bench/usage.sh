@@ -20,6 +20,8 @@
 #   BENCH_DURATION=5        seconds of each measured wrk run
 #   BENCH_VM=1              0: skip the VictoriaMetrics reference
 #   BENCH_SKIP=             a regular expression: queries whose name matches are not measured
+#   BENCH_REUSE=            SQLite: an existing database (one BENCH_KEEP=1 kept) to measure
+#                           instead of loading a new one; the binary migrates it at start-up
 #   BENCH_KEEP=0            1: keep the temporary directory
 #   BENCH_WRK=1             0: no wrk latency runs (on a shared machine: CPU time only)
 #   BENCH_CPU_N=0           N > 0: also the server's CPU time per request (utime + stime
@@ -67,6 +69,8 @@ esac
 out_name=${BENCH_OUT:-$out_name}
 [ -z "$before_bin" ] || [ -x "$before_bin" ] || die "BENCH_BEFORE: $before_bin not found"
 [ "$use_raw" = 1 ] || use_vm=0
+reuse=${BENCH_REUSE:-}
+[ -z "$reuse" ] || { [ "$store" = sqlite ] && [ -f "$reuse" ]; } || die "BENCH_REUSE must name a SQLite database"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-usage.XXXXXX")
 chmod 755 "$tmp" # PostgreSQL runs as an unprivileged user
@@ -84,6 +88,7 @@ token="bench-$(head -c 18 /dev/urandom | base64 | tr '+/' 'xy')"
 export BENCH_TOKEN=$token
 auth=(-H "Authorization: Bearer $token")
 db=$tmp/gpuinv.db
+[ -z "$reuse" ] || db=$reuse
 if [ "$store" = postgresql ]; then
   pg_dir=$tmp/pg
   "$pg_sh" start "$pg_dir" >"$tmp/pg-start.log" 2>&1 || die "PostgreSQL did not start: $(tail -5 "$tmp/pg-start.log")"
@@ -119,8 +124,15 @@ echo "bench: usage on $store: $gpus GPUs, $days days hourly, $rdays days raw eve
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- data ----
+t0=$EPOCHREALTIME
 start_server "${before_bin:-$bin}" # applies the migrations
 stop_server
+t1=$EPOCHREALTIME
+migrate_ms=$(elapsed_ms "$t0" "$t1")
+if [ -n "$reuse" ]; then
+  load_ms=0
+  echo "bench: reusing $reuse (start-up with its migrations: $migrate_ms ms)"
+else
 if [ "$store" = postgresql ]; then
   has_hg=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_groups_hourly'")
 else
@@ -130,7 +142,7 @@ if [ "$has_hg" != 0 ]; then
   export BENCH_GEN_HOURLY_GROUPS=1
 fi
 # Secondary indexes are dropped for the load and built again after it.
-tables="'usage_hourly','usage_daily','usage_consumers','gpu_samples'"
+tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then
   dbq -c "SELECT indexdef || ';' FROM pg_indexes WHERE tablename IN ($tables) AND indexname NOT LIKE '%pkey'
           AND indexname NOT IN (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid)" >"$tmp/indexes.sql"
@@ -142,7 +154,14 @@ else
   sed 's/^CREATE \(UNIQUE \)\?INDEX \([^ ]*\) ON .*/DROP INDEX \2;/' "$tmp/indexes.sql" >"$tmp/drop.sql"
 fi
 dbq <"$tmp/drop.sql"
-bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" >"$tmp/gen.sql"
+# The daily consumer rows, where the binary's schema has them.
+cdaily=0
+if [ "$store" = postgresql ]; then
+  [ "$(dbq -c "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'usage_consumers_daily'")" = 1 ] && cdaily=1
+else
+  [ "$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_consumers_daily'")" = 1 ] && cdaily=1
+fi
+bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" "$cdaily" >"$tmp/gen.sql"
 t0=$EPOCHREALTIME
 if [ "$store" = postgresql ]; then
   dbq -c "SET maintenance_work_mem = '512MB'" -f "$tmp/gen.sql" -f "$tmp/indexes.sql" -c "VACUUM ANALYZE"
@@ -151,6 +170,7 @@ else
 fi
 t1=$EPOCHREALTIME
 load_ms=$(elapsed_ms "$t0" "$t1")
+fi
 hourly_rows=$(dbq -c "SELECT count(*) FROM usage_hourly" 2>/dev/null || dbq "SELECT count(*) FROM usage_hourly")
 raw_rows=$(dbq -c "SELECT count(*) FROM gpu_samples" 2>/dev/null || dbq "SELECT count(*) FROM gpu_samples")
 echo "bench: loaded $hourly_rows hourly rows and $raw_rows raw samples in $((${load_ms%.*} / 1000)) s"
@@ -204,6 +224,14 @@ queries=(
   "trend by gpu, week, to at midnight|/api/v1/usage/trend?period=week&group_by=gpu&to=$to&limit=100"
   "waste by team, team filter|/api/v1/insights/waste-by-team?team=team-3&$range"
   "showback (cost), CSV|/api/v1/reports/showback?month=$month&format=csv"
+  "consumer, team filter|/api/v1/usage?group_by=consumer&team=team-7&$range&step=day"
+  "consumer, team filter, month|/api/v1/usage?group_by=consumer&team=team-7&$range&step=month"
+  "top consumers|/api/v1/insights/top-consumers?$range"
+  "top consumers, team filter|/api/v1/insights/top-consumers?team=team-3&$range"
+  "top consumers, default range|/api/v1/insights/top-consumers"
+  "allocated-idle|/api/v1/insights/allocated-idle?$range"
+  "overrequest|/api/v1/insights/overrequest?$range"
+  "idle|/api/v1/insights/idle?$range"
 )
 wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
   local out
@@ -262,15 +290,19 @@ for q in "${queries[@]}"; do
     rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":0},"
     continue
   fi
-  code=$(curl -s "${auth[@]}" -o "$tmp/q.json" -w '%{http_code}' "$base$path")
+  read -r code first_s <<<"$(curl -s "${auth[@]}" -o "$tmp/q.json" --max-time 600 -w '%{http_code} %{time_total}' "$base$path")"
   if [ "$code" != 200 ]; then
     echo "bench: $name: HTTP $code, not measured"
     rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":$code},"
     continue
   fi
   bytes=$(wc -c <"$tmp/q.json")
-  rps=null p50=null p95=null p99=null non2xx=null cpu=null
-  if [ "$use_wrk" != 0 ]; then
+  rps=null p50=null p95=null p99=null non2xx=null cpu=null single=null
+  if awk -v t="$first_s" 'BEGIN { exit !(t > 2) }'; then
+    # Slower than wrk's timeout: the time of the single request instead.
+    single=$(awk -v t="$first_s" 'BEGIN { printf "%.1f", t * 1000 }')
+    echo "bench: $name: $single ms (one request; $bytes bytes)"
+  elif [ "$use_wrk" != 0 ]; then
     read -r rps p50 p95 p99 non2xx <<<"$(wrk_run "$base$path")"
     echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms ($bytes bytes)"
   fi
@@ -278,7 +310,7 @@ for q in "${queries[@]}"; do
     cpu=$(cpu_run "$base$path")
     echo "bench: $name: $cpu ms CPU per request (before: ${cpu_before[$name]:-null}; $bytes bytes)"
   fi
-  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu,\"cpu_ms_before\":${cpu_before[$name]:-null}},"
+  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu,\"cpu_ms_before\":${cpu_before[$name]:-null},\"single_ms\":$single},"
 done
 
 # ---- 2. one question, three ways: measured GPU-hours per team over the raw window ----
@@ -358,6 +390,7 @@ mkdir -p "$results"
 cat >"$results/$out_name.json" <<JSON
 {"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)","store":"$store","gpus":$gpus,"days":$days,"raw_days":$rdays,
  "raw_step_s":$rstep,"hourly_rows":$hourly_rows,"raw_rows":$raw_rows,"load_ms":$load_ms,"db_bytes":$db_bytes,
+ "binary":"$bin","reused":$([ -n "$reuse" ] && echo true || echo false),"startup_migrate_ms":$migrate_ms,
  "loadavg_before":"$load_start","cpu_requests":$cpu_n,"before":"$before_bin","upgrade_ms":$upgrade_ms,
  "queries":[${rows_json%,}],
  "team_gpu_hours":{"window_days":$rdays,"gpuinv_ms":$api_ms,"raw_sql_ms":$raw_ms,"promql_ms":$vm_ms,
@@ -377,6 +410,9 @@ for q in d["queries"]:
         print("| %s | skipped | | | | | |" % q["query"])
     elif q["status"] != 200:
         print("| %s | HTTP %d | | | | | |" % (q["query"], q["status"]))
+    elif q.get("single_ms") is not None:
+        print("| %s | %.1f (one request) | | | %s | %s | %d |" % (q["query"], q["single_ms"],
+              num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"]))
     else:
         print("| %s | %s | %s | %s | %s | %s | %d |" % (q["query"], num(q["p50_ms"]), num(q["p95_ms"]), num(q["p99_ms"]),
               num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"]))

@@ -11,11 +11,13 @@
 # always, 6..7 on weekdays 08-19 UTC only, 8..9 never; team-3 holds its
 # GPUs at 1 % utilization, the others run at 70 % in working hours and
 # 20 % outside; one GPU-hour in 211 has no data (unknown).
+# With CONSUMER_DAILY 1 (the schema has usage_consumers_daily), the
+# consumer hours are also summed per day as the rollup job keeps them.
 # With BENCH_GEN_HOURLY_GROUPS=1 (a schema that has usage_groups_hourly) the
 # hourly group sums are written too, as the rollup job keeps them.
-# Usage: bench/usage_gen.sh sqlite|postgresql GPUS DAYS CONSUMER_DAYS RAW_DAYS RAW_STEP NOW
+# Usage: bench/usage_gen.sh sqlite|postgresql GPUS DAYS CONSUMER_DAYS RAW_DAYS RAW_STEP NOW [CONSUMER_DAILY]
 set -euo pipefail
-dialect=$1 gpus=$2 days=$3 cdays=$4 rdays=$5 rstep=$6 now=$7
+dialect=$1 gpus=$2 days=$3 cdays=$4 rdays=$5 rstep=$6 now=$7 cdaily=${8:-0}
 hosts=$(((gpus + 7) / 8))
 end=$((now - now % 3600))
 start=$((end - days * 86400))
@@ -152,6 +154,32 @@ SELECT gpu_id, hour, 'k8s', 'ns-' || team || '/job-' || ((gpu_id - 1) / 4) || '/
        'job-' || ((gpu_id - 1) / 4), 'main', allocated_s, busy_s, alloc_idle_s, util_sum, measured_s, util_max
 FROM usage_hourly WHERE hour >= $cstart AND allocated_s > 0;
 COMMIT;
+$(if [ "$cdaily" = 1 ]; then cat <<CD
+BEGIN;
+INSERT INTO usage_consumers_daily (day, gpu_id, kind, consumer, consumer_team, namespace, pod, container,
+    username, process, tenant, project, team, env, pool, cluster, cloud, model, datacenter_id, host_id, host,
+    currency, hours, idle_hours, first_hour, last_hour, first_idle_hour, held_s, allocated_s, busy_s,
+    alloc_idle_s, util_sum, measured_s, util_max, energy_wh, allocated_cost, busy_cost, alloc_idle_cost,
+    unpriced_s, updated_at)
+SELECT u.hour - u.hour % 86400, u.gpu_id, u.kind, u.consumer, u.team, MAX(u.namespace), MAX(u.pod),
+       MAX(u.container), MAX(u.username), MAX(u.process), MAX(u.tenant), MAX(u.project), h.team, h.env, h.pool,
+       h.cluster, h.cloud, h.model, h.datacenter_id, h.host_id, MAX(h.host), h.currency, COUNT(*),
+       SUM(CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END), MIN(u.hour), MAX(u.hour),
+       MIN(CASE WHEN u.alloc_idle_s > 0 THEN u.hour END), SUM(u.allocated_s), SUM(u.allocated_s * h.fraction),
+       SUM(u.busy_s * h.fraction), SUM(u.alloc_idle_s * h.fraction), SUM(u.util_sum * h.fraction),
+       SUM(u.measured_s * h.fraction), MAX(u.util_max),
+       SUM(CASE WHEN h.owned_s > 0 THEN h.energy_wh * u.allocated_s / h.owned_s ELSE 0 END),
+       SUM(u.allocated_s * h.fraction * h.rate_micros), SUM(u.busy_s * h.fraction * h.rate_micros),
+       SUM(u.alloc_idle_s * h.fraction * h.rate_micros),
+       SUM(CASE WHEN h.rate_micros IS NULL THEN u.allocated_s * h.fraction ELSE 0 END), $now
+FROM usage_consumers u JOIN usage_hourly h ON h.gpu_id = u.gpu_id AND h.hour = u.hour
+WHERE u.allocated_s > 0
+GROUP BY u.hour - u.hour % 86400, u.gpu_id, u.kind, u.consumer, u.team, h.team, h.env, h.pool, h.cluster,
+         h.cloud, h.model, h.datacenter_id, h.host_id, h.currency
+ORDER BY u.hour - u.hour % 86400, u.gpu_id;
+COMMIT;
+CD
+fi)
 BEGIN;
 $raw_with
 INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, power_avg_w, energy_j, temp_c, source_id)

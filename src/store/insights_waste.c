@@ -1,12 +1,23 @@
-/* Inefficiency lists read from the hourly rollups: idle and
- * allocated-idle GPUs, waste by team, top consumers, over-requesting
- * workloads and the savings drawn from them. See store.h; figures and
- * money are those of insights.c.
+/* Inefficiency lists read from the rollups: idle and allocated-idle
+ * GPUs, waste by team, top consumers, over-requesting workloads and the
+ * savings drawn from them. See store.h; figures and money are those of
+ * insights.c.
  *
- * Runs of consecutive hours ("since when") are found with the
+ * The consumer lists (allocated-idle, top consumers, over-requesting
+ * workloads) read the whole days of their range from
+ * usage_consumers_daily and only the hours of the partial days at either
+ * end from usage_consumers and usage_hourly (CONSUMER_ROWS); both give
+ * the same sums, as a day's rows are the sums of its hours per consumer
+ * and combination of the hours' dimensions. Runs of consecutive hours
+ * ("since when") need hours: the GPU idle runs are found with the
  * gaps-and-islands pattern (hour / 3600 minus the row number is constant
- * along a run), which SQLite and PostgreSQL both accept; an hour without
- * a row breaks a run, so a gap in the data is never taken for idleness. */
+ * along a run), which SQLite and PostgreSQL both accept, over the GPUs
+ * idle in the newest hours only, and over their hours since the newest
+ * one that breaks the run (found by reading back from the newest hour);
+ * an allocated-idle run is walked back
+ * hour by hour over its first and last day and by whole idle days in
+ * between. An hour without a row breaks a run, so a gap in the data is
+ * never taken for idleness. */
 #include "store/insights_int.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -26,11 +37,51 @@
     " usage_consumers u CROSS JOIN usage_hourly h " more " WHERE u.hour >= :from AND u.hour < "    \
     ":to AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND "
 
+/* The filters of FILTERS on usage_consumers_daily (alias d), over the
+ * whole days of the range [:dfrom, :dto). */
+#define DAY_FILTERS                                                                                \
+    " d.day >= :dfrom AND d.day < :dto AND (:team IS NULL OR d.team = :team) AND (:env IS NULL "   \
+    "OR d.env = :env) AND (:pool IS NULL OR d.pool = :pool) AND (:cluster IS NULL OR d.cluster = " \
+    ":cluster) AND (:cloud IS NULL OR d.cloud = :cloud) AND (:model IS NULL OR d.model = :model) " \
+    "AND (CAST(:dc AS BIGINT) = 0 OR d.datacenter_id = :dc) "
+
+/* The consumer rows of the range (alias r): one per GPU, consumer, whole
+ * day and combination of dimensions from usage_consumers_daily, and one
+ * per hour of the partial days at either end ([:lo1, :hi1) and [:lo2,
+ * :hi2)) from the hourly rows, in the same columns. The hour range is
+ * stated on both hourly tables, so that whichever way a database joins
+ * them (PostgreSQL's generic plan of a prepared statement included) it
+ * reads only those hours, none at all for a range of whole days. */
+#define CONSUMER_HOUR_ROWS(lo, hi)                                                                 \
+    "SELECT u.gpu_id, u.kind, u.consumer, u.team, u.namespace, u.pod, h.team, h.host_id, "         \
+    "h.host, h.currency, 1, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END, "     \
+    "u.hour, u.hour, CASE WHEN u.alloc_idle_s > 0 THEN u.hour END, u.allocated_s, u.allocated_s "  \
+    "* h.fraction, u.busy_s * h.fraction, u.alloc_idle_s * h.fraction, u.util_sum * h.fraction, "  \
+    "u.measured_s * h.fraction, u.util_max, u.allocated_s * h.fraction * h.rate_micros, "          \
+    "u.alloc_idle_s * h.fraction * h.rate_micros FROM usage_consumers u CROSS JOIN "               \
+    "usage_hourly h WHERE u.hour >= " lo " AND u.hour < " hi " AND h.hour >= " lo                  \
+    " AND h.hour < " hi " AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND " FILTERS                \
+    "AND u.allocated_s > 0"
+#define CONSUMER_ROWS                                                                              \
+    " (SELECT d.gpu_id, d.kind, d.consumer, d.consumer_team AS holder, d.namespace, d.pod, "       \
+    "d.team, d.host_id, d.host, d.currency, d.hours, d.idle_hours, d.first_hour, d.last_hour, "    \
+    "d.first_idle_hour, d.held_s, d.allocated_s, d.busy_s, d.alloc_idle_s, d.util_sum, "           \
+    "d.measured_s, d.util_max, d.allocated_cost, d.alloc_idle_cost FROM usage_consumers_daily d "  \
+    "WHERE" DAY_FILTERS " UNION ALL " CONSUMER_HOUR_ROWS(                                          \
+        ":lo1", ":hi1") " UNION ALL " CONSUMER_HOUR_ROWS(":lo2", ":hi2") ") r "
+
+/* The filters of FILTERS on an hour row of alias b (its range aside). */
+#define IDLE_MATCH_B                                                                               \
+    "(:team IS NULL OR b.team = :team) AND (:env IS NULL OR b.env = :env) AND (:pool IS NULL OR "  \
+    "b.pool = :pool) AND (:cluster IS NULL OR b.cluster = :cluster) AND (:cloud IS NULL OR "       \
+    "b.cloud = :cloud) AND (:model IS NULL OR b.model = :model) AND (CAST(:dc AS BIGINT) = 0 OR "  \
+    "b.datacenter_id = :dc)"
+
 /* A workload: a pod (on whichever container), else the consumer, on one
  * host. */
 #define WORKLOAD                                                                                   \
-    "CASE WHEN u.kind = 'k8s' AND u.pod IS NOT NULL THEN COALESCE(u.namespace, '') || '/' || "     \
-    "u.pod ELSE u.consumer END"
+    "CASE WHEN r.kind = 'k8s' AND r.pod IS NOT NULL THEN COALESCE(r.namespace, '') || '/' || "     \
+    "r.pod ELSE r.consumer END"
 
 /* The rows waste by team sums (alias h; aic/ic/oc allocated-idle, idle
  * and owned cost in micro-unit-seconds, ai/i/o those seconds x fraction,
@@ -53,42 +104,46 @@
 
 #define STATEMENTS(X)                                                                              \
     X(IDLE,                                                                                        \
-      "WITH idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "        \
+      "WITH newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS    \
+      "AND h.hour >= :recent AND h.owned_s > 0 GROUP BY h.gpu_id), "                               \
+      "cand AS (SELECT n.gpu_id, n.hour, COALESCE((SELECT b.hour FROM usage_hourly b WHERE "       \
+      "b.gpu_id = n.gpu_id AND b.hour < n.hour AND b.hour >= :from AND CASE WHEN b.allocated_s = " \
+      "0 AND b.idle_s > 0 AND " IDLE_MATCH_B " THEN 0 ELSE 1 END = 1 ORDER BY b.hour DESC LIMIT "  \
+      "1), CAST(:from AS BIGINT) - 3600) AS brk FROM newest n JOIN usage_hourly x ON x.gpu_id = "  \
+      "n.gpu_id AND x.hour = n.hour WHERE x.allocated_s = 0 AND x.idle_s > 0), "                   \
+      "idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "             \
       "h.fraction * h.rate_micros / 3600 AS cost, h.currency, h.hour / 3600 - ROW_NUMBER() OVER "  \
-      "(PARTITION BY h.gpu_id ORDER BY h.hour) AS isl FROM usage_hourly h WHERE " FILTERS          \
+      "(PARTITION BY h.gpu_id ORDER BY h.hour) AS isl FROM cand c CROSS JOIN usage_hourly h "      \
+      "WHERE h.gpu_id = c.gpu_id AND h.hour > c.brk AND h.hour <= c.hour AND " FILTERS             \
       "AND h.allocated_s = 0 AND h.idle_s > 0), "                                                  \
-      "newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS         \
-      "AND h.owned_s > 0 GROUP BY h.gpu_id), "                                                     \
       "runs AS (SELECT gpu_id, MIN(hour) AS since, MAX(hour) AS last, COUNT(*) AS hours, "         \
       "SUM(idle_s) AS idle_s, SUM(cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "    \
       "FROM idle GROUP BY gpu_id, isl) "                                                           \
       "SELECT g.uuid, r.since, r.last + 3600, r.hours, r.idle_s / 3600, r.cost, r.cur1, r.cur2, "  \
-      "l.host, l.team, l.model, l.rate_micros * l.fraction, l.currency FROM runs r JOIN newest n " \
+      "l.host, l.team, l.model, l.rate_micros * l.fraction, l.currency FROM runs r JOIN cand n "   \
       "ON n.gpu_id = r.gpu_id AND n.hour = r.last JOIN usage_hourly l ON l.gpu_id = r.gpu_id AND " \
-      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours AND r.last >= "  \
-      ":recent ORDER BY r.hours DESC, g.uuid LIMIT :limit")                                        \
+      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours ORDER BY "       \
+      "r.hours DESC, g.uuid LIMIT :limit")                                                         \
     X(ALLOC_IDLE,                                                                                  \
-      "WITH c AS (SELECT u.gpu_id, u.hour, u.kind, u.consumer, u.team AS holder, u.allocated_s, "  \
-      "u.busy_s, u.alloc_idle_s, h.fraction, h.rate_micros, h.currency, h.team, h.host "           \
-      "FROM" CONSUMER_HOURS("") FILTERS                                                            \
-      "AND u.allocated_s > 0), "                                                                   \
-      "isl AS (SELECT gpu_id, hour, kind, consumer, hour / 3600 - ROW_NUMBER() OVER (PARTITION "   \
-      "BY gpu_id, kind, consumer ORDER BY hour) AS k FROM c WHERE busy_s = 0 AND alloc_idle_s > "  \
-      "0), "                                                                                       \
-      "runs AS (SELECT gpu_id, kind, consumer, MIN(hour) AS since, MAX(hour) AS last FROM isl "    \
-      "GROUP BY gpu_id, kind, consumer, k), "                                                      \
-      "tot AS (SELECT gpu_id, kind, consumer, MAX(holder) AS holder, MAX(team) AS team, "          \
-      "MAX(host) AS host, SUM(alloc_idle_s * fraction) / 3600 AS gh, SUM(alloc_idle_s * fraction " \
-      "* rate_micros) / 3600 AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2, MAX(hour) AS " \
-      "last, MIN(CASE WHEN alloc_idle_s > 0 THEN hour END) AS first_idle, SUM(allocated_s * "      \
-      "fraction) / 3600 AS held FROM c GROUP BY gpu_id, kind, consumer HAVING SUM(alloc_idle_s) "  \
-      "> 0) "                                                                                      \
       "SELECT g.uuid, t.kind, t.consumer, t.holder, l.team, l.host, t.gh, t.cost, t.cur1, "        \
-      "t.cur2, t.first_idle, t.last + 3600, t.held, r.since, l.rate_micros * l.fraction, "         \
-      "l.currency FROM tot t JOIN gpus g ON g.id = t.gpu_id LEFT JOIN runs r ON r.gpu_id = "       \
-      "t.gpu_id AND r.kind = t.kind AND r.consumer = t.consumer AND r.last = t.last LEFT JOIN "    \
-      "usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = t.last ORDER BY COALESCE(t.cost, 0) "    \
-      "DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")                                          \
+      "t.cur2, t.first_idle, t.last + 3600, t.held, t.gpu_id, l.rate_micros * l.fraction, "        \
+      "l.currency, t.last FROM (SELECT r.gpu_id, r.kind, r.consumer, MAX(r.holder) AS holder, "    \
+      "SUM(r.alloc_idle_s) / 3600 AS gh, SUM(r.alloc_idle_cost) / 3600 AS cost, MIN(r.currency) "  \
+      "AS cur1, MAX(r.currency) AS cur2, MAX(r.last_hour) AS last, MIN(r.first_idle_hour) AS "     \
+      "first_idle, SUM(r.allocated_s) / 3600 AS held FROM" CONSUMER_ROWS                           \
+      "GROUP BY r.gpu_id, r.kind, r.consumer HAVING MIN(r.first_idle_hour) IS NOT NULL) t JOIN "   \
+      "gpus g ON g.id = t.gpu_id LEFT JOIN usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = "    \
+      "t.last ORDER BY COALESCE(t.cost, 0) DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")      \
+    X(ALLOC_IDLE_HOURS,                                                                            \
+      "SELECT u.hour, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END "            \
+      "FROM" CONSUMER_HOURS("") FILTERS                                                            \
+      "AND u.gpu_id = :gid AND h.gpu_id = :gid AND u.kind = :kind AND u.consumer = :consumer AND " \
+      "u.hour >= :lo AND u.hour <= :hi AND h.hour >= :lo AND h.hour <= :hi AND u.allocated_s > 0 " \
+      "ORDER BY u.hour DESC")                                                                      \
+    X(ALLOC_IDLE_DAYS,                                                                             \
+      "SELECT d.day, SUM(d.idle_hours) FROM usage_consumers_daily d WHERE d.gpu_id = :gid AND "    \
+      "d.kind = :kind AND d.consumer = :consumer AND d.day < :before AND" DAY_FILTERS              \
+      "GROUP BY d.day ORDER BY d.day DESC")                                                        \
     X(WASTE_BY_TEAM,                                                                               \
       "SELECT h.team, SUM(h.aic) / 3600, SUM(h.ic) / 3600, SUM(h.oc) / 3600, SUM(h.ai) / 3600, "   \
       "SUM(h.i) / 3600, SUM(h.o) / 3600, MIN(h.cur), MAX(h.cur) FROM " WASTE_SRC " GROUP BY "      \
@@ -101,24 +156,20 @@
       "WHERE " WHOLE_DAYS("day") WASTE_GPU_HOURS(EDGE_HOURS_1) WASTE_GPU_HOURS(EDGE_HOURS_2)       \
           WASTE_GPU_HOURS(EDGE_HOURS_3) ") h GROUP BY h.team")                                     \
     X(TOP_CONSUMERS,                                                                               \
-      "SELECT u.kind, u.consumer, MAX(u.team), SUM(u.allocated_s * h.fraction) / 3600, "           \
-      "SUM(u.busy_s * h.fraction) / 3600, SUM(u.alloc_idle_s * h.fraction) / 3600, "               \
-      "SUM(u.util_sum * h.fraction), SUM(u.measured_s * h.fraction), COUNT(DISTINCT u.gpu_id), "   \
-      "SUM(u.allocated_s * "                                                                       \
-      "h.fraction * h.rate_micros) / 3600, MIN(h.currency), MAX(h.currency), MIN(u.hour), "        \
-      "MAX(u.hour) + 3600 FROM" CONSUMER_HOURS("") FILTERS                                         \
-      "AND u.allocated_s > 0 GROUP BY u.kind, u.consumer ORDER "                                   \
-      "BY SUM(u.allocated_s * h.fraction) DESC, u.kind, u.consumer LIMIT :limit")                  \
+      "SELECT r.kind, r.consumer, MAX(r.holder), SUM(r.allocated_s) / 3600, SUM(r.busy_s) / "      \
+      "3600, SUM(r.alloc_idle_s) / 3600, SUM(r.util_sum), SUM(r.measured_s), COUNT(DISTINCT "      \
+      "r.gpu_id), SUM(r.allocated_cost) / 3600, MIN(r.currency), MAX(r.currency), "                \
+      "MIN(r.first_hour), MAX(r.last_hour) + 3600 FROM" CONSUMER_ROWS                              \
+      "GROUP BY r.kind, r.consumer ORDER BY SUM(r.allocated_s) DESC, r.kind, r.consumer LIMIT "    \
+      ":limit")                                                                                    \
     X(SAVINGS_REV, "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM usage_groups_daily WHERE "  \
                    "day >= :from AND day < :to")                                                   \
     X(OVERREQUEST,                                                                                 \
-      "SELECT u.kind, " WORKLOAD ", COALESCE(h.host_id, 0), MAX(h.host), MAX(u.team), "            \
-      "MAX(h.team), g.uuid, MAX(u.util_max), SUM(u.allocated_s), SUM(u.allocated_s * "             \
-      "h.fraction) / 3600, SUM(u.allocated_s * h.fraction * h.rate_micros) / 3600, "               \
-      "MIN(h.currency), MIN(u.hour), MAX(u.hour) + 3600 FROM" CONSUMER_HOURS(                      \
-          "JOIN gpus g ON g.id = u.gpu_id") FILTERS                                                \
-      "AND u.kind <> 'unknown' AND u.allocated_s > 0 GROUP BY u.kind, " WORKLOAD                   \
-      ", COALESCE(h.host_id, 0), g.uuid ORDER BY 1, 2, 3, g.uuid")
+      "SELECT r.kind, " WORKLOAD ", COALESCE(r.host_id, 0), MAX(r.host), MAX(r.holder), "          \
+      "MAX(r.team), g.uuid, MAX(r.util_max), SUM(r.held_s), SUM(r.allocated_s) / 3600, "           \
+      "SUM(r.allocated_cost) / 3600, MIN(r.currency), MIN(r.first_hour), MAX(r.last_hour) + 3600 " \
+      "FROM" CONSUMER_ROWS "JOIN gpus g ON g.id = r.gpu_id WHERE r.kind <> 'unknown' GROUP BY "    \
+      "r.kind, " WORKLOAD ", COALESCE(r.host_id, 0), g.uuid ORDER BY 1, 2, 3, g.uuid")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -230,22 +281,183 @@ static int idle_items(struct conn *c, const struct store_insight_filter *f, int6
     return insight_collect_rows(c, s, idle_row, items);
 }
 
-/* One GPU and consumer of the ALLOC_IDLE statement. */
+/* The whole days [dfrom, dto) of the range, which CONSUMER_ROWS reads
+ * from usage_consumers_daily; the hours before and after them come from
+ * the hourly rows. The range holds the hours that start in [from, to). */
+struct day_split {
+    int64_t dfrom, dto;
+};
+
+static struct day_split split_days(const struct store_insight_filter *f)
+{
+    int64_t top = f->to % 3600 ? f->to + 3600 - f->to % 3600 : f->to;
+    struct day_split d = {f->from % 86400 ? f->from + 86400 - f->from % 86400 : f->from,
+                          top - top % 86400};
+
+    if (d.dto <= d.dfrom) /* no whole day: every hour from the hourly rows */
+        d.dfrom = d.dto = f->from;
+    return d;
+}
+
+/* Binds the filters and the day split of a CONSUMER_ROWS statement. */
+static void bind_rows(struct db_stmt *s, const struct store_insight_filter *f)
+{
+    struct day_split d = split_days(f);
+
+    insight_bind_filter(s, f);
+    db_bind_int(s, ":dfrom", d.dfrom);
+    db_bind_int(s, ":dto", d.dto);
+    db_bind_int(s, ":lo1", f->from);
+    db_bind_int(s, ":hi1", d.dfrom);
+    db_bind_int(s, ":lo2", d.dto);
+    db_bind_int(s, ":hi2", f->to);
+}
+
+/* Hidden members of an allocated-idle item until its run is known: the
+ * GPU's id and the consumer's newest hour. */
+#define ITEM_GID "_gid"
+#define ITEM_LAST "_last"
+
+/* One GPU and consumer of the ALLOC_IDLE statement; "since" is its first
+ * allocated-idle hour until alloc_idle_runs() finds it idle now. */
 static json_t *alloc_idle_row(struct db_stmt *s)
 {
-    bool now = !db_col_is_null(s, 13);
-    int64_t since = now ? db_col_int(s, 13) : db_col_int(s, 10);
-    json_t *o =
-        json_pack("{s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:b, s:o, s:o, s:o, s:o}", "gpu",
-                  insight_col_text_json(s, 0), "host", insight_col_text_json(s, 5), "team",
-                  insight_col_text_json(s, 4), "consumer", "kind", insight_col_text_json(s, 1),
-                  "name", insight_col_text_json(s, 2), "team", insight_col_text_json(s, 3), "since",
-                  time_json(since), "idle_now", now, "last_seen", time_json(db_col_int(s, 11)),
-                  "held_gpu_hours", insight_num(db_col_dbl(s, 12)), "allocated_idle_gpu_hours",
-                  insight_num(db_col_dbl(s, 6)), "cost", col_cost(s, 7));
+    json_t *o = json_pack(
+        "{s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:b, s:o, s:o, s:o, s:o, s:I, s:I}", "gpu",
+        insight_col_text_json(s, 0), "host", insight_col_text_json(s, 5), "team",
+        insight_col_text_json(s, 4), "consumer", "kind", insight_col_text_json(s, 1), "name",
+        insight_col_text_json(s, 2), "team", insight_col_text_json(s, 3), "since",
+        time_json(db_col_int(s, 10)), "idle_now", false, "last_seen", time_json(db_col_int(s, 11)),
+        "held_gpu_hours", insight_num(db_col_dbl(s, 12)), "allocated_idle_gpu_hours",
+        insight_num(db_col_dbl(s, 6)), "cost", col_cost(s, 7), ITEM_GID,
+        (json_int_t)db_col_int(s, 13), ITEM_LAST, (json_int_t)db_col_int(s, 16));
     if (o)
         set_hourly(o, insight_col_opt(s, 14), db_col_text(s, 15));
     return o;
+}
+
+/* One consumer on one GPU whose run of wholly allocated-idle hours is
+ * sought. */
+struct idle_walk {
+    const struct store_insight_filter *f;
+    int64_t gid;
+    const char *kind, *consumer;
+};
+
+/* Steps back through w's hours from `top` down to `lo` (hour starts):
+ * *start becomes the earliest hour of the run of wholly allocated-idle
+ * hours ending at top (top + 3600 when top is none), *broken whether the
+ * run stops above lo (an hour not idle, or one without a row). */
+static int walk_hours(struct conn *c, const struct idle_walk *w, int64_t top, int64_t lo,
+                      int64_t *start, bool *broken)
+{
+    struct db_stmt *s = prep(c, ST_ALLOC_IDLE_HOURS);
+    int64_t expect = top;
+    int step;
+
+    *start = top + 3600;
+    *broken = true;
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_filter(s, w->f);
+    db_bind_int(s, ":gid", w->gid);
+    db_bind_text(s, ":kind", w->kind);
+    db_bind_text(s, ":consumer", w->consumer);
+    db_bind_int(s, ":lo", lo);
+    db_bind_int(s, ":hi", top);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        if (db_col_int(s, 0) != expect || db_col_int(s, 1) == 0)
+            break;
+        *start = expect;
+        expect -= 3600;
+    }
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    *broken = expect >= lo;
+    return GI_OK;
+}
+
+/* Moves *start back over the whole days before it that w held wholly
+ * allocated-idle (24 idle hours in usage_consumers_daily). */
+static int walk_days(struct conn *c, const struct idle_walk *w, int64_t *start)
+{
+    struct db_stmt *s = prep(c, ST_ALLOC_IDLE_DAYS);
+    int step;
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    bind_rows(s, w->f);
+    db_bind_int(s, ":gid", w->gid);
+    db_bind_text(s, ":kind", w->kind);
+    db_bind_text(s, ":consumer", w->consumer);
+    db_bind_int(s, ":before", *start);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        if (db_col_int(s, 0) != *start - 86400 || db_col_int(s, 1) != 24)
+            break;
+        *start -= 86400;
+    }
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* The run of wholly allocated-idle hours that ends at w's newest hour
+ * `last` in the range, as the hourly rows have it: *now whether there is
+ * one, *since its first hour. The hours of last's day and of the day
+ * where the run begins are read hour by hour; the whole days between
+ * are taken from usage_consumers_daily. */
+static int idle_run(struct conn *c, const struct idle_walk *w, int64_t last, bool *now,
+                    int64_t *since)
+{
+    int64_t start, from = w->f->from;
+    bool broken;
+    int rc = walk_hours(c, w, last, last - last % 86400 > from ? last - last % 86400 : from, &start,
+                        &broken);
+
+    *now = rc == GI_OK && start <= last;
+    while (rc == GI_OK && *now && !broken && start > from) {
+        int64_t prev;
+        if ((rc = walk_days(c, w, &start)) != GI_OK || start <= from)
+            break;
+        prev = start - 3600;
+        rc = walk_hours(c, w, prev, prev - prev % 86400 > from ? prev - prev % 86400 : from, &start,
+                        &broken);
+        if (start > prev) { /* the hour before the run is not idle */
+            start = prev + 3600;
+            break;
+        }
+    }
+    *since = start;
+    return rc;
+}
+
+/* Finds the runs of the allocated-idle items from index `first` on:
+ * those whose consumer is idle now get "since" = the start of the run
+ * and "idle_now"; the hidden members are removed. */
+static int alloc_idle_runs(struct conn *c, const struct store_insight_filter *f, json_t *items,
+                           size_t first)
+{
+    for (size_t i = first; i < json_array_size(items); i++) {
+        json_t *o = json_array_get(items, i), *cons = json_object_get(o, "consumer");
+        struct idle_walk w = {f, json_integer_value(json_object_get(o, ITEM_GID)),
+                              json_string_value(json_object_get(cons, "kind")),
+                              json_string_value(json_object_get(cons, "name"))};
+        int64_t since = 0;
+        bool now = false;
+        int rc = GI_OK;
+
+        if (w.kind && w.consumer)
+            rc = idle_run(c, &w, json_integer_value(json_object_get(o, ITEM_LAST)), &now, &since);
+        if (rc != GI_OK)
+            return rc;
+        if (now) {
+            json_object_set_new(o, "since", time_json(since));
+            json_object_set_new(o, "idle_now", json_true());
+        }
+        json_object_del(o, ITEM_GID);
+        json_object_del(o, ITEM_LAST);
+    }
+    return GI_OK;
 }
 
 /* Appends the allocated-idle GPUs to items (with the hidden HOURLY
@@ -253,11 +465,15 @@ static json_t *alloc_idle_row(struct db_stmt *s)
 static int alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
 {
     struct db_stmt *s = prep(c, ST_ALLOC_IDLE);
+    size_t first = json_array_size(items);
+    int rc;
 
     if (s == NULL)
         return GI_INTERNAL;
-    insight_bind_filter(s, f);
-    return insight_collect_rows(c, s, alloc_idle_row, items);
+    bind_rows(s, f);
+    if ((rc = insight_collect_rows(c, s, alloc_idle_row, items)) != GI_OK)
+        return rc;
+    return alloc_idle_runs(c, f, items, first);
 }
 
 /* Runs one item producer on a borrowed connection in one snapshot. */
@@ -328,18 +544,6 @@ static json_t *waste_row(struct db_stmt *s)
         cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
         insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)), "idle",
         insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)0, "gpus_allocated_idle", (json_int_t)0);
-}
-
-/* Runs statement id with the filters, one item per row by `row`. */
-static int stmt_fn(struct conn *c, enum stmt_id id, const struct store_insight_filter *f,
-                   json_t *(*row)(struct db_stmt *s), json_t *items)
-{
-    struct db_stmt *s = prep(c, id);
-
-    if (s == NULL)
-        return GI_INTERNAL;
-    insight_bind_filter(s, f);
-    return insight_collect_rows(c, s, row, items);
 }
 
 /* Sets each team's GPU counts (WASTE_GPUS) on its item. */
@@ -415,7 +619,12 @@ static json_t *top_row(struct db_stmt *s)
 
 static int top_fn(struct conn *c, const void *arg, json_t *items)
 {
-    return stmt_fn(c, ST_TOP_CONSUMERS, arg, top_row, items);
+    struct db_stmt *s = prep(c, ST_TOP_CONSUMERS);
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    bind_rows(s, arg);
+    return insight_collect_rows(c, s, top_row, items);
 }
 
 int store_insight_top_consumers(struct store *st, const struct store_insight_filter *f,
@@ -559,7 +768,7 @@ static int overrequest_items(struct conn *c, const struct store_insight_filter *
 
     if (s == NULL)
         return GI_INTERNAL;
-    insight_bind_filter(s, f);
+    bind_rows(s, f);
     while ((step = db_step(c, s)) == DB_ROW) {
         const char *kind = db_col_text(s, 0), *wl = db_col_text(s, 1);
         if (++rows > OVERREQUEST_MAX_ROWS) {

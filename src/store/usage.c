@@ -115,7 +115,32 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
     X(PRUNE_DAILY, "DELETE FROM usage_daily WHERE (gpu_id, day) IN (SELECT gpu_id, day FROM "      \
                    "usage_daily WHERE day < :cut ORDER BY day LIMIT :batch)")                      \
     X(PRUNE_IV, "DELETE FROM usage_intervals WHERE id IN (SELECT id FROM usage_intervals WHERE "   \
-                "ended_at < :cut ORDER BY ended_at LIMIT :batch)")
+                "ended_at < :cut ORDER BY ended_at LIMIT :batch)")                                 \
+    X(CDAY_DEL, "DELETE FROM usage_consumers_daily WHERE gpu_id = :gid AND day = :day")            \
+    X(CDAY_ADD,                                                                                    \
+      "INSERT INTO usage_consumers_daily (day, gpu_id, kind, consumer, consumer_team, namespace, " \
+      "pod, container, username, process, tenant, project, team, env, pool, cluster, cloud, "      \
+      "model, datacenter_id, host_id, host, currency, hours, idle_hours, first_hour, last_hour, "  \
+      "first_idle_hour, held_s, allocated_s, busy_s, alloc_idle_s, util_sum, measured_s, "         \
+      "util_max, energy_wh, allocated_cost, busy_cost, alloc_idle_cost, unpriced_s, updated_at) "  \
+      "SELECT CAST(:day AS BIGINT), u.gpu_id, u.kind, u.consumer, u.team, MAX(u.namespace), "      \
+      "MAX(u.pod), MAX(u.container), MAX(u.username), MAX(u.process), MAX(u.tenant), "             \
+      "MAX(u.project), h.team, h.env, h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, "      \
+      "h.host_id, MAX(h.host), h.currency, COUNT(*), SUM(CASE WHEN u.busy_s = 0 AND "              \
+      "u.alloc_idle_s > 0 THEN 1 ELSE 0 END), MIN(u.hour), MAX(u.hour), MIN(CASE WHEN "            \
+      "u.alloc_idle_s > 0 THEN u.hour END), SUM(u.allocated_s), SUM(u.allocated_s * h.fraction), " \
+      "SUM(u.busy_s * h.fraction), SUM(u.alloc_idle_s * h.fraction), SUM(u.util_sum * "            \
+      "h.fraction), SUM(u.measured_s * h.fraction), MAX(u.util_max), SUM(CASE WHEN h.owned_s > 0 " \
+      "THEN h.energy_wh * u.allocated_s / h.owned_s ELSE 0 END), SUM(u.allocated_s * h.fraction "  \
+      "* h.rate_micros), SUM(u.busy_s * h.fraction * h.rate_micros), SUM(u.alloc_idle_s * "        \
+      "h.fraction * h.rate_micros), SUM(CASE WHEN h.rate_micros IS NULL THEN u.allocated_s * "     \
+      "h.fraction ELSE 0 END), CAST(:now AS BIGINT) FROM usage_consumers u JOIN usage_hourly h "   \
+      "ON h.gpu_id = u.gpu_id AND h.hour = u.hour WHERE u.gpu_id = :gid AND u.hour >= :day AND "   \
+      "u.hour < CAST(:day AS BIGINT) + 86400 AND u.allocated_s > 0 GROUP BY u.gpu_id, u.kind, "    \
+      "u.consumer, u.team, h.team, h.env, h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, "  \
+      "h.host_id, h.currency")                                                                     \
+    X(PRUNE_CDAYS, "DELETE FROM usage_consumers_daily WHERE day = (SELECT MIN(day) FROM "          \
+                   "usage_consumers_daily WHERE day < :cut)")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -135,6 +160,89 @@ int usage_fetch_opt_int(struct conn *c, struct db_stmt *s, int64_t *out, bool *n
     }
     db_reset(s);
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* See usage_int.h. */
+int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
+{
+    struct db_stmt *s = prep(c, ST_CDAY_DEL);
+    int rc;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_CDAY_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
+}
+
+/* The (GPU, day) pairs whose consumer days a redo chunk re-sums once it
+ * has applied its rows. */
+struct gpu_days {
+    int64_t (*v)[2];
+    size_t n, cap;
+};
+
+/* Adds (gid, day) unless it is there already; false when out of memory. */
+static bool gpu_days_add(struct gpu_days *d, int64_t gid, int64_t day)
+{
+    for (size_t i = d->n; i > 0; i--)
+        if (d->v[i - 1][0] == gid && d->v[i - 1][1] == day)
+            return true;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 64;
+        int64_t(*p)[2] = realloc(d->v, cap * sizeof *p);
+        if (!p)
+            return false;
+        d->v = p;
+        d->cap = cap;
+    }
+    d->v[d->n][0] = gid;
+    d->v[d->n][1] = day;
+    d->n++;
+    return true;
+}
+
+/* Re-sums every pair's consumer day, inside the caller's transaction. */
+static int gpu_days_write(struct conn *c, const struct gpu_days *d, int64_t now)
+{
+    int rc = GI_OK;
+
+    for (size_t i = 0; i < d->n && rc == GI_OK; i++)
+        rc = usage_write_consumer_day(c, d->v[i][0], d->v[i][1], now);
+    return rc;
+}
+
+/* Deletes the consumer days past the daily retention, one day per
+ * transaction. */
+static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
+{
+    int64_t n;
+    int rc;
+
+    do {
+        struct conn *c = db_conn_get(st);
+        struct db_stmt *s;
+        n = 0;
+        rc = db_tx_begin(c);
+        if (rc == GI_OK && !(s = prep(c, ST_PRUNE_CDAYS)))
+            rc = GI_INTERNAL;
+        if (rc == GI_OK) {
+            db_bind_int(s, ":cut", now - (int64_t)cfg.retain_daily_days * 86400);
+            if ((rc = db_exec_done(c, s)) == GI_OK)
+                n = db_changes(c);
+        }
+        rc = db_tx_end(c, rc);
+        db_conn_put(st, c);
+        *removed += rc == GI_OK ? n : 0;
+    } while (rc == GI_OK && n > 0);
+    return rc;
 }
 
 /* Replaces the hour's rows of usage_groups_hourly by the sums of its
@@ -313,6 +421,8 @@ static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hour
         while (at < n && xs[at].gpu == ids[i])
             at++;
         rc = usage_compute_hour(c, ids[i], hour, now, xs + from, at - from, xs, n);
+        if (rc == GI_OK)
+            rc = usage_write_consumer_day(c, ids[i], hour - hour % 86400, now);
         if (rc == GI_OK) {
             rc = GI_INTERNAL;
             if ((s = prep(c, ST_DIRTY_DONE))) {
@@ -489,6 +599,7 @@ static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
     json_t *todo = json_array(), *row;
+    struct gpu_days days = {0};
     int64_t id = 0, gid = 0, hour = 0, next = 0, last_day = -1, last_gid = 0;
     char what[16] = "";
     size_t i;
@@ -536,6 +647,8 @@ static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
             json_string_value(json_array_get(row, 5)), now);
         if (rc == GI_OK && (g != last_gid || h - h % 86400 != last_day))
             rc = usage_write_day(c, g, h - h % 86400, now);
+        if (rc == GI_OK && !gpu_days_add(&days, g, h - h % 86400))
+            rc = GI_INTERNAL;
         /* rows come by hour: an hour's groups are re-summed once it is done */
         if (rc == GI_OK && last_day >= 0 && h != hour)
             rc = write_hour_groups(c, hour, now);
@@ -553,6 +666,10 @@ static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
         rc = write_hour_groups(c, hour, now);
     if (rc == GI_OK && last_day >= 0)
         rc = usage_write_groups(c, last_day, now);
+    /* Every hour of a consumer day counts (its owner and rate are keys),
+     * so each one touched is re-summed after all the chunk's rows. */
+    if (rc == GI_OK)
+        rc = gpu_days_write(c, &days, now);
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
@@ -572,6 +689,7 @@ cleanup:
     rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     json_decref(todo);
+    free(days.v);
     if (rc != GI_OK)
         *rows = 0;
     return rc;
@@ -640,6 +758,8 @@ static int prune(struct store *st, int64_t now, int64_t *removed)
             *removed += rc == GI_OK ? n : 0;
         } while (rc == GI_OK && n == PRUNE_BATCH);
     }
+    if (rc == GI_OK)
+        rc = prune_consumer_days(st, now, removed);
     if (rc == GI_OK)
         rc = prune_hour_groups(st, now, removed);
     if (rc == GI_OK) { /* the groups of the days gone (a few rows a day: one statement) */

@@ -42,6 +42,11 @@ int usage_mark_hour(struct conn *c, int64_t gpu_id, int64_t hour, int64_t now);
  * FILL_MAX_HOURS of them, the newest first. */
 int usage_mark_hours(struct conn *c, int64_t gpu_id, int64_t first, int64_t last, int64_t now);
 
+/* usage.c: sums GPU gid's consumer hours of `day` (a day start) into its
+ * rows of usage_consumers_daily again, one per consumer and combination
+ * of the hours' dimensions, inside the caller's transaction. */
+int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now);
+
 /* usage_hour.c: recomputes GPU gid's hour (an hour start) from its samples
  * xs[0..n), inside the caller's transaction: its hourly row, consumers and
  * intervals, then its day's row. all[0..nall) are every sample of the

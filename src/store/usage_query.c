@@ -120,6 +120,13 @@
       "ELSE 0 END) FROM usage_consumers c JOIN usage_hourly u ON u.gpu_id = c.gpu_id AND u.hour "  \
       "= c.hour WHERE u.owned_s > 0 AND c.hour >= :from AND c.hour < :to AND " FILTERS             \
       " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
+    X(REPORT_CONSUMER_DAYS,                                                                        \
+      "SELECT u.consumer, NULL, u.kind, u.day - u.day % CAST(:bucket AS BIGINT), "                 \
+      "COALESCE(u.currency, ''), SUM(u.allocated_s), SUM(u.allocated_s), SUM(u.busy_s), "          \
+      "SUM(u.alloc_idle_s), 0, 0, SUM(u.util_sum), SUM(u.measured_s), SUM(u.energy_wh), "          \
+      "SUM(u.allocated_cost), SUM(u.busy_cost), SUM(u.alloc_idle_cost), 0, 0, SUM(u.unpriced_s) "  \
+      "FROM usage_consumers_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS             \
+      " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
     X(TL_GPU, "SELECT id FROM gpus WHERE uuid = :uuid")                                            \
     X(TL_INTERVALS,                                                                                \
       "SELECT kind, consumer, team, namespace, pod, container, username, process, tenant, "        \
@@ -484,11 +491,13 @@ static size_t count_groups(const struct cells *cs)
 
 /* group_by=consumer: each consumer's share, and the rest of the owned
  * time (idle and unknown) as group null of kind "none", so that the
- * items add up to the GPU totals. */
+ * items add up to the GPU totals. `daily` (whole days, no hourly steps):
+ * the consumers from usage_consumers_daily and the totals from
+ * usage_groups_daily, else both from the hourly rows. */
 static int consumer_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
-                          struct cells *cs)
+                          bool daily, struct cells *cs)
 {
-    struct db_stmt *s = prep(c, ST_REPORT_HOURLY);
+    struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_HOURLY);
     struct cells rest = {0};
     int rc;
 
@@ -498,7 +507,7 @@ static int consumer_cells(struct conn *c, const struct store_usage_query *q, int
     if ((rc = collect(c, s, q, false, &rest, 1.0)) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_REPORT_CONSUMERS)))
+    if (!(s = prep(c, daily ? ST_REPORT_CONSUMER_DAYS : ST_REPORT_CONSUMERS)))
         goto cleanup;
     bind_query(s, q, "", dc_id);
     if ((rc = collect(c, s, q, true, cs, 1.0)) != GI_OK)
@@ -521,6 +530,69 @@ static int consumer_cells(struct conn *c, const struct store_usage_query *q, int
 cleanup:
     cells_free(&rest);
     return rc;
+}
+
+/* One group of a paged consumer report: its cells a[lo..hi) of the
+ * sorted cells and its owned seconds over the range. */
+struct consumer_group {
+    size_t lo, hi;
+    double owned;
+};
+
+static const struct cell *group_cells;
+
+static int consumer_group_cmp(const void *pa, const void *pb)
+{
+    const struct consumer_group *a = pa, *b = pb;
+    const struct cell *x = &group_cells[a->lo], *y = &group_cells[b->lo];
+    int d = a->owned > b->owned ? -1 : a->owned < b->owned;
+
+    if (d == 0)
+        d = strcmp_null(x->kind, y->kind);
+    if (d == 0)
+        d = strcmp_null(x->group, y->group);
+    return d;
+}
+
+/* group_by=consumer with q->limit > 0: keeps the cells of the page's
+ * groups only, ranked as host and GPU pages are (owned GPU-hours over the
+ * range, descending, then kind and key); cs comes sorted by cell_cmp,
+ * unranked. *groups_total counts every group. */
+static int consumer_page(const struct store_usage_query *q, struct cells *cs, int64_t *groups_total)
+{
+    struct consumer_group *g = calloc(cs->n ? cs->n : 1, sizeof *g);
+    size_t n = 0, w = 0;
+
+    if (!g)
+        return GI_INTERNAL;
+    for (size_t i = 0; i < cs->n; i++) {
+        if (n == 0 || strcmp_null(cs->a[i].kind, cs->a[g[n - 1].lo].kind) != 0 ||
+            strcmp_null(cs->a[i].group, cs->a[g[n - 1].lo].group) != 0)
+            g[n++] = (struct consumer_group){.lo = i, .hi = i};
+        g[n - 1].hi = i + 1;
+        g[n - 1].owned += cs->a[i].v[V_OWNED];
+    }
+    group_cells = cs->a;
+    qsort(g, n, sizeof *g, consumer_group_cmp);
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = g[k].lo; i < g[k].hi; i++)
+            cs->a[i].rank = (int64_t)k >= q->offset && (int64_t)k < q->offset + q->limit
+                                ? k - (size_t)q->offset + 1
+                                : 0;
+    for (size_t i = 0; i < cs->n; i++) {
+        if (cs->a[i].rank == 0) {
+            free(cs->a[i].group);
+            free(cs->a[i].kind);
+            continue;
+        }
+        cs->a[w++] = cs->a[i];
+    }
+    cs->n = w;
+    if (cs->n)
+        qsort(cs->a, cs->n, sizeof *cs->a, cell_cmp);
+    *groups_total = (int64_t)n;
+    free(g);
+    return GI_OK;
 }
 
 /* The ranking statement of a paged host or GPU report. */
@@ -688,6 +760,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                strcmp(q->group_by, "datacenter") == 0;
     bool paged =
         q->limit > 0 && (strcmp(q->group_by, "host") == 0 || strcmp(q->group_by, "gpu") == 0);
+    bool consumer_paged = consumer && q->limit > 0;
     enum stmt_id report = dim     ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
                           : daily ? ST_REPORT_DAILY
                                   : ST_REPORT_HOURLY;
@@ -706,7 +779,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     db_read_begin(c);
     rc = datacenter_id(c, q->datacenter, &dc_id);
     if (rc == GI_OK && consumer) {
-        rc = consumer_cells(c, q, dc_id, &cs);
+        rc = consumer_cells(c, q, dc_id, daily, &cs);
     } else if (rc == GI_OK && paged) {
         rc = page_cells(c, q, dc_id, daily, &cs, &groups_total);
         if (rc == GI_OK)
@@ -725,6 +798,12 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     db_read_end(c);
     if (rc != GI_OK)
         goto cleanup;
+    if (consumer_paged) { /* the total is every group's */
+        if (!(total = total_of(&cs)) || (rc = consumer_page(q, &cs, &groups_total)) != GI_OK) {
+            rc = rc != GI_OK ? rc : GI_INTERNAL;
+            goto cleanup;
+        }
+    }
     if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
         rc = GI_TOO_LARGE;
         goto cleanup;
@@ -738,7 +817,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
         rc = emit(items, &cs.a[i], &cs.a[j], consumer);
         i = j;
     }
-    if (rc != GI_OK || !(total = total_of(paged ? &tot : &cs))) {
+    if (rc != GI_OK || (!total && !(total = total_of(paged ? &tot : &cs)))) {
         rc = rc != GI_OK ? rc : GI_INTERNAL;
         goto cleanup;
     }
@@ -749,7 +828,7 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                      daily ? "usage_daily" : "usage_hourly");
     items = total = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
-    if (rc == GI_OK && paged) {
+    if (rc == GI_OK && (paged || consumer_paged)) {
         int64_t next = q->offset + q->limit;
         json_object_set_new(*out, "groups_total", json_integer(groups_total));
         json_object_set_new(*out, "limit", json_integer(q->limit));

@@ -11,3 +11,15 @@ const SQL = readFileSync(new URL('../fixtures/usage_group_sums.sql', import.meta
 export function daySumsSql() {
   return SQL;
 }
+
+// The consumer days of the consumer hours a test wrote straight into
+// usage_consumers (tests/fixtures/usage_consumer_days.sql, run by the C unit
+// tests too).
+const CONSUMER_SQL = readFileSync(new URL('../fixtures/usage_consumer_days.sql', import.meta.url), 'utf8')
+  .split('\n').filter((l) => !l.startsWith('--')).join('\n');
+
+/** SQL that replaces every consumer day (usage_consumers_daily) by the sums of
+ * the hourly consumer rows, each hour with its GPU-hour's owner and rate. */
+export function consumerDaysSql() {
+  return CONSUMER_SQL;
+}

@@ -14,7 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useServer, ok, assertError, mkToken, mkDc, dbQuery, parseCsv } from './helpers.mjs';
-import { daySumsSql } from './day_sums.mjs';
+import { daySumsSql, consumerDaysSql } from './day_sums.mjs';
 
 const h = useServer();
 const T0 = 1793577600;
@@ -96,6 +96,7 @@ test('the fleet is written as the rollup job would leave it', async () => {
     GROUP BY hour, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');\n`;
   await dbQuery(h.s.db, sql);
   await dbQuery(h.s.db, daySumsSql()); // and their days, as the job sums them
+  await dbQuery(h.s.db, consumerDaysSql()); // and each consumer's days
   assert.equal((await dbQuery(h.s.db, 'SELECT COUNT(*) FROM usage_hourly')).trim(), String(30 + 32 + 35 + 2));
 });
 

@@ -46,20 +46,30 @@ static void sql_add(struct sql *q, const char *fmt, ...)
     q->len += (size_t)n;
 }
 
-/* The group and daily rollups of the hour rows, as the rollup job keeps them
- * (the SQL the API tests run too). */
-static void group_sums(struct sql *q)
+/* Adds the SQL of a file under tests/fixtures. */
+static void fixture_sql(struct sql *q, const char *name)
 {
-    FILE *f = fopen(GI_FIXTURES "/usage_group_sums.sql", "r");
+    char path[512];
+    FILE *f;
     char buf[1000]; /* below sql_add's free-space margin */
     size_t n;
 
+    snprintf(path, sizeof path, "%s/%s", GI_FIXTURES, name);
+    f = fopen(path, "r");
     assert_non_null(f);
     while ((n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
         buf[n] = '\0';
         sql_add(q, "%s", buf);
     }
     fclose(f);
+}
+
+/* The group, daily and consumer-day rollups of the hour rows, as the rollup
+ * job keeps them (the SQL the API tests run too). */
+static void group_sums(struct sql *q)
+{
+    fixture_sql(q, "usage_group_sums.sql");
+    fixture_sql(q, "usage_consumer_days.sql");
 }
 
 /* Runs the gathered SQL on the test's database, outside the store. */
