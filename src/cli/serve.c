@@ -377,6 +377,10 @@ int cli_serve(int argc, char **argv)
         }
         if (seeded)
             gi_info("price catalog: inserted the shipped estimates");
+        if ((rc = store_lrules_seed(st, &seeded)) != GI_OK) {
+            gi_error("cannot seed the example lifecycle rules: %s", gi_status_name(rc));
+            goto cleanup;
+        }
     }
     if (demo && (rc = demo_fill(st)) != GI_OK) {
         gi_error("demo fleet failed: %s", gi_status_name(rc));

@@ -33,7 +33,9 @@
 
 #define STATEMENTS(X)                                                                              \
     X(WM_GET, "SELECT updated_at, gpu_id, day FROM health_watermark WHERE id = 1")                 \
-    X(WM_SET, "UPDATE health_watermark SET updated_at = :u, gpu_id = :g, day = :d WHERE id = 1")   \
+    X(WM_SET, "INSERT INTO health_watermark (id, updated_at, gpu_id, day) VALUES (1, :u, :g, "     \
+              ":d) ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, gpu_id = "     \
+              "excluded.gpu_id, day = excluded.day")                                               \
     X(DIRTY,                                                                                       \
       "SELECT gpu_id, day, updated_at, util_sum, measured_s, energy_wh, (SELECT h.updated_at "     \
       "FROM gpu_health_daily h WHERE h.gpu_id = usage_daily.gpu_id AND h.day = usage_daily.day) "  \

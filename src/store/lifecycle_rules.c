@@ -54,7 +54,10 @@
                   "BY a.id LIMIT 1")                                                               \
     X(SPARE_TAG, "SELECT tag FROM assets WHERE id = :id")                                          \
     X(RESERVE, "INSERT INTO asset_reservations (spare_id, for_id, rule_id, reserved_at) VALUES "   \
-               "(:spare, :id, :rule, :now)")
+               "(:spare, :id, :rule, :now)")                                                       \
+    X(SEED_MARK, "SELECT COUNT(*) FROM cost_settings WHERE name = 'lifecycle_examples_seeded'")    \
+    X(SEED_DONE, "INSERT INTO cost_settings (name, value, updated_at) VALUES "                     \
+                 "('lifecycle_examples_seeded', '1', :now)")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -936,5 +939,75 @@ int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *
         json_decref(rep);
     }
     json_decref(ids);
+    return rc;
+}
+
+/* The examples of docs/LIFECYCLE.md, disabled until someone enables them. */
+static const struct {
+    const char *name, *condition, *actions;
+} examples[] = {
+    {"XID errors on more than 3 days in 30: diagnostic and repair",
+     "{\"all\":[{\"attr\":\"kind\",\"=\":\"gpu\"},{\"attr\":\"stage\",\"=\":\"active\"},{"
+     "\"metric\":"
+     "\"xid_days\",\"window_days\":30,\">\":3}]}",
+     "[{\"type\":\"stage\",\"to\":\"diagnostic_repair\"}]"},
+    {"Uncorrectable ECC or a row-remap failure: diagnostic and repair now",
+     "{\"all\":[{\"attr\":\"kind\",\"=\":\"gpu\"},{\"attr\":\"stage\",\"in\":[\"active\",\"spare\"]"
+     "},"
+     "{\"any\":[{\"metric\":\"ecc_uncorrected\",\"window_days\":2,\">\":0},{\"metric\":"
+     "\"remap_failures\",\"window_days\":2,\">\":0}]}]}",
+     "[{\"type\":\"stage\",\"to\":\"diagnostic_repair\"},{\"type\":\"reserve_spare\"}]"},
+    {"Temperature p95 above 85 C for 7 days: ticket",
+     "{\"all\":[{\"attr\":\"kind\",\"=\":\"gpu\"},{\"metric\":\"temp_p95\",\"window_days\":7,\">\":"
+     "85,"
+     "\"days\":7}]}",
+     "[{\"type\":\"ticket\",\"title\":\"GPU running hot\"}]"},
+    {"Average utilization below 10% for 30 days: refurbishment candidate",
+     "{\"all\":[{\"attr\":\"kind\",\"=\":\"gpu\"},{\"attr\":\"stage\",\"=\":\"active\"},{"
+     "\"metric\":"
+     "\"util_avg\",\"window_days\":30,\"<\":10,\"days\":30}]}",
+     "[{\"type\":\"stage\",\"to\":\"refurbishment_candidate\"}]"},
+    {"Warranty ending within 30 days: maintenance ticket",
+     "{\"all\":[{\"attr\":\"warranty_days_left\",\">=\":0},{\"attr\":\"warranty_days_left\",\"<=\":"
+     "30}]}",
+     "[{\"type\":\"ticket\",\"title\":\"Warranty ending: plan maintenance\"}]"},
+};
+
+int store_lrules_seed(struct store *st, bool *seeded)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int64_t marks = 0, id, now = gi_now();
+    int rc = db_tx_begin(c);
+
+    *seeded = false;
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_SEED_MARK)) || (rc = db_fetch_int(c, s, &marks)) != GI_OK || marks > 0)
+        goto cleanup;
+    for (size_t i = 0; rc == GI_OK && i < sizeof examples / sizeof *examples; i++) {
+        if (!(s = prep(c, ST_INSERT))) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        db_bind_text(s, ":name", examples[i].name);
+        db_bind_int(s, ":en", 0);
+        db_bind_text(s, ":cond", examples[i].condition);
+        db_bind_text(s, ":act", examples[i].actions);
+        db_bind_text(s, ":who", "gpuinv");
+        db_bind_int(s, ":now", now);
+        rc = db_fetch_int(c, s, &id);
+    }
+    if (rc != GI_OK || !(s = prep(c, ST_SEED_DONE)))
+        goto cleanup;
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) == GI_OK)
+        *seeded = true;
+cleanup:
+    rc = db_tx_end(c, rc);
+    if (rc != GI_OK)
+        *seeded = false;
+    db_conn_put(st, c);
     return rc;
 }

@@ -1101,5 +1101,9 @@ int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool 
 /* The lifecycle:rules job: every enabled rule evaluated (not a dry run);
  * *fired counts the matches. */
 int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired);
+/* Inserts the example rules of docs/LIFECYCLE.md, disabled, once per
+ * database (a mark in cost_settings keeps them from coming back after
+ * someone deleted them); *seeded says whether this call did. */
+int store_lrules_seed(struct store *st, bool *seeded);
 
 #endif

@@ -103,8 +103,9 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
                  ":hour")                                                                          \
     X(SET_RATE, "UPDATE usage_hourly SET rate_micros = :rate, currency = :currency, price_id = "   \
                 ":price, updated_at = :now WHERE gpu_id = :gid AND hour = :hour")                  \
-    X(CONS_OF_HOUR, "SELECT kind, consumer, COALESCE(namespace, ''), COALESCE(username, '') FROM " \
-                    "usage_consumers WHERE gpu_id = :gid AND hour = :hour")                        \
+    X(CONS_OF_HOUR, "SELECT kind, consumer, COALESCE(namespace, ''), COALESCE(username, ''), "     \
+                    "COALESCE(project, '') FROM usage_consumers WHERE gpu_id = :gid AND hour = "   \
+                    ":hour")                                                                       \
     X(CONS_TEAM, "UPDATE usage_consumers SET team = :team WHERE gpu_id = :gid AND hour = :hour "   \
                  "AND kind = :kind AND consumer = :consumer")                                      \
     X(PRUNE_HOURLY, "DELETE FROM usage_hourly WHERE (gpu_id, hour) IN (SELECT gpu_id, hour FROM "  \
@@ -514,8 +515,9 @@ static int redo_consumers(struct conn *c, int64_t gid, int64_t hour, const char 
     db_bind_int(s, ":gid", gid);
     db_bind_int(s, ":hour", hour);
     while ((step = db_step(c, s)) == DB_ROW)
-        json_array_append_new(rows, json_pack("[ssss]", db_col_text(s, 0), db_col_text(s, 1),
-                                              db_col_text(s, 2), db_col_text(s, 3)));
+        json_array_append_new(rows,
+                              json_pack("[sssss]", db_col_text(s, 0), db_col_text(s, 1),
+                                        db_col_text(s, 2), db_col_text(s, 3), db_col_text(s, 4)));
     db_reset(s);
     if (step != DB_DONE)
         rc = db_status(step);
@@ -523,17 +525,13 @@ static int redo_consumers(struct conn *c, int64_t gid, int64_t hour, const char 
         const char *kind = json_string_value(json_array_get(row, 0));
         const char *ns = json_string_value(json_array_get(row, 2));
         const char *user = json_string_value(json_array_get(row, 3));
+        const char *project = json_string_value(json_array_get(row, 4));
         char team[OWNER_LEN] = "";
-        if (rc != GI_OK || !kind)
+        if (rc != GI_OK || !kind || !ns || !user || !project)
             break;
-        if (strcmp(kind, "k8s") == 0 && ns && *ns)
-            rc = owner_consumer_team(c, "k8s", ns, hour, team, sizeof team);
-        else if (strcmp(kind, "process") == 0 && user && *user)
-            rc = owner_consumer_team(c, "user", user, hour, team, sizeof team);
-        if (rc != GI_OK)
+        if ((rc = usage_consumer_team(c, kind, ns, project, user, hour, owner_team, team,
+                                      sizeof team)) != GI_OK)
             break;
-        if (!team[0])
-            gi_strlcpy(team, owner_team, sizeof team);
         rc = GI_INTERNAL;
         if (!(s = prep(c, ST_CONS_TEAM)))
             break;

@@ -315,20 +315,28 @@ static int build_segments(struct hour_calc *h, const struct usage_sample *xs, si
 
 /* The consumer's team: a rule on its namespace, Slurm account or user,
  * else the GPU owner's. */
-static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k)
+int usage_consumer_team(struct conn *c, const char *kind, const char *ns, const char *project,
+                        const char *user, int64_t hour, const char *owner_team, char *team,
+                        size_t len)
 {
     int rc = GI_OK;
 
-    k->team[0] = '\0';
-    if (strcmp(k->kind, "k8s") == 0 && k->ns[0])
-        rc = owner_consumer_team(c, "k8s", k->ns, h->hour, k->team, sizeof k->team);
-    else if (strcmp(k->kind, "slurm") == 0 && k->project[0])
-        rc = owner_consumer_team(c, "slurm", k->project, h->hour, k->team, sizeof k->team);
-    if (rc == GI_OK && !k->team[0] && strcmp(k->kind, "k8s") != 0 && k->user[0])
-        rc = owner_consumer_team(c, "user", k->user, h->hour, k->team, sizeof k->team);
-    if (rc == GI_OK && !k->team[0])
-        gi_strlcpy(k->team, h->owner.team, sizeof k->team);
+    team[0] = '\0';
+    if (strcmp(kind, "k8s") == 0 && ns[0])
+        rc = owner_consumer_team(c, "k8s", ns, hour, team, len);
+    else if (strcmp(kind, "slurm") == 0 && project[0])
+        rc = owner_consumer_team(c, "slurm", project, hour, team, len);
+    if (rc == GI_OK && !team[0] && strcmp(kind, "k8s") != 0 && user[0])
+        rc = owner_consumer_team(c, "user", user, hour, team, len);
+    if (rc == GI_OK && !team[0])
+        gi_strlcpy(team, owner_team, len);
     return rc;
+}
+
+static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k)
+{
+    return usage_consumer_team(c, k->kind, k->ns, k->project, k->user, h->hour, h->owner.team,
+                               k->team, sizeof k->team);
 }
 
 static void k8s_consumer(struct hour_calc *h, const char *ns, const char *pod,

@@ -64,4 +64,11 @@ int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now);
  * that day again, inside the caller's transaction. */
 int usage_write_groups(struct conn *c, int64_t day, int64_t now);
 
+/* The team of a consumer of a GPU-hour (usage_hour.c): a Kubernetes
+ * namespace's or Slurm account's (project) by the ownership rules, else
+ * the user's (not for pods), else the GPU's owner at the hour. */
+int usage_consumer_team(struct conn *c, const char *kind, const char *ns, const char *project,
+                        const char *user, int64_t hour, const char *owner_team, char *team,
+                        size_t len);
+
 #endif

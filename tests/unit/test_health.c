@@ -117,6 +117,8 @@ static int64_t example(struct store *st, int n)
 {
     json_t *items = NULL;
     int64_t id;
+    bool seeded;
+    assert_status(store_lrules_seed(st, &seeded), GI_OK);
     assert_status(store_lrule_list(st, &items), GI_OK);
     assert_true(json_array_size(items) >= 5);
     id = json_integer_value(json_object_get(json_array_get(items, (size_t)n - 1), "id"));

@@ -39,7 +39,6 @@ CREATE TABLE health_watermark (
     day BIGINT NOT NULL
 );
 CREATE INDEX usage_daily_updated ON usage_daily (updated_at);
-INSERT INTO health_watermark (id, updated_at, gpu_id, day) VALUES (1, 0, 0, 0);
 
 -- Lifecycle rules: a condition (JSON, docs/LIFECYCLE.md) and the actions
 -- taken on every asset it matches. version grows with every change; each
@@ -71,21 +70,3 @@ CREATE TABLE asset_reservations (
 );
 CREATE UNIQUE INDEX asset_reservations_spare ON asset_reservations (spare_id) WHERE released_at IS NULL;
 CREATE UNIQUE INDEX asset_reservations_for ON asset_reservations (for_id) WHERE released_at IS NULL;
-
--- The examples of docs/LIFECYCLE.md, disabled until someone enables them.
-INSERT INTO lifecycle_rules (name, enabled, condition_json, actions_json, created_by, created_at, updated_by, updated_at) VALUES
-('XID errors on more than 3 days in 30: diagnostic and repair', 0,
- '{"all":[{"attr":"kind","=":"gpu"},{"attr":"stage","=":"active"},{"metric":"xid_days","window_days":30,">":3}]}',
- '[{"type":"stage","to":"diagnostic_repair"}]', 'gpuinv', 0, 'gpuinv', 0),
-('Uncorrectable ECC or a row-remap failure: diagnostic and repair now', 0,
- '{"all":[{"attr":"kind","=":"gpu"},{"attr":"stage","in":["active","spare"]},{"any":[{"metric":"ecc_uncorrected","window_days":2,">":0},{"metric":"remap_failures","window_days":2,">":0}]}]}',
- '[{"type":"stage","to":"diagnostic_repair"},{"type":"reserve_spare"}]', 'gpuinv', 0, 'gpuinv', 0),
-('Temperature p95 above 85 C for 7 days: ticket', 0,
- '{"all":[{"attr":"kind","=":"gpu"},{"metric":"temp_p95","window_days":7,">":85,"days":7}]}',
- '[{"type":"ticket","title":"GPU running hot"}]', 'gpuinv', 0, 'gpuinv', 0),
-('Average utilization below 10% for 30 days: refurbishment candidate', 0,
- '{"all":[{"attr":"kind","=":"gpu"},{"attr":"stage","=":"active"},{"metric":"util_avg","window_days":30,"<":10,"days":30}]}',
- '[{"type":"stage","to":"refurbishment_candidate"}]', 'gpuinv', 0, 'gpuinv', 0),
-('Warranty ending within 30 days: maintenance ticket', 0,
- '{"all":[{"attr":"warranty_days_left",">=":0},{"attr":"warranty_days_left","<=":30}]}',
- '[{"type":"ticket","title":"Warranty ending: plan maintenance"}]', 'gpuinv', 0, 'gpuinv', 0);
