@@ -1,5 +1,5 @@
-/* Private to the ownership files of src/store/ (ownership.c, owner_dims.c,
- * owner_rules.c): what they share inside a transaction. */
+/* Private to the ownership files of src/store/ (ownership.c, owner_assign.c,
+ * owner_dims.c, owner_rules.c): what they share inside a transaction. */
 #ifndef GI_OWNER_INT_H
 #define GI_OWNER_INT_H
 
@@ -26,5 +26,15 @@ void owner_touch(void);
 /* Formats integer member `key` of o (unix seconds) as RFC 3339, in place;
  * null stays null. */
 void owner_time_member(json_t *o, const char *key);
+/* Recomputes GPU gpu_id's materialized owner as of `now` (a GPU that is
+ * gone is GI_OK). */
+int owner_refresh_at(struct conn *c, int64_t gpu_id, int64_t now);
+/* Every GPU's id (caller frees). */
+int owner_gpu_ids(struct conn *c, int64_t **ids, size_t *n);
+/* The GPUs an assignment of target t/tid affects: a GPU and its MIG
+ * instances, a host's GPUs, the GPUs of the hosts linked to a resource
+ * (caller frees). */
+int owner_affected_gpus(struct conn *c, enum store_owner_target t, int64_t tid, int64_t **ids,
+                        size_t *n);
 
 #endif
