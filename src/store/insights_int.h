@@ -1,6 +1,7 @@
 /* Private to the usage insight files of src/store/ (insights.c,
- * insights_patterns.c, insights_waste.c): the filters every insight
- * statement shares and the helpers that turn its rows into items. */
+ * insights_patterns.c, insights_waste.c, insights_savings.c): the filters
+ * every insight statement shares and the helpers that turn its rows into
+ * items. */
 #ifndef GI_INSIGHTS_INT_H
 #define GI_INSIGHTS_INT_H
 
@@ -67,5 +68,42 @@ bool insight_append(json_t *items, json_t *o);
  * step's status otherwise. */
 int insight_collect_rows(struct conn *c, struct db_stmt *s, json_t *(*row)(struct db_stmt *s),
                          json_t *items);
+
+/* ---- shared by insights_waste.c and insights_savings.c ---- */
+
+/* Hidden member of the items the savings are drawn from: the GPU's cost
+ * per hour now (rate × fraction, micro-units), stripped before an item
+ * leaves the store (insight_run_items()). */
+#define HOURLY "_hourly"
+
+/* What the producers of insight_run_items() take besides the filter. */
+struct insight_arg {
+    const struct store_insight_filter *f;
+    int64_t min_hours;
+    double peak_below;
+};
+
+/* RFC 3339 of t as JSON. */
+json_t *insight_time_json(int64_t t);
+/* The oldest hour a run may end with and still count as lasting up to
+ * the end of the range (the hour before the range's newest hour). */
+int64_t insight_recent_hour(int64_t to);
+/* Appends the GPUs idle now for min_hours or more to items (with the
+ * hidden HOURLY figures). */
+int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
+                       json_t *items);
+/* Appends the allocated-idle GPUs of f to items (with the hidden HOURLY
+ * figures). */
+int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items);
+/* Appends the over-requesting workloads of f (peak utilisation below
+ * peak_below) to items. */
+int insight_overrequest_items(struct conn *c, const struct store_insight_filter *f,
+                              double peak_below, json_t *items);
+/* Sorts items by cmp and keeps the first limit of them. */
+int insight_sort_limit(json_t *items, int (*cmp)(const void *, const void *), int64_t limit);
+/* Runs one item producer on a borrowed connection in one snapshot,
+ * stripping the hidden members from the items it made. */
+int insight_run_items(struct store *st, json_t **items,
+                      int (*fn)(struct conn *c, const void *arg, json_t *items), const void *arg);
 
 #endif

@@ -1,7 +1,7 @@
 /* Inefficiency lists read from the rollups: idle and allocated-idle
- * GPUs, waste by team, top consumers, over-requesting workloads and the
- * savings drawn from them. See store.h; figures and money are those of
- * insights.c.
+ * GPUs, waste by team, top consumers and over-requesting workloads (the
+ * savings drawn from them are insights_savings.c's). See store.h; figures
+ * and money are those of insights.c.
  *
  * The consumer lists (allocated-idle, top consumers, over-requesting
  * workloads) read the whole days of their range from
@@ -23,7 +23,6 @@
 #include "core/util.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,8 +161,6 @@
       "MIN(r.first_hour), MAX(r.last_hour) + 3600 FROM" CONSUMER_ROWS                              \
       "GROUP BY r.kind, r.consumer ORDER BY SUM(r.allocated_s) DESC, r.kind, r.consumer LIMIT "    \
       ":limit")                                                                                    \
-    X(SAVINGS_REV, "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM usage_groups_daily WHERE "  \
-                   "day >= :from AND day < :to")                                                   \
     X(OVERREQUEST,                                                                                 \
       "SELECT r.kind, " WORKLOAD ", COALESCE(r.host_id, 0), MAX(r.host), MAX(r.holder), "          \
       "MAX(r.team), g.uuid, MAX(r.util_max), SUM(r.held_s), SUM(r.allocated_s) / 3600, "           \
@@ -179,11 +176,9 @@ static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c,
 /* Rows an over-request query reads at most, so one request stays bounded
  * however many GPUs the range holds. */
 #define OVERREQUEST_MAX_ROWS 200000
-/* A month, for the savings: 30 days of hours. */
-#define MONTH_HOURS 720.0
 
 /* RFC 3339 of t as JSON. */
-static json_t *time_json(int64_t t)
+json_t *insight_time_json(int64_t t)
 {
     char buf[32];
 
@@ -215,11 +210,6 @@ static json_t *col_cost(struct db_stmt *s, int i)
 
 /* ---- idle and allocated-idle GPUs ---- */
 
-/* Hidden member of the items the savings are drawn from: the GPU's cost
- * per hour now (rate × fraction, micro-units), stripped before an item
- * leaves this file. */
-#define HOURLY "_hourly"
-
 /* {"amount","currency"} of a cost per hour, or null without a rate. */
 static json_t *hourly_json(double micros, const char *currency)
 {
@@ -249,12 +239,12 @@ static void strip_hidden(json_t *items)
 /* One GPU of the IDLE statement. */
 static json_t *idle_row(struct db_stmt *s)
 {
-    json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu",
-                          insight_col_text_json(s, 0), "host", insight_col_text_json(s, 8), "team",
-                          insight_col_text_json(s, 9), "model", insight_col_text_json(s, 10),
-                          "since", time_json(db_col_int(s, 1)), "until",
-                          time_json(db_col_int(s, 2)), "hours", (json_int_t)db_col_int(s, 3),
-                          "idle_gpu_hours", insight_num(db_col_dbl(s, 4)), "cost", col_cost(s, 5));
+    json_t *o = json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu", insight_col_text_json(s, 0), "host",
+        insight_col_text_json(s, 8), "team", insight_col_text_json(s, 9), "model",
+        insight_col_text_json(s, 10), "since", insight_time_json(db_col_int(s, 1)), "until",
+        insight_time_json(db_col_int(s, 2)), "hours", (json_int_t)db_col_int(s, 3),
+        "idle_gpu_hours", insight_num(db_col_dbl(s, 4)), "cost", col_cost(s, 5));
     if (o)
         set_hourly(o, insight_col_opt(s, 11), db_col_text(s, 12));
     return o;
@@ -264,12 +254,12 @@ static json_t *idle_row(struct db_stmt *s)
  * the end of the range: the hour before the range's newest hour (the one
  * holding to - 1), so that an hour not yet rolled up does not end every
  * run. */
-static int64_t recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 3600; }
+int64_t insight_recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 3600; }
 
 /* Appends the GPUs idle now for min_hours or more to items (with the
  * hidden HOURLY figures). */
-static int idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
-                      json_t *items)
+int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
+                       json_t *items)
 {
     struct db_stmt *s = prep(c, ST_IDLE);
 
@@ -277,7 +267,7 @@ static int idle_items(struct conn *c, const struct store_insight_filter *f, int6
         return GI_INTERNAL;
     insight_bind_filter(s, f);
     db_bind_int(s, ":min_hours", min_hours);
-    db_bind_int(s, ":recent", recent_hour(f->to));
+    db_bind_int(s, ":recent", insight_recent_hour(f->to));
     return insight_collect_rows(c, s, idle_row, items);
 }
 
@@ -327,9 +317,9 @@ static json_t *alloc_idle_row(struct db_stmt *s)
         insight_col_text_json(s, 0), "host", insight_col_text_json(s, 5), "team",
         insight_col_text_json(s, 4), "consumer", "kind", insight_col_text_json(s, 1), "name",
         insight_col_text_json(s, 2), "team", insight_col_text_json(s, 3), "since",
-        time_json(db_col_int(s, 10)), "idle_now", false, "last_seen", time_json(db_col_int(s, 11)),
-        "held_gpu_hours", insight_num(db_col_dbl(s, 12)), "allocated_idle_gpu_hours",
-        insight_num(db_col_dbl(s, 6)), "cost", col_cost(s, 7), ITEM_GID,
+        insight_time_json(db_col_int(s, 10)), "idle_now", false, "last_seen",
+        insight_time_json(db_col_int(s, 11)), "held_gpu_hours", insight_num(db_col_dbl(s, 12)),
+        "allocated_idle_gpu_hours", insight_num(db_col_dbl(s, 6)), "cost", col_cost(s, 7), ITEM_GID,
         (json_int_t)db_col_int(s, 13), ITEM_LAST, (json_int_t)db_col_int(s, 16));
     if (o)
         set_hourly(o, insight_col_opt(s, 14), db_col_text(s, 15));
@@ -451,7 +441,7 @@ static int alloc_idle_runs(struct conn *c, const struct store_insight_filter *f,
         if (rc != GI_OK)
             return rc;
         if (now) {
-            json_object_set_new(o, "since", time_json(since));
+            json_object_set_new(o, "since", insight_time_json(since));
             json_object_set_new(o, "idle_now", json_true());
         }
         json_object_del(o, ITEM_GID);
@@ -462,7 +452,7 @@ static int alloc_idle_runs(struct conn *c, const struct store_insight_filter *f,
 
 /* Appends the allocated-idle GPUs to items (with the hidden HOURLY
  * figures). */
-static int alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
+int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
 {
     struct db_stmt *s = prep(c, ST_ALLOC_IDLE);
     size_t first = json_array_size(items);
@@ -477,8 +467,8 @@ static int alloc_idle_items(struct conn *c, const struct store_insight_filter *f
 }
 
 /* Runs one item producer on a borrowed connection in one snapshot. */
-static int run_items(struct store *st, json_t **items,
-                     int (*fn)(struct conn *c, const void *arg, json_t *items), const void *arg)
+int insight_run_items(struct store *st, json_t **items,
+                      int (*fn)(struct conn *c, const void *arg, json_t *items), const void *arg)
 {
     struct conn *c = db_conn_get(st);
     int rc = GI_INTERNAL;
@@ -498,35 +488,28 @@ static int run_items(struct store *st, json_t **items,
     return rc;
 }
 
-/* What the producers of run_items() take besides the filter. */
-struct insight_arg {
-    const struct store_insight_filter *f;
-    int64_t min_hours;
-    double peak_below;
-};
-
-/* The producers run_items() runs, one per public function. */
+/* The producers insight_run_items() runs, one per public function. */
 static int idle_fn(struct conn *c, const void *arg, json_t *items)
 {
     const struct insight_arg *a = arg;
-    return idle_items(c, a->f, a->min_hours, items);
+    return insight_idle_items(c, a->f, a->min_hours, items);
 }
 
 int store_insight_idle(struct store *st, const struct store_insight_filter *f, int64_t min_hours,
                        json_t **items)
 {
     struct insight_arg a = {f, min_hours, 0};
-    return run_items(st, items, idle_fn, &a);
+    return insight_run_items(st, items, idle_fn, &a);
 }
 
 static int alloc_idle_fn(struct conn *c, const void *arg, json_t *items)
 {
-    return alloc_idle_items(c, arg, items);
+    return insight_alloc_idle_items(c, arg, items);
 }
 
 int store_insight_alloc_idle(struct store *st, const struct store_insight_filter *f, json_t **items)
 {
-    return run_items(st, items, alloc_idle_fn, f);
+    return insight_run_items(st, items, alloc_idle_fn, f);
 }
 
 /* ---- waste by team, top consumers ---- */
@@ -599,7 +582,7 @@ static int waste_fn(struct conn *c, const void *arg, json_t *items)
 int store_insight_waste_by_team(struct store *st, const struct store_insight_filter *f,
                                 json_t **items)
 {
-    return run_items(st, items, waste_fn, f);
+    return insight_run_items(st, items, waste_fn, f);
 }
 
 /* One consumer of the TOP_CONSUMERS statement. */
@@ -613,8 +596,8 @@ static json_t *top_row(struct db_stmt *s)
                      insight_num(busy), "allocated_idle_gpu_hours", insight_num(db_col_dbl(s, 5)),
                      "busy_pct", gh > 0 ? insight_num(100.0 * busy / gh) : json_null(), "util_avg",
                      measured > 0 ? insight_num(db_col_dbl(s, 6) / measured) : json_null(), "gpus",
-                     (json_int_t)db_col_int(s, 8), "first", time_json(db_col_int(s, 12)), "last",
-                     time_json(db_col_int(s, 13)), "cost", col_cost(s, 9));
+                     (json_int_t)db_col_int(s, 8), "first", insight_time_json(db_col_int(s, 12)),
+                     "last", insight_time_json(db_col_int(s, 13)), "cost", col_cost(s, 9));
 }
 
 static int top_fn(struct conn *c, const void *arg, json_t *items)
@@ -630,7 +613,7 @@ static int top_fn(struct conn *c, const void *arg, json_t *items)
 int store_insight_top_consumers(struct store *st, const struct store_insight_filter *f,
                                 json_t **items)
 {
-    return run_items(st, items, top_fn, f);
+    return insight_run_items(st, items, top_fn, f);
 }
 
 /* ---- over-requesting workloads ---- */
@@ -704,8 +687,8 @@ static bool workload_end(struct workload *w, json_t *items)
     json_object_set_new(o, "idle_gpu_hours", insight_num(w->idle_gh));
     json_object_set_new(o, "idle_cost",
                         cost_json(w->idle_cost, cur[0] ? cur : NULL, cur[0] ? cur : NULL));
-    json_object_set_new(o, "first", time_json(w->first));
-    json_object_set_new(o, "last", time_json(w->last));
+    json_object_set_new(o, "first", insight_time_json(w->first));
+    json_object_set_new(o, "last", insight_time_json(w->last));
     json_object_set_new(o, "_last", json_integer(w->last));
     json_object_del(o, "currency");
     if (!isnan(w->idle_cost) && cur[0]) {
@@ -733,7 +716,7 @@ static int workload_cmp(const void *a, const void *b)
 }
 
 /* Sorts items by workload_cmp and keeps the first `limit`. */
-static int sort_limit(json_t *items, int (*cmp)(const void *, const void *), int64_t limit)
+int insight_sort_limit(json_t *items, int (*cmp)(const void *, const void *), int64_t limit)
 {
     size_t n = json_array_size(items);
     json_t **v = n ? calloc(n, sizeof *v) : NULL;
@@ -757,8 +740,8 @@ static int sort_limit(json_t *items, int (*cmp)(const void *, const void *), int
 
 /* Appends the over-requesting workloads to items, largest idle cost
  * first, at most f->limit (with the hidden members the savings read). */
-static int overrequest_items(struct conn *c, const struct store_insight_filter *f,
-                             double peak_below, json_t *items)
+int insight_overrequest_items(struct conn *c, const struct store_insight_filter *f,
+                              double peak_below, json_t *items)
 {
     struct db_stmt *s = prep(c, ST_OVERREQUEST);
     struct workload w = {0};
@@ -801,7 +784,7 @@ static int overrequest_items(struct conn *c, const struct store_insight_filter *
         rc = GI_INTERNAL;
     json_decref(w.o);
     if (rc == GI_OK)
-        rc = sort_limit(items, workload_cmp, f->limit > 0 ? f->limit : 100);
+        rc = insight_sort_limit(items, workload_cmp, f->limit > 0 ? f->limit : 100);
     return rc;
 }
 
@@ -820,7 +803,7 @@ static void strip_workload(json_t *items)
 static int overrequest_fn(struct conn *c, const void *arg, json_t *items)
 {
     const struct insight_arg *a = arg;
-    int rc = overrequest_items(c, a->f, a->peak_below, items);
+    int rc = insight_overrequest_items(c, a->f, a->peak_below, items);
 
     strip_workload(items);
     return rc;
@@ -830,456 +813,5 @@ int store_insight_overrequest(struct store *st, const struct store_insight_filte
                               double peak_below, json_t **items)
 {
     struct insight_arg a = {f, 0, peak_below};
-    return run_items(st, items, overrequest_fn, &a);
-}
-
-/* ---- savings ---- */
-
-/* One opportunity being gathered: GPUs of one kind of waste under one
- * holder, in one currency. */
-struct opportunity {
-    char key[512];
-    json_t *o;        /* the item */
-    json_t *uuids;    /* borrowed from o */
-    double hourly;    /* micros per hour saved, NAN: no rate */
-    char currency[8]; /* "" without a rate */
-    int64_t since;
-};
-
-struct opportunities {
-    struct opportunity *v;
-    size_t n, cap;
-    json_t *claimed; /* uuid -> true: each GPU is behind one opportunity */
-};
-
-/* Frees every opportunity and the set of claimed GPUs. */
-static void opps_free(struct opportunities *ops)
-{
-    for (size_t i = 0; i < ops->n; i++)
-        json_decref(ops->v[i].o);
-    free(ops->v);
-    json_decref(ops->claimed);
-}
-
-/* The opportunity of `kind` for `holder` in `currency`, made on first
- * use; NULL when out of memory. */
-static struct opportunity *opp_get(struct opportunities *ops, const char *kind, const char *holder,
-                                   const char *currency)
-{
-    char key[512];
-
-    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind, holder, currency ? currency : "");
-    for (size_t i = 0; i < ops->n; i++)
-        if (strcmp(ops->v[i].key, key) == 0)
-            return &ops->v[i];
-    if (ops->n == ops->cap) {
-        size_t cap = ops->cap ? ops->cap * 2 : 16;
-        struct opportunity *nv = realloc(ops->v, cap * sizeof *nv);
-        if (nv == NULL)
-            return NULL;
-        ops->v = nv;
-        ops->cap = cap;
-    }
-    struct opportunity *p = &ops->v[ops->n];
-    memset(p, 0, sizeof *p);
-    gi_strlcpy(p->key, key, sizeof p->key);
-    gi_strlcpy(p->currency, currency ? currency : "", sizeof p->currency);
-    p->hourly = currency ? 0 : NAN;
-    if ((p->o = json_pack("{s:s, s:[]}", "kind", kind, "gpu_uuids")) == NULL)
-        return NULL;
-    p->uuids = json_object_get(p->o, "gpu_uuids");
-    ops->n++;
-    return p;
-}
-
-/* Adds one GPU with its cost per hour now to p, unless an opportunity
- * already counts it; false when it was skipped. */
-static bool opp_add(struct opportunities *ops, struct opportunity *p, const char *uuid,
-                    double hourly, int64_t since)
-{
-    if (json_object_get(ops->claimed, uuid))
-        return false;
-    json_object_set_new(ops->claimed, uuid, json_true());
-    json_array_append_new(p->uuids, json_string(uuid));
-    if (!isnan(p->hourly) && !isnan(hourly))
-        p->hourly += hourly;
-    if (p->since == 0 || since < p->since)
-        p->since = since;
-    return true;
-}
-
-/* The item's cost per hour now (micros), NAN without a rate. */
-static double item_hourly(const json_t *o)
-{
-    const json_t *h = json_object_get(o, HOURLY);
-    return h ? json_real_value(h) : NAN;
-}
-
-/* Member k of o as a string, NULL when absent or not a string. */
-static const char *item_str(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-/* "~$4320.00/month" or "~4320.00 EUR/month"; "no catalog rate" when the
- * saving is unknown. */
-static void saving_text(const struct opportunity *p, char *buf, size_t len)
-{
-    char amount[40];
-
-    if (isnan(p->hourly) || p->currency[0] == '\0') {
-        snprintf(buf, len, "no catalog rate, saving unknown");
-        return;
-    }
-    insight_money_text(p->hourly * MONTH_HOURS, amount, sizeof amount);
-    if (strcmp(p->currency, "USD") == 0)
-        snprintf(buf, len, "~$%s/month", amount);
-    else
-        snprintf(buf, len, "~%s %s/month", amount, p->currency);
-}
-
-/* Finishes p's item: its count, since, saving and its sentence, by the
- * kind of opportunity. */
-static void opp_finish(struct opportunity *p)
-{
-    size_t n = json_array_size(p->uuids);
-    const char *kind = item_str(p->o, "kind"), *holder = item_str(p->o, "_holder");
-    const char *team = item_str(p->o, "team"), *pl = n == 1 ? "" : "s";
-    char date[32], tail[64], text[1024];
-
-    gi_time_format(p->since, date, sizeof date);
-    date[10] = '\0';
-    saving_text(p, tail, sizeof tail);
-    if (strcmp(kind, "allocated_idle") == 0)
-        snprintf(text, sizeof text, "release %zu allocated-idle GPU%s held by %s since %s: %s", n,
-                 pl, holder, date, tail);
-    else if (strcmp(kind, "idle") == 0)
-        snprintf(text, sizeof text,
-                 "reclaim %zu GPU%s %s%s idle for %lld hours or more since %s: %s", n, pl,
-                 team ? "of team " : "without an owner", team ? team : "",
-                 (long long)json_integer_value(json_object_get(p->o, "_hours")), date, tail);
-    else
-        snprintf(text, sizeof text,
-                 "%s holds %lld GPUs and leaves %zu idle since %s: release the idle GPU%s: %s",
-                 holder, (long long)json_integer_value(json_object_get(p->o, "_n")), n, date, pl,
-                 tail);
-    json_object_set_new(p->o, "gpus", json_integer((json_int_t)n));
-    json_object_set_new(p->o, "since", time_json(p->since));
-    json_object_set_new(p->o, "text", json_string(text));
-    json_object_set_new(
-        p->o, "saving",
-        json_pack("{s:o, s:o, s:s, s:s}", "monthly",
-                  insight_money_json(p->currency[0] ? p->hourly * MONTH_HOURS : NAN), "currency",
-                  p->currency[0] ? json_string(p->currency) : json_null(), "method", "catalog",
-                  "basis",
-                  "cost per hour now of the GPUs behind it (catalog rate x fraction) x "
-                  "720 hours (30 days)"));
-    json_object_del(p->o, "_holder");
-    json_object_del(p->o, "_hours");
-    json_object_del(p->o, "_n");
-}
-
-/* The currency of an item's cost per hour, NULL without a rate. */
-static const char *item_currency(const json_t *o)
-{
-    return isnan(item_hourly(o)) ? NULL : item_str(json_object_get(o, "hourly"), "currency");
-}
-
-/* An item's RFC 3339 member k as unix seconds; false when absent. */
-static bool item_time(const json_t *o, const char *k, int64_t *t)
-{
-    const char *v = item_str(o, k);
-    return v != NULL && gi_time_parse(v, t) == GI_OK;
-}
-
-/* Release the GPUs held but idle now, per holder (the consumer's team,
- * else the owner's team, else the consumer itself). */
-static int savings_alloc_idle(const json_t *list, int64_t recent, struct opportunities *ops)
-{
-    size_t i;
-    json_t *o;
-
-    json_array_foreach(list, i, o) {
-        const json_t *cons = json_object_get(o, "consumer");
-        const char *team = item_str(cons, "team") ? item_str(cons, "team") : item_str(o, "team");
-        const char *name = item_str(cons, "name"), *kind = item_str(cons, "kind");
-        int64_t last = 0, since = 0;
-        char holder[400];
-        struct opportunity *p;
-
-        if (!json_is_true(json_object_get(o, "idle_now")) || !item_time(o, "last_seen", &last) ||
-            last < recent || !item_time(o, "since", &since) || item_str(o, "gpu") == NULL)
-            continue;
-        if (team)
-            snprintf(holder, sizeof holder, "team %s", team);
-        else
-            snprintf(holder, sizeof holder, "%s %s", kind ? kind : "", name ? name : "");
-        if ((p = opp_get(ops, "allocated_idle", holder, item_currency(o))) == NULL)
-            return GI_INTERNAL;
-        if (json_object_get(p->o, "_holder") == NULL) {
-            json_object_set_new(p->o, "team", team ? json_string(team) : json_null());
-            json_object_set_new(p->o, "consumer", team || !name ? json_null() : json_string(name));
-            json_object_set_new(p->o, "_holder", json_string(holder));
-        }
-        opp_add(ops, p, item_str(o, "gpu"), item_hourly(o), since);
-    }
-    return GI_OK;
-}
-
-/* Reclaim the GPUs idle for long, per owner team. */
-static int savings_idle(const json_t *list, struct opportunities *ops)
-{
-    size_t i;
-    json_t *o;
-
-    json_array_foreach(list, i, o) {
-        const char *team = item_str(o, "team");
-        int64_t since = 0, hours = json_integer_value(json_object_get(o, "hours"));
-        struct opportunity *p;
-
-        if (!item_time(o, "since", &since) || item_str(o, "gpu") == NULL)
-            continue;
-        if ((p = opp_get(ops, "idle", team ? team : "", item_currency(o))) == NULL)
-            return GI_INTERNAL;
-        if (json_object_get(p->o, "_holder") == NULL) {
-            json_object_set_new(p->o, "team", team ? json_string(team) : json_null());
-            json_object_set_new(p->o, "consumer", json_null());
-            json_object_set_new(p->o, "_holder", json_string(team ? team : ""));
-            json_object_set_new(p->o, "_hours", json_integer(hours));
-        }
-        if (hours < json_integer_value(json_object_get(p->o, "_hours")))
-            json_object_set_new(p->o, "_hours", json_integer(hours));
-        opp_add(ops, p, item_str(o, "gpu"), item_hourly(o), since);
-    }
-    return GI_OK;
-}
-
-/* Release the idle GPUs of each workload that still holds them. */
-static int savings_overrequest(const json_t *list, int64_t recent, struct opportunities *ops)
-{
-    size_t i, j;
-    json_t *o, *u;
-
-    json_array_foreach(list, i, o) {
-        const char *wl = item_str(o, "workload"), *host = item_str(o, "host");
-        const char *kind = item_str(o, "kind");
-        double hourly = item_hourly(o);
-        int64_t since = 0;
-        char holder[600];
-        struct opportunity *p;
-
-        if (json_integer_value(json_object_get(o, "_last")) < recent ||
-            !item_time(o, "first", &since))
-            continue;
-        snprintf(holder, sizeof holder, "%s %s on %s", kind ? kind : "", wl ? wl : "",
-                 host ? host : "an unknown host");
-        if ((p = opp_get(ops, "overrequest", holder,
-                         isnan(hourly) ? NULL : item_str(o, "_currency"))) == NULL)
-            return GI_INTERNAL;
-        json_object_set_new(p->o, "team", json_incref(json_object_get(o, "team")));
-        json_object_set_new(p->o, "consumer", wl ? json_string(wl) : json_null());
-        json_object_set_new(p->o, "_holder", json_string(holder));
-        json_object_set_new(p->o, "_n", json_incref(json_object_get(o, "n")));
-        json_array_foreach(json_object_get(o, "idle_gpus"), j, u)
-            opp_add(ops, p, json_string_value(u), NAN, since);
-        if (!isnan(p->hourly) && !isnan(hourly))
-            p->hourly += hourly;
-    }
-    return GI_OK;
-}
-
-/* Larger monthly saving first (unknown last), then more GPUs. */
-static int opp_cmp(const void *a, const void *b)
-{
-    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-    const char *mx = item_str(json_object_get(x, "saving"), "monthly");
-    const char *my = item_str(json_object_get(y, "saving"), "monthly");
-    double sx = mx ? strtod(mx, NULL) : -1, sy = my ? strtod(my, NULL) : -1;
-    json_int_t nx = json_integer_value(json_object_get(x, "gpus"));
-    json_int_t ny = json_integer_value(json_object_get(y, "gpus"));
-
-    if (sx != sy)
-        return sx < sy ? 1 : -1;
-    if (nx != ny)
-        return nx < ny ? 1 : -1;
-    return strcmp(item_str(x, "text"), item_str(y, "text"));
-}
-
-/* The savings: the three lists read whole, turned into opportunities
- * and the largest f->limit kept. */
-static int savings_fn(struct conn *c, const void *arg, json_t *items)
-{
-    const struct insight_arg *a = arg;
-    struct store_insight_filter f = *a->f;
-    struct opportunities ops = {.claimed = json_object()};
-    json_t *alloc = json_array(), *idle = json_array(), *over = json_array();
-    int64_t recent = recent_hour(f.to) + 3600;
-    int rc = GI_INTERNAL;
-
-    if (alloc == NULL || idle == NULL || over == NULL || ops.claimed == NULL)
-        goto cleanup;
-    /* Every GPU behind an opportunity counts, so the lists are read whole
-     * (up to a bound) and the opportunities limited afterwards. */
-    f.limit = 10000;
-    if ((rc = alloc_idle_items(c, &f, alloc)) != GI_OK ||
-        (rc = idle_items(c, &f, a->min_hours, idle)) != GI_OK ||
-        (rc = overrequest_items(c, &f, a->peak_below, over)) != GI_OK)
-        goto cleanup;
-    /* The most specific first: a workload's unused GPUs, then GPUs held
-     * but idle, then GPUs nobody holds. */
-    if ((rc = savings_overrequest(over, recent, &ops)) != GI_OK ||
-        (rc = savings_alloc_idle(alloc, recent, &ops)) != GI_OK ||
-        (rc = savings_idle(idle, &ops)) != GI_OK)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    for (size_t i = 0; i < ops.n; i++) {
-        struct opportunity *p = &ops.v[i];
-        if (json_array_size(p->uuids) == 0)
-            continue;
-        opp_finish(p);
-        if (json_array_append(items, p->o) != 0)
-            goto cleanup;
-    }
-    rc = sort_limit(items, opp_cmp, a->f->limit > 0 ? a->f->limit : 100);
-cleanup:
-    opps_free(&ops);
-    json_decref(alloc);
-    json_decref(idle);
-    json_decref(over);
-    return rc;
-}
-
-/* ---- the savings cache ----
- *
- * The savings read three heavy lists; a page that asks again within the
- * hour, with nothing rolled up since, gets the answer it got before. The
- * cache is per process (answers are small, a replica computes each one
- * once itself, and a read never writes to the database), keyed by the
- * store, the filters, the range and the parameters, and valid while the
- * range's rollup revision is unchanged: the number of day-group rows of
- * the range's days and their newest updated_at. The rollup job rewrites a
- * day's groups, with updated_at = now, in every transaction that writes
- * one of its hours (new data, late data, re-attribution, re-pricing), and
- * retention deletes them, so any change to the hours the savings read
- * changes the revision. An answer is reused only when its revision was
- * read in a later second than that newest write (a write in the same
- * second would not change it), and for an hour at most. */
-#define SAVINGS_CACHE_N 32
-#define SAVINGS_CACHE_TTL_S 3600
-
-struct savings_rev {
-    int64_t rows, newest;
-};
-
-struct savings_entry {
-    const struct store *st;
-    char key[1200];
-    struct savings_rev rev;
-    int64_t read_at; /* when rev was read */
-    json_t *items;
-};
-
-static pthread_mutex_t savings_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct savings_entry savings_cache[SAVINGS_CACHE_N];
-static size_t savings_next; /* the slot replaced next (oldest first) */
-
-/* The rollup revision of f's range (see above). */
-static int savings_rev_read(struct store *st, const struct store_insight_filter *f,
-                            struct savings_rev *rev)
-{
-    struct conn *c = db_conn_get(st);
-    struct db_stmt *s = prep(c, ST_SAVINGS_REV);
-    int step = GI_INTERNAL;
-
-    if (s != NULL) {
-        db_bind_int(s, ":from", f->from - f->from % 86400);
-        db_bind_int(s, ":to", f->to);
-        if ((step = db_step(c, s)) == DB_ROW) {
-            rev->rows = db_col_int(s, 0);
-            rev->newest = db_col_int(s, 1);
-        }
-        db_reset(s);
-    }
-    db_conn_put(st, c);
-    return step == DB_ROW ? GI_OK : step == DB_DONE ? GI_INTERNAL : db_status(step);
-}
-
-/* The cache key of a savings question; false when it does not fit. */
-static bool savings_key(const struct store_insight_filter *f, int64_t min_hours, double peak_below,
-                        char *key, size_t len)
-{
-    int n = snprintf(
-        key, len,
-        "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%.17g",
-        f->team ? f->team : "", f->env ? f->env : "", f->pool ? f->pool : "",
-        f->cluster ? f->cluster : "", f->cloud ? f->cloud : "", f->model ? f->model : "",
-        (long long)f->datacenter_id, (long long)f->from, (long long)f->to, (long long)f->limit,
-        (long long)min_hours, peak_below);
-    return n > 0 && (size_t)n < len;
-}
-
-/* A copy of the cached answer for key at rev, or NULL. */
-static json_t *savings_cached(const struct store *st, const char *key,
-                              const struct savings_rev *rev, int64_t now)
-{
-    json_t *hit = NULL;
-
-    pthread_mutex_lock(&savings_mu);
-    for (size_t i = 0; i < SAVINGS_CACHE_N; i++) {
-        const struct savings_entry *e = &savings_cache[i];
-        if (e->items && e->st == st && strcmp(e->key, key) == 0 && e->rev.rows == rev->rows &&
-            e->rev.newest == rev->newest && e->read_at > rev->newest &&
-            now - e->read_at < SAVINGS_CACHE_TTL_S) {
-            hit = json_deep_copy(e->items);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&savings_mu);
-    return hit;
-}
-
-/* Keeps a copy of items as the answer for key at rev, read at read_at. */
-static void savings_keep(const struct store *st, const char *key, const struct savings_rev *rev,
-                         int64_t read_at, const json_t *items)
-{
-    json_t *copy = json_deep_copy(items);
-    struct savings_entry *e = NULL;
-
-    if (copy == NULL)
-        return;
-    pthread_mutex_lock(&savings_mu);
-    for (size_t i = 0; i < SAVINGS_CACHE_N && !e; i++)
-        if (savings_cache[i].items && savings_cache[i].st == st &&
-            strcmp(savings_cache[i].key, key) == 0)
-            e = &savings_cache[i];
-    if (e == NULL) {
-        e = &savings_cache[savings_next];
-        savings_next = (savings_next + 1) % SAVINGS_CACHE_N;
-    }
-    json_decref(e->items);
-    e->st = st;
-    gi_strlcpy(e->key, key, sizeof e->key);
-    e->rev = *rev;
-    e->read_at = read_at;
-    e->items = copy;
-    pthread_mutex_unlock(&savings_mu);
-}
-
-int store_insight_savings(struct store *st, const struct store_insight_filter *f,
-                          int64_t idle_min_hours, double peak_below, json_t **items)
-{
-    struct insight_arg a = {f, idle_min_hours, peak_below};
-    struct savings_rev rev = {0, 0};
-    int64_t now = gi_now();
-    char key[1200];
-    bool cacheable = savings_key(f, idle_min_hours, peak_below, key, sizeof key) &&
-                     savings_rev_read(st, f, &rev) == GI_OK;
-    int rc;
-
-    if (cacheable && (*items = savings_cached(st, key, &rev, now)) != NULL)
-        return GI_OK;
-    rc = run_items(st, items, savings_fn, &a);
-    if (rc == GI_OK && cacheable)
-        savings_keep(st, key, &rev, now, *items);
-    return rc;
+    return insight_run_items(st, items, overrequest_fn, &a);
 }
