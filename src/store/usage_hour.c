@@ -1,7 +1,8 @@
 /* One GPU-hour of usage: the classification of its seconds, its consumers
  * and their allocation intervals, its hourly row, and the daily and group
  * sums built from hourly rows; called by the usage:rollup job (usage.c)
- * through usage_int.h.
+ * through usage_int.h. The consumers are gathered by usage_consumers.c
+ * (through usage_hour_int.h).
  *
  * Within one hour [H, H+3600) of GPU g:
  *  - a sample at ts covers (ts - gap, ts], gap being the time since the
@@ -32,6 +33,7 @@
  * instances' fractions, so a physical GPU never counts more than once. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
+#include "store/usage_hour_int.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -40,11 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Consumers tracked per GPU-hour; more are left out (logged). */
-#define MAX_CONSUMERS 32
-/* A stored GPU UUID (MIG instances' made-up ones included). */
-#define UUID_CAP 128
 
 #define COLS                                                                                       \
     "team, env, pool, cluster, cloud, model, datacenter_id, host_id, host, owned_s, allocated_s, " \
@@ -67,41 +64,6 @@
     X(OWNED_SET, "INSERT INTO usage_gpus (gpu_id, owned_from, updated_at) VALUES (:gid, :from, "   \
                  ":now) ON CONFLICT (gpu_id) DO UPDATE SET owned_from = excluded.owned_from, "     \
                  "updated_at = excluded.updated_at")                                               \
-    X(PODS_SEEN,                                                                                   \
-      "SELECT ts, namespace, pod, COALESCE(container, '') FROM gpu_pods WHERE gpu_uuid = :uuid "   \
-      "AND ts > :lo AND ts <= :hi ORDER BY ts")                                                    \
-    X(PROCS_SEEN,                                                                                  \
-      "SELECT ts, COALESCE(username, ''), COALESCE(name, ''), COALESCE(container, ''), "           \
-      "COALESCE(namespace, ''), COALESCE(pod, '') FROM gpu_processes WHERE gpu_uuid = :uuid AND "  \
-      "ts > :lo AND ts <= :hi ORDER BY ts")                                                        \
-    X(K8S_PODS,                                                                                    \
-      "SELECT p.namespace, p.name, p.gpus, COALESCE(p.started_at, p.first_seen_at), "              \
-      "COALESCE(p.ended_at, CASE WHEN p.seen = 1 THEN CAST(:now AS BIGINT) ELSE p.last_seen_at "   \
-      "END) FROM k8s_pods p JOIN k8s_nodes n ON n.source_id = p.source_id AND n.name = p.node "    \
-      "WHERE (n.hostname = :host OR n.name = :host) AND p.gpus > 0 AND COALESCE(p.started_at, "    \
-      "p.first_seen_at) < :hi AND (p.ended_at IS NULL OR p.ended_at > :lo) AND NOT EXISTS "        \
-      "(SELECT 1 FROM gpu_pods x WHERE x.ts > :lo_g AND x.ts <= :hi_g AND x.namespace = "          \
-      "p.namespace AND x.pod = p.name) AND NOT EXISTS (SELECT 1 FROM gpu_processes y WHERE y.ts "  \
-      "> :lo_g AND y.ts <= :hi_g AND y.namespace = p.namespace AND y.pod = p.name) ORDER BY "      \
-      "COALESCE(p.started_at, p.first_seen_at), p.uid")                                            \
-    X(HOST_GPUS_RANKED,                                                                            \
-      "SELECT g.id, CASE WHEN EXISTS (SELECT 1 FROM gpu_processes q WHERE q.gpu_uuid = g.uuid "    \
-      "AND q.ts > :lo AND q.ts <= :hi) THEN 1 ELSE 0 END FROM gpus g WHERE g.host_id = :hid AND "  \
-      "g.parent_uuid IS NULL AND (g.missing_since IS NULL OR g.missing_since > :lo) AND NOT "      \
-      "EXISTS (SELECT 1 FROM gpu_pods x WHERE x.gpu_uuid = g.uuid AND x.ts > :lo_g AND x.ts <= "   \
-      ":hi_g) AND NOT EXISTS (SELECT 1 FROM gpu_processes y WHERE y.gpu_uuid = g.uuid AND y.ts > " \
-      ":lo_g AND y.ts <= :hi_g AND y.pod IS NOT NULL AND y.namespace IS NOT NULL) ORDER BY "       \
-      "g.idx, g.id LIMIT 1024")                                                                    \
-    X(ALLOCS,                                                                                      \
-      "SELECT a.tenant, COALESCE(a.project, ''), a.started_at, a.ended_at FROM allocations a "     \
-      "JOIN host_links l ON l.resource_id = a.resource_id WHERE l.host_id = :hid AND "             \
-      "a.started_at < :hi AND (a.ended_at IS NULL OR a.ended_at > :lo) ORDER BY a.started_at, "    \
-      "a.id")                                                                                      \
-    X(SLURM_JOBS,                                                                                  \
-      "SELECT j.cluster, j.job_id, COALESCE(j.user_name, ''), COALESCE(j.account, ''), "           \
-      "j.started_at, j.ended_at FROM slurm_job_gpus x JOIN slurm_jobs j ON j.id = x.job_id WHERE " \
-      "x.gpu_id = :gid AND j.started_at < :hi AND (j.ended_at IS NULL OR j.ended_at > :lo) ORDER " \
-      "BY j.started_at, j.id")                                                                     \
     X(HOUR_DEL, "DELETE FROM usage_hourly WHERE gpu_id = :gid AND hour = :hour")                   \
     X(CONS_DEL, "DELETE FROM usage_consumers WHERE gpu_id = :gid AND hour = :hour")                \
     X(HOUR_ADD,                                                                                    \
@@ -175,83 +137,6 @@ static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
-/* A covered stretch (start, end] of the chosen source, clipped to the
- * owned window, and where its sample's own coverage began (obs_lo), so
- * that an observation at t in (obs_lo, end] belongs to it. */
-struct seg {
-    int64_t start, end, obs_lo;
-    const struct usage_sample *x;
-};
-
-enum kind_rank { K_INVENTORY = 1, K_PROCESS = 2, K_SLURM = 3, K_K8S = 4 };
-
-struct consumer {
-    int rank;
-    char kind[12];
-    char key[3 * 128];
-    char ns[128], pod[128], container[128], user[64], process[128], tenant[128], project[128];
-    char team[OWNER_LEN];
-    int64_t iv_lo, iv_hi; /* interval consumers: [iv_lo, iv_hi); 0,0 for observed ones */
-    uint8_t *on;          /* observed consumers: per segment, seen in it */
-    double alloc, busy, aidle, usum, meas, umax;
-    int64_t first, last; /* the stretch of the hour it held */
-};
-
-struct hour_calc {
-    int64_t gid, hour, lo, hi, now;
-    int64_t owned_lo; /* start of the owned span: earliest reading or inventory registration */
-    char uuid[UUID_CAP];
-    char model[128], host[256], parent[UUID_CAP], profile[64];
-    int64_t host_id, dc_id, missing, children;
-    bool has_host, has_dc;
-    struct seg *segs;
-    size_t nsegs;
-    struct consumer cons[MAX_CONSUMERS + 1]; /* the last: "unknown" */
-    size_t ncons;
-    struct owner_fields owner;
-    const struct usage_sample *chunk; /* every sample of the chunk (all its GPUs), by GPU */
-    size_t nchunk;
-};
-
-/* The consumer named kind/key, added when new (NULL when the table is
- * full). */
-static struct consumer *consumer_get(struct hour_calc *h, int rank, const char *kind,
-                                     const char *key)
-{
-    struct consumer *k;
-
-    for (size_t i = 0; i < h->ncons; i++)
-        if (strcmp(h->cons[i].kind, kind) == 0 && strcmp(h->cons[i].key, key) == 0)
-            return &h->cons[i];
-    if (h->ncons >= MAX_CONSUMERS) {
-        gi_warn("usage: GPU %lld has more than %d consumers in one hour; the rest are left out",
-                (long long)h->gid, MAX_CONSUMERS);
-        return NULL;
-    }
-    k = &h->cons[h->ncons++];
-    memset(k, 0, sizeof *k);
-    k->rank = rank;
-    gi_strlcpy(k->kind, kind, sizeof k->kind);
-    gi_strlcpy(k->key, key, sizeof k->key);
-    k->umax = NAN;
-    if (h->nsegs && !(k->on = calloc(h->nsegs, 1))) {
-        h->ncons--;
-        return NULL;
-    }
-    return k;
-}
-
-/* Marks consumer k seen at t: in the segment whose observation range
- * holds t. */
-static void observe(struct hour_calc *h, struct consumer *k, int64_t t)
-{
-    for (size_t i = 0; i < h->nsegs; i++)
-        if (t > h->segs[i].obs_lo && t <= h->segs[i].x->ts) {
-            k->on[i] = 1;
-            return;
-        }
-}
-
 static bool usable(double v) { return !isnan(v); }
 
 /* Builds the covered segments of GPU h->gid from its samples xs[0..n)
@@ -311,277 +196,6 @@ static int build_segments(struct hour_calc *h, const struct usage_sample *xs, si
         h->segs[h->nsegs++] = (struct seg){.start = a, .end = b, .obs_lo = obs_lo, .x = &xs[j]};
     }
     return GI_OK;
-}
-
-/* The consumer's team: a rule on its namespace, Slurm account or user,
- * else the GPU owner's. */
-int usage_consumer_team(struct conn *c, const char *kind, const char *ns, const char *project,
-                        const char *user, int64_t hour, const char *owner_team, char *team,
-                        size_t len)
-{
-    int rc = GI_OK;
-
-    team[0] = '\0';
-    if (strcmp(kind, "k8s") == 0 && ns[0])
-        rc = owner_consumer_team(c, "k8s", ns, hour, team, len);
-    else if (strcmp(kind, "slurm") == 0 && project[0])
-        rc = owner_consumer_team(c, "slurm", project, hour, team, len);
-    if (rc == GI_OK && !team[0] && strcmp(kind, "k8s") != 0 && user[0])
-        rc = owner_consumer_team(c, "user", user, hour, team, len);
-    if (rc == GI_OK && !team[0])
-        gi_strlcpy(team, owner_team, len);
-    return rc;
-}
-
-static int consumer_team(struct conn *c, struct hour_calc *h, struct consumer *k)
-{
-    return usage_consumer_team(c, k->kind, k->ns, k->project, k->user, h->hour, h->owner.team,
-                               k->team, sizeof k->team);
-}
-
-static void k8s_consumer(struct hour_calc *h, const char *ns, const char *pod,
-                         const char *container, struct consumer **out)
-{
-    char key[3 * 128];
-    struct consumer *k;
-
-    snprintf(key, sizeof key, "%s/%s/%s", ns, pod, container);
-    k = consumer_get(h, K_K8S, "k8s", key);
-    if (k) {
-        gi_strlcpy(k->ns, ns, sizeof k->ns);
-        gi_strlcpy(k->pod, pod, sizeof k->pod);
-        gi_strlcpy(k->container, container, sizeof k->container);
-    }
-    *out = k;
-}
-
-/* Pods and processes seen on the GPU around the hour. */
-static int observed_consumers(struct conn *c, struct hour_calc *h)
-{
-    struct db_stmt *s;
-    int step;
-
-    if (h->nsegs == 0)
-        return GI_OK;
-    if (!(s = prep(c, ST_PODS_SEEN)))
-        return GI_INTERNAL;
-    db_bind_text(s, ":uuid", h->uuid);
-    db_bind_int(s, ":lo", h->lo - usage_config()->max_gap_s);
-    db_bind_int(s, ":hi", h->hi + usage_config()->max_gap_s);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        struct consumer *k;
-        k8s_consumer(h, db_col_text(s, 1), db_col_text(s, 2), db_col_text(s, 3), &k);
-        if (k)
-            observe(h, k, db_col_int(s, 0));
-    }
-    db_reset(s);
-    if (step != DB_DONE)
-        return db_status(step);
-    if (!(s = prep(c, ST_PROCS_SEEN)))
-        return GI_INTERNAL;
-    db_bind_text(s, ":uuid", h->uuid);
-    db_bind_int(s, ":lo", h->lo - usage_config()->max_gap_s);
-    db_bind_int(s, ":hi", h->hi + usage_config()->max_gap_s);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        const char *user = db_col_text(s, 1), *name = db_col_text(s, 2);
-        const char *container = db_col_text(s, 3), *ns = db_col_text(s, 4),
-                   *pod = db_col_text(s, 5);
-        struct consumer *k;
-        char key[3 * 128];
-        if (ns[0] && pod[0]) {
-            k8s_consumer(h, ns, pod, container, &k);
-        } else {
-            if (user[0] || name[0])
-                snprintf(key, sizeof key, "%s/%s", user[0] ? user : "?", name[0] ? name : "?");
-            else
-                snprintf(key, sizeof key, "%s", container[0] ? container : "?");
-            if ((k = consumer_get(h, K_PROCESS, "process", key))) {
-                gi_strlcpy(k->user, user, sizeof k->user);
-                gi_strlcpy(k->process, name, sizeof k->process);
-                gi_strlcpy(k->container, container, sizeof k->container);
-            }
-        }
-        if (k)
-            observe(h, k, db_col_int(s, 0));
-    }
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-/* Whether the chunk's samples show GPU gid at or above the threshold in
- * the hour's window. */
-static bool busy_in_chunk(const struct hour_calc *h, int64_t gid)
-{
-    for (size_t i = 0; i < h->nchunk; i++)
-        if (h->chunk[i].gpu == gid && h->chunk[i].ts > h->lo && h->chunk[i].ts <= h->hi &&
-            h->chunk[i].ua >= usage_config()->busy_pct)
-            return true;
-    return false;
-}
-
-/* This GPU's place among the node's GPUs without a mapped pod, those
- * with evidence of use (a process, or utilization at or above the
- * threshold in the samples read with it) first, then by index; -1 when
- * it is not among them. */
-static int gpu_rank(struct conn *c, struct hour_calc *h, int64_t *rank)
-{
-    struct db_stmt *s = prep(c, ST_HOST_GPUS_RANKED);
-    int64_t used_before = 0, idle_before = 0, used_all = 0;
-    bool seen = false, mine_used = false;
-    int step;
-
-    *rank = -1;
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":hid", h->host_id);
-    db_bind_int(s, ":lo", h->lo);
-    db_bind_int(s, ":hi", h->hi);
-    db_bind_int(s, ":lo_g", h->lo - usage_config()->max_gap_s);
-    db_bind_int(s, ":hi_g", h->hi + usage_config()->max_gap_s);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        int64_t id = db_col_int(s, 0);
-        bool used = db_col_int(s, 1) == 1 || busy_in_chunk(h, id);
-        if (id == h->gid) {
-            seen = true;
-            mine_used = used;
-        } else if (!seen) {
-            used_before += used;
-            idle_before += !used;
-        }
-        used_all += used;
-    }
-    db_reset(s);
-    if (step != DB_DONE)
-        return db_status(step);
-    if (seen)
-        *rank = mine_used ? used_before : used_all + idle_before;
-    return GI_OK;
-}
-
-/* Kubernetes pods that request GPUs on the GPU's node but were never seen
- * on a particular GPU (by a dcgm-exporter label or a process naming the
- * pod): the node's GPUs without such a mapped pod are ranked
- * (gpu_rank) and handed out to the pods in the order they started, each
- * taking as many as it requests. This GPU gets the pods whose share
- * includes it. */
-static int pod_heuristic(struct conn *c, struct hour_calc *h)
-{
-    struct pod {
-        char ns[128], name[128];
-        int64_t gpus, lo, hi;
-    } *pods = NULL;
-    struct db_stmt *s;
-    size_t n = 0, cap = 0;
-    int64_t rank = -1, pos = 0;
-    int step, rc = GI_OK;
-
-    if (!h->has_host || h->parent[0])
-        return GI_OK;
-    if (!(s = prep(c, ST_K8S_PODS)))
-        return GI_INTERNAL;
-    db_bind_text(s, ":host", h->host);
-    db_bind_int(s, ":now", h->now);
-    db_bind_int(s, ":lo", h->lo);
-    db_bind_int(s, ":hi", h->hi);
-    db_bind_int(s, ":lo_g", h->lo - usage_config()->max_gap_s);
-    db_bind_int(s, ":hi_g", h->hi + usage_config()->max_gap_s);
-    while ((step = db_step(c, s)) == DB_ROW && n < MAX_CONSUMERS * 8) {
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 8;
-            struct pod *p = realloc(pods, ncap * sizeof *p);
-            if (!p) {
-                rc = GI_INTERNAL;
-                break;
-            }
-            pods = p;
-            cap = ncap;
-        }
-        gi_strlcpy(pods[n].ns, db_col_text(s, 0), sizeof pods[n].ns);
-        gi_strlcpy(pods[n].name, db_col_text(s, 1), sizeof pods[n].name);
-        pods[n].gpus = db_col_int(s, 2);
-        pods[n].lo = db_col_int(s, 3);
-        pods[n].hi = db_col_int(s, 4);
-        n++;
-    }
-    db_reset(s);
-    if (rc == GI_OK && step != DB_DONE && step != DB_ROW)
-        rc = db_status(step);
-    /* The ranking is read only when some pod needs it. */
-    if (rc == GI_OK && n > 0)
-        rc = gpu_rank(c, h, &rank);
-    for (size_t i = 0; rc == GI_OK && rank >= 0 && i < n; i++) {
-        if (rank >= pos && rank < pos + pods[i].gpus) {
-            struct consumer *k;
-            k8s_consumer(h, pods[i].ns, pods[i].name, "", &k);
-            if (k && !k->iv_hi) {
-                k->iv_lo = pods[i].lo;
-                k->iv_hi = pods[i].hi;
-            }
-        }
-        pos += pods[i].gpus;
-    }
-    free(pods);
-    return rc;
-}
-
-/* Slurm jobs that held this GPU (matched by node and index when the
- * source stored them): consumer "<cluster>/<job id>", with the job's
- * user as username and its account as project; a running job holds it
- * up to now. */
-static int slurm_consumers(struct conn *c, struct hour_calc *h)
-{
-    struct db_stmt *s;
-    int step;
-
-    if (h->nsegs == 0)
-        return GI_OK;
-    if (!(s = prep(c, ST_SLURM_JOBS)))
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", h->gid);
-    db_bind_int(s, ":lo", h->lo);
-    db_bind_int(s, ":hi", h->hi);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        char key[3 * 128];
-        struct consumer *k;
-        snprintf(key, sizeof key, "%s/%s", db_col_text(s, 0), db_col_text(s, 1));
-        if (!(k = consumer_get(h, K_SLURM, "slurm", key)))
-            continue;
-        gi_strlcpy(k->user, db_col_text(s, 2), sizeof k->user);
-        gi_strlcpy(k->project, db_col_text(s, 3), sizeof k->project);
-        k->iv_lo = db_col_int(s, 4);
-        k->iv_hi = db_col_is_null(s, 5) ? INT64_MAX : db_col_int(s, 5);
-    }
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-/* Inventory allocations of the server linked to the GPU's host. */
-static int inventory_consumers(struct conn *c, struct hour_calc *h)
-{
-    struct db_stmt *s;
-    int step;
-
-    if (!h->has_host)
-        return GI_OK;
-    if (!(s = prep(c, ST_ALLOCS)))
-        return GI_INTERNAL;
-    db_bind_int(s, ":hid", h->host_id);
-    db_bind_int(s, ":lo", h->lo);
-    db_bind_int(s, ":hi", h->hi);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        char key[3 * 128];
-        const char *tenant = db_col_text(s, 0), *project = db_col_text(s, 1);
-        struct consumer *k;
-        snprintf(key, sizeof key, "%s/%s", tenant, project);
-        if (!(k = consumer_get(h, K_INVENTORY, "inventory", key)))
-            continue;
-        gi_strlcpy(k->tenant, tenant, sizeof k->tenant);
-        gi_strlcpy(k->project, project, sizeof k->project);
-        k->iv_lo = db_col_int(s, 2);
-        k->iv_hi = db_col_is_null(s, 3) ? INT64_MAX : db_col_int(s, 3);
-    }
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* What one hour adds up to. */
@@ -1003,7 +617,7 @@ static int write_consumers(struct conn *c, struct hour_calc *h)
             continue;
         if (k->alloc <= 0)
             continue;
-        if ((rc = consumer_team(c, h, k)) != GI_OK)
+        if ((rc = usage_hour_consumer_team(c, h, k)) != GI_OK)
             return rc;
         if (!(s = prep(c, ST_CONS_ADD)))
             return GI_INTERNAL;
@@ -1191,8 +805,9 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
         goto cleanup;
     if ((rc = build_segments(h, xs, n, owned_from)) != GI_OK)
         goto cleanup;
-    if ((rc = observed_consumers(c, h)) != GI_OK || (rc = pod_heuristic(c, h)) != GI_OK ||
-        (rc = slurm_consumers(c, h)) != GI_OK || (rc = inventory_consumers(c, h)) != GI_OK)
+    if ((rc = usage_observed_consumers(c, h)) != GI_OK ||
+        (rc = usage_pod_heuristic(c, h)) != GI_OK || (rc = usage_slurm_consumers(c, h)) != GI_OK ||
+        (rc = usage_inventory_consumers(c, h)) != GI_OK)
         goto cleanup;
     classify_all(h, &t);
     if ((rc = gpu_fraction(c, h, &fraction)) != GI_OK)

@@ -1,7 +1,7 @@
 /* Private interface between the two halves of usage over time:
  * usage.c (configuration, marking, the usage:rollup job and its queues)
- * and usage_hour.c (the computation of one GPU-hour and the daily sums
- * built from it). Nothing outside these two files includes it. */
+ * and usage_hour.c/usage_consumers.c (the computation of one GPU-hour and
+ * the daily sums built from it). Nothing outside these files includes it. */
 #ifndef GI_USAGE_INT_H
 #define GI_USAGE_INT_H
 
@@ -64,7 +64,7 @@ int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now);
  * that day again, inside the caller's transaction. */
 int usage_write_groups(struct conn *c, int64_t day, int64_t now);
 
-/* The team of a consumer of a GPU-hour (usage_hour.c): a Kubernetes
+/* The team of a consumer of a GPU-hour (usage_consumers.c): a Kubernetes
  * namespace's or Slurm account's (project) by the ownership rules, else
  * the user's (not for pods), else the GPU's owner at the hour. */
 int usage_consumer_team(struct conn *c, const char *kind, const char *ns, const char *project,
