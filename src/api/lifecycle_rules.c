@@ -185,8 +185,8 @@ void api_lrules_evaluate(struct req *r)
         reply_error(r, 400, "validation_failed", "dry_run", "dry_run must be true or false");
         goto cleanup;
     }
-    if (list && (!json_is_array(list) || json_array_size(list) == 0 ||
-                 json_array_size(list) > 1000)) {
+    if (list &&
+        (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > 1000)) {
         reply_error(r, 400, "validation_failed", "ids",
                     "ids must be an array of 1 to 1000 rule ids");
         goto cleanup;
@@ -202,8 +202,8 @@ void api_lrules_evaluate(struct req *r)
         }
         ids[n++] = json_integer_value(v);
     }
-    st = store_lrules_evaluate(r->store, ids, n, !dry || json_is_true(dry), r->who.name,
-                               gi_now(), &out);
+    st = store_lrules_evaluate(r->store, ids, n, !dry || json_is_true(dry), r->who.name, gi_now(),
+                               &out);
     if (st != GI_OK)
         reply_status(r, st, "lifecycle rule");
     else

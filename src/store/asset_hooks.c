@@ -13,9 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const asset_keys[] = {"tag",   "kind",       "serial",   "model",
-                                         "stage", "owner_team", "location", "warranty",
-                                         "epc",   NULL};
+static const char *const asset_keys[] = {"tag",        "kind",     "serial",   "model", "stage",
+                                         "owner_team", "location", "warranty", "epc",   NULL};
 
 /* Whether any enabled webhook may want an asset event: when none does,
  * the asset's document is not read at all (a rule pass moving hundreds of

@@ -56,14 +56,14 @@ void store_asset_configure(int asset_missing_days)
              "JOIN assets p ON p.id = a.parent_id JOIN gpus g ON g.uuid = a.gpu_uuid LEFT JOIN "   \
              "hosts h ON h.id = g.host_id WHERE a.kind = 'gpu' AND p.host_id IS NOT NULL AND "     \
              "g.host_id IS NOT NULL AND g.host_id <> p.host_id ORDER BY a.id LIMIT 10000")         \
-    X(SERIAL_SAME_UUID,                                                                           \
+    X(SERIAL_SAME_UUID,                                                                            \
       "SELECT a.id, a.tag, a.serial, g.serial, g.uuid, h.hostname, g.idx, g.pci_bus_id, b.id, "    \
       "b.tag FROM assets a JOIN gpus g ON g.uuid = a.gpu_uuid LEFT JOIN hosts h ON h.id = "        \
       "g.host_id LEFT JOIN assets b ON b.id <> a.id AND b.kind = 'gpu' AND b.serial = g.serial "   \
       "WHERE a.kind = 'gpu' AND a.serial IS NOT NULL AND a.serial <> '' AND g.serial IS NOT NULL " \
       "AND g.serial <> '' AND g.serial <> a.serial AND g.parent_uuid IS NULL ORDER BY a.id, b.id " \
       "LIMIT 10000")                                                                               \
-    X(SERIAL_SAME_SLOT,                                                                           \
+    X(SERIAL_SAME_SLOT,                                                                            \
       "SELECT a.id, a.tag, a.serial, n.serial, n.uuid, h.hostname, n.idx, n.pci_bus_id, b.id, "    \
       "b.tag FROM assets a JOIN gpus g ON g.uuid = a.gpu_uuid JOIN gpus n ON n.host_id = "         \
       "g.host_id AND n.id <> g.id AND n.parent_uuid IS NULL AND n.last_seen_at > g.last_seen_at "  \
@@ -261,8 +261,8 @@ static int serial_changed(struct conn *c, enum stmt_id id, int64_t now, int64_t 
                         "other_asset", db_col_text(s, 9));
         json_array_append_new(todo, json_pack("[I, o]", (json_int_t)last, old));
         if (!db_col_is_null(s, 8)) {
-            new = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "what", "serial_changed",
-                            "role", "new", "recorded_serial", db_col_text(s, 2), "seen_serial",
+            new = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "what", "serial_changed", "role",
+                            "new", "recorded_serial", db_col_text(s, 2), "seen_serial",
                             db_col_text(s, 3), "gpu_uuid", db_col_text(s, 4), "slot", slot,
                             "other_asset", db_col_text(s, 1));
             json_array_append_new(todo, json_pack("[I, o]", (json_int_t)db_col_int(s, 8), new));

@@ -685,10 +685,9 @@ static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *wh
     if (rc == GI_OK) {
         r->matched++;
         if (json_array_size(r->matches) < RULE_MAX_REPORT)
-            json_array_append_new(r->matches,
-                                  json_pack("{s:s, s:s, s:s, s:O, s:O}", "asset", a->tag, "kind",
-                                            a->kind, "stage", a->stage, "why", why, "actions",
-                                            results));
+            json_array_append_new(r->matches, json_pack("{s:s, s:s, s:s, s:O, s:O}", "asset",
+                                                        a->tag, "kind", a->kind, "stage", a->stage,
+                                                        "why", why, "actions", results));
         if (moved[0])
             gi_strlcpy(a->stage, moved, sizeof a->stage);
     }
@@ -761,8 +760,8 @@ static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool
 static json_t *run_report(const struct rrun *r, bool dry, int64_t evaluated)
 {
     return json_pack("{s:{s:I, s:s}, s:b, s:I, s:I, s:O, s:b}", "rule", "id", (json_int_t)r->id,
-                     "name", r->name, "dry_run", dry, "evaluated", (json_int_t)evaluated,
-                     "matched", (json_int_t)r->matched, "matches", r->matches, "truncated",
+                     "name", r->name, "dry_run", dry, "evaluated", (json_int_t)evaluated, "matched",
+                     (json_int_t)r->matched, "matches", r->matches, "truncated",
                      r->matched > RULE_MAX_REPORT);
 }
 
@@ -1007,7 +1006,8 @@ static int evaluate_rules(struct store *st, const int64_t *ids, size_t n, bool d
         n = json_array_size(enabled);
     for (i = 0; rc == GI_OK && i < n; i++) {
         json_t *doc = NULL;
-        int64_t id = ids ? ids[i] : json_integer_value(json_object_get(json_array_get(enabled, i), "id"));
+        int64_t id =
+            ids ? ids[i] : json_integer_value(json_object_get(json_array_get(enabled, i), "id"));
         rc = store_lrule_get(st, id, &doc);
         if (rc == GI_NOT_FOUND && !ids)
             rc = GI_OK; /* deleted since the list was read */
@@ -1039,9 +1039,9 @@ static int evaluate_rules(struct store *st, const int64_t *ids, size_t n, bool d
             matched += runs[i].matched;
             json_array_append_new(reports, one);
         }
-        *report = json_pack("{s:b, s:I, s:I, s:o}", "dry_run", dry_run, "evaluated",
-                            (json_int_t)evaluated, "matched", (json_int_t)matched, "rules",
-                            reports);
+        *report =
+            json_pack("{s:b, s:I, s:I, s:o}", "dry_run", dry_run, "evaluated",
+                      (json_int_t)evaluated, "matched", (json_int_t)matched, "rules", reports);
         if (!*report)
             rc = GI_INTERNAL;
     }

@@ -98,8 +98,8 @@ static void test_serial_changed_under_slot(void **state)
         assert_string_equal(json_string_value(json_object_get(d, "seen_serial")), "GS2");
         assert_string_equal(json_string_value(json_object_get(d, "gpu_uuid")), "GPU-2");
         assert_string_equal(json_string_value(json_object_get(d, "other_asset")), "G2");
-        assert_string_equal(
-            json_string_value(json_object_get(json_object_get(d, "slot"), "host")), "node-a");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(d, "slot"), "host")),
+                            "node-a");
         assert_string_equal(
             json_string_value(json_object_get(json_object_get(d, "slot"), "pci_bus_id")),
             "00000000:17:00.0");

@@ -568,8 +568,7 @@ int main(void)
         cmocka_unit_test(test_check_names_the_field),
         cmocka_unit_test_setup_teardown(test_rollup_from_samples, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_today_throttled, testdb_setup, testdb_teardown),
-        cmocka_unit_test_setup_teardown(test_one_pass_same_as_alone, testdb_setup,
-                                        testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_one_pass_same_as_alone, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
