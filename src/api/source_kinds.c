@@ -7,5 +7,7 @@ void api_source_kinds(struct req *r)
 {
     json_t *items = pull_kinds_schema();
 
-    reply_list(r, items, (int64_t)json_array_size(items), 0);
+    reply_json(
+        r, 200,
+        json_pack("{s:I, s:o}", "total", (json_int_t)json_array_size(items), "items", items));
 }

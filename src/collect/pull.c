@@ -402,10 +402,13 @@ json_t *pull_kinds_schema(void)
         for (const struct cfg_key *ck = kinds[i].keys; ck->name; ck++) {
             const char *group = NULL;
             const char *help = pull_key_help(kinds[i].kind, ck->name, &group);
-            json_t *k = json_pack("{s:s, s:s, s:b, s:b, s:s?, s:s?}", "name", ck->name, "type",
+            json_t *k = json_pack("{s:s, s:s, s:b, s:b}", "name", ck->name, "type",
                                   type_name(ck->type), "required", ck->required, "secret",
-                                  ck->type == CFG_SECRET || pull_config_secret(ck->name), "help",
-                                  help, "group", group);
+                                  ck->type == CFG_SECRET || pull_config_secret(ck->name));
+            if (help)
+                json_object_set_new(k, "help", json_string(help));
+            if (group)
+                json_object_set_new(k, "group", json_string(group));
             if (ck->type == CFG_INT) {
                 json_object_set_new(k, "min", json_integer(ck->min));
                 json_object_set_new(k, "max", json_integer(ck->max));
