@@ -248,6 +248,8 @@ test('a saved prometheus-generic source stores what the mapping reads', async ()
   assert.equal(b.index, 1);
   const saved = ok(await s.api('GET', `/api/v1/sources/${src.id}`)).json;
   assert.ok(saved.warnings_total >= 3, JSON.stringify(saved));
+  assert.equal(saved.hosts_reported, 2);
+  assert.equal(saved.gpus_reported, 3);
   assert.deepEqual(saved.config.mapping, MAPPING);
 });
 
