@@ -263,7 +263,7 @@ async function editSource(src) {
       const body = bodyOf(form, true);
       const r = src ? await api('POST', `/api/v1/sources/${src.id}/test`, body) : await api('POST', '/api/v1/sources/test', body);
       testResult.className = `run-result ${r.ok ? 'run-ok' : 'run-failed'}`;
-      const warn = (r.warnings || []).map((w) => h('li', { text: w.count > 1 ? `${w.message} (${num(w.count)} in all)` : w.message }));
+      const warn = (r.warnings || []).map((w) => h('li', { text: w.message }));
       replace(testResult, r.ok
         ? [h('strong', { text: 'The connection works. ' }), h('span', { 'data-testid': 'test-found', text: `Found ${foundText(r.found)}.` })]
         : [h('strong', { text: 'The test failed. ' }), h('span', { 'data-testid': 'test-error', text: r.error || 'No reason was given.' })],
