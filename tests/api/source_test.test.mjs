@@ -31,6 +31,8 @@ const sacctDir = (() => {
 })();
 
 let s;
+let k8s;
+let k8sUrl;
 let exporter;
 let exporterUrl;
 let prom;
@@ -109,6 +111,18 @@ scrape_configs:
     return j.data.result.length > 0 && Number(j.data.result[0].value[1]) === 3;
   }, 'Prometheus to scrape the exporter\n' + promErr);
 
+  // A Kubernetes API server stand-in replaying recorded nodes and pods.
+  const k8sFx = (n) => readFileSync(path.join(here, '..', 'fixtures', 'k8s', n), 'utf8');
+  k8s = http.createServer((req, res) => {
+    const u = new URL(req.url, 'http://x');
+    const send = (code, body) => res.writeHead(code, { 'Content-Type': 'application/json' }).end(body);
+    if (u.pathname === '/api/v1/nodes') return send(200, k8sFx('nodes.json'));
+    if (u.pathname === '/api/v1/pods') return send(200, k8sFx(u.searchParams.get('continue') ? 'pods-page2.json' : 'pods-page1.json'));
+    return send(404, '{}');
+  });
+  await new Promise((r) => k8s.listen(0, '127.0.0.1', r));
+  k8sUrl = 'http://127.0.0.1:' + k8s.address().port;
+
   writeFileSync(path.join(sacctDir, 'reply'), '');
   s = await startServer({ env: { PATH: path.join(here, '..', 'lib', 'sacct') + ':' + process.env.PATH,
     SACCT_STANDIN_DIR: sacctDir } });
@@ -120,6 +134,7 @@ after(async () => {
   } finally {
     if (prom) prom.kill('SIGTERM');
     exporter.close();
+    if (k8s) k8s.close();
   }
 });
 
@@ -307,4 +322,20 @@ test('a kind that stores by itself stores nothing when tested (slurm through a s
   assert.equal(r.json.found.jobs, 2);
   assert.equal(r.json.found.gpus, 3);
   assert.equal(ok(await s.api('GET', '/api/v1/slurm/jobs')).json.items.length, 0, 'a test stores no job');
+});
+
+test('a Kubernetes test counts nodes, GPUs and GPU pods and stores none; a real run finds the same', async () => {
+  const r = ok(await testSource({ kind: 'kubernetes', cluster: 'k-test', config: { url: k8sUrl } }));
+  assert.equal(r.json.ok, true, r.text);
+  assert.ok(r.json.found.hosts > 0 && r.json.found.gpus > 0 && r.json.found.pods > 0, r.text);
+  assert.equal(ok(await s.api('GET', '/api/v1/kubernetes/nodes')).json.items.length, 0, 'a test stores no node');
+  assert.equal(ok(await s.api('GET', '/api/v1/kubernetes/pods')).json.items.length, 0, 'a test stores no pod');
+
+  const src = ok(await s.api('POST', '/api/v1/sources', { body: { name: 'k-real', kind: 'kubernetes', cluster: 'k-test',
+    config: { url: k8sUrl } } }), 201).json;
+  const run = ok(await s.api('POST', `/api/v1/sources/${src.id}/run`)).json.run;
+  assert.equal(run.ok, true, JSON.stringify(run));
+  assert.equal(run.hosts, r.json.found.hosts);
+  assert.equal(run.gpus, r.json.found.gpus);
+  assert.equal(ok(await s.api('GET', '/api/v1/kubernetes/pods')).json.items.length, r.json.found.pods);
 });
