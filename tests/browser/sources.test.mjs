@@ -82,7 +82,8 @@ test('a prometheus-generic source is added through the generated form, tested, s
   // A mapping the server refuses: its message is shown, nothing is pulled.
   await fields.locator('textarea[name="config.mapping"]').fill(JSON.stringify({ ...MAPPING, power: { metric: 'p', unit: 'horsepower' } }));
   await dialog().getByTestId('test-source').click();
-  await dialog().locator('.form-alert', { hasText: 'config.mapping.power.unit' }).waitFor();
+  // A refused part of the mapping is shown next to the mapping, in the server's words.
+  await mapping.locator('.field-error', { hasText: 'config.mapping.power.unit must be one of watts' }).waitFor();
   assert.equal(scrapes, 0);
   // Text that is not JSON is caught in the form.
   await fields.locator('textarea[name="config.mapping"]').fill('{uuid_label:');

@@ -174,6 +174,16 @@ function readConfig(form, keys, cfg, src) {
   return config;
 }
 
+/**
+ * A server error about a part of a config key (config.mapping.power.unit)
+ * shown next to that key's field, with the server's words.
+ */
+function nearField(form, err) {
+  const m = err && err.status > 0 && typeof err.field === 'string' && /^(config\.[^.]+)\./.exec(err.field);
+  if (!m || !form.querySelector(`.field[data-field="${CSS.escape(m[1])}"]`)) return err;
+  return fieldError(m[1], err.message);
+}
+
 /** What a test pull found, in words. */
 function foundText(found) {
   const f = found || {};
@@ -270,7 +280,7 @@ async function editSource(src) {
       warn.length ? h('ul', { 'data-testid': 'test-warnings' }, warn) : null);
       testResult.hidden = false;
     } catch (err) {
-      if (err.status !== 401) showError(form, err);
+      if (err.status !== 401) showError(form, nearField(form, err));
     } finally {
       testBtn.disabled = false;
       testBtn.textContent = 'Test connection';
@@ -283,7 +293,11 @@ async function editSource(src) {
     submitLabel: src ? 'Save changes' : 'Add source',
     async submit(form) {
       const body = bodyOf(form, false);
-      saved = src ? await api('PATCH', `/api/v1/sources/${src.id}`, body) : await api('POST', '/api/v1/sources', body);
+      try {
+        saved = src ? await api('PATCH', `/api/v1/sources/${src.id}`, body) : await api('POST', '/api/v1/sources', body);
+      } catch (err) {
+        throw nearField(form, err);
+      }
     },
   });
 
