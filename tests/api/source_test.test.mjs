@@ -74,6 +74,18 @@ async function waitFor(fn, what, ms = 60000) {
   }
 }
 
+/**
+ * Waits until Prometheus holds the exporter's three GPUs: a scrape that
+ * failed on a loaded machine leaves the series stale for a moment.
+ */
+function promReady(what = 'Prometheus to hold the exporter\'s series') {
+  return waitFor(async () => {
+    const r = await fetch(promUrl + '/api/v1/query?query=count(vendor_gpu_info)');
+    const j = await r.json();
+    return j.data.result.length > 0 && Number(j.data.result[0].value[1]) === 3;
+  }, what);
+}
+
 before(async () => {
   exporter = http.createServer((req, res) => {
     let body = null;
@@ -92,8 +104,9 @@ before(async () => {
   const dir = tempDir('prom-generic-');
   const port = await freePort();
   writeFileSync(path.join(dir, 'prometheus.yml'), `global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
+  scrape_interval: 2s
+  scrape_timeout: 2s
+  evaluation_interval: 2s
 scrape_configs:
   - job_name: vendor
     honor_labels: true
@@ -105,11 +118,7 @@ scrape_configs:
   let promErr = '';
   prom.stderr.on('data', (d) => { promErr += d; });
   promUrl = 'http://127.0.0.1:' + port;
-  await waitFor(async () => {
-    const r = await fetch(promUrl + '/api/v1/query?query=count(vendor_gpu_info)');
-    const j = await r.json();
-    return j.data.result.length > 0 && Number(j.data.result[0].value[1]) === 3;
-  }, 'Prometheus to scrape the exporter\n' + promErr);
+  await promReady('Prometheus to scrape the exporter\n' + promErr);
 
   // A Kubernetes API server stand-in replaying recorded nodes and pods.
   const k8sFx = (n) => readFileSync(path.join(here, '..', 'fixtures', 'k8s', n), 'utf8');
@@ -176,6 +185,7 @@ test('the kind schemas list every kind\'s keys from the table that validates the
 });
 
 test('a prometheus-generic source is tested through the real Prometheus: found, and nothing stored', async () => {
+  await promReady();
   const r = ok(await testSource({ kind: 'prometheus-generic', config: { url: promUrl, mapping: MAPPING } }));
   assert.equal(r.json.ok, true, r.text);
   assert.equal(r.json.error, null);
@@ -241,6 +251,7 @@ test('an exporter scraped directly: an unreadable line loses only its field', as
 test('a saved prometheus-generic source stores what the mapping reads', async () => {
   const src = ok(await s.api('POST', '/api/v1/sources', { body: { name: 'vendor-prom', kind: 'prometheus-generic',
     config: { url: promUrl, mapping: MAPPING }, cluster: 'lab' } }), 201).json;
+  await promReady();
   const run = ok(await s.api('POST', `/api/v1/sources/${src.id}/run`)).json;
   assert.equal(run.run.ok, true, JSON.stringify(run));
   assert.equal(run.run.gpus, 3);
