@@ -19,9 +19,9 @@
 /* Fetches observations for one source; fills err and returns -1 on failure. */
 typedef int (*pull_fetch_fn)(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 
-/* CFG_LIST: an array of text; CFG_OBJECT: a JSON object whose contents
- * the kind's own check validates. */
-enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_LIST, CFG_OBJECT };
+/* CFG_OBJECT: a JSON object whose contents the kind's own check
+ * validates. */
+enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_OBJECT };
 struct cfg_key {
     const char *name;
     enum cfg_type type;
@@ -250,19 +250,6 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
                            "%lld to %lld",
                            key, (long long)ck->min, (long long)ck->max);
             break;
-        case CFG_LIST: {
-            size_t i;
-            json_t *item;
-            if (!json_is_array(v) || json_array_size(v) > 1000)
-                return bad(field, flen, msg, mlen, key, "config.%s must be a list of text", key);
-            json_array_foreach(v, i, item) {
-                if (!json_is_string(item) || json_string_length(item) == 0 ||
-                    json_string_length(item) > 4096 || !gi_text_ok(json_string_value(item)))
-                    return bad(field, flen, msg, mlen, key,
-                               "config.%s[%zu] must be text that is not empty", key, i);
-            }
-            break;
-        }
         case CFG_OBJECT:
             if (!json_is_object(v))
                 return bad(field, flen, msg, mlen, key, "config.%s must be an object", key);
@@ -385,8 +372,6 @@ static const char *type_name(enum cfg_type t)
         return "bool";
     case CFG_INT:
         return "int";
-    case CFG_LIST:
-        return "list";
     case CFG_OBJECT:
         return "object";
     }
