@@ -129,7 +129,7 @@ test('a saved source is re-tested with its stored secret, which the form never s
   const secret = dialog().locator('input[name="config.bearer_token"]');
   assert.equal(await secret.inputValue(), '');
   assert.ok(!(await dialog().innerHTML()).includes('never-shown'));
-  assert.match(await dialog().textContent(), /A value is stored\. Leave blank to keep it\./);
+  assert.match(await dialog().textContent(), /A token is stored\. Leave blank to keep it\./);
   await dialog().getByTestId('test-source').click();
   const err = dialog().getByTestId('test-error');
   await err.waitFor();

@@ -52,7 +52,7 @@ test('a NetBox source is added with its token and filters', async () => {
 
   await row.getByRole('button', { name: 'Edit netbox-fra' }).click();
   await dialog().waitFor();
-  assert.match(await dialog().textContent(), /A value is stored\. Leave blank to keep it\./);
+  assert.match(await dialog().textContent(), /A token is stored\. Leave blank to keep it\./);
   await dialog().locator('input[name="config.site"]').fill('ams');
   await dialog().getByRole('button', { name: 'Save changes' }).click();
   await dialog().waitFor({ state: 'detached' });

@@ -22,7 +22,7 @@ const REFRESH_S = 20;
 
 const KIND_LABELS = { push: 'Push (agents)', csv: 'CSV import', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus',
   kubernetes: 'Kubernetes', slurm: 'Slurm', netbox: 'NetBox', snipeit: 'Snipe-IT',
-  'prometheus-generic': 'Own exporter (Prometheus)' };
+  'prometheus-generic': 'Own exporter' };
 
 /** True for a source the server pulls (and so can run now): every kind but push and csv. */
 export function isPull(kind) {
@@ -111,7 +111,7 @@ function keyField(key, cfg, src) {
     // A secret is never filled back: the field says whether one is stored.
     const stored = Boolean(src && have);
     f = field({ name, label, type: 'password', value: '', autocomplete: 'new-password', required: key.required && !stored,
-      hint: stored ? `A value is stored. Leave blank to keep it.${hint ? ` ${hint}` : ''}` : hint });
+      hint: stored ? `A ${key.name.includes('token') ? 'token' : 'secret'} is stored. Leave blank to keep it.${hint ? ` ${hint}` : ''}` : hint });
     if (stored) f.append(checkField(`remove.${key.name}`, `Remove the stored ${label.toLowerCase()}`, false, null));
   } else if (key.type === 'int') {
     f = field({ name, label, type: 'number', value: have ?? '', required: key.required, hint,
@@ -452,7 +452,7 @@ export function renderSources(main, ctx) {
 
   const table = dataTable({
     label: 'Sources',
-    minWidth: 1280,
+    minWidth: 1200,
     empty: () => h('div', { class: 'empty-state' },
       h('strong', { text: 'No sources yet.' }),
       h('span', { text: admin
@@ -476,10 +476,10 @@ export function renderSources(main, ctx) {
         ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
       { label: 'Fields dropped', key: 'warnings', width: '136px', cell: warningCell },
-      { label: 'Hosts', cls: 'n', width: '64px', cell: (s) => h('span', { 'data-testid': 'source-hosts',
-        title: 'Hosts of the GPUs this source owns', text: isNum(s.hosts_reported) ? num(s.hosts_reported) : '—' }) },
-      { label: 'GPUs', cls: 'n', width: '64px', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
-        'data-testid': 'source-gpus', title: gpusTip(s), text: num(s.gpus_reported) }) },
+      { label: 'GPUs', cls: 'n', width: '72px', cell: (s) => h('div', { class: 'stack' },
+        h('a', { href: `#/gpus?source=${s.id}`, 'data-testid': 'source-gpus', title: gpusTip(s), text: num(s.gpus_reported) }),
+        isNum(s.hosts_reported) ? h('span', { class: 'sub', title: 'Hosts of the GPUs this source owns' },
+          h('span', { 'data-testid': 'source-hosts', text: num(s.hosts_reported) }), s.hosts_reported === 1 ? ' host' : ' hosts') : null) },
       { label: 'Interval', width: '100px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
       (runner || admin) && { label: 'Actions', key: 'actions', cls: 'actions', width: admin ? '232px' : '110px', cell: actions },
     ].filter(Boolean),
