@@ -209,38 +209,40 @@ static json_t *time_json(struct db_stmt *s, int i)
 /* The current row (ASSET_SELECT) as the API's document. */
 static json_t *row_doc(struct db_stmt *s)
 {
-    json_t *cols = row_cols(s), *doc = json_deep_copy(cols);
+    /* The columns become the document in place: their values are read
+     * before anything is added, and source_key moves after source. */
+    json_t *doc = row_cols(s), *cols = doc;
     const json_t *cost = json_object_get(cols, "purchase_cost_micros");
     const json_t *salv = json_object_get(cols, "salvage_micros");
     const char *cur = json_string_value(json_object_get(cols, "currency"));
+    json_t *skey = json_incref(json_object_get(cols, "source_key"));
+    json_t *warranty = warranty_json(json_string_value(json_object_get(cols, "warranty_end")));
+    json_t *book = book_value(cols);
+    json_t *price = json_is_integer(cost) ? money_json(json_integer_value(cost), cur) : json_null();
+    json_t *salvage =
+        json_is_integer(salv) ? money_json(json_integer_value(salv), cur) : json_null();
+    json_t *location =
+        json_pack("{s:s?, s:O, s:O, s:O, s:O}", "datacenter", db_col_text(s, C_DC), "room",
+                  json_object_get(cols, "room"), "rack", json_object_get(cols, "rack"), "u",
+                  json_object_get(cols, "rack_u"), "storage", json_object_get(cols, "storage"));
 
     json_object_del(doc, "source_key");
     json_object_set_new(doc, "id", json_integer(db_col_int(s, C_ID)));
     json_object_set_new(doc, "stage", json_string(db_col_text(s, C_STAGE)));
     json_object_set_new(doc, "stage_since", time_json(s, C_STAGE_SINCE));
     json_object_set_new(doc, "source", json_string(db_col_text(s, C_SOURCE)));
-    json_object_set_new(doc, "source_key", json_incref(json_object_get(cols, "source_key")));
+    json_object_set_new(doc, "source_key", skey ? skey : json_null());
     json_object_set_new(doc, "created_at", time_json(s, C_CREATED));
     json_object_set_new(doc, "updated_at", time_json(s, C_UPDATED));
     json_object_set_new(doc, "last_seen", time_json(s, 25));
-    json_object_set_new(doc, "purchase_cost",
-                        json_is_integer(cost) ? money_json(json_integer_value(cost), cur)
-                                              : json_null());
-    json_object_set_new(doc, "salvage",
-                        json_is_integer(salv) ? money_json(json_integer_value(salv), cur)
-                                              : json_null());
-    json_object_set_new(doc, "book_value", book_value(cols));
-    json_object_set_new(
-        doc, "location",
-        json_pack("{s:s?, s:O, s:O, s:O, s:O}", "datacenter", db_col_text(s, C_DC), "room",
-                  json_object_get(cols, "room"), "rack", json_object_get(cols, "rack"), "u",
-                  json_object_get(cols, "rack_u"), "storage", json_object_get(cols, "storage")));
+    json_object_set_new(doc, "purchase_cost", price);
+    json_object_set_new(doc, "salvage", salvage);
+    json_object_set_new(doc, "book_value", book);
+    json_object_set_new(doc, "location", location);
     json_object_set_new(doc, "parent",
                         db_col_is_null(s, C_PARENT) ? json_null()
                                                     : json_string(db_col_text(s, C_PARENT)));
-    json_object_set_new(doc, "warranty",
-                        warranty_json(json_string_value(json_object_get(cols, "warranty_end"))));
-    json_decref(cols);
+    json_object_set_new(doc, "warranty", warranty);
     return doc;
 }
 
