@@ -100,10 +100,13 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/gpus/{key*}", api_gpus_get, GI_ROLE_VIEWER, ""},
     {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER, LIST},
     {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN, ""},
+    {"GET", "/api/v1/source-kinds", api_source_kinds, GI_ROLE_VIEWER, ""},
+    {"POST", "/api/v1/sources/test", api_sources_test, GI_ROLE_ADMIN, ""},
     {"GET", "/api/v1/sources/{id}", api_sources_get, GI_ROLE_VIEWER, ""},
     {"PATCH", "/api/v1/sources/{id}", api_sources_update, GI_ROLE_ADMIN, ""},
     {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN, ""},
     {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/sources/{id}/test", api_sources_test_saved, GI_ROLE_ADMIN, ""},
 
     {"GET", "/api/v1/hosts", api_hosts_list, GI_ROLE_VIEWER, PAGED ",datacenter,linked,q"},
     {"GET", "/api/v1/hosts/{id}", api_hosts_get, GI_ROLE_VIEWER, ""},
