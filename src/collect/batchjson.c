@@ -56,7 +56,7 @@ static const char *proc_gpu(const struct gi_batch *b, const long *sent, const st
 
 json_t *batchjson_build(const struct gi_batch *b)
 {
-    static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    static const char *const vendors[] = {NULL, "nvidia", "amd", "intel"};
     json_t *root = json_object(), *host = json_object();
     json_t *gpus = json_array(), *samples = json_array(), *procs = json_array();
     long *sent = calloc(b->set.ngpus + 1, sizeof *sent), nsent = 0;

@@ -17,7 +17,7 @@
 #define GI_HOST_LEN 256
 #define GI_LABEL_LEN 256
 
-enum gi_vendor { GI_VENDOR_UNKNOWN = 0, GI_VENDOR_NVIDIA, GI_VENDOR_AMD };
+enum gi_vendor { GI_VENDOR_UNKNOWN = 0, GI_VENDOR_NVIDIA, GI_VENDOR_AMD, GI_VENDOR_INTEL };
 
 /* One GPU, or one MIG instance (parent_uuid set), as observed. */
 struct gi_gpu_obs {

@@ -251,6 +251,7 @@ static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struc
         warn(w, f, "%s must be a string; dropped", f);
     }
     g->vendor = vendor && strcmp(vendor, "amd") == 0      ? GI_VENDOR_AMD
+                : vendor && strcmp(vendor, "intel") == 0  ? GI_VENDOR_INTEL
                 : vendor && strcmp(vendor, "nvidia") == 0 ? GI_VENDOR_NVIDIA
                 : strncmp(g->uuid, "GPU-", 4) == 0 || strncmp(g->uuid, "MIG-", 4) == 0
                     ? GI_VENDOR_NVIDIA

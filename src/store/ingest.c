@@ -459,7 +459,7 @@ static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *
 static void bind_gpu_fields(struct db_stmt *s, const struct gi_gpu_obs *g, int64_t host_id,
                             const struct reporter *src)
 {
-    static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    static const char *const vendors[] = {NULL, "nvidia", "amd", "intel"};
 
     db_bind_opt_text(s, ":parent", g->parent_uuid);
     db_bind_int(s, ":host", host_id);

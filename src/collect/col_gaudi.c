@@ -1,0 +1,131 @@
+/* The Intel Gaudi collector: hl-smi's CSV query for identity and readings
+ * in one run, its summary table for processes, and the processes holding
+ * /dev/accel devices open for the pids the table cannot show. */
+#define _GNU_SOURCE
+#include "collect/accelfd.h"
+#include "collect/collector.h"
+#include "collect/runcmd.h"
+#include "parse/hlsmi.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HL_MAX_OUT (8u << 20)
+/* One HLML pass takes seconds; leave room for a busy host. */
+#define HL_TIMEOUT 20
+
+struct gaudi_state {
+    char tool[512];
+    char root[512];
+    char logdir[64]; /* our HABANA_LOGS directory, "" when the caller's is kept */
+};
+
+static int gaudi_discover(void *state, struct gi_obs_set *set, char *err, size_t errlen)
+{
+    struct gaudi_state *s = state;
+    const char *query[] = {s->tool, "-Q", HLSMI_QUERY_FIELDS, "-f", "csv,nounits", NULL};
+    const char *table[] = {s->tool, NULL};
+    size_t first = set->ngpus, len;
+    char *out = NULL, why[256];
+    int rc;
+
+    if (runcmd(query, HL_MAX_OUT, HL_TIMEOUT, &out, &len, err, errlen) != 0)
+        return -1;
+    rc = hlsmi_parse_query(out, len, NULL, set, err, errlen);
+    free(out);
+    if (rc != 0)
+        return -1;
+    if (set->ngpus == first) {
+        snprintf(err, errlen, "hl-smi listed no AIPs");
+        return -1;
+    }
+    /* Processes are best effort: the GPUs are kept either way. */
+    if (runcmd(table, HL_MAX_OUT, HL_TIMEOUT, &out, &len, why, sizeof why) == 0) {
+        if (hlsmi_parse_table(out, len, set, why, sizeof why) != 0)
+            gi_obs_warn(set, "hl-smi table: %s; processes from it not reported", why);
+        free(out);
+    } else {
+        gi_obs_warn(set, "hl-smi table: %s; processes from it not reported", why);
+    }
+    accelfd_scan(s->root, set, first);
+    err[0] = '\0';
+    return 0;
+}
+
+/* Removes the files hl-smi left in our log directory, then the directory. */
+static void remove_logdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char path[PATH_MAX];
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void gaudi_close(void *state)
+{
+    struct gaudi_state *s = state;
+
+    if (s && s->logdir[0])
+        remove_logdir(s->logdir);
+    free(s);
+}
+
+/* hl-smi writes a log under $HABANA_LOGS (default /var/log/habana_logs) and
+ * needs no root when that is writable: give it a private directory when
+ * the caller's is not. Console logging would mix log lines into stdout. */
+static void prepare_env(struct gaudi_state *s)
+{
+    const char *logs = getenv("HABANA_LOGS");
+    const char *tmp = getenv("TMPDIR");
+
+    unsetenv("ENABLE_CONSOLE");
+    if (logs && *logs && access(logs, W_OK) == 0)
+        return;
+    snprintf(s->logdir, sizeof s->logdir, "%.40s/gpuinv-hl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(s->logdir) == NULL) {
+        s->logdir[0] = '\0';
+        return;
+    }
+    setenv("HABANA_LOGS", s->logdir, 1);
+}
+
+int collector_open_gaudi(const struct collector_opts *o, struct collector *out, char *err,
+                         size_t errlen)
+{
+    struct gaudi_state *s = calloc(1, sizeof *s);
+    struct gi_obs_set probe = {0};
+    int rc;
+
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(s->tool, sizeof s->tool, "%s", o->hl_smi ? o->hl_smi : "hl-smi");
+    snprintf(s->root, sizeof s->root, "%s", o->root ? o->root : "");
+    prepare_env(s);
+    rc = gaudi_discover(s, &probe, err, errlen);
+    gi_obs_free(&probe);
+    if (rc != 0) {
+        gaudi_close(s);
+        return -1;
+    }
+    out->name = "hl-smi";
+    out->state = s;
+    out->discover = gaudi_discover;
+    out->close = gaudi_close;
+    return 0;
+}
