@@ -172,8 +172,8 @@ static bool source_body_or_reply(struct req *r, const json_t *body, const char *
             return false;
         if (!pull_kind_known(in->kind)) {
             reply_error(r, 400, "validation_failed", "kind",
-                        "kind must be one of prometheus, dcgm-exporter, kubernetes, netbox, "
-                        "snipeit");
+                        "kind must be one of prometheus, dcgm-exporter, habanalabs-exporter, "
+                        "kubernetes, slurm, netbox, snipeit");
             return false;
         }
         kind = in->kind;
