@@ -20,12 +20,14 @@ const REFRESH_S = 20;
 
 const PULL_KINDS = [
   { value: 'dcgm-exporter', label: 'dcgm-exporter' },
+  { value: 'habanalabs-exporter', label: 'Intel Gaudi exporter' },
   { value: 'prometheus', label: 'Prometheus' },
   { value: 'kubernetes', label: 'Kubernetes' },
   { value: 'netbox', label: 'NetBox' },
   { value: 'snipeit', label: 'Snipe-IT' },
 ];
-const KIND_LABELS = { push: 'Push (agents)', csv: 'CSV import', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus',
+const KIND_LABELS = { push: 'Push (agents)', csv: 'CSV import', 'dcgm-exporter': 'dcgm-exporter',
+  'habanalabs-exporter': 'Intel Gaudi exporter', prometheus: 'Prometheus',
   kubernetes: 'Kubernetes', netbox: 'NetBox', snipeit: 'Snipe-IT' };
 /** The asset managers: their secret is `token`, sent as that system expects. */
 const ASSET_KINDS = ['netbox', 'snipeit'];
@@ -40,6 +42,7 @@ export function isPull(kind) {
 }
 const URL_HINTS = {
   'dcgm-exporter': 'The exporter’s metrics page, e.g. http://gpu-node:9400/metrics',
+  'habanalabs-exporter': 'The Gaudi metric exporter’s page, e.g. http://gaudi-node:41611/metrics (one scrape per 5 s)',
   prometheus: 'The Prometheus server, e.g. https://prometheus.example:9090',
   kubernetes: 'The API server, e.g. https://kubernetes.default.svc',
   netbox: 'NetBox, e.g. https://netbox.example.com (token: view rights on devices, modules, inventory items)',
