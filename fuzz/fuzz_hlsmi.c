@@ -1,8 +1,8 @@
 /* libFuzzer target: hl-smi's CSV query output and summary table. The
  * first byte picks the parser: 0 the CSV with its header, 1 the CSV
- * without one (columns from the agent's field list), 2 the table after
- * the CSV of the agent's field list (the rest split at the first NUL
- * byte), so that processes are matched to GPUs. */
+ * without one (columns from the agent's field list), 2 the table and 3
+ * the -q log, each after a CSV (the rest split at the first NUL byte), so
+ * that processes and firmware are matched to GPUs. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     in = (const char *)data + 1;
     size--;
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
     case 0:
         hlsmi_parse_query(in, size, NULL, &s, err, sizeof err);
         break;
@@ -33,10 +33,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((nul = memchr(in, '\0', size)) != NULL) {
             size_t a = (size_t)(nul - in);
             hlsmi_parse_query(in, a, NULL, &s, err, sizeof err);
-            hlsmi_parse_table(nul + 1, size - a - 1, &s, err, sizeof err);
-        } else {
-            hlsmi_parse_table(in, size, &s, err, sizeof err);
+            in = nul + 1;
+            size -= a + 1;
         }
+        if (data[0] % 4 == 2)
+            hlsmi_parse_table(in, size, &s, err, sizeof err);
+        else
+            hlsmi_parse_log(in, size, &s, 0, err, sizeof err);
         break;
     }
     gi_obs_free(&s);

@@ -1,10 +1,13 @@
 /* The Intel Gaudi collector: hl-smi's CSV query for identity and readings
  * in one run, its summary table for processes, and the processes holding
- * /dev/accel devices open for the pids the table cannot show. */
+ * /dev/accel devices open for the pids the table cannot show. Firmware
+ * versions come from hl-smi -q, run when an AIP is new to the collector
+ * (at most every FW_RETRY_S) and kept. */
 #define _GNU_SOURCE
 #include "collect/accelfd.h"
 #include "collect/collector.h"
 #include "collect/runcmd.h"
+#include "core/util.h"
 #include "parse/hlsmi.h"
 
 #include <dirent.h>
@@ -12,17 +15,77 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HL_MAX_OUT (8u << 20)
 /* One HLML pass takes seconds; leave room for a busy host. */
 #define HL_TIMEOUT 20
+#define FW_MAX 64
+#define FW_RETRY_S 600
+
+struct fw_entry {
+    char bus[GI_BUS_LEN];
+    char fw[GI_NAME_LEN]; /* "" when hl-smi -q named none */
+};
 
 struct gaudi_state {
     char tool[512];
     char root[512];
     char logdir[64]; /* our HABANA_LOGS directory, "" when the caller's is kept */
+    struct fw_entry fw[FW_MAX];
+    size_t nfw;
+    int64_t fw_tried; /* monotonic seconds of the last hl-smi -q; 0 never */
 };
+
+static int64_t mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+static const struct fw_entry *fw_find(const struct gaudi_state *s, const char *bus)
+{
+    for (size_t i = 0; i < s->nfw; i++)
+        if (strcmp(s->fw[i].bus, bus) == 0)
+            return &s->fw[i];
+    return NULL;
+}
+
+/* Gives the GPUs set->gpus[first..] their firmware version: from what is
+ * kept, or from a run of hl-smi -q when one of them is new. */
+static void firmware(struct gaudi_state *s, struct gi_obs_set *set, size_t first)
+{
+    const char *argv[] = {s->tool, "-q", NULL};
+    char *out = NULL, why[256];
+    size_t len;
+    int missing = 0;
+
+    for (size_t i = first; i < set->ngpus; i++)
+        missing |= set->gpus[i].pci_bus_id[0] && fw_find(s, set->gpus[i].pci_bus_id) == NULL;
+    if (missing && (s->fw_tried == 0 || mono_s() - s->fw_tried >= FW_RETRY_S)) {
+        s->fw_tried = mono_s();
+        if (runcmd(argv, HL_MAX_OUT, HL_TIMEOUT, &out, &len, why, sizeof why) != 0 ||
+            hlsmi_parse_log(out, len, set, first, why, sizeof why) != 0)
+            gi_obs_warn(set, "hl-smi -q: %s; firmware versions not reported", why);
+        free(out);
+        for (size_t i = first; i < set->ngpus && s->nfw < FW_MAX; i++) {
+            const struct gi_gpu_obs *g = &set->gpus[i];
+            if (g->pci_bus_id[0] && fw_find(s, g->pci_bus_id) == NULL) {
+                gi_strlcpy(s->fw[s->nfw].bus, g->pci_bus_id, sizeof s->fw[s->nfw].bus);
+                gi_strlcpy(s->fw[s->nfw].fw, g->vbios, sizeof s->fw[s->nfw].fw);
+                s->nfw++;
+            }
+        }
+        return;
+    }
+    for (size_t i = first; i < set->ngpus; i++) {
+        const struct fw_entry *e = fw_find(s, set->gpus[i].pci_bus_id);
+        if (e && set->gpus[i].vbios[0] == '\0')
+            gi_strlcpy(set->gpus[i].vbios, e->fw, sizeof set->gpus[i].vbios);
+    }
+}
 
 static int gaudi_discover(void *state, struct gi_obs_set *set, char *err, size_t errlen)
 {
@@ -43,6 +106,7 @@ static int gaudi_discover(void *state, struct gi_obs_set *set, char *err, size_t
         snprintf(err, errlen, "hl-smi listed no AIPs");
         return -1;
     }
+    firmware(s, set, first);
     /* Processes are best effort: the GPUs are kept either way. */
     if (runcmd(table, HL_MAX_OUT, HL_TIMEOUT, &out, &len, why, sizeof why) == 0) {
         if (hlsmi_parse_table(out, len, set, why, sizeof why) != 0)

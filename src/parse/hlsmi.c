@@ -420,6 +420,21 @@ static int build_layout(struct layout *lo, char **cells, size_t n, size_t lineno
     return 0;
 }
 
+/* True when the n cells name the layout's columns, as a header would. */
+static int is_header(const struct layout *lo, char **cells, size_t n)
+{
+    if (n != lo->ncols)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char cell[80];
+        enum col col;
+        if (!gi_strlcpy(cell, cells[i], sizeof cell) || header_cell(cell, &col) < 0 ||
+            col != lo->cols[i])
+            return 0;
+    }
+    return 1;
+}
+
 /* A row's cells placed in the layout's columns; NULL where absent. */
 struct row {
     const char *v[MAX_COLS];
@@ -666,6 +681,8 @@ int hlsmi_parse_query(const char *data, size_t len, const char *fields, struct g
         if (header[0] && strcmp(line, header) == 0)
             continue; /* loop mode may repeat the header */
         n = split_cells(line, store, cells, MAX_COLS);
+        if (fields && is_header(&lo, cells, n))
+            continue; /* a header although the caller expected none */
         {
             int idx = -1;
             int64_t v;
@@ -932,5 +949,93 @@ cleanup:
     }
     free(L.buf);
     free(aips);
+    return rc;
+}
+
+/* ---- per-device log (-q, -L) ---------------------------------------------- */
+
+/* A block head "[0] AIP (accel0) 0000:43:00.0": its bus id. */
+static int log_block(const char *line, char bus[GI_BUS_LEN])
+{
+    char buf[256], *tok[8];
+    size_t n;
+
+    while (*line == ' ')
+        line++;
+    if (line[0] != '[' || strlen(line) >= sizeof buf)
+        return 0;
+    memcpy(buf, line, strlen(line) + 1);
+    n = tokens(buf, tok, 8);
+    if (n < 3 || strcmp(tok[1], "AIP") != 0 || tok[0][strlen(tok[0]) - 1] != ']')
+        return 0;
+    return gi_pci_normalize(tok[n - 1], bus) == 0;
+}
+
+/* The firmware build in an SPI version value: the token holding "-fw-". */
+static void firmware(const char *v, char *dst, size_t cap)
+{
+    char buf[256], *tok[16];
+    size_t n;
+
+    if (strlen(v) >= sizeof buf)
+        return;
+    memcpy(buf, v, strlen(v) + 1);
+    n = tokens(buf, tok, 16);
+    for (size_t i = 0; i < n; i++)
+        if (strstr(tok[i], "-fw-") && put_str(dst, cap, tok[i]) == 0)
+            return;
+    if (put_str(dst, cap, v) != 0)
+        dst[0] = '\0';
+}
+
+int hlsmi_parse_log(const char *data, size_t len, struct gi_obs_set *out, size_t first, char *err,
+                    size_t errlen)
+{
+    struct lines L = {data, data + len, 0, NULL};
+    struct gi_gpu_obs *g = NULL;
+    int blocks = 0, too_long, rc = GI_INVALID;
+    char *line;
+
+    if (len > HLSMI_MAX_INPUT) {
+        fail(err, errlen, "input larger than %u bytes", HLSMI_MAX_INPUT);
+        return GI_TOO_LARGE;
+    }
+    if ((L.buf = malloc(MAX_LINE + 1)) == NULL) {
+        fail(err, errlen, "out of memory");
+        return GI_INTERNAL;
+    }
+    while ((line = lines_next(&L, &too_long)) != NULL) {
+        char bus[GI_BUS_LEN], *colon, *key, *val;
+        if (too_long)
+            continue;
+        if (log_block(line, bus)) {
+            blocks++;
+            g = NULL;
+            for (size_t i = first; i < out->ngpus && g == NULL; i++)
+                if (strcmp(out->gpus[i].pci_bus_id, bus) == 0 && out->gpus[i].parent_uuid[0] == 0)
+                    g = &out->gpus[i];
+            continue;
+        }
+        if (g == NULL || (colon = strchr(line, ':')) == NULL)
+            continue;
+        *colon = '\0';
+        key = trim(line);
+        val = trim(colon + 1);
+        if (absent(val))
+            continue;
+        if (strcmp(key, "Firmware [SPI] Version") == 0)
+            firmware(val, g->vbios, sizeof g->vbios);
+        else if (strcmp(key, "Serial Number") == 0 && g->serial[0] == '\0' &&
+                 put_str(g->serial, sizeof g->serial, val) != 0)
+            g->serial[0] = '\0';
+        else if (strcmp(key, "AIP UUID") == 0 && g->uuid[0] == '\0' &&
+                 put_str(g->uuid, sizeof g->uuid, val) != 0)
+            g->uuid[0] = '\0';
+    }
+    if (blocks == 0)
+        fail(err, errlen, "no \"[N] AIP (accelN) <bus id>\" block: not hl-smi -q output");
+    else
+        rc = GI_OK;
+    free(L.buf);
     return rc;
 }

@@ -69,6 +69,18 @@ int hlsmi_parse_query(const char *data, size_t len, const char *fields, struct g
 int hlsmi_parse_table(const char *data, size_t len, struct gi_obs_set *out, char *err,
                       size_t errlen);
 
+/* Parses the per-device log of `hl-smi -q` (the same as `hl-smi -L`):
+ * blocks "[N] AIP (accelN) 0000:43:00.0" with "Key : value" lines. For
+ * each block whose bus id matches a GPU of out->gpus[first..], fills that
+ * GPU's vbios with the firmware build named in "Firmware [SPI] Version"
+ * (the "hl-gaudi2-1.17.0-fw-51.2.0-sec-9" part of "Preboot version …",
+ * else the whole value), and its serial and uuid where the GPU has none
+ * ("Serial Number", "AIP UUID"). Blocks for other buses are ignored.
+ * Returns GI_OK, GI_INVALID when the text holds no device block at all,
+ * GI_TOO_LARGE. */
+int hlsmi_parse_log(const char *data, size_t len, struct gi_obs_set *out, size_t first, char *err,
+                    size_t errlen);
+
 /* The model name for an hl-smi board name ("HL-225") and/or AIP UUID
  * (either may be "" or NULL): "Intel Gaudi HL-205", "Intel Gaudi2 HL-225",
  * "Intel Gaudi2E HL-288E", "Intel Gaudi3 HL-325L". The generation comes

@@ -56,6 +56,7 @@ test('--collector gaudi finds hl-smi on PATH and pushes GPUs, samples and proces
   assert.equal(g.model, 'Intel Gaudi3 HL-325L');
   assert.equal(g.serial, 'AN50020112');
   assert.equal(g.pci_bus_id, '0000:9b:00.0');
+  assert.equal(g.vbios, null, 'hl-smi -q names no firmware for this one');
   assert.equal(g.memory_total_mib, 131072);
   assert.equal(g.util_pct, 100);
   assert.ok(g.sample_at, 'the reading became a sample');
@@ -67,6 +68,7 @@ test('--collector gaudi finds hl-smi on PATH and pushes GPUs, samples and proces
   assert.deepEqual(rows.trim().split('|').map(Number), [100, 119808, 712]);
   const idle = (await s.api('GET', '/api/v1/gpus/01P4-HL3090A0-18-UBX204-07-02-05')).json;
   assert.equal(idle.processes.length, 0, 'an N/A process row is no process');
+  assert.equal(idle.vbios, 'hl-gaudi3-1.21.0-fw-58.1.1-sec-3', 'firmware from hl-smi -q');
 });
 
 test('auto detection reaches hl-smi when no NVIDIA or AMD tool is there', async () => {

@@ -99,6 +99,13 @@ static void gaudi3_noheader(void **state)
     NUM(g->temp_c, 58);
     NUM(g->power_w, 712);
     assert_string_equal(g->serial, "");
+    /* Fields given, but the output has its header after all: not a GPU. */
+    parse_ok("gaudi1_nounits.csv",
+             "index,name,serial,uuid,bus_id,driver_version,memory.total,memory.used,memory.free,"
+             "utilization.aip,temperature.aip,power.draw",
+             &s);
+    assert_int_equal(s.ngpus, 4);
+    assert_int_equal(s.nwarnings, 0);
     gi_obs_free(&s);
 }
 
@@ -293,6 +300,43 @@ static void table_container(void **state)
     gi_obs_free(&s);
 }
 
+/* hl-smi -q: firmware per bus, serial and uuid where the CSV had none;
+ * blocks of other buses ignored; not a log at all is refused. */
+static void log_firmware(void **state)
+{
+    struct gi_obs_set s = {0};
+    char err[HLSMI_ERR_LEN] = "";
+    size_t len;
+    char *d;
+    struct gi_gpu_obs *g;
+
+    (void)state;
+    g = gi_obs_add_gpu(&s); /* a GPU the caller had before: not touched */
+    strcpy(g->pci_bus_id, "0000:19:00.0");
+    g = gi_obs_add_gpu(&s);
+    strcpy(g->pci_bus_id, "0000:19:00.0");
+    g = gi_obs_add_gpu(&s);
+    strcpy(g->pci_bus_id, "0000:43:00.0");
+    strcpy(g->serial, "KEEP");
+    d = fixture("log_gaudi2_q.txt", &len);
+    if (hlsmi_parse_log(d, len, &s, 1, err, sizeof err) != GI_OK)
+        fail_msg("%s", err);
+    free(d);
+    assert_string_equal(s.gpus[0].vbios, "");
+    assert_string_equal(s.gpus[1].vbios, "hl-gaudi2-1.17.0-fw-51.2.0-sec-9");
+    assert_string_equal(s.gpus[1].serial, "AM50017402");
+    assert_string_equal(s.gpus[1].uuid, "01P0-HL2080A0-15-TG1C07-05-01-04");
+    assert_string_equal(s.gpus[2].vbios, "hl-gaudi2-1.16.2-fw-50.1.2-sec-9");
+    assert_string_equal(s.gpus[2].serial, "KEEP");
+    d = fixture("log_gaudi3_q.txt", &len); /* logging prefix, N/A firmware */
+    assert_int_equal(hlsmi_parse_log(d, len, &s, 0, err, sizeof err), GI_OK);
+    free(d);
+    d = fixture("gaudi2_units.csv", &len);
+    assert_int_equal(hlsmi_parse_log(d, len, &s, 0, err, sizeof err), GI_INVALID);
+    free(d);
+    gi_obs_free(&s);
+}
+
 static void model_names(void **state)
 {
     char m[GI_NAME_LEN];
@@ -405,7 +449,7 @@ int main(void)
         cmocka_unit_test(query_malformed),  cmocka_unit_test(table_old_layout),
         cmocka_unit_test(table_new_layout), cmocka_unit_test(table_container),
         cmocka_unit_test(model_names),      cmocka_unit_test(accel_minors),
-        cmocka_unit_test(accel_scan),
+        cmocka_unit_test(accel_scan),       cmocka_unit_test(log_firmware),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
