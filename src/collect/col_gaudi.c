@@ -167,6 +167,32 @@ static void prepare_env(struct gaudi_state *s)
     setenv("HABANA_LOGS", s->logdir, 1);
 }
 
+/* hl-smi when --hl-smi does not name it: on PATH, else where Habana's
+ * packages install it. */
+static const char *find_tool(void)
+{
+    static const char *const places[] = {"/usr/local/bin/hl-smi", "/opt/habanalabs/bin/hl-smi"};
+    const char *path = getenv("PATH");
+
+    if (path) {
+        char dir[PATH_MAX];
+        for (const char *p = path; *p;) {
+            size_t n = strcspn(p, ":");
+            if (n > 0 && n < sizeof dir - 8) {
+                memcpy(dir, p, n);
+                memcpy(dir + n, "/hl-smi", 8);
+                if (access(dir, X_OK) == 0)
+                    return "hl-smi";
+            }
+            p += n + (p[n] == ':');
+        }
+    }
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++)
+        if (access(places[i], X_OK) == 0)
+            return places[i];
+    return "hl-smi";
+}
+
 int collector_open_gaudi(const struct collector_opts *o, struct collector *out, char *err,
                          size_t errlen)
 {
@@ -178,7 +204,7 @@ int collector_open_gaudi(const struct collector_opts *o, struct collector *out, 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    snprintf(s->tool, sizeof s->tool, "%s", o->hl_smi ? o->hl_smi : "hl-smi");
+    snprintf(s->tool, sizeof s->tool, "%s", o->hl_smi ? o->hl_smi : find_tool());
     snprintf(s->root, sizeof s->root, "%s", o->root ? o->root : "");
     prepare_env(s);
     rc = gaudi_discover(s, &probe, err, errlen);

@@ -10,6 +10,7 @@
 #include "collect/batchjson.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "parse/dcgm.h"
 #include "parse/ingest.h"
 #include "parse/nvsmi.h"
 #include "store/store.h"
@@ -48,6 +49,34 @@ static void xml_remapped_rows(void **state)
     assert_int_equal(s.gpus[2].remap_failure, 0);
     assert_int_equal(s.gpus[2].remap_pending, -1); /* "Maybe": absent, a warning */
     assert_int_equal(s.nwarnings, 1);
+    gi_obs_free(&s);
+}
+
+/* dcgm-exporter's remap metrics: counts and the failure flag (0/1 only). */
+static void dcgm_remap(void **state)
+{
+    static const char page[] =
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE{gpu=\"0\",UUID=\"GPU-d0\",Hostname=\"n1\"} 1\n"
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{gpu=\"0\",UUID=\"GPU-d0\",Hostname=\"n1\"} 4\n"
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS{gpu=\"0\",UUID=\"GPU-d0\",Hostname=\"n1\"} 2\n"
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE{gpu=\"1\",UUID=\"GPU-d1\",Hostname=\"n1\"} 7\n"
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",UUID=\"GPU-d2\",Hostname=\"n1\"} 5\n";
+    struct gi_obs_set s = {0};
+    struct prom_error pe = {0};
+    struct dcgm d;
+
+    (void)state;
+    dcgm_begin(&d, &s);
+    assert_int_equal(prom_parse_text(page, sizeof page - 1, dcgm_sample, &d, &pe), GI_OK);
+    assert_int_equal(dcgm_finish(&d), GI_OK);
+    dcgm_free(&d);
+    assert_int_equal(s.ngpus, 3);
+    assert_int_equal(s.gpus[0].remap_failure, 1);
+    assert_int_equal(s.gpus[0].remap_uncorrectable, 4);
+    assert_int_equal(s.gpus[0].remap_corrected, 2);
+    assert_int_equal(s.gpus[1].remap_failure, -1); /* 7 is no flag */
+    assert_int_equal(s.gpus[2].remap_failure, -1); /* not exported */
+    assert_int_equal(s.gpus[2].remap_corrected, -1);
     gi_obs_free(&s);
 }
 
@@ -211,6 +240,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(xml_remapped_rows),
         cmocka_unit_test(batch_round_trip),
+        cmocka_unit_test(dcgm_remap),
         cmocka_unit_test_setup_teardown(store_health_rule, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
