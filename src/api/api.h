@@ -186,6 +186,7 @@ void api_lrules_delete(struct req *r);
 void api_lrules_dry_run(struct req *r);
 void api_lrules_run(struct req *r);
 void api_lrules_dry_run_body(struct req *r);
+void api_lrules_evaluate(struct req *r);
 void api_assets_health(struct req *r);
 
 /* asset_import.c: the CSV import, and the export's rows: takes ownership

@@ -136,6 +136,7 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/lifecycle-rules", api_lrules_list, GI_ROLE_VIEWER, LIST},
     {"POST", "/api/v1/lifecycle-rules", api_lrules_create, GI_ROLE_EDITOR, ""},
     {"POST", "/api/v1/lifecycle-rules/dry-run", api_lrules_dry_run_body, GI_ROLE_EDITOR, ""},
+    {"POST", "/api/v1/lifecycle-rules/evaluate", api_lrules_evaluate, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/lifecycle-rules/{id}", api_lrules_get, GI_ROLE_VIEWER, ""},
     {"PATCH", "/api/v1/lifecycle-rules/{id}", api_lrules_update, GI_ROLE_EDITOR, ""},
     {"DELETE", "/api/v1/lifecycle-rules/{id}", api_lrules_delete, GI_ROLE_EDITOR, ""},
