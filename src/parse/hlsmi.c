@@ -699,7 +699,9 @@ int hlsmi_parse_query(const char *data, size_t len, const char *fields, struct g
                 }
         }
         if (place(&lo, cells, n, r) != 0)
-            gi_obs_warn(out, "line %zu: %zu cells where the header has %zu; the missing are absent",
+            gi_obs_warn(out,
+                        "line %zu: %zu cells where the header has %zu; what cannot be placed "
+                        "is absent",
                         L.lineno, n, lo.ncols);
         if (row_all_absent(&lo, r))
             continue;
@@ -864,7 +866,7 @@ int hlsmi_parse_table(const char *data, size_t len, struct gi_obs_set *out, char
     size_t nprocs0 = out->nprocs, nwarn0 = out->nwarnings, naips = 0;
     struct lines L = {data, data + len, 0, NULL};
     struct aip *aips = NULL;
-    int in_procs = 0, rows = 0, seen_table = 0, too_long, rc = GI_INVALID;
+    int in_procs = 0, seen_table = 0, too_long, rc = GI_INVALID;
     char *line;
 
     if (len > HLSMI_MAX_INPUT) {
@@ -889,7 +891,6 @@ int hlsmi_parse_table(const char *data, size_t len, struct gi_obs_set *out, char
             seen_table = 1;
         if (strstr(line, "Compute Processes:")) {
             in_procs = 1;
-            rows = 0;
             continue;
         }
         if (in_procs == 1) {
@@ -910,7 +911,6 @@ int hlsmi_parse_table(const char *data, size_t len, struct gi_obs_set *out, char
             r = process_row(line, &tmp, &aip, out, L.lineno);
             if (r <= 0)
                 continue;
-            rows++;
             if ((p = gi_obs_add_proc(out)) == NULL) {
                 fail(err, errlen, "line %zu: too many processes", L.lineno);
                 rc = GI_TOO_LARGE;
@@ -940,7 +940,6 @@ int hlsmi_parse_table(const char *data, size_t len, struct gi_obs_set *out, char
         fail(err, errlen, "not an hl-smi table (no \"HL-SMI Version\" or \"Compute Processes\")");
         goto cleanup;
     }
-    (void)rows;
     rc = GI_OK;
 cleanup:
     if (rc != GI_OK) {
