@@ -143,8 +143,10 @@ static void gaudi_close(void *state)
 {
     struct gaudi_state *s = state;
 
-    if (s && s->logdir[0])
+    if (s && s->logdir[0]) {
         remove_logdir(s->logdir);
+        unsetenv("HABANA_LOGS"); /* it named our directory */
+    }
     free(s);
 }
 
