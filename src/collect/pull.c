@@ -40,6 +40,12 @@ static const struct cfg_key prom_keys[] = {
     {"url", CFG_URL, true, 0, 0}, {"query", CFG_STR, false, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
 static const struct cfg_key dcgm_keys[] = {
     {"url", CFG_URL, true, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
+/* habanalabs-exporter: hostname names the node when the exporter runs
+ * outside Kubernetes (it has no host label). */
+static const struct cfg_key habana_keys[] = {{"url", CFG_URL, true, 0, 0},
+                                             {"hostname", CFG_STR, false, 0, 0},
+                                             COMMON_KEYS,
+                                             {NULL, 0, 0, 0, 0}};
 static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
                                           {"page_size", CFG_INT, false, 1, 1000},
                                           COMMON_KEYS,
@@ -90,6 +96,7 @@ int pull_fetch_generic(const json_t *cfg, struct gi_obs_set *set, char *err, siz
 int pull_generic_config_check(const json_t *cfg, char *field, size_t flen, char *msg, size_t mlen);
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
+int pull_fetch_habana(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 /* A source that stores what it finds itself, rather than as GPU
  * observations (Kubernetes knows nodes and pods, not GPU identities). */
 typedef int (*pull_run_fn)(struct store *st, int64_t source_id, const json_t *cfg,
@@ -116,6 +123,7 @@ static const struct {
     {"netbox", netbox_keys, NULL, pull_run_netbox},
     {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
     {"prometheus-generic", generic_keys, pull_fetch_generic, NULL},
+    {"habanalabs-exporter", habana_keys, pull_fetch_habana, NULL},
 };
 
 static int kind_index(const char *kind)
