@@ -153,7 +153,8 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
     if ((rc = asset_location_doc(c, next, &to)) != GI_OK)
         goto cleanup;
     detail = json_pack("{s:O, s:O}", "from", from, "to", to);
-    if ((rc = asset_event_append(c, id, "located", actor, detail, at)) == GI_OK)
+    if ((rc = asset_event_append(c, id, "located", actor, detail, at)) == GI_OK &&
+        (rc = asset_sync_queue(c, id, "located", at)) == GI_OK)
         *moved = true;
 cleanup:
     json_decref(cur);
@@ -231,6 +232,8 @@ int store_scan(struct store *st, const char *actor, const struct store_scan *sc,
         detail = json_pack("{s:O, s:s?, s:s}", "location", where, "note", sc->note, "via", via);
         rc = asset_event_append(c, id, "scan", actor, detail, now);
     }
+    if (rc == GI_OK)
+        rc = asset_sync_queue(c, id, "scan", now);
     rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     if (rc == GI_OK && (rc = store_asset_get(st, tag, 0, INT64_MAX / 2, out)) == GI_OK)
