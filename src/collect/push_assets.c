@@ -20,16 +20,19 @@
 static const struct {
     const char *stage, *status;
 } netbox_statuses[] = {
-    {"ordered", "planned"},         {"received", "staged"},
-    {"active", "active"},           {"spare", "inventory"},
-    {"diagnostic_repair", "failed"}, {"refurbishment_candidate", "offline"},
+    {"ordered", "planned"},
+    {"received", "staged"},
+    {"active", "active"},
+    {"spare", "inventory"},
+    {"diagnostic_repair", "failed"},
+    {"refurbishment_candidate", "offline"},
     {"decommissioned", "decommissioning"},
 };
 
 const char *push_netbox_status(const json_t *cfg, const char *stage)
 {
-    const char *mapped =
-        json_string_value(json_object_get(json_object_get(cfg, "push_statuses"), stage ? stage : ""));
+    const char *mapped = json_string_value(
+        json_object_get(json_object_get(cfg, "push_statuses"), stage ? stage : ""));
 
     if (mapped && *mapped)
         return mapped;
@@ -71,7 +74,8 @@ json_t *push_ours(const char *kind, const json_t *cfg, const json_t *asset)
             json_object_set_new(o, "status", json_string(status));
     } else {
         put(o, "location", json_object_get(loc, "datacenter"));
-        put(o, "status", json_object_get(json_object_get(cfg, "push_status_ids"), stage ? stage : ""));
+        put(o, "status",
+            json_object_get(json_object_get(cfg, "push_status_ids"), stage ? stage : ""));
     }
     return o;
 }
@@ -121,8 +125,8 @@ void push_plan(const json_t *ours, const json_t *theirs, const json_t *base, jso
         else if (held && strcmp(held, o) == 0)
             continue; /* a person kept the remote's value against this one */
         else if (b && !same(r, bv))
-            json_array_append_new(conflicts, json_pack("{s:s, s:s, s:s?, s:s?}", "field", f,
-                                                       "ours", o, "theirs", r, "base", bv));
+            json_array_append_new(conflicts, json_pack("{s:s, s:s, s:s?, s:s?}", "field", f, "ours",
+                                                       o, "theirs", r, "base", bv));
         else
             json_object_set_new(write, f, json_string(o));
     }
@@ -156,8 +160,7 @@ static void keep_reply(const char *body, size_t len, char *out, size_t cap)
 /* Classifies an answer: 0 for a success (a Snipe-IT body saying
  * "status":"error" is a refusal), else -1 with the call's err filled
  * and permanent set when trying again cannot help. */
-static int judge(const char *system, const char *what, const char *body, size_t len,
-                 struct call *k)
+static int judge(const char *system, const char *what, const char *body, size_t len, struct call *k)
 {
     json_t *doc = body ? json_loadb(body, len, 0, NULL) : NULL;
     const char *st = json_string_value(json_object_get(doc, "status"));
@@ -211,8 +214,9 @@ static int remote_get(const struct target *t, json_t **obj, struct call *k)
     o.retry_after = &k->retry_after;
     if (httpget(t->url, &o, &body, &len, &k->status, k->err, sizeof k->err) != 0)
         return -1;
-    if ((rc = judge(t->system, "the read", body, len, k)) == 0 &&
-        !json_is_object(*obj = json_loadb(body, len, 0, NULL))) {
+    if ((rc = judge(t->system, "the read", body, len, k)) == 0)
+        *obj = json_loadb(body, len, 0, NULL);
+    if (rc == 0 && !json_is_object(*obj)) {
         json_decref(*obj);
         *obj = NULL;
         snprintf(k->err, sizeof k->err, "%s answered the read with something not a JSON object",
@@ -247,9 +251,8 @@ static int remote_send(const struct target *t, const char *method, const char *s
     headers[nh++] = "X-Gpuinv-Event: asset.sync";
     headers[nh] = NULL;
     snprintf(url, sizeof url, "%s%s", t->url, suffix);
-    if (text &&
-        httppost(url, &o, text, strlen(text), &reply, &len, &truncated, &k->status, k->err,
-                 sizeof k->err) == 0)
+    if (text && httppost(url, &o, text, strlen(text), &reply, &len, &truncated, &k->status, k->err,
+                         sizeof k->err) == 0)
         rc = judge(t->system, what, reply, len, k);
     else if (!text)
         snprintf(k->err, sizeof k->err, "out of memory");
@@ -370,8 +373,8 @@ static int send_one(struct store *st, const json_t *p, struct deliver_stats *sta
     const json_t *asset = json_object_get(p, "asset");
     struct target t = {.cfg = json_object_get(p, "config"), .kind = kind};
     struct call k = {0};
-    json_t *obj = NULL, *ours = NULL, *theirs = NULL, *write = json_object(),
-           *seen = json_object(), *conflicts = json_array();
+    json_t *obj = NULL, *ours = NULL, *theirs = NULL, *write = json_object(), *seen = json_object(),
+           *conflicts = json_array();
     struct store_sync_outcome out = {.id = json_integer_value(json_object_get(p, "id"))};
     bool netbox = kind && strcmp(kind, "netbox") == 0;
     char state[16] = "";
@@ -385,8 +388,9 @@ static int send_one(struct store *st, const json_t *p, struct deliver_stats *sta
         snprintf(k.err, sizeof k.err, "the source has no url");
         k.permanent = true;
     } else {
-        snprintf(t.url, sizeof t.url, netbox ? "%s%sapi/dcim/devices/%s/" : "%s%sapi/v1/hardware/%s",
-                 base, base[strlen(base) - 1] == '/' ? "" : "/", remote);
+        snprintf(t.url, sizeof t.url,
+                 netbox ? "%s%sapi/dcim/devices/%s/" : "%s%sapi/v1/hardware/%s", base,
+                 base[strlen(base) - 1] == '/' ? "" : "/", remote);
         if (remote_get(&t, &obj, &k) == 0) {
             ours = push_ours(kind, t.cfg, asset);
             theirs = push_theirs(kind, obj);

@@ -23,7 +23,8 @@
 #define CONFLICT_FROM                                                                              \
     " FROM sync_conflicts c JOIN assets a ON a.id = c.asset_id LEFT JOIN sources s ON s.id = "     \
     "c.source_id "
-#define CONFLICT_WHERE "WHERE (:asset = 0 OR c.asset_id = :asset) AND (:open = 0 OR c.resolved_at IS NULL) "
+#define CONFLICT_WHERE                                                                             \
+    "WHERE (:asset = 0 OR c.asset_id = :asset) AND (:open = 0 OR c.resolved_at IS NULL) "
 #define PUSH_FROM                                                                                  \
     " FROM sync_pushes p JOIN assets a ON a.id = p.asset_id LEFT JOIN sources s ON s.id = "        \
     "p.source_id WHERE (:asset = 0 OR p.asset_id = :asset) "
@@ -63,9 +64,10 @@
       "VALUES (:asset, :source, :field, :ours, :theirs, :base, :now) ON CONFLICT (asset_id, "      \
       "source_id, field) WHERE resolved_at IS NULL DO UPDATE SET ours = excluded.ours, theirs = "  \
       "excluded.theirs")                                                                           \
-    X(CONFLICT_LIST, "SELECT " CONFLICT_COLS CONFLICT_FROM CONFLICT_WHERE "ORDER BY c.id DESC " PAGE) \
+    X(CONFLICT_LIST,                                                                               \
+      "SELECT " CONFLICT_COLS CONFLICT_FROM CONFLICT_WHERE "ORDER BY c.id DESC " PAGE)             \
     X(CONFLICT_COUNT, "SELECT COUNT(*)" CONFLICT_FROM CONFLICT_WHERE)                              \
-    X(CONFLICT_GET, "SELECT " CONFLICT_COLS ", c.asset_id" CONFLICT_FROM "WHERE c.id = :id")        \
+    X(CONFLICT_GET, "SELECT " CONFLICT_COLS ", c.asset_id" CONFLICT_FROM "WHERE c.id = :id")       \
     X(CONFLICT_RESOLVE, "UPDATE sync_conflicts SET resolved_at = :now, resolved_by = :actor, "     \
                         "resolution = :keep WHERE id = :id AND resolved_at IS NULL")               \
     X(PUSH_LIST, "SELECT p.id, a.tag AS asset, p.source_id, s.name AS source, s.kind AS system, "  \
@@ -389,8 +391,8 @@ static int sync_event(struct conn *c, int64_t asset_id, const struct store_sync_
         json_array_append(held, json_object_get(v, "field"));
     detail = json_pack("{s:s, s:s, s:o, s:o}", "system", o->system ? o->system : "", "direction",
                        "push", "fields", fields, "conflicts", held);
-    rc = detail ? asset_event_append(c, asset_id, "sync", "sync:push", detail, o->now)
-                : GI_INTERNAL;
+    rc =
+        detail ? asset_event_append(c, asset_id, "sync", "sync:push", detail, o->now) : GI_INTERNAL;
     json_decref(detail);
     return rc;
 }
