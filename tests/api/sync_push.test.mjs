@@ -181,6 +181,13 @@ test('a pull brings the remote value as last synced, so the next push is no conf
   assert.deepEqual(await conflicts('NB-103'), []);
 });
 
+test('a location edited through the API is pushed too', async () => {
+  ok(await api('PATCH', '/api/v1/assets/NB-103', { rack: 'R44', rack_u: 30 }));
+  await waitFor(() => sb.devices[103].rack && sb.devices[103].rack.name === 'R44', 'the edited rack');
+  assert.equal(sb.devices[103].position, 30);
+  assert.equal((await pushes('NB-103'))[0].reason, 'located');
+});
+
 test('401 and 429 answers are retried and logged; nothing is lost', async () => {
   sb.fail = { system: 'snipeit', code: 401, times: 2 };
   ok(await api('POST', '/api/v1/assets/SN-203/stage', { stage: 'spare', reason: 'pool' }));
