@@ -5,9 +5,15 @@
  *
  * Ingest marks each (GPU, hour) its samples touch as dirty inside its own
  * transaction (usage_mark). The job recomputes dirty hours from the raw
- * samples in chunks of at most CHUNK_GPUS GPUs of one hour, each chunk one
- * transaction, oldest hour first; then each touched day is summed again
- * from its hours. Every run also re-dirties the current hour of every GPU
+ * samples in small chunks (at most CHUNK_GPUS GPUs of one hour and about
+ * CHUNK_BUDGET_MS of work), oldest hour first. Each chunk is its own
+ * transaction that names its GPUs (db_tx_begin_keyed): on PostgreSQL it
+ * runs beside the pushes of other GPUs and waits only for those of its
+ * own; on SQLite, whose one writer it then is, the job steps aside after
+ * each chunk so that a waiting push goes first. A chunk marks its hour in
+ * usage_groups_dirty; the hour's (and its day's) group rows, which sum
+ * every GPU, are summed again once per run after the chunks, one hour per
+ * transaction. Every run also re-dirties the current hour of every GPU
  * still present once its row is RECENT_S old, and the previous hour until
  * it has been computed max_gap after its end, so that consumers that
  * changed without new samples (a pod list that ended a pod, a released
@@ -23,10 +29,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-/* GPUs of one hour per chunk transaction, and chunks per job run. */
-#define CHUNK_GPUS 512
-#define RUN_CHUNKS 200
+/* GPUs of one hour per chunk transaction (each one a key the chunk
+ * locks), and chunks per job run. */
+#define CHUNK_GPUS DB_LOCK_KEYS_MAX
+#define RUN_CHUNKS 1600
+/* A chunk stops taking more of its GPUs once it has worked this long
+ * (the rest stay dirty for the next chunk); a run stops taking chunks
+ * after RUN_BUDGET_MS, within the job's lease. */
+#define CHUNK_BUDGET_MS 100
+#define RUN_BUDGET_MS 90000
+/* How long the job steps aside after each chunk on SQLite, so that a
+ * writer waiting for the store's one writer lock takes it first. */
+#define YIELD_US 2000
 /* Rollup rows one pruning statement deletes at most. */
 #define PRUNE_BATCH 5000
 /* Rows of usage_redo worked per chunk. */
@@ -60,13 +76,20 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
     X(DIRTY_FUTURE, "DELETE FROM usage_dirty WHERE hour > :now")                                   \
     X(DIRTY_OLDEST, "SELECT MIN(hour) FROM usage_dirty")                                           \
     X(DIRTY_COUNT, "SELECT COUNT(*) FROM usage_dirty")                                             \
-    X(DIRTY_CHUNK, "SELECT gpu_id FROM usage_dirty WHERE hour = :hour ORDER BY gpu_id LIMIT :n")   \
+    X(DIRTY_CHUNK, "SELECT d.gpu_id, COALESCE(g.uuid, '') FROM usage_dirty d LEFT JOIN gpus g ON " \
+                   "g.id = d.gpu_id WHERE d.hour = :hour ORDER BY d.gpu_id LIMIT :n")             \
     X(DIRTY_DONE, "DELETE FROM usage_dirty WHERE hour = :hour AND gpu_id = :gid")                  \
     X(CHUNK_SAMPLES,                                                                               \
       "SELECT gpu_id, COALESCE(source_id, 0), ts, util_avg, util_max, mem_used_mib, "              \
       "power_avg_w, temp_c FROM gpu_samples WHERE ts >= :lo AND ts <= :hi AND gpu_id IN (SELECT "  \
-      "gpu_id FROM usage_dirty WHERE hour = :hour ORDER BY gpu_id LIMIT :n) ORDER BY gpu_id, "     \
-      "COALESCE(source_id, 0), ts")                                                                \
+      "d.gpu_id FROM usage_dirty d WHERE d.hour = :hour AND d.gpu_id >= :g0 AND d.gpu_id <= :g1 "  \
+      "UNION SELECT g.id FROM usage_dirty d JOIN gpus x ON x.id = d.gpu_id JOIN gpus g ON "        \
+      "g.host_id = x.host_id WHERE d.hour = :hour AND d.gpu_id >= :g0 AND d.gpu_id <= :g1) "       \
+      "ORDER BY gpu_id, COALESCE(source_id, 0), ts")                                               \
+    X(GDIRTY_MARK, "INSERT INTO usage_groups_dirty (hour, marked_at) VALUES (:hour, :now) ON "     \
+                   "CONFLICT (hour) DO NOTHING")                                                   \
+    X(GDIRTY_LIST, "SELECT hour FROM usage_groups_dirty ORDER BY hour LIMIT 2")                    \
+    X(GDIRTY_DONE, "DELETE FROM usage_groups_dirty WHERE hour = :hour")                            \
     X(PRUNE_GROUPS, "DELETE FROM usage_groups_daily WHERE day < :cut")                             \
     X(HGROUPS_DEL, "DELETE FROM usage_groups_hourly WHERE hour = :hour")                           \
     X(HGROUPS_ADD,                                                                                 \
@@ -331,10 +354,32 @@ int usage_reprice(struct conn *c, int64_t from)
 
 /* ---- the job ---- */
 
-/* Reads the chunk's samples (every dirty GPU of the hour, up to `limit`)
- * into *out. Caller frees. */
-static int chunk_samples(struct conn *c, int64_t hour, int64_t limit, struct usage_sample **out,
-                         size_t *n)
+/* Milliseconds of a monotonic clock. */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Steps aside after a chunk on SQLite, whose one writer lock a push may
+ * be waiting for (the lock is not handed over in order): the waiting
+ * writer takes it first. On PostgreSQL chunks and pushes of other GPUs
+ * run side by side and the lock queue is fair, so nothing is needed. */
+static void step_aside(bool sqlite)
+{
+    if (sqlite) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = YIELD_US * 1000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Reads the chunk's samples into *out: those of the hour's dirty GPUs
+ * g0..g1 and of every GPU on the same hosts (which the pod heuristic
+ * weighs), ordered by GPU. Caller frees. */
+static int chunk_samples(struct conn *c, int64_t hour, int64_t g0, int64_t g1,
+                         struct usage_sample **out, size_t *n)
 {
     struct db_stmt *s = prep(c, ST_CHUNK_SAMPLES);
     size_t cap = 0;
@@ -347,7 +392,8 @@ static int chunk_samples(struct conn *c, int64_t hour, int64_t limit, struct usa
     db_bind_int(s, ":lo", hour - cfg.max_gap_s);
     db_bind_int(s, ":hi", hour + 3600 + cfg.max_gap_s);
     db_bind_int(s, ":hour", hour);
-    db_bind_int(s, ":n", limit);
+    db_bind_int(s, ":g0", g0);
+    db_bind_int(s, ":g1", g1);
     while ((step = db_step(c, s)) == DB_ROW) {
         struct usage_sample *x;
         if (*n == cap) {
@@ -374,8 +420,56 @@ static int chunk_samples(struct conn *c, int64_t hour, int64_t limit, struct usa
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
+/* One GPU of a chunk: its id and the name its lock is taken under. */
+struct chunk_gpu {
+    int64_t id;
+    char uuid[256];
+};
+
+/* The oldest dirty hour (*none when nothing is dirty) and up to `limit`
+ * of its dirty GPUs, read outside any transaction: only the job forgets
+ * marks, so they are still there when the chunk's transaction begins. */
+static int chunk_pick(struct conn *c, int64_t now, int64_t limit, int64_t *hour, bool *none,
+                      struct chunk_gpu *ids, size_t *nids)
+{
+    struct db_stmt *s = prep(c, ST_DIRTY_FIRST);
+    int step, rc;
+
+    *nids = 0;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":now", usage_hour_of(now));
+    if ((rc = usage_fetch_opt_int(c, s, hour, none)) != GI_OK || *none)
+        return rc;
+    if (!(s = prep(c, ST_DIRTY_CHUNK)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":hour", *hour);
+    db_bind_int(s, ":n", limit);
+    while ((step = db_step(c, s)) == DB_ROW && *nids < (size_t)limit) {
+        ids[*nids].id = db_col_int(s, 0);
+        gi_strlcpy(ids[*nids].uuid, db_col_text(s, 1), sizeof ids[0].uuid);
+        (*nids)++;
+    }
+    db_reset(s);
+    return step == DB_DONE || step == DB_ROW ? GI_OK : db_status(step);
+}
+
+/* Marks the chunk's hour for its groups to be summed again. */
+static int groups_mark(struct conn *c, int64_t hour, int64_t now)
+{
+    struct db_stmt *s = prep(c, ST_GDIRTY_MARK);
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":hour", hour);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
+}
+
 /* One chunk: up to `limit` dirty GPUs of the oldest dirty hour, in one
- * transaction. *hours counts the GPU-hours done (0: nothing was dirty);
+ * transaction that locks those GPUs' keys (a push of one of them waits for
+ * it, or it for the push), taking no more of them once CHUNK_BUDGET_MS
+ * have passed. *hours counts the GPU-hours done (0: nothing was dirty);
  * *first the first GPU of the chunk and *hour its hour. */
 static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hours, int64_t *first,
                      int64_t *first_hour)
@@ -383,69 +477,130 @@ static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hour
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
     struct usage_sample *xs = NULL;
-    int64_t *ids = NULL, hour = 0;
-    size_t n = 0, nids = 0, at = 0;
-    bool none = true;
-    int step, rc = db_tx_begin(c);
+    struct chunk_gpu *ids = calloc((size_t)limit, sizeof *ids);
+    int kinds[CHUNK_GPUS];
+    const char *names[CHUNK_GPUS];
+    int64_t hour = 0, start = mono_ms();
+    size_t n = 0, nids = 0, at = 0, done = 0;
+    int nkeys = 0;
+    bool none = true, in_tx = false;
+    int rc = GI_INTERNAL;
 
     *hours = 0;
     *first = *first_hour = 0;
-    if (rc != GI_OK)
+    if (!ids || limit > CHUNK_GPUS)
         goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_DIRTY_FIRST)))
+    if ((rc = chunk_pick(c, now, limit, &hour, &none, ids, &nids)) != GI_OK || none || !nids)
         goto cleanup;
-    db_bind_int(s, ":now", usage_hour_of(now));
-    if ((rc = usage_fetch_opt_int(c, s, &hour, &none)) != GI_OK || none)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(ids = calloc((size_t)limit, sizeof *ids)) || !(s = prep(c, ST_DIRTY_CHUNK)))
-        goto cleanup;
-    db_bind_int(s, ":hour", hour);
-    db_bind_int(s, ":n", limit);
-    while ((step = db_step(c, s)) == DB_ROW && nids < (size_t)limit)
-        ids[nids++] = db_col_int(s, 0);
-    db_reset(s);
-    if (step != DB_DONE && step != DB_ROW) {
-        rc = db_status(step);
-        goto cleanup;
-    }
-    *first = nids ? ids[0] : 0;
+    *first = ids[0].id;
     *first_hour = hour;
-    if ((rc = chunk_samples(c, hour, limit, &xs, &n)) != GI_OK)
+    for (size_t i = 0; i < nids; i++)
+        if (ids[i].uuid[0] != '\0') {
+            kinds[nkeys] = DB_LOCK_GPU;
+            names[nkeys++] = ids[i].uuid;
+        }
+    in_tx = true;
+    if ((rc = db_tx_begin_keyed(c, kinds, names, nkeys)) != GI_OK)
+        goto cleanup;
+    if ((rc = chunk_samples(c, hour, ids[0].id, ids[nids - 1].id, &xs, &n)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < nids && rc == GI_OK; i++) {
         size_t from;
-        while (at < n && xs[at].gpu < ids[i])
+        if (i > 0 && mono_ms() - start >= CHUNK_BUDGET_MS)
+            break;
+        while (at < n && xs[at].gpu < ids[i].id)
             at++;
         from = at;
-        while (at < n && xs[at].gpu == ids[i])
+        while (at < n && xs[at].gpu == ids[i].id)
             at++;
-        rc = usage_compute_hour(c, ids[i], hour, now, xs + from, at - from, xs, n);
+        rc = usage_compute_hour(c, ids[i].id, hour, now, xs + from, at - from, xs, n);
         if (rc == GI_OK)
-            rc = usage_write_consumer_day(c, ids[i], hour - hour % 86400, now);
+            rc = usage_write_consumer_day(c, ids[i].id, hour - hour % 86400, now);
         if (rc == GI_OK) {
             rc = GI_INTERNAL;
             if ((s = prep(c, ST_DIRTY_DONE))) {
                 db_bind_int(s, ":hour", hour);
-                db_bind_int(s, ":gid", ids[i]);
+                db_bind_int(s, ":gid", ids[i].id);
                 rc = db_exec_done(c, s);
             }
         }
+        done += rc == GI_OK;
     }
-    if (rc == GI_OK && nids)
-        rc = write_hour_groups(c, hour, now);
-    if (rc == GI_OK && nids)
-        rc = usage_write_groups(c, hour - hour % 86400, now);
     if (rc == GI_OK)
-        *hours = (int64_t)nids;
+        rc = groups_mark(c, hour, now);
+    if (rc == GI_OK)
+        *hours = (int64_t)done;
 cleanup:
-    rc = db_tx_end(c, rc);
+    if (in_tx)
+        rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     free(xs);
     free(ids);
     if (rc != GI_OK)
         *hours = 0;
+    return rc;
+}
+
+/* Sums the groups of the oldest hour marked in usage_groups_dirty again,
+ * and its day's when no later hour of that day is marked, in one
+ * transaction with the writer lock (the sums read every GPU's rows);
+ * *left is false once nothing is marked. */
+static int flush_groups_hour(struct store *st, int64_t now, bool *left)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int64_t hours[2];
+    size_t n = 0;
+    int step, rc = db_tx_begin(c);
+
+    *left = false;
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_GDIRTY_LIST)))
+        goto cleanup;
+    while ((step = db_step(c, s)) == DB_ROW && n < 2)
+        hours[n++] = db_col_int(s, 0);
+    db_reset(s);
+    if (step != DB_DONE && step != DB_ROW) {
+        rc = db_status(step);
+        goto cleanup;
+    }
+    rc = GI_OK;
+    if (n == 0)
+        goto cleanup;
+    if ((rc = write_hour_groups(c, hours[0], now)) != GI_OK)
+        goto cleanup;
+    /* hours come in order: the day is summed once its last marked hour is */
+    if (n == 1 || hours[1] - hours[1] % 86400 != hours[0] - hours[0] % 86400)
+        if ((rc = usage_write_groups(c, hours[0] - hours[0] % 86400, now)) != GI_OK)
+            goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_GDIRTY_DONE)))
+        goto cleanup;
+    db_bind_int(s, ":hour", hours[0]);
+    rc = db_exec_done(c, s);
+    *left = rc == GI_OK;
+cleanup:
+    rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
+    if (rc != GI_OK)
+        *left = false;
+    return rc;
+}
+
+/* Sums the groups of every hour the chunks marked, one hour per
+ * transaction, stepping aside between them like the chunks. */
+static int flush_groups(struct store *st, int64_t now, bool sqlite)
+{
+    bool left = true;
+    int rc = GI_OK;
+
+    while (left && rc == GI_OK) {
+        rc = flush_groups_hour(st, now, &left);
+        if (left)
+            step_aside(sqlite);
+    }
     return rc;
 }
 
@@ -803,19 +958,18 @@ static int audit_run(struct store *st, const char *actor, const struct store_usa
     return rc;
 }
 
-int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max_chunks,
-                       struct store_usage_run *out)
+/* Works dirty GPU-hours chunk by chunk (see run_chunk), at most
+ * max_chunks of them and RUN_BUDGET_MS of time, into *out. */
+static int run_chunks(struct store *st, int64_t now, int max_chunks, bool sqlite,
+                      struct store_usage_run *out)
 {
-    int64_t n = 0;
-    int rc;
+    int64_t n = 0, start = mono_ms();
+    int rc = GI_OK;
 
-    memset(out, 0, sizeof *out);
-    if (max_chunks < 1)
-        max_chunks = RUN_CHUNKS;
-    if ((rc = mark_recent(st, now)) != GI_OK)
-        return rc;
     for (int i = 0, limit = CHUNK_GPUS; i < max_chunks; i++) {
         int64_t gid = 0, hour = 0;
+        if (i > 0 && mono_ms() - start >= RUN_BUDGET_MS)
+            break;
         rc = run_chunk(st, now, limit, &n, &gid, &hour);
         if (rc == GI_UNAVAILABLE)
             return rc;
@@ -838,7 +992,35 @@ int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max
             break;
         out->hours += n;
         out->chunks++;
+        step_aside(sqlite);
     }
+    return GI_OK;
+}
+
+int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max_chunks,
+                       struct store_usage_run *out)
+{
+    struct conn *c = db_conn_get(st);
+    bool sqlite = db_dialect(c) == DB_SQLITE;
+    int64_t n = 0;
+    int rc;
+
+    db_conn_put(st, c);
+    memset(out, 0, sizeof *out);
+    if (max_chunks < 1)
+        max_chunks = RUN_CHUNKS;
+    if ((rc = mark_recent(st, now)) != GI_OK)
+        return rc;
+    rc = run_chunks(st, now, max_chunks, sqlite, out);
+    /* The groups of the hours done are summed even when a chunk failed;
+     * marks left behind are summed by a later run. */
+    {
+        int frc = flush_groups(st, now, sqlite);
+        if (rc == GI_OK)
+            rc = frc;
+    }
+    if (rc != GI_OK)
+        return rc;
     for (int i = 0; i < max_chunks; i++) {
         if ((rc = redo_chunk(st, now, &n)) != GI_OK)
             return rc;
