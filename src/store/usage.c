@@ -38,11 +38,13 @@
 /* A chunk stops taking more of its GPUs once it has worked this long
  * (the rest stay dirty for the next chunk); a run stops taking chunks
  * after RUN_BUDGET_MS, within the job's lease. */
-#define CHUNK_BUDGET_MS 100
+#define CHUNK_BUDGET_MS 50
 #define RUN_BUDGET_MS 90000
 /* How long the job steps aside after each chunk on SQLite, so that a
- * writer waiting for the store's one writer lock takes it first. */
-#define YIELD_US 2000
+ * writer waiting for the store's one writer lock takes it first: half as
+ * long as the chunk held it, within these bounds. */
+#define YIELD_MIN_MS 2
+#define YIELD_MAX_MS 50
 /* Rollup rows one pruning statement deletes at most. */
 #define PRUNE_BATCH 5000
 /* Rows of usage_redo worked per chunk. */
@@ -363,16 +365,24 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Steps aside after a chunk on SQLite, whose one writer lock a push may
- * be waiting for (the lock is not handed over in order): the waiting
- * writer takes it first. On PostgreSQL chunks and pushes of other GPUs
- * run side by side and the lock queue is fair, so nothing is needed. */
-static void step_aside(bool sqlite)
+/* Steps aside after a chunk that held the writer lock for held_ms, on
+ * SQLite, whose one writer lock a push may be waiting for: the lock is not
+ * handed over in order, so the job sleeps for half as long as it held it
+ * (YIELD_MIN_MS..YIELD_MAX_MS), time for the waiting writer to take it.
+ * The job then holds the lock at most two thirds of the time while it has
+ * work. On PostgreSQL chunks and pushes of other GPUs run side by side
+ * and the lock queue is fair, so nothing is needed. */
+static void step_aside(bool sqlite, int64_t held_ms)
 {
-    if (sqlite) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = YIELD_US * 1000L};
-        nanosleep(&ts, NULL);
-    }
+    int64_t ms = held_ms / 2;
+
+    if (!sqlite)
+        return;
+    if (ms < YIELD_MIN_MS)
+        ms = YIELD_MIN_MS;
+    if (ms > YIELD_MAX_MS)
+        ms = YIELD_MAX_MS;
+    nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = (long)ms * 1000000L}, NULL);
 }
 
 /* Reads the chunk's samples into *out: those of the hour's dirty GPUs
@@ -597,9 +607,10 @@ static int flush_groups(struct store *st, int64_t now, bool sqlite)
     int rc = GI_OK;
 
     while (left && rc == GI_OK) {
+        int64_t t = mono_ms();
         rc = flush_groups_hour(st, now, &left);
         if (left)
-            step_aside(sqlite);
+            step_aside(sqlite, mono_ms() - t);
     }
     return rc;
 }
@@ -967,8 +978,8 @@ static int run_chunks(struct store *st, int64_t now, int max_chunks, bool sqlite
     int rc = GI_OK;
 
     for (int i = 0, limit = CHUNK_GPUS; i < max_chunks; i++) {
-        int64_t gid = 0, hour = 0;
-        if (i > 0 && mono_ms() - start >= RUN_BUDGET_MS)
+        int64_t gid = 0, hour = 0, t = mono_ms();
+        if (i > 0 && t - start >= RUN_BUDGET_MS)
             break;
         rc = run_chunk(st, now, limit, &n, &gid, &hour);
         if (rc == GI_UNAVAILABLE)
@@ -992,7 +1003,7 @@ static int run_chunks(struct store *st, int64_t now, int max_chunks, bool sqlite
             break;
         out->hours += n;
         out->chunks++;
-        step_aside(sqlite);
+        step_aside(sqlite, mono_ms() - t);
     }
     return GI_OK;
 }
