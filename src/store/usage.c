@@ -79,7 +79,7 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
     X(DIRTY_OLDEST, "SELECT MIN(hour) FROM usage_dirty")                                           \
     X(DIRTY_COUNT, "SELECT COUNT(*) FROM usage_dirty")                                             \
     X(DIRTY_CHUNK, "SELECT d.gpu_id, COALESCE(g.uuid, '') FROM usage_dirty d LEFT JOIN gpus g ON " \
-                   "g.id = d.gpu_id WHERE d.hour = :hour ORDER BY d.gpu_id LIMIT :n")             \
+                   "g.id = d.gpu_id WHERE d.hour = :hour ORDER BY d.gpu_id LIMIT :n")              \
     X(DIRTY_DONE, "DELETE FROM usage_dirty WHERE hour = :hour AND gpu_id = :gid")                  \
     X(CHUNK_SAMPLES,                                                                               \
       "SELECT gpu_id, COALESCE(source_id, 0), ts, util_avg, util_max, mem_used_mib, "              \

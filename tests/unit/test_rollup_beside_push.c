@@ -153,10 +153,7 @@ static int64_t waiting_in(struct fixture *f, int64_t from, int64_t to)
                    (long long)from, (long long)to);
 }
 
-static int64_t waiting(struct fixture *f)
-{
-    return waiting_in(f, f->from, f->from + HOURS * 3600);
-}
+static int64_t waiting(struct fixture *f) { return waiting_in(f, f->from, f->from + HOURS * 3600); }
 
 /* A push of a new host with one GPU and one sample. */
 static void push(struct fixture *f)
@@ -254,8 +251,7 @@ static void test_push_completes_while_backlog_drains(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_push_completes_while_backlog_drains, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_push_completes_while_backlog_drains, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
