@@ -26,13 +26,16 @@
 #include "core/util.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* GPUs of one hour per chunk transaction (each one a key the chunk
- * locks), and chunks per job run. */
+/* GPUs of one hour whose samples are read at once (a pass), GPUs per
+ * chunk transaction (each one a key the chunk locks), and chunks per job
+ * run. */
+#define PASS_GPUS 512
 #define CHUNK_GPUS DB_LOCK_KEYS_MAX
 #define RUN_CHUNKS 1600
 /* A chunk stops taking more of its GPUs once it has worked this long
@@ -78,9 +81,14 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
     X(DIRTY_FUTURE, "DELETE FROM usage_dirty WHERE hour > :now")                                   \
     X(DIRTY_OLDEST, "SELECT MIN(hour) FROM usage_dirty")                                           \
     X(DIRTY_COUNT, "SELECT COUNT(*) FROM usage_dirty")                                             \
-    X(DIRTY_CHUNK, "SELECT d.gpu_id, COALESCE(g.uuid, '') FROM usage_dirty d LEFT JOIN gpus g ON " \
-                   "g.id = d.gpu_id WHERE d.hour = :hour ORDER BY d.gpu_id LIMIT :n")              \
+    X(DIRTY_CHUNK,                                                                                 \
+      "SELECT d.gpu_id, COALESCE(g.uuid, ''), d.gen FROM usage_dirty d LEFT JOIN gpus g ON "       \
+      "g.id = d.gpu_id WHERE d.hour = :hour ORDER BY d.gpu_id LIMIT :n")                           \
     X(DIRTY_DONE, "DELETE FROM usage_dirty WHERE hour = :hour AND gpu_id = :gid")                  \
+    X(DIRTY_DONE_GEN, "DELETE FROM usage_dirty WHERE hour = :hour AND gpu_id = :gid AND gen = "    \
+                      ":gen")                                                                      \
+    X(DIRTY_TOUCH, "INSERT INTO usage_dirty (hour, gpu_id, marked_at, gen) VALUES (:hour, :gid, "  \
+                   ":now, :gen) ON CONFLICT (hour, gpu_id) DO UPDATE SET gen = excluded.gen")      \
     X(CHUNK_SAMPLES,                                                                               \
       "SELECT gpu_id, COALESCE(source_id, 0), ts, util_avg, util_max, mem_used_mib, "              \
       "power_avg_w, temp_c FROM gpu_samples WHERE ts >= :lo AND ts <= :hi AND gpu_id IN (SELECT "  \
@@ -317,15 +325,48 @@ int usage_mark_hours(struct conn *c, int64_t gpu_id, int64_t first, int64_t last
     return rc;
 }
 
+/* A stamp no earlier mark by new data has: nanoseconds of the clock, one
+ * more than the last one this process gave when the clock has not moved. */
+static int64_t mark_stamp(void)
+{
+    static _Atomic int64_t last;
+    struct timespec ts;
+    int64_t t, prev;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    prev = atomic_load(&last);
+    do {
+        if (t <= prev)
+            t = prev + 1;
+    } while (!atomic_compare_exchange_weak(&last, &prev, t));
+    return t;
+}
+
 int usage_mark(struct conn *c, int64_t gpu_id, int64_t from_ts, int64_t to_ts)
 {
-    int64_t now = gi_now(), last = usage_hour_of(to_ts + cfg.max_gap_s);
+    int64_t now = gi_now(), last = usage_hour_of(to_ts + cfg.max_gap_s), first, gen;
+    int rc = GI_OK;
 
     if (gpu_id <= 0 || to_ts < from_ts)
         return GI_OK;
     if (last > usage_hour_of(now))
         last = usage_hour_of(now);
-    return usage_mark_hours(c, gpu_id, usage_hour_of(from_ts - cfg.max_gap_s), last, now);
+    first = usage_hour_of(from_ts - cfg.max_gap_s);
+    if (last - first > (int64_t)FILL_MAX_HOURS * 3600)
+        first = last - (int64_t)FILL_MAX_HOURS * 3600;
+    gen = mark_stamp();
+    for (int64_t h = last; h >= first && rc == GI_OK; h -= 3600) {
+        struct db_stmt *s = prep(c, ST_DIRTY_TOUCH);
+        if (!s)
+            return GI_INTERNAL;
+        db_bind_int(s, ":hour", h);
+        db_bind_int(s, ":gid", gpu_id);
+        db_bind_int(s, ":now", now);
+        db_bind_int(s, ":gen", gen);
+        rc = db_exec_done(c, s);
+    }
+    return rc;
 }
 
 int usage_reattribute(struct conn *c, int64_t gpu_id, int64_t from)
@@ -430,38 +471,73 @@ static int chunk_samples(struct conn *c, int64_t hour, int64_t g0, int64_t g1,
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
-/* One GPU of a chunk: its id and the name its lock is taken under. */
+/* One GPU of a pass: its id, the name its lock is taken under, and the
+ * stamp of its mark when the pass read it. */
 struct chunk_gpu {
-    int64_t id;
+    int64_t id, gen;
     char uuid[256];
 };
 
-/* The oldest dirty hour (*none when nothing is dirty) and up to `limit`
- * of its dirty GPUs, read outside any transaction: only the job forgets
- * marks, so they are still there when the chunk's transaction begins. */
-static int chunk_pick(struct conn *c, int64_t now, int64_t limit, int64_t *hour, bool *none,
-                      struct chunk_gpu *ids, size_t *nids)
-{
-    struct db_stmt *s = prep(c, ST_DIRTY_FIRST);
-    int step, rc;
+/* A pass: up to PASS_GPUS dirty GPUs of the oldest dirty hour and their
+ * samples, read outside any transaction, then worked in chunks from
+ * `next` on (`at`: the first sample of GPU ids[next]). */
+struct pass {
+    int64_t hour;
+    struct chunk_gpu *ids;
+    size_t nids, next;
+    struct usage_sample *xs;
+    size_t n, at;
+};
 
-    *nids = 0;
+static void pass_free(struct pass *p)
+{
+    free(p->ids);
+    free(p->xs);
+    memset(p, 0, sizeof *p);
+}
+
+/* Reads the next pass into *p (p->nids 0: nothing is dirty). Reading the
+ * hour's samples scans every sample of its window, so a pass reads them
+ * for many chunks at once. A push in between marks its hours again with a
+ * new stamp: the chunk then keeps the mark, and a later pass recomputes
+ * the hour with the new samples. */
+static int pass_read(struct store *st, int64_t now, struct pass *p)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_DIRTY_FIRST);
+    bool none = true;
+    int step, rc = GI_INTERNAL;
+
+    pass_free(p);
     if (!s)
-        return GI_INTERNAL;
+        goto cleanup;
     db_bind_int(s, ":now", usage_hour_of(now));
-    if ((rc = usage_fetch_opt_int(c, s, hour, none)) != GI_OK || *none)
-        return rc;
-    if (!(s = prep(c, ST_DIRTY_CHUNK)))
-        return GI_INTERNAL;
-    db_bind_int(s, ":hour", *hour);
-    db_bind_int(s, ":n", limit);
-    while ((step = db_step(c, s)) == DB_ROW && *nids < (size_t)limit) {
-        ids[*nids].id = db_col_int(s, 0);
-        gi_strlcpy(ids[*nids].uuid, db_col_text(s, 1), sizeof ids[0].uuid);
-        (*nids)++;
+    if ((rc = usage_fetch_opt_int(c, s, &p->hour, &none)) != GI_OK || none)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(p->ids = calloc(PASS_GPUS, sizeof *p->ids)) || !(s = prep(c, ST_DIRTY_CHUNK)))
+        goto cleanup;
+    db_bind_int(s, ":hour", p->hour);
+    db_bind_int(s, ":n", PASS_GPUS);
+    while ((step = db_step(c, s)) == DB_ROW && p->nids < PASS_GPUS) {
+        struct chunk_gpu *g = &p->ids[p->nids++];
+        g->id = db_col_int(s, 0);
+        gi_strlcpy(g->uuid, db_col_text(s, 1), sizeof g->uuid);
+        g->gen = db_col_int(s, 2);
     }
     db_reset(s);
-    return step == DB_DONE || step == DB_ROW ? GI_OK : db_status(step);
+    if (step != DB_DONE && step != DB_ROW) {
+        rc = db_status(step);
+        goto cleanup;
+    }
+    rc = GI_OK;
+    if (p->nids)
+        rc = chunk_samples(c, p->hour, p->ids[0].id, p->ids[p->nids - 1].id, &p->xs, &p->n);
+cleanup:
+    db_conn_put(st, c);
+    if (rc != GI_OK)
+        pass_free(p);
+    return rc;
 }
 
 /* Marks the chunk's hour for its groups to be summed again. */
@@ -476,78 +552,64 @@ static int groups_mark(struct conn *c, int64_t hour, int64_t now)
     return db_exec_done(c, s);
 }
 
-/* One chunk: up to `limit` dirty GPUs of the oldest dirty hour, in one
- * transaction that locks those GPUs' keys (a push of one of them waits for
- * it, or it for the push), taking no more of them once CHUNK_BUDGET_MS
- * have passed. *hours counts the GPU-hours done (0: nothing was dirty);
- * *first the first GPU of the chunk and *hour its hour. */
-static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hours, int64_t *first,
-                     int64_t *first_hour)
+/* One chunk: up to `limit` GPUs of the pass from p->next on, in one
+ * transaction that locks those GPUs' keys (a push of one of them waits
+ * for it, or it for the push), taking no more of them once
+ * CHUNK_BUDGET_MS have passed. *hours counts the GPU-hours done; the pass
+ * moves past them only when the chunk commits. */
+static int run_chunk(struct store *st, int64_t now, struct pass *p, size_t limit, int64_t *hours)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
-    struct usage_sample *xs = NULL;
-    struct chunk_gpu *ids = calloc((size_t)limit, sizeof *ids);
     int kinds[CHUNK_GPUS];
     const char *names[CHUNK_GPUS];
-    int64_t hour = 0, start = mono_ms();
-    size_t n = 0, nids = 0, at = 0, done = 0;
+    int64_t start = mono_ms();
+    size_t end, at = p->at, i;
     int nkeys = 0;
-    bool none = true, in_tx = false;
-    int rc = GI_INTERNAL;
+    int rc;
 
     *hours = 0;
-    *first = *first_hour = 0;
-    if (!ids || limit > CHUNK_GPUS)
-        goto cleanup;
-    if ((rc = chunk_pick(c, now, limit, &hour, &none, ids, &nids)) != GI_OK || none || !nids)
-        goto cleanup;
-    *first = ids[0].id;
-    *first_hour = hour;
-    for (size_t i = 0; i < nids; i++)
-        if (ids[i].uuid[0] != '\0') {
+    if (limit > CHUNK_GPUS)
+        limit = CHUNK_GPUS;
+    end = p->next + limit < p->nids ? p->next + limit : p->nids;
+    for (i = p->next; i < end; i++)
+        if (p->ids[i].uuid[0] != '\0') {
             kinds[nkeys] = DB_LOCK_GPU;
-            names[nkeys++] = ids[i].uuid;
+            names[nkeys++] = p->ids[i].uuid;
         }
-    in_tx = true;
-    if ((rc = db_tx_begin_keyed(c, kinds, names, nkeys)) != GI_OK)
-        goto cleanup;
-    if ((rc = chunk_samples(c, hour, ids[0].id, ids[nids - 1].id, &xs, &n)) != GI_OK)
-        goto cleanup;
-    for (size_t i = 0; i < nids && rc == GI_OK; i++) {
+    rc = db_tx_begin_keyed(c, kinds, names, nkeys);
+    for (i = p->next; i < end && rc == GI_OK; i++) {
+        const struct chunk_gpu *g = &p->ids[i];
         size_t from;
-        if (i > 0 && mono_ms() - start >= CHUNK_BUDGET_MS)
+        if (i > p->next && mono_ms() - start >= CHUNK_BUDGET_MS)
             break;
-        while (at < n && xs[at].gpu < ids[i].id)
+        while (at < p->n && p->xs[at].gpu < g->id)
             at++;
         from = at;
-        while (at < n && xs[at].gpu == ids[i].id)
+        while (at < p->n && p->xs[at].gpu == g->id)
             at++;
-        rc = usage_compute_hour(c, ids[i].id, hour, now, xs + from, at - from, xs, n);
+        rc = usage_compute_hour(c, g->id, p->hour, now, p->xs + from, at - from, p->xs, p->n);
         if (rc == GI_OK)
-            rc = usage_write_consumer_day(c, ids[i].id, hour - hour % 86400, now);
+            rc = usage_write_consumer_day(c, g->id, p->hour - p->hour % 86400, now);
         if (rc == GI_OK) {
             rc = GI_INTERNAL;
-            if ((s = prep(c, ST_DIRTY_DONE))) {
-                db_bind_int(s, ":hour", hour);
-                db_bind_int(s, ":gid", ids[i].id);
+            if ((s = prep(c, ST_DIRTY_DONE_GEN))) {
+                db_bind_int(s, ":hour", p->hour);
+                db_bind_int(s, ":gid", g->id);
+                db_bind_int(s, ":gen", g->gen);
                 rc = db_exec_done(c, s);
             }
         }
-        done += rc == GI_OK;
     }
     if (rc == GI_OK)
-        rc = groups_mark(c, hour, now);
-    if (rc == GI_OK)
-        *hours = (int64_t)done;
-cleanup:
-    if (in_tx)
-        rc = db_tx_end(c, rc);
+        rc = groups_mark(c, p->hour, now);
+    rc = db_tx_end(c, rc);
     db_conn_put(st, c);
-    free(xs);
-    free(ids);
-    if (rc != GI_OK)
-        *hours = 0;
+    if (rc == GI_OK) {
+        *hours = (int64_t)(i - p->next);
+        p->next = i;
+        p->at = at;
+    }
     return rc;
 }
 
@@ -969,43 +1031,52 @@ static int audit_run(struct store *st, const char *actor, const struct store_usa
     return rc;
 }
 
-/* Works dirty GPU-hours chunk by chunk (see run_chunk), at most
- * max_chunks of them and RUN_BUDGET_MS of time, into *out. */
+/* Works dirty GPU-hours pass by pass and chunk by chunk (see pass_read,
+ * run_chunk), at most max_chunks chunks and RUN_BUDGET_MS of time, into
+ * *out. */
 static int run_chunks(struct store *st, int64_t now, int max_chunks, bool sqlite,
                       struct store_usage_run *out)
 {
+    struct pass p = {0};
     int64_t n = 0, start = mono_ms();
+    size_t limit = CHUNK_GPUS;
     int rc = GI_OK;
 
-    for (int i = 0, limit = CHUNK_GPUS; i < max_chunks; i++) {
-        int64_t gid = 0, hour = 0, t = mono_ms();
+    for (int i = 0; i < max_chunks; i++) {
+        int64_t t = mono_ms();
         if (i > 0 && t - start >= RUN_BUDGET_MS)
             break;
-        rc = run_chunk(st, now, limit, &n, &gid, &hour);
+        if (p.next >= p.nids) {
+            if ((rc = pass_read(st, now, &p)) != GI_OK || p.nids == 0)
+                break;
+        }
+        rc = run_chunk(st, now, &p, limit, &n);
         if (rc == GI_UNAVAILABLE)
-            return rc;
+            break;
         if (rc != GI_OK && limit > 1) {
             /* Something in the chunk fails: go on one GPU-hour at a time,
              * so that one bad GPU-hour cannot hold up the others. */
             gi_warn("usage: a rollup chunk failed (%s); going on one GPU-hour at a time",
                     gi_status_name(rc));
             limit = 1;
+            rc = GI_OK;
             continue;
         }
         if (rc != GI_OK) {
+            const struct chunk_gpu *g = &p.ids[p.next];
             gi_warn("usage: GPU %lld, hour %lld cannot be rolled up (%s); it is skipped",
-                    (long long)gid, (long long)hour, gi_status_name(rc));
-            if ((rc = drop_mark(st, gid, hour)) != GI_OK)
-                return rc;
+                    (long long)g->id, (long long)p.hour, gi_status_name(rc));
+            if ((rc = drop_mark(st, g->id, p.hour)) != GI_OK)
+                break;
+            p.next++;
             continue;
         }
-        if (n == 0)
-            break;
         out->hours += n;
         out->chunks++;
         step_aside(sqlite, mono_ms() - t);
     }
-    return GI_OK;
+    pass_free(&p);
+    return rc;
 }
 
 int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max_chunks,

@@ -1,8 +1,9 @@
 /* The usage:rollup job against ingest (src/store/usage.c), on each store:
  * while the job works off a long backlog of dirty GPU-hours, chunk by
  * chunk, a push is taken between two chunks (or beside them) instead of
- * waiting for the whole backlog; the backlog still drains completely and
- * its group rows add up to the GPUs' own rows. */
+ * waiting for the whole backlog; a late sample pushed meanwhile for an
+ * hour the job has already read still counts; the backlog drains
+ * completely and its group rows add up to the GPUs' own rows. */
 #include "unit.h"
 #include "testdb.h"
 
@@ -181,6 +182,35 @@ static void push(struct fixture *f)
     gi_batch_free(&b);
 }
 
+/* A late sample of a backlog GPU (host node32's last GPU, the last of the
+ * oldest hour to be rolled up) 30 minutes into the oldest hour, at 99 %. */
+static void push_late(struct fixture *f)
+{
+    struct gi_batch b;
+    struct store_ingest_result res;
+    struct gi_gpu_obs *g;
+
+    memset(&b, 0, sizeof b);
+    gi_strlcpy(b.batch_id, "late-for-the-backlog", sizeof b.batch_id);
+    b.partial = true;
+    gi_strlcpy(b.host.hostname, "node32", sizeof b.host.hostname);
+    g = gi_obs_add_gpu(&b.set);
+    assert_non_null(g);
+    gi_strlcpy(g->uuid, "GPU-32-7", sizeof g->uuid);
+    g->index = 7;
+    gi_strlcpy(g->name, "NVIDIA A100", sizeof g->name);
+    b.samples = calloc(1, sizeof *b.samples);
+    assert_non_null(b.samples);
+    gi_sample_init(&b.samples[0]);
+    b.samples[0].ts = f->from + 1807;
+    gi_strlcpy(b.samples[0].gpu_uuid, "GPU-32-7", sizeof b.samples[0].gpu_uuid);
+    b.samples[0].util_avg = 99;
+    b.samples[0].util_max = 99;
+    b.nsamples = 1;
+    assert_status(store_ingest(f->st, f->source, &b, &res), GI_OK);
+    gi_batch_free(&b);
+}
+
 static void test_push_completes_while_backlog_drains(void **state)
 {
     struct fixture *f = *state;
@@ -196,6 +226,7 @@ static void test_push_completes_while_backlog_drains(void **state)
     push(f);
     left_after_push = waiting(f);
     first_hour_left = waiting_in(f, f->from, f->from + 3600);
+    push_late(f);
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_status(f->rc, GI_OK);
     /* A run stops at its time budget: later runs finish what is left. */
@@ -227,6 +258,12 @@ static void test_push_completes_while_backlog_drains(void **state)
                     scalarf(f, "SELECT COUNT(*) FROM usage_hourly u JOIN gpus g ON g.id = "
                                "u.gpu_id WHERE g.uuid = 'GPU-pushed-0'") >
                 0);
+    /* The late sample counts in its hour, though the run had read the
+     * hour's samples before it came. */
+    assert_true(scalarf(f,
+                        "SELECT CAST(ROUND(util_max) AS BIGINT) FROM usage_hourly WHERE gpu_id "
+                        "= %d AND hour = %lld",
+                        10000 + 32 * 8 + 7, (long long)f->from) >= 99);
     /* The hour groups, summed once per hour after the chunks, add up to
      * the GPUs' rows of every hour. */
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_groups_dirty"), 0);

@@ -7,3 +7,9 @@ CREATE TABLE usage_groups_dirty (
     hour BIGINT PRIMARY KEY,
     marked_at BIGINT NOT NULL
 );
+-- The stamp of a dirty GPU-hour's newest mark by new data (ingest, Slurm):
+-- each such mark sets a new one, so that the job, which reads the hour's
+-- samples before the short transaction that writes the hour, forgets the
+-- mark only when no new data came in meanwhile. Marks of the job's own
+-- (gaps, the hour in progress) keep 0.
+ALTER TABLE usage_dirty ADD COLUMN gen BIGINT NOT NULL DEFAULT 0;
