@@ -17,10 +17,10 @@
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster, precedence, name FROM sources WHERE id = :id")  \
-    X(SOURCE_OK,                                                                                   \
-      "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
-      "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "                \
-      "missing_since IS NULL) WHERE id = :id")                                                     \
+    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error " \
+                 "= NULL WHERE id = :id")                                                          \
+    X(SOURCE_RECOUNT, "UPDATE sources SET gpus_reported = (SELECT COUNT(*) FROM gpus WHERE "      \
+                      "source_id = :id AND missing_since IS NULL) WHERE id = :id")                 \
     X(SOURCE_WARN, "UPDATE sources SET warnings_total = warnings_total + :n, last_warning = "      \
                    ":msg, last_warning_at = :now WHERE id = :id")                                  \
     X(HOST_CLUSTER, "SELECT cluster FROM hosts WHERE hostname = :host")                            \
@@ -46,8 +46,9 @@
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
     X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, "            \
-                 "COALESCE(o.precedence, 0), o.name FROM gpus g LEFT JOIN hosts h ON h.id = "      \
-                 "g.host_id LEFT JOIN sources o ON o.id = g.source_id WHERE g.uuid = :uuid")       \
+                 "COALESCE(o.precedence, 0), o.name, CASE WHEN g.missing_since IS NULL THEN 0 "    \
+                 "ELSE 1 END FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN sources " \
+                 "o ON o.id = g.source_id WHERE g.uuid = :uuid")                                   \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
     X(GPU_UPSERT,                                                                                  \
       "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
@@ -111,8 +112,8 @@
                  "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO NOTHING")   \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
                  ":now, :kind, :detail, :sid)")                                                    \
-    X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL AND "    \
-                   "source_id = :sid")                                                             \
+    X(GPU_ON_HOST, "SELECT uuid, source_id FROM gpus WHERE host_id = :host AND missing_since IS " \
+                   "NULL")                                                                         \
     X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid AND host_id = :host "  \
                    "AND source_id = :sid AND missing_since IS NULL")                               \
     X(SOURCE_LOCK, "SELECT id FROM sources WHERE id = :id FOR NO KEY UPDATE")                      \
@@ -340,17 +341,48 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     return GI_OK;
 }
 
+/* The sources whose stored GPU count (gpus_reported) a transaction must
+ * redo: those that gained or lost a present GPU. */
+struct recount {
+    int64_t *ids;
+    size_t n, cap;
+    bool failed;
+};
+
+static void recount_add(struct recount *r, int64_t sid)
+{
+    int64_t *ids;
+
+    if (sid <= 0)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->ids[i] == sid)
+            return;
+    if (r->n == r->cap) {
+        ids = realloc(r->ids, (r->cap ? r->cap * 2 : 4) * sizeof *ids);
+        if (ids == NULL) {
+            r->failed = true;
+            return;
+        }
+        r->ids = ids;
+        r->cap = r->cap ? r->cap * 2 : 4;
+    }
+    r->ids[r->n++] = sid;
+}
+
 /* The source a batch comes from: its id, name, precedence and the label
- * defaults (team, env, cluster) that fill only what a report leaves absent. */
+ * defaults (team, env, cluster) that fill only what a report leaves
+ * absent; recount collects the sources whose GPU count changed. */
 struct reporter {
     int64_t id, precedence;
     char name[64];
     const char *defaults[3];
+    struct recount *recount;
 };
 
 /* What the store holds about a GPU before a report is applied. */
 struct gpu_ident {
-    bool known;
+    bool known, missing;
     int64_t id, host_id, owner, owner_precedence;
     char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
 };
@@ -382,6 +414,7 @@ static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id
         id->owner = db_col_int(s, 5); /* 0: none (NULL) */
         id->owner_precedence = db_col_int(s, 6);
         col_copy(s, 7, id->owner_name, sizeof id->owner_name);
+        id->missing = db_col_int(s, 8) != 0;
     }
     db_reset(s);
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
@@ -543,7 +576,12 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         *gpu_id = id.id;
         return ingest_gpu_foreign(c, src, &id, host_id, host, g, events);
     }
+    /* A GPU this source did not have present before changes its count,
+     * and the count of the source it was taken from. */
+    if (!id.known || id.owner != sid || id.missing)
+        recount_add(src->recount, sid);
     if (id.known && id.owner != 0 && id.owner != sid) {
+        recount_add(src->recount, id.owner);
         rc = gpu_event(c, sid, g->uuid, "owner_changed",
                        json_pack("{s:s, s:s}", "from", id.owner_name, "to", src->name));
         if (rc != GI_OK)
@@ -667,9 +705,11 @@ static const char *canon_of(struct gpu_ref *refs, size_t nrefs, const char *uuid
 /* Marks GPUs that this host reported before but not now as missing;
  * only the GPUs this source owns: another source's report never makes a
  * GPU missing. */
-static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const struct gi_batch *b,
-                          const struct gpu_ref *refs, size_t nrefs, int64_t *events)
+static int ingest_missing(struct conn *c, const struct reporter *src, int64_t host_id,
+                          const struct gi_batch *b, const struct gpu_ref *refs, size_t nrefs,
+                          int64_t *events)
 {
+    int64_t sid = src->id;
     struct db_stmt *s = prep(c, ST_GPU_ON_HOST);
     json_t *gone = json_array();
     size_t i;
@@ -680,14 +720,16 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
         json_decref(gone);
         return GI_INTERNAL;
     }
+    /* The host's GPUs, whichever source owns them, are read by the host's
+     * index (a handful of rows) and this source's are picked here: a query
+     * naming the source too may be planned over the source's whole fleet. */
     db_bind_int(s, ":host", host_id);
-    db_bind_int(s, ":sid", sid);
     while ((step = db_step(c, s)) == DB_ROW) {
         const char *u = db_col_text(s, 0);
-        bool present = false;
-        for (size_t k = 0; k < nrefs && !present; k++)
-            present = strcmp(refs[k].canon, u) == 0;
-        if (!present)
+        bool keep = db_col_int(s, 1) != sid; /* another source's */
+        for (size_t k = 0; k < nrefs && !keep; k++)
+            keep = strcmp(refs[k].canon, u) == 0;
+        if (!keep)
             json_array_append_new(gone, json_string(u));
     }
     db_reset(s);
@@ -709,6 +751,7 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
          * of different hosts run at once) keeps it present. */
         if ((rc = db_exec_done(c, s)) != GI_OK || db_changes(c) == 0)
             continue;
+        recount_add(src->recount, sid);
         rc = gpu_event(c, sid, json_string_value(v), "missing_from_host",
                        json_pack("{s:s}", "batch_id", b->batch_id));
         (*events)++;
@@ -1019,7 +1062,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
     res->gpus = (int64_t)b->set.ngpus;
     if (!b->partial && b->set.ngpus > 0 &&
-        (rc = ingest_missing(c, source_id, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
+        (rc = ingest_missing(c, src, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
         goto cleanup;
@@ -1047,13 +1090,57 @@ static int source_lock(struct conn *c, int64_t source_id)
     return db_status(step);
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Redoes the stored GPU count of the sources whose present GPUs the
+ * transaction changed; a batch that changed none leaves the counts (a
+ * count reads every GPU of the source). Batches of one source on other
+ * hosts may run at once (PostgreSQL): the rows of the sources counted and
+ * the reporter's own are locked, last and in id order, before counting,
+ * so that each count's statement starts after the other batches that
+ * changed the count committed, and sees their GPUs. */
+static int sources_recount(struct conn *c, int64_t source_id, struct recount *r)
+{
+    struct db_stmt *s;
+    bool own = false;
+    int rc = GI_OK;
+
+    if (r->failed)
+        return GI_INTERNAL;
+    if (r->n > 1)
+        qsort(r->ids, r->n, sizeof *r->ids, id_cmp);
+    for (size_t i = 0; i < r->n; i++)
+        own = own || r->ids[i] == source_id;
+    for (size_t i = 0; i <= r->n && db_dialect(c) == DB_PG && rc == GI_OK; i++) {
+        /* The reporter's row in its place among the others. */
+        if (!own && (i == r->n || r->ids[i] > source_id)) {
+            own = true;
+            rc = source_lock(c, source_id);
+        }
+        if (i < r->n && rc == GI_OK)
+            rc = source_lock(c, r->ids[i]);
+    }
+    for (size_t i = 0; i < r->n && rc == GI_OK; i++) {
+        if (!(s = prep(c, ST_SOURCE_RECOUNT)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":id", r->ids[i]);
+        rc = db_exec_done(c, s);
+    }
+    return rc;
+}
+
 /* Applies n batches inside the caller's write transaction on c. */
 static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_batch *b, size_t n,
                           struct store_ingest_result *res)
 {
     struct db_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
-    struct reporter src = {.id = source_id, .defaults = {team, env, cluster}};
+    struct recount recount = {0};
+    struct reporter src = {.id = source_id, .defaults = {team, env, cluster}, .recount = &recount};
     const char *warning = NULL;
     int64_t warnings = 0;
     int rc, step;
@@ -1084,11 +1171,7 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     }
     if (rc != GI_OK)
         goto cleanup;
-    /* Batches of one source on other hosts may run at once (PostgreSQL):
-     * the source's row is locked, last, before its GPUs are counted, so
-     * the count's statement starts after the other batch committed and
-     * sees its GPUs. */
-    if (db_dialect(c) == DB_PG && (rc = source_lock(c, source_id)) != GI_OK)
+    if ((rc = sources_recount(c, source_id, &recount)) != GI_OK)
         goto cleanup;
     /* What was dropped on the way in is counted on the source (the last
      * batch's message is kept). */
@@ -1112,6 +1195,7 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
 cleanup:
     /* Whatever was still due answers now: its failure is the batch's. */
     step = db_defer(c, false);
+    free(recount.ids);
     return rc != GI_OK ? rc : step;
 }
 
