@@ -14,6 +14,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What the store holds about a GPU (struct gpu_ident), by the condition
+ * that follows. */
+#define GPU_IDENT_SQL                                                                              \
+    "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, COALESCE(o.precedence, "  \
+    "0), o.name, CASE WHEN g.missing_since IS NULL THEN 0 ELSE 1 END, g.uuid FROM gpus g LEFT "    \
+    "JOIN hosts h ON h.id = g.host_id LEFT JOIN sources o ON o.id = g.source_id WHERE "
+
+/* The owner's upsert of a GPU; a GPU the batch's identity read found needs
+ * no id back, so that PostgreSQL sends it without waiting. */
+#define GPU_UPSERT_SQL                                                                             \
+    "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "       \
+    "memory_total_mib, driver, vbios, mig_mode, mig_profile, mig_instance, team, env, cluster, "   \
+    "source_id, first_seen_at, last_seen_at, observed_at) VALUES (:uuid, :parent, :host, :idx, "   \
+    ":vendor, :model, :serial, :bus, :mem, :driver, :vbios, :mig, :profile, :inst, :team, :env, "  \
+    "COALESCE(:cluster_set, :cluster), :sid, :now, :now, :obs) ON CONFLICT (uuid) DO UPDATE SET "  \
+    "parent_uuid = COALESCE(excluded.parent_uuid, gpus.parent_uuid), host_id = excluded.host_id, " \
+    "idx = COALESCE(excluded.idx, gpus.idx), vendor = COALESCE(excluded.vendor, gpus.vendor), "    \
+    "model = COALESCE(excluded.model, gpus.model), serial = COALESCE(excluded.serial, "            \
+    "gpus.serial), pci_bus_id = COALESCE(excluded.pci_bus_id, gpus.pci_bus_id), "                  \
+    "memory_total_mib = COALESCE(excluded.memory_total_mib, gpus.memory_total_mib), driver = "     \
+    "COALESCE(excluded.driver, gpus.driver), vbios = COALESCE(excluded.vbios, gpus.vbios), "       \
+    "mig_mode = COALESCE(excluded.mig_mode, gpus.mig_mode), mig_profile = "                        \
+    "COALESCE(excluded.mig_profile, gpus.mig_profile), mig_instance = "                            \
+    "COALESCE(excluded.mig_instance, gpus.mig_instance), team = COALESCE(:team_set, gpus.team, "   \
+    "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "                 \
+    "COALESCE(:cluster_set, gpus.cluster, :cluster), source_id = excluded.source_id, "             \
+    "last_seen_at = excluded.last_seen_at, observed_at = CASE WHEN gpus.observed_at IS NULL OR "   \
+    "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "     \
+    "END, missing_since = NULL"
+
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster, precedence, name FROM sources WHERE id = :id")  \
@@ -45,34 +75,13 @@
       "machine_id, serial")                                                                        \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
-    X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, "            \
-                 "COALESCE(o.precedence, 0), o.name, CASE WHEN g.missing_since IS NULL THEN 0 "    \
-                 "ELSE 1 END FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN sources " \
-                 "o ON o.id = g.source_id WHERE g.uuid = :uuid")                                   \
+    X(GPU_IDENT, GPU_IDENT_SQL "g.uuid = :uuid")                                                   \
+    X(GPU_IDENTS, GPU_IDENT_SQL "g.uuid IN (SELECT value FROM json_each(:uuids))")                 \
+    X(GPU_IDENTS_PG,                                                                               \
+      GPU_IDENT_SQL "g.uuid IN (SELECT json_array_elements_text(CAST(:uuids AS JSON)))")           \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
-    X(GPU_UPSERT,                                                                                  \
-      "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
-      "memory_total_mib, driver, vbios, mig_mode, mig_profile, mig_instance, team, env, cluster, " \
-      "source_id, first_seen_at, last_seen_at, observed_at) VALUES (:uuid, :parent, :host, :idx, " \
-      ":vendor, :model, :serial, :bus, :mem, :driver, :vbios, :mig, :profile, :inst, :team, "      \
-      ":env, "                                                                                     \
-      "COALESCE(:cluster_set, :cluster), :sid, :now, :now, :obs) ON CONFLICT (uuid) DO UPDATE "    \
-      "SET "                                                                                       \
-      "parent_uuid = COALESCE(excluded.parent_uuid, "                                              \
-      "gpus.parent_uuid), host_id = excluded.host_id, idx = COALESCE(excluded.idx, gpus.idx), "    \
-      "vendor = COALESCE(excluded.vendor, gpus.vendor), model = COALESCE(excluded.model, "         \
-      "gpus.model), serial = COALESCE(excluded.serial, gpus.serial), pci_bus_id = "                \
-      "COALESCE(excluded.pci_bus_id, gpus.pci_bus_id), memory_total_mib = "                        \
-      "COALESCE(excluded.memory_total_mib, gpus.memory_total_mib), driver = "                      \
-      "COALESCE(excluded.driver, gpus.driver), vbios = COALESCE(excluded.vbios, gpus.vbios), "     \
-      "mig_mode = COALESCE(excluded.mig_mode, gpus.mig_mode), mig_profile = "                      \
-      "COALESCE(excluded.mig_profile, gpus.mig_profile), mig_instance = "                          \
-      "COALESCE(excluded.mig_instance, gpus.mig_instance), team = COALESCE(:team_set, gpus.team, " \
-      "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "               \
-      "COALESCE(:cluster_set, gpus.cluster, :cluster), source_id = excluded.source_id, "           \
-      "last_seen_at = excluded.last_seen_at, observed_at = CASE WHEN gpus.observed_at IS NULL OR " \
-      "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "   \
-      "END, missing_since = NULL RETURNING id")                                                    \
+    X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                 \
+    X(GPU_UPSERT_KNOWN, GPU_UPSERT_SQL)                                                            \
     X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
                         "NULL OR observed_at < :obs)")                                             \
     X(GPU_FILL,                                                                                    \
@@ -394,6 +403,21 @@ static void col_copy(struct db_stmt *s, int i, char *out, size_t len)
         gi_strlcpy(out, db_col_text(s, i), len);
 }
 
+/* One row of GPU_IDENT_SQL. */
+static void gpu_ident_row(struct db_stmt *s, struct gpu_ident *id)
+{
+    id->known = true;
+    id->host_id = db_col_int(s, 0);
+    col_copy(s, 1, id->serial, sizeof id->serial);
+    col_copy(s, 2, id->hostname, sizeof id->hostname);
+    col_copy(s, 3, id->model, sizeof id->model);
+    id->id = db_col_int(s, 4);
+    id->owner = db_col_int(s, 5); /* 0: none (NULL) */
+    id->owner_precedence = db_col_int(s, 6);
+    col_copy(s, 7, id->owner_name, sizeof id->owner_name);
+    id->missing = db_col_int(s, 8) != 0;
+}
+
 static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id)
 {
     struct db_stmt *s = prep(c, ST_GPU_IDENT);
@@ -404,20 +428,81 @@ static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
     step = db_step(c, s);
-    if (step == DB_ROW) {
-        id->known = true;
-        id->host_id = db_col_int(s, 0);
-        col_copy(s, 1, id->serial, sizeof id->serial);
-        col_copy(s, 2, id->hostname, sizeof id->hostname);
-        col_copy(s, 3, id->model, sizeof id->model);
-        id->id = db_col_int(s, 4);
-        id->owner = db_col_int(s, 5); /* 0: none (NULL) */
-        id->owner_precedence = db_col_int(s, 6);
-        col_copy(s, 7, id->owner_name, sizeof id->owner_name);
-        id->missing = db_col_int(s, 8) != 0;
-    }
+    if (step == DB_ROW)
+        gpu_ident_row(s, id);
     db_reset(s);
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* A batch GPU's position, sorted by uuid for the identity read. */
+struct ident_pos {
+    const char *uuid;
+    size_t i;
+};
+
+static int pos_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct ident_pos *)a)->uuid, ((const struct ident_pos *)b)->uuid);
+}
+
+/* What the store holds about all of a batch's GPUs, in one statement:
+ * ids[i] for the batch's i-th GPU. Only for a batch whose GPUs do not
+ * depend on each other (ingest_idents_apart()). */
+static int gpu_idents_load(struct conn *c, const struct gi_batch *b, struct gpu_ident *ids)
+{
+    size_t n = b->set.ngpus;
+    struct ident_pos *pos = calloc(n, sizeof *pos), key, *hit;
+    json_t *uuids = json_array();
+    struct db_stmt *s = NULL;
+    int rc = GI_INTERNAL, step;
+
+    if (pos == NULL || uuids == NULL)
+        goto cleanup;
+    for (size_t i = 0; i < n; i++) {
+        pos[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
+        if (json_array_append_new(uuids, json_string(pos[i].uuid)) != 0)
+            goto cleanup;
+    }
+    qsort(pos, n, sizeof *pos, pos_cmp);
+    if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_GPU_IDENTS_PG : ST_GPU_IDENTS)))
+        goto cleanup;
+    db_bind_json(s, ":uuids", uuids);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        key.uuid = db_col_text(s, 9);
+        if (key.uuid && (hit = bsearch(&key, pos, n, sizeof *pos, pos_cmp)) != NULL)
+            gpu_ident_row(s, &ids[hit->i]);
+    }
+    db_reset(s);
+    rc = step == DB_DONE ? GI_OK : db_status(step);
+cleanup:
+    json_decref(uuids);
+    free(pos);
+    return rc;
+}
+
+/* Whether a batch's GPUs can be looked up together before any is
+ * written: none is a MIG instance (whose stored name may follow another
+ * GPU's write, see mig_canonical()) and no uuid appears twice. */
+static bool ingest_idents_apart(const struct gi_batch *b)
+{
+    size_t n = b->set.ngpus;
+    struct ident_pos *pos;
+    bool apart = true;
+
+    for (size_t i = 0; i < n; i++)
+        if (b->set.gpus[i].parent_uuid[0] != '\0' && b->set.gpus[i].mig_instance >= 0)
+            return false;
+    if (n < 2)
+        return true;
+    if ((pos = calloc(n, sizeof *pos)) == NULL)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        pos[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
+    qsort(pos, n, sizeof *pos, pos_cmp);
+    for (size_t i = 1; i < n && apart; i++)
+        apart = strcmp(pos[i - 1].uuid, pos[i].uuid) != 0;
+    free(pos);
+    return apart;
 }
 
 /* One identity field as a non-owning source reports it. A differing value
@@ -551,11 +636,12 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
  * owner by precedence (an `owner_changed` event); otherwise the report
  * goes to ingest_gpu_foreign(). `observed` is when the report's reading
  * was taken, 0 when the caller settles it later (ingest_observed()).
- * *owned tells the caller which way it went. */
+ * `read` is what the batch's identity read found (gpu_idents_load()), or
+ * NULL to look the GPU up here. *owned tells the caller which way it went. */
 static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_id,
                       const struct gi_host_obs *host, int64_t observed,
-                      const struct gi_gpu_obs *seen, int64_t *events, int64_t *gpu_id,
-                      char canon[GI_UUID_LEN], bool *owned)
+                      const struct gi_gpu_obs *seen, const struct gpu_ident *read,
+                      int64_t *events, int64_t *gpu_id, char canon[GI_UUID_LEN], bool *owned)
 {
     struct gi_gpu_obs obs = *seen, *g = &obs;
     const char *hostname = host->hostname;
@@ -565,11 +651,16 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     char num[32];
     int rc, step;
 
-    if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
-        return rc;
-    gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
-    if ((rc = gpu_ident_load(c, g->uuid, &id)) != GI_OK)
-        return rc;
+    if (read) {
+        gi_strlcpy(canon, seen->uuid, GI_UUID_LEN);
+        id = *read;
+    } else {
+        if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
+            return rc;
+        gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
+        if ((rc = gpu_ident_load(c, g->uuid, &id)) != GI_OK)
+            return rc;
+    }
     *owned =
         !(id.known && id.owner != 0 && id.owner != sid && src->precedence <= id.owner_precedence);
     if (!*owned) {
@@ -641,7 +732,7 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         (*events)++;
     }
 
-    if (!(s = prep(c, ST_GPU_UPSERT)))
+    if (!(s = prep(c, id.known ? ST_GPU_UPSERT_KNOWN : ST_GPU_UPSERT)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", g->uuid);
     bind_gpu_fields(s, g, host_id, src);
@@ -657,12 +748,19 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         db_bind_int(s, ":obs", observed);
     else
         db_bind_text(s, ":obs", NULL);
-    step = db_step(c, s);
-    if (step == DB_ROW)
-        *gpu_id = db_col_int(s, 0);
-    db_reset(s);
-    if (step != DB_ROW)
-        return db_status(step);
+    if (id.known) {
+        /* The row keeps its id; nothing waits for the answer. */
+        *gpu_id = id.id;
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+    } else {
+        step = db_step(c, s);
+        if (step == DB_ROW)
+            *gpu_id = db_col_int(s, 0);
+        db_reset(s);
+        if (step != DB_ROW)
+            return db_status(step);
+    }
     /* A new GPU, or one on another host, may fall under other rules. */
     if ((!id.known || id.host_id != host_id) && (rc = owner_refresh(c, *gpu_id)) != GI_OK)
         return rc;
@@ -1027,6 +1125,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
 {
     struct db_stmt *s;
     struct gpu_ref *refs = calloc(b->set.ngpus + 1, sizeof *refs);
+    struct gpu_ident *read = NULL;
     int64_t source_id = src->id, host_id = 0, now = gi_now(), newest = batch_time(b);
     const char *const *defaults = src->defaults;
     int rc = GI_INTERNAL;
@@ -1048,6 +1147,14 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     }
     if ((rc = ingest_host(c, source_id, src->precedence, &b->host, defaults[2], &host_id)) != GI_OK)
         goto cleanup;
+    /* The GPUs' stored identities in one statement, not one per GPU, when
+     * the batch's GPUs do not depend on each other. */
+    if (b->set.ngpus > 0 && ingest_idents_apart(b)) {
+        rc = GI_INTERNAL;
+        if ((read = calloc(b->set.ngpus, sizeof *read)) == NULL ||
+            (rc = gpu_idents_load(c, b, read)) != GI_OK)
+            goto cleanup;
+    }
     for (size_t i = 0; i < b->set.ngpus; i++) {
         /* A GPU observation stamped with its time (a pull) was taken then;
          * the others are settled by ingest_observed(). */
@@ -1055,7 +1162,8 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
         refs[i].uuid = b->set.gpus[i].uuid;
         refs[i].stamped = ts > 0;
         rc = ingest_gpu(c, src, host_id, &b->host, ts < now ? ts : now, &b->set.gpus[i],
-                        &res->events, &refs[i].id, refs[i].canon, &refs[i].owned);
+                        read ? &read[i] : NULL, &res->events, &refs[i].id, refs[i].canon,
+                        &refs[i].owned);
         if (rc != GI_OK)
             goto cleanup;
     }
@@ -1072,6 +1180,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
         goto cleanup;
     rc = ingest_pods(c, source_id, b, refs, b->set.ngpus);
 cleanup:
+    free(read);
     free(refs);
     return rc;
 }
