@@ -44,6 +44,25 @@
     "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "     \
     "END, missing_since = NULL"
 
+/* Provenance: which source set a GPU's identity field, one row at a
+ * time or a batch's rows at once from a JSON array of [uuid, field,
+ * value] (a SELECT feeding an upsert needs its WHERE on SQLite). A source
+ * setting a field writes over it (its time only once a minute); one
+ * filling a field the owner left absent writes only the first time. */
+#define PROV_INSERT "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) "
+#define PROV_ROWS                                                                                  \
+    "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, "        \
+    "'$[2]'), :sid, :now FROM json_each(:rows) WHERE true "
+#define PROV_ROWS_PG                                                                               \
+    "SELECT e ->> 0, e ->> 1, e ->> 2, CAST(:sid AS BIGINT), CAST(:now AS BIGINT) FROM "           \
+    "json_array_elements(CAST(:rows AS JSON)) AS e WHERE true "
+#define PROV_SET_TAIL                                                                              \
+    "ON CONFLICT (gpu_uuid, field) DO UPDATE SET value = excluded.value, source_id = "             \
+    "excluded.source_id, set_at = excluded.set_at WHERE gpu_provenance.value IS DISTINCT FROM "    \
+    "excluded.value OR gpu_provenance.source_id IS DISTINCT FROM excluded.source_id OR "           \
+    "gpu_provenance.set_at < excluded.set_at - 60"
+#define PROV_FILL_TAIL "ON CONFLICT (gpu_uuid, field) DO NOTHING"
+
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster, precedence, name FROM sources WHERE id = :id")  \
@@ -110,15 +129,12 @@
     X(RENAME_EVENTS, "UPDATE gpu_events SET gpu_uuid = :to WHERE gpu_uuid = :from")                \
     X(RENAME_PROCS, "UPDATE gpu_processes SET gpu_uuid = :to WHERE gpu_uuid = :from")              \
     X(RENAME_PODS, "UPDATE gpu_pods SET gpu_uuid = :to WHERE gpu_uuid = :from")                    \
-    X(PROV_SET,                                                                                    \
-      "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "             \
-      "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET "           \
-      "value = excluded.value, source_id = excluded.source_id, set_at = "                          \
-      "excluded.set_at WHERE gpu_provenance.value IS DISTINCT FROM excluded.value OR "             \
-      "gpu_provenance.source_id IS DISTINCT FROM excluded.source_id OR gpu_provenance.set_at < "   \
-      "excluded.set_at - 60")                                                                      \
-    X(PROV_FILL, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "  \
-                 "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO NOTHING")   \
+    X(PROV_SET, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_SET_TAIL)          \
+    X(PROV_FILL, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_FILL_TAIL)        \
+    X(PROV_SET_MANY, PROV_INSERT PROV_ROWS PROV_SET_TAIL)                                          \
+    X(PROV_FILL_MANY, PROV_INSERT PROV_ROWS PROV_FILL_TAIL)                                        \
+    X(PROV_SET_MANY_PG, PROV_INSERT PROV_ROWS_PG PROV_SET_TAIL)                                    \
+    X(PROV_FILL_MANY_PG, PROV_INSERT PROV_ROWS_PG PROV_FILL_TAIL)                                  \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
                  ":now, :kind, :detail, :sid)")                                                    \
     X(GPU_ON_HOST, "SELECT uuid, source_id FROM gpus WHERE host_id = :host AND missing_since IS " \
@@ -279,13 +295,101 @@ static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct g
     return links_host_seen(c, *host_id, ident[0], ident[1], ident[2]);
 }
 
+/* The sources whose stored GPU count (gpus_reported) a transaction must
+ * redo: those that gained or lost a present GPU. */
+struct recount {
+    int64_t *ids;
+    size_t n, cap;
+    bool failed;
+};
+
+static void recount_add(struct recount *r, int64_t sid)
+{
+    int64_t *ids;
+
+    if (sid <= 0)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->ids[i] == sid)
+            return;
+    if (r->n == r->cap) {
+        ids = realloc(r->ids, (r->cap ? r->cap * 2 : 4) * sizeof *ids);
+        if (ids == NULL) {
+            r->failed = true;
+            return;
+        }
+        r->ids = ids;
+        r->cap = r->cap ? r->cap * 2 : 4;
+    }
+    r->ids[r->n++] = sid;
+}
+
+/* A batch's provenance rows ([uuid, field, value]) while they are
+ * collected to be written together (prov_flush()): set by the owner,
+ * filled by another source. Unused (on false) where a batch's GPUs
+ * depend on each other. */
+struct prov_rows {
+    bool on;
+    json_t *set, *fill;
+};
+
+/* The source a batch comes from: its id, name, precedence and the label
+ * defaults (team, env, cluster) that fill only what a report leaves
+ * absent; recount collects the sources whose GPU count changed, and prov
+ * the batch's provenance. */
+struct reporter {
+    int64_t id, precedence;
+    char name[64];
+    const char *defaults[3];
+    struct recount *recount;
+    struct prov_rows *prov;
+};
+
+/* Collects one provenance row; GI_OK, or GI_INTERNAL out of memory. */
+static int prov_add(json_t *rows, const char *uuid, const char *field, const char *v)
+{
+    return json_array_append_new(rows, json_pack("[sss]", uuid, field, v)) == 0 ? GI_OK
+                                                                                : GI_INTERNAL;
+}
+
+/* Writes the collected provenance rows, one statement for each kind. */
+static int prov_flush(struct conn *c, const struct reporter *src)
+{
+    bool pg = db_dialect(c) == DB_PG;
+    struct {
+        json_t *rows;
+        enum stmt_id id;
+    } kinds[] = {{src->prov->set, pg ? ST_PROV_SET_MANY_PG : ST_PROV_SET_MANY},
+                 {src->prov->fill, pg ? ST_PROV_FILL_MANY_PG : ST_PROV_FILL_MANY}};
+    struct db_stmt *s;
+    int rc;
+
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        if (json_array_size(kinds[k].rows) == 0)
+            continue;
+        if (!(s = prep(c, kinds[k].id)))
+            return GI_INTERNAL;
+        db_bind_json(s, ":rows", kinds[k].rows);
+        db_bind_int(s, ":sid", src->id);
+        db_bind_int(s, ":now", gi_now());
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+        json_array_clear(kinds[k].rows);
+    }
+    return GI_OK;
+}
+
 /* Records which source set one identity field; skips absent values. */
-static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field, const char *v)
+static int prov(struct conn *c, const struct reporter *src, const char *uuid, const char *field,
+                const char *v)
 {
     struct db_stmt *s;
+    int64_t sid = src->id;
 
     if (v == NULL || *v == '\0')
         return GI_OK;
+    if (src->prov->on)
+        return prov_add(src->prov->set, uuid, field, v);
     if (!(s = prep(c, ST_PROV_SET)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
@@ -350,44 +454,6 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     return GI_OK;
 }
 
-/* The sources whose stored GPU count (gpus_reported) a transaction must
- * redo: those that gained or lost a present GPU. */
-struct recount {
-    int64_t *ids;
-    size_t n, cap;
-    bool failed;
-};
-
-static void recount_add(struct recount *r, int64_t sid)
-{
-    int64_t *ids;
-
-    if (sid <= 0)
-        return;
-    for (size_t i = 0; i < r->n; i++)
-        if (r->ids[i] == sid)
-            return;
-    if (r->n == r->cap) {
-        ids = realloc(r->ids, (r->cap ? r->cap * 2 : 4) * sizeof *ids);
-        if (ids == NULL) {
-            r->failed = true;
-            return;
-        }
-        r->ids = ids;
-        r->cap = r->cap ? r->cap * 2 : 4;
-    }
-    r->ids[r->n++] = sid;
-}
-
-/* The source a batch comes from: its id, name, precedence and the label
- * defaults (team, env, cluster) that fill only what a report leaves
- * absent; recount collects the sources whose GPU count changed. */
-struct reporter {
-    int64_t id, precedence;
-    char name[64];
-    const char *defaults[3];
-    struct recount *recount;
-};
 
 /* What the store holds about a GPU before a report is applied. */
 struct gpu_ident {
@@ -554,13 +620,16 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
 }
 
 /* Records which source first set a field the owner left absent. */
-static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *field,
-                     const char *v)
+static int prov_fill(struct conn *c, const struct reporter *src, const char *uuid,
+                     const char *field, const char *v)
 {
     struct db_stmt *s;
+    int64_t sid = src->id;
 
     if (v == NULL || *v == '\0')
         return GI_OK;
+    if (src->prov->on)
+        return prov_add(src->prov->fill, uuid, field, v);
     if (!(s = prep(c, ST_PROV_FILL)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
@@ -622,11 +691,11 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
     db_bind_opt_text(s, ":cluster", src->defaults[2]);
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
-    if ((rc = prov_fill(c, src->id, g->uuid, "host", id->hostname[0] ? NULL : host->hostname)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "model", g->name)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "serial", g->serial)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "pci_bus_id", g->pci_bus_id)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "driver", g->driver)))
+    if ((rc = prov_fill(c, src, g->uuid, "host", id->hostname[0] ? NULL : host->hostname)) ||
+        (rc = prov_fill(c, src, g->uuid, "model", g->name)) ||
+        (rc = prov_fill(c, src, g->uuid, "serial", g->serial)) ||
+        (rc = prov_fill(c, src, g->uuid, "pci_bus_id", g->pci_bus_id)) ||
+        (rc = prov_fill(c, src, g->uuid, "driver", g->driver)))
         return rc;
     return GI_OK;
 }
@@ -766,12 +835,12 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         return rc;
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
-    if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "model", g->name)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "serial", g->serial)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "pci_bus_id", g->pci_bus_id)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "driver", g->driver)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "memory_total_mib", isnan(g->memory_total_mib) ? NULL : num)))
+    if ((rc = prov(c, src, g->uuid, "host", hostname)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "model", g->name)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "serial", g->serial)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "pci_bus_id", g->pci_bus_id)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "driver", g->driver)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "memory_total_mib", isnan(g->memory_total_mib) ? NULL : num)))
         return rc;
     return GI_OK;
 }
@@ -1155,6 +1224,8 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
             (rc = gpu_idents_load(c, b, read)) != GI_OK)
             goto cleanup;
     }
+    /* So is their provenance written, after them. */
+    src->prov->on = read != NULL;
     for (size_t i = 0; i < b->set.ngpus; i++) {
         /* A GPU observation stamped with its time (a pull) was taken then;
          * the others are settled by ingest_observed(). */
@@ -1167,6 +1238,8 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
         if (rc != GI_OK)
             goto cleanup;
     }
+    if (src->prov->on && (rc = prov_flush(c, src)) != GI_OK)
+        goto cleanup;
     qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
     res->gpus = (int64_t)b->set.ngpus;
     if (!b->partial && b->set.ngpus > 0 &&
@@ -1180,6 +1253,10 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
         goto cleanup;
     rc = ingest_pods(c, source_id, b, refs, b->set.ngpus);
 cleanup:
+    /* Rows not written belong to a failed batch. */
+    src->prov->on = false;
+    json_array_clear(src->prov->set);
+    json_array_clear(src->prov->fill);
     free(read);
     free(refs);
     return rc;
@@ -1249,13 +1326,15 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     struct db_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
     struct recount recount = {0};
-    struct reporter src = {.id = source_id, .defaults = {team, env, cluster}, .recount = &recount};
+    struct prov_rows prov = {.set = json_array(), .fill = json_array()};
+    struct reporter src = {
+        .id = source_id, .defaults = {team, env, cluster}, .recount = &recount, .prov = &prov};
     const char *warning = NULL;
     int64_t warnings = 0;
     int rc, step;
 
     rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_SOURCE_DEFAULTS)))
+    if (!prov.set || !prov.fill || !(s = prep(c, ST_SOURCE_DEFAULTS)))
         goto cleanup;
     db_bind_int(s, ":id", source_id);
     step = db_step(c, s);
@@ -1305,6 +1384,8 @@ cleanup:
     /* Whatever was still due answers now: its failure is the batch's. */
     step = db_defer(c, false);
     free(recount.ids);
+    json_decref(prov.set);
+    json_decref(prov.fill);
     return rc != GI_OK ? rc : step;
 }
 
