@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the store holds about a GPU (struct gpu_ident), by the condition
- * that follows. */
+/* What the store holds about a GPU (struct gpu_ident) as source :sid
+ * sees it, by the condition that follows. */
 #define GPU_IDENT_SQL                                                                              \
     "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, COALESCE(o.precedence, "  \
-    "0), o.name, CASE WHEN g.missing_since IS NULL THEN 0 ELSE 1 END, g.uuid FROM gpus g LEFT "    \
-    "JOIN hosts h ON h.id = g.host_id LEFT JOIN sources o ON o.id = g.source_id WHERE "
+    "0), o.name, CASE WHEN g.missing_since IS NULL THEN 0 ELSE 1 END, g.uuid, CASE WHEN EXISTS "   \
+    "(SELECT 1 FROM gpu_conflicts c WHERE c.gpu_id = g.id AND c.source_id = :sid) THEN 1 ELSE 0 "  \
+    "END FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN sources o ON o.id = "         \
+    "g.source_id WHERE "
 
 /* The owner's upsert of a GPU; a GPU the batch's identity read found needs
  * no id back, so that PostgreSQL sends it without waiting. */
@@ -458,6 +460,7 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
 /* What the store holds about a GPU before a report is applied. */
 struct gpu_ident {
     bool known, missing;
+    bool conflicts; /* the reporter has recorded disagreements about it */
     int64_t id, host_id, owner, owner_precedence;
     char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
 };
@@ -482,9 +485,10 @@ static void gpu_ident_row(struct db_stmt *s, struct gpu_ident *id)
     id->owner_precedence = db_col_int(s, 6);
     col_copy(s, 7, id->owner_name, sizeof id->owner_name);
     id->missing = db_col_int(s, 8) != 0;
+    id->conflicts = db_col_int(s, 10) != 0;
 }
 
-static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id)
+static int gpu_ident_load(struct conn *c, int64_t sid, const char *uuid, struct gpu_ident *id)
 {
     struct db_stmt *s = prep(c, ST_GPU_IDENT);
     int step;
@@ -493,6 +497,7 @@ static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id
     if (!s)
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
+    db_bind_int(s, ":sid", sid);
     step = db_step(c, s);
     if (step == DB_ROW)
         gpu_ident_row(s, id);
@@ -514,7 +519,8 @@ static int pos_cmp(const void *a, const void *b)
 /* What the store holds about all of a batch's GPUs, in one statement:
  * ids[i] for the batch's i-th GPU. Only for a batch whose GPUs do not
  * depend on each other (ingest_idents_apart()). */
-static int gpu_idents_load(struct conn *c, const struct gi_batch *b, struct gpu_ident *ids)
+static int gpu_idents_load(struct conn *c, int64_t sid, const struct gi_batch *b,
+                           struct gpu_ident *ids)
 {
     size_t n = b->set.ngpus;
     struct ident_pos *pos = calloc(n, sizeof *pos), key, *hit;
@@ -533,6 +539,7 @@ static int gpu_idents_load(struct conn *c, const struct gi_batch *b, struct gpu_
     if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_GPU_IDENTS_PG : ST_GPU_IDENTS)))
         goto cleanup;
     db_bind_json(s, ":uuids", uuids);
+    db_bind_int(s, ":sid", sid);
     while ((step = db_step(c, s)) == DB_ROW) {
         key.uuid = db_col_text(s, 9);
         if (key.uuid && (hit = bsearch(&key, pos, n, sizeof *pos, pos_cmp)) != NULL)
@@ -584,6 +591,8 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
     int rc, step;
 
     if (theirs[0] == '\0' || ours[0] == '\0' || strcmp(theirs, ours) == 0) {
+        if (!id->conflicts)
+            return GI_OK; /* none to clear */
         if (!(s = prep(c, ST_CONFLICT_DEL)))
             return GI_INTERNAL;
         db_bind_int(s, ":gid", id->id);
@@ -727,7 +736,7 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
             return rc;
         gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
-        if ((rc = gpu_ident_load(c, g->uuid, &id)) != GI_OK)
+        if ((rc = gpu_ident_load(c, sid, g->uuid, &id)) != GI_OK)
             return rc;
     }
     *owned =
@@ -748,7 +757,7 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
             return rc;
         (*events)++;
     }
-    if (id.known) {
+    if (id.known && id.conflicts) {
         /* What this source disagreed on as a non-owner is now its own. */
         if (!(s = prep(c, ST_CONFLICT_DEL)))
             return GI_INTERNAL;
@@ -1221,7 +1230,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     if (b->set.ngpus > 0 && ingest_idents_apart(b)) {
         rc = GI_INTERNAL;
         if ((read = calloc(b->set.ngpus, sizeof *read)) == NULL ||
-            (rc = gpu_idents_load(c, b, read)) != GI_OK)
+            (rc = gpu_idents_load(c, source_id, b, read)) != GI_OK)
             goto cleanup;
     }
     /* So is their provenance written, after them. */
