@@ -4,17 +4,20 @@
  * store.h and usage_int.h.
  *
  * Ingest marks each (GPU, hour) its samples touch as dirty inside its own
- * transaction (usage_mark). The job recomputes dirty hours from the raw
- * samples in small chunks (at most CHUNK_GPUS GPUs of one hour and about
- * CHUNK_BUDGET_MS of work), oldest hour first. Each chunk is its own
- * transaction that names its GPUs (db_tx_begin_keyed): on PostgreSQL it
- * runs beside the pushes of other GPUs and waits only for those of its
- * own; on SQLite, whose one writer it then is, the job steps aside after
- * each chunk so that a waiting push goes first. A chunk marks its hour in
- * usage_groups_dirty; the hour's (and its day's) group rows, which sum
- * every GPU, are summed again once per run after the chunks, one hour per
- * transaction. Every run also re-dirties the current hour of every GPU
- * still present once its row is RECENT_S old, and the previous hour until
+ * transaction (usage_mark), with a fresh stamp. The job recomputes dirty
+ * hours from the raw samples, oldest hour first, in passes: a pass reads
+ * the samples of up to PASS_GPUS dirty GPUs of one hour outside any
+ * transaction, then works them in small chunks (at most CHUNK_GPUS GPUs
+ * and about CHUNK_BUDGET_MS of work), each its own transaction that names
+ * its GPUs (db_tx_begin_keyed): on PostgreSQL it runs beside the pushes of
+ * other GPUs and waits only for those of its own; on SQLite, whose one
+ * writer it then is, the job steps aside after each chunk so that a
+ * waiting push goes first. A chunk forgets a GPU-hour's mark only if its
+ * stamp is still the one the pass read (new data came in otherwise). A
+ * chunk marks its hour in usage_groups_dirty; the hour's (and its day's)
+ * group rows, which sum every GPU, are summed again once per run after the
+ * chunks, one hour per transaction. Every run also re-dirties the current
+ * hour of every GPU still present once its row is RECENT_S old, and the previous hour until
  * it has been computed max_gap after its end, so that consumers that
  * changed without new samples (a pod list that ended a pod, a released
  * allocation) and the growing "unknown" of a silent GPU are picked up
