@@ -1,12 +1,11 @@
 /* Counts the statements a server runs, by SQL text, for profiling the
  * ingest path: loaded into gpuinv with LD_PRELOAD, it counts every
  * sqlite3_step() (so a query counts once per row) and every libpq query
- * (prepared statements by the text they were prepared from) and writes the counts to the file named by
- * GI_STMT_COUNTS when the process exits: one line per text, the count,
- * the thread CPU time spent in the call in microseconds (for SQLite the
- * statement's whole cost; for libpq only the client's side), and the
- * text's first 100 characters, separated by tabs.
- * Build: cc -shared -fPIC -O2 -o ingest_stmts.so bench/ingest_stmts.c -ldl */
+ * (prepared statements by the text they were prepared from) and writes the counts to the file named
+ * by GI_STMT_COUNTS when the process exits: one line per text, the count, the thread CPU time spent
+ * in the call in microseconds (for SQLite the statement's whole cost; for libpq only the client's
+ * side), and the text's first 100 characters, separated by tabs. Build: cc -shared -fPIC -O2 -o
+ * ingest_stmts.so bench/ingest_stmts.c -ldl */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -84,7 +83,8 @@ static const char *name_get(const char *name)
 {
     const char *t = name;
     pthread_mutex_lock(&mu);
-    for (unsigned i = hash(name) % SLOTS, k = 0; k < SLOTS && name_keys[i]; i = (i + 1) % SLOTS, k++)
+    for (unsigned i = hash(name) % SLOTS, k = 0; k < SLOTS && name_keys[i];
+         i = (i + 1) % SLOTS, k++)
         if (strcmp(name_keys[i], name) == 0) {
             t = names[i].text;
             break;

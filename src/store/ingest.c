@@ -68,9 +68,9 @@
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster, precedence, name FROM sources WHERE id = :id")  \
-    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error " \
+    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error "  \
                  "= NULL WHERE id = :id")                                                          \
-    X(SOURCE_RECOUNT, "UPDATE sources SET gpus_reported = (SELECT COUNT(*) FROM gpus WHERE "      \
+    X(SOURCE_RECOUNT, "UPDATE sources SET gpus_reported = (SELECT COUNT(*) FROM gpus WHERE "       \
                       "source_id = :id AND missing_since IS NULL) WHERE id = :id")                 \
     X(SOURCE_WARN, "UPDATE sources SET warnings_total = warnings_total + :n, last_warning = "      \
                    ":msg, last_warning_at = :now WHERE id = :id")                                  \
@@ -101,7 +101,7 @@
     X(GPU_IDENTS_PG,                                                                               \
       GPU_IDENT_SQL "g.uuid IN (SELECT json_array_elements_text(CAST(:uuids AS JSON)))")           \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
-    X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                 \
+    X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                  \
     X(GPU_UPSERT_KNOWN, GPU_UPSERT_SQL)                                                            \
     X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
                         "NULL OR observed_at < :obs)")                                             \
@@ -131,15 +131,15 @@
     X(RENAME_EVENTS, "UPDATE gpu_events SET gpu_uuid = :to WHERE gpu_uuid = :from")                \
     X(RENAME_PROCS, "UPDATE gpu_processes SET gpu_uuid = :to WHERE gpu_uuid = :from")              \
     X(RENAME_PODS, "UPDATE gpu_pods SET gpu_uuid = :to WHERE gpu_uuid = :from")                    \
-    X(PROV_SET, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_SET_TAIL)          \
-    X(PROV_FILL, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_FILL_TAIL)        \
+    X(PROV_SET, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_SET_TAIL)           \
+    X(PROV_FILL, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_FILL_TAIL)         \
     X(PROV_SET_MANY, PROV_INSERT PROV_ROWS PROV_SET_TAIL)                                          \
     X(PROV_FILL_MANY, PROV_INSERT PROV_ROWS PROV_FILL_TAIL)                                        \
     X(PROV_SET_MANY_PG, PROV_INSERT PROV_ROWS_PG PROV_SET_TAIL)                                    \
     X(PROV_FILL_MANY_PG, PROV_INSERT PROV_ROWS_PG PROV_FILL_TAIL)                                  \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
                  ":now, :kind, :detail, :sid)")                                                    \
-    X(GPU_ON_HOST, "SELECT uuid, source_id FROM gpus WHERE host_id = :host AND missing_since IS " \
+    X(GPU_ON_HOST, "SELECT uuid, source_id FROM gpus WHERE host_id = :host AND missing_since IS "  \
                    "NULL")                                                                         \
     X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid AND host_id = :host "  \
                    "AND source_id = :sid AND missing_since IS NULL")                               \
@@ -456,7 +456,6 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     return GI_OK;
 }
 
-
 /* What the store holds about a GPU before a report is applied. */
 struct gpu_ident {
     bool known, missing;
@@ -718,8 +717,8 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
  * NULL to look the GPU up here. *owned tells the caller which way it went. */
 static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_id,
                       const struct gi_host_obs *host, int64_t observed,
-                      const struct gi_gpu_obs *seen, const struct gpu_ident *read,
-                      int64_t *events, int64_t *gpu_id, char canon[GI_UUID_LEN], bool *owned)
+                      const struct gi_gpu_obs *seen, const struct gpu_ident *read, int64_t *events,
+                      int64_t *gpu_id, char canon[GI_UUID_LEN], bool *owned)
 {
     struct gi_gpu_obs obs = *seen, *g = &obs;
     const char *hostname = host->hostname;
