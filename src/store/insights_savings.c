@@ -3,11 +3,11 @@
  * per-process cache of their answers. See store.h; figures and money are
  * those of insights.c. */
 #include "store/insights_int.h"
+#include "store/kept.h"
 #include "core/status.h"
 #include "core/util.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,40 +343,22 @@ cleanup:
 /* ---- the savings cache ----
  *
  * The savings read three heavy lists; a page that asks again within the
- * hour, with nothing rolled up since, gets the answer it got before. The
- * cache is per process (answers are small, a replica computes each one
- * once itself, and a read never writes to the database), keyed by the
- * store, the filters, the range and the parameters, and valid while the
- * range's rollup revision is unchanged: the number of day-group rows of
- * the range's days and their newest updated_at. The rollup job rewrites a
- * day's groups, with updated_at = now, in every transaction that writes
- * one of its hours (new data, late data, re-attribution, re-pricing), and
- * retention deletes them, so any change to the hours the savings read
- * changes the revision. An answer is reused only when its revision was
- * read in a later second than that newest write (a write in the same
- * second would not change it), and for an hour at most. */
-#define SAVINGS_CACHE_N 32
+ * hour, with nothing rolled up since, gets the answer it got before (a
+ * kept answer, kept.h), keyed by the filters, the range and the
+ * parameters, and valid while the range's rollup revision is unchanged:
+ * the number of day-group rows of the range's days and their newest
+ * updated_at. The rollup job rewrites a day's groups, with updated_at =
+ * now, in every transaction that writes one of its hours (new data, late
+ * data, re-attribution, re-pricing), and retention deletes them, so any
+ * change to the hours the savings read changes the revision. An answer is
+ * kept only when its revision was read in a later second than that newest
+ * write (a write in the same second would not change it). */
 #define SAVINGS_CACHE_TTL_S 3600
-
-struct savings_rev {
-    int64_t rows, newest;
-};
-
-struct savings_entry {
-    const struct store *st;
-    char key[1200];
-    struct savings_rev rev;
-    int64_t read_at; /* when rev was read */
-    json_t *items;
-};
-
-static pthread_mutex_t savings_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct savings_entry savings_cache[SAVINGS_CACHE_N];
-static size_t savings_next; /* the slot replaced next (oldest first) */
+static const char kept_savings[] = "savings";
 
 /* The rollup revision of f's range (see above). */
 static int savings_rev_read(struct store *st, const struct store_insight_filter *f,
-                            struct savings_rev *rev)
+                            struct kept_rev *rev)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s = prep(c, ST_SAVINGS_REV);
@@ -386,8 +368,8 @@ static int savings_rev_read(struct store *st, const struct store_insight_filter 
         db_bind_int(s, ":from", f->from - f->from % 86400);
         db_bind_int(s, ":to", f->to);
         if ((step = db_step(c, s)) == DB_ROW) {
-            rev->rows = db_col_int(s, 0);
-            rev->newest = db_col_int(s, 1);
+            rev->a = db_col_int(s, 0);
+            rev->b = db_col_int(s, 1);
         }
         db_reset(s);
     }
@@ -399,78 +381,31 @@ static int savings_rev_read(struct store *st, const struct store_insight_filter 
 static bool savings_key(const struct store_insight_filter *f, int64_t min_hours, double peak_below,
                         char *key, size_t len)
 {
-    int n = snprintf(
-        key, len,
-        "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%lld\x1f%.17g",
-        f->team ? f->team : "", f->env ? f->env : "", f->pool ? f->pool : "",
-        f->cluster ? f->cluster : "", f->cloud ? f->cloud : "", f->model ? f->model : "",
-        (long long)f->datacenter_id, (long long)f->from, (long long)f->to, (long long)f->limit,
-        (long long)min_hours, peak_below);
-    return n > 0 && (size_t)n < len;
-}
+    char nums[160];
+    const char *parts[7] = {f->team, f->env, f->pool, f->cluster, f->cloud, f->model, nums};
 
-/* A copy of the cached answer for key at rev, or NULL. */
-static json_t *savings_cached(const struct store *st, const char *key,
-                              const struct savings_rev *rev, int64_t now)
-{
-    json_t *hit = NULL;
-
-    pthread_mutex_lock(&savings_mu);
-    for (size_t i = 0; i < SAVINGS_CACHE_N; i++) {
-        const struct savings_entry *e = &savings_cache[i];
-        if (e->items && e->st == st && strcmp(e->key, key) == 0 && e->rev.rows == rev->rows &&
-            e->rev.newest == rev->newest && e->read_at > rev->newest &&
-            now - e->read_at < SAVINGS_CACHE_TTL_S) {
-            hit = json_deep_copy(e->items);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&savings_mu);
-    return hit;
-}
-
-/* Keeps a copy of items as the answer for key at rev, read at read_at. */
-static void savings_keep(const struct store *st, const char *key, const struct savings_rev *rev,
-                         int64_t read_at, const json_t *items)
-{
-    json_t *copy = json_deep_copy(items);
-    struct savings_entry *e = NULL;
-
-    if (copy == NULL)
-        return;
-    pthread_mutex_lock(&savings_mu);
-    for (size_t i = 0; i < SAVINGS_CACHE_N && !e; i++)
-        if (savings_cache[i].items && savings_cache[i].st == st &&
-            strcmp(savings_cache[i].key, key) == 0)
-            e = &savings_cache[i];
-    if (e == NULL) {
-        e = &savings_cache[savings_next];
-        savings_next = (savings_next + 1) % SAVINGS_CACHE_N;
-    }
-    json_decref(e->items);
-    e->st = st;
-    gi_strlcpy(e->key, key, sizeof e->key);
-    e->rev = *rev;
-    e->read_at = read_at;
-    e->items = copy;
-    pthread_mutex_unlock(&savings_mu);
+    snprintf(nums, sizeof nums, "%lld %lld %lld %lld %lld %.17g", (long long)f->datacenter_id,
+             (long long)f->from, (long long)f->to, (long long)f->limit, (long long)min_hours,
+             peak_below);
+    return kept_key(key, len, 7, parts);
 }
 
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,
                           int64_t idle_min_hours, double peak_below, json_t **items)
 {
     struct insight_arg a = {f, idle_min_hours, peak_below};
-    struct savings_rev rev = {0, 0};
+    struct kept_rev rev = {0, 0};
     int64_t now = gi_now();
-    char key[1200];
+    char key[KEPT_KEY_MAX];
     bool cacheable = savings_key(f, idle_min_hours, peak_below, key, sizeof key) &&
                      savings_rev_read(st, f, &rev) == GI_OK;
     int rc;
 
-    if (cacheable && (*items = savings_cached(st, key, &rev, now)) != NULL)
+    if (cacheable &&
+        (*items = kept_get(st, kept_savings, key, &rev, now, SAVINGS_CACHE_TTL_S)) != NULL)
         return GI_OK;
     rc = insight_run_items(st, items, savings_fn, &a);
-    if (rc == GI_OK && cacheable)
-        savings_keep(st, key, &rev, now, *items);
+    if (rc == GI_OK && cacheable && now > rev.b)
+        kept_put(st, kept_savings, key, &rev, now, *items);
     return rc;
 }
