@@ -147,6 +147,15 @@ int ticket_open(struct conn *c, const char *dedupe_key, json_t *context, const c
 int asset_event_append(struct conn *c, int64_t asset_id, const char *kind, const char *actor,
                        json_t *detail, int64_t at);
 
+/* asset_hooks.c: one webhook event about asset asset_id (asset.scanned,
+ * asset.stage_changed, asset.location_changed) to every enabled webhook
+ * that wants it, inside the caller's writing transaction: the context is
+ * {event, title, asset: {tag, kind, serial, model, stage, owner_team,
+ * location, warranty, epc}, gpu: {uuid}, actor, change (borrowed: what
+ * changed, as the asset event beside it records), reason}. */
+int asset_hook_emit(struct conn *c, int64_t asset_id, const char *event, const char *actor,
+                    const json_t *change, const char *reason, int64_t at);
+
 /* assets.c: the asset's id by tag; GI_NOT_FOUND when there is none. */
 int asset_id_by_tag(struct conn *c, const char *tag, int64_t *id);
 /* assets.c: one asset's document as GET /api/v1/assets/{tag} shows it
@@ -165,5 +174,22 @@ int asset_doc_get(struct conn *c, int64_t asset_id, json_t **out);
  * writing transaction. */
 int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const char *reason,
                        const char *actor, bool override, int64_t at, char *err, size_t errlen);
+
+/* ---- Push-back to asset managers (asset_sync.c), for the nouns that
+ * scan, move or re-stage an asset and for the asset managers' pulls. ---- */
+
+/* Queues an outbound update of asset asset_id to every NetBox or
+ * Snipe-IT source it is linked to whose config sets push: true (one
+ * pending, unclaimed push per asset and source at a time; what it writes
+ * is read when it is sent). reason names the change ("scan", "located",
+ * "stage"). Inside the caller's writing transaction. */
+int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64_t at);
+/* Records what a pull of `source` ("netbox:<id>", "snipeit:<id>"; other
+ * sources are ignored) said of asset asset_id in record rec: the link to
+ * the remote device or hardware (its source_key) and the remote values of
+ * the pushed fields it carries as last synced. Inside the caller's
+ * writing transaction. */
+int asset_sync_pulled(struct conn *c, const char *source, int64_t asset_id, const json_t *rec,
+                      int64_t at);
 
 #endif

@@ -1,12 +1,15 @@
 // One hardware asset (#/assets/{tag}): its fields, location with parent and
 // children, warranty, book value, energy, health with its reasons when
-// known, the label, its tickets and the event timeline (stage changes,
+// known, the label, its tickets, its sync conflicts with NetBox or
+// Snipe-IT and the event timeline (stage changes,
 // scans, drift, tickets, rules); editors move it to an allowed next stage
 // (a refused move shows the stages the server allows) and edit its fields.
 import { h, replace, num, toast } from './dom.js';
 import { api, withQuery, canWrite, ApiError } from './api.js';
 import { timeAgo, when } from './fmt.js';
-import { gpuHref } from './gpus.js';
+import { gpuHref, gpuApiPath } from './gpus.js';
+import { timeChart } from './chart.js';
+import { iso } from './filters.js';
 import { field, formDialog, showError, clearErrors, value } from './dialog.js';
 import { STAGES, NEXT_STAGES, stageLabel, stageBadge, warrantyBadge, kindLabel, assetHref } from './assets.js';
 
@@ -18,6 +21,84 @@ const EDITABLE = [
   ['order_number', 'Order number', 'text'], ['warranty_end', 'Warranty end', 'date'], ['lease_end', 'Lease end', 'date'],
   ['depreciation_years', 'Depreciation (years)', 'number'],
 ];
+
+/** The telemetry ranges of a GPU asset: [value, label, seconds, bucket]. */
+const TELEMETRY_RANGES = [['7d', 'Last 7 days', 7 * 86400, 'hour'], ['30d', 'Last 30 days', 30 * 86400, 'day']];
+
+/** A number, or null. */
+const numOr = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/**
+ * The hours of a GPU timeline as chart points, per hour or folded into UTC
+ * days: utilization and power averaged over the hours that have them,
+ * temperature the highest; hours (days) without any reading are left out.
+ */
+export function telemetryPoints(hours, bucket) {
+  const rows = (hours || []).map((p) => ({ t: Date.parse(p.start) / 1000, util: numOr(p.util_avg),
+    power: numOr(p.power_avg_w), temp: numOr(p.temp_max_c) }))
+    .filter((p) => Number.isFinite(p.t) && (p.util !== null || p.power !== null || p.temp !== null))
+    .sort((a, b) => a.t - b.t);
+  if (bucket !== 'day') return rows;
+  const days = new Map();
+  for (const p of rows) {
+    const d = p.t - (p.t % 86400);
+    const acc = days.get(d) || { t: d, u: [], w: [], temp: null };
+    if (p.util !== null) acc.u.push(p.util);
+    if (p.power !== null) acc.w.push(p.power);
+    if (p.temp !== null) acc.temp = acc.temp === null ? p.temp : Math.max(acc.temp, p.temp);
+    days.set(d, acc);
+  }
+  const mean = (a) => (a.length ? a.reduce((x, y) => x + y, 0) / a.length : null);
+  return [...days.values()].map((d) => ({ t: d.t, util: mean(d.u), power: mean(d.w), temp: d.temp }))
+    .filter((p) => p.util !== null || p.power !== null || p.temp !== null);
+}
+
+/**
+ * The telemetry of a GPU asset's discovered GPU: utilization, temperature
+ * and power over the last 7 days (per hour) or 30 days (per day), from
+ * GET /api/v1/gpus/{uuid}/timeline; each chart carries its data as a table,
+ * which is what shows when the chart library is missing.
+ */
+function telemetryPanel(a, ctx) {
+  const body = h('div', { class: 'charts tl-charts', 'data-testid': 'asset-telemetry-body' });
+  const sel = h('select', { class: 'filter-input', name: 'telemetry-range', 'aria-label': 'Telemetry range' },
+    TELEMETRY_RANGES.map(([v, t]) => h('option', { value: v, text: t })));
+  let seq = 0;
+  async function load() {
+    const my = ++seq;
+    const [, , span, bucket] = TELEMETRY_RANGES.find(([v]) => v === sel.value) || TELEMETRY_RANGES[0];
+    const nowS = Math.floor(Date.now() / 1000);
+    const to = nowS - (nowS % 3600) + 3600;
+    replace(body, h('p', { class: 'muted pad', text: 'Loading…' }));
+    let data;
+    try {
+      data = await api('GET', withQuery(`${gpuApiPath(a.gpu_uuid)}/timeline`, { from: iso(to - span), to: iso(to) }));
+    } catch (err) {
+      if (my !== seq || !ctx.alive()) return;
+      replace(body, h('p', { class: 'muted pad', 'data-testid': 'telemetry-error',
+        text: err.status === 404 ? 'Discovery has no record of this GPU.' : `Could not load the telemetry: ${err.message}` }));
+      return;
+    }
+    if (my !== seq || !ctx.alive()) return;
+    const pts = telemetryPoints(data && data.hours, bucket);
+    const x = pts.map((p) => p.t);
+    const step = bucket === 'day' ? 'day' : 'hour';
+    body.dataset.bucket = bucket;
+    replace(body,
+      timeChart({ title: 'Utilization', testid: 'asset-util', unit: '%', kind: 'line', max: 100, x, step,
+        series: [{ label: 'Average', values: pts.map((p) => p.util) }], empty: 'No utilization was measured in this range.' }).el,
+      timeChart({ title: 'Temperature', testid: 'asset-temp', unit: '°C', kind: 'line', x, step, digits: 0,
+        series: [{ label: 'Highest', values: pts.map((p) => p.temp) }], empty: 'No temperature reading in this range.' }).el,
+      timeChart({ title: 'Power', testid: 'asset-power', unit: 'W', kind: 'line', x, step, digits: 0,
+        series: [{ label: 'Average', values: pts.map((p) => p.power) }], empty: 'No power reading in this range.' }).el);
+  }
+  sel.addEventListener('change', load);
+  load();
+  return h('section', { class: 'panel stack-gap', 'data-testid': 'asset-telemetry' },
+    h('div', { class: 'panel-head panel-head-row' }, h('h2', { text: 'Telemetry' }),
+      h('div', { class: 'tl-controls' }, sel, ' ', h('a', { class: 'small', href: gpuHref(a.gpu_uuid), text: 'GPU page' }))),
+    body);
+}
 
 /** What each event kind is called on the timeline. */
 const EVENT_LABELS = { created: 'Created', updated: 'Updated', stage: 'Stage change', scan: 'Scan', located: 'Moved',
@@ -97,6 +178,51 @@ function ticketsPanel(list) {
         ? h('a', { href: t.external_url, rel: 'noopener noreferrer', target: '_blank', text: t.external_key || t.title })
         : h('span', { text: t.external_key ? `${t.external_key}: ${t.title}` : t.title }),
       h('span', { class: 'muted small' }, ' · opened ', timeAgo(t.opened_at), t.opened_by ? ` by ${t.opened_by}` : '')))));
+}
+
+/**
+ * Sync conflicts with NetBox or Snipe-IT: fields the other system changed
+ * since gpuinv last synced them, which a push did not overwrite. Loads
+ * itself and stays empty (hidden) when there are none; editors keep ours
+ * (pushed again) or theirs.
+ */
+function syncConflictsPanel(tag) {
+  const body = h('div', {});
+  const box = h('section', { class: 'panel', 'data-testid': 'sync-conflicts', hidden: true },
+    h('div', { class: 'panel-head' }, h('h2', {}, 'Sync conflicts')), body);
+  const path = `/api/v1/assets/${encodeURIComponent(tag)}/conflicts`;
+  const system = (k) => (k.system === 'snipeit' ? 'Snipe-IT' : k.system === 'netbox' ? 'NetBox' : k.source || 'remote');
+  async function resolve(k, keep) {
+    try {
+      await api('POST', `/api/v1/sync-conflicts/${k.id}/resolve`, { keep });
+      toast(keep === 'ours' ? `gpuinv's ${k.field} will be sent to ${system(k)}` : `${system(k)}'s ${k.field} is kept`);
+    } catch (err) {
+      toast(err.message, 'error');
+    }
+    load();
+  }
+  async function load() {
+    let list;
+    try {
+      list = (await api('GET', withQuery(path, { limit: 100 }))).items || [];
+    } catch {
+      list = null;
+    }
+    box.hidden = Array.isArray(list) && list.length === 0;
+    replace(body, list === null ? h('p', { class: 'muted pad', text: 'Sync conflicts could not be read.' })
+      : h('ul', { class: 'plain-list' }, list.map((k) => h('li', { dataset: { conflict: String(k.id) } },
+        h('strong', { text: `${system(k)} ${k.field}` }),
+        h('span', { text: `: gpuinv has ${text(k.ours)}, ${system(k)} has ${text(k.theirs)}` }),
+        k.base != null ? h('span', { class: 'muted small', text: ` (was ${k.base} at the last sync)` }) : null,
+        h('span', { class: 'muted small' }, ' · ', timeAgo(k.detected_at)),
+        canWrite() ? h('span', { class: 'link-row' }, ' ',
+          h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'keep-ours',
+            on: { click: () => resolve(k, 'ours') }, text: 'Keep ours' }), ' ',
+          h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'data-testid': 'keep-theirs',
+            on: { click: () => resolve(k, 'theirs') }, text: 'Keep theirs' })) : null))));
+  }
+  load();
+  return box;
 }
 
 /** Health with its reasons, when the document has it. */
@@ -322,6 +448,7 @@ export async function renderAsset(main, ctx, tag) {
       h('div', { class: 'page-actions' }, edit)),
     h('div', { class: 'asset-grid' },
       h('div', { class: 'asset-col' }, stage, fields, healthPanel(a.health)),
-      h('div', { class: 'asset-col' }, location, warranty, label, ticketsPanel(tickets))),
+      h('div', { class: 'asset-col' }, location, warranty, label, ticketsPanel(tickets), syncConflictsPanel(a.tag))),
+    a.kind === 'gpu' && a.gpu_uuid ? telemetryPanel(a, ctx) : null,
     timelinePanel(events.items || [], events.total || 0));
 }
