@@ -36,7 +36,7 @@ function dirtyCount() {
     resolve(err ? null : Number(String(out).trim()))));
 }
 
-// CPU ticks (utime + stime) of one process, and of a process's children.
+// One process's CPU ticks (utime + stime, 100 a second) and its parent's pid.
 const TICK_MS = 10;
 function ticks(pid) {
   try {

@@ -21,6 +21,7 @@
 #   BENCH_MAX_S=0         stop each push after this many seconds (0: push every minute)
 #   BENCH_MODES="on off"  which runs
 #   GPUINV=build/gpuinv   binary to measure
+#   BENCH_DEMAND=1        0: skip the on-demand rollup after the run without the job
 #   BENCH_OUT=            where the results go (default bench/results/rollup_rate[-pg]-DATE.json)
 #   BENCH_STMTS=          a library built from bench/ingest_stmts.c: the server runs with it
 #                         preloaded and the statements it ran are counted per run
@@ -95,7 +96,7 @@ for mode in $modes; do
     { tail -20 "$work/err-$mode" >&2; die "the load generator failed (server log above)"; }
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   demand="null"
-  if [ "$mode" = off ]; then
+  if [ "$mode" = off ] && [ "${BENCH_DEMAND:-1}" != 0 ]; then
     t1=$(date +%s.%N)
     r=$(curl -s -X POST -H "Authorization: Bearer $token" "$url/api/v1/usage/rollup")
     t2=$(date +%s.%N)
