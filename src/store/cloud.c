@@ -42,8 +42,8 @@
 
 #define STATEMENTS(X)                                                                              \
     X(SOURCE_CLUSTER, "SELECT COALESCE(cluster, '') FROM sources WHERE id = :sid")                 \
-    X(INST_GET, "SELECT id, source_id, host_id, tags, state FROM cloud_instances WHERE provider "  \
-                "= :provider AND instance_id = :iid")                                              \
+    X(INST_GET, "SELECT id, source_id, host_id, tags, last_seen FROM cloud_instances WHERE "       \
+                "provider = :provider AND instance_id = :iid")                                     \
     X(INST_ADD,                                                                                    \
       "INSERT INTO cloud_instances (source_id, provider, scope, instance_id, name, account, "      \
       "region, zone, machine_type, state, state_raw, launch_time, gpu_model, gpu_count, "          \
@@ -468,6 +468,7 @@ static int sync_instance(struct sync_ctx *x, const struct cloud_instance *v, int
         owner = db_col_int(s, 1);
         had_host = db_col_int(s, 2);
         gi_strlcpy(old_tags, db_col_text(s, 3) ? db_col_text(s, 3) : "", sizeof old_tags);
+        last_seen = db_col_int(s, 4);
     }
     db_reset(s);
     if (step != DB_ROW && step != DB_DONE)
