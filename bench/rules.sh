@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # One evaluation of the five example lifecycle rules over 10,000 GPU assets with 30 days of
 # health rollup rows each, and the push-ingest batch p99 measured while the rules run against
-# the same ingest on an idle server. Usage: bench/rules.sh [GPUS] [INGEST_BATCHES]; needs
-# build/gpuinv (Release) and the sqlite3 CLI. SQLite store.
+# the same ingest on an idle server. The five rules are evaluated in one pass
+# (POST /lifecycle-rules/evaluate); the reference beside it is the five rules dry-run one at a
+# time (one pass each). Wall time and the server's CPU time (utime + stime from /proc) for
+# each. Usage: bench/rules.sh [GPUS] [INGEST_BATCHES] [JSONL]; needs build/gpuinv (Release)
+# and the sqlite3 CLI. SQLite store. With JSONL, one line of figures is appended to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gpus=${1:-10000}
 batches=${2:-400}
+jsonl=${3:-}
 work=$(mktemp -d)
 pid=""
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -20,6 +24,7 @@ start() { # start DB: the server on a database file, its URL in $url
   url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
 }
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+cpu() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$pid/stat"; } # server CPU seconds
 api() { curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
 
 # The schema, then the fleet straight into the file: GPUs, their assets, spares, and 30 days of
@@ -69,11 +74,27 @@ ptoken=$(api -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1
 "$work/ingest_bench" "$url" "$ptoken" 1 "$batches" "$work/ref-a.db" columns | tee "$work/alone.json"
 ids=$(api "$url/api/v1/lifecycle-rules" | grep -o '"id": *[0-9]*' | grep -o '[0-9]*' | head -5)
 
-# One dry run of the five rules on the idle server: the evaluation alone, nothing written.
-t0=$(date +%s.%N)
+# The five rules dry-run on the idle server, nothing written: one at a time (the reference),
+# then all five in one pass.
+csv=$(echo $ids | tr ' ' ',')
+c0=$(cpu); t0=$(date +%s.%N)
 for id in $ids; do api -X POST "$url/api/v1/lifecycle-rules/$id/dry-run" >/dev/null; done
-t1=$(date +%s.%N)
-awk -v a="$t0" -v b="$t1" 'BEGIN { printf "dry run of the five rules, idle server: %.2f s\n", b - a }'
+t1=$(date +%s.%N); c1=$(cpu)
+api -X POST -d "{\"ids\":[$csv]}" "$url/api/v1/lifecycle-rules/evaluate" >"$work/pass.json"
+t2=$(date +%s.%N); c2=$(cpu)
+one_wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+one_cpu=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
+pass_wall=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.2f", b - a }')
+pass_cpu=$(awk -v a="$c1" -v b="$c2" 'BEGIN { printf "%.2f", b - a }')
+echo "dry run of the five rules, idle server: one at a time $one_wall s wall ($one_cpu s CPU), one pass $pass_wall s wall ($pass_cpu s CPU)"
+echo "one pass matches: $(grep -o '"matched": *[0-9]*' "$work/pass.json" | tr '\n' ' ')"
+# The same pass with its writes (every firing's actions), still on the idle server.
+c2=$(cpu); t2=$(date +%s.%N)
+api -X POST -d "{\"ids\":[$csv],\"dry_run\":false}" "$url/api/v1/lifecycle-rules/evaluate" >"$work/first.json"
+t3=$(date +%s.%N); c3=$(cpu)
+run_wall=$(awk -v a="$t2" -v b="$t3" 'BEGIN { printf "%.2f", b - a }')
+run_cpu=$(awk -v a="$c2" -v b="$c3" 'BEGIN { printf "%.2f", b - a }')
+echo "first pass with its writes, idle server: $run_wall s wall ($run_cpu s CPU)"
 stop
 
 # The same ingest while the five rules run back to back, over and over, on a fresh copy.
@@ -83,7 +104,7 @@ ptoken=$(api -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1
 (
   while [ ! -e "$work/ingest-done" ]; do
     t0=$(date +%s.%N)
-    for id in $ids; do api -X POST "$url/api/v1/lifecycle-rules/$id/run" >"$work/run-$id.json"; done
+    api -X POST -d "{\"ids\":[$csv],\"dry_run\":false}" "$url/api/v1/lifecycle-rules/evaluate" >"$work/run.json"
     t1=$(date +%s.%N)
     echo "$t0 $t1" >>"$work/evals"
   done
@@ -93,11 +114,16 @@ loop=$!
 touch "$work/ingest-done"
 wait "$loop"
 stop
-for id in $ids; do
-  printf 'rule %s: ' "$id"; grep -o '"matched": *[0-9]*\|"evaluated": *[0-9]*' "$work/run-$id.json" | tr '\n' ' '; echo
-done
-awk '{ d = $2 - $1; n++; s += d; if (n == 1) f = d; if (d > m) m = d } END {
-  printf "evaluations of the five rules during the ingest: %d, first (with its writes) %.2f s, mean %.2f s, max %.2f s\n", n, f, s / n, m }' "$work/evals"
-printf 'ingest batch p99: alone %s ms, during the rule runs %s ms\n' \
-  "$(grep -o '"batch_p99_ms":[0-9.]*' "$work/alone.json" | cut -d: -f2)" \
-  "$(grep -o '"batch_p99_ms":[0-9.]*' "$work/during.json" | cut -d: -f2)"
+echo "last pass: $(grep -o '"matched": *[0-9]*\|"evaluated": *[0-9]*' "$work/run.json" | tr '\n' ' ')"
+evals=$(awk '{ d = $2 - $1; n++; s += d; if (n == 1) f = d; if (d > m) m = d } END {
+  printf "%d %.2f %.2f %.2f", n, f, s / n, m }' "$work/evals")
+set -- $evals
+echo "passes of the five rules during the ingest: $1, first (with its writes) $2 s, mean $3 s, max $4 s"
+p99a=$(grep -o '"batch_p99_ms":[0-9.]*' "$work/alone.json" | cut -d: -f2)
+p99b=$(grep -o '"batch_p99_ms":[0-9.]*' "$work/during.json" | cut -d: -f2)
+echo "ingest batch p99: alone $p99a ms, during the rule passes $p99b ms"
+if [ -n "$jsonl" ]; then
+  printf '{"bench":"rules","date":"%s","gpus":%s,"health_rows":%s,"load1":%s,"dry_one_at_a_time_wall_s":%s,"dry_one_at_a_time_cpu_s":%s,"dry_one_pass_wall_s":%s,"dry_one_pass_cpu_s":%s,"first_run_wall_s":%s,"first_run_cpu_s":%s,"passes_during_ingest":%s,"first_pass_s":%s,"mean_pass_s":%s,"max_pass_s":%s,"ingest_p99_alone_ms":%s,"ingest_p99_during_ms":%s}\n' \
+    "$(date -u +%FT%TZ)" "$gpus" "$((gpus * 30))" "$(cut -d' ' -f1 /proc/loadavg)" "$one_wall" "$one_cpu" \
+    "$pass_wall" "$pass_cpu" "$run_wall" "$run_cpu" "$1" "$2" "$3" "$4" "$p99a" "$p99b" >>"$jsonl"
+fi

@@ -20,6 +20,7 @@
 //   #/assets                     hardware assets (filters in the query)
 //   #/assets/{tag}               one asset: fields, stage change, tickets, timeline
 //   #/lifecycle                  assets per lifecycle stage and the recent moves
+//   #/lifecycle/rules            the lifecycle rules: edit, enable, dry run
 //   #/warranty                   warranties and leases ending per month
 import { h, replace, icon } from './js/dom.js';
 import { api, setSignedOutHandler, setRole } from './js/api.js';
@@ -39,6 +40,7 @@ import { renderScan } from './js/scan.js';
 import { renderAssets } from './js/assets.js';
 import { renderAsset } from './js/asset.js';
 import { renderLifecycle } from './js/lifecycle.js';
+import { renderRules as renderLifecycleRules } from './js/rules.js';
 import { renderWarranty } from './js/warranty.js';
 
 const root = document.getElementById('app');
@@ -173,6 +175,7 @@ async function render() {
     return parts.length === 1 ? renderAssets(main, ctx) : renderAsset(main, ctx, parts[1]);
   }
   if (parts[0] === 'lifecycle' && parts.length === 1) return renderLifecycle(frame('assets'), ctx);
+  if (parts[0] === 'lifecycle' && parts[1] === 'rules' && parts.length === 2) return renderLifecycleRules(frame('assets'), ctx);
   if (parts[0] === 'warranty' && parts.length === 1) return renderWarranty(frame('assets'), ctx);
   const main = frame('');
   document.title = 'Not found · gpuinv';

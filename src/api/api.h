@@ -63,6 +63,12 @@ void api_sources_get(struct req *r);
 void api_sources_update(struct req *r);
 void api_sources_delete(struct req *r);
 void api_sources_run(struct req *r);
+/* A dry pull (nothing stored): of a source body, or of a saved source
+ * with an optional change, its secrets kept. */
+void api_sources_test(struct req *r);
+void api_sources_test_saved(struct req *r);
+/* source_kinds.c */
+void api_source_kinds(struct req *r);
 
 /* openapi.c: the API description (src/api/openapi.json) */
 void api_openapi(struct req *r);
@@ -187,6 +193,7 @@ void api_lrules_delete(struct req *r);
 void api_lrules_dry_run(struct req *r);
 void api_lrules_run(struct req *r);
 void api_lrules_dry_run_body(struct req *r);
+void api_lrules_evaluate(struct req *r);
 void api_assets_health(struct req *r);
 
 /* asset_import.c: the CSV import, and the export's rows: takes ownership

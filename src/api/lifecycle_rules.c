@@ -6,6 +6,7 @@
 #include "core/util.h"
 #include "store/store.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const rule_fields[] = {"name", "enabled", "condition", "actions", NULL};
@@ -162,6 +163,53 @@ void api_lrules_dry_run_body(struct req *r)
     else
         reply_json(r, 200, out);
 cleanup:
+    json_decref(body);
+}
+
+/* POST /lifecycle-rules/evaluate {ids?: [id, ...], dry_run?: bool}: the
+ * rules named (else every enabled one) in one pass; a dry run unless
+ * dry_run is false. */
+void api_lrules_evaluate(struct req *r)
+{
+    static const char *const fields[] = {"ids", "dry_run", NULL};
+    json_t *body = NULL, *out = NULL, *list, *dry, *v;
+    int64_t *ids = NULL;
+    size_t i, n = 0;
+    int st;
+
+    if (!req_json_body_or_reply(r, &body) || !json_known_or_reply(r, body, fields))
+        goto cleanup;
+    list = json_object_get(body, "ids");
+    dry = json_object_get(body, "dry_run");
+    if (dry && !json_is_boolean(dry)) {
+        reply_error(r, 400, "validation_failed", "dry_run", "dry_run must be true or false");
+        goto cleanup;
+    }
+    if (list &&
+        (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > 1000)) {
+        reply_error(r, 400, "validation_failed", "ids",
+                    "ids must be an array of 1 to 1000 rule ids");
+        goto cleanup;
+    }
+    if (list && !(ids = calloc(json_array_size(list), sizeof *ids))) {
+        reply_status(r, GI_INTERNAL, "lifecycle rules");
+        goto cleanup;
+    }
+    json_array_foreach(list, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1) {
+            reply_error(r, 400, "validation_failed", "ids", "ids[%zu] must be a rule id", i);
+            goto cleanup;
+        }
+        ids[n++] = json_integer_value(v);
+    }
+    st = store_lrules_evaluate(r->store, ids, n, !dry || json_is_true(dry), r->who.name, gi_now(),
+                               &out);
+    if (st != GI_OK)
+        reply_status(r, st, "lifecycle rule");
+    else
+        reply_json(r, 200, out);
+cleanup:
+    free(ids);
     json_decref(body);
 }
 

@@ -19,7 +19,9 @@
 /* Fetches observations for one source; fills err and returns -1 on failure. */
 typedef int (*pull_fetch_fn)(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 
-enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_LIST };
+/* CFG_OBJECT: a JSON object whose contents the kind's own check
+ * validates. CFG_LIST: a list of names (min to max of them). */
+enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_OBJECT, CFG_LIST };
 struct cfg_key {
     const char *name;
     enum cfg_type type;
@@ -90,6 +92,16 @@ static const struct cfg_key aws_keys[] = {{"regions", CFG_LIST, true, 1, 64},
                                           {"timeout_s", CFG_INT, false, 1, 300},
                                           {NULL, 0, 0, 0, 0}};
 
+/* prometheus-generic: a Prometheus server (url) or an exporter
+ * (exporter_url), read through a declared mapping; see pull_generic.c. */
+static const struct cfg_key generic_keys[] = {{"url", CFG_URL, false, 0, 0},
+                                              {"exporter_url", CFG_URL, false, 0, 0},
+                                              {"mapping", CFG_OBJECT, true, 0, 0},
+                                              COMMON_KEYS,
+                                              {NULL, 0, 0, 0, 0}};
+
+int pull_fetch_generic(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
+int pull_generic_config_check(const json_t *cfg, char *field, size_t flen, char *msg, size_t mlen);
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 /* A source that stores what it finds itself, rather than as GPU
@@ -119,6 +131,7 @@ static const struct {
     {"slurm", slurm_keys, NULL, pull_run_slurm},
     {"netbox", netbox_keys, NULL, pull_run_netbox},
     {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
+    {"prometheus-generic", generic_keys, pull_fetch_generic, NULL},
     {"aws", aws_keys, NULL, pull_run_aws},
 };
 
@@ -132,18 +145,24 @@ static int kind_index(const char *kind)
 
 bool pull_kind_known(const char *kind) { return kind_index(kind) >= 0; }
 
+/* A key is secret by its name, or as a secret key of any kind. */
 bool pull_config_secret(const char *key)
 {
-    return strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0 ||
-           strcmp(key, "token") == 0 || strcmp(key, "secret_access_key") == 0 ||
-           strcmp(key, "session_token") == 0;
+    if (strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0 ||
+        strcmp(key, "token") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        for (const struct cfg_key *ck = kinds[i].keys; ck->name; ck++)
+            if (ck->type == CFG_SECRET && strcmp(ck->name, key) == 0)
+                return true;
+    return false;
 }
 
 bool pull_config_target(const char *key)
 {
     return strcmp(key, "url") == 0 || strcmp(key, "ca_file") == 0 ||
            strcmp(key, "insecure_skip_verify") == 0 || strcmp(key, "slurmrestd_url") == 0 ||
-           strcmp(key, "endpoint") == 0;
+           strcmp(key, "exporter_url") == 0 || strcmp(key, "endpoint") == 0;
 }
 
 /* True when an http(s) URL carries user information ("user:pw@") in its
@@ -265,20 +284,27 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
                            "%lld to %lld",
                            key, (long long)ck->min, (long long)ck->max);
             break;
+        case CFG_OBJECT:
+            if (!json_is_object(v))
+                return bad(field, flen, msg, mlen, key, "config.%s must be an object", key);
+            break;
         }
     }
-    for (const struct cfg_key *ck = kinds[k].keys; ck->name; ck++)
-        if (ck->required &&
-            !(ck->type == CFG_LIST ? json_is_array(json_object_get(cfg, ck->name))
-                                   : json_is_string(json_object_get(cfg, ck->name))))
+    for (const struct cfg_key *ck = kinds[k].keys; ck->name; ck++) {
+        const json_t *given = json_object_get(cfg, ck->name);
+        if (ck->required && (given == NULL || json_is_null(given) ||
+                             (json_is_string(given) && json_string_length(given) == 0)))
             return bad(field, flen, msg, mlen, ck->name, "config.%s is required", ck->name);
+    }
     if (strcmp(kind, "slurm") == 0)
         return slurm_config_check(cfg, field, flen, msg, mlen);
+    if (strcmp(kind, "prometheus-generic") == 0)
+        return pull_generic_config_check(cfg, field, flen, msg, mlen);
     return 0;
 }
 
 /* Ingests a pulled observation set as one batch per reporting host, all
- * in one transaction. */
+ * in one transaction; a dry pull only counts the hosts and GPUs. */
 static int ingest_by_host(struct store *st, int64_t source_id, const char *source_name,
                           const char *cluster, const struct gi_obs_set *set,
                           struct pull_result *res)
@@ -292,6 +318,16 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
     snprintf(prefix, sizeof prefix, "pull-%.40s", source_name);
     if (hostbatch_split(set, prefix, gi_now(), cluster, true, &b, &n) != 0)
         return GI_INTERNAL;
+    if (res->dry) {
+        res->hosts = (int64_t)n;
+        for (size_t i = 0; i < n; i++)
+            res->gpus += (int64_t)b[i].set.ngpus;
+        if (set->nwarnings > 0)
+            gi_strlcpy(res->warning, set->warning, sizeof res->warning);
+        res->warnings = (int64_t)set->nwarnings;
+        hostbatch_free(b, n);
+        return GI_OK;
+    }
     if (n > 0) {
         /* Readings the pull could not use are counted on the source. */
         b[0].set.nwarnings = set->nwarnings;
@@ -308,7 +344,8 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
     return rc;
 }
 
-void pull_run_source(struct store *st, const json_t *src, struct pull_result *res)
+/* One pull of src into res (res->dry decides whether it stores). */
+static void pull_once(struct store *st, const json_t *src, struct pull_result *res)
 {
     const char *kind = json_string_value(json_object_get(src, "kind"));
     const char *name = json_string_value(json_object_get(src, "name"));
@@ -317,7 +354,7 @@ void pull_run_source(struct store *st, const json_t *src, struct pull_result *re
     struct gi_obs_set set = {0};
     int k = kind_index(kind), rc;
 
-    memset(res, 0, sizeof *res);
+    res->instances = res->jobs = res->pods = -1;
     if (k < 0) {
         snprintf(res->error, sizeof res->error, "unknown source kind '%s'", kind ? kind : "");
     } else if (kinds[k].run) {
@@ -332,10 +369,76 @@ void pull_run_source(struct store *st, const json_t *src, struct pull_result *re
                      gi_status_name(rc));
     }
     gi_obs_free(&set);
+}
+
+void pull_run_source(struct store *st, const json_t *src, struct pull_result *res)
+{
+    const char *kind = json_string_value(json_object_get(src, "kind"));
+    const char *name = json_string_value(json_object_get(src, "name"));
+    int64_t id = json_integer_value(json_object_get(src, "id"));
+
+    memset(res, 0, sizeof *res);
+    pull_once(st, src, res);
     if (!res->ok)
         gi_warn("source %s (%s) failed: %s", name ? name : "?", kind ? kind : "?", res->error);
     if (store_source_record(st, id, res->ok ? NULL : res->error, res->gpus) != GI_OK)
         gi_warn("could not record the outcome of source %s", name ? name : "?");
+}
+
+void pull_test_source(struct store *st, const json_t *src, struct pull_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->dry = true;
+    pull_once(st, src, res);
+}
+
+/* The API name of a config key type. */
+static const char *type_name(enum cfg_type t)
+{
+    switch (t) {
+    case CFG_URL:
+        return "url";
+    case CFG_STR:
+        return "string";
+    case CFG_SECRET:
+        return "secret";
+    case CFG_BOOL:
+        return "bool";
+    case CFG_INT:
+        return "int";
+    case CFG_OBJECT:
+        return "object";
+    case CFG_LIST:
+        return "list";
+    }
+    return "string";
+}
+
+json_t *pull_kinds_schema(void)
+{
+    json_t *out = json_array();
+
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        json_t *keys = json_array();
+        for (const struct cfg_key *ck = kinds[i].keys; ck->name; ck++) {
+            const char *group = NULL;
+            const char *help = pull_key_help(kinds[i].kind, ck->name, &group);
+            json_t *k = json_pack("{s:s, s:s, s:b, s:b}", "name", ck->name, "type",
+                                  type_name(ck->type), "required", ck->required, "secret",
+                                  ck->type == CFG_SECRET || pull_config_secret(ck->name));
+            if (help)
+                json_object_set_new(k, "help", json_string(help));
+            if (group)
+                json_object_set_new(k, "group", json_string(group));
+            if (ck->type == CFG_INT) {
+                json_object_set_new(k, "min", json_integer(ck->min));
+                json_object_set_new(k, "max", json_integer(ck->max));
+            }
+            json_array_append_new(keys, k);
+        }
+        json_array_append_new(out, json_pack("{s:s, s:o}", "kind", kinds[i].kind, "keys", keys));
+    }
+    return out;
 }
 
 /* Reads the shared HTTP settings of a source config. */

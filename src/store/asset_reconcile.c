@@ -10,6 +10,13 @@
  *                   the configured number of days
  *   moved           a GPU asset whose discovered GPU sits in another host
  *                   than the server asset it is recorded inside
+ *   serial_changed  a GPU asset whose slot now holds another serial: the
+ *                   GPU of its UUID (a placeholder UUID kept by the slot)
+ *                   reports another serial, or a newer GPU sits in the
+ *                   same host at the same PCI bus id (at the same index
+ *                   when either lacks a bus id); recorded on the asset of
+ *                   the old serial (role "old") and on the asset of the
+ *                   new serial when there is one (role "new")
  *
  * A drift is recorded once: again only when it changes (another host,
  * another last-seen time), so the job can run every hour. */
@@ -49,6 +56,23 @@ void store_asset_configure(int asset_missing_days)
              "JOIN assets p ON p.id = a.parent_id JOIN gpus g ON g.uuid = a.gpu_uuid LEFT JOIN "   \
              "hosts h ON h.id = g.host_id WHERE a.kind = 'gpu' AND p.host_id IS NOT NULL AND "     \
              "g.host_id IS NOT NULL AND g.host_id <> p.host_id ORDER BY a.id LIMIT 10000")         \
+    X(SERIAL_SAME_UUID,                                                                            \
+      "SELECT a.id, a.tag, a.serial, g.serial, g.uuid, h.hostname, g.idx, g.pci_bus_id, b.id, "    \
+      "b.tag FROM assets a JOIN gpus g ON g.uuid = a.gpu_uuid LEFT JOIN hosts h ON h.id = "        \
+      "g.host_id LEFT JOIN assets b ON b.id <> a.id AND b.kind = 'gpu' AND b.serial = g.serial "   \
+      "WHERE a.kind = 'gpu' AND a.serial IS NOT NULL AND a.serial <> '' AND g.serial IS NOT NULL " \
+      "AND g.serial <> '' AND g.serial <> a.serial AND g.parent_uuid IS NULL ORDER BY a.id, b.id " \
+      "LIMIT 10000")                                                                               \
+    X(SERIAL_SAME_SLOT,                                                                            \
+      "SELECT a.id, a.tag, a.serial, n.serial, n.uuid, h.hostname, n.idx, n.pci_bus_id, b.id, "    \
+      "b.tag FROM assets a JOIN gpus g ON g.uuid = a.gpu_uuid JOIN gpus n ON n.host_id = "         \
+      "g.host_id AND n.id <> g.id AND n.parent_uuid IS NULL AND n.last_seen_at > g.last_seen_at "  \
+      "AND ((g.pci_bus_id IS NOT NULL AND n.pci_bus_id IS NOT NULL AND n.pci_bus_id = "            \
+      "g.pci_bus_id) OR ((g.pci_bus_id IS NULL OR n.pci_bus_id IS NULL) AND n.idx = g.idx)) LEFT " \
+      "JOIN hosts h ON h.id = n.host_id LEFT JOIN assets b ON b.id <> a.id AND (b.gpu_uuid = "     \
+      "n.uuid OR (b.kind = 'gpu' AND b.serial = n.serial)) WHERE a.kind = 'gpu' AND a.serial IS "  \
+      "NOT NULL AND a.serial <> '' AND n.serial IS NOT NULL AND n.serial <> '' AND n.serial <> "   \
+      "a.serial AND g.parent_uuid IS NULL ORDER BY a.id, n.last_seen_at DESC, b.id LIMIT 10000")   \
     X(LAST_DRIFT, "SELECT detail FROM asset_events WHERE asset_id = :id AND kind = 'drift' ORDER " \
                   "BY seq DESC LIMIT 1")                                                           \
     X(UNKNOWN_SEEN, "SELECT detail FROM asset_events WHERE asset_id = 0 AND kind = 'drift'")       \
@@ -209,6 +233,55 @@ static int moved(struct conn *c, int64_t now, int64_t *n)
     return rc;
 }
 
+/* serial_changed from one of the two slot queries (same row shape): the
+ * first row of each old asset, drift on it and on the new serial's asset. */
+static int serial_changed(struct conn *c, enum stmt_id id, int64_t now, int64_t *n)
+{
+    struct db_stmt *s = prep(c, id);
+    json_t *todo = json_array(), *d;
+    int64_t last = 0;
+    size_t i;
+    int rc = GI_OK, step;
+
+    if (!s) {
+        json_decref(todo);
+        return GI_INTERNAL;
+    }
+    while ((step = db_step(c, s)) == DB_ROW) {
+        json_t *slot, *old, *new;
+        if (db_col_int(s, 0) == last)
+            continue;
+        last = db_col_int(s, 0);
+        slot = json_pack("{s:s?, s:o, s:s?}", "host", db_col_text(s, 5), "index",
+                         db_col_is_null(s, 6) ? json_null() : json_integer(db_col_int(s, 6)),
+                         "pci_bus_id", db_col_text(s, 7));
+        old = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s?}", "what", "serial_changed", "role",
+                        "old", "recorded_serial", db_col_text(s, 2), "seen_serial",
+                        db_col_text(s, 3), "gpu_uuid", db_col_text(s, 4), "slot", slot,
+                        "other_asset", db_col_text(s, 9));
+        json_array_append_new(todo, json_pack("[I, o]", (json_int_t)last, old));
+        if (!db_col_is_null(s, 8)) {
+            new = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O, s:s}", "what", "serial_changed", "role",
+                            "new", "recorded_serial", db_col_text(s, 2), "seen_serial",
+                            db_col_text(s, 3), "gpu_uuid", db_col_text(s, 4), "slot", slot,
+                            "other_asset", db_col_text(s, 1));
+            json_array_append_new(todo, json_pack("[I, o]", (json_int_t)db_col_int(s, 8), new));
+        }
+        json_decref(slot);
+    }
+    db_reset(s);
+    if (step != DB_DONE)
+        rc = db_status(step);
+    json_array_foreach(todo, i, d) {
+        if (rc != GI_OK)
+            break;
+        rc = drift_once(c, json_integer_value(json_array_get(d, 0)),
+                        json_incref(json_array_get(d, 1)), now, n);
+    }
+    json_decref(todo);
+    return rc;
+}
+
 int store_asset_reconcile(struct store *st, int64_t now, int64_t *drifts)
 {
     struct conn *c = db_conn_get(st);
@@ -226,6 +299,10 @@ int store_asset_reconcile(struct store *st, int64_t now, int64_t *drifts)
         rc = not_seen(c, now, drifts);
     if (rc == GI_OK)
         rc = moved(c, now, drifts);
+    if (rc == GI_OK)
+        rc = serial_changed(c, ST_SERIAL_SAME_UUID, now, drifts);
+    if (rc == GI_OK)
+        rc = serial_changed(c, ST_SERIAL_SAME_SLOT, now, drifts);
     rc = db_tx_end(c, rc);
     if (rc != GI_OK)
         *drifts = 0;

@@ -122,6 +122,8 @@ int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const c
     detail = json_pack("{s:s, s:s, s:s?, s:b}", "from", from, "to", to, "reason", reason,
                        "override", override);
     rc = detail ? asset_event_append(c, asset_id, "stage", actor, detail, at) : GI_INTERNAL;
+    if (rc == GI_OK)
+        rc = asset_hook_emit(c, asset_id, "asset.stage_changed", actor, detail, reason, at);
     json_decref(detail);
     return rc;
 }

@@ -9,6 +9,7 @@
  * import) may change every field; a source changes a field only when no
  * one set it yet or it set it itself, so it never undoes a correction. */
 #include "store/assets_int.h"
+#include "store/kept.h"
 #include "core/money.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -48,7 +49,8 @@
     "(:dc = 0 OR a.datacenter_id = :dc) AND (:model IS NULL OR a.model = :model) AND "             \
     "(:wb IS NULL OR a.warranty_end < :wb) AND (:wa IS NULL OR a.warranty_end >= :wa) AND "        \
     "(:ends = 0 OR (a.warranty_end >= :ea AND a.warranty_end < :eb) OR (a.lease_end >= :ea AND "   \
-    "a.lease_end < :eb)) AND (:parent IS NULL OR p.tag = :parent) AND "                            \
+    "a.lease_end < :eb)) AND (:parent IS NULL OR a.parent_id = (SELECT x.id FROM assets x WHERE "  \
+    "x.tag = :parent)) AND "                                                                       \
     "(:q IS NULL OR a.tag LIKE :q ESCAPE '!' OR a.serial LIKE :q ESCAPE '!' OR a.model LIKE :q "   \
     "ESCAPE '!') "
 #define ASSET_KEY                                                                                  \
@@ -99,10 +101,9 @@
                      "WHERE c.parent_id = :id AND c.gpu_uuid IS NOT NULL) AND u.hour >= :from "    \
                      "AND u.hour < :to")                                                           \
     X(CHILD_GPUS, "SELECT COUNT(*) FROM assets WHERE parent_id = :id AND gpu_uuid IS NOT NULL")    \
-    X(LIST_COUNT,                                                                                  \
-      "SELECT COUNT(*) FROM assets a LEFT JOIN assets p ON p.id = a.parent_id " ASSET_WHERE)       \
-    X(STAGE_COUNTS, "SELECT a.stage, COUNT(*) FROM assets a LEFT JOIN assets p ON p.id = "         \
-                    "a.parent_id " ASSET_WHERE "GROUP BY a.stage")                                 \
+    X(LIST_COUNT, "SELECT COUNT(*) FROM assets a " ASSET_WHERE)                                    \
+    X(STAGE_COUNTS, "SELECT a.stage, COUNT(*) FROM assets a " ASSET_WHERE "GROUP BY a.stage")      \
+    X(CHAIN_SEQ, "SELECT COALESCE(MAX(seq), 0) FROM asset_chain")                                  \
     X(LIST_TAG, ASSET_SELECT ASSET_WHERE "ORDER BY a.tag " PAGE)                                   \
     X(LIST_TAG_DESC, ASSET_SELECT ASSET_WHERE "ORDER BY a.tag DESC " PAGE)                         \
     X(LIST_ASC, ASSET_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE) \
@@ -208,38 +209,40 @@ static json_t *time_json(struct db_stmt *s, int i)
 /* The current row (ASSET_SELECT) as the API's document. */
 static json_t *row_doc(struct db_stmt *s)
 {
-    json_t *cols = row_cols(s), *doc = json_deep_copy(cols);
+    /* The columns become the document in place: their values are read
+     * before anything is added, and source_key moves after source. */
+    json_t *doc = row_cols(s), *cols = doc;
     const json_t *cost = json_object_get(cols, "purchase_cost_micros");
     const json_t *salv = json_object_get(cols, "salvage_micros");
     const char *cur = json_string_value(json_object_get(cols, "currency"));
+    json_t *skey = json_incref(json_object_get(cols, "source_key"));
+    json_t *warranty = warranty_json(json_string_value(json_object_get(cols, "warranty_end")));
+    json_t *book = book_value(cols);
+    json_t *price = json_is_integer(cost) ? money_json(json_integer_value(cost), cur) : json_null();
+    json_t *salvage =
+        json_is_integer(salv) ? money_json(json_integer_value(salv), cur) : json_null();
+    json_t *location =
+        json_pack("{s:s?, s:O, s:O, s:O, s:O}", "datacenter", db_col_text(s, C_DC), "room",
+                  json_object_get(cols, "room"), "rack", json_object_get(cols, "rack"), "u",
+                  json_object_get(cols, "rack_u"), "storage", json_object_get(cols, "storage"));
 
     json_object_del(doc, "source_key");
     json_object_set_new(doc, "id", json_integer(db_col_int(s, C_ID)));
     json_object_set_new(doc, "stage", json_string(db_col_text(s, C_STAGE)));
     json_object_set_new(doc, "stage_since", time_json(s, C_STAGE_SINCE));
     json_object_set_new(doc, "source", json_string(db_col_text(s, C_SOURCE)));
-    json_object_set_new(doc, "source_key", json_incref(json_object_get(cols, "source_key")));
+    json_object_set_new(doc, "source_key", skey ? skey : json_null());
     json_object_set_new(doc, "created_at", time_json(s, C_CREATED));
     json_object_set_new(doc, "updated_at", time_json(s, C_UPDATED));
     json_object_set_new(doc, "last_seen", time_json(s, 25));
-    json_object_set_new(doc, "purchase_cost",
-                        json_is_integer(cost) ? money_json(json_integer_value(cost), cur)
-                                              : json_null());
-    json_object_set_new(doc, "salvage",
-                        json_is_integer(salv) ? money_json(json_integer_value(salv), cur)
-                                              : json_null());
-    json_object_set_new(doc, "book_value", book_value(cols));
-    json_object_set_new(
-        doc, "location",
-        json_pack("{s:s?, s:O, s:O, s:O, s:O}", "datacenter", db_col_text(s, C_DC), "room",
-                  json_object_get(cols, "room"), "rack", json_object_get(cols, "rack"), "u",
-                  json_object_get(cols, "rack_u"), "storage", json_object_get(cols, "storage")));
+    json_object_set_new(doc, "purchase_cost", price);
+    json_object_set_new(doc, "salvage", salvage);
+    json_object_set_new(doc, "book_value", book);
+    json_object_set_new(doc, "location", location);
     json_object_set_new(doc, "parent",
                         db_col_is_null(s, C_PARENT) ? json_null()
                                                     : json_string(db_col_text(s, C_PARENT)));
-    json_object_set_new(doc, "warranty",
-                        warranty_json(json_string_value(json_object_get(cols, "warranty_end"))));
-    json_decref(cols);
+    json_object_set_new(doc, "warranty", warranty);
     return doc;
 }
 
@@ -772,6 +775,34 @@ static void bind_filter(struct db_stmt *s, const void *filter)
     db_bind_like(s, ":q", f->q);
 }
 
+/* Totals and stage counts are kept answers (kept.h) at the audit chain's
+ * head: every change to an asset appends an event in the writing
+ * transaction, so the head's seq moves with every write that can change
+ * a count. The one change without an event, a data center's deletion
+ * clearing its assets' datacenter_id, is seen within KEPT_TTL_S. */
+#define KEPT_TTL_S 60
+static const char kept_total[] = "asset total";
+static const char kept_stages[] = "asset stages";
+
+static bool filter_key(const struct store_asset_filter *f, char *key, size_t len)
+{
+    char dc[24];
+    const char *parts[11] = {f->kind,
+                             f->stage,
+                             f->model,
+                             f->q,
+                             f->warranty_before,
+                             f->warranty_after,
+                             f->ends_after,
+                             f->ends_before,
+                             f->parent,
+                             dc,
+                             NULL};
+
+    snprintf(dc, sizeof dc, "%lld", (long long)f->datacenter_id);
+    return kept_key(key, len, 10, parts);
+}
+
 int store_asset_list(struct store *st, const struct store_asset_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total)
 {
@@ -779,19 +810,24 @@ int store_asset_list(struct store *st, const struct store_asset_filter *f,
     bool by_tag = !pg || !pg->sort || strcmp(pg->sort, "tag") == 0;
     enum stmt_id list = by_tag ? (pg && pg->desc ? ST_LIST_TAG_DESC : ST_LIST_TAG)
                                : (pg->desc ? ST_LIST_DESC : ST_LIST_ASC);
-    struct db_stmt *s[2] = {prep(c, ST_LIST_COUNT), prep(c, list)};
-    json_t *arr = json_array();
+    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list)}, *cs;
+    struct kept_rev rev = {0, 0};
+    char key[KEPT_KEY_MAX];
+    bool keep = filter_key(f, key, sizeof key);
+    json_t *arr = json_array(), *kept = NULL;
+    int64_t now = gi_now();
     int rc, step;
 
     *items = NULL;
-    for (int i = 0; i < 2; i++)
-        if (s[i]) {
-            bind_filter(s[i], f);
-            db_bind_page(s[i], pg);
-        }
+    if (s[1]) {
+        bind_filter(s[1], f);
+        db_bind_page(s[1], pg);
+    }
+    /* The head's seq first, so that a total counted after it is never
+     * older than the seq it is kept under. */
     rc = db_read_batch(c, s, 2);
     if (rc == GI_OK)
-        rc = db_fetch_int(c, s[0], total);
+        rc = db_fetch_int(c, s[0], &rev.a);
     if (rc == GI_OK) {
         while ((step = db_step(c, s[1])) == DB_ROW)
             json_array_append_new(arr, row_doc(s[1]));
@@ -799,8 +835,21 @@ int store_asset_list(struct store *st, const struct store_asset_filter *f,
         rc = step == DB_DONE ? GI_OK : db_status(step);
     }
     db_read_end(c);
+    if (rc == GI_OK && keep && (kept = kept_get(st, kept_total, key, &rev, now, KEPT_TTL_S))) {
+        *total = json_integer_value(kept);
+    } else if (rc == GI_OK) {
+        if ((cs = prep(c, ST_LIST_COUNT)) == NULL) {
+            rc = GI_INTERNAL;
+        } else {
+            bind_filter(cs, f);
+            rc = db_fetch_int(c, cs, total);
+        }
+        if (rc == GI_OK && keep && (kept = json_integer(*total)) != NULL)
+            kept_put(st, kept_total, key, &rev, now, kept);
+    }
     if (rc == GI_OK)
         *items = json_incref(arr);
+    json_decref(kept);
     json_decref(arr);
     db_conn_put(st, c);
     return rc;
@@ -818,24 +867,37 @@ int store_asset_stage_counts(struct store *st, const struct store_asset_filter *
                                          NULL};
     struct conn *c = db_conn_get(st);
     struct store_asset_filter any = *f;
-    struct db_stmt *s = prep(c, ST_STAGE_COUNTS);
-    json_t *out = json_object();
-    int rc, step;
+    struct db_stmt *s = prep(c, ST_STAGE_COUNTS), *hs = prep(c, ST_CHAIN_SEQ);
+    struct kept_rev rev = {0, 0};
+    char key[KEPT_KEY_MAX];
+    int64_t now = gi_now();
+    json_t *out = NULL;
+    bool keep;
+    int rc = GI_INTERNAL, step;
 
     *counts = NULL;
     any.stage = NULL;
+    keep = filter_key(&any, key, sizeof key);
+    if (!s || !hs)
+        goto cleanup;
+    /* The head's seq first (see store_asset_list). */
+    if ((rc = db_fetch_int(c, hs, &rev.a)) != GI_OK)
+        goto cleanup;
+    if (keep && (out = kept_get(st, kept_stages, key, &rev, now, KEPT_TTL_S)) != NULL)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if ((out = json_object()) == NULL)
+        goto cleanup;
     for (int i = 0; stages[i]; i++)
         json_object_set_new(out, stages[i], json_integer(0));
-    if (!s) {
-        rc = GI_INTERNAL;
-        goto cleanup;
-    }
     bind_filter(s, &any);
     while ((step = db_step(c, s)) == DB_ROW)
         if (db_col_text(s, 0))
             json_object_set_new(out, db_col_text(s, 0), json_integer(db_col_int(s, 1)));
     db_reset(s);
     rc = step == DB_DONE ? GI_OK : db_status(step);
+    if (rc == GI_OK && keep)
+        kept_put(st, kept_stages, key, &rev, now, out);
 cleanup:
     if (rc == GI_OK)
         *counts = json_incref(out);

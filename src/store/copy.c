@@ -775,6 +775,10 @@ int store_copy(struct store *from, struct store *to, bool dry_run, FILE *progres
      * failure (or a dry run) leaves the target as it was. */
     db_read_begin(cp->src);
     rc = db_tx_begin(cp->dst);
+    /* References that may point forward in id order (an asset's parent)
+     * are checked at commit. */
+    if (rc == GI_OK)
+        rc = db_simple(cp->dst, "SET CONSTRAINTS ALL DEFERRED");
     if (rc == GI_OK)
         rc = copy_all(cp);
     if (rc == GI_OK && dry_run)

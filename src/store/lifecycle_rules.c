@@ -2,10 +2,12 @@
  * assets and the health rollup, and the actions a match takes. See
  * store.h and docs/LIFECYCLE.md.
  *
- * An evaluation reads the assets in chunks of RULE_CHUNK (each chunk's
- * assets and health days in one read snapshot, no writer lock), and then
- * runs each match's actions in a writing transaction of its own, so a
- * rule over ten thousand GPUs never holds the writer lock for long. */
+ * An evaluation is one pass over the assets for any number of rules: it
+ * reads them in chunks of RULE_CHUNK (each chunk's assets and health days
+ * in one read snapshot, no writer lock, read once whatever the number of
+ * rules), evaluates every rule on each asset, and runs each match's
+ * actions in a writing transaction of its own, so the rules over ten
+ * thousand GPUs never hold the writer lock for long. */
 #include "store/assets_int.h"
 #include "store/store_int.h"
 #include "core/status.h"
@@ -477,7 +479,7 @@ static int reserve_spare(struct conn *c, const struct actx *a, int64_t rule_id, 
  * results. Not dry: inside the caller's writing transaction. */
 static int run_actions(struct conn *c, const json_t *actions, const struct actx *a, int64_t rule_id,
                        const char *rule_name, const json_t *why, bool dry, const char *actor,
-                       int64_t now, json_t *out)
+                       int64_t now, json_t *out, char *moved_to, size_t moved_len)
 {
     char reason[512], err[256], key[192];
     size_t i, off = 0;
@@ -516,6 +518,7 @@ static int run_actions(struct conn *c, const json_t *actions, const struct actx 
                     json_object_set_new(res, "error", json_string(err));
                 } else if (rc == GI_OK) {
                     json_object_set_new(res, "result", json_string("moved"));
+                    gi_strlcpy(moved_to, to, moved_len);
                     changed = true;
                 }
             }
@@ -565,10 +568,11 @@ static int run_actions(struct conn *c, const json_t *actions, const struct actx 
     return rc;
 }
 
-/* Reads one chunk of assets after *after with their health days since
- * `from`; *n assets into a (caller frees rows). */
-static int read_chunk(struct conn *c, int64_t *after, int64_t from, int64_t today, struct actx *a,
-                      size_t *n)
+/* Reads one chunk of assets after *after, with their health days since
+ * `from` when days is set, in one read snapshot that ends before it
+ * returns; *n assets into a (caller frees rows). */
+static int read_chunk(struct conn *c, int64_t *after, int64_t from, int64_t today, bool days,
+                      struct actx *a, size_t *n)
 {
     struct db_stmt *s;
     int rc = GI_INTERNAL, step;
@@ -605,9 +609,15 @@ static int read_chunk(struct conn *c, int64_t *after, int64_t from, int64_t toda
         rc = k == 0 && (step == DB_DONE || step == DB_ROW) ? GI_OK : db_status(step);
         goto cleanup;
     }
+    *after = a[k - 1].id;
+    *n = k;
+    if (!days) {
+        rc = GI_OK;
+        goto cleanup;
+    }
     if (!(s = prep(c, ST_DAYS)))
         goto cleanup;
-    db_bind_int(s, ":after", *after);
+    db_bind_int(s, ":after", a[0].id - 1);
     db_bind_int(s, ":upto", a[k - 1].id);
     db_bind_int(s, ":from", from);
     while ((step = db_step(c, s)) == DB_ROW) {
@@ -632,77 +642,127 @@ static int read_chunk(struct conn *c, int64_t *after, int64_t from, int64_t toda
     }
     db_reset(s);
     rc = step == DB_DONE ? GI_OK : db_status(step);
-    *after = a[k - 1].id;
-    *n = k;
 cleanup:
     db_read_end(c);
+    if (rc != GI_OK) {
+        for (size_t j = 0; j < k; j++)
+            free(a[j].rows);
+        *n = 0;
+    }
     return rc;
 }
 
-static int evaluate(struct store *st, int64_t id, const char *name, const json_t *cond,
-                    const json_t *actions, bool dry, const char *actor, int64_t now,
-                    json_t **report)
+/* One rule of a pass: what it is (borrowed) and what it found. */
+struct rrun {
+    int64_t id;
+    const char *name;
+    const json_t *cond, *actions;
+    int64_t matched;
+    json_t *matches;
+    int rc; /* the first failure of its actions; the rule then stops */
+};
+
+/* One match of r on a: its actions (in a writing transaction of their own
+ * unless dry), and its line in the report. A stage the actions moved the
+ * asset to is what the rules after r see. */
+static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *why, bool dry,
+                const char *actor, int64_t now)
+{
+    json_t *results = json_array();
+    char moved[32] = "";
+    int rc;
+
+    if (dry) {
+        rc = run_actions(c, r->actions, a, r->id, r->name, why, true, actor, now, results, moved,
+                         sizeof moved);
+    } else {
+        rc = db_tx_begin(c);
+        if (rc == GI_OK)
+            rc = run_actions(c, r->actions, a, r->id, r->name, why, false, actor, now, results,
+                             moved, sizeof moved);
+        rc = db_tx_end(c, rc);
+    }
+    if (rc == GI_OK) {
+        r->matched++;
+        if (json_array_size(r->matches) < RULE_MAX_REPORT)
+            json_array_append_new(r->matches, json_pack("{s:s, s:s, s:s, s:O, s:O}", "asset",
+                                                        a->tag, "kind", a->kind, "stage", a->stage,
+                                                        "why", why, "actions", results));
+        if (moved[0])
+            gi_strlcpy(a->stage, moved, sizeof a->stage);
+    }
+    json_decref(results);
+    return rc;
+}
+
+/* Every rule of runs over every asset in ONE pass: each chunk of assets
+ * and its health days is read once (no writer lock held), then every rule
+ * is evaluated on each asset in the order of runs, and each match's
+ * actions run in a short transaction of their own. A rule whose actions
+ * fail stops (its rc) while the others go on. Unless dry, the stored
+ * rules get their last run and match count. */
+static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool dry,
+                         const char *actor, int64_t now, int64_t *evaluated)
 {
     struct conn *c = db_conn_get(st);
     struct actx *a = calloc(RULE_CHUNK, sizeof *a);
-    json_t *matches = json_array();
-    int64_t today = now - now % DAY_S, after = 0, evaluated = 0, matched = 0;
-    int64_t from = today - (int64_t)(max_window(cond) > 0 ? max_window(cond) - 1 : 0) * DAY_S;
-    int rc = a ? GI_OK : GI_INTERNAL;
+    int64_t today = now - now % DAY_S, after = 0;
+    int window = 0, rc = a ? GI_OK : GI_INTERNAL;
     size_t n = 1;
 
-    *report = NULL;
+    *evaluated = 0;
+    for (size_t r = 0; r < nruns; r++) {
+        int w = max_window(runs[r].cond);
+        window = w > window ? w : window;
+        runs[r].rc = GI_OK;
+        runs[r].matched = 0;
+    }
     while (rc == GI_OK && n > 0) {
-        rc = read_chunk(c, &after, from, today, a, &n);
+        rc = read_chunk(c, &after, today - (int64_t)(window > 0 ? window - 1 : 0) * DAY_S, today,
+                        window > 0, a, &n);
         for (size_t i = 0; rc == GI_OK && i < n; i++) {
-            json_t *why = json_array(), *results = json_array();
-            evaluated++;
-            if (eval(cond, &a[i], today, why)) {
-                matched++;
-                if (dry) {
-                    rc = run_actions(c, actions, &a[i], id, name, why, true, actor, now, results);
-                } else {
-                    rc = db_tx_begin(c);
-                    if (rc == GI_OK)
-                        rc = run_actions(c, actions, &a[i], id, name, why, false, actor, now,
-                                         results);
-                    rc = db_tx_end(c, rc);
-                }
-                if (rc == GI_OK && json_array_size(matches) < RULE_MAX_REPORT)
-                    json_array_append_new(matches,
-                                          json_pack("{s:s, s:s, s:s, s:O, s:O}", "asset", a[i].tag,
-                                                    "kind", a[i].kind, "stage", a[i].stage, "why",
-                                                    why, "actions", results));
+            (*evaluated)++;
+            for (size_t r = 0; r < nruns; r++) {
+                json_t *why;
+                if (runs[r].rc != GI_OK)
+                    continue;
+                why = json_array();
+                if (eval(runs[r].cond, &a[i], today, why))
+                    runs[r].rc = fire(c, &runs[r], &a[i], why, dry, actor, now);
+                json_decref(why);
             }
-            json_decref(why);
-            json_decref(results);
         }
         for (size_t i = 0; i < n; i++)
             free(a[i].rows);
     }
-    if (rc == GI_OK && !dry && id > 0) {
+    for (size_t r = 0; rc == GI_OK && !dry && r < nruns; r++) {
         struct db_stmt *s;
+        if (runs[r].id <= 0 || runs[r].rc != GI_OK)
+            continue;
         rc = db_tx_begin(c);
         if (rc == GI_OK) {
             rc = GI_INTERNAL;
             if ((s = prep(c, ST_RAN))) {
                 db_bind_int(s, ":now", now);
-                db_bind_int(s, ":n", matched);
-                db_bind_int(s, ":id", id);
+                db_bind_int(s, ":n", runs[r].matched);
+                db_bind_int(s, ":id", runs[r].id);
                 rc = db_exec_done(c, s);
             }
         }
         rc = db_tx_end(c, rc);
     }
-    if (rc == GI_OK)
-        *report = json_pack("{s:{s:I, s:s}, s:b, s:I, s:I, s:O, s:b}", "rule", "id", (json_int_t)id,
-                            "name", name, "dry_run", dry, "evaluated", (json_int_t)evaluated,
-                            "matched", (json_int_t)matched, "matches", matches, "truncated",
-                            matched > RULE_MAX_REPORT);
-    json_decref(matches);
     free(a);
     db_conn_put(st, c);
-    return rc == GI_OK && !*report ? GI_INTERNAL : rc;
+    return rc;
+}
+
+/* The report of one rule of a pass. */
+static json_t *run_report(const struct rrun *r, bool dry, int64_t evaluated)
+{
+    return json_pack("{s:{s:I, s:s}, s:b, s:I, s:I, s:O, s:b}", "rule", "id", (json_int_t)r->id,
+                     "name", r->name, "dry_run", dry, "evaluated", (json_int_t)evaluated, "matched",
+                     (json_int_t)r->matched, "matches", r->matches, "truncated",
+                     r->matched > RULE_MAX_REPORT);
 }
 
 /* ---- storage ---- */
@@ -904,6 +964,8 @@ int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool 
 {
     json_t *doc = NULL;
     const json_t *src = rule;
+    struct rrun r = {0};
+    int64_t evaluated = 0;
     int rc;
 
     *report = NULL;
@@ -912,34 +974,100 @@ int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool 
             return rc;
         src = doc;
     }
-    {
-        const char *name = json_string_value(json_object_get(src, "name"));
-        rc = evaluate(st, id, name ? name : "unsaved rule", json_object_get(src, "condition"),
-                      json_object_get(src, "actions"), dry_run, actor, now, report);
-    }
+    r.id = id;
+    r.name = json_string_value(json_object_get(src, "name"));
+    r.name = r.name ? r.name : "unsaved rule";
+    r.cond = json_object_get(src, "condition");
+    r.actions = json_object_get(src, "actions");
+    r.matches = json_array();
+    rc = evaluate_pass(st, &r, 1, dry_run, actor, now, &evaluated);
+    if (rc == GI_OK)
+        rc = r.rc;
+    if (rc == GI_OK && !(*report = run_report(&r, dry_run, evaluated)))
+        rc = GI_INTERNAL;
+    json_decref(r.matches);
     json_decref(doc);
     return rc;
 }
 
+/* store_lrules_evaluate; *failed: the first failure of a rule's actions. */
+static int evaluate_rules(struct store *st, const int64_t *ids, size_t n, bool dry_run,
+                          const char *actor, int64_t now, json_t **report, int *failed)
+{
+    json_t *docs = json_array(), *enabled = NULL, *row, *reports = NULL;
+    struct rrun *runs = NULL;
+    int64_t evaluated = 0, matched = 0;
+    size_t i, count;
+    int rc = GI_OK;
+
+    *report = NULL;
+    *failed = GI_OK;
+    if (!ids && (rc = db_collect_with(st, stmt_sql[ST_ENABLED], NULL, 0, &enabled)) == GI_OK)
+        n = json_array_size(enabled);
+    for (i = 0; rc == GI_OK && i < n; i++) {
+        json_t *doc = NULL;
+        int64_t id =
+            ids ? ids[i] : json_integer_value(json_object_get(json_array_get(enabled, i), "id"));
+        rc = store_lrule_get(st, id, &doc);
+        if (rc == GI_NOT_FOUND && !ids)
+            rc = GI_OK; /* deleted since the list was read */
+        else if (rc == GI_OK)
+            json_array_append_new(docs, doc);
+    }
+    count = json_array_size(docs);
+    if (rc == GI_OK && count > 0 && !(runs = calloc(count, sizeof *runs)))
+        rc = GI_INTERNAL;
+    json_array_foreach(docs, i, row) {
+        if (!runs)
+            break;
+        runs[i].id = json_integer_value(json_object_get(row, "id"));
+        runs[i].name = json_string_value(json_object_get(row, "name"));
+        runs[i].cond = json_object_get(row, "condition");
+        runs[i].actions = json_object_get(row, "actions");
+        runs[i].matches = json_array();
+    }
+    if (rc == GI_OK && count > 0)
+        rc = evaluate_pass(st, runs, count, dry_run, actor, now, &evaluated);
+    if (rc == GI_OK) {
+        reports = json_array();
+        for (i = 0; i < count; i++) {
+            json_t *one = run_report(&runs[i], dry_run, evaluated);
+            if (runs[i].rc != GI_OK && *failed == GI_OK)
+                *failed = runs[i].rc;
+            if (one && runs[i].rc != GI_OK)
+                json_object_set_new(one, "error", json_string(gi_status_name(runs[i].rc)));
+            matched += runs[i].matched;
+            json_array_append_new(reports, one);
+        }
+        *report =
+            json_pack("{s:b, s:I, s:I, s:o}", "dry_run", dry_run, "evaluated",
+                      (json_int_t)evaluated, "matched", (json_int_t)matched, "rules", reports);
+        if (!*report)
+            rc = GI_INTERNAL;
+    }
+    for (i = 0; runs && i < count; i++)
+        json_decref(runs[i].matches);
+    free(runs);
+    json_decref(docs);
+    json_decref(enabled);
+    return rc;
+}
+
+int store_lrules_evaluate(struct store *st, const int64_t *ids, size_t n, bool dry_run,
+                          const char *actor, int64_t now, json_t **report)
+{
+    int failed;
+    return evaluate_rules(st, ids, n, dry_run, actor, now, report, &failed);
+}
+
 int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired)
 {
-    json_t *ids = NULL, *row;
-    size_t i;
-    int rc = db_collect_with(st, stmt_sql[ST_ENABLED], NULL, 0, &ids);
+    json_t *rep = NULL;
+    int failed = GI_OK, rc = evaluate_rules(st, NULL, 0, false, actor, now, &rep, &failed);
 
-    *fired = 0;
-    json_array_foreach(ids, i, row) {
-        json_t *rep = NULL;
-        int one = store_lrule_evaluate(st, json_integer_value(json_object_get(row, "id")), NULL,
-                                       false, actor, now, &rep);
-        if (one == GI_OK)
-            *fired += json_integer_value(json_object_get(rep, "matched"));
-        else if (rc == GI_OK && one != GI_NOT_FOUND)
-            rc = one; /* one rule's failure does not stop the others */
-        json_decref(rep);
-    }
-    json_decref(ids);
-    return rc;
+    *fired = rc == GI_OK ? json_integer_value(json_object_get(rep, "matched")) : 0;
+    json_decref(rep);
+    return rc == GI_OK ? failed : rc; /* one rule's failure did not stop the others */
 }
 
 /* The examples of docs/LIFECYCLE.md, disabled until someone enables them. */

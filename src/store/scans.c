@@ -154,7 +154,8 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
         goto cleanup;
     detail = json_pack("{s:O, s:O}", "from", from, "to", to);
     if ((rc = asset_event_append(c, id, "located", actor, detail, at)) == GI_OK)
-        *moved = true;
+        rc = asset_hook_emit(c, id, "asset.location_changed", actor, detail, NULL, at);
+    *moved = rc == GI_OK;
 cleanup:
     json_decref(cur);
     json_decref(from);
@@ -230,6 +231,8 @@ int store_scan(struct store *st, const char *actor, const struct store_scan *sc,
     if (rc == GI_OK) {
         detail = json_pack("{s:O, s:s?, s:s}", "location", where, "note", sc->note, "via", via);
         rc = asset_event_append(c, id, "scan", actor, detail, now);
+        if (rc == GI_OK)
+            rc = asset_hook_emit(c, id, "asset.scanned", actor, detail, sc->note, now);
     }
     rc = db_tx_end(c, rc);
     db_conn_put(st, c);

@@ -147,6 +147,15 @@ int ticket_open(struct conn *c, const char *dedupe_key, json_t *context, const c
 int asset_event_append(struct conn *c, int64_t asset_id, const char *kind, const char *actor,
                        json_t *detail, int64_t at);
 
+/* asset_hooks.c: one webhook event about asset asset_id (asset.scanned,
+ * asset.stage_changed, asset.location_changed) to every enabled webhook
+ * that wants it, inside the caller's writing transaction: the context is
+ * {event, title, asset: {tag, kind, serial, model, stage, owner_team,
+ * location, warranty, epc}, gpu: {uuid}, actor, change (borrowed: what
+ * changed, as the asset event beside it records), reason}. */
+int asset_hook_emit(struct conn *c, int64_t asset_id, const char *event, const char *actor,
+                    const json_t *change, const char *reason, int64_t at);
+
 /* assets.c: the asset's id by tag; GI_NOT_FOUND when there is none. */
 int asset_id_by_tag(struct conn *c, const char *tag, int64_t *id);
 /* assets.c: one asset's document as GET /api/v1/assets/{tag} shows it

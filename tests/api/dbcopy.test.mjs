@@ -132,6 +132,13 @@ describe('gpuinv db copy', { skip: !available && 'no PostgreSQL for the tests' }
         batch_id: 'copy-1', host: { hostname: 'copy-node-1', machine_id: 'mid-copy-1' }, gpus, samples,
         processes: [{ gpu: gpus[0].uuid, pid: 4242, name: 'python train.py', user: 'alice', uid: 1000 }],
       } }), 201);
+      // More assets than one batch of the copy, the first of them inside
+      // the last: a child whose id is far below its parent's.
+      const rows = ['asset tag,kind,serial,model'];
+      for (let i = 0; i < 1100; i++) rows.push(`CP-${String(i).padStart(5, '0')},gpu,CPS${i},H100`);
+      rows.push('CP-SERVER,server,CPSRV,XE9680');
+      ok(await s.api('POST', '/api/v1/assets/import', { body: rows.join('\n'), contentType: 'text/csv' }));
+      ok(await s.api('PATCH', '/api/v1/assets/CP-00000', { body: { parent: 'CP-SERVER' } }));
     } finally {
       await stopClean(s);
     }
@@ -190,6 +197,8 @@ describe('gpuinv db copy', { skip: !available && 'no PostgreSQL for the tests' }
     assert.match(r.stderr, /resources: \d+ rows copied/);
     // The old readings got a day partition of their own, not DEFAULT.
     assert.equal(psql(target, 'SELECT COUNT(*) FROM gpu_samples_default'), '0');
+    // A child copied a whole batch before its parent keeps its parent.
+    assert.equal(psql(target, "SELECT p.tag FROM assets a JOIN assets p ON p.id = a.parent_id WHERE a.tag = 'CP-00000'"), 'CP-SERVER');
   });
 
   test('the copy answers the same API reads as the original', async () => {

@@ -468,6 +468,92 @@ static void test_today_throttled(void **state)
                      1);
 }
 
+/* Several rules in one pass over the same assets find, for each rule, the
+ * same matches (reasons and actions included) as that rule evaluated
+ * alone; and in a real pass a stage one rule moved an asset to is what the
+ * next rule sees, as when the rules run alone one after the other. */
+static void test_one_pass_same_as_alone(void **state)
+{
+    struct testdb_fixture *f = *state;
+    struct store_lrule custom = {.name = "active gets a ticket", .enabled = 0};
+    int64_t now = gi_now(), today = now - now % DAY, ids[6], two[2];
+    json_t *in, *out = NULL, *pass, *rules;
+    struct store_asset_err err = {0};
+    char d10[16];
+
+    fleet(f, 5, now);
+    for (int d = 0; d < 30; d++) {
+        put_day(f->st, 1, today - d * DAY, d % 6 == 0 ? 79 : 0, 0, 90, 50); /* XID, hot */
+        put_day(f->st, 2, today - d * DAY, 0, d == 0, 60, 50);              /* ECC today */
+        put_day(f->st, 3, today - d * DAY, 0, 0, 88, 5);                    /* idle, hot */
+        put_day(f->st, 4, today - d * DAY, d % 5 == 0 ? 31 : 0, 0, 60, 50); /* XID */
+        put_day(f->st, 5, today - d * DAY, 0, 0, 60, 50);                   /* clean */
+    }
+    date_in(10, d10, sizeof d10);
+    in = json_pack("{s:s}", "warranty_end", d10);
+    assert_status(store_asset_update(f->st, "t", "G4", in, &out, &err), GI_OK);
+    json_decref(out);
+    json_decref(in);
+    for (int i = 0; i < 5; i++)
+        ids[i] = example(f->st, i + 1);
+    custom.condition = json_pack("{s:s, s:s}", "attr", "stage", "=", "active");
+    custom.actions = json_pack("[{s:s, s:s}]", "type", "ticket", "title", "check");
+    assert_status(store_lrule_create(f->st, "t", &custom, &out), GI_OK);
+    ids[5] = json_integer_value(json_object_get(out, "id"));
+    json_decref(out);
+
+    assert_status(store_lrules_evaluate(f->st, ids, 6, true, "t", now, &pass), GI_OK);
+    rules = json_object_get(pass, "rules");
+    assert_int_equal(json_array_size(rules), 6);
+    assert_int_equal(json_integer_value(json_object_get(pass, "evaluated")), 5);
+    for (size_t i = 0; i < 6; i++) {
+        json_t *alone = run_rule(f->st, ids[i], true, now), *one = json_array_get(rules, i);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(one, "rule"), "id")),
+                         ids[i]);
+        assert_int_equal(matched(one), matched(alone));
+        assert_true(json_equal(json_object_get(one, "matches"), json_object_get(alone, "matches")));
+        json_decref(alone);
+    }
+    /* Each example finds what its history was made for. */
+    assert_int_equal(matched(json_array_get(rules, 0)), 2); /* G1, G4: XID on 5 and 6 days */
+    assert_int_equal(matched(json_array_get(rules, 1)), 1); /* G2 */
+    assert_int_equal(matched(json_array_get(rules, 2)), 2); /* G1, G3 */
+    assert_int_equal(matched(json_array_get(rules, 3)), 1); /* G3 */
+    assert_int_equal(matched(json_array_get(rules, 4)), 1); /* G4 */
+    assert_int_equal(matched(json_array_get(rules, 5)), 5); /* all active */
+    json_decref(pass);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM asset_events WHERE kind IN "
+                                           "('rule', 'stage')"),
+                     0);
+
+    /* A real pass: the XID rule moves G1 and G4 first, so the ticket rule
+     * (stage active) then finds only G2, G3 and G5. */
+    two[0] = ids[0];
+    two[1] = ids[5];
+    assert_status(store_lrules_evaluate(f->st, two, 2, false, "t", now, &pass), GI_OK);
+    rules = json_object_get(pass, "rules");
+    assert_int_equal(matched(json_array_get(rules, 0)), 2);
+    assert_int_equal(matched(json_array_get(rules, 1)), 3);
+    assert_int_equal(json_integer_value(json_object_get(pass, "matched")), 5);
+    json_decref(pass);
+    assert_string_equal(stage_of(f->st, "G1"), "diagnostic_repair");
+    assert_string_equal(stage_of(f->st, "G4"), "diagnostic_repair");
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM tickets WHERE dedupe_key IN "
+                                           "('rule:' || (SELECT MAX(id) FROM lifecycle_rules) || "
+                                           "':G1', 'rule:' || (SELECT MAX(id) FROM "
+                                           "lifecycle_rules) || ':G4')"),
+                     0);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM tickets"), 3);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM lifecycle_rules WHERE "
+                                           "last_run_at IS NOT NULL"),
+                     2);
+    /* An id that names no rule. */
+    two[1] = ids[5] + 100;
+    assert_status(store_lrules_evaluate(f->st, two, 2, true, "t", now, &pass), GI_NOT_FOUND);
+    json_decref(custom.condition);
+    json_decref(custom.actions);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_check_names_the_field),
         cmocka_unit_test_setup_teardown(test_rollup_from_samples, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_today_throttled, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_one_pass_same_as_alone, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
 import { h, replace, num, toast } from './dom.js';
 import { api, withQuery, canWrite, ApiError } from './api.js';
 import { timeAgo, when } from './fmt.js';
-import { gpuHref } from './gpus.js';
+import { gpuHref, gpuApiPath } from './gpus.js';
+import { timeChart } from './chart.js';
+import { iso } from './filters.js';
 import { field, formDialog, showError, clearErrors, value } from './dialog.js';
 import { STAGES, NEXT_STAGES, stageLabel, stageBadge, warrantyBadge, kindLabel, assetHref } from './assets.js';
 
@@ -18,6 +20,84 @@ const EDITABLE = [
   ['order_number', 'Order number', 'text'], ['warranty_end', 'Warranty end', 'date'], ['lease_end', 'Lease end', 'date'],
   ['depreciation_years', 'Depreciation (years)', 'number'],
 ];
+
+/** The telemetry ranges of a GPU asset: [value, label, seconds, bucket]. */
+const TELEMETRY_RANGES = [['7d', 'Last 7 days', 7 * 86400, 'hour'], ['30d', 'Last 30 days', 30 * 86400, 'day']];
+
+/** A number, or null. */
+const numOr = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/**
+ * The hours of a GPU timeline as chart points, per hour or folded into UTC
+ * days: utilization and power averaged over the hours that have them,
+ * temperature the highest; hours (days) without any reading are left out.
+ */
+export function telemetryPoints(hours, bucket) {
+  const rows = (hours || []).map((p) => ({ t: Date.parse(p.start) / 1000, util: numOr(p.util_avg),
+    power: numOr(p.power_avg_w), temp: numOr(p.temp_max_c) }))
+    .filter((p) => Number.isFinite(p.t) && (p.util !== null || p.power !== null || p.temp !== null))
+    .sort((a, b) => a.t - b.t);
+  if (bucket !== 'day') return rows;
+  const days = new Map();
+  for (const p of rows) {
+    const d = p.t - (p.t % 86400);
+    const acc = days.get(d) || { t: d, u: [], w: [], temp: null };
+    if (p.util !== null) acc.u.push(p.util);
+    if (p.power !== null) acc.w.push(p.power);
+    if (p.temp !== null) acc.temp = acc.temp === null ? p.temp : Math.max(acc.temp, p.temp);
+    days.set(d, acc);
+  }
+  const mean = (a) => (a.length ? a.reduce((x, y) => x + y, 0) / a.length : null);
+  return [...days.values()].map((d) => ({ t: d.t, util: mean(d.u), power: mean(d.w), temp: d.temp }))
+    .filter((p) => p.util !== null || p.power !== null || p.temp !== null);
+}
+
+/**
+ * The telemetry of a GPU asset's discovered GPU: utilization, temperature
+ * and power over the last 7 days (per hour) or 30 days (per day), from
+ * GET /api/v1/gpus/{uuid}/timeline; each chart carries its data as a table,
+ * which is what shows when the chart library is missing.
+ */
+function telemetryPanel(a, ctx) {
+  const body = h('div', { class: 'charts tl-charts', 'data-testid': 'asset-telemetry-body' });
+  const sel = h('select', { class: 'filter-input', name: 'telemetry-range', 'aria-label': 'Telemetry range' },
+    TELEMETRY_RANGES.map(([v, t]) => h('option', { value: v, text: t })));
+  let seq = 0;
+  async function load() {
+    const my = ++seq;
+    const [, , span, bucket] = TELEMETRY_RANGES.find(([v]) => v === sel.value) || TELEMETRY_RANGES[0];
+    const nowS = Math.floor(Date.now() / 1000);
+    const to = nowS - (nowS % 3600) + 3600;
+    replace(body, h('p', { class: 'muted pad', text: 'Loading…' }));
+    let data;
+    try {
+      data = await api('GET', withQuery(`${gpuApiPath(a.gpu_uuid)}/timeline`, { from: iso(to - span), to: iso(to) }));
+    } catch (err) {
+      if (my !== seq || !ctx.alive()) return;
+      replace(body, h('p', { class: 'muted pad', 'data-testid': 'telemetry-error',
+        text: err.status === 404 ? 'Discovery has no record of this GPU.' : `Could not load the telemetry: ${err.message}` }));
+      return;
+    }
+    if (my !== seq || !ctx.alive()) return;
+    const pts = telemetryPoints(data && data.hours, bucket);
+    const x = pts.map((p) => p.t);
+    const step = bucket === 'day' ? 'day' : 'hour';
+    body.dataset.bucket = bucket;
+    replace(body,
+      timeChart({ title: 'Utilization', testid: 'asset-util', unit: '%', kind: 'line', max: 100, x, step,
+        series: [{ label: 'Average', values: pts.map((p) => p.util) }], empty: 'No utilization was measured in this range.' }).el,
+      timeChart({ title: 'Temperature', testid: 'asset-temp', unit: '°C', kind: 'line', x, step, digits: 0,
+        series: [{ label: 'Highest', values: pts.map((p) => p.temp) }], empty: 'No temperature reading in this range.' }).el,
+      timeChart({ title: 'Power', testid: 'asset-power', unit: 'W', kind: 'line', x, step, digits: 0,
+        series: [{ label: 'Average', values: pts.map((p) => p.power) }], empty: 'No power reading in this range.' }).el);
+  }
+  sel.addEventListener('change', load);
+  load();
+  return h('section', { class: 'panel stack-gap', 'data-testid': 'asset-telemetry' },
+    h('div', { class: 'panel-head panel-head-row' }, h('h2', { text: 'Telemetry' }),
+      h('div', { class: 'tl-controls' }, sel, ' ', h('a', { class: 'small', href: gpuHref(a.gpu_uuid), text: 'GPU page' }))),
+    body);
+}
 
 /** What each event kind is called on the timeline. */
 const EVENT_LABELS = { created: 'Created', updated: 'Updated', stage: 'Stage change', scan: 'Scan', located: 'Moved',
@@ -323,5 +403,6 @@ export async function renderAsset(main, ctx, tag) {
     h('div', { class: 'asset-grid' },
       h('div', { class: 'asset-col' }, stage, fields, healthPanel(a.health)),
       h('div', { class: 'asset-col' }, location, warranty, label, ticketsPanel(tickets))),
+    a.kind === 'gpu' && a.gpu_uuid ? telemetryPanel(a, ctx) : null,
     timelinePanel(events.items || [], events.total || 0));
 }

@@ -77,6 +77,7 @@ export async function renderLifecycle(main, ctx) {
         h('p', { class: 'page-sub' }, 'Assets in each stage (', total, ' in all) and the newest moves')),
       h('div', { class: 'page-actions' },
         h('a', { class: 'btn btn-secondary', href: '#/assets', text: 'Assets' }),
+        h('a', { class: 'btn btn-secondary', href: '#/lifecycle/rules', 'data-testid': 'rules-link', text: 'Rules' }),
         h('a', { class: 'btn btn-secondary', href: '#/warranty', text: 'Warranty calendar' }))),
     h('section', { class: 'panel' }, h('div', { class: 'toolbar' }, kindSel, dcSel), board),
     h('section', { class: 'panel' }, h('div', { class: 'panel-head' }, h('h2', { text: 'Recent moves' })), moves));
