@@ -190,3 +190,16 @@ test('refused credentials name the cause and mark nothing gone', async () => {
   assert.match(r.run.error, /us-east-1: the credentials were refused \(HTTP 401, AuthFailure/);
   assert.equal(await q1('SELECT COUNT(*) FROM cloud_instances WHERE gone_at IS NOT NULL'), before);
 });
+
+test('a test of an aws source reads every page and stores nothing', async () => {
+  aws.set({ pages: { 'eu-west-1': ['describe-instances-1.xml', 'describe-instances-2.xml'] }, fail: {}, throttle: {} });
+  const before = await q1('SELECT COUNT(*) FROM cloud_instances');
+  const gpusBefore = await q1('SELECT COUNT(*) FROM gpus');
+  const r = ok(await s.api('POST', '/api/v1/sources/test', { body: { name: 'aws-try', kind: 'aws',
+    config: { regions: ['eu-west-1'], access_key_id: 'AKID', secret_access_key: SECRET, endpoint: aws.url } } }));
+  assert.equal(r.ok, true, JSON.stringify(r));
+  assert.equal(r.found.instances, 4);
+  assert.equal(r.found.gpus, 10, 'p4d 8 + g5 1 + the stopped g5 1; the unknown type none');
+  assert.equal(await q1('SELECT COUNT(*) FROM cloud_instances'), before);
+  assert.equal(await q1('SELECT COUNT(*) FROM gpus'), gpusBefore);
+});
