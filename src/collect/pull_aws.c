@@ -4,7 +4,8 @@
  * signed with Signature Version 4 by libcurl (CURLOPT_AWS_SIGV4). Each
  * region read completely is stored as one listing (store_cloud_sync); a
  * region that fails stores nothing, so it marks nothing gone, and the
- * other regions still are stored. Throttling (RequestLimitExceeded, HTTP
+ * other regions still are stored. A dry pull (a test of the source) reads
+ * everything and stores nothing. Throttling (RequestLimitExceeded, HTTP
  * 503) is retried a bounded number of times after Retry-After. */
 #include "collect/httpget.h"
 #include "collect/pull.h"
@@ -42,6 +43,7 @@ struct aws_ctx {
     char userpwd[8400];
     char token_hdr[4200];
     struct aws_types types; /* the GPUs of every type read in this pull */
+    bool dry;               /* a test of the source: store nothing */
 };
 
 /* Appends "&<name>=<value>" (the value percent-encoded) to the form. */
@@ -239,7 +241,12 @@ static int pull_region(struct store *st, int64_t sid, struct aws_ctx *x,
         v->gpu_memory_mib = t->memory_mib;
         gi_strlcpy(v->gpu_model, t->model, sizeof v->gpu_model);
     }
-    if (rc == 0) {
+    if (rc == 0 && x->dry) {
+        /* A test of the source: count what a run would store. */
+        r->instances += (int64_t)all.n;
+        for (size_t i = 0; i < all.n; i++)
+            r->gpus += all.items[i].gpu_count > 0 ? all.items[i].gpu_count : 0;
+    } else if (rc == 0) {
         r->warnings += (int64_t)(all.warnings + all.skipped);
         st_rc = store_cloud_sync(st, sid, "aws", x->region, all.items, all.n, r);
         if (st_rc != GI_OK) {
@@ -258,7 +265,7 @@ int pull_run_aws(struct store *st, int64_t source_id, const json_t *cfg, const c
     const json_t *regions = json_object_get(cfg, "regions");
     const char *endpoint = cfg_str(cfg, "endpoint"), *token = cfg_str(cfg, "session_token");
     struct cloud_sync_result r = {0};
-    struct aws_ctx x = {.cfg = cfg};
+    struct aws_ctx x = {.cfg = cfg, .dry = res->dry};
     size_t failed = 0, i;
     json_t *reg;
 
@@ -286,6 +293,7 @@ int pull_run_aws(struct store *st, int64_t source_id, const json_t *cfg, const c
     explicit_bzero(x.token_hdr, sizeof x.token_hdr);
     res->gpus = r.gpus;
     res->hosts = r.instances;
+    res->instances = r.instances;
     res->warnings = r.warnings + r.unknown_types;
     if (failed > 0)
         return -1;
