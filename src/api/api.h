@@ -213,6 +213,11 @@ void api_webhooks_deliveries(struct req *r);
 void api_webhook_deliveries_retry(struct req *r);
 
 /* tickets.c */
+/* sync_conflicts.c */
+void api_assets_conflicts(struct req *r);
+void api_sync_conflicts_list(struct req *r);
+void api_sync_conflicts_resolve(struct req *r);
+void api_sync_pushes_list(struct req *r);
 void api_tickets_list(struct req *r);
 void api_tickets_get(struct req *r);
 void api_tickets_create(struct req *r);

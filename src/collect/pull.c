@@ -20,8 +20,10 @@
 typedef int (*pull_fetch_fn)(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 
 /* CFG_OBJECT: a JSON object whose contents the kind's own check
- * validates. CFG_LIST: a list of names (min to max of them). */
-enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_OBJECT, CFG_LIST };
+ * validates. CFG_MAP: an object of at most 256 entries, each text or a
+ * whole number (push-back mappings). CFG_LIST: a list of names (min to
+ * max of them). */
+enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_OBJECT, CFG_MAP, CFG_LIST };
 struct cfg_key {
     const char *name;
     enum cfg_type type;
@@ -40,6 +42,12 @@ static const struct cfg_key prom_keys[] = {
     {"url", CFG_URL, true, 0, 0}, {"query", CFG_STR, false, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
 static const struct cfg_key dcgm_keys[] = {
     {"url", CFG_URL, true, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
+/* habanalabs-exporter: hostname names the node when the exporter runs
+ * outside Kubernetes (it has no host label). */
+static const struct cfg_key habana_keys[] = {{"url", CFG_URL, true, 0, 0},
+                                             {"hostname", CFG_STR, false, 0, 0},
+                                             COMMON_KEYS,
+                                             {NULL, 0, 0, 0, 0}};
 static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
                                           {"page_size", CFG_INT, false, 1, 1000},
                                           COMMON_KEYS,
@@ -52,13 +60,22 @@ static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
     {                                                                                              \
         "timeout_s", CFG_INT, false, 1, 300                                                        \
     }
+/* Push-back (collect/push_assets.c): push turns it on; the maps name the
+ * remote's values for gpuinv's stages, data centers and racks. */
 static const struct cfg_key netbox_keys[] = {{"site", CFG_STR, false, 0, 0},
                                              {"role", CFG_STR, false, 0, 0},
                                              {"device_role", CFG_STR, false, 0, 0},
+                                             {"push", CFG_BOOL, false, 0, 0},
+                                             {"push_statuses", CFG_MAP, false, 0, 0},
+                                             {"push_sites", CFG_MAP, false, 0, 0},
+                                             {"push_racks", CFG_MAP, false, 0, 0},
                                              ASSET_KEYS,
                                              {NULL, 0, 0, 0, 0}};
 static const struct cfg_key snipeit_keys[] = {{"category", CFG_STR, false, 0, 0},
                                               {"status", CFG_STR, false, 0, 0},
+                                              {"push", CFG_BOOL, false, 0, 0},
+                                              {"push_status_ids", CFG_MAP, false, 0, 0},
+                                              {"push_locations", CFG_MAP, false, 0, 0},
                                               ASSET_KEYS,
                                               {NULL, 0, 0, 0, 0}};
 
@@ -104,6 +121,7 @@ int pull_fetch_generic(const json_t *cfg, struct gi_obs_set *set, char *err, siz
 int pull_generic_config_check(const json_t *cfg, char *field, size_t flen, char *msg, size_t mlen);
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
+int pull_fetch_habana(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 /* A source that stores what it finds itself, rather than as GPU
  * observations (Kubernetes knows nodes and pods, not GPU identities). */
 typedef int (*pull_run_fn)(struct store *st, int64_t source_id, const json_t *cfg,
@@ -132,6 +150,7 @@ static const struct {
     {"netbox", netbox_keys, NULL, pull_run_netbox},
     {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
     {"prometheus-generic", generic_keys, pull_fetch_generic, NULL},
+    {"habanalabs-exporter", habana_keys, pull_fetch_habana, NULL},
     {"aws", aws_keys, NULL, pull_run_aws},
 };
 
@@ -288,6 +307,22 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
             if (!json_is_object(v))
                 return bad(field, flen, msg, mlen, key, "config.%s must be an object", key);
             break;
+        case CFG_MAP: {
+            const char *mk;
+            json_t *mv;
+            if (!json_is_object(v) || json_object_size(v) > 256)
+                return bad(field, flen, msg, mlen, key,
+                           "config.%s must be an object of at most 256 entries", key);
+            json_object_foreach(v, mk, mv) {
+                if (!gi_text_ok(mk) || strlen(mk) > 200 ||
+                    !((json_is_string(mv) && json_string_length(mv) <= 200 &&
+                       gi_text_ok(json_string_value(mv))) ||
+                      json_is_integer(mv)))
+                    return bad(field, flen, msg, mlen, key,
+                               "config.%s: each entry must be text or a whole number", key);
+            }
+            break;
+        }
         }
     }
     for (const struct cfg_key *ck = kinds[k].keys; ck->name; ck++) {
@@ -407,6 +442,7 @@ static const char *type_name(enum cfg_type t)
     case CFG_INT:
         return "int";
     case CFG_OBJECT:
+    case CFG_MAP:
         return "object";
     case CFG_LIST:
         return "list";
