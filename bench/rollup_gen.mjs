@@ -7,12 +7,19 @@
 // is watched for up to DRAIN seconds more (until it is empty). Prints one
 // JSON object. MAX_S > 0 stops the push after that many seconds (inside a
 // minute when it must), so that a slow run still ends.
-// Usage: node bench/rollup_gen.mjs URL TOKEN DB GPUS MINUTES CLIENTS T0 DRAIN EVERY [MAX_S]
+// CPU: when BENCH_SERVER_PID (and, on PostgreSQL, BENCH_PG_PID, the
+// postmaster) are set, the CPU time the server and the database's backends
+// spent between the end of the first minute and the end of the push is
+// reported per batch (backends that exit meanwhile, such as the backlog
+// readers', are not counted). FIRST is the first simulated minute (default 0),
+// so a later run on the same database pushes new batches.
+// Usage: node bench/rollup_gen.mjs URL TOKEN DB GPUS MINUTES CLIENTS T0 DRAIN EVERY [MAX_S [FIRST]]
 import http from 'node:http';
+import fs from 'node:fs';
 import { execFile } from 'node:child_process';
 
-const [url, token, db, gpusArg, minutesArg, clientsArg, t0Arg, drainArg, everyArg, maxArg] = process.argv.slice(2);
-const MAX_S = Number(maxArg || 0);
+const [url, token, db, gpusArg, minutesArg, clientsArg, t0Arg, drainArg, everyArg, maxArg, firstArg] = process.argv.slice(2);
+const MAX_S = Number(maxArg || 0), FIRST = Number(firstArg || 0);
 const GPUS = Number(gpusArg), MINUTES = Number(minutesArg), CLIENTS = Number(clientsArg);
 const T0 = Number(t0Arg), DRAIN = Number(drainArg), EVERY = Number(everyArg);
 const PER_HOST = 8, HOSTS = Math.ceil(GPUS / PER_HOST);
@@ -27,6 +34,38 @@ function dirtyCount() {
     : ['sqlite3', ['-cmd', '.timeout 10000', db, 'SELECT COUNT(*) FROM usage_dirty']];
   return new Promise((resolve) => execFile(cmd, args, { timeout: 60000 }, (err, out) =>
     resolve(err ? null : Number(String(out).trim()))));
+}
+
+// CPU ticks (utime + stime) of one process, and of a process's children.
+const TICK_MS = 10;
+function ticks(pid) {
+  try {
+    const st = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(f[1]), t: Number(f[11]) + Number(f[12]) };
+  } catch {
+    return null;
+  }
+}
+function cpuSnapshot() {
+  const snap = { server: 0, pg: new Map() };
+  const sp = process.env.BENCH_SERVER_PID, pp = process.env.BENCH_PG_PID;
+  if (sp) snap.server = ticks(sp)?.t ?? 0;
+  if (pp) {
+    for (const d of fs.readdirSync('/proc')) {
+      if (!/^[0-9]+$/.test(d)) continue;
+      const x = ticks(d);
+      if (x && String(x.ppid) === pp) snap.pg.set(d, x.t);
+    }
+  }
+  return snap;
+}
+function cpuPerBatch(a, b, n) {
+  if (!a || !b || n <= 0) return null;
+  let pg = 0;
+  for (const [pid, t] of b.pg) if (a.pg.has(pid)) pg += t - a.pg.get(pid);
+  return { batches: n, gpuinv_ms_per_batch: Math.round(((b.server - a.server) * TICK_MS / n) * 100) / 100,
+    postgres_ms_per_batch: process.env.BENCH_PG_PID ? Math.round((pg * TICK_MS / n) * 100) / 100 : null };
 }
 
 function body(h, m) {
@@ -86,8 +125,8 @@ let sampling = true;
   }
 })();
 
-let stopped = false, minutesDone = 0;
-for (let m = 0; m < MINUTES && !stopped; m++) {
+let stopped = false, minutesDone = 0, cpuFirst = null, batchesFirst = 0;
+for (let m = FIRST; m < FIRST + MINUTES && !stopped; m++) {
   let next = 0;
   const worker = async () => {
     while (next < HOSTS) {
@@ -107,13 +146,16 @@ for (let m = 0; m < MINUTES && !stopped; m++) {
   await Promise.all(Array.from({ length: CLIENTS }, worker));
   if (stopped) break;
   minuteDone = m;
-  minutesDone = m + 1;
-  if (m === 0) {
+  minutesDone = m + 1 - FIRST;
+  if (m === FIRST) {
     firstMinuteEnd = secs();
     firstMinuteSamples = samples;
+    cpuFirst = cpuSnapshot();
+    batchesFirst = batches;
   }
 }
 const pushS = secs();
+const cpuSustained = cpuPerBatch(cpuFirst, cpuSnapshot(), batches - batchesFirst);
 let drainedAfter = null;
 for (;;) {
   const d = await dirtyCount();
@@ -137,6 +179,7 @@ console.log(JSON.stringify({
   push_s: Math.round(pushS * 10) / 10,
   samples_per_s_all: Math.round(samples / pushS),
   samples_per_s_sustained: steady === null ? null : Math.round(steady),
+  cpu_sustained: cpuSustained,
   simulated_minutes_per_s: Math.round((samples / GPUS / pushS) * 1000) / 1000,
   batch_p50_ms: q(0.5), batch_p99_ms: q(0.99),
   backlog_max: ds.length ? Math.max(...ds) : null,
@@ -145,3 +188,5 @@ console.log(JSON.stringify({
   backlog,
 }));
 agent.destroy();
+// The backlog reader may be waiting out its interval: nothing is left to do.
+process.exit(0);

@@ -21,6 +21,11 @@
 #   BENCH_MAX_S=0         stop each push after this many seconds (0: push every minute)
 #   BENCH_MODES="on off"  which runs
 #   GPUINV=build/gpuinv   binary to measure
+#   BENCH_OUT=            where the results go (default bench/results/rollup_rate[-pg]-DATE.json)
+#   BENCH_STMTS=          a library built from bench/ingest_stmts.c: the server runs with it
+#                         preloaded and the statements it ran are counted per run
+# Each run also reports the CPU time per batch of the server and of PostgreSQL's backends over
+# the sustained part of the push (cpu_sustained).
 # Writes bench/results/rollup_rate[-pg]-DATE.json (one object per run) and prints a summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,8 +60,10 @@ if [ "$store" = postgresql ]; then
   mkdir -p "$pg_dir"
   tests/lib/pg.sh start "$pg_dir" >/dev/null
   base=$(cat "$pg_dir/conninfo")
+  export BENCH_PG_PID
+  BENCH_PG_PID=$(head -n 1 "$pg_dir/data/postmaster.pid")
 fi
-out=bench/results/rollup_rate${suffix}-$(date -u +%Y-%m-%d).json
+out=${BENCH_OUT:-bench/results/rollup_rate${suffix}-$(date -u +%Y-%m-%d).json}
 results="[]"
 # Simulated time: whole minutes ending at least an hour before now.
 now=$(date +%s)
@@ -73,7 +80,9 @@ for mode in $modes; do
   [ "$mode" = off ] && flags+=(--no-rollup)
   token=bench-token-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
   : >"$work/out"
-  GPUINV_ADMIN_TOKEN=$token "$bin" serve --db "$db" --listen 127.0.0.1:0 "${flags[@]}" >"$work/out" 2>"$work/err-$mode" &
+  preload=()
+  [ -n "${BENCH_STMTS:-}" ] && preload=(env LD_PRELOAD="$BENCH_STMTS" GI_STMT_COUNTS="$work/stmts-$mode")
+  GPUINV_ADMIN_TOKEN=$token "${preload[@]}" "$bin" serve --db "$db" --listen 127.0.0.1:0 "${flags[@]}" >"$work/out" 2>"$work/err-$mode" &
   pid=$!
   for _ in $(seq 200); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
   url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
@@ -81,7 +90,7 @@ for mode in $modes; do
   ptoken=$(curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
     -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-  res=$(node bench/rollup_gen.mjs "$url" "$ptoken" "$db" "$gpus" "$minutes" "$clients" "$t0" \
+  res=$(BENCH_SERVER_PID=$pid node bench/rollup_gen.mjs "$url" "$ptoken" "$db" "$gpus" "$minutes" "$clients" "$t0" \
     "$([ "$mode" = on ] && echo "$drain" || echo 0)" "$every" "${BENCH_MAX_S:-0}") ||
     { tail -20 "$work/err-$mode" >&2; die "the load generator failed (server log above)"; }
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -96,6 +105,10 @@ for mode in $modes; do
   fi
   kill -TERM "$pid"; wait "$pid" || true; pid=""
   rolled=$(grep -c 'job usage:rollup' "$work/err-$mode" || true)
+  if [ -n "${BENCH_STMTS:-}" ] && [ -f "$work/stmts-$mode" ]; then
+    mkdir -p bench/results
+    sort -rn "$work/stmts-$mode" >"${out%.json}-stmts-$mode.txt"
+  fi
   res=$(node -e 'const r = JSON.parse(process.argv[1]); Object.assign(r, { store: process.argv[2], rollup: process.argv[3],
     loadavg_before: process.argv[4], loadavg_after: process.argv[5], nproc: Number(process.argv[6]),
     rollup_log_lines: Number(process.argv[7]), rollup_on_demand_after: JSON.parse(process.argv[8]),

@@ -14,13 +14,64 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What the store holds about a GPU (struct gpu_ident) as source :sid
+ * sees it, by the condition that follows. */
+#define GPU_IDENT_SQL                                                                              \
+    "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, COALESCE(o.precedence, "  \
+    "0), o.name, CASE WHEN g.missing_since IS NULL THEN 0 ELSE 1 END, g.uuid, CASE WHEN EXISTS "   \
+    "(SELECT 1 FROM gpu_conflicts c WHERE c.gpu_id = g.id AND c.source_id = :sid) THEN 1 ELSE 0 "  \
+    "END FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN sources o ON o.id = "         \
+    "g.source_id WHERE "
+
+/* The owner's upsert of a GPU; a GPU the batch's identity read found needs
+ * no id back, so that PostgreSQL sends it without waiting. */
+#define GPU_UPSERT_SQL                                                                             \
+    "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "       \
+    "memory_total_mib, driver, vbios, mig_mode, mig_profile, mig_instance, team, env, cluster, "   \
+    "source_id, first_seen_at, last_seen_at, observed_at) VALUES (:uuid, :parent, :host, :idx, "   \
+    ":vendor, :model, :serial, :bus, :mem, :driver, :vbios, :mig, :profile, :inst, :team, :env, "  \
+    "COALESCE(:cluster_set, :cluster), :sid, :now, :now, :obs) ON CONFLICT (uuid) DO UPDATE SET "  \
+    "parent_uuid = COALESCE(excluded.parent_uuid, gpus.parent_uuid), host_id = excluded.host_id, " \
+    "idx = COALESCE(excluded.idx, gpus.idx), vendor = COALESCE(excluded.vendor, gpus.vendor), "    \
+    "model = COALESCE(excluded.model, gpus.model), serial = COALESCE(excluded.serial, "            \
+    "gpus.serial), pci_bus_id = COALESCE(excluded.pci_bus_id, gpus.pci_bus_id), "                  \
+    "memory_total_mib = COALESCE(excluded.memory_total_mib, gpus.memory_total_mib), driver = "     \
+    "COALESCE(excluded.driver, gpus.driver), vbios = COALESCE(excluded.vbios, gpus.vbios), "       \
+    "mig_mode = COALESCE(excluded.mig_mode, gpus.mig_mode), mig_profile = "                        \
+    "COALESCE(excluded.mig_profile, gpus.mig_profile), mig_instance = "                            \
+    "COALESCE(excluded.mig_instance, gpus.mig_instance), team = COALESCE(:team_set, gpus.team, "   \
+    "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "                 \
+    "COALESCE(:cluster_set, gpus.cluster, :cluster), source_id = excluded.source_id, "             \
+    "last_seen_at = excluded.last_seen_at, observed_at = CASE WHEN gpus.observed_at IS NULL OR "   \
+    "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "     \
+    "END, missing_since = NULL"
+
+/* Provenance: which source set a GPU's identity field, one row at a
+ * time or a batch's rows at once from a JSON array of [uuid, field,
+ * value] (a SELECT feeding an upsert needs its WHERE on SQLite). A source
+ * setting a field writes over it (its time only once a minute); one
+ * filling a field the owner left absent writes only the first time. */
+#define PROV_INSERT "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) "
+#define PROV_ROWS                                                                                  \
+    "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, "        \
+    "'$[2]'), :sid, :now FROM json_each(:rows) WHERE true "
+#define PROV_ROWS_PG                                                                               \
+    "SELECT e ->> 0, e ->> 1, e ->> 2, CAST(:sid AS BIGINT), CAST(:now AS BIGINT) FROM "           \
+    "json_array_elements(CAST(:rows AS JSON)) AS e WHERE true "
+#define PROV_SET_TAIL                                                                              \
+    "ON CONFLICT (gpu_uuid, field) DO UPDATE SET value = excluded.value, source_id = "             \
+    "excluded.source_id, set_at = excluded.set_at WHERE gpu_provenance.value IS DISTINCT FROM "    \
+    "excluded.value OR gpu_provenance.source_id IS DISTINCT FROM excluded.source_id OR "           \
+    "gpu_provenance.set_at < excluded.set_at - 60"
+#define PROV_FILL_TAIL "ON CONFLICT (gpu_uuid, field) DO NOTHING"
+
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(SOURCE_DEFAULTS, "SELECT team, env, cluster, precedence, name FROM sources WHERE id = :id")  \
-    X(SOURCE_OK,                                                                                   \
-      "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error = "           \
-      "NULL, gpus_reported = (SELECT COUNT(*) FROM gpus WHERE source_id = :id AND "                \
-      "missing_since IS NULL) WHERE id = :id")                                                     \
+    X(SOURCE_OK, "UPDATE sources SET last_attempt_at = :now, last_success_at = :now, last_error "  \
+                 "= NULL WHERE id = :id")                                                          \
+    X(SOURCE_RECOUNT, "UPDATE sources SET gpus_reported = (SELECT COUNT(*) FROM gpus WHERE "       \
+                      "source_id = :id AND missing_since IS NULL) WHERE id = :id")                 \
     X(SOURCE_WARN, "UPDATE sources SET warnings_total = warnings_total + :n, last_warning = "      \
                    ":msg, last_warning_at = :now WHERE id = :id")                                  \
     X(HOST_CLUSTER, "SELECT cluster FROM hosts WHERE hostname = :host")                            \
@@ -45,33 +96,13 @@
       "machine_id, serial")                                                                        \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
-    X(GPU_IDENT, "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, "            \
-                 "COALESCE(o.precedence, 0), o.name FROM gpus g LEFT JOIN hosts h ON h.id = "      \
-                 "g.host_id LEFT JOIN sources o ON o.id = g.source_id WHERE g.uuid = :uuid")       \
+    X(GPU_IDENT, GPU_IDENT_SQL "g.uuid = :uuid")                                                   \
+    X(GPU_IDENTS, GPU_IDENT_SQL "g.uuid IN (SELECT value FROM json_each(:uuids))")                 \
+    X(GPU_IDENTS_PG,                                                                               \
+      GPU_IDENT_SQL "g.uuid IN (SELECT json_array_elements_text(CAST(:uuids AS JSON)))")           \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
-    X(GPU_UPSERT,                                                                                  \
-      "INSERT INTO gpus (uuid, parent_uuid, host_id, idx, vendor, model, serial, pci_bus_id, "     \
-      "memory_total_mib, driver, vbios, mig_mode, mig_profile, mig_instance, team, env, cluster, " \
-      "source_id, first_seen_at, last_seen_at, observed_at) VALUES (:uuid, :parent, :host, :idx, " \
-      ":vendor, :model, :serial, :bus, :mem, :driver, :vbios, :mig, :profile, :inst, :team, "      \
-      ":env, "                                                                                     \
-      "COALESCE(:cluster_set, :cluster), :sid, :now, :now, :obs) ON CONFLICT (uuid) DO UPDATE "    \
-      "SET "                                                                                       \
-      "parent_uuid = COALESCE(excluded.parent_uuid, "                                              \
-      "gpus.parent_uuid), host_id = excluded.host_id, idx = COALESCE(excluded.idx, gpus.idx), "    \
-      "vendor = COALESCE(excluded.vendor, gpus.vendor), model = COALESCE(excluded.model, "         \
-      "gpus.model), serial = COALESCE(excluded.serial, gpus.serial), pci_bus_id = "                \
-      "COALESCE(excluded.pci_bus_id, gpus.pci_bus_id), memory_total_mib = "                        \
-      "COALESCE(excluded.memory_total_mib, gpus.memory_total_mib), driver = "                      \
-      "COALESCE(excluded.driver, gpus.driver), vbios = COALESCE(excluded.vbios, gpus.vbios), "     \
-      "mig_mode = COALESCE(excluded.mig_mode, gpus.mig_mode), mig_profile = "                      \
-      "COALESCE(excluded.mig_profile, gpus.mig_profile), mig_instance = "                          \
-      "COALESCE(excluded.mig_instance, gpus.mig_instance), team = COALESCE(:team_set, gpus.team, " \
-      "excluded.team), env = COALESCE(:env_set, gpus.env, excluded.env), cluster = "               \
-      "COALESCE(:cluster_set, gpus.cluster, :cluster), source_id = excluded.source_id, "           \
-      "last_seen_at = excluded.last_seen_at, observed_at = CASE WHEN gpus.observed_at IS NULL OR " \
-      "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "   \
-      "END, missing_since = NULL RETURNING id")                                                    \
+    X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                  \
+    X(GPU_UPSERT_KNOWN, GPU_UPSERT_SQL)                                                            \
     X(GPU_REMAP_GET, "SELECT remap_failure FROM gpus WHERE id = :gid")                             \
     X(GPU_REMAP_SET,                                                                               \
       "UPDATE gpus SET remap_corrected = COALESCE(:rc, remap_corrected), remap_uncorrectable = "   \
@@ -107,19 +138,16 @@
     X(RENAME_EVENTS, "UPDATE gpu_events SET gpu_uuid = :to WHERE gpu_uuid = :from")                \
     X(RENAME_PROCS, "UPDATE gpu_processes SET gpu_uuid = :to WHERE gpu_uuid = :from")              \
     X(RENAME_PODS, "UPDATE gpu_pods SET gpu_uuid = :to WHERE gpu_uuid = :from")                    \
-    X(PROV_SET,                                                                                    \
-      "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "             \
-      "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO UPDATE SET "           \
-      "value = excluded.value, source_id = excluded.source_id, set_at = "                          \
-      "excluded.set_at WHERE gpu_provenance.value IS DISTINCT FROM excluded.value OR "             \
-      "gpu_provenance.source_id IS DISTINCT FROM excluded.source_id OR gpu_provenance.set_at < "   \
-      "excluded.set_at - 60")                                                                      \
-    X(PROV_FILL, "INSERT INTO gpu_provenance (gpu_uuid, field, value, source_id, set_at) VALUES "  \
-                 "(:uuid, :field, :value, :sid, :now) ON CONFLICT (gpu_uuid, field) DO NOTHING")   \
+    X(PROV_SET, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_SET_TAIL)           \
+    X(PROV_FILL, PROV_INSERT "VALUES (:uuid, :field, :value, :sid, :now) " PROV_FILL_TAIL)         \
+    X(PROV_SET_MANY, PROV_INSERT PROV_ROWS PROV_SET_TAIL)                                          \
+    X(PROV_FILL_MANY, PROV_INSERT PROV_ROWS PROV_FILL_TAIL)                                        \
+    X(PROV_SET_MANY_PG, PROV_INSERT PROV_ROWS_PG PROV_SET_TAIL)                                    \
+    X(PROV_FILL_MANY_PG, PROV_INSERT PROV_ROWS_PG PROV_FILL_TAIL)                                  \
     X(EVENT_ADD, "INSERT INTO gpu_events (gpu_uuid, at, kind, detail, source_id) VALUES (:uuid, "  \
                  ":now, :kind, :detail, :sid)")                                                    \
-    X(GPU_ON_HOST, "SELECT uuid FROM gpus WHERE host_id = :host AND missing_since IS NULL AND "    \
-                   "source_id = :sid")                                                             \
+    X(GPU_ON_HOST, "SELECT uuid, source_id FROM gpus WHERE host_id = :host AND missing_since IS "  \
+                   "NULL")                                                                         \
     X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid AND host_id = :host "  \
                    "AND source_id = :sid AND missing_since IS NULL")                               \
     X(SOURCE_LOCK, "SELECT id FROM sources WHERE id = :id FOR NO KEY UPDATE")                      \
@@ -276,13 +304,101 @@ static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct g
     return links_host_seen(c, *host_id, ident[0], ident[1], ident[2]);
 }
 
+/* The sources whose stored GPU count (gpus_reported) a transaction must
+ * redo: those that gained or lost a present GPU. */
+struct recount {
+    int64_t *ids;
+    size_t n, cap;
+    bool failed;
+};
+
+static void recount_add(struct recount *r, int64_t sid)
+{
+    int64_t *ids;
+
+    if (sid <= 0)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->ids[i] == sid)
+            return;
+    if (r->n == r->cap) {
+        ids = realloc(r->ids, (r->cap ? r->cap * 2 : 4) * sizeof *ids);
+        if (ids == NULL) {
+            r->failed = true;
+            return;
+        }
+        r->ids = ids;
+        r->cap = r->cap ? r->cap * 2 : 4;
+    }
+    r->ids[r->n++] = sid;
+}
+
+/* A batch's provenance rows ([uuid, field, value]) while they are
+ * collected to be written together (prov_flush()): set by the owner,
+ * filled by another source. Unused (on false) where a batch's GPUs
+ * depend on each other. */
+struct prov_rows {
+    bool on;
+    json_t *set, *fill;
+};
+
+/* The source a batch comes from: its id, name, precedence and the label
+ * defaults (team, env, cluster) that fill only what a report leaves
+ * absent; recount collects the sources whose GPU count changed, and prov
+ * the batch's provenance. */
+struct reporter {
+    int64_t id, precedence;
+    char name[64];
+    const char *defaults[3];
+    struct recount *recount;
+    struct prov_rows *prov;
+};
+
+/* Collects one provenance row; GI_OK, or GI_INTERNAL out of memory. */
+static int prov_add(json_t *rows, const char *uuid, const char *field, const char *v)
+{
+    return json_array_append_new(rows, json_pack("[sss]", uuid, field, v)) == 0 ? GI_OK
+                                                                                : GI_INTERNAL;
+}
+
+/* Writes the collected provenance rows, one statement for each kind. */
+static int prov_flush(struct conn *c, const struct reporter *src)
+{
+    bool pg = db_dialect(c) == DB_PG;
+    struct {
+        json_t *rows;
+        enum stmt_id id;
+    } kinds[] = {{src->prov->set, pg ? ST_PROV_SET_MANY_PG : ST_PROV_SET_MANY},
+                 {src->prov->fill, pg ? ST_PROV_FILL_MANY_PG : ST_PROV_FILL_MANY}};
+    struct db_stmt *s;
+    int rc;
+
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        if (json_array_size(kinds[k].rows) == 0)
+            continue;
+        if (!(s = prep(c, kinds[k].id)))
+            return GI_INTERNAL;
+        db_bind_json(s, ":rows", kinds[k].rows);
+        db_bind_int(s, ":sid", src->id);
+        db_bind_int(s, ":now", gi_now());
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+        json_array_clear(kinds[k].rows);
+    }
+    return GI_OK;
+}
+
 /* Records which source set one identity field; skips absent values. */
-static int prov(struct conn *c, int64_t sid, const char *uuid, const char *field, const char *v)
+static int prov(struct conn *c, const struct reporter *src, const char *uuid, const char *field,
+                const char *v)
 {
     struct db_stmt *s;
+    int64_t sid = src->id;
 
     if (v == NULL || *v == '\0')
         return GI_OK;
+    if (src->prov->on)
+        return prov_add(src->prov->set, uuid, field, v);
     if (!(s = prep(c, ST_PROV_SET)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
@@ -347,17 +463,10 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     return GI_OK;
 }
 
-/* The source a batch comes from: its id, name, precedence and the label
- * defaults (team, env, cluster) that fill only what a report leaves absent. */
-struct reporter {
-    int64_t id, precedence;
-    char name[64];
-    const char *defaults[3];
-};
-
 /* What the store holds about a GPU before a report is applied. */
 struct gpu_ident {
-    bool known;
+    bool known, missing;
+    bool conflicts; /* the reporter has recorded disagreements about it */
     int64_t id, host_id, owner, owner_precedence;
     char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
 };
@@ -369,7 +478,23 @@ static void col_copy(struct db_stmt *s, int i, char *out, size_t len)
         gi_strlcpy(out, db_col_text(s, i), len);
 }
 
-static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id)
+/* One row of GPU_IDENT_SQL. */
+static void gpu_ident_row(struct db_stmt *s, struct gpu_ident *id)
+{
+    id->known = true;
+    id->host_id = db_col_int(s, 0);
+    col_copy(s, 1, id->serial, sizeof id->serial);
+    col_copy(s, 2, id->hostname, sizeof id->hostname);
+    col_copy(s, 3, id->model, sizeof id->model);
+    id->id = db_col_int(s, 4);
+    id->owner = db_col_int(s, 5); /* 0: none (NULL) */
+    id->owner_precedence = db_col_int(s, 6);
+    col_copy(s, 7, id->owner_name, sizeof id->owner_name);
+    id->missing = db_col_int(s, 8) != 0;
+    id->conflicts = db_col_int(s, 10) != 0;
+}
+
+static int gpu_ident_load(struct conn *c, int64_t sid, const char *uuid, struct gpu_ident *id)
 {
     struct db_stmt *s = prep(c, ST_GPU_IDENT);
     int step;
@@ -378,20 +503,85 @@ static int gpu_ident_load(struct conn *c, const char *uuid, struct gpu_ident *id
     if (!s)
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
+    db_bind_int(s, ":sid", sid);
     step = db_step(c, s);
-    if (step == DB_ROW) {
-        id->known = true;
-        id->host_id = db_col_int(s, 0);
-        col_copy(s, 1, id->serial, sizeof id->serial);
-        col_copy(s, 2, id->hostname, sizeof id->hostname);
-        col_copy(s, 3, id->model, sizeof id->model);
-        id->id = db_col_int(s, 4);
-        id->owner = db_col_int(s, 5); /* 0: none (NULL) */
-        id->owner_precedence = db_col_int(s, 6);
-        col_copy(s, 7, id->owner_name, sizeof id->owner_name);
-    }
+    if (step == DB_ROW)
+        gpu_ident_row(s, id);
     db_reset(s);
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* A batch GPU's position, sorted by uuid for the identity read. */
+struct ident_pos {
+    const char *uuid;
+    size_t i;
+};
+
+static int pos_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct ident_pos *)a)->uuid, ((const struct ident_pos *)b)->uuid);
+}
+
+/* What the store holds about all of a batch's GPUs, in one statement:
+ * ids[i] for the batch's i-th GPU. Only for a batch whose GPUs do not
+ * depend on each other (ingest_idents_apart()). */
+static int gpu_idents_load(struct conn *c, int64_t sid, const struct gi_batch *b,
+                           struct gpu_ident *ids)
+{
+    size_t n = b->set.ngpus;
+    struct ident_pos *pos = calloc(n, sizeof *pos), key, *hit;
+    json_t *uuids = json_array();
+    struct db_stmt *s = NULL;
+    int rc = GI_INTERNAL, step;
+
+    if (pos == NULL || uuids == NULL)
+        goto cleanup;
+    for (size_t i = 0; i < n; i++) {
+        pos[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
+        if (json_array_append_new(uuids, json_string(pos[i].uuid)) != 0)
+            goto cleanup;
+    }
+    qsort(pos, n, sizeof *pos, pos_cmp);
+    if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_GPU_IDENTS_PG : ST_GPU_IDENTS)))
+        goto cleanup;
+    db_bind_json(s, ":uuids", uuids);
+    db_bind_int(s, ":sid", sid);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        key.uuid = db_col_text(s, 9);
+        if (key.uuid && (hit = bsearch(&key, pos, n, sizeof *pos, pos_cmp)) != NULL)
+            gpu_ident_row(s, &ids[hit->i]);
+    }
+    db_reset(s);
+    rc = step == DB_DONE ? GI_OK : db_status(step);
+cleanup:
+    json_decref(uuids);
+    free(pos);
+    return rc;
+}
+
+/* Whether a batch's GPUs can be looked up together before any is
+ * written: none is a MIG instance (whose stored name may follow another
+ * GPU's write, see mig_canonical()) and no uuid appears twice. */
+static bool ingest_idents_apart(const struct gi_batch *b)
+{
+    size_t n = b->set.ngpus;
+    struct ident_pos *pos;
+    bool apart = true;
+
+    for (size_t i = 0; i < n; i++)
+        if (b->set.gpus[i].parent_uuid[0] != '\0' && b->set.gpus[i].mig_instance >= 0)
+            return false;
+    if (n < 2)
+        return true;
+    if ((pos = calloc(n, sizeof *pos)) == NULL)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        pos[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
+    qsort(pos, n, sizeof *pos, pos_cmp);
+    for (size_t i = 1; i < n && apart; i++)
+        apart = strcmp(pos[i - 1].uuid, pos[i].uuid) != 0;
+    free(pos);
+    return apart;
 }
 
 /* One identity field as a non-owning source reports it. A differing value
@@ -407,6 +597,8 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
     int rc, step;
 
     if (theirs[0] == '\0' || ours[0] == '\0' || strcmp(theirs, ours) == 0) {
+        if (!id->conflicts)
+            return GI_OK; /* none to clear */
         if (!(s = prep(c, ST_CONFLICT_DEL)))
             return GI_INTERNAL;
         db_bind_int(s, ":gid", id->id);
@@ -443,13 +635,16 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
 }
 
 /* Records which source first set a field the owner left absent. */
-static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *field,
-                     const char *v)
+static int prov_fill(struct conn *c, const struct reporter *src, const char *uuid,
+                     const char *field, const char *v)
 {
     struct db_stmt *s;
+    int64_t sid = src->id;
 
     if (v == NULL || *v == '\0')
         return GI_OK;
+    if (src->prov->on)
+        return prov_add(src->prov->fill, uuid, field, v);
     if (!(s = prep(c, ST_PROV_FILL)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", uuid);
@@ -558,11 +753,11 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
     db_bind_opt_text(s, ":cluster", src->defaults[2]);
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
-    if ((rc = prov_fill(c, src->id, g->uuid, "host", id->hostname[0] ? NULL : host->hostname)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "model", g->name)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "serial", g->serial)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "pci_bus_id", g->pci_bus_id)) ||
-        (rc = prov_fill(c, src->id, g->uuid, "driver", g->driver)))
+    if ((rc = prov_fill(c, src, g->uuid, "host", id->hostname[0] ? NULL : host->hostname)) ||
+        (rc = prov_fill(c, src, g->uuid, "model", g->name)) ||
+        (rc = prov_fill(c, src, g->uuid, "serial", g->serial)) ||
+        (rc = prov_fill(c, src, g->uuid, "pci_bus_id", g->pci_bus_id)) ||
+        (rc = prov_fill(c, src, g->uuid, "driver", g->driver)))
         return rc;
     return GI_OK;
 }
@@ -572,11 +767,12 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
  * owner by precedence (an `owner_changed` event); otherwise the report
  * goes to ingest_gpu_foreign(). `observed` is when the report's reading
  * was taken, 0 when the caller settles it later (ingest_observed()).
- * *owned tells the caller which way it went. */
+ * `read` is what the batch's identity read found (gpu_idents_load()), or
+ * NULL to look the GPU up here. *owned tells the caller which way it went. */
 static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_id,
                       const struct gi_host_obs *host, int64_t observed,
-                      const struct gi_gpu_obs *seen, int64_t *events, int64_t *gpu_id,
-                      char canon[GI_UUID_LEN], bool *owned)
+                      const struct gi_gpu_obs *seen, const struct gpu_ident *read, int64_t *events,
+                      int64_t *gpu_id, char canon[GI_UUID_LEN], bool *owned)
 {
     struct gi_gpu_obs obs = *seen, *g = &obs;
     const char *hostname = host->hostname;
@@ -586,25 +782,35 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     char num[32];
     int rc, step;
 
-    if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
-        return rc;
-    gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
-    if ((rc = gpu_ident_load(c, g->uuid, &id)) != GI_OK)
-        return rc;
+    if (read) {
+        gi_strlcpy(canon, seen->uuid, GI_UUID_LEN);
+        id = *read;
+    } else {
+        if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
+            return rc;
+        gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
+        if ((rc = gpu_ident_load(c, sid, g->uuid, &id)) != GI_OK)
+            return rc;
+    }
     *owned =
         !(id.known && id.owner != 0 && id.owner != sid && src->precedence <= id.owner_precedence);
     if (!*owned) {
         *gpu_id = id.id;
         return ingest_gpu_foreign(c, src, &id, host_id, host, g, events);
     }
+    /* A GPU this source did not have present before changes its count,
+     * and the count of the source it was taken from. */
+    if (!id.known || id.owner != sid || id.missing)
+        recount_add(src->recount, sid);
     if (id.known && id.owner != 0 && id.owner != sid) {
+        recount_add(src->recount, id.owner);
         rc = gpu_event(c, sid, g->uuid, "owner_changed",
                        json_pack("{s:s, s:s}", "from", id.owner_name, "to", src->name));
         if (rc != GI_OK)
             return rc;
         (*events)++;
     }
-    if (id.known) {
+    if (id.known && id.conflicts) {
         /* What this source disagreed on as a non-owner is now its own. */
         if (!(s = prep(c, ST_CONFLICT_DEL)))
             return GI_INTERNAL;
@@ -657,7 +863,7 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         (*events)++;
     }
 
-    if (!(s = prep(c, ST_GPU_UPSERT)))
+    if (!(s = prep(c, id.known ? ST_GPU_UPSERT_KNOWN : ST_GPU_UPSERT)))
         return GI_INTERNAL;
     db_bind_text(s, ":uuid", g->uuid);
     bind_gpu_fields(s, g, host_id, src);
@@ -673,12 +879,19 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         db_bind_int(s, ":obs", observed);
     else
         db_bind_text(s, ":obs", NULL);
-    step = db_step(c, s);
-    if (step == DB_ROW)
-        *gpu_id = db_col_int(s, 0);
-    db_reset(s);
-    if (step != DB_ROW)
-        return db_status(step);
+    if (id.known) {
+        /* The row keeps its id; nothing waits for the answer. */
+        *gpu_id = id.id;
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
+    } else {
+        step = db_step(c, s);
+        if (step == DB_ROW)
+            *gpu_id = db_col_int(s, 0);
+        db_reset(s);
+        if (step != DB_ROW)
+            return db_status(step);
+    }
     /* A new GPU, or one on another host, may fall under other rules. */
     if ((!id.known || id.host_id != host_id) && (rc = owner_refresh(c, *gpu_id)) != GI_OK)
         return rc;
@@ -686,12 +899,12 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         return rc;
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);
-    if ((rc = prov(c, sid, g->uuid, "host", hostname)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "model", g->name)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "serial", g->serial)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "pci_bus_id", g->pci_bus_id)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "driver", g->driver)) != GI_OK ||
-        (rc = prov(c, sid, g->uuid, "memory_total_mib", isnan(g->memory_total_mib) ? NULL : num)))
+    if ((rc = prov(c, src, g->uuid, "host", hostname)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "model", g->name)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "serial", g->serial)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "pci_bus_id", g->pci_bus_id)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "driver", g->driver)) != GI_OK ||
+        (rc = prov(c, src, g->uuid, "memory_total_mib", isnan(g->memory_total_mib) ? NULL : num)))
         return rc;
     return GI_OK;
 }
@@ -723,9 +936,11 @@ static const char *canon_of(struct gpu_ref *refs, size_t nrefs, const char *uuid
 /* Marks GPUs that this host reported before but not now as missing;
  * only the GPUs this source owns: another source's report never makes a
  * GPU missing. */
-static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const struct gi_batch *b,
-                          const struct gpu_ref *refs, size_t nrefs, int64_t *events)
+static int ingest_missing(struct conn *c, const struct reporter *src, int64_t host_id,
+                          const struct gi_batch *b, const struct gpu_ref *refs, size_t nrefs,
+                          int64_t *events)
 {
+    int64_t sid = src->id;
     struct db_stmt *s = prep(c, ST_GPU_ON_HOST);
     json_t *gone = json_array();
     size_t i;
@@ -736,14 +951,16 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
         json_decref(gone);
         return GI_INTERNAL;
     }
+    /* The host's GPUs, whichever source owns them, are read by the host's
+     * index (a handful of rows) and this source's are picked here: a query
+     * naming the source too may be planned over the source's whole fleet. */
     db_bind_int(s, ":host", host_id);
-    db_bind_int(s, ":sid", sid);
     while ((step = db_step(c, s)) == DB_ROW) {
         const char *u = db_col_text(s, 0);
-        bool present = false;
-        for (size_t k = 0; k < nrefs && !present; k++)
-            present = strcmp(refs[k].canon, u) == 0;
-        if (!present)
+        bool keep = db_col_int(s, 1) != sid; /* another source's */
+        for (size_t k = 0; k < nrefs && !keep; k++)
+            keep = strcmp(refs[k].canon, u) == 0;
+        if (!keep)
             json_array_append_new(gone, json_string(u));
     }
     db_reset(s);
@@ -765,6 +982,7 @@ static int ingest_missing(struct conn *c, int64_t sid, int64_t host_id, const st
          * of different hosts run at once) keeps it present. */
         if ((rc = db_exec_done(c, s)) != GI_OK || db_changes(c) == 0)
             continue;
+        recount_add(src->recount, sid);
         rc = gpu_event(c, sid, json_string_value(v), "missing_from_host",
                        json_pack("{s:s}", "batch_id", b->batch_id));
         (*events)++;
@@ -1040,6 +1258,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
 {
     struct db_stmt *s;
     struct gpu_ref *refs = calloc(b->set.ngpus + 1, sizeof *refs);
+    struct gpu_ident *read = NULL;
     int64_t source_id = src->id, host_id = 0, now = gi_now(), newest = batch_time(b);
     const char *const *defaults = src->defaults;
     int rc = GI_INTERNAL;
@@ -1061,6 +1280,16 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     }
     if ((rc = ingest_host(c, source_id, src->precedence, &b->host, defaults[2], &host_id)) != GI_OK)
         goto cleanup;
+    /* The GPUs' stored identities in one statement, not one per GPU, when
+     * the batch's GPUs do not depend on each other. */
+    if (b->set.ngpus > 0 && ingest_idents_apart(b)) {
+        rc = GI_INTERNAL;
+        if ((read = calloc(b->set.ngpus, sizeof *read)) == NULL ||
+            (rc = gpu_idents_load(c, source_id, b, read)) != GI_OK)
+            goto cleanup;
+    }
+    /* So is their provenance written, after them. */
+    src->prov->on = read != NULL;
     for (size_t i = 0; i < b->set.ngpus; i++) {
         /* A GPU observation stamped with its time (a pull) was taken then;
          * the others are settled by ingest_observed(). */
@@ -1068,14 +1297,17 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
         refs[i].uuid = b->set.gpus[i].uuid;
         refs[i].stamped = ts > 0;
         rc = ingest_gpu(c, src, host_id, &b->host, ts < now ? ts : now, &b->set.gpus[i],
-                        &res->events, &refs[i].id, refs[i].canon, &refs[i].owned);
+                        read ? &read[i] : NULL, &res->events, &refs[i].id, refs[i].canon,
+                        &refs[i].owned);
         if (rc != GI_OK)
             goto cleanup;
     }
+    if (src->prov->on && (rc = prov_flush(c, src)) != GI_OK)
+        goto cleanup;
     qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
     res->gpus = (int64_t)b->set.ngpus;
     if (!b->partial && b->set.ngpus > 0 &&
-        (rc = ingest_missing(c, source_id, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
+        (rc = ingest_missing(c, src, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
         goto cleanup;
     if ((rc = ingest_samples(c, source_id, b, refs, b->set.ngpus, &res->samples)) != GI_OK)
         goto cleanup;
@@ -1085,6 +1317,11 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
         goto cleanup;
     rc = ingest_pods(c, source_id, b, refs, b->set.ngpus);
 cleanup:
+    /* Rows not written belong to a failed batch. */
+    src->prov->on = false;
+    json_array_clear(src->prov->set);
+    json_array_clear(src->prov->fill);
+    free(read);
     free(refs);
     return rc;
 }
@@ -1103,19 +1340,65 @@ static int source_lock(struct conn *c, int64_t source_id)
     return db_status(step);
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Redoes the stored GPU count of the sources whose present GPUs the
+ * transaction changed; a batch that changed none leaves the counts (a
+ * count reads every GPU of the source). Batches of one source on other
+ * hosts may run at once (PostgreSQL): the rows of the sources counted and
+ * the reporter's own are locked, last and in id order, before counting,
+ * so that each count's statement starts after the other batches that
+ * changed the count committed, and sees their GPUs. */
+static int sources_recount(struct conn *c, int64_t source_id, struct recount *r)
+{
+    struct db_stmt *s;
+    bool own = false;
+    int rc = GI_OK;
+
+    if (r->failed)
+        return GI_INTERNAL;
+    if (r->n > 1)
+        qsort(r->ids, r->n, sizeof *r->ids, id_cmp);
+    for (size_t i = 0; i < r->n; i++)
+        own = own || r->ids[i] == source_id;
+    for (size_t i = 0; i <= r->n && db_dialect(c) == DB_PG && rc == GI_OK; i++) {
+        /* The reporter's row in its place among the others. */
+        if (!own && (i == r->n || r->ids[i] > source_id)) {
+            own = true;
+            rc = source_lock(c, source_id);
+        }
+        if (i < r->n && rc == GI_OK)
+            rc = source_lock(c, r->ids[i]);
+    }
+    for (size_t i = 0; i < r->n && rc == GI_OK; i++) {
+        if (!(s = prep(c, ST_SOURCE_RECOUNT)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":id", r->ids[i]);
+        rc = db_exec_done(c, s);
+    }
+    return rc;
+}
+
 /* Applies n batches inside the caller's write transaction on c. */
 static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_batch *b, size_t n,
                           struct store_ingest_result *res)
 {
     struct db_stmt *s;
     char team[GI_LABEL_LEN] = "", env[GI_LABEL_LEN] = "", cluster[GI_LABEL_LEN] = "";
-    struct reporter src = {.id = source_id, .defaults = {team, env, cluster}};
+    struct recount recount = {0};
+    struct prov_rows prov = {.set = json_array(), .fill = json_array()};
+    struct reporter src = {
+        .id = source_id, .defaults = {team, env, cluster}, .recount = &recount, .prov = &prov};
     const char *warning = NULL;
     int64_t warnings = 0;
     int rc, step;
 
     rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_SOURCE_DEFAULTS)))
+    if (!prov.set || !prov.fill || !(s = prep(c, ST_SOURCE_DEFAULTS)))
         goto cleanup;
     db_bind_int(s, ":id", source_id);
     step = db_step(c, s);
@@ -1140,11 +1423,7 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
     }
     if (rc != GI_OK)
         goto cleanup;
-    /* Batches of one source on other hosts may run at once (PostgreSQL):
-     * the source's row is locked, last, before its GPUs are counted, so
-     * the count's statement starts after the other batch committed and
-     * sees its GPUs. */
-    if (db_dialect(c) == DB_PG && (rc = source_lock(c, source_id)) != GI_OK)
+    if ((rc = sources_recount(c, source_id, &recount)) != GI_OK)
         goto cleanup;
     /* What was dropped on the way in is counted on the source (the last
      * batch's message is kept). */
@@ -1168,6 +1447,9 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
 cleanup:
     /* Whatever was still due answers now: its failure is the batch's. */
     step = db_defer(c, false);
+    free(recount.ids);
+    json_decref(prov.set);
+    json_decref(prov.fill);
     return rc != GI_OK ? rc : step;
 }
 

@@ -20,7 +20,7 @@
 
 /* FILTERS without the range: the dimensions alone, for any table with
  * the dimension columns under alias h (usage_hourly, usage_daily,
- * usage_groups_daily). */
+ * usage_groups_daily, usage_groups_hourly). */
 #define DIM_FILTERS                                                                                \
     " (:team IS NULL OR h.team = :team) AND (:env IS NULL OR h.env = :env) AND (:pool IS NULL OR " \
     "h.pool = :pool) AND (:cluster IS NULL OR h.cluster = :cluster) AND (:cloud IS NULL OR "       \

@@ -2,7 +2,8 @@
  * hourly group rows) and period-over-period trends by one grouping (whole
  * days from the day groups, or from usage_daily by host or GPU; the partial
  * days at the range's ends and the day the two periods meet in from the
- * hourly rollups). See store.h; figures and money are those of insights.c. */
+ * hourly group rows, or from usage_hourly by host or GPU). See store.h; figures and money are those
+ * of insights.c. */
 #include "store/insights_int.h"
 #include "core/status.h"
 
@@ -30,17 +31,25 @@
     "h.owned_s * h.fraction * h.rate_micros, h.currency FROM usage_hourly h WHERE " edge
 #define TREND_EDGES(more)                                                                          \
     TREND_HOURS(more, EDGE_HOURS_1) TREND_HOURS(more, EDGE_HOURS_2) TREND_HOURS(more, EDGE_HOURS_3)
+/* The same hours by a dimension, from the hourly group rows (whose sums
+ * are those of the GPUs' rows: seconds x fraction, cost x rate). */
+#define TREND_GHOURS(edge)                                                                         \
+    " UNION ALL SELECT " DIM_COLS "h.hour, h.owned_s, h.busy_s, h.alloc_idle_s, h.util_sum, "      \
+    "h.measured_s, h.owned_cost, NULLIF(h.currency, '') FROM usage_groups_hourly h WHERE " edge
+#define TREND_GEDGES                                                                               \
+    TREND_GHOURS(EDGE_HOURS_1) TREND_GHOURS(EDGE_HOURS_2) TREND_GHOURS(EDGE_HOURS_3)
 
 /* The rows a trend sums (alias h; t the hour or day, o/b/a owned, busy
  * and allocated-idle seconds x fraction, us/ms util_sum and measured_s x
  * fraction, oc the owned cost in micro-unit-seconds, cur its currency):
  * whole days from the day groups (by a dimension) or from usage_daily
- * (by host or GPU), the rest from usage_hourly. */
+ * (by host or GPU), the rest from the hour groups (by a dimension) or
+ * from usage_hourly (by host or GPU). */
 #define DIM_COLS "h.team, h.env, h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, "
 #define TREND_SRC_GROUPS                                                                           \
     "(SELECT " DIM_COLS "h.day AS t, h.owned_s AS o, h.busy_s AS b, h.alloc_idle_s AS a, "         \
     "h.util_sum AS us, h.measured_s AS ms, h.owned_cost AS oc, NULLIF(h.currency, '') AS cur "     \
-    "FROM usage_groups_daily h WHERE " WHOLE_DAYS("day") TREND_EDGES(DIM_COLS) ") h"
+    "FROM usage_groups_daily h WHERE " WHOLE_DAYS("day") TREND_GEDGES ") h"
 #define GPU_COLS DIM_COLS "h.host, h.gpu_id, "
 #define TREND_SRC_DAILY                                                                            \
     "(SELECT " GPU_COLS "h.day AS t, h.owned_s * h.fraction AS o, h.busy_s * h.fraction AS b, "    \

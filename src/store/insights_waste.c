@@ -85,12 +85,11 @@
 /* The rows waste by team sums (alias h; aic/ic/oc allocated-idle, idle
  * and owned cost in micro-unit-seconds, ai/i/o those seconds x fraction,
  * cur the currency): whole days from the day groups, the partial days at
- * the range's ends from usage_hourly. */
+ * the range's ends from the hour groups (whose sums are those of the
+ * GPUs' hourly rows). */
 #define WASTE_HOURS(edge)                                                                          \
-    " UNION ALL SELECT h.team, h.alloc_idle_s * h.fraction * h.rate_micros, h.idle_s * "           \
-    "h.fraction * h.rate_micros, h.owned_s * h.fraction * h.rate_micros, h.alloc_idle_s * "        \
-    "h.fraction, h.idle_s * h.fraction, h.owned_s * h.fraction, h.currency FROM usage_hourly h "   \
-    "WHERE " edge
+    " UNION ALL SELECT h.team, h.alloc_idle_cost, h.idle_cost, h.owned_cost, h.alloc_idle_s, "     \
+    "h.idle_s, h.owned_s, NULLIF(h.currency, '') FROM usage_groups_hourly h WHERE " edge
 #define WASTE_SRC                                                                                  \
     "(SELECT h.team, h.alloc_idle_cost AS aic, h.idle_cost AS ic, h.owned_cost AS oc, "            \
     "h.alloc_idle_s AS ai, h.idle_s AS i, h.owned_s AS o, NULLIF(h.currency, '') AS cur FROM "     \

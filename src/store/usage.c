@@ -4,11 +4,20 @@
  * store.h and usage_int.h.
  *
  * Ingest marks each (GPU, hour) its samples touch as dirty inside its own
- * transaction (usage_mark). The job recomputes dirty hours from the raw
- * samples in chunks of at most CHUNK_GPUS GPUs of one hour, each chunk one
- * transaction, oldest hour first; then each touched day is summed again
- * from its hours. Every run also re-dirties the current hour of every GPU
- * still present once its row is RECENT_S old, and the previous hour until
+ * transaction (usage_mark), with a fresh stamp. The job recomputes dirty
+ * hours from the raw samples, oldest hour first, in passes: a pass reads
+ * the samples of up to PASS_GPUS dirty GPUs of one hour outside any
+ * transaction, then works them in small chunks (at most CHUNK_GPUS GPUs
+ * and about CHUNK_BUDGET_MS of work), each its own transaction that names
+ * its GPUs (db_tx_begin_keyed): on PostgreSQL it runs beside the pushes of
+ * other GPUs and waits only for those of its own; on SQLite, whose one
+ * writer it then is, the job steps aside after each chunk so that a
+ * waiting push goes first. A chunk forgets a GPU-hour's mark only if its
+ * stamp is still the one the pass read (new data came in otherwise). A
+ * chunk marks its hour in usage_groups_dirty; the hour's (and its day's)
+ * group rows, which sum every GPU, are summed again once per run after the
+ * chunks, one hour per transaction. Every run also re-dirties the current
+ * hour of every GPU still present once its row is RECENT_S old, and the previous hour until
  * it has been computed max_gap after its end, so that consumers that
  * changed without new samples (a pod list that ended a pod, a released
  * allocation) and the growing "unknown" of a silent GPU are picked up
@@ -20,13 +29,28 @@
 #include "core/util.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-/* GPUs of one hour per chunk transaction, and chunks per job run. */
-#define CHUNK_GPUS 512
-#define RUN_CHUNKS 200
+/* GPUs of one hour whose samples are read at once (a pass), GPUs per
+ * chunk transaction (each one a key the chunk locks), and chunks per job
+ * run. */
+#define PASS_GPUS 512
+#define CHUNK_GPUS DB_LOCK_KEYS_MAX
+#define RUN_CHUNKS 1600
+/* A chunk stops taking more of its GPUs once it has worked this long
+ * (the rest stay dirty for the next chunk); a run stops taking chunks
+ * after RUN_BUDGET_MS, within the job's lease. */
+#define CHUNK_BUDGET_MS 50
+#define RUN_BUDGET_MS 90000
+/* How long the job steps aside after each chunk on SQLite, so that a
+ * writer waiting for the store's one writer lock takes it first: half as
+ * long as the chunk held it, within these bounds. */
+#define YIELD_MIN_MS 2
+#define YIELD_MAX_MS 50
 /* Rollup rows one pruning statement deletes at most. */
 #define PRUNE_BATCH 5000
 /* Rows of usage_redo worked per chunk. */
@@ -60,13 +84,25 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
     X(DIRTY_FUTURE, "DELETE FROM usage_dirty WHERE hour > :now")                                   \
     X(DIRTY_OLDEST, "SELECT MIN(hour) FROM usage_dirty")                                           \
     X(DIRTY_COUNT, "SELECT COUNT(*) FROM usage_dirty")                                             \
-    X(DIRTY_CHUNK, "SELECT gpu_id FROM usage_dirty WHERE hour = :hour ORDER BY gpu_id LIMIT :n")   \
+    X(DIRTY_CHUNK,                                                                                 \
+      "SELECT d.gpu_id, COALESCE(g.uuid, ''), d.gen FROM usage_dirty d LEFT JOIN gpus g ON "       \
+      "g.id = d.gpu_id WHERE d.hour = :hour ORDER BY d.gpu_id LIMIT :n")                           \
     X(DIRTY_DONE, "DELETE FROM usage_dirty WHERE hour = :hour AND gpu_id = :gid")                  \
+    X(DIRTY_DONE_GEN, "DELETE FROM usage_dirty WHERE hour = :hour AND gpu_id = :gid AND gen = "    \
+                      ":gen")                                                                      \
+    X(DIRTY_TOUCH, "INSERT INTO usage_dirty (hour, gpu_id, marked_at, gen) VALUES (:hour, :gid, "  \
+                   ":now, :gen) ON CONFLICT (hour, gpu_id) DO UPDATE SET gen = excluded.gen")      \
     X(CHUNK_SAMPLES,                                                                               \
       "SELECT gpu_id, COALESCE(source_id, 0), ts, util_avg, util_max, mem_used_mib, "              \
       "power_avg_w, temp_c FROM gpu_samples WHERE ts >= :lo AND ts <= :hi AND gpu_id IN (SELECT "  \
-      "gpu_id FROM usage_dirty WHERE hour = :hour ORDER BY gpu_id LIMIT :n) ORDER BY gpu_id, "     \
-      "COALESCE(source_id, 0), ts")                                                                \
+      "d.gpu_id FROM usage_dirty d WHERE d.hour = :hour AND d.gpu_id >= :g0 AND d.gpu_id <= :g1 "  \
+      "UNION SELECT g.id FROM usage_dirty d JOIN gpus x ON x.id = d.gpu_id JOIN gpus g ON "        \
+      "g.host_id = x.host_id WHERE d.hour = :hour AND d.gpu_id >= :g0 AND d.gpu_id <= :g1) "       \
+      "ORDER BY gpu_id, COALESCE(source_id, 0), ts")                                               \
+    X(GDIRTY_MARK, "INSERT INTO usage_groups_dirty (hour, marked_at) VALUES (:hour, :now) ON "     \
+                   "CONFLICT (hour) DO NOTHING")                                                   \
+    X(GDIRTY_LIST, "SELECT hour FROM usage_groups_dirty ORDER BY hour LIMIT 2")                    \
+    X(GDIRTY_DONE, "DELETE FROM usage_groups_dirty WHERE hour = :hour")                            \
     X(PRUNE_GROUPS, "DELETE FROM usage_groups_daily WHERE day < :cut")                             \
     X(HGROUPS_DEL, "DELETE FROM usage_groups_hourly WHERE hour = :hour")                           \
     X(HGROUPS_ADD,                                                                                 \
@@ -292,15 +328,48 @@ int usage_mark_hours(struct conn *c, int64_t gpu_id, int64_t first, int64_t last
     return rc;
 }
 
+/* A stamp no earlier mark by new data has: nanoseconds of the clock, one
+ * more than the last one this process gave when the clock has not moved. */
+static int64_t mark_stamp(void)
+{
+    static _Atomic int64_t last;
+    struct timespec ts;
+    int64_t t, prev;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    prev = atomic_load(&last);
+    do {
+        if (t <= prev)
+            t = prev + 1;
+    } while (!atomic_compare_exchange_weak(&last, &prev, t));
+    return t;
+}
+
 int usage_mark(struct conn *c, int64_t gpu_id, int64_t from_ts, int64_t to_ts)
 {
-    int64_t now = gi_now(), last = usage_hour_of(to_ts + cfg.max_gap_s);
+    int64_t now = gi_now(), last = usage_hour_of(to_ts + cfg.max_gap_s), first, gen;
+    int rc = GI_OK;
 
     if (gpu_id <= 0 || to_ts < from_ts)
         return GI_OK;
     if (last > usage_hour_of(now))
         last = usage_hour_of(now);
-    return usage_mark_hours(c, gpu_id, usage_hour_of(from_ts - cfg.max_gap_s), last, now);
+    first = usage_hour_of(from_ts - cfg.max_gap_s);
+    if (last - first > (int64_t)FILL_MAX_HOURS * 3600)
+        first = last - (int64_t)FILL_MAX_HOURS * 3600;
+    gen = mark_stamp();
+    for (int64_t h = last; h >= first && rc == GI_OK; h -= 3600) {
+        struct db_stmt *s = prep(c, ST_DIRTY_TOUCH);
+        if (!s)
+            return GI_INTERNAL;
+        db_bind_int(s, ":hour", h);
+        db_bind_int(s, ":gid", gpu_id);
+        db_bind_int(s, ":now", now);
+        db_bind_int(s, ":gen", gen);
+        rc = db_exec_done(c, s);
+    }
+    return rc;
 }
 
 int usage_reattribute(struct conn *c, int64_t gpu_id, int64_t from)
@@ -331,10 +400,40 @@ int usage_reprice(struct conn *c, int64_t from)
 
 /* ---- the job ---- */
 
-/* Reads the chunk's samples (every dirty GPU of the hour, up to `limit`)
- * into *out. Caller frees. */
-static int chunk_samples(struct conn *c, int64_t hour, int64_t limit, struct usage_sample **out,
-                         size_t *n)
+/* Milliseconds of a monotonic clock. */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Steps aside after a chunk that held the writer lock for held_ms, on
+ * SQLite, whose one writer lock a push may be waiting for: the lock is not
+ * handed over in order, so the job sleeps for half as long as it held it
+ * (YIELD_MIN_MS..YIELD_MAX_MS), time for the waiting writer to take it.
+ * The job then holds the lock at most two thirds of the time while it has
+ * work. On PostgreSQL chunks and pushes of other GPUs run side by side
+ * and the lock queue is fair, so nothing is needed. */
+static void step_aside(bool sqlite, int64_t held_ms)
+{
+    int64_t ms = held_ms / 2;
+
+    if (!sqlite)
+        return;
+    if (ms < YIELD_MIN_MS)
+        ms = YIELD_MIN_MS;
+    if (ms > YIELD_MAX_MS)
+        ms = YIELD_MAX_MS;
+    nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = (long)ms * 1000000L}, NULL);
+}
+
+/* Reads the chunk's samples into *out: those of the hour's dirty GPUs
+ * g0..g1 and of every GPU on the same hosts (which the pod heuristic
+ * weighs), ordered by GPU. Caller frees. */
+static int chunk_samples(struct conn *c, int64_t hour, int64_t g0, int64_t g1,
+                         struct usage_sample **out, size_t *n)
 {
     struct db_stmt *s = prep(c, ST_CHUNK_SAMPLES);
     size_t cap = 0;
@@ -347,7 +446,8 @@ static int chunk_samples(struct conn *c, int64_t hour, int64_t limit, struct usa
     db_bind_int(s, ":lo", hour - cfg.max_gap_s);
     db_bind_int(s, ":hi", hour + 3600 + cfg.max_gap_s);
     db_bind_int(s, ":hour", hour);
-    db_bind_int(s, ":n", limit);
+    db_bind_int(s, ":g0", g0);
+    db_bind_int(s, ":g1", g1);
     while ((step = db_step(c, s)) == DB_ROW) {
         struct usage_sample *x;
         if (*n == cap) {
@@ -374,78 +474,209 @@ static int chunk_samples(struct conn *c, int64_t hour, int64_t limit, struct usa
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
-/* One chunk: up to `limit` dirty GPUs of the oldest dirty hour, in one
- * transaction. *hours counts the GPU-hours done (0: nothing was dirty);
- * *first the first GPU of the chunk and *hour its hour. */
-static int run_chunk(struct store *st, int64_t now, int64_t limit, int64_t *hours, int64_t *first,
-                     int64_t *first_hour)
+/* One GPU of a pass: its id, the name its lock is taken under, and the
+ * stamp of its mark when the pass read it. */
+struct chunk_gpu {
+    int64_t id, gen;
+    char uuid[256];
+};
+
+/* A pass: up to PASS_GPUS dirty GPUs of the oldest dirty hour and their
+ * samples, read outside any transaction, then worked in chunks from
+ * `next` on (`at`: the first sample of GPU ids[next]). */
+struct pass {
+    int64_t hour;
+    struct chunk_gpu *ids;
+    size_t nids, next;
+    struct usage_sample *xs;
+    size_t n, at;
+};
+
+static void pass_free(struct pass *p)
+{
+    free(p->ids);
+    free(p->xs);
+    memset(p, 0, sizeof *p);
+}
+
+/* Reads the next pass into *p (p->nids 0: nothing is dirty). Reading the
+ * hour's samples scans every sample of its window, so a pass reads them
+ * for many chunks at once. A push in between marks its hours again with a
+ * new stamp: the chunk then keeps the mark, and a later pass recomputes
+ * the hour with the new samples. */
+static int pass_read(struct store *st, int64_t now, struct pass *p)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
-    struct usage_sample *xs = NULL;
-    int64_t *ids = NULL, hour = 0;
-    size_t n = 0, nids = 0, at = 0;
+    struct db_stmt *s = prep(c, ST_DIRTY_FIRST);
     bool none = true;
-    int step, rc = db_tx_begin(c);
+    int step, rc = GI_INTERNAL;
 
-    *hours = 0;
-    *first = *first_hour = 0;
-    if (rc != GI_OK)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_DIRTY_FIRST)))
+    pass_free(p);
+    if (!s)
         goto cleanup;
     db_bind_int(s, ":now", usage_hour_of(now));
-    if ((rc = usage_fetch_opt_int(c, s, &hour, &none)) != GI_OK || none)
+    if ((rc = usage_fetch_opt_int(c, s, &p->hour, &none)) != GI_OK || none)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!(ids = calloc((size_t)limit, sizeof *ids)) || !(s = prep(c, ST_DIRTY_CHUNK)))
+    if (!(p->ids = calloc(PASS_GPUS, sizeof *p->ids)) || !(s = prep(c, ST_DIRTY_CHUNK)))
         goto cleanup;
-    db_bind_int(s, ":hour", hour);
-    db_bind_int(s, ":n", limit);
-    while ((step = db_step(c, s)) == DB_ROW && nids < (size_t)limit)
-        ids[nids++] = db_col_int(s, 0);
+    db_bind_int(s, ":hour", p->hour);
+    db_bind_int(s, ":n", PASS_GPUS);
+    while ((step = db_step(c, s)) == DB_ROW && p->nids < PASS_GPUS) {
+        struct chunk_gpu *g = &p->ids[p->nids++];
+        g->id = db_col_int(s, 0);
+        gi_strlcpy(g->uuid, db_col_text(s, 1), sizeof g->uuid);
+        g->gen = db_col_int(s, 2);
+    }
     db_reset(s);
     if (step != DB_DONE && step != DB_ROW) {
         rc = db_status(step);
         goto cleanup;
     }
-    *first = nids ? ids[0] : 0;
-    *first_hour = hour;
-    if ((rc = chunk_samples(c, hour, limit, &xs, &n)) != GI_OK)
-        goto cleanup;
-    for (size_t i = 0; i < nids && rc == GI_OK; i++) {
+    rc = GI_OK;
+    if (p->nids)
+        rc = chunk_samples(c, p->hour, p->ids[0].id, p->ids[p->nids - 1].id, &p->xs, &p->n);
+cleanup:
+    db_conn_put(st, c);
+    if (rc != GI_OK)
+        pass_free(p);
+    return rc;
+}
+
+/* Marks the chunk's hour for its groups to be summed again. */
+static int groups_mark(struct conn *c, int64_t hour, int64_t now)
+{
+    struct db_stmt *s = prep(c, ST_GDIRTY_MARK);
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":hour", hour);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
+}
+
+/* One chunk: up to `limit` GPUs of the pass from p->next on, in one
+ * transaction that locks those GPUs' keys (a push of one of them waits
+ * for it, or it for the push), taking no more of them once
+ * CHUNK_BUDGET_MS have passed. *hours counts the GPU-hours done; the pass
+ * moves past them only when the chunk commits. */
+static int run_chunk(struct store *st, int64_t now, struct pass *p, size_t limit, int64_t *hours)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int kinds[CHUNK_GPUS];
+    const char *names[CHUNK_GPUS];
+    int64_t start = mono_ms();
+    size_t end, at = p->at, i;
+    int nkeys = 0;
+    int rc;
+
+    *hours = 0;
+    if (limit > CHUNK_GPUS)
+        limit = CHUNK_GPUS;
+    end = p->next + limit < p->nids ? p->next + limit : p->nids;
+    for (i = p->next; i < end; i++)
+        if (p->ids[i].uuid[0] != '\0') {
+            kinds[nkeys] = DB_LOCK_GPU;
+            names[nkeys++] = p->ids[i].uuid;
+        }
+    rc = db_tx_begin_keyed(c, kinds, names, nkeys);
+    for (i = p->next; i < end && rc == GI_OK; i++) {
+        const struct chunk_gpu *g = &p->ids[i];
         size_t from;
-        while (at < n && xs[at].gpu < ids[i])
+        if (i > p->next && mono_ms() - start >= CHUNK_BUDGET_MS)
+            break;
+        while (at < p->n && p->xs[at].gpu < g->id)
             at++;
         from = at;
-        while (at < n && xs[at].gpu == ids[i])
+        while (at < p->n && p->xs[at].gpu == g->id)
             at++;
-        rc = usage_compute_hour(c, ids[i], hour, now, xs + from, at - from, xs, n);
+        rc = usage_compute_hour(c, g->id, p->hour, now, p->xs + from, at - from, p->xs, p->n);
         if (rc == GI_OK)
-            rc = usage_write_consumer_day(c, ids[i], hour - hour % 86400, now);
+            rc = usage_write_consumer_day(c, g->id, p->hour - p->hour % 86400, now);
         if (rc == GI_OK) {
             rc = GI_INTERNAL;
-            if ((s = prep(c, ST_DIRTY_DONE))) {
-                db_bind_int(s, ":hour", hour);
-                db_bind_int(s, ":gid", ids[i]);
+            if ((s = prep(c, ST_DIRTY_DONE_GEN))) {
+                db_bind_int(s, ":hour", p->hour);
+                db_bind_int(s, ":gid", g->id);
+                db_bind_int(s, ":gen", g->gen);
                 rc = db_exec_done(c, s);
             }
         }
     }
-    if (rc == GI_OK && nids)
-        rc = write_hour_groups(c, hour, now);
-    if (rc == GI_OK && nids)
-        rc = usage_write_groups(c, hour - hour % 86400, now);
     if (rc == GI_OK)
-        *hours = (int64_t)nids;
+        rc = groups_mark(c, p->hour, now);
+    rc = db_tx_end(c, rc);
+    db_conn_put(st, c);
+    if (rc == GI_OK) {
+        *hours = (int64_t)(i - p->next);
+        p->next = i;
+        p->at = at;
+    }
+    return rc;
+}
+
+/* Sums the groups of the oldest hour marked in usage_groups_dirty again,
+ * and its day's when no later hour of that day is marked, in one
+ * transaction with the writer lock (the sums read every GPU's rows);
+ * *left is false once nothing is marked. */
+static int flush_groups_hour(struct store *st, int64_t now, bool *left)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    int64_t hours[2];
+    size_t n = 0;
+    int step, rc = db_tx_begin(c);
+
+    *left = false;
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_GDIRTY_LIST)))
+        goto cleanup;
+    while ((step = db_step(c, s)) == DB_ROW && n < 2)
+        hours[n++] = db_col_int(s, 0);
+    db_reset(s);
+    if (step != DB_DONE && step != DB_ROW) {
+        rc = db_status(step);
+        goto cleanup;
+    }
+    rc = GI_OK;
+    if (n == 0)
+        goto cleanup;
+    if ((rc = write_hour_groups(c, hours[0], now)) != GI_OK)
+        goto cleanup;
+    /* hours come in order: the day is summed once its last marked hour is */
+    if (n == 1 || hours[1] - hours[1] % 86400 != hours[0] - hours[0] % 86400)
+        if ((rc = usage_write_groups(c, hours[0] - hours[0] % 86400, now)) != GI_OK)
+            goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_GDIRTY_DONE)))
+        goto cleanup;
+    db_bind_int(s, ":hour", hours[0]);
+    rc = db_exec_done(c, s);
+    *left = rc == GI_OK;
 cleanup:
     rc = db_tx_end(c, rc);
     db_conn_put(st, c);
-    free(xs);
-    free(ids);
     if (rc != GI_OK)
-        *hours = 0;
+        *left = false;
+    return rc;
+}
+
+/* Sums the groups of every hour the chunks marked, one hour per
+ * transaction, stepping aside between them like the chunks. */
+static int flush_groups(struct store *st, int64_t now, bool sqlite)
+{
+    bool left = true;
+    int rc = GI_OK;
+
+    while (left && rc == GI_OK) {
+        int64_t t = mono_ms();
+        rc = flush_groups_hour(st, now, &left);
+        if (left)
+            step_aside(sqlite, mono_ms() - t);
+    }
     return rc;
 }
 
@@ -803,42 +1034,78 @@ static int audit_run(struct store *st, const char *actor, const struct store_usa
     return rc;
 }
 
-int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max_chunks,
-                       struct store_usage_run *out)
+/* Works dirty GPU-hours pass by pass and chunk by chunk (see pass_read,
+ * run_chunk), at most max_chunks chunks and RUN_BUDGET_MS of time, into
+ * *out. */
+static int run_chunks(struct store *st, int64_t now, int max_chunks, bool sqlite,
+                      struct store_usage_run *out)
 {
-    int64_t n = 0;
-    int rc;
+    struct pass p = {0};
+    int64_t n = 0, start = mono_ms();
+    size_t limit = CHUNK_GPUS;
+    int rc = GI_OK;
 
-    memset(out, 0, sizeof *out);
-    if (max_chunks < 1)
-        max_chunks = RUN_CHUNKS;
-    if ((rc = mark_recent(st, now)) != GI_OK)
-        return rc;
-    for (int i = 0, limit = CHUNK_GPUS; i < max_chunks; i++) {
-        int64_t gid = 0, hour = 0;
-        rc = run_chunk(st, now, limit, &n, &gid, &hour);
+    for (int i = 0; i < max_chunks; i++) {
+        int64_t t = mono_ms();
+        if (i > 0 && t - start >= RUN_BUDGET_MS)
+            break;
+        if (p.next >= p.nids) {
+            if ((rc = pass_read(st, now, &p)) != GI_OK || p.nids == 0)
+                break;
+        }
+        rc = run_chunk(st, now, &p, limit, &n);
         if (rc == GI_UNAVAILABLE)
-            return rc;
+            break;
         if (rc != GI_OK && limit > 1) {
             /* Something in the chunk fails: go on one GPU-hour at a time,
              * so that one bad GPU-hour cannot hold up the others. */
             gi_warn("usage: a rollup chunk failed (%s); going on one GPU-hour at a time",
                     gi_status_name(rc));
             limit = 1;
+            rc = GI_OK;
             continue;
         }
         if (rc != GI_OK) {
+            const struct chunk_gpu *g = &p.ids[p.next];
             gi_warn("usage: GPU %lld, hour %lld cannot be rolled up (%s); it is skipped",
-                    (long long)gid, (long long)hour, gi_status_name(rc));
-            if ((rc = drop_mark(st, gid, hour)) != GI_OK)
-                return rc;
+                    (long long)g->id, (long long)p.hour, gi_status_name(rc));
+            if ((rc = drop_mark(st, g->id, p.hour)) != GI_OK)
+                break;
+            p.next++;
             continue;
         }
-        if (n == 0)
-            break;
         out->hours += n;
         out->chunks++;
+        step_aside(sqlite, mono_ms() - t);
     }
+    pass_free(&p);
+    return rc;
+}
+
+int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max_chunks,
+                       struct store_usage_run *out)
+{
+    struct conn *c = db_conn_get(st);
+    bool sqlite = db_dialect(c) == DB_SQLITE;
+    int64_t n = 0;
+    int rc;
+
+    db_conn_put(st, c);
+    memset(out, 0, sizeof *out);
+    if (max_chunks < 1)
+        max_chunks = RUN_CHUNKS;
+    if ((rc = mark_recent(st, now)) != GI_OK)
+        return rc;
+    rc = run_chunks(st, now, max_chunks, sqlite, out);
+    /* The groups of the hours done are summed even when a chunk failed;
+     * marks left behind are summed by a later run. */
+    {
+        int frc = flush_groups(st, now, sqlite);
+        if (rc == GI_OK)
+            rc = frc;
+    }
+    if (rc != GI_OK)
+        return rc;
     for (int i = 0; i < max_chunks; i++) {
         if ((rc = redo_chunk(st, now, &n)) != GI_OK)
             return rc;
