@@ -21,8 +21,9 @@ typedef int (*pull_fetch_fn)(const json_t *cfg, struct gi_obs_set *set, char *er
 
 /* CFG_OBJECT: a JSON object whose contents the kind's own check
  * validates. CFG_MAP: an object of at most 256 entries, each text or a
- * whole number (push-back mappings). */
-enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_OBJECT, CFG_MAP };
+ * whole number (push-back mappings). CFG_LIST: a list of names (min to
+ * max of them). */
+enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_OBJECT, CFG_MAP, CFG_LIST };
 struct cfg_key {
     const char *name;
     enum cfg_type type;
@@ -94,6 +95,20 @@ static const struct cfg_key slurm_keys[] = {{"cluster", CFG_STR, false, 0, 0},
                                             {"timeout_s", CFG_INT, false, 1, 600},
                                             {NULL, 0, 0, 0, 0}};
 
+/* aws: the regions listed (one DescribeInstances loop each), the access
+ * key, and endpoint replacing https://ec2.<region>.amazonaws.com; see
+ * pull_aws.c. */
+static const struct cfg_key aws_keys[] = {{"regions", CFG_LIST, true, 1, 64},
+                                          {"access_key_id", CFG_STR, true, 0, 0},
+                                          {"secret_access_key", CFG_SECRET, true, 0, 0},
+                                          {"session_token", CFG_SECRET, false, 0, 0},
+                                          {"endpoint", CFG_URL, false, 0, 0},
+                                          {"page_size", CFG_INT, false, 5, 1000},
+                                          {"ca_file", CFG_STR, false, 0, 0},
+                                          {"insecure_skip_verify", CFG_BOOL, false, 0, 0},
+                                          {"timeout_s", CFG_INT, false, 1, 300},
+                                          {NULL, 0, 0, 0, 0}};
+
 /* prometheus-generic: a Prometheus server (url) or an exporter
  * (exporter_url), read through a declared mapping; see pull_generic.c. */
 static const struct cfg_key generic_keys[] = {{"url", CFG_URL, false, 0, 0},
@@ -115,6 +130,8 @@ int pull_run_kubernetes(struct store *st, int64_t source_id, const json_t *cfg, 
                         struct pull_result *res);
 int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                    struct pull_result *res);
+int pull_run_aws(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                 struct pull_result *res);
 int pull_run_netbox(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                     struct pull_result *res);
 int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
@@ -134,6 +151,7 @@ static const struct {
     {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
     {"prometheus-generic", generic_keys, pull_fetch_generic, NULL},
     {"habanalabs-exporter", habana_keys, pull_fetch_habana, NULL},
+    {"aws", aws_keys, NULL, pull_run_aws},
 };
 
 static int kind_index(const char *kind)
@@ -163,7 +181,7 @@ bool pull_config_target(const char *key)
 {
     return strcmp(key, "url") == 0 || strcmp(key, "ca_file") == 0 ||
            strcmp(key, "insecure_skip_verify") == 0 || strcmp(key, "slurmrestd_url") == 0 ||
-           strcmp(key, "exporter_url") == 0;
+           strcmp(key, "exporter_url") == 0 || strcmp(key, "endpoint") == 0;
 }
 
 /* True when an http(s) URL carries user information ("user:pw@") in its
@@ -259,6 +277,23 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
         case CFG_BOOL:
             if (!json_is_boolean(v))
                 return bad(field, flen, msg, mlen, key, "config.%s must be true or false", key);
+            break;
+        case CFG_LIST:
+            /* A list of names (AWS regions): letters, digits and '-'. */
+            if (!json_is_array(v) || json_array_size(v) < (size_t)ck->min ||
+                json_array_size(v) > (size_t)ck->max)
+                return bad(field, flen, msg, mlen, key,
+                           "config.%s must be a list of %lld to %lld names", key,
+                           (long long)ck->min, (long long)ck->max);
+            for (size_t i = 0; i < json_array_size(v); i++) {
+                const char *s = json_string_value(json_array_get(v, i));
+                size_t n = s ? strlen(s) : 0;
+                if (n == 0 || n > 32 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+                    return bad(field, flen, msg, mlen, key,
+                               "config.%s[%zu] must be a name of lower-case letters, digits and "
+                               "'-' (like us-east-1)",
+                               key, i);
+            }
             break;
         case CFG_INT:
             if (!json_is_integer(v) || json_integer_value(v) < ck->min ||
@@ -409,6 +444,8 @@ static const char *type_name(enum cfg_type t)
     case CFG_OBJECT:
     case CFG_MAP:
         return "object";
+    case CFG_LIST:
+        return "list";
     }
     return "string";
 }

@@ -63,6 +63,19 @@ static const struct {
      "Which metrics and labels give each GPU field: uuid_label, host_label, and per field "
      "{metric, unit or scale}",
      NULL},
+    {"aws", "regions", "The regions to list, e.g. [\"us-east-1\", \"us-west-2\"]", NULL},
+    {"aws", "access_key_id",
+     "Access key id of a principal allowed ec2:DescribeInstances and "
+     "ec2:DescribeInstanceTypes",
+     NULL},
+    {"aws", "secret_access_key", "The access key's secret. Write-only", NULL},
+    {"aws", "session_token",
+     "Optional, for temporary credentials (X-Amz-Security-Token). "
+     "Write-only",
+     NULL},
+    {"aws", "endpoint",
+     "Optional base URL replacing https://ec2.<region>.amazonaws.com/ (a proxy or stand-in)", NULL},
+    {"aws", "page_size", "Instances per DescribeInstances page (MaxResults, 5 to 1000)", NULL},
 };
 
 const char *pull_key_help(const char *kind, const char *key, const char **group)
