@@ -85,6 +85,11 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         curlso->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
         curlso->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    if (o->post_form) {
+        /* libcurl sends a POSTFIELDS body as x-www-form-urlencoded. */
+        curlso->easy_setopt(c, CURLOPT_POSTFIELDS, o->post_form);
+        curlso->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(o->post_form));
+    }
     cc = curlso->easy_perform(c);
     if (s.too_large) {
         snprintf(err, errlen, "the answer is larger than %zu bytes", o->max_bytes);

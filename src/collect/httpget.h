@@ -17,6 +17,9 @@ struct httpget_opts {
     /* When not NULL: receives the seconds a Retry-After header asked for
      * (0 when none). */
     long *retry_after;
+    /* When not NULL: the request is a POST of this
+     * application/x-www-form-urlencoded body (borrowed) instead of a GET. */
+    const char *post_form;
 };
 
 /* Fetches url; *body (NUL-terminated, caller frees) and *status are set
