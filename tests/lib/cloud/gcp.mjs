@@ -4,7 +4,8 @@
 // replaying the recorded answers in tests/fixtures/gcp/. Scenario knobs on
 // the returned object: `throttle` (429 answers with Retry-After before
 // page 2), `failPage2` (page 2 answers 500), `unreachable` (page 1 names
-// an unreachable zone), `refuseKey` (the token endpoint refuses every
+// an unreachable zone), `dropPage2` (page 1 is the whole listing),
+// `publicKey` (the key grants are verified with), `refuseKey` (the token endpoint refuses every
 // grant), `expire()` (every token issued so far stops working).
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -36,7 +37,7 @@ const b64json = (s) => JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
  */
 export async function startGcp({ publicKey, staticTokens = [] } = {}) {
   const st = {
-    url: '', seen: [], grants: [], throttle: 0, failPage2: false, unreachable: false, refuseKey: false,
+    url: '', publicKey, seen: [], grants: [], throttle: 0, dropPage2: false, failPage2: false, unreachable: false, refuseKey: false,
     tokens: new Set(staticTokens), issued: 0,
     expire() { this.tokens.clear(); },
   };
@@ -56,7 +57,7 @@ export async function startGcp({ publicKey, staticTokens = [] } = {}) {
     if (!/compute/.test(c.scope || '')) return 'scope';
     if (!Number.isInteger(c.iat) || !Number.isInteger(c.exp) || c.exp <= c.iat || c.exp - c.iat > 3600) return 'iat/exp';
     if (Math.abs(c.iat - Date.now() / 1000) > 300) return 'iat';
-    const ok = crypto.verify('sha256', Buffer.from(parts[0] + '.' + parts[1]), publicKey, Buffer.from(parts[2], 'base64url'));
+    const ok = crypto.verify('sha256', Buffer.from(parts[0] + '.' + parts[1]), st.publicKey, Buffer.from(parts[2], 'base64url'));
     return ok ? null : 'signature';
   };
   const server = http.createServer((req, res) => {
@@ -66,7 +67,7 @@ export async function startGcp({ publicKey, staticTokens = [] } = {}) {
       const u = new URL(req.url, 'http://x');
       st.seen.push({ method: req.method, path: u.pathname, query: Object.fromEntries(u.searchParams), type: req.headers['content-type'] || '' });
       if (req.method === 'POST' && u.pathname === '/token') {
-        const why = st.refuseKey ? 'refused' : publicKey ? checkGrant(new URLSearchParams(raw)) : 'no key';
+        const why = st.refuseKey ? 'refused' : st.publicKey ? checkGrant(new URLSearchParams(raw)) : 'no key';
         if (why || !/x-www-form-urlencoded/.test(req.headers['content-type'] || '')) {
           st.lastRefusal = why;
           return send(res, 400, fx('token-invalid-grant.json'));
@@ -80,9 +81,10 @@ export async function startGcp({ publicKey, staticTokens = [] } = {}) {
       if (u.pathname === `/compute/v1/projects/${PROJECT}/aggregated/instances`) {
         const tok = u.searchParams.get('pageToken');
         if (!tok) {
-          if (!st.unreachable) return send(res, 200, fx('instances-page1.json'));
+          if (!st.unreachable && !st.dropPage2) return send(res, 200, fx('instances-page1.json'));
           const p = JSON.parse(fx('instances-page1.json'));
-          p.unreachables = ['zones/asia-east2-c'];
+          if (st.unreachable) p.unreachables = ['zones/asia-east2-c'];
+          if (st.dropPage2) delete p.nextPageToken;
           return send(res, 200, JSON.stringify(p));
         }
         if (tok !== PAGE2_TOKEN) return send(res, 400, '{"error":{"code":400,"message":"Invalid page token","status":"INVALID_ARGUMENT"}}');
