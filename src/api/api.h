@@ -71,6 +71,7 @@ void api_openapi(struct req *r);
 void api_k8s_nodes(struct req *r);
 void api_k8s_pods(struct req *r);
 void api_slurm_jobs(struct req *r);
+void api_cloud_instances(struct req *r);
 
 /* hosts.c: discovered hosts and their inventory links */
 void api_hosts_list(struct req *r);

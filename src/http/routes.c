@@ -118,6 +118,8 @@ const struct route gi_routes[] = {
      PAGED ",cluster,node,namespace,active"},
     {"GET", "/api/v1/slurm/jobs", api_slurm_jobs, GI_ROLE_VIEWER,
      PAGED ",cluster,user,account,state,from,to"},
+    {"GET", "/api/v1/cloud/instances", api_cloud_instances, GI_ROLE_VIEWER,
+     PAGED ",provider,state,account,region,q"},
 
     {"GET", "/api/v1/usage", api_usage_get, GI_ROLE_VIEWER,
      LIST ",group_by,from,to,step,team,env,pool,cluster,cloud,datacenter,model,limit,offset"},

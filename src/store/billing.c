@@ -5,7 +5,8 @@
  * A host is found by a line's instance when one of the line's keys (its
  * resource id, its resource name, the id's last path segment; lower case,
  * since Azure paths compare ignoring case) equals one of the host's:
- * hostname, the hostname up to its first dot, machine id, serial, or the
+ * hostname, the hostname up to its first dot, machine id, serial, the
+ * instance id of the cloud instance the host is (cloud.c), or the
  * providerID of the Kubernetes node on the host (whole, without its
  * scheme, and its last segment: aws:///us-east-1a/i-0abc gives i-0abc).
  * A key two hosts share finds neither. Failing that, a line with a team
@@ -28,10 +29,12 @@
     "gpu_ids, matched_by, imported_at "
 
 #define STATEMENTS(X)                                                                              \
-    X(HOST_KEYS, "SELECT id, hostname, machine_id, serial FROM hosts")                             \
+    X(HOST_KEYS, "SELECT id, hostname, machine_id, serial FROM hosts UNION ALL SELECT host_id, "   \
+                 "instance_id, NULL, NULL FROM cloud_instances WHERE host_id IS NOT NULL")         \
     X(NODE_KEYS, "SELECT h.id, n.provider_id FROM k8s_nodes n JOIN hosts h ON h.hostname = "       \
                  "COALESCE(n.hostname, n.name) WHERE n.provider_id IS NOT NULL")                   \
-    X(HOST_GPUS, "SELECT id FROM gpus WHERE host_id = :host AND parent_uuid IS NULL ORDER BY "     \
+    X(HOST_GPUS, "SELECT id FROM gpus WHERE host_id = :host AND parent_uuid IS NULL AND id NOT "   \
+                 "IN (SELECT gpu_id FROM cloud_gpus WHERE superseded_at IS NOT NULL) ORDER BY "    \
                  "idx, id")                                                                        \
     X(LINE_SEEN, "SELECT id, matched_by FROM billing_lines WHERE provider = :provider AND "        \
                  "account = :account AND line_key = :key")                                         \

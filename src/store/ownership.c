@@ -36,13 +36,15 @@
     X(GPU_CTX,                                                                                     \
       "SELECT g.team, g.env, g.cluster, g.source_id, s.name, h.id, h.hostname, COALESCE(d.name, "  \
       "rd.name), l.resource_id, r.attrs, r.metadata, n.labels, n.cloud, n.source_id, g.uuid, "     \
-      "g.parent_uuid, (SELECT p.id FROM gpus p WHERE p.uuid = g.parent_uuid) FROM "                \
-      "gpus g "                                                                                    \
+      "g.parent_uuid, (SELECT p.id FROM gpus p WHERE p.uuid = g.parent_uuid), ci.tags, "           \
+      "ci.provider FROM gpus g "                                                                   \
       "LEFT JOIN sources s ON s.id = g.source_id LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN " \
       "datacenters d ON d.id = h.datacenter_id LEFT JOIN host_links l ON l.host_id = h.id LEFT "   \
       "JOIN resources r ON r.id = l.resource_id LEFT JOIN datacenters rd ON rd.id = "              \
       "r.datacenter_id LEFT JOIN k8s_nodes n ON n.source_id = (SELECT MIN(n2.source_id) FROM "     \
-      "k8s_nodes n2 WHERE n2.hostname = h.hostname) AND n.hostname = h.hostname WHERE g.id = :id") \
+      "k8s_nodes n2 WHERE n2.hostname = h.hostname) AND n.hostname = h.hostname LEFT JOIN "        \
+      "cloud_instances ci ON ci.id = (SELECT MIN(c2.id) FROM cloud_instances c2 WHERE c2.host_id " \
+      "= h.id) WHERE g.id = :id")                                                                  \
     X(ASSIGN_SPANS,                                                                                \
       "SELECT target, target_id, team, env, pool, effective_from, effective_to "                   \
       "FROM owner_assignments WHERE (target = 'gpu' AND target_id IN (:gid, :pid)) OR "            \
@@ -116,6 +118,7 @@ struct gpu_ctx {
     int64_t parent_id;      /* a MIG instance's physical GPU, else 0 */
     char src[3][OWNER_LEN]; /* the source's team, env, cluster */
     char uuid[96], parent_uuid[96], source[128], hostname[256], datacenter[128], node_cloud[64];
+    char cloud[16];             /* the provider of the cloud instance the host is, "" none */
     json_t *node_labels, *tags; /* objects (may be NULL) */
 };
 
@@ -330,6 +333,14 @@ static int ctx_load(struct conn *c, struct owner_cache *k, int64_t gpu_id, const
     col_copy(s, 14, x->uuid, sizeof x->uuid);
     col_copy(s, 15, x->parent_uuid, sizeof x->parent_uuid);
     x->parent_id = db_col_int(s, 16);
+    /* The tags of the cloud instance the host is (after the inventory's). */
+    if (db_col_text(s, 17)) {
+        json_t *ct = json_loads(db_col_text(s, 17), 0, NULL);
+        if (json_is_object(ct))
+            json_object_update_missing(x->tags, ct);
+        json_decref(ct);
+    }
+    col_copy(s, 18, x->cloud, sizeof x->cloud);
     db_reset(s);
 
     if (!(s = prep(c, ST_ASSIGN_SPANS)))
@@ -485,6 +496,9 @@ static void resolve_cached(const struct owner_cache *k, int64_t at, struct owner
     snprintf(why, sizeof why, "source:%lld", (long long)x->node_source_id);
     if (!val[F_CLOUD][0] && x->node_cloud[0])
         decide(val[F_CLOUD], by[F_CLOUD], x->node_cloud, why);
+    snprintf(why, sizeof why, "cloud:%s", x->cloud);
+    if (!val[F_CLOUD][0] && x->cloud[0])
+        decide(val[F_CLOUD], by[F_CLOUD], x->cloud, why);
 }
 
 /* Brings k's rule list up to date (see the file's head). */

@@ -342,6 +342,30 @@ struct store_slurm_filter {
 int store_slurm_jobs(struct store *st, const struct store_slurm_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total);
 
+/* ---- cloud instances (cloud.c) ---- */
+struct cloud_instance;
+struct cloud_sync_result {
+    int64_t instances, gpus, gone, unknown_types, warnings;
+};
+/* Records one complete listing of `scope` (an AWS region, a GCP project, an
+ * Azure subscription) by one source: upserts its instances and their GPU
+ * records; instances of this source and scope absent from the listing are
+ * marked gone. Never touches another source's data (an instance another
+ * source listed first is counted in warnings, as is one without an id).
+ * All or nothing, in one transaction; adds to *res (may be NULL). See
+ * docs/ARCHITECTURE.md, "Cloud instances". */
+int store_cloud_sync(struct store *st, int64_t source_id, const char *provider, const char *scope,
+                     const struct cloud_instance *v, size_t n, struct cloud_sync_result *res);
+struct store_cloud_filter {
+    const char *provider, *state, *account, *region, *q; /* NULL: any */
+    int64_t source_id;                                   /* <= 0: any */
+};
+/* Instances by provider and id, each with its tags object and its
+ * placeholder GPUs ("gpus": [{uuid, index, model, missing_since,
+ * superseded_at}]). */
+int store_cloud_instances(struct store *st, const struct store_cloud_filter *f,
+                          const struct store_page *pg, json_t **items, int64_t *total);
+
 /* Figures for /metrics: GPU totals, stale and missing counts, per-source
  * status. */
 int store_metrics(struct store *st, int64_t stale_before, json_t **out);

@@ -1,6 +1,7 @@
 /* The consumers of one GPU-hour: pods and processes seen on the GPU,
  * Kubernetes pods placed on it by the node heuristic, Slurm jobs matched
- * to it and inventory allocations of its server, and their teams;
+ * to it, the runs of the cloud instance it belongs to and inventory
+ * allocations of its server, and their teams;
  * gathered for usage_compute_hour (usage_hour.c, which classifies and
  * writes the hour) through usage_hour_int.h. */
 #include "store/store_int.h"
@@ -50,7 +51,16 @@
       "SELECT j.cluster, j.job_id, COALESCE(j.user_name, ''), COALESCE(j.account, ''), "           \
       "j.started_at, j.ended_at FROM slurm_job_gpus x JOIN slurm_jobs j ON j.id = x.job_id WHERE " \
       "x.gpu_id = :gid AND j.started_at < :hi AND (j.ended_at IS NULL OR j.ended_at > :lo) ORDER " \
-      "BY j.started_at, j.id")
+      "BY j.started_at, j.id")                                                                     \
+    X(CLOUD_RUNS,                                                                                  \
+      "SELECT i.provider, i.instance_id, r.started_at, r.ended_at FROM cloud_gpus g JOIN "         \
+      "cloud_runs r ON r.instance_row = g.instance_row JOIN cloud_instances i ON i.id = "          \
+      "g.instance_row WHERE g.gpu_id = :gid AND r.started_at < :hi AND (r.ended_at IS NULL OR "    \
+      "r.ended_at > :lo) ORDER BY r.started_at, r.id")                                             \
+    X(CLOUD_OWNED,                                                                                 \
+      "SELECT i.first_seen, (SELECT MIN(r.started_at) FROM cloud_runs r WHERE r.instance_row = "   \
+      "i.id) FROM cloud_gpus g JOIN cloud_instances i ON i.id = g.instance_row WHERE g.gpu_id = "  \
+      ":gid")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -336,6 +346,54 @@ int usage_slurm_consumers(struct conn *c, struct hour_calc *h)
     }
     db_reset(s);
     return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* The runs of the GPU's cloud instance; several runs in one hour make
+ * one consumer spanning from the first start to the last end. Unlike the
+ * other interval consumers it counts where no sample measured the GPU
+ * too (a cloud placeholder never has samples): see usage_hour.c. */
+int usage_cloud_consumers(struct conn *c, struct hour_calc *h)
+{
+    struct db_stmt *s = prep(c, ST_CLOUD_RUNS);
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", h->gid);
+    db_bind_int(s, ":lo", h->lo);
+    db_bind_int(s, ":hi", h->hi);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        char key[3 * 128];
+        struct consumer *k;
+        int64_t lo = db_col_int(s, 2), hi = db_col_is_null(s, 3) ? INT64_MAX : db_col_int(s, 3);
+        snprintf(key, sizeof key, "%s/%s", db_col_text(s, 0), db_col_text(s, 1));
+        if (!(k = consumer_get(h, K_CLOUD, "cloud", key)))
+            continue;
+        if (!k->iv_hi || lo < k->iv_lo)
+            k->iv_lo = lo;
+        if (hi > k->iv_hi)
+            k->iv_hi = hi;
+    }
+    db_reset(s);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+int usage_cloud_owned(struct conn *c, int64_t gid, int64_t *owned_from)
+{
+    struct db_stmt *s = prep(c, ST_CLOUD_OWNED);
+    int step;
+
+    *owned_from = INT64_MAX;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    if ((step = db_step(c, s)) == DB_ROW) {
+        *owned_from = db_col_int(s, 0);
+        if (!db_col_is_null(s, 1) && db_col_int(s, 1) < *owned_from)
+            *owned_from = db_col_int(s, 1);
+    }
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
 }
 
 /* Inventory allocations of the server linked to the GPU's host. */

@@ -19,11 +19,15 @@
  *    requesting GPUs on g's node without a per-GPU mapping hold N of the
  *    node's GPUs (see pod_heuristic); Slurm jobs matched to g
  *    (slurm_job_gpus) hold it from their start to their end (open while
- *    running); inventory allocations of the server linked to g's host hold
- *    every GPU of it for their span. When several kinds are present the
- *    most specific wins (k8s > slurm > process > inventory), and concurrent
- *    consumers of that kind share the seconds equally, so the per-consumer
- *    rows add up to the GPU's.
+ *    running); the runs of g's cloud instance (g a cloud placeholder,
+ *    cloud_gpus) hold it from start to stop, measured or not: where no
+ *    sample covers them their seconds are allocated with an unknown
+ *    utilization (neither busy nor allocated-idle); inventory allocations
+ *    of the server linked to g's host hold every GPU of it for their
+ *    span. When several kinds are present the most specific wins (k8s >
+ *    slurm > process > cloud > inventory), and concurrent consumers of
+ *    that kind share the seconds equally, so the per-consumer rows add up
+ *    to the GPU's.
  *  - busy: util >= threshold; allocated-idle: a consumer is known and
  *    util < threshold; idle: nobody and util < threshold. Busy with nobody
  *    known is consumer "unknown".
@@ -300,6 +304,66 @@ static void classify_all(struct hour_calc *h, struct totals *t)
             classify(h, i, a, b, t);
             a = b;
         }
+    }
+}
+
+/* Adds the unmeasured stretch [a, b) to the cloud consumers holding all
+ * of it: allocated, neither busy nor allocated-idle (its utilization is
+ * unknown). */
+static void classify_gap(struct hour_calc *h, int64_t a, int64_t b, struct totals *t)
+{
+    struct consumer *act[MAX_CONSUMERS];
+    size_t nact = 0;
+
+    for (size_t k = 0; k < h->ncons; k++) {
+        struct consumer *q = &h->cons[k];
+        if (q->rank == K_CLOUD && q->iv_lo <= a && q->iv_hi >= b)
+            act[nact++] = q;
+    }
+    if (nact == 0)
+        return;
+    t->alloc += (double)(b - a);
+    for (size_t k = 0; k < nact; k++) {
+        act[k]->alloc += (double)(b - a) / (double)nact;
+        if (!act[k]->first || a < act[k]->first)
+            act[k]->first = a;
+        if (b > act[k]->last)
+            act[k]->last = b;
+    }
+}
+
+/* The owned time no segment covers, split at the cloud consumers' edges:
+ * a running cloud instance holds its GPUs whether or not anything
+ * measured them. */
+static void classify_unmeasured(struct hour_calc *h, struct totals *t)
+{
+    int64_t a = h->lo;
+
+    while (a < h->hi) {
+        int64_t b = h->hi;
+        bool covered = false;
+        for (size_t i = 0; i < h->nsegs; i++) {
+            if (h->segs[i].start <= a && h->segs[i].end > a) {
+                a = h->segs[i].end;
+                covered = true;
+                break;
+            }
+            if (h->segs[i].start > a && h->segs[i].start < b)
+                b = h->segs[i].start;
+        }
+        if (covered)
+            continue;
+        for (size_t k = 0; k < h->ncons; k++) {
+            const struct consumer *q = &h->cons[k];
+            if (q->rank != K_CLOUD)
+                continue;
+            if (q->iv_lo > a && q->iv_lo < b)
+                b = q->iv_lo;
+            if (q->iv_hi > a && q->iv_hi < b)
+                b = q->iv_hi;
+        }
+        classify_gap(h, a, b, t);
+        a = b;
     }
 }
 
@@ -792,6 +856,9 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
         goto cleanup;
     if ((rc = owned_from_update(c, h, xs, n, &owned_from)) != GI_OK)
         goto cleanup;
+    /* A cloud placeholder has no readings: owned from its instance's. */
+    if (owned_from == INT64_MAX && (rc = usage_cloud_owned(c, gid, &owned_from)) != GI_OK)
+        goto cleanup;
     h->owned_lo = owned_from;
     if (owned_from != INT64_MAX && (rc = registered(c, h)) != GI_OK)
         goto cleanup;
@@ -807,9 +874,11 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
         goto cleanup;
     if ((rc = usage_observed_consumers(c, h)) != GI_OK ||
         (rc = usage_pod_heuristic(c, h)) != GI_OK || (rc = usage_slurm_consumers(c, h)) != GI_OK ||
+        (rc = usage_cloud_consumers(c, h)) != GI_OK ||
         (rc = usage_inventory_consumers(c, h)) != GI_OK)
         goto cleanup;
     classify_all(h, &t);
+    classify_unmeasured(h, &t);
     if ((rc = gpu_fraction(c, h, &fraction)) != GI_OK)
         goto cleanup;
     if ((rc = write_hour(c, h, &t, fraction)) != GI_OK)

@@ -24,7 +24,7 @@ struct seg {
     const struct usage_sample *x;
 };
 
-enum kind_rank { K_INVENTORY = 1, K_PROCESS = 2, K_SLURM = 3, K_K8S = 4 };
+enum kind_rank { K_INVENTORY = 1, K_CLOUD = 2, K_PROCESS = 3, K_SLURM = 4, K_K8S = 5 };
 
 struct consumer {
     int rank;
@@ -67,6 +67,15 @@ int usage_pod_heuristic(struct conn *c, struct hour_calc *h);
 
 /* usage_consumers.c: Slurm jobs that held the GPU. */
 int usage_slurm_consumers(struct conn *c, struct hour_calc *h);
+
+/* usage_consumers.c: the runs of the cloud instance whose placeholder GPU
+ * this is (consumer kind "cloud", key "<provider>/<instance id>"). */
+int usage_cloud_consumers(struct conn *c, struct hour_calc *h);
+
+/* usage_consumers.c: for a cloud placeholder GPU (which has no samples):
+ * the start of its owned span, the instance's first sighting or its
+ * first run's start, whichever is earlier; INT64_MAX for any other GPU. */
+int usage_cloud_owned(struct conn *c, int64_t gid, int64_t *owned_from);
 
 /* usage_consumers.c: inventory allocations of the server linked to the
  * GPU's host. */
