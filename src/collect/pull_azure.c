@@ -58,7 +58,7 @@ static void base_url(const char *v, const char *def, char *out, size_t len)
 static int get_token(const json_t *cfg, char *token, size_t tlen, char *err, size_t errlen)
 {
     const char *secret = cfg_str(cfg, "client_secret");
-    char login[2100], url[2400], tenant[400], form[8192] = "", why[400], *body = NULL;
+    char login[2100], url[2600], tenant[400], form[8192] = "", why[400], *body = NULL;
     struct httpget_opts o;
     json_t *ans = NULL;
     size_t len = 0;

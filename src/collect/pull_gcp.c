@@ -163,7 +163,7 @@ struct types {
 static int resolve_type(const char *base, const char *project, const struct httpget_opts *o,
                         struct types *t, struct cloud_instance *ci)
 {
-    char url[2600], zone[200], type[400], err[256];
+    char url[3200], zone[200], type[400], err[256];
     char *body = NULL;
     size_t len = 0, i;
     long status = 0;
@@ -219,7 +219,7 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
                  struct pull_result *res)
 {
     const char *project = cfg_str(cfg, "project");
-    char base[2100], token[8192], url[4600], esc[3 * GCP_TOKEN_MAX + 1] = "", proj[400];
+    char base[2100], token[8192], url[8800], esc[3 * GCP_TOKEN_MAX + 1] = "", proj[400];
     struct cloud_instance *all = NULL;
     struct cloud_sync_result sr = {0};
     struct types *types = NULL;

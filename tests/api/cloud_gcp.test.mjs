@@ -17,6 +17,8 @@ let gcp;
 let key;
 let src;
 const iso = (t) => new Date(t * 1000).toISOString().replace('.000Z', 'Z');
+// A time as the API shows it (RFC 3339 or unix seconds) in unix seconds.
+const secs = (v) => (typeof v === 'number' ? v : Date.parse(v) / 1000);
 
 before(async () => {
   gcp = await startGcp({ staticTokens: ['ya29.given-token'] });
@@ -89,6 +91,7 @@ test('a service-account pull: signed grant, two pages with a throttled answer, e
   assert.equal(t0.gpu_model, 'NVIDIA H100 80GB HBM3');
   assert.equal(t0.gpu_count, 8);
   assert.deepEqual(t0.tags, { team: 'llm', env: 'prod' });
+  assert.equal(secs(t0.launch_time), 1752739323); // lastStartTimestamp, -07:00 with millis
   assert.equal(t0.gpus.length, 8);
   assert.equal(t0.gpus[0].uuid, 'cloud:gcp:4583243601304432596:0');
   // No guestAccelerators and no labels: the machine type's 2 L4s.
