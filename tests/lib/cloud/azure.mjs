@@ -7,7 +7,8 @@
 // (page 2 answers 500), `secret` (the client secret it accepts; any other
 // answers Entra's "secret expired" error), `expire()` (every token issued
 // so far stops working), `foreignNext` (page 1's nextLink names another
-// server).
+// server), `startAt` (unix seconds: every VM's timeCreated is moved
+// there, written with 7 fractional digits and +00:00).
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,9 +20,19 @@ export const SUB = '00000000-1111-2222-3333-444444444444';
 export const TENANT = 'contoso.onmicrosoft.com';
 export const CLIENT = '11111111-2222-3333-4444-555555555555';
 
+/** A recorded page, with its times moved to startAt when that is set. */
+function page(st, name) {
+  const text = fx(name).replaceAll('{{base}}', st.foreignNext ? 'http://192.0.2.1:9' : st.url);
+  if (!st.startAt) return text;
+  const p = JSON.parse(text);
+  const t = new Date(st.startAt * 1000).toISOString().replace('.000Z', '.0000000+00:00');
+  for (const vm of p.value) if (vm.properties) vm.properties.timeCreated = t;
+  return JSON.stringify(p);
+}
+
 export async function startAzure({ secret = 'right-secret' } = {}) {
   const st = {
-    url: '', seen: [], throttle: 0, failPage2: false, secret, foreignNext: false, tokens: new Set(), issued: 0,
+    url: '', startAt: 0, seen: [], throttle: 0, failPage2: false, secret, foreignNext: false, tokens: new Set(), issued: 0,
     expire() { this.tokens.clear(); },
   };
   const send = (res, code, body, headers = {}) =>
@@ -50,14 +61,14 @@ export async function startAzure({ secret = 'right-secret' } = {}) {
       if (u.pathname === base + '/virtualMachines' && u.searchParams.get('api-version') === '2024-07-01' &&
           u.searchParams.get('statusOnly') === 'true') {
         if (!u.searchParams.get('$skiptoken')) {
-          return send(res, 200, fx('vms-page1.json').replaceAll('{{base}}', st.foreignNext ? 'http://192.0.2.1:9' : st.url));
+          return send(res, 200, page(st, 'vms-page1.json'));
         }
         if (st.throttle > 0) {
           st.throttle -= 1;
           return send(res, 429, fx('error-429.json'), { 'Retry-After': '1' });
         }
         if (st.failPage2) return send(res, 500, '{"error":{"code":"InternalServerError","message":"Encountered internal server error."}}');
-        return send(res, 200, fx('vms-page2.json'));
+        return send(res, 200, page(st, 'vms-page2.json'));
       }
       return send(res, 404, '{"error":{"code":"ResourceNotFound","message":"The resource was not found."}}');
     });

@@ -5,7 +5,9 @@
 // the returned object: `throttle` (429 answers with Retry-After before
 // page 2), `failPage2` (page 2 answers 500), `unreachable` (page 1 names
 // an unreachable zone), `dropPage2` (page 1 is the whole listing),
-// `publicKey` (the key grants are verified with), `refuseKey` (the token endpoint refuses every
+// `publicKey` (the key grants are verified with), `startAt` (unix
+// seconds: every instance's start and creation times are moved there,
+// written as the API does, with a -07:00 offset and milliseconds), `refuseKey` (the token endpoint refuses every
 // grant), `expire()` (every token issued so far stops working).
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -29,6 +31,24 @@ export function makeServiceAccount(tokenUri) {
   return { json, publicKey };
 }
 
+/** t (unix seconds) as GCP writes it: local time at -07:00 with millis. */
+export const gcpTime = (t) => new Date((t - 7 * 3600) * 1000).toISOString().replace('Z', '-07:00');
+
+/** A recorded page, with its times moved to startAt when that is set. */
+function page(st, name, edit = () => {}) {
+  const p = JSON.parse(fx(name));
+  edit(p);
+  if (st.startAt) {
+    for (const scope of Object.values(p.items || {})) {
+      for (const i of scope.instances || []) {
+        if (i.creationTimestamp) i.creationTimestamp = gcpTime(st.startAt - 60);
+        if (i.lastStartTimestamp || i.creationTimestamp) i.lastStartTimestamp = gcpTime(st.startAt);
+      }
+    }
+  }
+  return JSON.stringify(p);
+}
+
 const b64json = (s) => JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
 
 /**
@@ -37,7 +57,7 @@ const b64json = (s) => JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
  */
 export async function startGcp({ publicKey, staticTokens = [] } = {}) {
   const st = {
-    url: '', publicKey, seen: [], grants: [], throttle: 0, dropPage2: false, failPage2: false, unreachable: false, refuseKey: false,
+    url: '', publicKey, startAt: 0, seen: [], grants: [], throttle: 0, dropPage2: false, failPage2: false, unreachable: false, refuseKey: false,
     tokens: new Set(staticTokens), issued: 0,
     expire() { this.tokens.clear(); },
   };
@@ -81,11 +101,10 @@ export async function startGcp({ publicKey, staticTokens = [] } = {}) {
       if (u.pathname === `/compute/v1/projects/${PROJECT}/aggregated/instances`) {
         const tok = u.searchParams.get('pageToken');
         if (!tok) {
-          if (!st.unreachable && !st.dropPage2) return send(res, 200, fx('instances-page1.json'));
-          const p = JSON.parse(fx('instances-page1.json'));
-          if (st.unreachable) p.unreachables = ['zones/asia-east2-c'];
-          if (st.dropPage2) delete p.nextPageToken;
-          return send(res, 200, JSON.stringify(p));
+          return send(res, 200, page(st, 'instances-page1.json', (p) => {
+            if (st.unreachable) p.unreachables = ['zones/asia-east2-c'];
+            if (st.dropPage2) delete p.nextPageToken;
+          }));
         }
         if (tok !== PAGE2_TOKEN) return send(res, 400, '{"error":{"code":400,"message":"Invalid page token","status":"INVALID_ARGUMENT"}}');
         if (st.throttle > 0) {
@@ -93,7 +112,7 @@ export async function startGcp({ publicKey, staticTokens = [] } = {}) {
           return send(res, 429, fx('error-429.json'), { 'Retry-After': '1' });
         }
         if (st.failPage2) return send(res, 500, '{"error":{"code":500,"message":"Internal error","status":"INTERNAL"}}');
-        return send(res, 200, fx('instances-page2.json'));
+        return send(res, 200, page(st, 'instances-page2.json'));
       }
       if (u.pathname === `/compute/v1/projects/${PROJECT}/zones/us-east1-c/machineTypes/a4-highgpu-8g`) {
         return send(res, 200, fx('machine-type-a4-highgpu-8g.json'));
