@@ -2,6 +2,7 @@
 #include "collect/httpget.h"
 #include "collect/curlso.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
     struct sink s = {.max = o->max_bytes};
     char auth[4200];
     CURLcode cc;
+    bool unsignable;
     int rc = -1;
 
     *body = NULL;
@@ -86,12 +88,22 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         curlso->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     if (o->post_form) {
-        /* libcurl sends a POSTFIELDS body as x-www-form-urlencoded. */
+        curlso->easy_setopt(c, CURLOPT_POST, 1L);
         curlso->easy_setopt(c, CURLOPT_POSTFIELDS, o->post_form);
         curlso->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(o->post_form));
     }
-    cc = curlso->easy_perform(c);
-    if (s.too_large) {
+    cc = CURLE_OK;
+    if (o->aws_sigv4) {
+        curlso->easy_setopt(c, CURLOPT_USERPWD, o->userpwd ? o->userpwd : "");
+        cc = curlso->easy_setopt(c, CURLOPT_AWS_SIGV4, o->aws_sigv4);
+    }
+    unsignable = cc != CURLE_OK;
+    if (!unsignable)
+        cc = curlso->easy_perform(c);
+    if (unsignable) {
+        snprintf(err, errlen, "this libcurl cannot sign AWS requests (7.75 or newer needed): %s",
+                 curlso->easy_strerror(cc));
+    } else if (s.too_large) {
         snprintf(err, errlen, "the answer is larger than %zu bytes", o->max_bytes);
     } else if (cc != CURLE_OK) {
         snprintf(err, errlen, "%s", curlso->easy_strerror(cc));

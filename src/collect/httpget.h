@@ -18,14 +18,18 @@ struct httpget_opts {
      * (0 when none). */
     long *retry_after;
     /* When not NULL: the request is a POST of this
-     * application/x-www-form-urlencoded body (borrowed) instead of a GET. */
+     * application/x-www-form-urlencoded body instead of a GET. */
     const char *post_form;
+    /* When not NULL: the request is signed with AWS Signature Version 4
+     * (CURLOPT_AWS_SIGV4, "aws:amz:<region>:<service>") with userpwd
+     * ("<access key id>:<secret>") as the credentials. */
+    const char *aws_sigv4;
+    const char *userpwd;
 };
 
-/* Fetches url; *body (NUL-terminated, caller frees) and *status are set
- * when the server answered. Returns 0, or -1 with err filled (network
- * failure, timeout, body too large). A non-2xx answer returns 0: the
- * caller reads *status. */
+/* Fetches url (or posts o->post_form to it); *body (NUL-terminated, caller frees) and *status are
+ * set when the server answered. Returns 0, or -1 with err filled (network failure, timeout, body
+ * too large). A non-2xx answer returns 0: the caller reads *status. */
 int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *len, long *status,
             char *err, size_t errlen);
 

@@ -19,7 +19,7 @@
 /* Fetches observations for one source; fills err and returns -1 on failure. */
 typedef int (*pull_fetch_fn)(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 
-enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT };
+enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_LIST };
 struct cfg_key {
     const char *name;
     enum cfg_type type;
@@ -76,6 +76,20 @@ static const struct cfg_key slurm_keys[] = {{"cluster", CFG_STR, false, 0, 0},
                                             {"timeout_s", CFG_INT, false, 1, 600},
                                             {NULL, 0, 0, 0, 0}};
 
+/* aws: the regions listed (one DescribeInstances loop each), the access
+ * key, and endpoint replacing https://ec2.<region>.amazonaws.com; see
+ * pull_aws.c. */
+static const struct cfg_key aws_keys[] = {{"regions", CFG_LIST, true, 1, 64},
+                                          {"access_key_id", CFG_STR, true, 0, 0},
+                                          {"secret_access_key", CFG_SECRET, true, 0, 0},
+                                          {"session_token", CFG_SECRET, false, 0, 0},
+                                          {"endpoint", CFG_URL, false, 0, 0},
+                                          {"page_size", CFG_INT, false, 5, 1000},
+                                          {"ca_file", CFG_STR, false, 0, 0},
+                                          {"insecure_skip_verify", CFG_BOOL, false, 0, 0},
+                                          {"timeout_s", CFG_INT, false, 1, 300},
+                                          {NULL, 0, 0, 0, 0}};
+
 /* Cloud sources: the credentials, and base URLs that replace the public
  * APIs' (for a proxy or a stand-in); see pull_gcp.c, pull_azure.c. */
 #define CLOUD_KEYS                                                                                 \
@@ -109,6 +123,8 @@ int pull_run_kubernetes(struct store *st, int64_t source_id, const json_t *cfg, 
                         struct pull_result *res);
 int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                    struct pull_result *res);
+int pull_run_aws(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                 struct pull_result *res);
 int pull_run_netbox(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                     struct pull_result *res);
 int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
@@ -130,6 +146,7 @@ static const struct {
     {"slurm", slurm_keys, NULL, pull_run_slurm},
     {"netbox", netbox_keys, NULL, pull_run_netbox},
     {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
+    {"aws", aws_keys, NULL, pull_run_aws},
     {"gcp", gcp_keys, NULL, pull_run_gcp},
     {"azure", azure_keys, NULL, pull_run_azure},
 };
@@ -147,7 +164,8 @@ bool pull_kind_known(const char *kind) { return kind_index(kind) >= 0; }
 bool pull_config_secret(const char *key)
 {
     return strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0 ||
-           strcmp(key, "token") == 0 || strcmp(key, "service_account_json") == 0 ||
+           strcmp(key, "token") == 0 || strcmp(key, "secret_access_key") == 0 ||
+           strcmp(key, "session_token") == 0 || strcmp(key, "service_account_json") == 0 ||
            strcmp(key, "access_token") == 0 || strcmp(key, "client_secret") == 0;
 }
 
@@ -301,6 +319,23 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
             if (!json_is_boolean(v))
                 return bad(field, flen, msg, mlen, key, "config.%s must be true or false", key);
             break;
+        case CFG_LIST:
+            /* A list of names (AWS regions): letters, digits and '-'. */
+            if (!json_is_array(v) || json_array_size(v) < (size_t)ck->min ||
+                json_array_size(v) > (size_t)ck->max)
+                return bad(field, flen, msg, mlen, key,
+                           "config.%s must be a list of %lld to %lld names", key,
+                           (long long)ck->min, (long long)ck->max);
+            for (size_t i = 0; i < json_array_size(v); i++) {
+                const char *s = json_string_value(json_array_get(v, i));
+                size_t n = s ? strlen(s) : 0;
+                if (n == 0 || n > 32 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+                    return bad(field, flen, msg, mlen, key,
+                               "config.%s[%zu] must be a name of lower-case letters, digits and "
+                               "'-' (like us-east-1)",
+                               key, i);
+            }
+            break;
         case CFG_INT:
             if (!json_is_integer(v) || json_integer_value(v) < ck->min ||
                 json_integer_value(v) > ck->max)
@@ -312,7 +347,9 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
         }
     }
     for (const struct cfg_key *ck = kinds[k].keys; ck->name; ck++)
-        if (ck->required && !json_is_string(json_object_get(cfg, ck->name)))
+        if (ck->required &&
+            !(ck->type == CFG_LIST ? json_is_array(json_object_get(cfg, ck->name))
+                                   : json_is_string(json_object_get(cfg, ck->name))))
             return bad(field, flen, msg, mlen, ck->name, "config.%s is required", ck->name);
     if (strcmp(kind, "slurm") == 0)
         return slurm_config_check(cfg, field, flen, msg, mlen);

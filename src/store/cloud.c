@@ -28,9 +28,10 @@
 
 #define INST_COLS                                                                                  \
     "i.id, i.provider, i.instance_id, i.name, i.account, i.region, i.zone, i.machine_type, "       \
-    "i.state, i.state_raw, i.launch_time, i.gpu_model, i.gpu_count, i.gpu_memory_mib, "            \
-    "i.private_ip, i.tags, h.hostname AS host, s.name AS source, i.scope, i.first_seen, "          \
-    "i.last_seen, i.gone_at "
+    "i.state, i.state_raw, i.launch_time AS launched_at, i.gpu_model, i.gpu_count, "               \
+    "i.gpu_memory_mib, "                                                                           \
+    "i.private_ip, i.tags, h.hostname AS host, s.name AS source, i.scope, i.first_seen AS "        \
+    "first_seen_at, i.last_seen AS last_seen_at, i.gone_at "
 
 #define INST_WHERE                                                                                 \
     "WHERE (:provider IS NULL OR i.provider = :provider) AND (:state IS NULL OR i.state = "        \
@@ -131,14 +132,13 @@ static char *tags_text(const struct cloud_instance *v)
     return t;
 }
 
-/* The vendor a GPU model name starts with, or NULL. */
+/* The vendor of a GPU model name ("nvidia", "amd"), or NULL. */
 static const char *vendor_of(const char *model)
 {
-    static const char *const vendors[] = {"NVIDIA", "AMD", "Habana", "Intel"};
-
-    for (size_t i = 0; model && i < sizeof vendors / sizeof *vendors; i++)
-        if (strncmp(model, vendors[i], strlen(vendors[i])) == 0)
-            return vendors[i];
+    if (model && strncmp(model, "NVIDIA", 6) == 0)
+        return "nvidia";
+    if (model && strncmp(model, "AMD", 3) == 0)
+        return "amd";
     return NULL;
 }
 

@@ -577,6 +577,10 @@ static int write_interval(struct conn *c, struct hour_calc *h, const struct cons
     if (was_open && !open && k->last < h->hi - usage_config()->max_gap_s &&
         h->hour < usage_hour_of(h->now) - 3600)
         open = true;
+    /* A cloud run that ended (the instance stopped) is over, however
+     * recently. */
+    if (k->rank == K_CLOUD && k->iv_hi != INT64_MAX && k->iv_hi <= h->hi)
+        open = false;
     if (!(s = prep(c, found ? ST_IV_SET : ST_IV_ADD)))
         return GI_INTERNAL;
     db_bind_int(s, ":id", id);
