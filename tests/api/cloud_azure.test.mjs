@@ -77,7 +77,7 @@ test('a pull: token grant, SKUs, two pages with a throttled answer, power states
   assert.equal(nd.gpu_model, 'NVIDIA H100 80GB HBM3');
   assert.deepEqual(nd.tags, { team: 'llm', 'cost-center': '4711' });
   assert.equal(nd.gpus[0].uuid, 'cloud:azure:6f1c2a3b-0000-4000-8000-000000000001:0');
-  assert.equal(secs(nd.launch_time), T0); // 7 fractional digits, +00:00
+  assert.equal(secs(nd.launched_at), T0); // 7 fractional digits, +00:00
   // The size in another case, deallocated, no tags.
   const t4 = byName(items, 'nc-t4-02');
   assert.equal(t4.gpu_count, 1);

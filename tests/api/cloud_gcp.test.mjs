@@ -94,7 +94,7 @@ test('a service-account pull: signed grant, two pages with a throttled answer, e
   assert.equal(t0.gpu_model, 'NVIDIA H100 80GB HBM3');
   assert.equal(t0.gpu_count, 8);
   assert.deepEqual(t0.tags, { team: 'llm', env: 'prod' });
-  assert.equal(secs(t0.launch_time), T0); // lastStartTimestamp, -07:00 with millis
+  assert.equal(secs(t0.launched_at), T0); // lastStartTimestamp, -07:00 with millis
   assert.equal(t0.gpus.length, 8);
   assert.equal(t0.gpus[0].uuid, 'cloud:gcp:4583243601304432596:0');
   // No guestAccelerators and no labels: the machine type's 2 L4s.
