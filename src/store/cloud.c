@@ -60,7 +60,8 @@
     X(HOST_CLAIMED, "SELECT COUNT(*) FROM cloud_instances WHERE host_id = :hid AND id <> :id")     \
     X(HOST_ADD, "INSERT INTO hosts (hostname, cluster, source_id, first_seen_at, last_seen_at) "   \
                 "VALUES (:name, :cluster, :sid, :now, :now) RETURNING id")                         \
-    X(HOST_SEEN, "UPDATE hosts SET last_seen_at = :now WHERE id = :hid AND last_seen_at < :now")   \
+    X(HOST_SEEN, "UPDATE hosts SET last_seen_at = :now WHERE id = :hid AND source_id = :sid AND "  \
+                 "last_seen_at < :now")                                                            \
     X(REAL_GPUS, "SELECT COUNT(*) FROM gpus WHERE host_id = :hid AND parent_uuid IS NULL AND "     \
                  "missing_since IS NULL AND uuid NOT LIKE 'cloud:%'")                              \
     X(RUN_OPEN, "SELECT id, started_at FROM cloud_runs WHERE instance_row = :id AND ended_at IS "  \
@@ -499,6 +500,7 @@ static int sync_instance(struct sync_ctx *x, const struct cloud_instance *v, int
     x->res->instances++;
     if ((s = prep(x->c, ST_HOST_SEEN))) {
         db_bind_int(s, ":hid", hid);
+        db_bind_int(s, ":sid", x->sid);
         db_bind_int(s, ":now", x->now);
         rc = db_exec_done(x->c, s);
     } else {
