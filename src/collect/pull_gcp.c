@@ -123,8 +123,10 @@ cleanup:
 static int access_token(const json_t *cfg, char *token, size_t tlen, char *err, size_t errlen)
 {
     if (cfg_str(cfg, "access_token")) {
-        if (!gi_strlcpy(token, cfg_str(cfg, "access_token"), tlen)) {
-            snprintf(err, errlen, "config.access_token is too long");
+        /* It becomes a header line: one line, or it would add headers. */
+        if (!gi_strlcpy(token, cfg_str(cfg, "access_token"), tlen) || strpbrk(token, "\r\n")) {
+            snprintf(err, errlen, "config.access_token must be one line of at most %zu bytes",
+                     tlen - 1);
             return -1;
         }
         return 0;

@@ -174,6 +174,15 @@ test('refused credentials: a revoked key and an expired access token are named; 
   const tok = ok(await s.api('POST', '/api/v1/sources', {
     body: { name: 'gcp-token', kind: 'gcp', enabled: false, config: { project: PROJECT, access_token: 'ya29.given-token', endpoint: gcp.url } },
   }), 201);
+  // A token of two lines would add a header to the request: refused.
+  const two = ok(await s.api('POST', '/api/v1/sources', {
+    body: { name: 'gcp-two-lines', kind: 'gcp', enabled: false, config: { project: PROJECT, access_token: 'ya29.given-token\r\nX-Injected: 1', endpoint: gcp.url } },
+  }), 201);
+  const seenBefore = gcp.seen.length;
+  r = await run(two.id);
+  assert.equal(r.ok, false);
+  assert.match(r.error, /access_token must be one line/);
+  assert.equal(gcp.seen.length, seenBefore, 'nothing was sent');
   gcp.expire();
   r = await run(tok.id);
   assert.equal(r.ok, false);
