@@ -13,7 +13,8 @@ mode=${1:-}
 # Building gpuinv, gpuinv-agent and the stand-in NVML, and running the demo
 # (its simulated hosts are a node script that needs no npm package).
 run_pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev
-          libsodium-dev libxml2-dev zlib1g-dev libpq-dev libcurl4-gnutls-dev libqrencode-dev procps)
+          libsodium-dev libxml2-dev zlib1g-dev libpq-dev libcurl4-gnutls-dev libqrencode-dev
+          libgnutls28-dev procps)
 # Tests and tooling on top of that.
 # PostgreSQL 15: the test suites also run on a throwaway server (tests/lib/pg.sh).
 # fusioninventory-agent: the real inventory agent the /glpi test reports with.

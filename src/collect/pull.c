@@ -119,6 +119,29 @@ static const struct cfg_key generic_keys[] = {{"url", CFG_URL, false, 0, 0},
 
 int pull_fetch_generic(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_generic_config_check(const json_t *cfg, char *field, size_t flen, char *msg, size_t mlen);
+/* Cloud sources: the credentials, and base URLs that replace the public
+ * APIs' (for a proxy or a stand-in); see pull_gcp.c, pull_azure.c. */
+#define CLOUD_KEYS                                                                                 \
+    {"ca_file", CFG_STR, false, 0, 0}, {"insecure_skip_verify", CFG_BOOL, false, 0, 0},            \
+    {                                                                                              \
+        "timeout_s", CFG_INT, false, 1, 300                                                        \
+    }
+static const struct cfg_key gcp_keys[] = {{"project", CFG_STR, true, 0, 0},
+                                          {"service_account_json", CFG_SECRET, false, 0, 0},
+                                          {"access_token", CFG_SECRET, false, 0, 0},
+                                          {"endpoint", CFG_URL, false, 0, 0},
+                                          {"token_endpoint", CFG_URL, false, 0, 0},
+                                          CLOUD_KEYS,
+                                          {NULL, 0, 0, 0, 0}};
+static const struct cfg_key azure_keys[] = {{"subscription_id", CFG_STR, true, 0, 0},
+                                            {"tenant_id", CFG_STR, true, 0, 0},
+                                            {"client_id", CFG_STR, true, 0, 0},
+                                            {"client_secret", CFG_SECRET, false, 0, 0},
+                                            {"endpoint", CFG_URL, false, 0, 0},
+                                            {"login_endpoint", CFG_URL, false, 0, 0},
+                                            CLOUD_KEYS,
+                                            {NULL, 0, 0, 0, 0}};
+
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_habana(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
@@ -136,6 +159,10 @@ int pull_run_netbox(struct store *st, int64_t source_id, const json_t *cfg, cons
                     struct pull_result *res);
 int pull_run_snipeit(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                      struct pull_result *res);
+int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                 struct pull_result *res);
+int pull_run_azure(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
+                   struct pull_result *res);
 
 static const struct {
     const char *kind;
@@ -152,6 +179,8 @@ static const struct {
     {"prometheus-generic", generic_keys, pull_fetch_generic, NULL},
     {"habanalabs-exporter", habana_keys, pull_fetch_habana, NULL},
     {"aws", aws_keys, NULL, pull_run_aws},
+    {"gcp", gcp_keys, NULL, pull_run_gcp},
+    {"azure", azure_keys, NULL, pull_run_azure},
 };
 
 static int kind_index(const char *kind)
@@ -181,7 +210,8 @@ bool pull_config_target(const char *key)
 {
     return strcmp(key, "url") == 0 || strcmp(key, "ca_file") == 0 ||
            strcmp(key, "insecure_skip_verify") == 0 || strcmp(key, "slurmrestd_url") == 0 ||
-           strcmp(key, "exporter_url") == 0 || strcmp(key, "endpoint") == 0;
+           strcmp(key, "exporter_url") == 0 || strcmp(key, "endpoint") == 0 ||
+           strcmp(key, "token_endpoint") == 0 || strcmp(key, "login_endpoint") == 0;
 }
 
 /* True when an http(s) URL carries user information ("user:pw@") in its
@@ -231,6 +261,54 @@ static int slurm_config_check(const json_t *cfg, char *field, size_t flen, char 
     if (fmt && restd)
         return bad(field, flen, msg, mlen, "format",
                    "config.format applies to sacct only; slurmrestd answers JSON");
+    return 0;
+}
+
+/* True when s is a cloud name or id fit for a URL path: letters, digits
+ * and - _ . : only. */
+static bool cloud_id_ok(const json_t *v)
+{
+    const char *s = json_string_value(v);
+
+    if (s == NULL || *s == '\0' || strlen(s) > 128)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '_' || *s == '.' || *s == ':'))
+            return false;
+    return true;
+}
+
+/* The gcp and azure kinds' settings that need more than a type. */
+static int cloud_config_check(const char *kind, const json_t *cfg, char *field, size_t flen,
+                              char *msg, size_t mlen)
+{
+    static const char *const ids[] = {"project", "subscription_id", "tenant_id", "client_id", NULL};
+    const json_t *sa = json_object_get(cfg, "service_account_json");
+
+    for (size_t i = 0; ids[i]; i++) {
+        const json_t *v = json_object_get(cfg, ids[i]);
+        if (json_is_string(v) && !cloud_id_ok(v))
+            return bad(field, flen, msg, mlen, ids[i],
+                       "config.%s must be an id of letters, digits and - _ . : (at most 128)",
+                       ids[i]);
+    }
+    if (strcmp(kind, "gcp") != 0)
+        return 0;
+    if (json_is_string(sa) && json_is_string(json_object_get(cfg, "access_token")))
+        return bad(field, flen, msg, mlen, "access_token",
+                   "config.service_account_json and config.access_token exclude each other: "
+                   "give one");
+    if (json_is_string(sa)) {
+        json_t *k = json_loads(json_string_value(sa), 0, NULL);
+        bool ok = json_is_string(json_object_get(k, "client_email")) &&
+                  json_is_string(json_object_get(k, "private_key"));
+        json_decref(k);
+        if (!ok)
+            return bad(field, flen, msg, mlen, "service_account_json",
+                       "config.service_account_json must be a service-account key: the JSON "
+                       "file with client_email and private_key");
+    }
     return 0;
 }
 
@@ -335,6 +413,8 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
         return slurm_config_check(cfg, field, flen, msg, mlen);
     if (strcmp(kind, "prometheus-generic") == 0)
         return pull_generic_config_check(cfg, field, flen, msg, mlen);
+    if (strcmp(kind, "gcp") == 0 || strcmp(kind, "azure") == 0)
+        return cloud_config_check(kind, cfg, field, flen, msg, mlen);
     return 0;
 }
 

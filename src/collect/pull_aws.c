@@ -9,6 +9,7 @@
  * 503) is retried a bounded number of times after Retry-After. */
 #include "collect/httpget.h"
 #include "collect/pull.h"
+#include "collect/pull_cloud.h"
 #include "collect/curlso.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -241,14 +242,10 @@ static int pull_region(struct store *st, int64_t sid, struct aws_ctx *x,
         v->gpu_memory_mib = t->memory_mib;
         gi_strlcpy(v->gpu_model, t->model, sizeof v->gpu_model);
     }
-    if (rc == 0 && x->dry) {
-        /* A test of the source: count what a run would store. */
-        r->instances += (int64_t)all.n;
-        for (size_t i = 0; i < all.n; i++)
-            r->gpus += all.items[i].gpu_count > 0 ? all.items[i].gpu_count : 0;
-    } else if (rc == 0) {
-        r->warnings += (int64_t)(all.warnings + all.skipped);
-        st_rc = store_cloud_sync(st, sid, "aws", x->region, all.items, all.n, r);
+    if (rc == 0) {
+        if (!x->dry)
+            r->warnings += (int64_t)(all.warnings + all.skipped);
+        st_rc = pull_cloud_listing(st, sid, "aws", x->region, all.items, all.n, x->dry, r);
         if (st_rc != GI_OK) {
             snprintf(err, errlen, "%s: storing the listing failed: %s", x->region,
                      gi_status_name(st_rc));

@@ -22,7 +22,8 @@ const REFRESH_S = 20;
 
 const KIND_LABELS = { push: 'Push (agents)', csv: 'CSV import', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus',
   kubernetes: 'Kubernetes', slurm: 'Slurm', netbox: 'NetBox', snipeit: 'Snipe-IT',
-  'prometheus-generic': 'Own exporter', 'habanalabs-exporter': 'Intel Gaudi exporter' };
+  'prometheus-generic': 'Own exporter', 'habanalabs-exporter': 'Intel Gaudi exporter',
+  aws: 'AWS EC2', gcp: 'GCP Compute Engine', azure: 'Azure VMs' };
 
 /** True for a source the server pulls (and so can run now): every kind but push and csv. */
 export function isPull(kind) {
