@@ -349,7 +349,7 @@ void api_asset_events_export(struct req *r)
     if (!req_page_or_reply(r, sortable, &pg) || !range_or_reply(r, &from, &to) ||
         !req_param_str_or_reply(r, "kind", 32, &f.kind) ||
         !req_param_str_or_reply(r, "asset_kind", 16, &f.asset_kind) ||
-        !datacenter_or_reply(r, &f.datacenter_id))
+        !datacenter_or_reply(r, &f.datacenter_id) || !who_dc_filter_or_reply(r, &f.datacenter_id))
         return;
     if (f.asset_kind && !store_asset_kind_valid(f.asset_kind)) {
         reply_error(r, 400, "invalid_parameter", "asset_kind",

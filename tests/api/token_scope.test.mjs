@@ -98,6 +98,30 @@ describe('token data-center scope', () => {
     assert.ok(all.items.some((a) => a.tag === tagB));
   });
 
+  test('the stage counts, the event export and a label sheet by filter are narrowed too', async () => {
+    const counts = ok(await h.s.api('GET', '/api/v1/asset-stages', { auth: scanner.token }));
+    const mine = (await listAll(h.s, '/api/v1/assets?limit=100', { auth: scanner.token })).items.length;
+    assert.equal(counts.total, mine);
+    const ev = await listAll(h.s, '/api/v1/asset-events?limit=100', { auth: scanner.token });
+    assert.ok(ev.items.some((e) => e.tag === tagA));
+    assert.ok(!ev.items.some((e) => e.tag === tagB), 'an event of B was listed');
+    assertError(await h.s.api('GET', `/api/v1/asset-events?datacenter=${dcB.id}`, { auth: scanner.token }), 403, { code: 'forbidden' });
+    assertError(await h.s.api('GET', `/api/v1/assets/labels.svg?paper=a4&datacenter=${dcB.name}`, { auth: scanner.token }), 403, { code: 'forbidden' });
+    const sheet = await h.s.api('GET', '/api/v1/assets/labels.svg?paper=a4', { auth: scanner.token });
+    assert.equal(sheet.status, 200);
+    assert.ok(sheet.text.includes(tagA));
+    assert.ok(!sheet.text.includes(tagB));
+  });
+
+  test('a token of two data centers lists one at a time', async () => {
+    const two = ok(await h.s.api('POST', '/api/v1/tokens', { body: { name: uniq('two'), role: 'viewer', datacenters: [dcA.name, dcB.id] } }), 201);
+    assert.deepEqual(two.datacenters, [dcA.id, dcB.id]);
+    assertError(await h.s.api('GET', '/api/v1/assets', { auth: two.token }), 400, { field: 'datacenter' });
+    const b = await listAll(h.s, `/api/v1/assets?limit=100&datacenter=${dcB.id}`, { auth: two.token });
+    assert.ok(b.items.some((a) => a.tag === tagB));
+    for (const a of b.items) assert.equal(a.datacenter_id, dcB.id);
+  });
+
   test('resources and allocations: not in B', async () => {
     const resA = await mkRes(h.s, dcA.id);
     const resB = await mkRes(h.s, dcB.id);
