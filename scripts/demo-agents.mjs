@@ -18,6 +18,7 @@ import { chmodSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { STEP_S, planFleet, podOf, reading } from './demo-fleet.mjs';
 import { adminApi, loadHistory, runRollup, setupOwnership, setupPrices } from './demo-history.mjs';
+import { setupAssets, xidAt } from './demo-assets.mjs';
 
 const DAYS = 30;
 const [url, buildDir, workDir, hostsArg] = process.argv.slice(2);
@@ -146,16 +147,17 @@ process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
 setInterval(() => {}, 1 << 30);
 
-// In the background: ownership and the price change first (so the rollup
-// attributes and prices the history as it goes), then the history, then
-// the rollup. Nothing here stops the live demo: each step says what it
+// In the background: ownership, the price change and the hardware assets
+// first (so the rollup attributes and prices the history as it goes), then
+// the history (one GPU with rising XID errors), then the rollup. Nothing here stops the live demo: each step says what it
 // could not do and the next one runs.
 const say = (line) => console.log(`gpuinv: ${line}`);
 const api = adminApi(url, adminToken);
 const start = state.end - state.days * 86400;
 const midMonth = state.end - (state.end % 3600) - 15 * 86400;
 async function background() {
-  for (const step of [() => setupOwnership(api, plans, start), () => setupPrices(api, plans, midMonth)]) {
+  for (const step of [() => setupOwnership(api, plans, start), () => setupPrices(api, plans, midMonth),
+    () => setupAssets(api, plans, state.end)]) {
     try { say(await step()); } catch (e) { say(`demo setup: ${e.message}`); }
   }
   if (state.loaded) {
@@ -163,7 +165,8 @@ async function background() {
   } else {
     const t0 = Date.now();
     say(`loading ${state.days} days of history for ${plans.length} hosts in the background ...`);
-    const r = await loadHistory({ url, plans, tokens, end: state.end, days: state.days });
+    const r = await loadHistory({ url, plans, tokens, end: state.end, days: state.days,
+      xid: (plan, g, ts) => xidAt(plans, plan, g, ts, state.end) });
     state.loaded = true;
     writeFileSync(stateFile, JSON.stringify(state) + '\n');
     say(`history loaded: ${r.samples} samples and ${r.processes} process readings in ${r.batches} new batches` +

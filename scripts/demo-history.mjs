@@ -23,9 +23,10 @@ const COLUMNS = ['time', 'gpu', 'util_avg', 'util_max', 'mem_used_mib', 'power_a
  * The batches of one host's history: the `days` before `end` (unix
  * seconds, a multiple of step), one sample per GPU every `step` seconds in
  * (end - days, end], cut into windows of about `batchSamples` samples.
- * Yields {id, body, samples}.
+ * With xid(plan, g, ts) → XID code (0: none) the samples carry an xid
+ * column. Yields {id, body, samples}.
  */
-export function* historyBatches(plan, end, days, { step = STEP_S, batchSamples = 1000 } = {}) {
+export function* historyBatches(plan, end, days, { step = STEP_S, batchSamples = 1000, xid = null } = {}) {
   const start = end - days * DAY;
   const perBatch = Math.max(1, Math.floor(batchSamples / plan.gpus.length));
   const host = { hostname: plan.name, machine_id: plan.machineId, cluster: plan.cluster };
@@ -42,7 +43,9 @@ export function* historyBatches(plan, end, days, { step = STEP_S, batchSamples =
       for (let g = 0; g < plan.gpus.length; g++) {
         const r = reading(plan, g, ts);
         if (!r) continue;
-        rows.push([ts, g, r.util, r.util_max, r.mem, r.power, Math.round(r.power * step), r.temp, 0, 0]);
+        const row = [ts, g, r.util, r.util_max, r.mem, r.power, Math.round(r.power * step), r.temp, 0, 0];
+        if (xid) row.push(xid(plan, g, ts));
+        rows.push(row);
         for (const p of r.procs) processes.push({ gpu: plan.gpus[g].uuid, time: ts, ...p });
       }
     }
@@ -50,7 +53,7 @@ export function* historyBatches(plan, end, days, { step = STEP_S, batchSamples =
     yield {
       id: `history-${plan.name}-${iso(from)}`,
       samples: rows.length,
-      body: { batch_id: `history-${plan.name}-${iso(from)}`, host, gpus, samples: { columns: COLUMNS, rows }, processes },
+      body: { batch_id: `history-${plan.name}-${iso(from)}`, host, gpus, samples: { columns: xid ? [...COLUMNS, 'xid'] : COLUMNS, rows }, processes },
     };
   }
 }

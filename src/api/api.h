@@ -63,6 +63,12 @@ void api_sources_get(struct req *r);
 void api_sources_update(struct req *r);
 void api_sources_delete(struct req *r);
 void api_sources_run(struct req *r);
+/* A dry pull (nothing stored): of a source body, or of a saved source
+ * with an optional change, its secrets kept. */
+void api_sources_test(struct req *r);
+void api_sources_test_saved(struct req *r);
+/* source_kinds.c */
+void api_source_kinds(struct req *r);
 
 /* openapi.c: the API description (src/api/openapi.json) */
 void api_openapi(struct req *r);
@@ -206,6 +212,11 @@ void api_webhooks_deliveries(struct req *r);
 void api_webhook_deliveries_retry(struct req *r);
 
 /* tickets.c */
+/* sync_conflicts.c */
+void api_assets_conflicts(struct req *r);
+void api_sync_conflicts_list(struct req *r);
+void api_sync_conflicts_resolve(struct req *r);
+void api_sync_pushes_list(struct req *r);
 void api_tickets_list(struct req *r);
 void api_tickets_get(struct req *r);
 void api_tickets_create(struct req *r);

@@ -172,8 +172,7 @@ static bool source_body_or_reply(struct req *r, const json_t *body, const char *
             return false;
         if (!pull_kind_known(in->kind)) {
             reply_error(r, 400, "validation_failed", "kind",
-                        "kind must be one of prometheus, dcgm-exporter, kubernetes, netbox, "
-                        "snipeit");
+                        "kind must be one of the kinds GET /api/v1/source-kinds lists");
             return false;
         }
         kind = in->kind;
@@ -312,4 +311,111 @@ void api_sources_run(struct req *r)
                                       (json_int_t)res.unchanged, "warnings",
                                       (json_int_t)res.warnings));
     reply_json(r, 200, out);
+}
+
+/* The reply of a dry pull: {"ok", "found": {...}, "error", "warnings"}. */
+static json_t *test_reply(const struct pull_result *res, json_t *warnings)
+{
+    json_t *found =
+        json_pack("{s:I, s:I}", "hosts", (json_int_t)res->hosts, "gpus", (json_int_t)res->gpus);
+
+    if (res->instances >= 0)
+        json_object_set_new(found, "instances", json_integer(res->instances));
+    if (res->jobs >= 0)
+        json_object_set_new(found, "jobs", json_integer(res->jobs));
+    if (res->pods >= 0)
+        json_object_set_new(found, "pods", json_integer(res->pods));
+    if (res->assets)
+        json_object_set_new(found, "assets",
+                            json_pack("{s:I, s:I, s:I}", "created", (json_int_t)res->created,
+                                      "updated", (json_int_t)res->updated, "unchanged",
+                                      (json_int_t)res->unchanged));
+    if (res->ok && res->warnings > 0) {
+        char msg[300];
+        if (res->warnings > 1)
+            snprintf(msg, sizeof msg, "%s (and %lld more)", res->warning,
+                     (long long)res->warnings - 1);
+        else
+            snprintf(msg, sizeof msg, "%s", res->warning);
+        json_array_append_new(
+            warnings, json_pack("{s:s, s:I}", "message", msg, "count", (json_int_t)res->warnings));
+    }
+    return json_pack("{s:b, s:o, s:s?, s:O}", "ok", res->ok, "found", found, "error",
+                     res->ok ? NULL : res->error, "warnings", warnings);
+}
+
+/* Runs a dry pull of a source body (kind, name, cluster, config) and
+ * replies with what it found. */
+static void test_and_reply(struct req *r, const char *kind, const char *name, const char *cluster,
+                           const json_t *cfg, json_t *warnings)
+{
+    struct pull_result res;
+    json_t *src = json_pack("{s:s, s:s, s:s?, s:O, s:I}", "kind", kind, "name", name, "cluster",
+                            cluster, "config", cfg, "id", (json_int_t)0);
+
+    pull_test_source(r->store, src, &res);
+    json_decref(src);
+    reply_json(r, 200, test_reply(&res, warnings));
+}
+
+void api_sources_test(struct req *r)
+{
+    json_t *body = NULL, *warnings = json_array();
+    struct store_source in = {0};
+
+    if (!req_json_body_or_reply(r, &body))
+        goto cleanup;
+    /* Testing needs no name yet: the form tests before it is complete. */
+    if (json_is_object(body) && json_object_get(body, "name") == NULL)
+        json_object_set_new(body, "name", json_string("test"));
+    if (!source_body_or_reply(r, body, NULL, &in))
+        goto cleanup;
+    test_and_reply(r, in.kind, in.name, in.cluster, in.config, warnings);
+cleanup:
+    json_decref(warnings);
+    json_decref(body);
+}
+
+void api_sources_test_saved(struct req *r)
+{
+    json_t *body = NULL, *cur = NULL, *merged = NULL, *warnings = json_array();
+    const char *kind;
+    int st;
+
+    if (r->body_len > 0 && !req_json_body_or_reply(r, &body))
+        goto cleanup;
+    if ((st = store_source_get(r->store, r->id, 0, &cur)) != GI_OK) {
+        reply_status(r, st, "source");
+        goto cleanup;
+    }
+    kind = json_string_value(json_object_get(cur, "kind"));
+    if (!pull_kind_known(kind)) {
+        reply_error(r, 409, "conflict", "kind",
+                    "a %s source is not pulled; its reporters send data themselves", kind);
+        goto cleanup;
+    }
+    /* The body, if any, is a change to try as PATCH takes it; secrets not
+     * given again are kept unless the change moves where they go. */
+    if (body) {
+        struct store_source in = {0};
+        const json_t *patch = json_object_get(body, "config");
+        merged =
+            config_merge(json_object_get(cur, "config"),
+                         json_is_object(patch) ? patch : json_object_get(cur, "config"), warnings);
+        json_object_set(body, "config", merged);
+        if (!source_body_or_reply(r, body, kind, &in))
+            goto cleanup;
+        test_and_reply(r, kind, in.name ? in.name : json_string_value(json_object_get(cur, "name")),
+                       in.cluster ? in.cluster : json_string_value(json_object_get(cur, "cluster")),
+                       merged, warnings);
+    } else {
+        test_and_reply(r, kind, json_string_value(json_object_get(cur, "name")),
+                       json_string_value(json_object_get(cur, "cluster")),
+                       json_object_get(cur, "config"), warnings);
+    }
+cleanup:
+    json_decref(warnings);
+    json_decref(merged);
+    json_decref(cur);
+    json_decref(body);
 }

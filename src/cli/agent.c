@@ -39,10 +39,11 @@ static const char agent_usage[] =
     "  --print               write the batch as JSON to stdout instead of pushing\n"
     "  --spool DIR           on-disk queue for unsent batches (default ./gpuinv-spool)\n"
     "  --spool-max BYTES     queue bound; the oldest batches are dropped past it (default 64 MiB)\n"
-    "  --collector NAME      only use nvml, nvidia-smi or amd\n"
+    "  --collector NAME      only use nvml, nvidia-smi, amd or gaudi\n"
     "  --nvml PATH           libnvidia-ml.so.1 to load (default: the system's)\n"
     "  --nvidia-smi PATH     nvidia-smi to run when NVML cannot be loaded\n"
     "  --amd-smi PATH, --rocm-smi PATH   AMD tools to run\n"
+    "  --hl-smi PATH         Intel Gaudi's hl-smi to run (needs read access to /dev/accel/*)\n"
     "  --hostname NAME       report under this host name (default: the system's)\n"
     "  --cluster NAME        cluster label for this host\n"
     "  --datacenter NAME     data-center name for this host, as registered in gpuinv\n"
@@ -372,6 +373,7 @@ int cli_agent(int argc, char **argv)
         {"nvidia-smi", required_argument, NULL, 'N'},
         {"amd-smi", required_argument, NULL, 'a'},
         {"rocm-smi", required_argument, NULL, 'r'},
+        {"hl-smi", required_argument, NULL, 'g'},
         {"hostname", required_argument, NULL, 'H'},
         {"cluster", required_argument, NULL, 'C'},
         {"datacenter", required_argument, NULL, 'D'},
@@ -445,6 +447,9 @@ int cli_agent(int argc, char **argv)
         case 'r':
             a.copts.rocm_smi = optarg;
             break;
+        case 'g':
+            a.copts.hl_smi = optarg;
+            break;
         case 'H':
             gi_strlcpy(a.host.hostname, optarg, sizeof a.host.hostname);
             break;
@@ -491,6 +496,7 @@ int cli_agent(int argc, char **argv)
     if (a.push_interval < a.interval)
         a.push_interval = a.interval;
     hostid_read(a.root, &a.host);
+    a.copts.root = a.root;
     if (a.host.hostname[0] == '\0') {
         fprintf(stderr, "gpuinv agent: cannot tell this host's name; pass --hostname\n");
         return 2;

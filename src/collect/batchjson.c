@@ -56,7 +56,7 @@ static const char *proc_gpu(const struct gi_batch *b, const long *sent, const st
 
 json_t *batchjson_build(const struct gi_batch *b)
 {
-    static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    static const char *const vendors[] = {NULL, "nvidia", "amd", "intel"};
     json_t *root = json_object(), *host = json_object();
     json_t *gpus = json_array(), *samples = json_array(), *procs = json_array();
     long *sent = calloc(b->set.ngpus + 1, sizeof *sent), nsent = 0;
@@ -102,6 +102,12 @@ json_t *batchjson_build(const struct gi_batch *b)
         put_str(o, "parent_uuid", g->parent_uuid);
         put_str(o, "mig_profile", g->mig_profile);
         put_int(o, "mig_instance", g->mig_instance);
+        put_int(o, "remap_corrected", g->remap_corrected);
+        put_int(o, "remap_uncorrectable", g->remap_uncorrectable);
+        if (g->remap_pending >= 0)
+            json_object_set_new(o, "remap_pending", json_boolean(g->remap_pending));
+        if (g->remap_failure >= 0)
+            json_object_set_new(o, "remap_failure", json_boolean(g->remap_failure));
         json_array_append_new(gpus, o);
     }
     /* Samples go in columns, the GPU as its index in "gpus": a third of

@@ -14,6 +14,8 @@ int collector_open_nvsmi(const struct collector_opts *o, struct collector *out, 
                          size_t errlen);
 int collector_open_amd(const struct collector_opts *o, struct collector *out, char *err,
                        size_t errlen);
+int collector_open_gaudi(const struct collector_opts *o, struct collector *out, char *err,
+                         size_t errlen);
 
 /* In order of preference: the library first, the tools as fallbacks. */
 static const struct {
@@ -23,6 +25,7 @@ static const struct {
     {"nvml", collector_open_nvml},
     {"nvidia-smi", collector_open_nvsmi},
     {"amd", collector_open_amd},
+    {"gaudi", collector_open_gaudi},
     {NULL, NULL},
 };
 

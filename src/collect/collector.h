@@ -1,5 +1,5 @@
 /* One way of discovering and reading GPUs on a host (NVML, nvidia-smi,
- * amd-smi/rocm-smi). The agent tries them in order and keeps the first that
+ * amd-smi/rocm-smi, hl-smi for Intel Gaudi). The agent tries them in order and keeps the first that
  * opens. */
 #ifndef GI_COLLECTOR_H
 #define GI_COLLECTOR_H
@@ -13,7 +13,9 @@ struct collector_opts {
     const char *nvidia_smi; /* NULL: "nvidia-smi" on PATH */
     const char *amd_smi;    /* NULL: "amd-smi" on PATH */
     const char *rocm_smi;   /* NULL: "rocm-smi" on PATH */
-    const char *only;       /* NULL, or "nvml", "nvidia-smi", "amd" */
+    const char *hl_smi;     /* NULL: "hl-smi" on PATH */
+    const char *root;       /* NULL or "/": the host's /proc and /sys; else under it */
+    const char *only;       /* NULL, or "nvml", "nvidia-smi", "amd", "gaudi" */
 };
 
 struct collector {

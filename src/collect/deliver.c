@@ -1,6 +1,7 @@
 /* The webhook sender; see deliver.h. */
 #include "collect/deliver.h"
 #include "collect/httpget.h"
+#include "collect/push_assets.h"
 #include "core/hookbody.h"
 #include "core/hooksig.h"
 #include "core/log.h"
@@ -15,6 +16,8 @@
 static int64_t backoff_override;
 
 void deliver_configure(int64_t backoff_s) { backoff_override = backoff_s > 0 ? backoff_s : 0; }
+
+int64_t deliver_backoff(void) { return backoff_override; }
 
 int64_t deliver_interval(void)
 {
@@ -127,7 +130,7 @@ int deliver_run(struct store *st, int64_t now, struct deliver_stats *stats)
     /* Long enough for the whole batch to time out before another
      * replica may take its deliveries again. */
     int64_t lease = (int64_t)DELIVER_BATCH * (DELIVER_TIMEOUT_S + 5) + 60;
-    int rc = store_delivery_claim(st, now, lease, DELIVER_BATCH, &items);
+    int rc = store_delivery_claim(st, now, lease, DELIVER_BATCH, &items), one_rc;
 
     if (stats)
         memset(stats, 0, sizeof *stats);
@@ -137,5 +140,8 @@ int deliver_run(struct store *st, int64_t now, struct deliver_stats *stats)
             rc = one;
     }
     json_decref(items);
+    /* Then the push-back to asset managers, on the same schedule. */
+    if ((one_rc = push_assets_run(st, gi_now(), stats)) != GI_OK && rc == GI_OK)
+        rc = one_rc;
     return rc;
 }

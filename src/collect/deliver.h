@@ -28,6 +28,8 @@ struct store;
 void deliver_configure(int64_t backoff_s);
 /* The job's interval in seconds. */
 int64_t deliver_interval(void);
+/* The retry wait deliver_configure set (0: the schedule). */
+int64_t deliver_backoff(void);
 
 struct deliver_stats {
     int64_t sent, delivered, failed;

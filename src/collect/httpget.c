@@ -135,6 +135,8 @@ int httppost(const char *url, const struct httppost_opts *o, const char *data, s
     curlso->easy_setopt(c, CURLOPT_URL, url);
     curlso->easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curlso->easy_setopt(c, CURLOPT_POST, 1L);
+    if (o->method)
+        curlso->easy_setopt(c, CURLOPT_CUSTOMREQUEST, o->method);
     curlso->easy_setopt(c, CURLOPT_POSTFIELDS, data);
     curlso->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)data_len);
     curlso->easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 15L);
@@ -152,6 +154,12 @@ int httppost(const char *url, const struct httppost_opts *o, const char *data, s
         snprintf(err, errlen, "%s", curlso->easy_strerror(cc));
     } else {
         curlso->easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        if (o->retry_after) {
+            curl_off_t ra = 0;
+            if (curlso->easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra < 0)
+                ra = 0;
+            *o->retry_after = ra > 86400 ? 86400 : (long)ra;
+        }
         *body = s.p ? s.p : calloc(1, 1);
         *len = s.len;
         *truncated = s.too_large;

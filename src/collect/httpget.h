@@ -36,6 +36,11 @@ struct httppost_opts {
     const char *const *headers;
     long timeout_s;
     size_t max_bytes;
+    /* Another method with the same body ("PATCH"), or NULL for POST. */
+    const char *method;
+    /* When not NULL: receives the seconds a Retry-After header asked for
+     * (0 when none). */
+    long *retry_after;
 };
 int httppost(const char *url, const struct httppost_opts *o, const char *data, size_t data_len,
              char **body, size_t *len, int *truncated, long *status, char *err, size_t errlen);

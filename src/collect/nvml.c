@@ -107,6 +107,8 @@ typedef int (*fn_dev_ecc)(nvml_device, int, int, unsigned long long *);
 typedef int (*fn_dev_mig_mode)(nvml_device, unsigned int *, unsigned int *);
 typedef int (*fn_dev_mig_handle)(nvml_device, unsigned int, nvml_device *);
 typedef int (*fn_dev_procs)(nvml_device, unsigned int *, void *);
+typedef int (*fn_dev_remap)(nvml_device, unsigned int *, unsigned int *, unsigned int *,
+                            unsigned int *);
 
 /* Candidate symbol names per function, preferred first. */
 static const char *const fn_names[NVML_FN__COUNT][4] = {
@@ -133,6 +135,8 @@ static const char *const fn_names[NVML_FN__COUNT][4] = {
     [NVML_FN_PROCS] = {"nvmlDeviceGetComputeRunningProcesses_v3",
                        "nvmlDeviceGetComputeRunningProcesses_v2",
                        "nvmlDeviceGetComputeRunningProcesses"},
+    /* Ampere and later; older GPUs answer NOT_SUPPORTED. */
+    [NVML_FN_REMAP] = {"nvmlDeviceGetRemappedRows"},
 };
 
 /* One device of the last discovery, with its NVML handle. */
@@ -429,6 +433,25 @@ static int64_t read_ecc(struct nvml *h, struct dev *d, int type)
     return v > (unsigned long long)INT64_MAX ? -1 : (int64_t)v;
 }
 
+/* Reads the row-remapping state of a physical GPU into g; every field
+ * stays absent when the symbol is missing or NVML refuses (MIG devices,
+ * GPUs before Ampere: NOT_SUPPORTED). */
+static void read_remap(struct nvml *h, struct dev *d, struct gi_gpu_obs *g)
+{
+    unsigned int corr = 0, unc = 0, pending = 0, failed = 0;
+
+    g->remap_corrected = g->remap_uncorrectable = -1;
+    g->remap_pending = g->remap_failure = -1;
+    if (h->fn[NVML_FN_REMAP] == NULL || d->st.lost || d->st.mig)
+        return;
+    if (!ok(d, ((fn_dev_remap)h->fn[NVML_FN_REMAP])(d->handle, &corr, &unc, &pending, &failed)))
+        return;
+    g->remap_corrected = corr;
+    g->remap_uncorrectable = unc;
+    g->remap_pending = pending != 0;
+    g->remap_failure = failed != 0;
+}
+
 /* Refreshes the readings of g from d. Every reading starts absent; total
  * memory is only overwritten when NVML answers (it is identity). A
  * reading NVML answers out of range (0xFFFFFFFF for a broken sensor,
@@ -469,11 +492,14 @@ static void read_telemetry(struct nvml *h, struct dev *d, struct gi_gpu_obs *g,
     g->power_limit_w = v / 1000.0;
     g->ecc_corrected = read_ecc(h, d, ECC_CORRECTED);
     g->ecc_uncorrected = read_ecc(h, d, ECC_UNCORRECTED);
+    read_remap(h, d, g);
     if (d->st.lost) {
         /* Lost half-way: what was read before may be stale already. */
         g->util_gpu_pct = g->util_mem_pct = NAN;
         g->memory_used_mib = g->temp_c = g->power_w = g->power_limit_w = NAN;
         g->ecc_corrected = g->ecc_uncorrected = -1;
+        g->remap_corrected = g->remap_uncorrectable = -1;
+        g->remap_pending = g->remap_failure = -1;
     }
     snprintf(who, sizeof who, "NVML %s %d", d->st.mig ? "MIG device of GPU" : "GPU", d->st.index);
     gi_gpu_obs_sanitize(g, set, who);

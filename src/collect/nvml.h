@@ -47,6 +47,7 @@ enum nvml_fn {
     NVML_FN_MIG_HANDLE,
     NVML_FN_GI_ID,
     NVML_FN_PROCS,
+    NVML_FN_REMAP,
     NVML_FN__COUNT
 };
 

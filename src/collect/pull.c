@@ -19,7 +19,10 @@
 /* Fetches observations for one source; fills err and returns -1 on failure. */
 typedef int (*pull_fetch_fn)(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 
-enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT };
+/* CFG_OBJECT: a JSON object whose contents the kind's own check
+ * validates. CFG_MAP: an object of at most 256 entries, each text or a
+ * whole number (push-back mappings). */
+enum cfg_type { CFG_URL, CFG_STR, CFG_SECRET, CFG_BOOL, CFG_INT, CFG_OBJECT, CFG_MAP };
 struct cfg_key {
     const char *name;
     enum cfg_type type;
@@ -38,6 +41,12 @@ static const struct cfg_key prom_keys[] = {
     {"url", CFG_URL, true, 0, 0}, {"query", CFG_STR, false, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
 static const struct cfg_key dcgm_keys[] = {
     {"url", CFG_URL, true, 0, 0}, COMMON_KEYS, {NULL, 0, 0, 0, 0}};
+/* habanalabs-exporter: hostname names the node when the exporter runs
+ * outside Kubernetes (it has no host label). */
+static const struct cfg_key habana_keys[] = {{"url", CFG_URL, true, 0, 0},
+                                             {"hostname", CFG_STR, false, 0, 0},
+                                             COMMON_KEYS,
+                                             {NULL, 0, 0, 0, 0}};
 static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
                                           {"page_size", CFG_INT, false, 1, 1000},
                                           COMMON_KEYS,
@@ -50,13 +59,22 @@ static const struct cfg_key k8s_keys[] = {{"url", CFG_URL, true, 0, 0},
     {                                                                                              \
         "timeout_s", CFG_INT, false, 1, 300                                                        \
     }
+/* Push-back (collect/push_assets.c): push turns it on; the maps name the
+ * remote's values for gpuinv's stages, data centers and racks. */
 static const struct cfg_key netbox_keys[] = {{"site", CFG_STR, false, 0, 0},
                                              {"role", CFG_STR, false, 0, 0},
                                              {"device_role", CFG_STR, false, 0, 0},
+                                             {"push", CFG_BOOL, false, 0, 0},
+                                             {"push_statuses", CFG_MAP, false, 0, 0},
+                                             {"push_sites", CFG_MAP, false, 0, 0},
+                                             {"push_racks", CFG_MAP, false, 0, 0},
                                              ASSET_KEYS,
                                              {NULL, 0, 0, 0, 0}};
 static const struct cfg_key snipeit_keys[] = {{"category", CFG_STR, false, 0, 0},
                                               {"status", CFG_STR, false, 0, 0},
+                                              {"push", CFG_BOOL, false, 0, 0},
+                                              {"push_status_ids", CFG_MAP, false, 0, 0},
+                                              {"push_locations", CFG_MAP, false, 0, 0},
                                               ASSET_KEYS,
                                               {NULL, 0, 0, 0, 0}};
 
@@ -76,8 +94,19 @@ static const struct cfg_key slurm_keys[] = {{"cluster", CFG_STR, false, 0, 0},
                                             {"timeout_s", CFG_INT, false, 1, 600},
                                             {NULL, 0, 0, 0, 0}};
 
+/* prometheus-generic: a Prometheus server (url) or an exporter
+ * (exporter_url), read through a declared mapping; see pull_generic.c. */
+static const struct cfg_key generic_keys[] = {{"url", CFG_URL, false, 0, 0},
+                                              {"exporter_url", CFG_URL, false, 0, 0},
+                                              {"mapping", CFG_OBJECT, true, 0, 0},
+                                              COMMON_KEYS,
+                                              {NULL, 0, 0, 0, 0}};
+
+int pull_fetch_generic(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
+int pull_generic_config_check(const json_t *cfg, char *field, size_t flen, char *msg, size_t mlen);
 int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
+int pull_fetch_habana(const json_t *cfg, struct gi_obs_set *set, char *err, size_t errlen);
 /* A source that stores what it finds itself, rather than as GPU
  * observations (Kubernetes knows nodes and pods, not GPU identities). */
 typedef int (*pull_run_fn)(struct store *st, int64_t source_id, const json_t *cfg,
@@ -103,6 +132,8 @@ static const struct {
     {"slurm", slurm_keys, NULL, pull_run_slurm},
     {"netbox", netbox_keys, NULL, pull_run_netbox},
     {"snipeit", snipeit_keys, NULL, pull_run_snipeit},
+    {"prometheus-generic", generic_keys, pull_fetch_generic, NULL},
+    {"habanalabs-exporter", habana_keys, pull_fetch_habana, NULL},
 };
 
 static int kind_index(const char *kind)
@@ -115,16 +146,24 @@ static int kind_index(const char *kind)
 
 bool pull_kind_known(const char *kind) { return kind_index(kind) >= 0; }
 
+/* A key is secret by its name, or as a secret key of any kind. */
 bool pull_config_secret(const char *key)
 {
-    return strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0 ||
-           strcmp(key, "token") == 0;
+    if (strcmp(key, "bearer_token") == 0 || strcmp(key, "password") == 0 ||
+        strcmp(key, "token") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        for (const struct cfg_key *ck = kinds[i].keys; ck->name; ck++)
+            if (ck->type == CFG_SECRET && strcmp(ck->name, key) == 0)
+                return true;
+    return false;
 }
 
 bool pull_config_target(const char *key)
 {
     return strcmp(key, "url") == 0 || strcmp(key, "ca_file") == 0 ||
-           strcmp(key, "insecure_skip_verify") == 0 || strcmp(key, "slurmrestd_url") == 0;
+           strcmp(key, "insecure_skip_verify") == 0 || strcmp(key, "slurmrestd_url") == 0 ||
+           strcmp(key, "exporter_url") == 0;
 }
 
 /* True when an http(s) URL carries user information ("user:pw@") in its
@@ -229,18 +268,43 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
                            "%lld to %lld",
                            key, (long long)ck->min, (long long)ck->max);
             break;
+        case CFG_OBJECT:
+            if (!json_is_object(v))
+                return bad(field, flen, msg, mlen, key, "config.%s must be an object", key);
+            break;
+        case CFG_MAP: {
+            const char *mk;
+            json_t *mv;
+            if (!json_is_object(v) || json_object_size(v) > 256)
+                return bad(field, flen, msg, mlen, key,
+                           "config.%s must be an object of at most 256 entries", key);
+            json_object_foreach(v, mk, mv) {
+                if (!gi_text_ok(mk) || strlen(mk) > 200 ||
+                    !((json_is_string(mv) && json_string_length(mv) <= 200 &&
+                       gi_text_ok(json_string_value(mv))) ||
+                      json_is_integer(mv)))
+                    return bad(field, flen, msg, mlen, key,
+                               "config.%s: each entry must be text or a whole number", key);
+            }
+            break;
+        }
         }
     }
-    for (const struct cfg_key *ck = kinds[k].keys; ck->name; ck++)
-        if (ck->required && !json_is_string(json_object_get(cfg, ck->name)))
+    for (const struct cfg_key *ck = kinds[k].keys; ck->name; ck++) {
+        const json_t *given = json_object_get(cfg, ck->name);
+        if (ck->required && (given == NULL || json_is_null(given) ||
+                             (json_is_string(given) && json_string_length(given) == 0)))
             return bad(field, flen, msg, mlen, ck->name, "config.%s is required", ck->name);
+    }
     if (strcmp(kind, "slurm") == 0)
         return slurm_config_check(cfg, field, flen, msg, mlen);
+    if (strcmp(kind, "prometheus-generic") == 0)
+        return pull_generic_config_check(cfg, field, flen, msg, mlen);
     return 0;
 }
 
 /* Ingests a pulled observation set as one batch per reporting host, all
- * in one transaction. */
+ * in one transaction; a dry pull only counts the hosts and GPUs. */
 static int ingest_by_host(struct store *st, int64_t source_id, const char *source_name,
                           const char *cluster, const struct gi_obs_set *set,
                           struct pull_result *res)
@@ -254,6 +318,16 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
     snprintf(prefix, sizeof prefix, "pull-%.40s", source_name);
     if (hostbatch_split(set, prefix, gi_now(), cluster, true, &b, &n) != 0)
         return GI_INTERNAL;
+    if (res->dry) {
+        res->hosts = (int64_t)n;
+        for (size_t i = 0; i < n; i++)
+            res->gpus += (int64_t)b[i].set.ngpus;
+        if (set->nwarnings > 0)
+            gi_strlcpy(res->warning, set->warning, sizeof res->warning);
+        res->warnings = (int64_t)set->nwarnings;
+        hostbatch_free(b, n);
+        return GI_OK;
+    }
     if (n > 0) {
         /* Readings the pull could not use are counted on the source. */
         b[0].set.nwarnings = set->nwarnings;
@@ -270,7 +344,8 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
     return rc;
 }
 
-void pull_run_source(struct store *st, const json_t *src, struct pull_result *res)
+/* One pull of src into res (res->dry decides whether it stores). */
+static void pull_once(struct store *st, const json_t *src, struct pull_result *res)
 {
     const char *kind = json_string_value(json_object_get(src, "kind"));
     const char *name = json_string_value(json_object_get(src, "name"));
@@ -279,7 +354,7 @@ void pull_run_source(struct store *st, const json_t *src, struct pull_result *re
     struct gi_obs_set set = {0};
     int k = kind_index(kind), rc;
 
-    memset(res, 0, sizeof *res);
+    res->instances = res->jobs = res->pods = -1;
     if (k < 0) {
         snprintf(res->error, sizeof res->error, "unknown source kind '%s'", kind ? kind : "");
     } else if (kinds[k].run) {
@@ -294,10 +369,75 @@ void pull_run_source(struct store *st, const json_t *src, struct pull_result *re
                      gi_status_name(rc));
     }
     gi_obs_free(&set);
+}
+
+void pull_run_source(struct store *st, const json_t *src, struct pull_result *res)
+{
+    const char *kind = json_string_value(json_object_get(src, "kind"));
+    const char *name = json_string_value(json_object_get(src, "name"));
+    int64_t id = json_integer_value(json_object_get(src, "id"));
+
+    memset(res, 0, sizeof *res);
+    pull_once(st, src, res);
     if (!res->ok)
         gi_warn("source %s (%s) failed: %s", name ? name : "?", kind ? kind : "?", res->error);
     if (store_source_record(st, id, res->ok ? NULL : res->error, res->gpus) != GI_OK)
         gi_warn("could not record the outcome of source %s", name ? name : "?");
+}
+
+void pull_test_source(struct store *st, const json_t *src, struct pull_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->dry = true;
+    pull_once(st, src, res);
+}
+
+/* The API name of a config key type. */
+static const char *type_name(enum cfg_type t)
+{
+    switch (t) {
+    case CFG_URL:
+        return "url";
+    case CFG_STR:
+        return "string";
+    case CFG_SECRET:
+        return "secret";
+    case CFG_BOOL:
+        return "bool";
+    case CFG_INT:
+        return "int";
+    case CFG_OBJECT:
+    case CFG_MAP:
+        return "object";
+    }
+    return "string";
+}
+
+json_t *pull_kinds_schema(void)
+{
+    json_t *out = json_array();
+
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        json_t *keys = json_array();
+        for (const struct cfg_key *ck = kinds[i].keys; ck->name; ck++) {
+            const char *group = NULL;
+            const char *help = pull_key_help(kinds[i].kind, ck->name, &group);
+            json_t *k = json_pack("{s:s, s:s, s:b, s:b}", "name", ck->name, "type",
+                                  type_name(ck->type), "required", ck->required, "secret",
+                                  ck->type == CFG_SECRET || pull_config_secret(ck->name));
+            if (help)
+                json_object_set_new(k, "help", json_string(help));
+            if (group)
+                json_object_set_new(k, "group", json_string(group));
+            if (ck->type == CFG_INT) {
+                json_object_set_new(k, "min", json_integer(ck->min));
+                json_object_set_new(k, "max", json_integer(ck->max));
+            }
+            json_array_append_new(keys, k);
+        }
+        json_array_append_new(out, json_pack("{s:s, s:o}", "kind", kinds[i].kind, "keys", keys));
+    }
+    return out;
 }
 
 /* Reads the shared HTTP settings of a source config. */

@@ -25,6 +25,12 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
                       size_t mlen);
 
 struct pull_result {
+    /* Set by the caller before the pull: fetch and parse, count what was
+     * found, store nothing (pull_test_source). A kind that stores by
+     * itself (a run function) must honour it: skip every store write,
+     * still fill gpus/hosts (and instances, jobs, pods where it has
+     * them). */
+    bool dry;
     bool ok;
     char error[512];
     int64_t gpus, hosts;
@@ -32,10 +38,36 @@ struct pull_result {
      * fields were left absent (unreadable or not storable). */
     bool assets;
     int64_t created, updated, unchanged, warnings;
+    /* What else a pull found, -1 where the kind has no such thing: cloud
+     * instances, Slurm jobs, Kubernetes pods. */
+    int64_t instances, jobs, pods;
+    /* A dry pull: the first reading it had to leave absent, if any. */
+    char warning[200];
 };
 /* Pulls one source now (src as store_source_get returns it), ingests what
  * it found and records the outcome on the source. */
 void pull_run_source(struct store *st, const json_t *src, struct pull_result *res);
+
+/* Pulls one source (a body as POST /sources takes it: kind, config,
+ * cluster) once with res->dry set: nothing is stored and nothing is
+ * recorded on the source; res tells what was found or the first error. */
+void pull_test_source(struct store *st, const json_t *src, struct pull_result *res);
+
+/* Every kind's config keys, from the table that validates configs: an
+ * array of {"kind", "keys":[{"name","type","required","secret","help",
+ * "group","min","max"}]}. Caller owns the result. */
+json_t *pull_kinds_schema(void);
+
+/* The one-line help text (NULL without one) and the group (NULL for
+ * none: keys of one group are alternatives or belong together) of a
+ * kind's config key. */
+const char *pull_key_help(const char *kind, const char *key, const char **group);
+
+/* GETs url with the source's HTTP settings and checks for a 2xx (a
+ * Prometheus 400, 422 or 503 is kept: its body explains the error);
+ * *body (len bytes) is the caller's to free. 0, or -1 with err filled. */
+int pull_prom_get(const char *url, const json_t *cfg, char **body, size_t *len, char *err,
+                  size_t errlen);
 
 struct httpget_opts;
 /* The HTTP settings (token, CA, timeout) of a source config. */

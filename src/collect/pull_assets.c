@@ -175,7 +175,8 @@ int assetpull_store(struct store *st, int64_t source_id, const char *source, jso
     json_array_foreach(records, i, rec)
         resolve_parent(rec, by_key);
     json_decref(by_key);
-    rc = store_asset_ingest(st, source, records, false, &report);
+    /* A dry pull asks the store what it would do and writes nothing. */
+    rc = store_asset_ingest(st, source, records, res->dry, &report);
     if (rc != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the pulled assets failed: %s",
                  gi_status_name(rc));
@@ -191,6 +192,9 @@ int assetpull_store(struct store *st, int64_t source_id, const char *source, jso
         (int64_t)(json_array_size(warnings) + json_array_size(json_object_get(report, "errors")));
     if (res->warnings > 0) {
         first_warning(records, warnings, json_object_get(report, "errors"), msg, sizeof msg);
+        gi_strlcpy(res->warning, msg, sizeof res->warning);
+    }
+    if (res->warnings > 0 && !res->dry) {
         if (store_source_warn(st, source_id, res->warnings, msg) != GI_OK)
             gi_warn("could not count the dropped fields of source %lld", (long long)source_id);
     }

@@ -208,7 +208,8 @@ int pull_run_kubernetes(struct store *st, int64_t source_id, const json_t *cfg, 
                                             .mig_devices = p->mig_devices,
                                             .started_at = p->start_time};
     }
-    if (store_k8s_sync(st, source_id, cluster, nodes, k.nnodes, pods, np) != GI_OK) {
+    res->pods = (int64_t)np;
+    if (!res->dry && store_k8s_sync(st, source_id, cluster, nodes, k.nnodes, pods, np) != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the cluster's nodes and pods failed");
         goto cleanup;
     }

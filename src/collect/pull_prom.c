@@ -48,9 +48,8 @@ static int finish(struct dcgm *d, struct gi_obs_set *set, char *err, size_t errl
     return 0;
 }
 
-/* GETs url and checks for a 2xx; *body is the caller's to free. */
-static int fetch(const char *url, const json_t *cfg, char **body, size_t *len, char *err,
-                 size_t errlen)
+int pull_prom_get(const char *url, const json_t *cfg, char **body, size_t *len, char *err,
+                  size_t errlen)
 {
     struct httpget_opts o;
     long status;
@@ -79,7 +78,7 @@ int pull_fetch_dcgm(const json_t *cfg, struct gi_obs_set *set, char *err, size_t
     size_t len;
     int rc;
 
-    if (fetch(url, cfg, &body, &len, err, errlen) != 0)
+    if (pull_prom_get(url, cfg, &body, &len, err, errlen) != 0)
         return -1;
     dcgm_begin(&d, set);
     rc = prom_parse_text(body, len, dcgm_sample, &d, &pe);
@@ -112,7 +111,7 @@ int pull_fetch_prometheus(const json_t *cfg, struct gi_obs_set *set, char *err, 
     snprintf(url, sizeof url, "%s%sapi/v1/query?query=%s", base,
              base[strlen(base) - 1] == '/' ? "" : "/", q);
     curlso->free(q);
-    if (fetch(url, cfg, &body, &len, err, errlen) != 0)
+    if (pull_prom_get(url, cfg, &body, &len, err, errlen) != 0)
         return -1;
     dcgm_begin(&d, set);
     rc = promapi_parse(body, len, dcgm_sample, &d, &pe);

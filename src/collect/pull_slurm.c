@@ -219,6 +219,28 @@ static int parse_and_store(struct store_slurm_tx *tx, int64_t source_id, const c
     return rc;
 }
 
+/* A dry pull: parses the listing and counts its jobs and the GPUs they
+ * were allocated, storing nothing. */
+static int count_jobs(const char *body, size_t len, bool json, struct pull_result *res)
+{
+    struct slurm_jobs l;
+    int rc = json ? slurm_parse_json(body, len, &l, res->error, sizeof res->error)
+                  : slurm_parse_parsable(body, len, SLURM_DELIM, &l, res->error, sizeof res->error);
+
+    if (rc != GI_OK)
+        return -1;
+    res->jobs = (int64_t)l.n;
+    res->hosts = 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (l.items[i].gpus > 0)
+            res->gpus += l.items[i].gpus;
+    if (l.skipped > 0)
+        gi_strlcpy(res->warning, l.warning, sizeof res->warning);
+    res->warnings = (int64_t)l.skipped;
+    slurm_jobs_free(&l);
+    return 0;
+}
+
 int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                    struct pull_result *res)
 {
@@ -241,6 +263,10 @@ int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const
     if ((restd ? get_restd(cfg, since, &body, &len, res->error, sizeof res->error)
                : run_sacct(cfg, since, json, &body, &len, res->error, sizeof res->error)) != 0)
         goto cleanup;
+    if (res->dry) {
+        rc = count_jobs(body, len, json, res);
+        goto cleanup;
+    }
     if (store_slurm_begin(st, &tx) != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the jobs failed");
         goto cleanup;

@@ -28,6 +28,10 @@ void gi_gpu_obs_init(struct gi_gpu_obs *g)
     g->ecc_corrected = -1;
     g->ecc_uncorrected = -1;
     g->xid_last = -1;
+    g->remap_corrected = -1;
+    g->remap_uncorrectable = -1;
+    g->remap_pending = -1;
+    g->remap_failure = -1;
 }
 
 /* Grows *arr (of elem-sized items) to hold one more; false at the cap. */

@@ -17,7 +17,7 @@
 #define GI_HOST_LEN 256
 #define GI_LABEL_LEN 256
 
-enum gi_vendor { GI_VENDOR_UNKNOWN = 0, GI_VENDOR_NVIDIA, GI_VENDOR_AMD };
+enum gi_vendor { GI_VENDOR_UNKNOWN = 0, GI_VENDOR_NVIDIA, GI_VENDOR_AMD, GI_VENDOR_INTEL };
 
 /* One GPU, or one MIG instance (parent_uuid set), as observed. */
 struct gi_gpu_obs {
@@ -45,6 +45,12 @@ struct gi_gpu_obs {
     int64_t ecc_corrected; /* volatile or aggregate total, -1 unknown */
     int64_t ecc_uncorrected;
     int64_t xid_last; /* last XID error code, -1 unknown */
+    /* Memory row remapping (NVIDIA) or row replacement (Gaudi): rows
+     * remapped for correctable and for uncorrectable errors (-1 unknown),
+     * a remap waiting for the next reset, a remap that failed (1 yes, 0
+     * no, -1 unknown). */
+    int64_t remap_corrected, remap_uncorrectable;
+    int remap_pending, remap_failure;
     /* Workload labels carried by dcgm-exporter and Kubernetes. */
     char pod[GI_LABEL_LEN];
     char namespace_[GI_LABEL_LEN];

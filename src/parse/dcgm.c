@@ -35,6 +35,9 @@ enum field {
     F_SBE_AGG,
     F_DBE_AGG,
     F_GR_ACTIVE,
+    F_REMAP_CORR,
+    F_REMAP_UNC,
+    F_REMAP_FAIL,
     F_COUNT
 };
 
@@ -55,6 +58,9 @@ static const char *const field_names[F_COUNT] = {
     [F_SBE_AGG] = "DEV_ECC_SBE_AGG_TOTAL",
     [F_DBE_AGG] = "DEV_ECC_DBE_AGG_TOTAL",
     [F_GR_ACTIVE] = "PROF_GR_ENGINE_ACTIVE",
+    [F_REMAP_CORR] = "DEV_CORRECTABLE_REMAPPED_ROWS",
+    [F_REMAP_UNC] = "DEV_UNCORRECTABLE_REMAPPED_ROWS",
+    [F_REMAP_FAIL] = "DEV_ROW_REMAP_FAILURE",
 };
 
 /* A record being built: where its observation is, and the metrics that
@@ -531,6 +537,12 @@ int dcgm_finish(struct dcgm *d)
         g->xid_last = count_of(v[F_XID]);
         g->ecc_corrected = count_of(isnan(v[F_SBE_AGG]) ? v[F_SBE_VOL] : v[F_SBE_AGG]);
         g->ecc_uncorrected = count_of(isnan(v[F_DBE_AGG]) ? v[F_DBE_VOL] : v[F_DBE_AGG]);
+        if (g->parent_uuid[0] == '\0') { /* row remapping is the physical GPU's */
+            g->remap_corrected = count_of(v[F_REMAP_CORR]);
+            g->remap_uncorrectable = count_of(v[F_REMAP_UNC]);
+            if (v[F_REMAP_FAIL] == 0 || v[F_REMAP_FAIL] == 1)
+                g->remap_failure = (int)v[F_REMAP_FAIL];
+        }
         /* A value out of range (NaN and blanks are absent already) is not
          * believed: that reading is absent, the record kept. */
         gi_gpu_obs_sanitize(g, d->out, g->uuid[0] ? g->uuid : r->key);

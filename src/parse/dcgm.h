@@ -24,6 +24,8 @@
  * reserved), DEV_GPU_TEMP, DEV_POWER_USAGE, DEV_ENFORCED_POWER_LIMIT (else
  * DEV_POWER_MGMT_LIMIT), DEV_TOTAL_ENERGY_CONSUMPTION (mJ, stored in J),
  * DEV_XID_ERRORS, DEV_ECC_{SBE,DBE}_{AGG,VOL}_TOTAL (aggregate preferred),
+ * DEV_{CORRECTABLE,UNCORRECTABLE}_REMAPPED_ROWS and DEV_ROW_REMAP_FAILURE
+ * (0 or 1; physical GPUs only),
  * PROF_GR_ENGINE_ACTIVE (a 0..1 ratio, used as util_gpu_pct × 100 where
  * DEV_GPU_UTIL is absent, as for MIG instances). Other metrics only make
  * the GPU known. NaN, ±Inf and DCGM's blank sentinels (int32, int64 and

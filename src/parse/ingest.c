@@ -203,10 +203,13 @@ static int get_array(const json_t *root, const char *key, size_t max, const json
 static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struct ingest_error *e,
                      struct ingest_warnings *w)
 {
-    static const char *const allowed[] = {
-        "uuid",   "index", "name",     "serial",      "pci_bus_id",  "memory_total_mib",
-        "driver", "vbios", "mig_mode", "parent_uuid", "mig_profile", "mig_instance",
-        "vendor", NULL};
+    static const char *const allowed[] = {"uuid",          "index",           "name",
+                                          "serial",        "pci_bus_id",      "memory_total_mib",
+                                          "driver",        "vbios",           "mig_mode",
+                                          "parent_uuid",   "mig_profile",     "mig_instance",
+                                          "vendor",        "remap_corrected", "remap_uncorrectable",
+                                          "remap_pending", "remap_failure",   NULL};
+    static const char *const flags[] = {"remap_pending", "remap_failure"};
     const json_t *mig = json_object_get(o, "mig_mode"), *vend = json_object_get(o, "vendor");
     const char *vendor = json_string_value(vend);
     char bus[GI_BUS_LEN] = "", f[96];
@@ -232,6 +235,18 @@ static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struc
     opt_str(o, "parent_uuid", g->parent_uuid, sizeof g->parent_uuid, p, w);
     opt_str(o, "mig_profile", g->mig_profile, sizeof g->mig_profile, p, w);
     opt_int(o, "mig_instance", 0, 4096, &inst, p, w);
+    opt_int(o, "remap_corrected", 0, INT64_C(1) << 40, &g->remap_corrected, p, w);
+    opt_int(o, "remap_uncorrectable", 0, INT64_C(1) << 40, &g->remap_uncorrectable, p, w);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        const json_t *v = json_object_get(o, flags[i]);
+        int *dst = i == 0 ? &g->remap_pending : &g->remap_failure;
+        if (json_is_boolean(v)) {
+            *dst = json_is_true(v);
+        } else if (v && !json_is_null(v)) {
+            snprintf(f, sizeof f, "%s%s", p, flags[i]);
+            warn(w, f, "%s must be true or false; dropped", f);
+        }
+    }
     g->index = (int)idx;
     g->mig_instance = (int)inst;
     if (bus[0] && gi_pci_normalize(bus, g->pci_bus_id) != 0) {
@@ -251,6 +266,7 @@ static int parse_gpu(const json_t *o, const char *p, struct gi_gpu_obs *g, struc
         warn(w, f, "%s must be a string; dropped", f);
     }
     g->vendor = vendor && strcmp(vendor, "amd") == 0      ? GI_VENDOR_AMD
+                : vendor && strcmp(vendor, "intel") == 0  ? GI_VENDOR_INTEL
                 : vendor && strcmp(vendor, "nvidia") == 0 ? GI_VENDOR_NVIDIA
                 : strncmp(g->uuid, "GPU-", 4) == 0 || strncmp(g->uuid, "MIG-", 4) == 0
                     ? GI_VENDOR_NVIDIA

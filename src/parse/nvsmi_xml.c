@@ -176,6 +176,31 @@ static int xecc(struct xctx *x, xmlNode *sec, int64_t *corr, int64_t *uncorr)
     return 0;
 }
 
+/* Reads <remapped_rows> (Ampere and later; "N/A" text on older GPUs):
+ * remapped_row_corr / _unc counts and the Yes/No of remapped_row_pending
+ * and remapped_row_failure. What is absent or unreadable stays absent. */
+static void xremap(struct xctx *x, xmlNode *gpu, struct gi_gpu_obs *g)
+{
+    static const char *const flags[] = {"remapped_rows/remapped_row_pending",
+                                        "remapped_rows/remapped_row_failure"};
+    char buf[XML_TEXT_MAX];
+
+    xint(x, gpu, "remapped_rows/remapped_row_corr", INT64_C(1) << 40, &g->remap_corrected);
+    xint(x, gpu, "remapped_rows/remapped_row_unc", INT64_C(1) << 40, &g->remap_uncorrectable);
+    for (size_t i = 0; i < 2; i++) {
+        int *dst = i == 0 ? &g->remap_pending : &g->remap_failure;
+        if (xtext(xpath(gpu, flags[i]), buf, sizeof buf) < 0 || gi_is_placeholder(buf))
+            continue;
+        if (strcasecmp(buf, "Yes") == 0)
+            *dst = 1;
+        else if (strcasecmp(buf, "No") == 0)
+            *dst = 0;
+        else
+            gi_obs_warn(x->out, "gpu %d: <%s>: unreadable value \"%.40s\"; left absent", x->gpu,
+                        flags[i], buf);
+    }
+}
+
 /* Reads power draw and limit from whichever section this driver writes. */
 static int xpower(struct xctx *x, xmlNode *gpu, struct gi_gpu_obs *g)
 {
@@ -294,6 +319,7 @@ static int xgpu(struct xctx *x, xmlNode *gpu, const char *driver, int64_t ts,
         g->ecc_corrected = c;
     if (g->ecc_uncorrected < 0)
         g->ecc_uncorrected = u;
+    xremap(x, gpu, g);
     if (xtext(xpath(gpu, "mig_mode/current_mig"), buf, sizeof buf) < 0)
         buf[0] = '\0';
     if (!gi_is_placeholder(buf)) {

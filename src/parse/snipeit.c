@@ -381,6 +381,8 @@ static json_t *asset(const json_t *o, json_t *warnings, size_t index)
             meta = json_string_value(json_object_get(st, "status_type"));
         put_text(custom, "external_status", json_object_get(st, "name"), warnings, index,
                  "status_label.name");
+        if (json_is_integer(json_object_get(st, "id")))
+            json_object_set(custom, "external_status_id", json_object_get(st, "id"));
         if (snipeit_stage_for(meta))
             json_object_set_new(custom, "external_stage", json_string(snipeit_stage_for(meta)));
     } else if (st && !json_is_null(st)) {

@@ -9,7 +9,7 @@
  * "36 months", order_number, supplier supplier.name, gpu_uuid from a
  * custom field whose label or column says GPU UUID, custom {the custom
  * fields by label, name, category, external_status status_label.name,
- * external_stage}, source_key "snipeit:hardware:<id>".
+ * external_status_id status_label.id, external_stage}, source_key "snipeit:hardware:<id>".
  *
  * Strings are HTML-escaped by Snipe-IT (&amp; &lt; &#039; ...): every one
  * is decoded. A field that cannot be read is absent and warned

@@ -112,6 +112,8 @@ static int ingest_one(struct conn *c, const struct asset_write *w, const json_t 
                                                     "error", "the record could not be stored"));
         goto cleanup;
     }
+    if ((rc = asset_sync_pulled(c, w->source, out_id, rec, w->at)) != GI_OK)
+        goto cleanup;
     {
         const char *key = outcome == 'c' ? "created" : outcome == 'u' ? "updated" : "unchanged";
         json_object_set_new(report, key,

@@ -124,6 +124,8 @@ int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const c
     rc = detail ? asset_event_append(c, asset_id, "stage", actor, detail, at) : GI_INTERNAL;
     if (rc == GI_OK)
         rc = asset_hook_emit(c, asset_id, "asset.stage_changed", actor, detail, reason, at);
+    if (rc == GI_OK)
+        rc = asset_sync_queue(c, asset_id, "stage", at);
     json_decref(detail);
     return rc;
 }

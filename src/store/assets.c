@@ -659,6 +659,18 @@ int store_asset_create(struct store *st, const char *actor, const json_t *in, js
     return rc;
 }
 
+/* True when a patch names a location field (a move to push back). */
+static bool moves(const json_t *patch)
+{
+    static const char *const keys[] = {"location", "datacenter", "room",   "rack",
+                                       "rack_u",   "u",          "storage"};
+
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (json_object_get(patch, keys[i]))
+            return true;
+    return false;
+}
+
 int store_asset_update(struct store *st, const char *actor, const char *tag, const json_t *patch,
                        json_t **out, struct store_asset_err *err)
 {
@@ -672,6 +684,8 @@ int store_asset_update(struct store *st, const char *actor, const char *tag, con
         rc = asset_id_by_tag(c, tag, &id);
     if (rc == GI_OK)
         rc = person_write(c, actor, "api", id, patch, 0, &ignored, &outcome, err);
+    if (rc == GI_OK && outcome == 'u' && moves(patch))
+        rc = asset_sync_queue(c, id, "located", gi_now());
     if (rc == GI_OK)
         rc = asset_doc_get(c, id, out);
     rc = db_tx_end_doc(c, rc, out);

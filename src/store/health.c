@@ -62,7 +62,9 @@
     X(CHILD_GPUS, "SELECT g.id FROM assets a JOIN gpus g ON g.uuid = a.gpu_uuid WHERE "            \
                   "a.parent_id = :id ORDER BY a.id")                                               \
     X(DAYS, "SELECT day, xid_events, xid_codes, ecc_uncorrected_inc, temp_p95_c, remap_failures "  \
-            "FROM gpu_health_daily WHERE gpu_id = :g AND day >= :from ORDER BY day")
+            "FROM gpu_health_daily WHERE gpu_id = :g AND day >= :from ORDER BY day")               \
+    X(REMAP, "SELECT id, remap_failure, remap_failure_since FROM gpus WHERE id >= :gmin AND id "   \
+             "<= :gmax AND remap_failure IS NOT NULL ORDER BY id")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -74,6 +76,7 @@ struct hday {
     int64_t gpu_id, day, updated_at;
     double util_avg, energy_wh;                /* NAN: none */
     int64_t samples, xid_events, ecc_c, ecc_u; /* ecc -1: no reading */
+    int64_t remap;                             /* 1 a row-remap failure day, 0 none, -1 unknown */
     double p95, tmax;                          /* NAN: no reading */
     json_t *codes;
 };
@@ -163,6 +166,34 @@ static void acc_finish(struct hday *h, struct acc *a)
     a->last_c = a->last_u = a->last_xid = -1;
 }
 
+/* The row-remap state of the GPU-days h[from..to) (one day, ascending
+ * gpu_id): a failure day when the GPU reports a remap failure first
+ * reported before the day ended, 0 when it reports none (or its failure
+ * began later), -1 when it never reported remapping. */
+static int read_remap(struct conn *c, struct hday *h, size_t from, size_t to)
+{
+    struct db_stmt *s = prep(c, ST_REMAP);
+    size_t i = from;
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gmin", h[from].gpu_id);
+    db_bind_int(s, ":gmax", h[to - 1].gpu_id);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t gid = db_col_int(s, 0);
+        while (i < to && h[i].gpu_id < gid)
+            i++;
+        if (i == to)
+            break;
+        if (h[i].gpu_id == gid)
+            h[i].remap = db_col_int(s, 1) == 1 && !db_col_is_null(s, 2) &&
+                         db_col_int(s, 2) < h[i].day + DAY_S;
+    }
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
 /* Reads the samples of the GPU-days h[from..to) (one day, ascending
  * gpu_id) and fills their figures. */
 static int read_day(struct conn *c, struct hday *h, size_t from, size_t to)
@@ -191,7 +222,9 @@ static int read_day(struct conn *c, struct hday *h, size_t from, size_t to)
     while (i < to)
         acc_finish(&h[i++], &a);
     free(a.temps);
-    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    return read_remap(c, h, from, to);
 }
 
 static int write_chunk(struct conn *c, struct hday *h, size_t n, const struct hday *mark,
@@ -215,7 +248,7 @@ static int write_chunk(struct conn *c, struct hday *h, size_t n, const struct hd
         db_bind_dbl(s, ":tmax", h[i].tmax);
         db_bind_dbl(s, ":util", h[i].util_avg);
         db_bind_dbl(s, ":wh", h[i].energy_wh);
-        db_bind_text(s, ":remap", NULL);
+        db_bind_opt_int(s, ":remap", h[i].remap);
         db_bind_int(s, ":now", now);
         rc = db_exec_done(c, s);
     }
@@ -285,6 +318,7 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
         h[k].util_avg = measured > 0 ? db_col_dbl(s, 3) / measured : NAN;
         h[k].energy_wh = db_col_is_null(s, 5) ? NAN : db_col_dbl(s, 5);
         h[k].ecc_c = h[k].ecc_u = -1;
+        h[k].remap = -1;
         h[k].p95 = h[k].tmax = NAN;
         h[k].codes = json_array();
         k++;
@@ -408,10 +442,10 @@ static void penalty(json_t *reasons, int *score, const char *reason, int p, json
 
 /* The penalties of one GPU's last 30 days into reasons. */
 static int gpu_penalties(struct conn *c, int64_t gpu_id, int64_t now, json_t *reasons, int *score,
-                         int64_t *days_seen)
+                         int64_t *days_seen, bool *remap_known)
 {
     struct db_stmt *s = prep(c, ST_DAYS);
-    int64_t today = now - now % DAY_S, xid_days = 0, ecc = 0, hot = 0;
+    int64_t today = now - now % DAY_S, xid_days = 0, ecc = 0, hot = 0, remap_days = 0;
     json_t *codes = json_array();
     int step;
 
@@ -440,12 +474,20 @@ static int gpu_penalties(struct conn *c, int64_t gpu_id, int64_t now, json_t *re
         ecc += db_col_int(s, 3);
         if (db_col_int(s, 0) >= today - 6 * DAY_S && !db_col_is_null(s, 4) && db_col_dbl(s, 4) > 85)
             hot++;
+        if (!db_col_is_null(s, 5)) {
+            *remap_known = true;
+            remap_days += db_col_int(s, 5) > 0;
+        }
     }
     db_reset(s);
     if (step != DB_DONE) {
         json_decref(codes);
         return db_status(step);
     }
+    if (remap_days > 0)
+        penalty(reasons, score, "remap_failure", 50,
+                json_sprintf("memory row remapping failed: reported on %lld of the last 30 days",
+                             (long long)remap_days));
     if (ecc > 0)
         penalty(
             reasons, score, "ecc_uncorrected", 40,
@@ -481,7 +523,7 @@ int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t *
     char kind[32] = "", date[16] = "", at[32];
     double years = 0;
     int score = 100, rc = GI_INTERNAL, step;
-    bool server;
+    bool server, remap_known = false;
 
     *out = NULL;
     db_read_begin(c);
@@ -501,7 +543,8 @@ int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t *
         goto cleanup;
     }
     server = strcmp(kind, "server") == 0;
-    if (gpu_id > 0 && (rc = gpu_penalties(c, gpu_id, now, reasons, &score, &days)) != GI_OK)
+    if (gpu_id > 0 &&
+        (rc = gpu_penalties(c, gpu_id, now, reasons, &score, &days, &remap_known)) != GI_OK)
         goto cleanup;
     if (server) {
         /* the worst of its GPUs: each GPU's penalties, the largest total kept */
@@ -517,7 +560,7 @@ int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t *
             json_t *r = json_array();
             int sc = 100;
             rc = gpu_penalties(c, json_integer_value(json_object_get(row, "id")), now, r, &sc,
-                               &days);
+                               &days, &remap_known);
             if (rc == GI_OK && sc < worst_score) {
                 json_decref(worst);
                 worst = r;
@@ -551,8 +594,11 @@ int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t *
     if (score < 0)
         score = 0;
     gi_time_format(now, at, sizeof at);
-    *out = json_pack("{s:i, s:O, s:s, s:I, s:[s]}", "score", score, "reasons", reasons, "as_of", at,
-                     "days", (json_int_t)days, "absent", "remap_failures");
+    /* remap_failures is absent while no GPU of the asset reports row
+     * remapping (older GPUs, collectors that cannot read it). */
+    *out = json_pack("{s:i, s:O, s:s, s:I, s:o}", "score", score, "reasons", reasons, "as_of", at,
+                     "days", (json_int_t)days, "absent",
+                     remap_known ? json_array() : json_pack("[s]", "remap_failures"));
     rc = *out ? GI_OK : GI_INTERNAL;
 cleanup:
     db_read_end(c);

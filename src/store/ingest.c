@@ -72,6 +72,13 @@
       "last_seen_at = excluded.last_seen_at, observed_at = CASE WHEN gpus.observed_at IS NULL OR " \
       "gpus.observed_at < excluded.observed_at THEN excluded.observed_at ELSE gpus.observed_at "   \
       "END, missing_since = NULL RETURNING id")                                                    \
+    X(GPU_REMAP_GET, "SELECT remap_failure FROM gpus WHERE id = :gid")                             \
+    X(GPU_REMAP_SET,                                                                               \
+      "UPDATE gpus SET remap_corrected = COALESCE(:rc, remap_corrected), remap_uncorrectable = "   \
+      "COALESCE(:ru, remap_uncorrectable), remap_pending = COALESCE(:rp, remap_pending), "         \
+      "remap_failure = COALESCE(:rf, remap_failure), remap_failure_since = CASE WHEN :rf = 1 "     \
+      "THEN COALESCE(remap_failure_since, :now) WHEN :rf = 0 THEN NULL ELSE remap_failure_since "  \
+      "END WHERE id = :gid")                                                                       \
     X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
                         "NULL OR observed_at < :obs)")                                             \
     X(GPU_FILL,                                                                                    \
@@ -459,7 +466,7 @@ static int prov_fill(struct conn *c, int64_t sid, const char *uuid, const char *
 static void bind_gpu_fields(struct db_stmt *s, const struct gi_gpu_obs *g, int64_t host_id,
                             const struct reporter *src)
 {
-    static const char *const vendors[] = {NULL, "nvidia", "amd"};
+    static const char *const vendors[] = {NULL, "nvidia", "amd", "intel"};
 
     db_bind_opt_text(s, ":parent", g->parent_uuid);
     db_bind_int(s, ":host", host_id);
@@ -476,6 +483,53 @@ static void bind_gpu_fields(struct db_stmt *s, const struct gi_gpu_obs *g, int64
     db_bind_opt_int(s, ":inst", g->mig_instance);
     db_bind_opt_text(s, ":team", g->team[0] ? g->team : src->defaults[0]);
     db_bind_opt_text(s, ":env", g->env[0] ? g->env : src->defaults[1]);
+}
+
+/* Stores the row-remapping state a GPU reported (fields it left absent
+ * keep their value) and records a `remap_failure` event when a failure is
+ * reported that was not before. */
+static int ingest_remap(struct conn *c, int64_t sid, int64_t gpu_id, const struct gi_gpu_obs *g,
+                        int64_t *events)
+{
+    struct db_stmt *s;
+    int64_t before = -1;
+    int rc;
+
+    if (g->remap_corrected < 0 && g->remap_uncorrectable < 0 && g->remap_pending < 0 &&
+        g->remap_failure < 0)
+        return GI_OK;
+    if (g->remap_failure == 1) {
+        if (!(s = prep(c, ST_GPU_REMAP_GET)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", gpu_id);
+        if ((rc = db_step(c, s)) == DB_ROW && !db_col_is_null(s, 0))
+            before = db_col_int(s, 0);
+        db_reset(s);
+        if (rc != DB_ROW && rc != DB_DONE)
+            return db_status(rc);
+    }
+    if (!(s = prep(c, ST_GPU_REMAP_SET)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gpu_id);
+    db_bind_opt_int(s, ":rc", g->remap_corrected);
+    db_bind_opt_int(s, ":ru", g->remap_uncorrectable);
+    db_bind_opt_int(s, ":rp", g->remap_pending);
+    db_bind_opt_int(s, ":rf", g->remap_failure);
+    db_bind_int(s, ":now", gi_now());
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (g->remap_failure == 1 && before != 1) {
+        rc = gpu_event(
+            c, sid, g->uuid, "remap_failure",
+            json_pack("{s:I, s:I}", "uncorrectable_rows",
+                      (json_int_t)(g->remap_uncorrectable < 0 ? 0 : g->remap_uncorrectable),
+                      "correctable_rows",
+                      (json_int_t)(g->remap_corrected < 0 ? 0 : g->remap_corrected)));
+        if (rc != GI_OK)
+            return rc;
+        (*events)++;
+    }
+    return GI_OK;
 }
 
 /* A report of a GPU by a source that does not own it: its identity (host,
@@ -627,6 +681,8 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         return db_status(step);
     /* A new GPU, or one on another host, may fall under other rules. */
     if ((!id.known || id.host_id != host_id) && (rc = owner_refresh(c, *gpu_id)) != GI_OK)
+        return rc;
+    if ((rc = ingest_remap(c, sid, *gpu_id, g, events)) != GI_OK)
         return rc;
 
     snprintf(num, sizeof num, "%.0f", g->memory_total_mib);

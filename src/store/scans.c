@@ -155,6 +155,8 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
     detail = json_pack("{s:O, s:O}", "from", from, "to", to);
     if ((rc = asset_event_append(c, id, "located", actor, detail, at)) == GI_OK)
         rc = asset_hook_emit(c, id, "asset.location_changed", actor, detail, NULL, at);
+    if (rc == GI_OK)
+        rc = asset_sync_queue(c, id, "located", at);
     *moved = rc == GI_OK;
 cleanup:
     json_decref(cur);
@@ -234,6 +236,8 @@ int store_scan(struct store *st, const char *actor, const struct store_scan *sc,
         if (rc == GI_OK)
             rc = asset_hook_emit(c, id, "asset.scanned", actor, detail, sc->note, now);
     }
+    if (rc == GI_OK)
+        rc = asset_sync_queue(c, id, "scan", now);
     rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     if (rc == GI_OK && (rc = store_asset_get(st, tag, 0, INT64_MAX / 2, out)) == GI_OK)

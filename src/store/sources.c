@@ -10,10 +10,13 @@
 /* A source's GPU count is defined as the GPU list's ?source= filter is:
  * the records (MIG instances included, missing ones too) it owns. */
 #define SRC_GPUS_OWNED "(SELECT COUNT(*) FROM gpus og WHERE og.source_id = s.id)"
+/* Its host count: the hosts of the GPUs it owns. */
+#define SRC_HOSTS_OWNED "(SELECT COUNT(DISTINCT oh.host_id) FROM gpus oh WHERE oh.source_id = s.id)"
 #define SRC_SELECT                                                                                 \
     "SELECT s.id, s.name, s.kind, s.config, s.team, s.env, s.cluster, s.interval_s, s.enabled, "   \
     "s.precedence, s.last_attempt_at, s.last_success_at, s.last_error, " SRC_GPUS_OWNED " AS "     \
-    "gpus_reported, s.gpus_reported AS gpus_last_report, CASE WHEN "                               \
+    "gpus_reported, " SRC_HOSTS_OWNED                                                              \
+    " AS hosts_reported, s.gpus_reported AS gpus_last_report, CASE WHEN "                          \
     "s.last_success_at IS NULL OR s.last_success_at < :stale THEN 1 ELSE 0 END AS stale, "         \
     "s.warnings_total, s.last_warning, s.last_warning_at, "                                        \
     "(SELECT j.holder FROM job_leases j WHERE j.name = 'pull:' || s.id) AS last_pulled_by, "       \

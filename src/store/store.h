@@ -852,6 +852,46 @@ int store_delivery_done(struct store *st, const struct store_delivery_outcome *o
  * `before`; *deleted counts them. */
 int store_delivery_prune(struct store *st, int64_t before, int64_t *deleted);
 
+/* ---- push-back to asset managers and its conflicts (asset_sync.c) ---- */
+/* Claims up to `limit` due pending pushes as store_delivery_claim does;
+ * *items [{id, asset_id, source_id, attempts, reason, kind ("netbox" |
+ * "snipeit"), config (the source's, token included), remote_id, asset
+ * (the asset's document now), base ({field: {value, held}}: the remote
+ * values last synced)}]. A push whose link or source is gone is failed
+ * instead. */
+int store_sync_claim(struct store *st, int64_t now, int64_t lease_s, int64_t limit, json_t **items);
+/* What one attempt of a claimed push got. error NULL: it went through
+ * (delivered, or conflict when conflicts is not empty). permanent: the
+ * remote refused it for good (failed). Otherwise it is retried on the
+ * webhooks' schedule, after retry_after_s instead when > 0 (a 429), or
+ * backoff_s when > 0 (tests); dead past the schedule's end. written and
+ * seen ({field: remote value}) become the last-synced values; conflicts
+ * [{field, ours, theirs, base}] are kept (one open per asset, source and
+ * field). A push that wrote or held back a field appends a "sync" event
+ * {system, direction: "push", fields, conflicts}. */
+struct store_sync_outcome {
+    int64_t id, now;
+    long status;
+    const char *error, *response, *system;
+    bool permanent;
+    int64_t retry_after_s, backoff_s;
+    const json_t *written, *seen, *conflicts;
+};
+int store_sync_done(struct store *st, const struct store_sync_outcome *o, char *state);
+/* Sync conflicts, newest first, of one asset (tag; NULL: all), open ones
+ * only when open_only. GI_NOT_FOUND for an unknown tag. */
+int store_sync_conflicts(struct store *st, const char *tag, bool open_only,
+                         const struct store_page *pg, json_t **items, int64_t *total);
+/* Resolves an open conflict: keep "ours" (the remote's value counts as
+ * synced and gpuinv's is pushed again now) or "theirs" (the remote keeps
+ * its value; gpuinv's is not pushed for that field until it changes).
+ * GI_CONFLICT when already resolved. *out the conflict. */
+int store_sync_conflict_resolve(struct store *st, const char *actor, int64_t id, const char *keep,
+                                json_t **out);
+/* The push log, newest first, of one asset (tag; NULL: all). */
+int store_sync_pushes(struct store *st, const char *tag, const struct store_page *pg,
+                      json_t **items, int64_t *total);
+
 struct store_ticket_filter {
     const char *state;     /* open|closed, NULL: any */
     const char *asset_tag; /* NULL: any */

@@ -175,4 +175,21 @@ int asset_doc_get(struct conn *c, int64_t asset_id, json_t **out);
 int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const char *reason,
                        const char *actor, bool override, int64_t at, char *err, size_t errlen);
 
+/* ---- Push-back to asset managers (asset_sync.c), for the nouns that
+ * scan, move or re-stage an asset and for the asset managers' pulls. ---- */
+
+/* Queues an outbound update of asset asset_id to every NetBox or
+ * Snipe-IT source it is linked to whose config sets push: true (one
+ * pending, unclaimed push per asset and source at a time; what it writes
+ * is read when it is sent). reason names the change ("scan", "located",
+ * "stage"). Inside the caller's writing transaction. */
+int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64_t at);
+/* Records what a pull of `source` ("netbox:<id>", "snipeit:<id>"; other
+ * sources are ignored) said of asset asset_id in record rec: the link to
+ * the remote device or hardware (its source_key) and the remote values of
+ * the pushed fields it carries as last synced. Inside the caller's
+ * writing transaction. */
+int asset_sync_pulled(struct conn *c, const char *source, int64_t asset_id, const json_t *rec,
+                      int64_t at);
+
 #endif

@@ -38,7 +38,7 @@ test('a NetBox source is added with its token and filters', async () => {
   assert.equal(await dialog().locator('input[name="config.query"]').isVisible(), false);
   assert.match(await dialog().textContent(), /sent as Authorization: Token/);
   await dialog().locator('input[name="config.url"]').fill('http://127.0.0.1:9');
-  await dialog().locator('input[name="config.bearer_token"]').fill('nb-s3cret');
+  await dialog().locator('input[name="config.token"]').fill('nb-s3cret');
   await dialog().locator('input[name="config.site"]').fill('fra1');
   await dialog().locator('input[name="config.page_size"]').fill('50');
   await dialog().locator('input[name=enabled]').uncheck();

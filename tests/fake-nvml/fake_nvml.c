@@ -43,6 +43,10 @@ enum field {
     F_POWER_LIMIT,
     F_ECC_CORR,
     F_ECC_UNCORR,
+    F_REMAP_CORR,
+    F_REMAP_UNC,
+    F_REMAP_PENDING,
+    F_REMAP_FAILURE,
     F__COUNT
 };
 
@@ -57,6 +61,10 @@ static const char *const field_keys[F__COUNT] = {
     [F_POWER_LIMIT] = "power_limit_w",
     [F_ECC_CORR] = "ecc_corrected",
     [F_ECC_UNCORR] = "ecc_uncorrected",
+    [F_REMAP_CORR] = "remap_corrected",
+    [F_REMAP_UNC] = "remap_uncorrectable",
+    [F_REMAP_PENDING] = "remap_pending",
+    [F_REMAP_FAILURE] = "remap_failure",
 };
 
 struct fdev {
@@ -614,6 +622,28 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses(struct fdev *d, unsigned int *n,
 
 /* ---- Functions of newer drivers ---- */
 #ifndef FAKE_NVML_LEGACY
+
+/* Row remapping (Ampere and later): NOT_SUPPORTED unless the device
+ * configures all four readings. */
+EXPORT int nvmlDeviceGetRemappedRows(struct fdev *d, unsigned int *corr, unsigned int *unc,
+                                     unsigned int *pending, unsigned int *failure)
+{
+    double c, u, p, f;
+    int rc = enter(d, "nvmlDeviceGetRemappedRows");
+
+    if (rc)
+        return rc;
+    if (corr == NULL || unc == NULL || pending == NULL || failure == NULL)
+        return RC_INVALID_ARGUMENT;
+    if (d->parent != NULL || !value(d, F_REMAP_CORR, &c) || !value(d, F_REMAP_UNC, &u) ||
+        !value(d, F_REMAP_PENDING, &p) || !value(d, F_REMAP_FAILURE, &f))
+        return RC_NOT_SUPPORTED;
+    *corr = (unsigned int)lround(c);
+    *unc = (unsigned int)lround(u);
+    *pending = p != 0;
+    *failure = f != 0;
+    return RC_SUCCESS;
+}
 
 EXPORT int nvmlInit_v2(void) { return init(); }
 

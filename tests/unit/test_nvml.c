@@ -410,7 +410,7 @@ static void test_lost(void **state)
     assert_int_equal(status_of(h, 1).handle_error, 0);
     assert_int_equal(status_of(h, 2).handle_error, NVML_RC_GPU_IS_LOST);
 
-    /* GPU 3 answers the 12 calls of discovery, then is lost. */
+    /* GPU 3 answers the 13 calls of discovery, then is lost. */
     assert_string_equal(set.gpus[3].uuid, "GPU-10000000-0000-4000-8000-000000000003");
     assert_reading(set.gpus[3].temp_c, 25);
     assert_int_equal(status_of(h, 3).lost, 0);

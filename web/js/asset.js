@@ -1,6 +1,7 @@
 // One hardware asset (#/assets/{tag}): its fields, location with parent and
 // children, warranty, book value, energy, health with its reasons when
-// known, the label, its tickets and the event timeline (stage changes,
+// known, the label, its tickets, its sync conflicts with NetBox or
+// Snipe-IT and the event timeline (stage changes,
 // scans, drift, tickets, rules); editors move it to an allowed next stage
 // (a refused move shows the stages the server allows) and edit its fields.
 import { h, replace, num, toast } from './dom.js';
@@ -177,6 +178,51 @@ function ticketsPanel(list) {
         ? h('a', { href: t.external_url, rel: 'noopener noreferrer', target: '_blank', text: t.external_key || t.title })
         : h('span', { text: t.external_key ? `${t.external_key}: ${t.title}` : t.title }),
       h('span', { class: 'muted small' }, ' · opened ', timeAgo(t.opened_at), t.opened_by ? ` by ${t.opened_by}` : '')))));
+}
+
+/**
+ * Sync conflicts with NetBox or Snipe-IT: fields the other system changed
+ * since gpuinv last synced them, which a push did not overwrite. Loads
+ * itself and stays empty (hidden) when there are none; editors keep ours
+ * (pushed again) or theirs.
+ */
+function syncConflictsPanel(tag) {
+  const body = h('div', {});
+  const box = h('section', { class: 'panel', 'data-testid': 'sync-conflicts', hidden: true },
+    h('div', { class: 'panel-head' }, h('h2', {}, 'Sync conflicts')), body);
+  const path = `/api/v1/assets/${encodeURIComponent(tag)}/conflicts`;
+  const system = (k) => (k.system === 'snipeit' ? 'Snipe-IT' : k.system === 'netbox' ? 'NetBox' : k.source || 'remote');
+  async function resolve(k, keep) {
+    try {
+      await api('POST', `/api/v1/sync-conflicts/${k.id}/resolve`, { keep });
+      toast(keep === 'ours' ? `gpuinv's ${k.field} will be sent to ${system(k)}` : `${system(k)}'s ${k.field} is kept`);
+    } catch (err) {
+      toast(err.message, 'error');
+    }
+    load();
+  }
+  async function load() {
+    let list;
+    try {
+      list = (await api('GET', withQuery(path, { limit: 100 }))).items || [];
+    } catch {
+      list = null;
+    }
+    box.hidden = Array.isArray(list) && list.length === 0;
+    replace(body, list === null ? h('p', { class: 'muted pad', text: 'Sync conflicts could not be read.' })
+      : h('ul', { class: 'plain-list' }, list.map((k) => h('li', { dataset: { conflict: String(k.id) } },
+        h('strong', { text: `${system(k)} ${k.field}` }),
+        h('span', { text: `: gpuinv has ${text(k.ours)}, ${system(k)} has ${text(k.theirs)}` }),
+        k.base != null ? h('span', { class: 'muted small', text: ` (was ${k.base} at the last sync)` }) : null,
+        h('span', { class: 'muted small' }, ' · ', timeAgo(k.detected_at)),
+        canWrite() ? h('span', { class: 'link-row' }, ' ',
+          h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'keep-ours',
+            on: { click: () => resolve(k, 'ours') }, text: 'Keep ours' }), ' ',
+          h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'data-testid': 'keep-theirs',
+            on: { click: () => resolve(k, 'theirs') }, text: 'Keep theirs' })) : null))));
+  }
+  load();
+  return box;
 }
 
 /** Health with its reasons, when the document has it. */
@@ -402,7 +448,7 @@ export async function renderAsset(main, ctx, tag) {
       h('div', { class: 'page-actions' }, edit)),
     h('div', { class: 'asset-grid' },
       h('div', { class: 'asset-col' }, stage, fields, healthPanel(a.health)),
-      h('div', { class: 'asset-col' }, location, warranty, label, ticketsPanel(tickets))),
+      h('div', { class: 'asset-col' }, location, warranty, label, ticketsPanel(tickets), syncConflictsPanel(a.tag))),
     a.kind === 'gpu' && a.gpu_uuid ? telemetryPanel(a, ctx) : null,
     timelinePanel(events.items || [], events.total || 0));
 }

@@ -1,50 +1,61 @@
 // Data sources: push sources (agents) and csv sources (GPU imports) with
-// their freshness, and pull sources (Prometheus, dcgm-exporter, Kubernetes,
-// and the asset managers NetBox and Snipe-IT, whose secret is `token` and
-// whose filters are shown for their kind only) that admins add, edit and delete and editors run on demand. A push or csv
+// their freshness, and pull sources that admins add, edit, test and delete
+// and editors run on demand. The pull source form is built from the kinds
+// and config keys the server lists (GET /api/v1/source-kinds): inputs by
+// type, required marks and help texts; "Test connection" pulls once without
+// storing anything and shows what it found or the error. A push or csv
 // source is never run and has no connection: its form edits only its name,
 // whether it is enabled, and the defaults for what it reports. Secrets are
 // write-only: the form never shows a stored token, and a blank token field
 // keeps it. Each source shows its precedence (the highest owns a host both
-// report), how many GPUs it owns, and the fields it had to drop (its warning
+// report), how many hosts and GPUs it owns, and the fields it had to drop (its warning
 // count and the newest warning). A save whose reply carries warnings (a
 // stored secret cleared because the URL changed) shows them until the next
 // action. The list refreshes itself while the tab is visible.
 import { h, replace, icon, num, toast } from './dom.js';
 import { api } from './api.js';
-import { field, formDialog, fieldError, value, para } from './dialog.js';
+import { field, formDialog, fieldError, value, para, showError, clearErrors } from './dialog.js';
 import { dataTable } from './table.js';
 import { timeAgo, flag, ago, autoRefresh, isNum, span } from './fmt.js';
 
 const REFRESH_S = 20;
 
-const PULL_KINDS = [
-  { value: 'dcgm-exporter', label: 'dcgm-exporter' },
-  { value: 'prometheus', label: 'Prometheus' },
-  { value: 'kubernetes', label: 'Kubernetes' },
-  { value: 'netbox', label: 'NetBox' },
-  { value: 'snipeit', label: 'Snipe-IT' },
-];
 const KIND_LABELS = { push: 'Push (agents)', csv: 'CSV import', 'dcgm-exporter': 'dcgm-exporter', prometheus: 'Prometheus',
-  kubernetes: 'Kubernetes', netbox: 'NetBox', snipeit: 'Snipe-IT' };
-/** The asset managers: their secret is `token`, sent as that system expects. */
-const ASSET_KINDS = ['netbox', 'snipeit'];
-const FILTERS = {
-  netbox: [['site', 'Site (slug)'], ['role', 'Device role (slug)']],
-  snipeit: [['category', 'Category (id)'], ['status', 'Status (e.g. Deployed)']],
+  kubernetes: 'Kubernetes', slurm: 'Slurm', netbox: 'NetBox', snipeit: 'Snipe-IT',
+  'prometheus-generic': 'Own exporter', 'habanalabs-exporter': 'Intel Gaudi exporter' };
+
+/** True for a source the server pulls (and so can run now): every kind but push and csv. */
+export function isPull(kind) {
+  return kind !== 'push' && kind !== 'csv';
+}
+
+/** Form labels of config keys; other keys are labelled from their name. */
+const KEY_LABELS = {
+  url: 'URL', exporter_url: 'Exporter URL', slurmrestd_url: 'slurmrestd URL', query: 'Query (PromQL)',
+  bearer_token: 'Bearer token', token: 'API token', ca_file: 'CA file', timeout_s: 'Timeout (seconds)',
+  insecure_skip_verify: 'Skip TLS verification (insecure)', page_size: 'Page size', mapping: 'Mapping (JSON)',
+  overlap_s: 'Overlap (seconds)', lookback_h: 'First look-back (hours)', api_version: 'API version',
+};
+/** A filled-in mapping to start from: edit the metric and label names. */
+const MAPPING_EXAMPLE = {
+  uuid_label: 'gpu_uuid', host_label: 'instance',
+  utilization: { metric: 'vendor_gpu_busy_percent', unit: 'percent' },
+  memory_used: { metric: 'vendor_gpu_memory_used_bytes', unit: 'bytes' },
+  power: { metric: 'vendor_gpu_power_watts', unit: 'watts' },
 };
 
-/** True for a source the server pulls (and so can run now). */
-export function isPull(kind) {
-  return PULL_KINDS.some((k) => k.value === kind);
+function keyLabel(name) {
+  if (KEY_LABELS[name]) return KEY_LABELS[name];
+  const t = name.replace(/_/g, ' ');
+  return t.charAt(0).toUpperCase() + t.slice(1);
 }
-const URL_HINTS = {
-  'dcgm-exporter': 'The exporter’s metrics page, e.g. http://gpu-node:9400/metrics',
-  prometheus: 'The Prometheus server, e.g. https://prometheus.example:9090',
-  kubernetes: 'The API server, e.g. https://kubernetes.default.svc',
-  netbox: 'NetBox, e.g. https://netbox.example.com (token: view rights on devices, modules, inventory items)',
-  snipeit: 'Snipe-IT, e.g. https://snipe.example.com (token: view rights on assets)',
-};
+
+let kindsCache = null;
+/** The pull kinds and their config keys, as the server validates them (cached). */
+async function sourceKinds() {
+  if (!kindsCache) kindsCache = (await api('GET', '/api/v1/source-kinds')).items;
+  return kindsCache;
+}
 
 /** "every 5 min" for an interval in seconds. */
 function every(s) {
@@ -86,117 +97,210 @@ function intField(form, name, label) {
   return n;
 }
 
+/** The form control of one config key (spec from /api/v1/source-kinds). */
+function keyField(key, cfg, src) {
+  const name = `config.${key.name}`;
+  const label = keyLabel(key.name);
+  const have = cfg[key.name];
+  const hint = [key.help, key.group ? `(${key.group})` : null].filter(Boolean).join(' ') || null;
+  const wide = ['url', 'object'].includes(key.type);
+  let f;
+  if (key.type === 'bool') {
+    f = checkField(name, label, Boolean(have), hint);
+  } else if (key.type === 'secret') {
+    // A secret is never filled back: the field says whether one is stored.
+    const stored = Boolean(src && have);
+    f = field({ name, label, type: 'password', value: '', autocomplete: 'new-password', required: key.required && !stored,
+      hint: stored ? `A ${key.name.includes('token') ? 'token' : 'secret'} is stored. Leave blank to keep it.${hint ? ` ${hint}` : ''}` : hint });
+    if (stored) f.append(checkField(`remove.${key.name}`, `Remove the stored ${label.toLowerCase()}`, false, null));
+  } else if (key.type === 'int') {
+    f = field({ name, label, type: 'number', value: have ?? '', required: key.required, hint,
+      attrs: { min: key.min, max: key.max, step: 1, inputmode: 'numeric' } });
+  } else if (key.type === 'object') {
+    f = field({ name, label, type: 'textarea', rows: 10, required: key.required, hint, wide,
+      value: have && typeof have === 'object' ? JSON.stringify(have, null, 2) : '',
+      attrs: { spellcheck: 'false', class: 'mono', placeholder: key.name === 'mapping' ? JSON.stringify(MAPPING_EXAMPLE, null, 2) : '' } });
+  } else if (key.type === 'list') {
+    f = field({ name, label, value: Array.isArray(have) ? have.join(', ') : '', required: key.required,
+      hint: [hint, 'Separate entries with commas'].filter(Boolean).join(' · '), attrs: { spellcheck: 'false' } });
+  } else {
+    f = field({ name, label, type: key.type === 'url' ? 'url' : 'text', value: have ?? '', required: key.required, hint, wide,
+      attrs: { spellcheck: 'false', maxlength: key.type === 'url' ? 2000 : 4096, ...(key.type === 'url' ? { inputmode: 'url' } : {}) } });
+  }
+  f.dataset.key = key.name;
+  return f;
+}
+
 /**
- * Opens the add (src absent) or edit form of a pull source. Resolves to
- * the saved source or null.
+ * Reads the config of a kind from the form: on add, blank settings are left
+ * out; on edit, a cleared setting is sent as null. A blank secret keeps the
+ * stored one (or removes it when asked).
+ */
+function readConfig(form, keys, cfg, src) {
+  const config = {};
+  const had = (k) => src && cfg[k] !== undefined && cfg[k] !== null;
+  for (const key of keys) {
+    const name = `config.${key.name}`;
+    const label = keyLabel(key.name);
+    const el = form.elements.namedItem(name);
+    if (!el) continue;
+    let v = null;
+    if (key.type === 'bool') {
+      if (el.checked || had(key.name)) config[key.name] = el.checked;
+      continue;
+    }
+    if (key.type === 'secret') {
+      const remove = form.elements.namedItem(`remove.${key.name}`);
+      if (el.value) config[key.name] = el.value;
+      else if (remove && remove.checked) config[key.name] = null;
+      else if (key.required && !had(key.name)) throw fieldError(name, `Enter the ${label.toLowerCase()}`);
+      continue;
+    }
+    const raw = value(form, name);
+    if (key.type === 'int') v = intField(form, name, label);
+    else if (key.type === 'list') v = raw ? raw.split(',').map((x) => x.trim()).filter(Boolean) : null;
+    else if (key.type === 'object' && raw) {
+      try {
+        v = JSON.parse(raw);
+      } catch (e) {
+        throw fieldError(name, `${label} must be JSON: ${e.message}`);
+      }
+      if (!v || typeof v !== 'object' || Array.isArray(v)) throw fieldError(name, `${label} must be a JSON object`);
+    } else v = raw;
+    if (v !== null && v !== '') config[key.name] = v;
+    else if (key.required) throw fieldError(name, `Enter the ${label.toLowerCase()}`);
+    else if (had(key.name)) config[key.name] = null;
+  }
+  return config;
+}
+
+/**
+ * A server error about a part of a config key (config.mapping.power.unit)
+ * shown next to that key's field, with the server's words.
+ */
+function nearField(form, err) {
+  const m = err && err.status > 0 && typeof err.field === 'string' && /^(config\.[^.]+)\./.exec(err.field);
+  if (!m || !form.querySelector(`.field[data-field="${CSS.escape(m[1])}"]`)) return err;
+  return fieldError(m[1], err.message);
+}
+
+/** What a test pull found, in words. */
+function foundText(found) {
+  const f = found || {};
+  const n = (x, one, many) => `${num(x)} ${x === 1 ? one : many}`;
+  const parts = [`${n(f.gpus, 'GPU', 'GPUs')} on ${n(f.hosts, 'host', 'hosts')}`];
+  if (isNum(f.instances)) parts.push(n(f.instances, 'instance', 'instances'));
+  if (isNum(f.jobs)) parts.push(n(f.jobs, 'job', 'jobs'));
+  if (isNum(f.pods)) parts.push(n(f.pods, 'GPU pod', 'GPU pods'));
+  if (f.assets) parts.push(`assets: ${num(f.assets.created)} new, ${num(f.assets.updated)} changed, ${num(f.assets.unchanged)} unchanged`);
+  return parts.join(' · ');
+}
+
+/**
+ * Opens the add (src absent) or edit form of a pull source, built from the
+ * kind's config keys as the server lists them. "Test connection" pulls once
+ * without storing anything (a saved source is tested with its stored
+ * secrets). Resolves to the saved source or null.
  */
 async function editSource(src) {
   let saved = null;
+  let kinds;
+  try {
+    kinds = await sourceKinds();
+  } catch (err) {
+    if (err.status !== 401) toast(err.message, 'error');
+    return null;
+  }
   const cfg = (src && src.config) || {};
-  const secretKey = (k) => (ASSET_KINDS.includes(k) ? 'token' : 'bearer_token');
-  const tokenSet = Boolean(cfg.bearer_token || cfg.token);
+  const schemaOf = (k) => (kinds.find((x) => x.kind === k) || { keys: [] }).keys;
   const kindField = field({ name: 'kind', label: 'Kind', type: 'select', required: true,
-    value: src ? src.kind : 'dcgm-exporter', choices: PULL_KINDS,
+    value: src ? src.kind : 'dcgm-exporter', choices: kinds.map((k) => ({ value: k.kind, label: KIND_LABELS[k.kind] || k.kind })),
     attrs: src ? { disabled: true } : {}, hint: src ? 'The kind of a source cannot change' : null });
-  const urlField = field({ name: 'config.url', label: 'URL', required: true, value: cfg.url || '', wide: true,
-    type: 'url', attrs: { maxlength: 2000, spellcheck: 'false', inputmode: 'url' } });
-  const queryField = field({ name: 'config.query', label: 'Query (PromQL)', value: cfg.query || '', wide: true,
-    hint: 'Optional; the default selects the DCGM GPU metrics', attrs: { spellcheck: 'false' } });
-  const pageField = field({ name: 'config.page_size', label: 'Page size', type: 'number', value: cfg.page_size ?? '',
-    attrs: { min: 1, max: 1000, step: 1, inputmode: 'numeric' }, hint: 'Objects per list request (1–1000)' });
-  const tokenField = field({ name: 'config.bearer_token', label: 'Bearer token', type: 'password', value: '',
-    autocomplete: 'new-password',
-    hint: src && tokenSet ? 'A token is stored. Leave blank to keep it.' : 'Optional; sent as Authorization: Bearer' });
-  const removeToken = src && tokenSet ? checkField('remove_token', 'Remove the stored bearer token', false, null, true) : null;
-  const filterFields = Object.entries(FILTERS).flatMap(([k, list]) => list.map(([key, label]) => {
-    const f = field({ name: `config.${key}`, label, value: cfg[key] || '', attrs: { spellcheck: 'false' },
-      hint: 'Optional' });
-    f.dataset.kind = k;
-    return f;
-  }));
+  const kindSel = kindField.querySelector('select');
+  const cfgBox = h('div', { class: 'form-sub', 'data-testid': 'config-fields' });
+  const testResult = h('div', { class: 'run-result', role: 'status', 'data-testid': 'test-result', hidden: true });
+  const testBtn = h('button', { type: 'button', class: 'btn btn-secondary', 'data-testid': 'test-source', text: 'Test connection' });
   const fields = [
     h('h3', { class: 'form-section', text: 'Source' }),
     field({ name: 'name', label: 'Name', required: true, value: src ? src.name : '', attrs: { maxlength: 63 } }),
     kindField,
-    urlField,
-    queryField,
-    pageField,
-    ...filterFields,
     h('h3', { class: 'form-section', text: 'Connection' }),
-    tokenField,
-    field({ name: 'config.ca_file', label: 'CA file', value: cfg.ca_file || '',
-      hint: 'PEM bundle on the server to verify the peer', attrs: { spellcheck: 'false' } }),
-    field({ name: 'config.timeout_s', label: 'Timeout (seconds)', type: 'number', value: cfg.timeout_s ?? '',
-      attrs: { min: 1, max: 300, step: 1, inputmode: 'numeric' } }),
-    checkField('config.insecure_skip_verify', 'Skip TLS verification (insecure)', Boolean(cfg.insecure_skip_verify)),
+    cfgBox,
+    h('div', { class: 'field field-wide test-row' }, testBtn, testResult),
+    h('h3', { class: 'form-section', text: 'Schedule' }),
     field({ name: 'interval_s', label: 'Interval (seconds)', type: 'number', value: src ? src.interval_s : 300,
       attrs: { min: 10, max: 86400, step: 1, inputmode: 'numeric' }, hint: 'How often the server pulls (10–86400)' }),
     checkField('enabled', 'Enabled', src ? Boolean(src.enabled) : true, 'A disabled source is kept but not pulled'),
-    removeToken,
     h('h3', { class: 'form-section', text: 'Defaults for what it reports' }),
     field({ name: 'team', label: 'Team', value: src ? src.team || '' : '', attrs: { maxlength: 128 } }),
     field({ name: 'env', label: 'Environment', value: src ? src.env || '' : '', attrs: { maxlength: 64 } }),
     field({ name: 'cluster', label: 'Cluster', value: src ? src.cluster || '' : '', attrs: { maxlength: 128 } }),
-  ].filter(Boolean);
-
-  const kindSel = kindField.querySelector('select');
+  ];
   const syncKind = () => {
-    const k = kindSel.value;
-    queryField.hidden = k !== 'prometheus';
-    pageField.hidden = k !== 'kubernetes' && !ASSET_KINDS.includes(k);
-    for (const f of filterFields) f.hidden = f.dataset.kind !== k;
-    tokenField.querySelector('label').textContent = ASSET_KINDS.includes(k) ? 'API token' : 'Bearer token';
-    const tokenHint = tokenField.querySelector('.field-hint');
-    if (tokenHint && !tokenSet) tokenHint.textContent = `Optional; sent as Authorization: ${k === 'netbox' ? 'Token' : 'Bearer'}`;
-    urlField.querySelector('.field-hint')?.remove();
-    urlField.querySelector('input').after(h('p', { class: 'field-hint', text: URL_HINTS[k] || '' }));
+    replace(cfgBox, schemaOf(kindSel.value).map((key) => keyField(key, src && src.kind === kindSel.value ? cfg : {}, src)));
+    testResult.hidden = true;
   };
   kindSel.addEventListener('change', syncKind);
   syncKind();
 
+  /** The body a save (or a test) sends. */
+  const bodyOf = (form, forTest) => {
+    const kind = src ? src.kind : value(form, 'kind');
+    const name = value(form, 'name');
+    if (!name && !forTest) throw fieldError('name', 'Enter a name');
+    const body = { config: readConfig(form, schemaOf(kind), src && src.kind === kind ? cfg : {}, src) };
+    if (name) body.name = name;
+    if (!forTest) {
+      body.enabled = form.elements.namedItem('enabled').checked;
+      const interval = intField(form, 'interval_s', 'Interval');
+      if (interval !== null) body.interval_s = interval;
+    }
+    for (const k of ['team', 'env', 'cluster']) {
+      const v = value(form, k);
+      if (v || (src && src[k] && !forTest)) body[k] = v;
+    }
+    if (!src) body.kind = kind;
+    return body;
+  };
+
+  testBtn.addEventListener('click', async () => {
+    const form = testBtn.form;
+    clearErrors(form);
+    testBtn.disabled = true;
+    testBtn.textContent = 'Testing…';
+    testResult.hidden = true;
+    try {
+      const body = bodyOf(form, true);
+      const r = src ? await api('POST', `/api/v1/sources/${src.id}/test`, body) : await api('POST', '/api/v1/sources/test', body);
+      testResult.className = `run-result ${r.ok ? 'run-ok' : 'run-failed'}`;
+      const warn = (r.warnings || []).map((w) => h('li', { text: w.message }));
+      replace(testResult, r.ok
+        ? [h('strong', { text: 'The connection works. ' }), h('span', { 'data-testid': 'test-found', text: `Found ${foundText(r.found)}.` })]
+        : [h('strong', { text: 'The test failed. ' }), h('span', { 'data-testid': 'test-error', text: r.error || 'No reason was given.' })],
+      warn.length ? h('ul', { 'data-testid': 'test-warnings' }, warn) : null);
+      testResult.hidden = false;
+    } catch (err) {
+      if (err.status !== 401) showError(form, nearField(form, err));
+    } finally {
+      testBtn.disabled = false;
+      testBtn.textContent = 'Test connection';
+    }
+  });
   await formDialog({
     title: src ? `Edit ${src.name}` : 'Add pull source',
     fields,
     wide: true,
     submitLabel: src ? 'Save changes' : 'Add source',
     async submit(form) {
-      const kind = src ? src.kind : value(form, 'kind');
-      const name = value(form, 'name');
-      if (!name) throw fieldError('name', 'Enter a name');
-      const url = value(form, 'config.url');
-      if (!url) throw fieldError('config.url', 'Enter the URL to pull from');
-      const config = { url };
-      const opt = (key, v) => {
-        // On edit a cleared setting is sent as null; on add it is left out.
-        if (v !== null && v !== '') config[key] = v;
-        else if (src && cfg[key] !== undefined && cfg[key] !== null) config[key] = null;
-      };
-      opt('ca_file', value(form, 'config.ca_file'));
-      opt('timeout_s', intField(form, 'config.timeout_s', 'Timeout'));
-      const insecure = form.elements.namedItem('config.insecure_skip_verify').checked;
-      if (insecure || (src && cfg.insecure_skip_verify !== undefined)) config.insecure_skip_verify = insecure;
-      if (kind === 'prometheus') opt('query', value(form, 'config.query'));
-      if (kind === 'kubernetes' || ASSET_KINDS.includes(kind)) opt('page_size', intField(form, 'config.page_size', 'Page size'));
-      for (const [key] of FILTERS[kind] || []) opt(key, value(form, `config.${key}`));
-      const token = form.elements.namedItem('config.bearer_token').value;
-      if (token) config[secretKey(kind)] = token;
-      else if (removeToken && form.elements.namedItem('remove_token').checked) config[secretKey(kind)] = null;
-
-      const body = { name, config, enabled: form.elements.namedItem('enabled').checked };
-      const interval = intField(form, 'interval_s', 'Interval');
-      if (interval !== null) body.interval_s = interval;
-      for (const k of ['team', 'env', 'cluster']) {
-        const v = value(form, k);
-        if (v || (src && src[k])) body[k] = v;
-      }
-      if (src) {
-        saved = await api('PATCH', `/api/v1/sources/${src.id}`, body);
-      } else {
-        body.kind = kind;
-        saved = await api('POST', '/api/v1/sources', body);
+      const body = bodyOf(form, false);
+      try {
+        saved = src ? await api('PATCH', `/api/v1/sources/${src.id}`, body) : await api('POST', '/api/v1/sources', body);
+      } catch (err) {
+        throw nearField(form, err);
       }
     },
   });
+
   if (saved) toast(src ? `Saved ${saved.name}` : `Added ${saved.name}`);
   return saved;
 }
@@ -367,13 +471,15 @@ export function renderSources(main, ctx) {
         'data-testid': 'source-precedence', title: 'Of sources reporting the same host, the highest precedence owns it',
         text: isNum(s.precedence) ? String(s.precedence) : '0' }) },
       { label: 'Last success', width: '104px', cell: (s) => timeAgo(s.last_success_at) },
-      { label: 'Last attempt', width: '104px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
+      { label: 'Last pull', width: '104px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : timeAgo(s.last_attempt_at)) },
       { label: 'Last error', cell: (s) => (s.last_error
         ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
       { label: 'Fields dropped', key: 'warnings', width: '136px', cell: warningCell },
-      { label: 'GPUs', cls: 'n', width: '64px', cell: (s) => h('a', { href: `#/gpus?source=${s.id}`,
-        'data-testid': 'source-gpus', title: gpusTip(s), text: num(s.gpus_reported) }) },
+      { label: 'GPUs', cls: 'n', width: '72px', cell: (s) => h('div', { class: 'stack' },
+        h('a', { href: `#/gpus?source=${s.id}`, 'data-testid': 'source-gpus', title: gpusTip(s), text: num(s.gpus_reported) }),
+        isNum(s.hosts_reported) ? h('span', { class: 'sub', title: 'Hosts of the GPUs this source owns' },
+          h('span', { 'data-testid': 'source-hosts', text: num(s.hosts_reported) }), s.hosts_reported === 1 ? ' host' : ' hosts') : null) },
       { label: 'Interval', width: '100px', cell: (s) => (!isPull(s.kind) ? h('span', { class: 'muted', text: '—' }) : every(s.interval_s)) },
       (runner || admin) && { label: 'Actions', key: 'actions', cls: 'actions', width: admin ? '232px' : '110px', cell: actions },
     ].filter(Boolean),
