@@ -1,6 +1,7 @@
 /* Bulk allocation for provisioning: N matching available resources are
  * taken atomically, or none are. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/kinds.h"
 #include "core/status.h"
 #include "store/store.h"
@@ -24,6 +25,8 @@ void api_allocations_create(struct req *r)
         !json_str_or_reply(r, body, "gpu_model", false, 64, &q.gpu_model) ||
         !json_str_or_reply(r, body, "tenant", true, 128, &q.tenant) ||
         !json_str_or_reply(r, body, "project", false, 128, &q.project))
+        goto cleanup;
+    if (!who_may_dc_or_reply(r, q.datacenter_id))
         goto cleanup;
     if (q.kind == NULL)
         q.kind = "server";

@@ -18,6 +18,7 @@
  * The export (GET /api/v1/assets?format=csv) writes exactly the columns
  * the import reads, so an export imports back to the same assets. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "api/csvimport.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -440,6 +441,16 @@ void api_assets_import(struct req *r)
     }
     if (st < 0 || !import_verdict_or_reply(r, &im))
         goto cleanup;
+    /* each row's asset where it is (by tag) and where the row puts it */
+    for (size_t i = 0; i < json_array_size(recs); i++) {
+        const json_t *rec = json_array_get(recs, i);
+        const char *tag = json_string_value(json_object_get(rec, "tag"));
+        int64_t dc = 0;
+        bool known = tag && r->who.n_dcs > 0 && store_asset_dc(r->store, tag, NULL, &dc) == GI_OK;
+        if ((known && !who_may_dc_or_reply(r, dc)) ||
+            !who_may_asset_record_or_reply(r, rec, !known))
+            goto cleanup;
+    }
     st = store_asset_import(r->store, r->who.name, recs, im.dry_run, &report, &err);
     if (st == GI_INVALID || st == GI_CONFLICT) {
         size_t line = (size_t)json_integer_value(json_array_get(lines, (size_t)err.index));

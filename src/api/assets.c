@@ -3,6 +3,7 @@
  * trail (one asset's timeline, or every event of a time range for a
  * compliance export). The CSV import is in asset_import.c. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
@@ -53,7 +54,8 @@ void api_assets_create(struct req *r)
 
     if (!req_json_body_or_reply(r, &body))
         return;
-    if (!json_known_or_reply(r, body, asset_members))
+    if (!json_known_or_reply(r, body, asset_members) ||
+        !who_may_asset_record_or_reply(r, body, true))
         goto cleanup;
     st = store_asset_create(r->store, r->who.name, body, &out, &err);
     if (st != GI_OK)
@@ -124,6 +126,8 @@ void api_assets_update(struct req *r)
                     "the stage changes through POST /api/v1/assets/{tag}/stage");
         goto cleanup;
     }
+    if (!who_may_asset_or_reply(r, r->key, NULL) || !who_may_asset_record_or_reply(r, body, false))
+        goto cleanup;
     st = store_asset_update(r->store, r->who.name, r->key, body, &out, &err);
     if (st != GI_OK)
         reply_asset_err(r, st, &err);
@@ -170,6 +174,8 @@ void api_assets_stage(struct req *r)
         reply_error(r, 403, "forbidden", "override", "only an admin may override the lifecycle");
         goto cleanup;
     }
+    if (!who_may_asset_or_reply(r, r->key, NULL))
+        goto cleanup;
     st = store_asset_set_stage(r->store, r->who.name, r->key, to, reason, override, &out, from,
                                sizeof from, why, sizeof why);
     if (st == GI_CONFLICT) {
@@ -237,7 +243,7 @@ static bool asset_filter_or_reply(struct req *r, bool with_stage, struct store_a
         !date_param_or_reply(r, "warranty_after", &f->warranty_after) ||
         !date_param_or_reply(r, "ends_after", &f->ends_after) ||
         !date_param_or_reply(r, "ends_before", &f->ends_before) ||
-        !datacenter_or_reply(r, &f->datacenter_id))
+        !datacenter_or_reply(r, &f->datacenter_id) || !who_dc_filter_or_reply(r, &f->datacenter_id))
         return false;
     if (f->kind && !store_asset_kind_valid(f->kind)) {
         reply_error(r, 400, "invalid_parameter", "kind",
@@ -343,7 +349,7 @@ void api_asset_events_export(struct req *r)
     if (!req_page_or_reply(r, sortable, &pg) || !range_or_reply(r, &from, &to) ||
         !req_param_str_or_reply(r, "kind", 32, &f.kind) ||
         !req_param_str_or_reply(r, "asset_kind", 16, &f.asset_kind) ||
-        !datacenter_or_reply(r, &f.datacenter_id))
+        !datacenter_or_reply(r, &f.datacenter_id) || !who_dc_filter_or_reply(r, &f.datacenter_id))
         return;
     if (f.asset_kind && !store_asset_kind_valid(f.asset_kind)) {
         reply_error(r, 400, "invalid_parameter", "asset_kind",

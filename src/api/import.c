@@ -5,6 +5,7 @@
  * with any bad row, or with ?dry_run=true, nothing is written and every
  * problem is reported with its line and column. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "api/csvimport.h"
 #include "core/kinds.h"
 #include "core/status.h"
@@ -165,6 +166,9 @@ void api_resources_import(struct req *r)
     }
     if (!import_verdict_or_reply(r, &im))
         goto cleanup;
+    for (size_t i = 0; i < json_array_size(objs); i++)
+        if (!who_may_dc_or_reply(r, rows[i].datacenter_id))
+            goto cleanup;
     /* A dry run makes the very inserts the import would, then rolls them
      * back, so it meets the same conflicts with stored records. */
     n = json_array_size(objs);

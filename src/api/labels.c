@@ -5,6 +5,7 @@
  * sheet of the selection in one go at its true size (A4: 3 x 8 labels of
  * 70 x 37 mm; Letter: 3 x 10 of 2.625 x 1 in, the Avery 5160 layout). */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/qrsvg.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -198,6 +199,8 @@ static bool selection_or_reply(struct req *r, json_t **out)
             return false;
         }
     }
+    if (!who_dc_filter_or_reply(r, &fl.datacenter_id))
+        return false;
     if ((fl.kind && !store_asset_kind_valid(fl.kind)) ||
         (fl.stage && !store_asset_stage_valid(fl.stage))) {
         reply_error(r, 400, "invalid_parameter",

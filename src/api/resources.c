@@ -1,6 +1,7 @@
 /* Inventory resources of every kind: CRUD, listing with filters, and the
  * allocate/release transitions used by provisioning automation. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/kinds.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -84,6 +85,8 @@ void api_resources_create(struct req *r)
             reply_status(r, st, "resource");
         goto cleanup;
     }
+    if (!who_may_dc_or_reply(r, in.datacenter_id))
+        goto cleanup;
     api_resource_to_store(&in, &sr);
     st = store_res_create(r->store, r->who.name, &sr, &out);
     if (st != GI_OK)
@@ -157,7 +160,7 @@ void api_resources_list(struct req *r)
         !req_param_str_or_reply(r, "state", 16, &f.state) ||
         !req_param_str_or_reply(r, "tenant", 128, &f.tenant) ||
         !req_param_str_or_reply(r, "project", 128, &f.project) ||
-        !req_param_str_or_reply(r, "q", 128, &f.q))
+        !req_param_str_or_reply(r, "q", 128, &f.q) || !who_dc_filter_or_reply(r, &f.datacenter_id))
         return;
     if (f.kind && !gi_kind_find(f.kind)) {
         reply_error(r, 400, "invalid_parameter", "kind",
@@ -245,6 +248,8 @@ void api_resources_update(struct req *r)
 
     if (!req_json_body_or_reply(r, &body))
         return;
+    if (!who_may_resource_or_reply(r, r->id))
+        goto cleanup;
     if ((st = store_res_get(r->store, r->id, &cur)) != GI_OK) {
         reply_status(r, st, "resource");
         goto cleanup;
@@ -278,6 +283,8 @@ void api_resources_update(struct req *r)
             reply_status(r, st, "resource");
         goto cleanup;
     }
+    if (!who_may_dc_or_reply(r, in.datacenter_id))
+        goto cleanup;
     api_resource_to_store(&in, &sr);
     st = store_res_update(r->store, r->who.name, r->id, version, &sr, &out);
     if (st == GI_CONFLICT && !at_version(r, version))
@@ -302,7 +309,7 @@ void api_resources_delete(struct req *r)
     json_t *held = NULL;
     int st;
 
-    if (!req_param_bool_or_reply(r, "force", &force))
+    if (!req_param_bool_or_reply(r, "force", &force) || !who_may_resource_or_reply(r, r->id))
         return;
     st = store_res_delete(r->store, r->who.name, r->id, force, &held);
     if (st == GI_CONFLICT && held) {
@@ -339,7 +346,8 @@ void api_resources_allocate(struct req *r)
         return;
     if (!json_known_or_reply(r, body, allowed) ||
         !json_str_or_reply(r, body, "tenant", true, 128, &tenant) ||
-        !json_str_or_reply(r, body, "project", false, 128, &project))
+        !json_str_or_reply(r, body, "project", false, 128, &project) ||
+        !who_may_resource_or_reply(r, r->id))
         goto cleanup;
     st = store_res_allocate(r->store, r->who.name, r->id, tenant, project, &out);
     if (st == GI_CONFLICT) {
@@ -362,8 +370,11 @@ cleanup:
 void api_resources_release(struct req *r)
 {
     json_t *out = NULL;
-    int st = store_res_release(r->store, r->who.name, r->id, &out);
+    int st;
 
+    if (!who_may_resource_or_reply(r, r->id))
+        return;
+    st = store_res_release(r->store, r->who.name, r->id, &out);
     if (st == GI_CONFLICT)
         reply_error(r, 409, "not_allocated", "state", "resource %lld is not in use or reserved",
                     (long long)r->id);

@@ -3,6 +3,7 @@
  * against what is recorded there (POST /api/v1/audits, its scans, its
  * close). See store.h for what each writes. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -60,6 +61,45 @@ static void reply_scan_err(struct req *r, int st, const struct store_scan_err *e
     }
 }
 
+/* May r->who write to audit `id` (in its data center) and, with
+ * `relocate`, move each unexpected asset from where it is? True without a
+ * reply when there is no such audit (the handler answers 404). */
+static bool audit_scope_or_reply(struct req *r, int64_t id, bool relocate)
+{
+    json_t *doc = NULL, *it;
+    const char *name;
+    int64_t dc = 0;
+    size_t i;
+    int st;
+    bool ok = false;
+
+    if (r->who.n_dcs == 0)
+        return true;
+    if ((st = store_room_audit_get(r->store, id, &doc)) == GI_NOT_FOUND)
+        return true;
+    if (st != GI_OK) {
+        reply_status(r, st, "audit");
+        return false;
+    }
+    name = json_string_value(json_object_get(json_object_get(doc, "location"), "datacenter"));
+    if (name && (st = store_dc_id_by_name(r->store, name, &dc)) != GI_OK && st != GI_NOT_FOUND) {
+        reply_status(r, st, "data center");
+        goto cleanup;
+    }
+    if (!who_may_dc_or_reply(r, dc))
+        goto cleanup;
+    if (relocate)
+        json_array_foreach(json_object_get(doc, "unexpected"), i, it) {
+            const char *tag = json_string_value(json_object_get(it, "tag"));
+            if (tag && !who_may_asset_or_reply(r, tag, NULL))
+                goto cleanup;
+        }
+    ok = true;
+cleanup:
+    json_decref(doc);
+    return ok;
+}
+
 void api_scans_create(struct req *r)
 {
     static const char *const members[] = {"tag",   "epc",    "location", "note",
@@ -87,6 +127,11 @@ void api_scans_create(struct req *r)
                     "refurbishment_candidate, decommissioned");
         goto cleanup;
     }
+    /* where the asset is and, when the scan moves it, where it goes (a
+     * location without a data center puts it in none) */
+    if (!who_may_asset_or_reply(r, sc.tag, sc.epc) ||
+        (sc.location && !who_may_asset_record_or_reply(r, sc.location, true)))
+        goto cleanup;
     st = store_scan(r->store, r->who.name, &sc, &out, &err);
     if (st != GI_OK)
         reply_scan_err(r, st, &err, "asset");
@@ -108,7 +153,8 @@ void api_audits_create(struct req *r)
         return;
     if (!json_known_or_reply(r, body, members) ||
         !json_str_or_reply(r, body, "note", false, 1024, &note) ||
-        !location_or_reply(r, json_object_get(body, "location"), audit_loc_members))
+        !location_or_reply(r, json_object_get(body, "location"), audit_loc_members) ||
+        !who_may_asset_record_or_reply(r, json_object_get(body, "location"), true))
         goto cleanup;
     st = store_room_audit_open(r->store, r->who.name, json_object_get(body, "location"), note, &out,
                                &err);
@@ -163,7 +209,8 @@ void api_audits_scan(struct req *r)
 
     if (!req_json_body_or_reply(r, &body))
         return;
-    if (!json_known_or_reply(r, body, members) || !ident_or_reply(r, body, &tag, &epc))
+    if (!json_known_or_reply(r, body, members) || !ident_or_reply(r, body, &tag, &epc) ||
+        !audit_scope_or_reply(r, r->id, false))
         goto cleanup;
     st = store_room_audit_scan(r->store, r->who.name, r->id, tag, epc, &out, &err);
     if (st != GI_OK)
@@ -193,6 +240,8 @@ void api_audits_close(struct req *r)
                     "relocate_unexpected must be true or false");
         goto cleanup;
     }
+    if (!audit_scope_or_reply(r, r->id, json_is_true(rel)))
+        goto cleanup;
     st = store_room_audit_close(r->store, r->who.name, r->id, json_is_true(rel), &out);
     if (st == GI_CONFLICT)
         reply_error(r, 409, "conflict", "state", "the audit is closed already");

@@ -1,12 +1,16 @@
 /* API tokens, managed by admins. A new token's secret is in the create
  * reply only; the database keeps its hash. A pusher token may be confined
- * to host-name patterns (`hosts`) and to one cluster (`limit_cluster`). */
+ * to host-name patterns (`hosts`) and to one cluster (`limit_cluster`).
+ * Any token but an admin's may be confined to data centers
+ * (`datacenters`, ids or names): it then changes and lists assets and
+ * resources only there (see scope.h). */
 #include "api/api.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "http/auth.h"
 #include "store/store.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Reads a pusher token's `hosts` scope: a comma-separated string or an
@@ -45,6 +49,63 @@ static bool hosts_or_reply(struct req *r, const json_t *body, char *out, size_t 
     return true;
 }
 
+/* Reads `datacenters`: an array of data-center ids or names, each of an
+ * existing data center, into dcs (deduplicated, *n 0 when absent or
+ * empty); 400 naming the entry (`datacenters[2]`) otherwise. */
+static bool dcs_or_reply(struct req *r, const json_t *body, int64_t *dcs, int *n)
+{
+    const json_t *v = json_object_get(body, "datacenters"), *it;
+    size_t i;
+
+    *n = 0;
+    if (v == NULL || json_is_null(v))
+        return true;
+    if (!json_is_array(v) || json_array_size(v) > GI_TOKEN_DCS_MAX) {
+        reply_error(r, 400, "validation_failed", "datacenters",
+                    "datacenters must be an array of at most %d data-center ids or names",
+                    GI_TOKEN_DCS_MAX);
+        return false;
+    }
+    json_array_foreach(v, i, it) {
+        char field[48];
+        json_t *dc = NULL;
+        int64_t id = 0;
+        int st = GI_NOT_FOUND;
+        bool dup = false;
+        if (json_is_integer(it) && json_integer_value(it) > 0) {
+            id = json_integer_value(it);
+            st = store_dc_get(r->store, id, &dc);
+            json_decref(dc);
+        } else if (json_is_string(it) && json_string_length(it) > 0) {
+            st = store_dc_id_by_name(r->store, json_string_value(it), &id);
+        }
+        snprintf(field, sizeof field, "datacenters[%zu]", i);
+        if (st == GI_NOT_FOUND) {
+            reply_error(r, 400, "validation_failed", field,
+                        "%s must be the id or name of an existing data center", field);
+            return false;
+        }
+        if (st != GI_OK) {
+            reply_status(r, st, "data center");
+            return false;
+        }
+        for (int k = 0; k < *n; k++)
+            dup = dup || dcs[k] == id;
+        if (!dup)
+            dcs[(*n)++] = id;
+    }
+    return true;
+}
+
+static json_t *dcs_json(const int64_t *dcs, int n)
+{
+    json_t *a = json_array();
+
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(dcs[i]));
+    return a;
+}
+
 void api_tokens_list(struct req *r)
 {
     json_t *items = NULL;
@@ -59,15 +120,15 @@ void api_tokens_list(struct req *r)
 
 void api_tokens_create(struct req *r)
 {
-    static const char *const allowed[] = {"name",    "role",  "source",        "team", "env",
-                                          "cluster", "hosts", "limit_cluster", NULL};
+    static const char *const allowed[] = {"name",    "role",  "source",        "team",        "env",
+                                          "cluster", "hosts", "limit_cluster", "datacenters", NULL};
     json_t *body = NULL;
     const char *name, *role_s, *source, *team, *env, *cluster, *limit_cluster;
     char hosts[sizeof r->who.hosts];
     enum gi_role role;
     char secret[AUTH_TOKEN_LEN], hash[AUTH_HASH_LEN];
-    int64_t id;
-    int st;
+    int64_t id, dcs[GI_TOKEN_DCS_MAX];
+    int st, n_dcs = 0;
 
     if (!req_json_body_or_reply(r, &body))
         return;
@@ -79,7 +140,7 @@ void api_tokens_create(struct req *r)
         !json_str_or_reply(r, body, "env", false, 64, &env) ||
         !json_str_or_reply(r, body, "cluster", false, 128, &cluster) ||
         !json_str_or_reply(r, body, "limit_cluster", false, 127, &limit_cluster) ||
-        !hosts_or_reply(r, body, hosts, sizeof hosts))
+        !hosts_or_reply(r, body, hosts, sizeof hosts) || !dcs_or_reply(r, body, dcs, &n_dcs))
         goto cleanup;
     if (gi_role_parse(role_s, &role) != GI_OK) {
         reply_error(r, 400, "validation_failed", "role",
@@ -96,9 +157,22 @@ void api_tokens_create(struct req *r)
                     "only a pusher token is confined to hosts or a cluster");
         goto cleanup;
     }
+    if (role == GI_ROLE_ADMIN && n_dcs > 0) {
+        /* an admin makes tokens, so a confined admin could make itself an
+         * unconfined one */
+        reply_error(r, 400, "validation_failed", "datacenters",
+                    "an admin token is not confined to data centers");
+        goto cleanup;
+    }
     auth_token_new(secret);
     auth_hash(secret, hash);
     if ((st = store_token_create(r->store, r->who.name, name, role, hash, &id)) != GI_OK) {
+        reply_status(r, st, "token");
+        goto cleanup;
+    }
+    if (n_dcs > 0 &&
+        (st = store_token_set_datacenters(r->store, r->who.name, id, dcs, n_dcs)) != GI_OK) {
+        store_token_revoke(r->store, r->who.name, id);
         reply_status(r, st, "token");
         goto cleanup;
     }
@@ -122,10 +196,11 @@ void api_tokens_create(struct req *r)
         }
     }
     reply_json(r, 201,
-               json_pack("{s:I, s:s, s:s, s:s, s:s?, s:s?}", "id", (json_int_t)id, "name", name,
-                         "role", gi_role_name(role), "token", secret, "hosts",
+               json_pack("{s:I, s:s, s:s, s:s, s:s?, s:s?, s:o}", "id", (json_int_t)id, "name",
+                         name, "role", gi_role_name(role), "token", secret, "hosts",
                          hosts[0] ? hosts : NULL, "limit_cluster",
-                         limit_cluster && *limit_cluster ? limit_cluster : NULL));
+                         limit_cluster && *limit_cluster ? limit_cluster : NULL, "datacenters",
+                         dcs_json(dcs, n_dcs)));
 cleanup:
     json_decref(body);
 }

@@ -22,6 +22,9 @@ int gi_role_parse(const char *s, enum gi_role *out);
 bool gi_role_allows(enum gi_role have, enum gi_role need);
 
 /* The authenticated caller of one request. */
+/* The most data centers one token may be confined to. */
+#define GI_TOKEN_DCS_MAX 16
+
 struct gi_principal {
     enum gi_role role;
     int64_t token_id;  /* tokens.id, or 0 for a dashboard session */
@@ -31,6 +34,10 @@ struct gi_principal {
      * and the one cluster its hosts must be in ("" any). */
     char hosts[512];
     char cluster[128];
+    /* The data centers the identity may change assets and resources in
+     * (ids; n_dcs 0: every data center). */
+    int64_t dcs[GI_TOKEN_DCS_MAX];
+    int n_dcs;
 };
 
 /* Host-name patterns of a pusher token's scope: comma-separated globs

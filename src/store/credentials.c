@@ -5,15 +5,18 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #define STATEMENTS(X)                                                                              \
     X(TOKEN_ADD, "INSERT INTO tokens (name, role, hash, created_at) VALUES (:name, :role, :hash, " \
                  ":now) RETURNING id")                                                             \
     X(TOKEN_BY_HASH,                                                                               \
-      "SELECT id, name, role, revoked_at, last_used_at, source_id, hosts, limit_cluster FROM "     \
-      "tokens WHERE hash = :hash")                                                                 \
+      "SELECT id, name, role, revoked_at, last_used_at, source_id, hosts, limit_cluster, "         \
+      "datacenters FROM tokens WHERE hash = :hash")                                                \
     X(TOKEN_TOUCH, "UPDATE tokens SET last_used_at = :now WHERE id = :id")                         \
     X(TOKEN_LIST, "SELECT id, name, role, created_at, last_used_at, revoked_at, hosts, "           \
-                  "limit_cluster FROM tokens ORDER BY id")                                         \
+                  "limit_cluster, datacenters FROM tokens ORDER BY id")                            \
     X(TOKEN_GET, "SELECT id, name, role, created_at, last_used_at, revoked_at FROM tokens WHERE "  \
                  "id = :id")                                                                       \
     X(TOKEN_REVOKE, "UPDATE tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL")   \
@@ -30,7 +33,8 @@
       "DELETE FROM sessions WHERE user_id IN (SELECT id FROM users WHERE name = "                  \
       ":name)")                                                                                    \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
-    X(TOKEN_SCOPE, "UPDATE tokens SET hosts = :hosts, limit_cluster = :cluster WHERE id = :id")
+    X(TOKEN_SCOPE, "UPDATE tokens SET hosts = :hosts, limit_cluster = :cluster WHERE id = :id")    \
+    X(TOKEN_DCS, "UPDATE tokens SET datacenters = :dcs WHERE id = :id")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -84,6 +88,32 @@ int store_token_ensure(struct store *st, const char *name, enum gi_role role, co
     return rc;
 }
 
+/* Reads the stored data-center scope ("3,7") into out; false when it is
+ * not a list of at most GI_TOKEN_DCS_MAX ids (then the token is refused
+ * rather than left unconfined). */
+static bool dcs_read(const char *list, struct gi_principal *out)
+{
+    const char *p = list;
+
+    out->n_dcs = 0;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char num[24];
+        if (n == 0 || n >= sizeof num || out->n_dcs == GI_TOKEN_DCS_MAX)
+            return false;
+        memcpy(num, p, n);
+        num[n] = '\0';
+        if (gi_parse_int64(num, 1, INT64_MAX, &out->dcs[out->n_dcs]) != GI_OK)
+            return false;
+        out->n_dcs++;
+        p += n + (e ? 1 : 0);
+        if (e && !*p)
+            return false;
+    }
+    return out->n_dcs > 0;
+}
+
 int store_token_auth(struct store *st, const char *hash, struct gi_principal *out)
 {
     struct conn *c = db_conn_get(st);
@@ -114,6 +144,9 @@ int store_token_auth(struct store *st, const char *hash, struct gi_principal *ou
         gi_strlcpy(out->hosts, db_col_text(s, 6), sizeof out->hosts);
     if (!db_col_is_null(s, 7))
         gi_strlcpy(out->cluster, db_col_text(s, 7), sizeof out->cluster);
+    out->n_dcs = 0;
+    if (!db_col_is_null(s, 8) && !dcs_read(db_col_text(s, 8), out))
+        rc = GI_NOT_FOUND; /* a scope it cannot read: refused, not widened */
     out->token_id = id;
     db_reset(s);
     /* Record use at most once a minute so reads stay reads. */
@@ -130,7 +163,23 @@ cleanup:
 
 int store_token_list(struct store *st, json_t **items)
 {
-    return collect_with(st, ST_TOKEN_LIST, NULL, 0, items);
+    json_t *t;
+    size_t i;
+    int rc = collect_with(st, ST_TOKEN_LIST, NULL, 0, items);
+
+    if (rc != GI_OK)
+        return rc;
+    /* datacenters as the API shows it: an array of ids, [] for every one */
+    json_array_foreach(*items, i, t) {
+        struct gi_principal p;
+        json_t *a = json_array();
+        const char *v = json_string_value(json_object_get(t, "datacenters"));
+        if (v && dcs_read(v, &p))
+            for (int k = 0; k < p.n_dcs; k++)
+                json_array_append_new(a, json_integer(p.dcs[k]));
+        json_object_set_new(t, "datacenters", a);
+    }
+    return GI_OK;
 }
 
 int store_token_revoke(struct store *st, const char *actor, int64_t id)
@@ -275,6 +324,7 @@ int store_session_auth(struct store *st, const char *hash, struct gi_principal *
             rc = gi_role_parse(db_col_text(s, 1), &out->role);
             out->token_id = 0;
             out->source_id = 0;
+            out->n_dcs = 0;
         } else {
             rc = step == DB_DONE ? GI_NOT_FOUND : db_status(step);
         }
@@ -327,6 +377,42 @@ int store_token_set_scope(struct store *st, int64_t token_id, const char *hosts,
         db_bind_opt_text(s, ":cluster", cluster);
         rc = db_exec_done(c, s);
     }
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_token_set_datacenters(struct store *st, const char *actor, int64_t token_id,
+                                const int64_t *dcs, int n)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    json_t *after = json_array(), *doc = NULL;
+    char list[GI_TOKEN_DCS_MAX * 21 + 1];
+    size_t len = 0;
+    int rc = db_tx_begin(c);
+
+    list[0] = '\0';
+    for (int i = 0; i < n && i < GI_TOKEN_DCS_MAX; i++) {
+        int w = snprintf(list + len, sizeof list - len, "%s%lld", i ? "," : "", (long long)dcs[i]);
+        if (w > 0)
+            len += (size_t)w;
+        json_array_append_new(after, json_integer(dcs[i]));
+    }
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_TOKEN_DCS)))
+        goto cleanup;
+    db_bind_int(s, ":id", token_id);
+    db_bind_opt_text(s, ":dcs", list[0] ? list : NULL);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    doc = json_pack("{s:O}", "datacenters", after);
+    rc = db_audit(c, actor, "scope", "token", token_id, NULL, doc);
+cleanup:
+    rc = db_tx_end(c, rc);
+    json_decref(after);
+    json_decref(doc);
     db_conn_put(st, c);
     return rc;
 }

@@ -185,6 +185,13 @@ int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id
  * NULL: any host) and to one cluster (NULL: any). */
 int store_token_set_scope(struct store *st, int64_t token_id, const char *hosts,
                           const char *cluster);
+/* Confines a token to data centers (ids, at most GI_TOKEN_DCS_MAX; n 0:
+ * every data center), audited. */
+int store_token_set_datacenters(struct store *st, const char *actor, int64_t token_id,
+                                const int64_t *dcs, int n);
+/* An asset's data center by tag or EPC (one of them NULL): *dc_id 0 when
+ * it has none; GI_NOT_FOUND when no asset matches. */
+int store_asset_dc(struct store *st, const char *tag, const char *epc, int64_t *dc_id);
 
 struct store_ingest_result {
     bool duplicate; /* the batch id was already applied: nothing written */

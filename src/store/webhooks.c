@@ -277,14 +277,33 @@ cleanup:
     return rc;
 }
 
-/* True when the comma list `events` names `event` or is "*". */
-static bool wants(const char *events, const char *event)
+/* The events a ticket system's webhook (Jira, ServiceNow) gets from "*":
+ * those that stand for a ticket, never the asset events of every scan. */
+static const char *const ticket_events[] = {"ticket.opened", NULL};
+
+/* True when `event` is one a "*" list of a webhook of this format gets:
+ * every event for a generic webhook, the ticket events for a ticket
+ * system's. */
+static bool star_wants(const char *format, const char *event)
+{
+    if (format == NULL || strcmp(format, "generic") == 0)
+        return true;
+    for (const char *const *t = ticket_events; *t; t++)
+        if (strcmp(*t, event) == 0)
+            return true;
+    return false;
+}
+
+/* True when the comma list `events` names `event`, or is "*" and the
+ * webhook's format takes the event from "*" (star_wants). */
+static bool wants(const char *events, const char *format, const char *event)
 {
     size_t el = strlen(event);
 
     while (events && *events) {
         size_t n = strcspn(events, ",");
-        if ((n == 1 && events[0] == '*') || (n == el && strncmp(events, event, n) == 0))
+        if ((n == 1 && events[0] == '*' && star_wants(format, event)) ||
+            (n == el && strncmp(events, event, n) == 0))
             return true;
         events += n;
         if (*events == ',')
@@ -341,7 +360,8 @@ int webhook_enqueue(struct conn *c, const char *event, json_t *context, int64_t 
     json_array_foreach(hooks, i, h) {
         if (rc != GI_OK)
             break;
-        if (wants(json_string_value(json_object_get(h, "events")), event))
+        if (wants(json_string_value(json_object_get(h, "events")),
+                  json_string_value(json_object_get(h, "format")), event))
             rc = enqueue_one(c, h, event, context, ticket_id, at, NULL);
     }
     json_decref(hooks);
