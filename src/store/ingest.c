@@ -7,6 +7,7 @@
 #include "core/observation.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "store/ingest_int.h"
 #include "store/links.h"
 
 #include <math.h>
@@ -103,15 +104,6 @@
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
     X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                  \
     X(GPU_UPSERT_KNOWN, GPU_UPSERT_SQL)                                                            \
-    X(GPU_REMAP_GET, "SELECT remap_failure FROM gpus WHERE id = :gid")                             \
-    X(GPU_REMAP_SET,                                                                               \
-      "UPDATE gpus SET remap_corrected = COALESCE(:rc, remap_corrected), remap_uncorrectable = "   \
-      "COALESCE(:ru, remap_uncorrectable), remap_pending = COALESCE(:rp, remap_pending), "         \
-      "remap_failure = COALESCE(:rf, remap_failure), remap_failure_since = CASE WHEN :rf = 1 "     \
-      "THEN COALESCE(remap_failure_since, :now) WHEN :rf = 0 THEN NULL ELSE remap_failure_since "  \
-      "END WHERE id = :gid")                                                                       \
-    X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
-                        "NULL OR observed_at < :obs)")                                             \
     X(GPU_FILL,                                                                                    \
       "UPDATE gpus SET parent_uuid = COALESCE(parent_uuid, :parent), host_id = COALESCE(host_id, " \
       ":host), idx = COALESCE(idx, :idx), vendor = COALESCE(vendor, :vendor), model = "            \
@@ -150,34 +142,7 @@
                    "NULL")                                                                         \
     X(GPU_MISSING, "UPDATE gpus SET missing_since = :now WHERE uuid = :uuid AND host_id = :host "  \
                    "AND source_id = :sid AND missing_since IS NULL")                               \
-    X(SOURCE_LOCK, "SELECT id FROM sources WHERE id = :id FOR NO KEY UPDATE")                      \
-    X(SAMPLE_ADD,                                                                                  \
-      "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "                    \
-      "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) "            \
-      "VALUES (:ts, :gid, :ua, :um, :mem, :pw, :en, :temp, :ecc_c, :ecc_u, :xid, "                 \
-      ":sid) ON CONFLICT DO NOTHING")                                                              \
-    X(SAMPLE_ADD_MANY,                                                                             \
-      "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "                    \
-      "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) "            \
-      "SELECT u.*, CAST(:sid AS BIGINT) FROM unnest(CAST(:ts AS BIGINT[]), CAST(:gid AS "          \
-      "BIGINT[]), CAST(:ua AS FLOAT8[]), CAST(:um AS FLOAT8[]), CAST(:mem AS FLOAT8[]), "          \
-      "CAST(:pw AS FLOAT8[]), CAST(:en AS FLOAT8[]), CAST(:temp AS FLOAT8[]), CAST(:ecc_c AS "     \
-      "BIGINT[]), CAST(:ecc_u AS BIGINT[]), CAST(:xid AS BIGINT[])) AS u ON CONFLICT DO NOTHING")  \
-    X(GPU_LATEST,                                                                                  \
-      "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w "             \
-      "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "                   \
-      "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, "            \
-      "xid_last), reading_source_id = :sid, observed_at = CASE WHEN observed_at IS NULL OR "       \
-      "observed_at < :obs THEN :obs ELSE observed_at END WHERE id = :gid AND CASE WHEN "           \
-      "source_id = :sid THEN (reading_source_id IS NULL OR reading_source_id <> :sid OR "          \
-      "sample_at IS NULL OR sample_at <= :ts) ELSE ((reading_source_id IS NULL OR "                \
-      "reading_source_id <> source_id) AND (sample_at IS NULL OR sample_at <= :ts)) END")          \
-    X(PROC_ADD, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username, uid, container, "   \
-                "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
-                ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
-                "NOTHING")                                                                         \
-    X(POD_ADD, "INSERT INTO gpu_pods (ts, gpu_uuid, namespace, pod, container, source_id) VALUES " \
-               "(:ts, :uuid, :ns, :pod, :container, :sid) ON CONFLICT DO NOTHING")
+    X(SOURCE_LOCK, "SELECT id FROM sources WHERE id = :id FOR NO KEY UPDATE")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -204,7 +169,7 @@ int store_host_cluster(struct store *st, const char *hostname, char *buf, size_t
 }
 
 /* Records a GPU event inside the caller's transaction. */
-static int gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *kind,
+int ingest_gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *kind,
                      json_t *detail)
 {
     struct db_stmt *s = prep(c, ST_EVENT_ADD);
@@ -629,9 +594,9 @@ static int ident_conflict(struct conn *c, const struct reporter *src, const stru
     if ((rc = db_exec_done(c, s)) != GI_OK || same)
         return rc;
     (*events)++;
-    return gpu_event(c, src->id, uuid, "conflict",
-                     json_pack("{s:s, s:s, s:s, s:s}", "source", src->name, "field", field,
-                               "theirs", theirs, "ours", ours));
+    return ingest_gpu_event(c, src->id, uuid, "conflict",
+                            json_pack("{s:s, s:s, s:s, s:s}", "source", src->name, "field", field,
+                                      "theirs", theirs, "ours", ours));
 }
 
 /* Records which source first set a field the owner left absent. */
@@ -678,53 +643,6 @@ static void bind_gpu_fields(struct db_stmt *s, const struct gi_gpu_obs *g, int64
     db_bind_opt_int(s, ":inst", g->mig_instance);
     db_bind_opt_text(s, ":team", g->team[0] ? g->team : src->defaults[0]);
     db_bind_opt_text(s, ":env", g->env[0] ? g->env : src->defaults[1]);
-}
-
-/* Stores the row-remapping state a GPU reported (fields it left absent
- * keep their value) and records a `remap_failure` event when a failure is
- * reported that was not before. */
-static int ingest_remap(struct conn *c, int64_t sid, int64_t gpu_id, const struct gi_gpu_obs *g,
-                        int64_t *events)
-{
-    struct db_stmt *s;
-    int64_t before = -1;
-    int rc;
-
-    if (g->remap_corrected < 0 && g->remap_uncorrectable < 0 && g->remap_pending < 0 &&
-        g->remap_failure < 0)
-        return GI_OK;
-    if (g->remap_failure == 1) {
-        if (!(s = prep(c, ST_GPU_REMAP_GET)))
-            return GI_INTERNAL;
-        db_bind_int(s, ":gid", gpu_id);
-        if ((rc = db_step(c, s)) == DB_ROW && !db_col_is_null(s, 0))
-            before = db_col_int(s, 0);
-        db_reset(s);
-        if (rc != DB_ROW && rc != DB_DONE)
-            return db_status(rc);
-    }
-    if (!(s = prep(c, ST_GPU_REMAP_SET)))
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gpu_id);
-    db_bind_opt_int(s, ":rc", g->remap_corrected);
-    db_bind_opt_int(s, ":ru", g->remap_uncorrectable);
-    db_bind_opt_int(s, ":rp", g->remap_pending);
-    db_bind_opt_int(s, ":rf", g->remap_failure);
-    db_bind_int(s, ":now", gi_now());
-    if ((rc = db_exec_done(c, s)) != GI_OK)
-        return rc;
-    if (g->remap_failure == 1 && before != 1) {
-        rc = gpu_event(
-            c, sid, g->uuid, "remap_failure",
-            json_pack("{s:I, s:I}", "uncorrectable_rows",
-                      (json_int_t)(g->remap_uncorrectable < 0 ? 0 : g->remap_uncorrectable),
-                      "correctable_rows",
-                      (json_int_t)(g->remap_corrected < 0 ? 0 : g->remap_corrected)));
-        if (rc != GI_OK)
-            return rc;
-        (*events)++;
-    }
-    return GI_OK;
 }
 
 /* A report of a GPU by a source that does not own it: its identity (host,
@@ -804,8 +722,8 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         recount_add(src->recount, sid);
     if (id.known && id.owner != 0 && id.owner != sid) {
         recount_add(src->recount, id.owner);
-        rc = gpu_event(c, sid, g->uuid, "owner_changed",
-                       json_pack("{s:s, s:s}", "from", id.owner_name, "to", src->name));
+        rc = ingest_gpu_event(c, sid, g->uuid, "owner_changed",
+                              json_pack("{s:s, s:s}", "from", id.owner_name, "to", src->name));
         if (rc != GI_OK)
             return rc;
         (*events)++;
@@ -822,8 +740,9 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
     }
 
     if (id.known && id.host_id != 0 && id.host_id != host_id) {
-        rc = gpu_event(c, sid, g->uuid, "host_changed",
-                       json_pack("{s:s, s:s}", "from_host", id.hostname, "to_host", hostname));
+        rc = ingest_gpu_event(
+            c, sid, g->uuid, "host_changed",
+            json_pack("{s:s, s:s}", "from_host", id.hostname, "to_host", hostname));
         if (rc != GI_OK)
             return rc;
         (*events)++;
@@ -838,8 +757,9 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
             char other[GI_UUID_LEN];
             gi_strlcpy(other, db_col_text(s, 0), sizeof other);
             db_reset(s);
-            rc = gpu_event(c, sid, g->uuid, "serial_conflict",
-                           json_pack("{s:s, s:s}", "serial", g->serial, "other_uuid", other));
+            rc =
+                ingest_gpu_event(c, sid, g->uuid, "serial_conflict",
+                                 json_pack("{s:s, s:s}", "serial", g->serial, "other_uuid", other));
             if (rc != GI_OK)
                 return rc;
             (*events)++;
@@ -849,15 +769,15 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
                 return db_status(step);
         }
         if (id.known && id.serial[0] && strcmp(id.serial, g->serial) != 0) {
-            rc = gpu_event(c, sid, g->uuid, "serial_changed",
-                           json_pack("{s:s, s:s}", "from", id.serial, "to", g->serial));
+            rc = ingest_gpu_event(c, sid, g->uuid, "serial_changed",
+                                  json_pack("{s:s, s:s}", "from", id.serial, "to", g->serial));
             if (rc != GI_OK)
                 return rc;
             (*events)++;
         }
     }
     if (!id.known) {
-        rc = gpu_event(c, sid, g->uuid, "discovered", json_pack("{s:s}", "host", hostname));
+        rc = ingest_gpu_event(c, sid, g->uuid, "discovered", json_pack("{s:s}", "host", hostname));
         if (rc != GI_OK)
             return rc;
         (*events)++;
@@ -907,30 +827,6 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         (rc = prov(c, src, g->uuid, "memory_total_mib", isnan(g->memory_total_mib) ? NULL : num)))
         return rc;
     return GI_OK;
-}
-
-/* A batch GPU's uuid with its row id, sorted for lookup by uuid. */
-struct gpu_ref {
-    const char *uuid;        /* as the batch names it */
-    char canon[GI_UUID_LEN]; /* as it is stored (see mig_canonical) */
-    int64_t id;
-    const struct gi_sample *newest;
-    int64_t oldest_ts; /* of the batch's samples of this GPU */
-    int64_t anon;      /* anonymous processes stored for this GPU in this batch */
-    bool owned;        /* the batch's source owns it */
-    bool stamped;      /* the observation carries its own time */
-};
-
-static int ref_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct gpu_ref *)a)->uuid, ((const struct gpu_ref *)b)->uuid);
-}
-
-/* The stored name of a GPU the batch names `uuid` (itself when unknown). */
-static const char *canon_of(struct gpu_ref *refs, size_t nrefs, const char *uuid)
-{
-    struct gpu_ref key = {.uuid = uuid}, *ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
-    return ref ? ref->canon : uuid;
 }
 
 /* Marks GPUs that this host reported before but not now as missing;
@@ -983,272 +879,12 @@ static int ingest_missing(struct conn *c, const struct reporter *src, int64_t ho
         if ((rc = db_exec_done(c, s)) != GI_OK || db_changes(c) == 0)
             continue;
         recount_add(src->recount, sid);
-        rc = gpu_event(c, sid, json_string_value(v), "missing_from_host",
-                       json_pack("{s:s}", "batch_id", b->batch_id));
+        rc = ingest_gpu_event(c, sid, json_string_value(v), "missing_from_host",
+                              json_pack("{s:s}", "batch_id", b->batch_id));
         (*events)++;
     }
     json_decref(gone);
     return rc;
-}
-
-/* The sample columns after ts and gpu_id, in the statements' order. */
-#define SAMPLE_DBL(x)                                                                              \
-    {                                                                                              \
-        (x)->util_avg, (x)->util_max, (x)->mem_used_mib, (x)->power_avg_w, (x)->energy_j,          \
-            (x)->temp_c                                                                            \
-    }
-#define SAMPLE_INT(x)                                                                              \
-    {                                                                                              \
-        (x)->ecc_corrected, (x)->ecc_uncorrected, (x)->xid                                         \
-    }
-
-static const char *const sample_params[] = {":ts", ":gid",  ":ua",    ":um",    ":mem", ":pw",
-                                            ":en", ":temp", ":ecc_c", ":ecc_u", ":xid", ":sid"};
-
-/* Finds each sample's GPU and notes every GPU's newest sample. */
-static int samples_resolve(const struct gi_batch *b, struct gpu_ref *refs, size_t nrefs,
-                           int64_t *gid)
-{
-    for (size_t i = 0; i < b->nsamples; i++) {
-        const struct gi_sample *x = &b->samples[i];
-        struct gpu_ref key = {.uuid = x->gpu_uuid}, *ref;
-        ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
-        if (ref == NULL)
-            return GI_INVALID; /* the parser guarantees every sample names a batch GPU */
-        if (ref->newest == NULL || x->ts < ref->oldest_ts)
-            ref->oldest_ts = x->ts;
-        if (ref->newest == NULL || x->ts >= ref->newest->ts)
-            ref->newest = x;
-        gid[i] = ref->id;
-    }
-    return GI_OK;
-}
-
-/* PostgreSQL: the batch's samples in one statement, each column one
- * array parameter, so the insert costs one round trip, not one per row. */
-static int samples_insert_many(struct conn *c, int64_t sid, const struct gi_batch *b,
-                               const int64_t *gid, int64_t *stored)
-{
-    struct db_array a[11] = {0};
-    struct db_stmt *s = prep(c, ST_SAMPLE_ADD_MANY);
-    int rc = GI_INTERNAL;
-
-    if (!s)
-        return GI_INTERNAL;
-    for (size_t i = 0; i < b->nsamples; i++) {
-        const struct gi_sample *x = &b->samples[i];
-        const double d[6] = SAMPLE_DBL(x);
-        const int64_t n[3] = SAMPLE_INT(x);
-        db_array_int(&a[0], x->ts);
-        db_array_int(&a[1], gid[i]);
-        for (int k = 0; k < 6; k++)
-            db_array_dbl(&a[2 + k], d[k]);
-        for (int k = 0; k < 3; k++)
-            db_array_opt_int(&a[8 + k], n[k]);
-    }
-    for (int k = 0; k < 11; k++) {
-        if (a[k].failed)
-            goto cleanup;
-        db_bind_array(s, sample_params[k], &a[k]);
-    }
-    db_bind_int(s, ":sid", sid);
-    if ((rc = db_exec_done(c, s)) == GI_OK)
-        *stored += db_changes(c);
-cleanup:
-    for (int k = 0; k < 11; k++)
-        db_array_free(&a[k]);
-    return rc;
-}
-
-/* SQLite: one prepared insert per row, the fastest form there; the
- * hottest statement binds by position, looked up once per batch. */
-static int samples_insert_each(struct conn *c, int64_t sid, const struct gi_batch *b,
-                               const int64_t *gid, int64_t *stored)
-{
-    struct db_stmt *s;
-    int rc, ix[12];
-
-    if (!(s = prep(c, ST_SAMPLE_ADD)))
-        return GI_INTERNAL;
-    for (int k = 0; k < 12; k++)
-        ix[k] = db_param_index(s, sample_params[k]);
-    for (size_t i = 0; i < b->nsamples; i++) {
-        const struct gi_sample *x = &b->samples[i];
-        const double d[6] = SAMPLE_DBL(x);
-        const int64_t n[3] = SAMPLE_INT(x);
-        db_bind_int_at(s, ix[0], x->ts);
-        db_bind_int_at(s, ix[1], gid[i]);
-        for (int k = 0; k < 6; k++) {
-            if (isnan(d[k]))
-                db_bind_null_at(s, ix[2 + k]);
-            else
-                db_bind_dbl_at(s, ix[2 + k], d[k]);
-        }
-        for (int k = 0; k < 3; k++) {
-            if (n[k] < 0)
-                db_bind_null_at(s, ix[8 + k]);
-            else
-                db_bind_int_at(s, ix[8 + k], n[k]);
-        }
-        db_bind_int_at(s, ix[11], sid);
-        rc = db_step(c, s);
-        db_reset(s);
-        if (rc != DB_DONE)
-            return db_status(rc);
-        *stored += db_changes(c);
-    }
-    return GI_OK;
-}
-
-/* Inserts samples (kept per source) and moves each GPU's newest values
- * onto its record: the owning source's newest sample; another source's
- * only while the record holds no sample from its owner. The shown sample
- * also advances the GPU's observed_at (never past the arrival time).
- * refs (sorted by uuid) maps the batch's GPUs to their row ids. */
-static int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b,
-                          struct gpu_ref *refs, size_t nrefs, int64_t *stored)
-{
-    struct db_stmt *s;
-    int64_t *gid = b->nsamples ? malloc(b->nsamples * sizeof *gid) : NULL;
-    int rc;
-
-    if (b->nsamples && gid == NULL)
-        return GI_INTERNAL;
-    rc = samples_resolve(b, refs, nrefs, gid);
-    /* PostgreSQL copies the rows; when one was already stored (a re-sent
-     * interval) the copy undoes itself and the insert skips those. */
-    if (rc == GI_OK && b->nsamples && db_dialect(c) == DB_PG &&
-        (rc = samples_copy(c, sid, b, gid, stored)) == GI_CONFLICT)
-        rc = samples_insert_many(c, sid, b, gid, stored);
-    else if (rc == GI_OK && b->nsamples && db_dialect(c) != DB_PG)
-        rc = samples_insert_each(c, sid, b, gid, stored);
-    free(gid);
-    if (rc != GI_OK)
-        return rc;
-    /* The newest sample of each GPU in the batch updates its record. */
-    for (size_t k = 0; k < nrefs; k++) {
-        const struct gi_sample *best = refs[k].newest;
-        if (best == NULL)
-            continue;
-        if (!(s = prep(c, ST_GPU_LATEST)))
-            return GI_INTERNAL;
-        db_bind_int(s, ":ts", best->ts);
-        db_bind_int(s, ":obs", best->ts < gi_now() ? best->ts : gi_now());
-        db_bind_int(s, ":sid", sid);
-        db_bind_int(s, ":gid", refs[k].id);
-        db_bind_dbl(s, ":ua", best->util_avg);
-        db_bind_dbl(s, ":mem", best->mem_used_mib);
-        db_bind_dbl(s, ":pw", best->power_avg_w);
-        db_bind_dbl(s, ":temp", best->temp_c);
-        db_bind_opt_int(s, ":ecc_c", best->ecc_corrected);
-        db_bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
-        db_bind_opt_int(s, ":xid", best->xid);
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            return rc;
-        /* The usage rollups of the hours these samples touch are redone. */
-        if ((rc = usage_mark(c, refs[k].id, refs[k].oldest_ts, best->ts)) != GI_OK)
-            return rc;
-    }
-    return GI_OK;
-}
-
-/* Freshness of the owned GPUs this batch carries no sample for and no
- * observation time: their reading was taken with the batch's newest
- * sample (now when it has none). A GPU with its own samples was settled
- * by ingest_samples(): its own newest sample, not its neighbours'. */
-static int ingest_observed(struct conn *c, const struct gpu_ref *refs, size_t nrefs, int64_t when)
-{
-    struct db_stmt *s;
-    int rc;
-
-    for (size_t k = 0; k < nrefs; k++) {
-        if (!refs[k].owned || refs[k].newest || refs[k].stamped)
-            continue;
-        if (!(s = prep(c, ST_GPU_OBSERVED_SET)))
-            return GI_INTERNAL;
-        db_bind_int(s, ":gid", refs[k].id);
-        db_bind_int(s, ":obs", when);
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            return rc;
-    }
-    return GI_OK;
-}
-
-/* The time a batch's processes and pods were seen: its newest sample's,
- * or now when it has none. */
-static int64_t batch_time(const struct gi_batch *b)
-{
-    int64_t newest = 0;
-
-    for (size_t i = 0; i < b->nsamples; i++)
-        if (b->samples[i].ts > newest)
-            newest = b->samples[i].ts;
-    return newest ? newest : gi_now();
-}
-
-/* Stores the batch's processes. An anonymous process (pid hidden from
- * the reporter, pid < 0) is stored under a synthetic negative pid, -1,
- * -2, … per GPU and batch, so that several of them on one GPU at one
- * time are all kept under the key (ts, gpu_uuid, pid); readers show a
- * negative pid as null. */
-static int ingest_procs(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
-                        size_t nrefs, int64_t *stored)
-{
-    int64_t newest = batch_time(b), pid;
-    struct db_stmt *s;
-    int rc;
-
-    for (size_t i = 0; i < b->set.nprocs; i++) {
-        const struct gi_proc_obs *p = &b->set.procs[i];
-        struct gpu_ref key = {.uuid = p->gpu_uuid}, *ref;
-        if (!(s = prep(c, ST_PROC_ADD)))
-            return GI_INTERNAL;
-        pid = p->pid;
-        if (pid < 0) {
-            ref = bsearch(&key, refs, nrefs, sizeof *refs, ref_cmp);
-            pid = ref ? -++ref->anon : -1;
-        }
-        db_bind_int(s, ":ts", p->ts_ms > 0 ? p->ts_ms / 1000 : newest);
-        db_bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
-        db_bind_int(s, ":pid", pid);
-        db_bind_opt_text(s, ":name", p->name);
-        db_bind_opt_text(s, ":user", p->user);
-        db_bind_opt_int(s, ":uid", p->uid);
-        db_bind_opt_text(s, ":container", p->container);
-        db_bind_opt_text(s, ":pod_uid", p->pod_uid);
-        db_bind_opt_text(s, ":pod", p->pod);
-        db_bind_opt_text(s, ":ns", p->namespace_);
-        db_bind_dbl(s, ":mem", p->used_mib);
-        db_bind_int(s, ":sid", sid);
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            return rc;
-        *stored += db_changes(c);
-    }
-    return GI_OK;
-}
-
-/* Records the pods seen on the batch's GPUs at the newest sample time. */
-static int ingest_pods(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
-                       size_t nrefs)
-{
-    int64_t newest = batch_time(b);
-    struct db_stmt *s;
-    int rc;
-
-    for (size_t i = 0; i < b->set.npods; i++) {
-        const struct gi_pod_obs *p = &b->set.pods[i];
-        if (!(s = prep(c, ST_POD_ADD)))
-            return GI_INTERNAL;
-        db_bind_int(s, ":ts", newest);
-        db_bind_text(s, ":uuid", canon_of(refs, nrefs, p->gpu_uuid));
-        db_bind_text(s, ":ns", p->namespace_);
-        db_bind_text(s, ":pod", p->pod);
-        db_bind_opt_text(s, ":container", p->container);
-        db_bind_int(s, ":sid", sid);
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            return rc;
-    }
-    return GI_OK;
 }
 
 /* Applies one batch inside the caller's transaction; a batch id already
@@ -1259,7 +895,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     struct db_stmt *s;
     struct gpu_ref *refs = calloc(b->set.ngpus + 1, sizeof *refs);
     struct gpu_ident *read = NULL;
-    int64_t source_id = src->id, host_id = 0, now = gi_now(), newest = batch_time(b);
+    int64_t source_id = src->id, host_id = 0, now = gi_now(), newest = ingest_batch_time(b);
     const char *const *defaults = src->defaults;
     int rc = GI_INTERNAL;
 
@@ -1304,7 +940,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     }
     if (src->prov->on && (rc = prov_flush(c, src)) != GI_OK)
         goto cleanup;
-    qsort(refs, b->set.ngpus, sizeof *refs, ref_cmp);
+    qsort(refs, b->set.ngpus, sizeof *refs, ingest_ref_cmp);
     res->gpus = (int64_t)b->set.ngpus;
     if (!b->partial && b->set.ngpus > 0 &&
         (rc = ingest_missing(c, src, host_id, b, refs, b->set.ngpus, &res->events)) != GI_OK)
