@@ -1,6 +1,10 @@
 /* HTTP for the cloud pull sources; see cloudhttp.h. */
 #include "collect/cloudhttp.h"
 #include "collect/httpget.h"
+#include "collect/pull.h"
+#include "core/util.h"
+
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,4 +88,52 @@ bool cloudhttp_same_origin(const char *url, const char *base)
     n = (size_t)(a - base) + 3;
     n += strcspn(base + n, "/?#");
     return strncmp(url, base, n) == 0 && strchr("/?#", url[n]) != NULL;
+}
+
+int cloudhttp_token(const json_t *cfg, const char *url, const char *form,
+                    cloudhttp_errmsg_fn errmsg, const struct cloudhttp_token_words *w, char *token,
+                    size_t tlen, char *err, size_t errlen)
+{
+    struct httpget_opts o;
+    char why[400], *body = NULL;
+    json_t *ans = NULL;
+    size_t len = 0;
+    long status = 0;
+    int rc = -1;
+
+    pull_http_opts(cfg, &o, 1u << 20);
+    o.bearer = NULL;
+    o.post_form = form;
+    if (cloudhttp_get(url, &o, &body, &len, &status, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", w->where, why);
+        goto cleanup;
+    }
+    if (status < 200 || status > 299) {
+        errmsg(body, len, why, sizeof why);
+        snprintf(err, errlen, "%s refused %s (HTTP %ld%s%s); %s", w->who, w->what, status,
+                 why[0] ? ": " : "", why, w->hint);
+        goto cleanup;
+    }
+    ans = json_loadb(body, len, 0, NULL);
+    if (!json_is_string(json_object_get(ans, "access_token")) ||
+        !gi_strlcpy(token, json_string_value(json_object_get(ans, "access_token")), tlen) ||
+        !gi_text_ok(token) || strpbrk(token, "\r\n")) {
+        snprintf(err, errlen, "%s answered without a usable access_token", w->who);
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    json_decref(ans);
+    free(body);
+    return rc;
+}
+
+void cloudhttp_base_url(const char *v, const char *def, char *out, size_t len)
+{
+    size_t n;
+
+    gi_strlcpy(out, v ? v : def, len);
+    n = strlen(out);
+    if (n > 0 && out[n - 1] == '/')
+        out[n - 1] = '\0';
 }

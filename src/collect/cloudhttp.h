@@ -3,6 +3,7 @@
 #ifndef GI_CLOUDHTTP_H
 #define GI_CLOUDHTTP_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -31,5 +32,27 @@ bool cloudhttp_escape(const char *s, char *out, size_t cap);
 /* True when url starts with base's scheme and authority (so a next-page
  * link the server gave may carry the source's credentials). */
 bool cloudhttp_same_origin(const char *url, const char *base);
+
+/* v (or def when v is NULL) into out, one trailing '/' trimmed. */
+void cloudhttp_base_url(const char *v, const char *def, char *out, size_t len);
+
+/* Reads a provider's error answer into a one-line message (out "" when
+ * it has none). */
+typedef void (*cloudhttp_errmsg_fn)(const char *body, size_t len, char *out, size_t outlen);
+
+/* What the OAuth exchanges say when they fail: where (e.g. "the login
+ * endpoint https://..."), who answers ("Microsoft Entra ID"), what it
+ * refused ("the client credentials") and what that usually means. */
+struct cloudhttp_token_words {
+    const char *where, *who, *what, *hint;
+};
+
+/* POSTs form (application/x-www-form-urlencoded) to url with the
+ * source's HTTP settings (no bearer) and copies the answer's
+ * access_token into token (tlen bytes). 0, or -1 with err saying why in
+ * the words given. */
+int cloudhttp_token(const json_t *cfg, const char *url, const char *form,
+                    cloudhttp_errmsg_fn errmsg, const struct cloudhttp_token_words *w, char *token,
+                    size_t tlen, char *err, size_t errlen);
 
 #endif

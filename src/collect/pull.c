@@ -193,6 +193,12 @@ static int kind_index(const char *kind)
 
 bool pull_kind_known(const char *kind) { return kind_index(kind) >= 0; }
 
+const char *pull_cfg_str(const json_t *cfg, const char *key)
+{
+    const char *v = json_string_value(json_object_get(cfg, key));
+    return v && *v ? v : NULL;
+}
+
 /* A key is secret by its name, or as a secret key of any kind. */
 bool pull_config_secret(const char *key)
 {

@@ -69,6 +69,9 @@ const char *pull_key_help(const char *kind, const char *key, const char **group)
 int pull_prom_get(const char *url, const json_t *cfg, char **body, size_t *len, char *err,
                   size_t errlen);
 
+/* A config key's text, NULL when absent or "". */
+const char *pull_cfg_str(const json_t *cfg, const char *key);
+
 struct httpget_opts;
 /* The HTTP settings (token, CA, timeout) of a source config. */
 void pull_http_opts(const json_t *cfg, struct httpget_opts *o, size_t max_bytes);

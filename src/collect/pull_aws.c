@@ -29,12 +29,6 @@
 /* Instance types asked of DescribeInstanceTypes in one request. */
 #define AWS_TYPES_PER_CALL 50
 
-static const char *cfg_str(const json_t *cfg, const char *key)
-{
-    const char *v = json_string_value(json_object_get(cfg, key));
-    return v && *v ? v : NULL;
-}
-
 /* One region's signed-request settings. */
 struct aws_ctx {
     const json_t *cfg;
@@ -260,15 +254,16 @@ int pull_run_aws(struct store *st, int64_t source_id, const json_t *cfg, const c
                  struct pull_result *res)
 {
     const json_t *regions = json_object_get(cfg, "regions");
-    const char *endpoint = cfg_str(cfg, "endpoint"), *token = cfg_str(cfg, "session_token");
+    const char *endpoint = pull_cfg_str(cfg, "endpoint"),
+               *token = pull_cfg_str(cfg, "session_token");
     struct cloud_sync_result r = {0};
     struct aws_ctx x = {.cfg = cfg, .dry = res->dry};
     size_t failed = 0, i;
     json_t *reg;
 
     (void)cluster;
-    snprintf(x.userpwd, sizeof x.userpwd, "%s:%s", cfg_str(cfg, "access_key_id"),
-             cfg_str(cfg, "secret_access_key") ? cfg_str(cfg, "secret_access_key") : "");
+    snprintf(x.userpwd, sizeof x.userpwd, "%s:%s", pull_cfg_str(cfg, "access_key_id"),
+             pull_cfg_str(cfg, "secret_access_key") ? pull_cfg_str(cfg, "secret_access_key") : "");
     if (token)
         snprintf(x.token_hdr, sizeof x.token_hdr, "X-Amz-Security-Token: %s", token);
     json_array_foreach(regions, i, reg) {

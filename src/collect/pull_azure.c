@@ -39,74 +39,32 @@ static struct {
 } sku_cache[AZURE_SKU_SOURCES];
 static pthread_mutex_t sku_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *cfg_str(const json_t *cfg, const char *key)
-{
-    const char *v = json_string_value(json_object_get(cfg, key));
-    return v && *v ? v : NULL;
-}
-
-static void base_url(const char *v, const char *def, char *out, size_t len)
-{
-    size_t n;
-
-    gi_strlcpy(out, v ? v : def, len);
-    n = strlen(out);
-    if (n > 0 && out[n - 1] == '/')
-        out[n - 1] = '\0';
-}
-
 /* A bearer token for Azure Resource Manager by client credentials. */
 static int get_token(const json_t *cfg, char *token, size_t tlen, char *err, size_t errlen)
 {
-    const char *secret = cfg_str(cfg, "client_secret");
-    char login[2100], url[2600], tenant[400], form[8192] = "", why[400], *body = NULL;
-    struct httpget_opts o;
-    json_t *ans = NULL;
-    size_t len = 0;
-    long status = 0;
-    int rc = -1;
+    const char *secret = pull_cfg_str(cfg, "client_secret");
+    char login[2100], url[2600], where[2200], tenant[400], form[8192] = "";
+    struct cloudhttp_token_words w = {where, "Microsoft Entra ID", "the client credentials",
+                                      "the secret may have expired or the app may not exist in "
+                                      "the tenant"};
 
     if (secret == NULL) {
         snprintf(err, errlen, "config.client_secret is not set");
         return -1;
     }
-    base_url(cfg_str(cfg, "login_endpoint"), AZURE_DEFAULT_LOGIN, login, sizeof login);
-    if (!cloudhttp_escape(cfg_str(cfg, "tenant_id"), tenant, sizeof tenant) ||
+    cloudhttp_base_url(pull_cfg_str(cfg, "login_endpoint"), AZURE_DEFAULT_LOGIN, login,
+                       sizeof login);
+    if (!cloudhttp_escape(pull_cfg_str(cfg, "tenant_id"), tenant, sizeof tenant) ||
         !cloudhttp_form_add(form, sizeof form, "grant_type", "client_credentials") ||
-        !cloudhttp_form_add(form, sizeof form, "client_id", cfg_str(cfg, "client_id")) ||
+        !cloudhttp_form_add(form, sizeof form, "client_id", pull_cfg_str(cfg, "client_id")) ||
         !cloudhttp_form_add(form, sizeof form, "client_secret", secret) ||
         !cloudhttp_form_add(form, sizeof form, "scope", AZURE_SCOPE)) {
         snprintf(err, errlen, "the client credentials are too long");
         return -1;
     }
     snprintf(url, sizeof url, "%s/%s/oauth2/v2.0/token", login, tenant);
-    pull_http_opts(cfg, &o, 1u << 20);
-    o.bearer = NULL;
-    o.post_form = form;
-    if (cloudhttp_get(url, &o, &body, &len, &status, why, sizeof why) != 0) {
-        snprintf(err, errlen, "the login endpoint %.200s: %s", login, why);
-        goto cleanup;
-    }
-    if (status < 200 || status > 299) {
-        azure_error_message(body, len, why, sizeof why);
-        snprintf(err, errlen,
-                 "Microsoft Entra ID refused the client credentials (HTTP %ld%s%s); the secret "
-                 "may have expired or the app may not exist in the tenant",
-                 status, why[0] ? ": " : "", why);
-        goto cleanup;
-    }
-    ans = json_loadb(body, len, 0, NULL);
-    if (!json_is_string(json_object_get(ans, "access_token")) ||
-        !gi_strlcpy(token, json_string_value(json_object_get(ans, "access_token")), tlen) ||
-        !gi_text_ok(token) || strpbrk(token, "\r\n")) {
-        snprintf(err, errlen, "Microsoft Entra ID answered without a usable access_token");
-        goto cleanup;
-    }
-    rc = 0;
-cleanup:
-    json_decref(ans);
-    free(body);
-    return rc;
+    snprintf(where, sizeof where, "the login endpoint %.200s", login);
+    return cloudhttp_token(cfg, url, form, azure_error_message, &w, token, tlen, err, errlen);
 }
 
 static void refused(const char *what, long status, const char *body, size_t len, char *err,
@@ -238,7 +196,7 @@ static int take(struct azure_page *p, struct cloud_instance **all, size_t *n, si
 int pull_run_azure(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                    struct pull_result *res)
 {
-    const char *sub = cfg_str(cfg, "subscription_id");
+    const char *sub = pull_cfg_str(cfg, "subscription_id");
     char base[2100], token[8192], url[AZURE_URL_MAX + 64], esub[400];
     struct cloud_instance *all = NULL;
     struct cloud_sync_result sr = {0};
@@ -249,7 +207,7 @@ int pull_run_azure(struct store *st, int64_t source_id, const json_t *cfg, const
     int rc = -1, src, page;
 
     (void)cluster;
-    base_url(cfg_str(cfg, "endpoint"), AZURE_DEFAULT_ENDPOINT, base, sizeof base);
+    cloudhttp_base_url(pull_cfg_str(cfg, "endpoint"), AZURE_DEFAULT_ENDPOINT, base, sizeof base);
     if (sub == NULL || !cloudhttp_escape(sub, esub, sizeof esub)) {
         snprintf(res->error, sizeof res->error, "config.subscription_id is required");
         return -1;

@@ -30,40 +30,23 @@
 /* Distinct zone and machine type pairs resolved in one pull. */
 #define GCP_MAX_TYPES 64
 
-static const char *cfg_str(const json_t *cfg, const char *key)
-{
-    const char *v = json_string_value(json_object_get(cfg, key));
-    return v && *v ? v : NULL;
-}
-
-/* Trims one trailing '/' from a base URL into out. */
-static void base_url(const char *v, const char *def, char *out, size_t len)
-{
-    size_t n;
-
-    gi_strlcpy(out, v ? v : def, len);
-    n = strlen(out);
-    if (n > 0 && out[n - 1] == '/')
-        out[n - 1] = '\0';
-}
-
 /* The access token for a service-account key (JSON with client_email and
  * private_key): a signed grant POSTed to the token endpoint. */
 static int token_for_key(const json_t *cfg, char *token, size_t tlen, char *err, size_t errlen)
 {
-    json_t *key = json_loads(cfg_str(cfg, "service_account_json"), 0, NULL), *hdr = NULL,
-           *claims = NULL, *ans = NULL;
+    json_t *key = json_loads(pull_cfg_str(cfg, "service_account_json"), 0, NULL), *hdr = NULL,
+           *claims = NULL;
     const char *email = json_string_value(json_object_get(key, "client_email"));
     const char *pem = json_string_value(json_object_get(key, "private_key"));
     const char *kid = json_string_value(json_object_get(key, "private_key_id"));
-    char endpoint[2100], form[8192] = "", why[300], *jws = NULL, *body = NULL;
-    struct httpget_opts o;
+    char endpoint[2100], where[2200], form[8192] = "", why[300], *jws = NULL;
+    struct cloudhttp_token_words w = {where, "the token endpoint", "the service-account key",
+                                      "the key may be revoked, expired or of another project"};
     int64_t now = gi_now();
-    size_t len = 0;
-    long status = 0;
     int rc = -1;
 
-    base_url(cfg_str(cfg, "token_endpoint"), GCP_DEFAULT_TOKEN_ENDPOINT, endpoint, sizeof endpoint);
+    cloudhttp_base_url(pull_cfg_str(cfg, "token_endpoint"), GCP_DEFAULT_TOKEN_ENDPOINT, endpoint,
+                       sizeof endpoint);
     if (email == NULL || pem == NULL) {
         snprintf(err, errlen,
                  "config.service_account_json is not a service-account key (JSON with "
@@ -88,51 +71,28 @@ static int token_for_key(const json_t *cfg, char *token, size_t tlen, char *err,
         snprintf(err, errlen, "the signed grant is too long");
         goto cleanup;
     }
-    pull_http_opts(cfg, &o, 1u << 20);
-    o.bearer = NULL;
-    o.post_form = form;
-    if (cloudhttp_get(endpoint, &o, &body, &len, &status, why, sizeof why) != 0) {
-        snprintf(err, errlen, "the token endpoint %.200s: %s", endpoint, why);
-        goto cleanup;
-    }
-    if (status < 200 || status > 299) {
-        gcp_error_message(body, len, why, sizeof why);
-        snprintf(err, errlen,
-                 "the token endpoint refused the service-account key (HTTP %ld%s%s); the key "
-                 "may be revoked, expired or of another project",
-                 status, why[0] ? ": " : "", why);
-        goto cleanup;
-    }
-    ans = json_loadb(body, len, 0, NULL);
-    if (!json_is_string(json_object_get(ans, "access_token")) ||
-        !gi_strlcpy(token, json_string_value(json_object_get(ans, "access_token")), tlen) ||
-        !gi_text_ok(token) || strpbrk(token, "\r\n")) {
-        snprintf(err, errlen, "the token endpoint answered without a usable access_token");
-        goto cleanup;
-    }
-    rc = 0;
+    snprintf(where, sizeof where, "the token endpoint %.200s", endpoint);
+    rc = cloudhttp_token(cfg, endpoint, form, gcp_error_message, &w, token, tlen, err, errlen);
 cleanup:
     json_decref(key);
     json_decref(hdr);
     json_decref(claims);
-    json_decref(ans);
     free(jws);
-    free(body);
     return rc;
 }
 
 static int access_token(const json_t *cfg, char *token, size_t tlen, char *err, size_t errlen)
 {
-    if (cfg_str(cfg, "access_token")) {
+    if (pull_cfg_str(cfg, "access_token")) {
         /* It becomes a header line: one line, or it would add headers. */
-        if (!gi_strlcpy(token, cfg_str(cfg, "access_token"), tlen) || strpbrk(token, "\r\n")) {
+        if (!gi_strlcpy(token, pull_cfg_str(cfg, "access_token"), tlen) || strpbrk(token, "\r\n")) {
             snprintf(err, errlen, "config.access_token must be one line of at most %zu bytes",
                      tlen - 1);
             return -1;
         }
         return 0;
     }
-    if (cfg_str(cfg, "service_account_json"))
+    if (pull_cfg_str(cfg, "service_account_json"))
         return token_for_key(cfg, token, tlen, err, errlen);
     snprintf(err, errlen, "neither config.service_account_json nor config.access_token is set");
     return -1;
@@ -221,7 +181,7 @@ static int take(struct gcp_page *p, struct cloud_instance **all, size_t *n, size
 int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
                  struct pull_result *res)
 {
-    const char *project = cfg_str(cfg, "project");
+    const char *project = pull_cfg_str(cfg, "project");
     char base[2100], token[8192], url[8800], esc[3 * GCP_TOKEN_MAX + 1] = "", proj[400];
     struct cloud_instance *all = NULL;
     struct cloud_sync_result sr = {0};
@@ -231,7 +191,7 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
     char first[GCP_ERR_LEN] = "";
     int rc = -1, pages = 0, src;
 
-    base_url(cfg_str(cfg, "endpoint"), GCP_DEFAULT_ENDPOINT, base, sizeof base);
+    cloudhttp_base_url(pull_cfg_str(cfg, "endpoint"), GCP_DEFAULT_ENDPOINT, base, sizeof base);
     if (project == NULL || !cloudhttp_escape(project, proj, sizeof proj)) {
         snprintf(res->error, sizeof res->error, "config.project is required");
         return -1;

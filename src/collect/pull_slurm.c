@@ -28,12 +28,6 @@
 /* --parsable2 output is parsed and stored in parts of about this size. */
 #define SLURM_PART_BYTES (2u * 1024u * 1024u)
 
-static const char *cfg_str(const json_t *cfg, const char *key)
-{
-    const char *v = json_string_value(json_object_get(cfg, key));
-    return v && *v ? v : NULL;
-}
-
 static int64_t cfg_int(const json_t *cfg, const char *key, int64_t def)
 {
     json_t *v = json_object_get(cfg, key);
@@ -53,8 +47,8 @@ static void sacct_time(int64_t t, char *buf, size_t len)
 static int run_sacct(const json_t *cfg, int64_t since, bool json, char **out, size_t *len,
                      char *err, size_t errlen)
 {
-    const char *sacct = cfg_str(cfg, "sacct") ? cfg_str(cfg, "sacct") : "sacct";
-    const char *cluster = cfg_str(cfg, "cluster");
+    const char *sacct = pull_cfg_str(cfg, "sacct") ? pull_cfg_str(cfg, "sacct") : "sacct";
+    const char *cluster = pull_cfg_str(cfg, "cluster");
     char start[32], delim[32], clusters[160];
     const char *argv[24];
     int n = 0;
@@ -93,7 +87,7 @@ static int run_sacct(const json_t *cfg, int64_t since, bool json, char **out, si
 static int get_restd(const json_t *cfg, int64_t since, char **out, size_t *len, char *err,
                      size_t errlen)
 {
-    const char *base = cfg_str(cfg, "slurmrestd_url"), *ver = cfg_str(cfg, "api_version");
+    const char *base = pull_cfg_str(cfg, "slurmrestd_url"), *ver = pull_cfg_str(cfg, "api_version");
     char url[2400], user[300], token[4200];
     const char *headers[3] = {user, token, NULL};
     struct httpget_opts o;
@@ -103,9 +97,9 @@ static int get_restd(const json_t *cfg, int64_t since, char **out, size_t *len, 
     o.bearer = NULL;
     o.timeout_s = cfg_int(cfg, "timeout_s", SLURM_DEFAULT_TIMEOUT_S);
     snprintf(user, sizeof user, "X-SLURM-USER-NAME: %s",
-             cfg_str(cfg, "user") ? cfg_str(cfg, "user") : "");
+             pull_cfg_str(cfg, "user") ? pull_cfg_str(cfg, "user") : "");
     snprintf(token, sizeof token, "X-SLURM-USER-TOKEN: %s",
-             cfg_str(cfg, "token") ? cfg_str(cfg, "token") : "");
+             pull_cfg_str(cfg, "token") ? pull_cfg_str(cfg, "token") : "");
     o.headers = headers;
     snprintf(url, sizeof url, "%s%sslurm/%s/jobs?update_time=%lld", base,
              base[strlen(base) - 1] == '/' ? "" : "/", ver ? ver : SLURM_DEFAULT_API,
@@ -246,8 +240,8 @@ int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const
 {
     struct store_slurm_result sr = {0};
     struct store_slurm_tx *tx = NULL;
-    const char *format = cfg_str(cfg, "format");
-    bool restd = cfg_str(cfg, "slurmrestd_url") != NULL;
+    const char *format = pull_cfg_str(cfg, "format");
+    bool restd = pull_cfg_str(cfg, "slurmrestd_url") != NULL;
     bool json = restd || (format && strcmp(format, "json") == 0);
     int64_t now = gi_now(), cursor = -1, since;
     size_t len = 0;
@@ -271,9 +265,9 @@ int pull_run_slurm(struct store *st, int64_t source_id, const json_t *cfg, const
         snprintf(res->error, sizeof res->error, "storing the jobs failed");
         goto cleanup;
     }
-    prc = parse_and_store(tx, source_id,
-                          cfg_str(cfg, "cluster") ? cfg_str(cfg, "cluster") : opt(cluster), body,
-                          len, json, &sr, res->error, sizeof res->error);
+    prc = parse_and_store(
+        tx, source_id, pull_cfg_str(cfg, "cluster") ? pull_cfg_str(cfg, "cluster") : opt(cluster),
+        body, len, json, &sr, res->error, sizeof res->error);
     if (store_slurm_end(tx, source_id, now, prc) != GI_OK) {
         if (prc == GI_OK)
             snprintf(res->error, sizeof res->error, "storing the jobs failed");

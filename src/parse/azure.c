@@ -63,64 +63,20 @@ static void note(struct azure_page *p, const char *fmt, ...)
 {
     va_list ap;
 
-    if (p->warnings++ > 0)
-        return;
     va_start(ap, fmt);
-    vsnprintf(p->warning, sizeof p->warning, fmt, ap);
+    cloud_vnote(&p->warnings, p->warning, sizeof p->warning, fmt, ap);
     va_end(ap);
 }
 
 static const char *text(const json_t *obj, const char *key, struct azure_page *p, const char *who)
 {
-    const json_t *v = json_object_get(obj, key);
-
-    if (v == NULL || json_is_null(v))
-        return NULL;
-    if (!json_is_string(v) || !gi_text_ok(json_string_value(v))) {
-        note(p, "VM %.60s: %.40s is not text", who, key);
-        return NULL;
-    }
-    return json_string_length(v) ? json_string_value(v) : NULL;
-}
-
-static void copy(char *dst, size_t len, const char *src)
-{
-    if (src && !gi_strlcpy(dst, src, len))
-        dst[0] = '\0'; /* a value that does not fit is absent, never cut */
+    return cloud_text(obj, key, &p->warnings, p->warning, sizeof p->warning, "VM", who);
 }
 
 static int set_tags(struct cloud_instance *ci, const json_t *tags, struct azure_page *p)
 {
-    const char *k;
-    json_t *v;
-
-    if (tags == NULL || json_is_null(tags))
-        return GI_OK;
-    if (!json_is_object(tags)) {
-        note(p, "VM %.60s: %.40s is not an object", ci->name, "tags");
-        return GI_OK;
-    }
-    if (json_object_size(tags) == 0)
-        return GI_OK;
-    ci->tags = calloc(json_object_size(tags), sizeof *ci->tags);
-    if (ci->tags == NULL)
-        return GI_INTERNAL;
-    json_object_foreach((json_t *)tags, k, v) {
-        struct cloud_tag *t = &ci->tags[ci->ntags];
-        if (!json_is_string(v) || !gi_text_ok(k) || !gi_text_ok(json_string_value(v))) {
-            note(p, "VM %.60s: tag %.40s is not text", ci->name, k);
-            continue;
-        }
-        t->key = strdup(k);
-        t->value = strdup(json_string_value(v));
-        if (!t->key || !t->value) {
-            free(t->key);
-            free(t->value);
-            return GI_INTERNAL;
-        }
-        ci->ntags++;
-    }
-    return GI_OK;
+    return cloud_tags_set(ci, tags, "VM", "tags", "tag", &p->warnings, p->warning,
+                          sizeof p->warning);
 }
 
 /* The power state from the instance view's statuses. */
@@ -146,7 +102,7 @@ static void power_state(struct cloud_instance *ci, const json_t *view, struct az
         const char *code = json_string_value(json_object_get(s, "code"));
         if (code == NULL || strncasecmp(code, "PowerState/", 11) != 0 || !gi_text_ok(code))
             continue;
-        copy(ci->state_raw, sizeof ci->state_raw, code + 11);
+        cloud_copy(ci->state_raw, sizeof ci->state_raw, code + 11);
         for (size_t k = 0; k < sizeof map / sizeof *map; k++)
             if (strcasecmp(map[k].word, code + 11) == 0)
                 ci->state = map[k].st;
@@ -181,26 +137,26 @@ static int one(struct cloud_instance *ci, const json_t *vm, const char *subscrip
     ci->gpu_count = -1;
     ci->gpu_memory_mib = -1;
     *skip = false;
-    copy(ci->provider, sizeof ci->provider, "azure");
-    copy(ci->name, sizeof ci->name, text(vm, "name", p, "?"));
+    cloud_copy(ci->provider, sizeof ci->provider, "azure");
+    cloud_copy(ci->name, sizeof ci->name, text(vm, "name", p, "?"));
     if (props && !json_is_object(props)) {
         note(p, "VM %.60s: %.40s is not an object", ci->name, "properties");
         props = NULL;
     }
-    copy(ci->instance_id, sizeof ci->instance_id, text(props, "vmId", p, ci->name));
+    cloud_copy(ci->instance_id, sizeof ci->instance_id, text(props, "vmId", p, ci->name));
     if (ci->instance_id[0] == '\0')
-        copy(ci->instance_id, sizeof ci->instance_id, ci->name);
+        cloud_copy(ci->instance_id, sizeof ci->instance_id, ci->name);
     if (ci->instance_id[0] == '\0') {
         note(p, "a VM has neither %.40s nor %.40s", "vmId", "name");
         *skip = true;
         return GI_OK;
     }
-    copy(ci->account, sizeof ci->account, subscription);
-    copy(ci->region, sizeof ci->region, text(vm, "location", p, ci->name));
+    cloud_copy(ci->account, sizeof ci->account, subscription);
+    cloud_copy(ci->region, sizeof ci->region, text(vm, "location", p, ci->name));
     if (json_is_array(zones))
-        copy(ci->zone, sizeof ci->zone, json_string_value(json_array_get(zones, 0)));
-    copy(ci->machine_type, sizeof ci->machine_type,
-         text(json_object_get(props, "hardwareProfile"), "vmSize", p, ci->name));
+        cloud_copy(ci->zone, sizeof ci->zone, json_string_value(json_array_get(zones, 0)));
+    cloud_copy(ci->machine_type, sizeof ci->machine_type,
+               text(json_object_get(props, "hardwareProfile"), "vmSize", p, ci->name));
     s = text(props, "timeCreated", p, ci->name);
     if (s && gi_time_parse(s, &t) == GI_OK)
         ci->launch_time = t;

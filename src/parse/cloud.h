@@ -7,6 +7,8 @@
 #ifndef GI_CLOUD_H
 #define GI_CLOUD_H
 
+#include <jansson.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +49,21 @@ struct cloud_instance {
 
 /* Frees the tags of n instances (not the array itself). */
 void cloud_instances_clear(struct cloud_instance *v, size_t n);
+
+/* What the JSON parsers (GCP, Azure) share. A value left absent is
+ * counted in *count; the first is described in first (len bytes). */
+void cloud_vnote(size_t *count, char *first, size_t len, const char *fmt, va_list ap);
+/* obj[key] as usable text, or NULL (absent, null or ""); a value of
+ * another type is noted as "<what> <who>: <key> is not text". */
+const char *cloud_text(const json_t *obj, const char *key, size_t *count, char *first, size_t len,
+                       const char *what, const char *who);
+/* Copies src into dst when it fits; one that does not fit is absent,
+ * never cut. */
+void cloud_copy(char *dst, size_t len, const char *src);
+/* Sets ci's tags from an object of text values (field: "tags" or
+ * "labels", item: "tag" or "label", for the notes); a value that is not
+ * text is noted and skipped. GI_OK, or GI_INTERNAL out of memory. */
+int cloud_tags_set(struct cloud_instance *ci, const json_t *tags, const char *what,
+                   const char *field, const char *item, size_t *count, char *first, size_t len);
 
 #endif

@@ -104,66 +104,21 @@ static void note(struct gcp_page *p, const char *fmt, ...)
 {
     va_list ap;
 
-    if (p->warnings++ > 0)
-        return;
     va_start(ap, fmt);
-    vsnprintf(p->warning, sizeof p->warning, fmt, ap);
+    cloud_vnote(&p->warnings, p->warning, sizeof p->warning, fmt, ap);
     va_end(ap);
 }
 
 /* obj[key] as usable text, or NULL; a value of another type is noted. */
 static const char *text(const json_t *obj, const char *key, struct gcp_page *p, const char *who)
 {
-    const json_t *v = json_object_get(obj, key);
-
-    if (v == NULL || json_is_null(v))
-        return NULL;
-    if (!json_is_string(v) || !gi_text_ok(json_string_value(v))) {
-        note(p, "instance %.60s: %.40s is not text", who, key);
-        return NULL;
-    }
-    return json_string_length(v) ? json_string_value(v) : NULL;
+    return cloud_text(obj, key, &p->warnings, p->warning, sizeof p->warning, "instance", who);
 }
 
-static void copy(char *dst, size_t len, const char *src)
+static int set_tags(struct cloud_instance *ci, const json_t *tags, struct gcp_page *p)
 {
-    if (src && !gi_strlcpy(dst, src, len))
-        dst[0] = '\0'; /* a value that does not fit is absent, never cut */
-}
-
-static int set_tags(struct cloud_instance *ci, const json_t *labels, struct gcp_page *p)
-{
-    const char *k;
-    json_t *v;
-    size_t n = json_object_size(labels);
-
-    if (labels == NULL || json_is_null(labels))
-        return GI_OK;
-    if (!json_is_object(labels)) {
-        note(p, "instance %.60s: %.40s is not an object", ci->name, "labels");
-        return GI_OK;
-    }
-    if (n == 0)
-        return GI_OK;
-    ci->tags = calloc(n, sizeof *ci->tags);
-    if (ci->tags == NULL)
-        return GI_INTERNAL;
-    json_object_foreach((json_t *)labels, k, v) {
-        struct cloud_tag *t = &ci->tags[ci->ntags];
-        if (!json_is_string(v) || !gi_text_ok(k) || !gi_text_ok(json_string_value(v))) {
-            note(p, "instance %.60s: label %.40s is not text", ci->name, k);
-            continue;
-        }
-        t->key = strdup(k);
-        t->value = strdup(json_string_value(v));
-        if (!t->key || !t->value) {
-            free(t->key);
-            free(t->value);
-            return GI_INTERNAL;
-        }
-        ci->ntags++;
-    }
-    return GI_OK;
+    return cloud_tags_set(ci, tags, "instance", "labels", "label", &p->warnings, p->warning,
+                          sizeof p->warning);
 }
 
 static enum cloud_state state_of(const char *s)
@@ -207,7 +162,7 @@ static bool guest_gpus(struct cloud_instance *ci, const json_t *list, struct gcp
         if (!gcp_accelerator_model(tail(type), model, sizeof model, &mem))
             continue;
         if (!any) {
-            copy(ci->gpu_model, sizeof ci->gpu_model, model);
+            cloud_copy(ci->gpu_model, sizeof ci->gpu_model, model);
             ci->gpu_memory_mib = mem;
             ci->gpu_count = 0;
         } else if (strcmp(model, ci->gpu_model) != 0) {
@@ -260,40 +215,40 @@ static int one(struct cloud_instance *ci, const json_t *inst, const char *scope,
     ci->gpu_count = -1;
     ci->gpu_memory_mib = -1;
     *skip = false;
-    copy(ci->provider, sizeof ci->provider, "gcp");
-    copy(ci->name, sizeof ci->name, text(inst, "name", p, "?"));
+    cloud_copy(ci->provider, sizeof ci->provider, "gcp");
+    cloud_copy(ci->name, sizeof ci->name, text(inst, "name", p, "?"));
     if (json_is_string(id) && gi_text_ok(json_string_value(id)) && json_string_length(id))
-        copy(ci->instance_id, sizeof ci->instance_id, json_string_value(id));
+        cloud_copy(ci->instance_id, sizeof ci->instance_id, json_string_value(id));
     else if (json_is_integer(id) && json_integer_value(id) >= 0)
         snprintf(ci->instance_id, sizeof ci->instance_id, "%lld",
                  (long long)json_integer_value(id));
     else if (id && !json_is_null(id))
         note(p, "instance %.60s: %.40s is not an id", ci->name, "id");
     if (ci->instance_id[0] == '\0')
-        copy(ci->instance_id, sizeof ci->instance_id, ci->name);
+        cloud_copy(ci->instance_id, sizeof ci->instance_id, ci->name);
     if (ci->instance_id[0] == '\0') {
         note(p, "an instance in %.60s has neither %.40s nor name", scope, "id");
         *skip = true;
         return GI_OK;
     }
-    copy(ci->account, sizeof ci->account, project);
+    cloud_copy(ci->account, sizeof ci->account, project);
     s = text(inst, "zone", p, ci->name);
-    copy(ci->zone, sizeof ci->zone, tail(s ? s : scope));
+    cloud_copy(ci->zone, sizeof ci->zone, tail(s ? s : scope));
     if (strncmp(scope, "zones/", 6) != 0 && s == NULL)
         ci->zone[0] = '\0';
-    copy(ci->region, sizeof ci->region, ci->zone);
+    cloud_copy(ci->region, sizeof ci->region, ci->zone);
     dash = strrchr(ci->region, '-');
     if (dash)
         *dash = '\0';
     s = text(inst, "machineType", p, ci->name);
-    copy(ci->machine_type, sizeof ci->machine_type, tail(s));
+    cloud_copy(ci->machine_type, sizeof ci->machine_type, tail(s));
     s = text(inst, "status", p, ci->name);
-    copy(ci->state_raw, sizeof ci->state_raw, s);
+    cloud_copy(ci->state_raw, sizeof ci->state_raw, s);
     ci->state = state_of(s);
     launch_time(ci, inst, p);
     if (json_is_array(nics))
-        copy(ci->private_ip, sizeof ci->private_ip,
-             text(json_array_get(nics, 0), "networkIP", p, ci->name));
+        cloud_copy(ci->private_ip, sizeof ci->private_ip,
+                   text(json_array_get(nics, 0), "networkIP", p, ci->name));
     if (!guest_gpus(ci, json_object_get(inst, "guestAccelerators"), p)) {
         ci->gpu_count = ci->machine_type[0]
                             ? gcp_machine_gpus(ci->machine_type, ci->gpu_model,
@@ -386,8 +341,8 @@ int gcp_parse_instances(const char *body, size_t len, const char *project, struc
     un = json_object_get(root, "unreachables");
     if (json_is_array(un) && json_array_size(un) > 0) {
         p->unreachable = json_array_size(un);
-        copy(p->unreachable_first, sizeof p->unreachable_first,
-             json_string_value(json_array_get(un, 0)));
+        cloud_copy(p->unreachable_first, sizeof p->unreachable_first,
+                   json_string_value(json_array_get(un, 0)));
     }
 cleanup:
     if (rc != GI_OK) {
