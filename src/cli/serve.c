@@ -34,7 +34,7 @@ static const char serve_usage[] =
     "                    [--retain-daily-days N] [--no-rollup]\n"
     "                    [--owner-refresh-s SECONDS] [--asset-missing-days N]\n"
     "                    [--webhook-backoff-s SECONDS] [--base-url URL]\n"
-    "                    [--rules-interval-s SECONDS]\n"
+    "                    [--rules-interval-s SECONDS] [--health-settle-s SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -78,6 +78,8 @@ static const char serve_usage[] =
     "                       set it behind a reverse proxy)\n"
     "  --rules-interval-s SECS  seconds between evaluations of the enabled lifecycle\n"
     "                       rules (default 3600, 1..604800)\n"
+    "  --health-settle-s SECS  how old a day's usage row must be before the health\n"
+    "                       rollup reads it (default 120, 0..3600)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -160,6 +162,7 @@ int cli_serve(int argc, char **argv)
         {"webhook-backoff-s", required_argument, NULL, 'W'},
         {"base-url", required_argument, NULL, 'U'},
         {"rules-interval-s", required_argument, NULL, 'L'},
+        {"health-settle-s", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -320,6 +323,13 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             scheduler_rules_configure(n);
+            break;
+        case 'E':
+            if (gi_parse_int64(optarg, 0, 3600, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --health-settle-s must be 0..3600\n");
+                return 2;
+            }
+            store_health_configure(n);
             break;
         case 'h':
             fputs(serve_usage, stdout);

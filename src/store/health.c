@@ -23,6 +23,7 @@
  * earlier updated_at commits within it). */
 #define HEALTH_CHUNK 256
 #define HEALTH_SETTLE_S 120
+static int64_t health_settle_s = HEALTH_SETTLE_S;
 /* The readings before a day that seed its ECC and XID baselines. */
 #define HEALTH_BASELINE_S 3600
 /* The current day is rewritten by the usage rollup every minute while
@@ -297,7 +298,7 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
         return db_status(step);
     if (!(s = prep(c, ST_DIRTY)))
         return GI_INTERNAL;
-    db_bind_int(s, ":settled", now - HEALTH_SETTLE_S);
+    db_bind_int(s, ":settled", now - health_settle_s);
     db_bind_int(s, ":u", wu);
     db_bind_int(s, ":g", wg);
     db_bind_int(s, ":d", wd);
@@ -347,6 +348,12 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
     return rc;
 }
 
+void store_health_configure(int64_t settle_s)
+{
+    if (settle_s >= 0)
+        health_settle_s = settle_s;
+}
+
 int store_health_rollup(struct store *st, int64_t now, int max_chunks, struct store_health_run *res)
 {
     struct conn *c = db_conn_get(st);
@@ -371,7 +378,7 @@ int store_health_rollup(struct store *st, int64_t now, int max_chunks, struct st
             }
             db_reset(s);
             if ((s = prep(c, ST_DIRTY_LEFT))) {
-                db_bind_int(s, ":settled", now - HEALTH_SETTLE_S);
+                db_bind_int(s, ":settled", now - health_settle_s);
                 db_bind_int(s, ":u", wu);
                 db_bind_int(s, ":g", wg);
                 db_bind_int(s, ":d", wd);

@@ -1118,6 +1118,10 @@ int store_room_audit_list(struct store *st, const char *state, const struct stor
 struct store_health_run {
     int64_t days, left;
 };
+/* How long a usage_daily row must be old before the health rollup reads
+ * it (default 120 s: a usage transaction still open with an earlier
+ * updated_at commits within it). */
+void store_health_configure(int64_t settle_s);
 /* The health:rollup job: the GPU-days usage_daily rewrote since the last
  * run (past the watermark, settled for two minutes) recomputed from the
  * raw samples into gpu_health_daily, in chunks of 256 each read outside

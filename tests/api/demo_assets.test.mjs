@@ -4,7 +4,8 @@
 // within 30 days, two spares in each data center, and the GPU whose XID
 // errors rise over the last five days of its history: once the health
 // rollup has read them, the enabled example rule moves it to Diagnostic &
-// Repair (lifecycle:rules every second here; the rollup runs each minute).
+// Repair (lifecycle:rules every second here; the health rollup runs each
+// minute).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ok, mkDc, listAll, stopClean } from './helpers.mjs';
@@ -26,7 +27,7 @@ const plans = [
 let line;
 
 before(async () => {
-  h.s = await startServer({ args: ['--rules-interval-s', '1'] });
+  h.s = await startServer({ args: ['--rules-interval-s', '1', '--health-settle-s', '2'] });
   for (const name of DC) await mkDc(h.s, { name });
   const tokens = new Map();
   for (const p of plans) {
@@ -38,8 +39,9 @@ before(async () => {
   await loadHistory({ url: h.s.url, plans, tokens, end: END, days: DAYS, concurrency: 4,
     xid: (plan, g, ts) => xidAt(plans, plan, g, ts, END) });
   // The history rolled up now, as the demo does after loading it, rather
-  // than at the job's next minute: the health rollup reads a day two
-  // minutes after its usage row was last written.
+  // than at the job's next minute; the health rollup reads a day's usage
+  // row 2 s after it was last written (--health-settle-s) at its next
+  // minute.
   for (let i = 0; i < 50; i++) {
     if (ok(await h.s.api('POST', '/api/v1/usage/rollup')).dirty_left === 0) break;
   }
@@ -88,8 +90,7 @@ test('the GPU with rising XID errors moves to Diagnostic & Repair when the rules
   assert.equal(rules.find((r) => r.name === XID_RULE).enabled, true);
   const tag = gpuTag(plans[0], 0);
   let a;
-  // The settling two minutes, then the health job's next minute.
-  for (let i = 0; i < 240; i++) {
+  for (let i = 0; i < 180; i++) {
     a = ok(await h.s.api('GET', `/api/v1/assets/${tag}`));
     if (a.stage === 'diagnostic_repair') break;
     await new Promise((r) => setTimeout(r, 1000));
