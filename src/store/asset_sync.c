@@ -276,46 +276,8 @@ cleanup:
 
 int store_sync_claim(struct store *st, int64_t now, int64_t lease_s, int64_t limit, json_t **items)
 {
-    struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
-    json_t *due = NULL, *row;
-    size_t i;
-    int rc = db_tx_begin(c);
-
-    *items = json_array();
-    if (rc != GI_OK)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!*items || !(s = prep(c, ST_DUE)))
-        goto cleanup;
-    db_bind_int(s, ":now", now);
-    db_bind_int(s, ":limit", limit);
-    if ((rc = db_collect(c, s, &due)) != GI_OK)
-        goto cleanup;
-    json_array_foreach(due, i, row) {
-        int64_t id = json_integer_value(json_object_get(row, "id"));
-        rc = GI_INTERNAL;
-        if (!(s = prep(c, ST_TAKE)))
-            goto cleanup;
-        db_bind_int(s, ":id", id);
-        db_bind_int(s, ":old", json_integer_value(json_object_get(row, "due_s")));
-        db_bind_int(s, ":lease", now + lease_s);
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            goto cleanup;
-        if (db_changes(c) != 1)
-            continue; /* another sender took it */
-        if ((rc = claim_one(c, id, now, *items)) != GI_OK)
-            goto cleanup;
-    }
-cleanup:
-    rc = db_tx_end(c, rc);
-    if (rc != GI_OK) {
-        json_decref(*items);
-        *items = NULL;
-    }
-    json_decref(due);
-    db_conn_put(st, c);
-    return rc;
+    return delivery_claim_due(st, stmt_sql[ST_DUE], stmt_sql[ST_TAKE], now, lease_s, limit,
+                              claim_one, items);
 }
 
 /* The push's state after attempt number `attempts` got o; *next its due

@@ -192,4 +192,14 @@ int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64
 int asset_sync_pulled(struct conn *c, const char *source, int64_t asset_id, const json_t *rec,
                       int64_t at);
 
+/* What a claim does with a row it took (appends to items). */
+typedef int (*delivery_take_fn)(struct conn *c, int64_t id, int64_t now, json_t *items);
+/* Claims the outbound work that is due (webhook deliveries, pushes to
+ * asset managers), in one transaction: due_sql (binds :now, :limit;
+ * columns id, due_s) lists what is due, take_sql (binds :id, :old,
+ * :lease) moves each row's next_at to now + lease_s unless another
+ * sender moved it first, and take() adds each row taken to *items. */
+int delivery_claim_due(struct store *st, const char *due_sql, const char *take_sql, int64_t now,
+                       int64_t lease_s, int64_t limit, delivery_take_fn take, json_t **items);
+
 #endif

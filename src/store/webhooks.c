@@ -461,8 +461,8 @@ cleanup:
     return rc;
 }
 
-int store_delivery_claim(struct store *st, int64_t now, int64_t lease_s, int64_t limit,
-                         json_t **items)
+int delivery_claim_due(struct store *st, const char *due_sql, const char *take_sql, int64_t now,
+                       int64_t lease_s, int64_t limit, delivery_take_fn take, json_t **items)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
@@ -474,7 +474,7 @@ int store_delivery_claim(struct store *st, int64_t now, int64_t lease_s, int64_t
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
-    if (!*items || !(s = prep(c, ST_DLV_DUE)))
+    if (!*items || !(s = db_prep(c, due_sql)))
         goto cleanup;
     db_bind_int(s, ":now", now);
     db_bind_int(s, ":limit", limit);
@@ -482,9 +482,8 @@ int store_delivery_claim(struct store *st, int64_t now, int64_t lease_s, int64_t
         goto cleanup;
     json_array_foreach(due, i, row) {
         int64_t id = json_integer_value(json_object_get(row, "id"));
-        json_t *one = NULL;
         rc = GI_INTERNAL;
-        if (!(s = prep(c, ST_DLV_TAKE)))
+        if (!(s = db_prep(c, take_sql)))
             goto cleanup;
         db_bind_int(s, ":id", id);
         db_bind_int(s, ":old", json_integer_value(json_object_get(row, "due_s")));
@@ -493,13 +492,8 @@ int store_delivery_claim(struct store *st, int64_t now, int64_t lease_s, int64_t
             goto cleanup;
         if (db_changes(c) != 1)
             continue; /* another sender took it */
-        rc = GI_INTERNAL;
-        if (!(s = prep(c, ST_DLV_SEND)))
+        if ((rc = take(c, id, now, *items)) != GI_OK)
             goto cleanup;
-        db_bind_int(s, ":id", id);
-        if ((rc = db_fetch_one(c, s, &one)) != GI_OK)
-            goto cleanup;
-        json_array_append_new(*items, one);
     }
 cleanup:
     rc = db_tx_end(c, rc);
@@ -510,6 +504,29 @@ cleanup:
     json_decref(due);
     db_conn_put(st, c);
     return rc;
+}
+
+/* A taken delivery with what its sender needs. */
+static int delivery_take(struct conn *c, int64_t id, int64_t now, json_t *items)
+{
+    struct db_stmt *s = prep(c, ST_DLV_SEND);
+    json_t *one = NULL;
+    int rc;
+
+    (void)now;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":id", id);
+    if ((rc = db_fetch_one(c, s, &one)) == GI_OK)
+        json_array_append_new(items, one);
+    return rc;
+}
+
+int store_delivery_claim(struct store *st, int64_t now, int64_t lease_s, int64_t limit,
+                         json_t **items)
+{
+    return delivery_claim_due(st, stmt_sql[ST_DLV_DUE], stmt_sql[ST_DLV_TAKE], now, lease_s, limit,
+                              delivery_take, items);
 }
 
 /* The delivery's state after attempt number `attempts` got o. */
