@@ -42,6 +42,9 @@ struct cloud_instance {
     char gpu_model[128];    /* "NVIDIA A100-SXM4-40GB", "nvidia-tesla-t4"; "" absent */
     int gpu_count;          /* -1 when the type's GPUs are unknown */
     int64_t gpu_memory_mib; /* per GPU; -1 absent */
+    double gpu_fraction;    /* the share of a whole GPU each of gpu_count is
+                             * (AWS g6f 0.125..0.5, Azure NVadsA10 1/6..1/2);
+                             * 0 when whole or not known */
     char private_ip[64];    /* "" absent */
     struct cloud_tag *tags;
     size_t ntags;
