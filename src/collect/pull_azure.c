@@ -49,7 +49,7 @@ static int get_token(const json_t *cfg, char *token, size_t tlen, char *err, siz
                                       "the tenant"};
 
     if (secret == NULL) {
-        snprintf(err, errlen, "config.client_secret is not set");
+        gi_fmt(err, errlen, "config.client_secret is not set");
         return -1;
     }
     cloudhttp_base_url(pull_cfg_str(cfg, "login_endpoint"), AZURE_DEFAULT_LOGIN, login,
@@ -59,7 +59,7 @@ static int get_token(const json_t *cfg, char *token, size_t tlen, char *err, siz
         !cloudhttp_form_add(form, sizeof form, "client_id", pull_cfg_str(cfg, "client_id")) ||
         !cloudhttp_form_add(form, sizeof form, "client_secret", secret) ||
         !cloudhttp_form_add(form, sizeof form, "scope", AZURE_SCOPE)) {
-        snprintf(err, errlen, "the client credentials are too long");
+        gi_fmt(err, errlen, "the client credentials are too long");
         return -1;
     }
     snprintf(url, sizeof url, "%s/%s/oauth2/v2.0/token", login, tenant);
@@ -73,12 +73,12 @@ static void refused(const char *what, long status, const char *body, size_t len,
     char why[300];
 
     azure_error_message(body, len, why, sizeof why);
-    snprintf(err, errlen, "%s: HTTP %ld%s%s%s", what, status, why[0] ? " " : "", why,
-             status == 401   ? "; the access token is invalid or has expired"
-             : status == 403 ? "; the app lacks Microsoft.Compute/virtualMachines/read on the "
-                               "subscription"
-             : status == 429 ? "; still throttled after retries"
-                             : "");
+    gi_fmt(err, errlen, "%s: HTTP %ld%s%s%s", what, status, why[0] ? " " : "", why,
+           status == 401   ? "; the access token is invalid or has expired"
+           : status == 403 ? "; the app lacks Microsoft.Compute/virtualMachines/read on the "
+                             "subscription"
+           : status == 429 ? "; still throttled after retries"
+                           : "");
 }
 
 /* Reads every page of the Resource SKUs list into s. */
@@ -95,7 +95,7 @@ static int fetch_skus(const char *base, const char *sub, const struct httpget_op
         long status = 0;
         int rc;
         if (cloudhttp_get(url, o, &body, &len, &status, why, sizeof why) != 0) {
-            snprintf(err, errlen, "%s", why);
+            gi_fmt(err, errlen, "%s", why);
             return -1;
         }
         if (status != 200) {
@@ -106,18 +106,18 @@ static int fetch_skus(const char *base, const char *sub, const struct httpget_op
         rc = azure_parse_skus(body, len, s, next, sizeof next, why, sizeof why);
         free(body);
         if (rc != GI_OK) {
-            snprintf(err, errlen, "the Resource SKUs list: %s", why);
+            gi_fmt(err, errlen, "the Resource SKUs list: %s", why);
             return -1;
         }
         if (next[0] == '\0')
             return 0;
         if (!cloudhttp_same_origin(next, base)) {
-            snprintf(err, errlen, "the Resource SKUs list's nextLink leaves %s", base);
+            gi_fmt(err, errlen, "the Resource SKUs list's nextLink leaves %s", base);
             return -1;
         }
         gi_strlcpy(url, next, sizeof url);
     }
-    snprintf(err, errlen, "the Resource SKUs list did not end");
+    gi_fmt(err, errlen, "the Resource SKUs list did not end");
     return -1;
 }
 

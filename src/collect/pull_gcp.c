@@ -48,9 +48,9 @@ static int token_for_key(const json_t *cfg, char *token, size_t tlen, char *err,
     cloudhttp_base_url(pull_cfg_str(cfg, "token_endpoint"), GCP_DEFAULT_TOKEN_ENDPOINT, endpoint,
                        sizeof endpoint);
     if (email == NULL || pem == NULL) {
-        snprintf(err, errlen,
-                 "config.service_account_json is not a service-account key (JSON with "
-                 "client_email and private_key)");
+        gi_fmt(err, errlen,
+               "config.service_account_json is not a service-account key (JSON with "
+               "client_email and private_key)");
         goto cleanup;
     }
     hdr = kid ? json_pack("{s:s, s:s, s:s}", "alg", "RS256", "typ", "JWT", "kid", kid)
@@ -58,17 +58,17 @@ static int token_for_key(const json_t *cfg, char *token, size_t tlen, char *err,
     claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", GCP_SCOPE, "aud",
                        endpoint, "iat", (json_int_t)now, "exp", (json_int_t)(now + 3600));
     if (hdr == NULL || claims == NULL) {
-        snprintf(err, errlen, "out of memory");
+        gi_fmt(err, errlen, "out of memory");
         goto cleanup;
     }
     if (jwt_sign_rs256(pem, hdr, claims, &jws, why, sizeof why) != 0) {
-        snprintf(err, errlen, "config.service_account_json: %s", why);
+        gi_fmt(err, errlen, "config.service_account_json: %s", why);
         goto cleanup;
     }
     if (!cloudhttp_form_add(form, sizeof form, "grant_type",
                             "urn:ietf:params:oauth:grant-type:jwt-bearer") ||
         !cloudhttp_form_add(form, sizeof form, "assertion", jws)) {
-        snprintf(err, errlen, "the signed grant is too long");
+        gi_fmt(err, errlen, "the signed grant is too long");
         goto cleanup;
     }
     snprintf(where, sizeof where, "the token endpoint %.200s", endpoint);
@@ -86,15 +86,15 @@ static int access_token(const json_t *cfg, char *token, size_t tlen, char *err, 
     if (pull_cfg_str(cfg, "access_token")) {
         /* It becomes a header line: one line, or it would add headers. */
         if (!gi_strlcpy(token, pull_cfg_str(cfg, "access_token"), tlen) || strpbrk(token, "\r\n")) {
-            snprintf(err, errlen, "config.access_token must be one line of at most %zu bytes",
-                     tlen - 1);
+            gi_fmt(err, errlen, "config.access_token must be one line of at most %zu bytes",
+                   tlen - 1);
             return -1;
         }
         return 0;
     }
     if (pull_cfg_str(cfg, "service_account_json"))
         return token_for_key(cfg, token, tlen, err, errlen);
-    snprintf(err, errlen, "neither config.service_account_json nor config.access_token is set");
+    gi_fmt(err, errlen, "neither config.service_account_json nor config.access_token is set");
     return -1;
 }
 
@@ -105,11 +105,11 @@ static void refused(const char *what, long status, const char *body, size_t len,
     char why[300];
 
     gcp_error_message(body, len, why, sizeof why);
-    snprintf(err, errlen, "%s: HTTP %ld%s%s%s", what, status, why[0] ? " " : "", why,
-             status == 401   ? "; the access token is invalid or has expired"
-             : status == 403 ? "; the credentials lack compute.instances.list on the project"
-             : status == 429 ? "; still throttled after retries"
-                             : "");
+    gi_fmt(err, errlen, "%s: HTTP %ld%s%s%s", what, status, why[0] ? " " : "", why,
+           status == 401   ? "; the access token is invalid or has expired"
+           : status == 403 ? "; the credentials lack compute.instances.list on the project"
+           : status == 429 ? "; still throttled after retries"
+                           : "");
 }
 
 struct types {

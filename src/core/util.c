@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 int64_t gi_now(void) { return (int64_t)time(NULL); }
@@ -125,6 +127,23 @@ int gi_parse_double(const char *s, double min, double max, double *out)
         return GI_INVALID;
     *out = v;
     return GI_OK;
+}
+
+bool gi_fmt(char *dst, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (len == 0)
+        return false;
+    va_start(ap, fmt);
+    n = vsnprintf(dst, len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        dst[0] = '\0';
+        return false;
+    }
+    return (size_t)n < len;
 }
 
 bool gi_strlcpy(char *dst, const char *src, size_t len)

@@ -29,6 +29,11 @@ int gi_parse_double(const char *s, double min, double max, double *out);
  * when src did not fit (dst then holds a truncated prefix). */
 bool gi_strlcpy(char *dst, const char *src, size_t len);
 
+/* Formats into dst (capacity len), always terminating; text that does
+ * not fit is cut. For messages (errors, notes) where a cut tail is
+ * acceptable; returns false when it was cut. */
+bool gi_fmt(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Lower-case hex of n bytes into out (capacity >= 2n+1). */
 void gi_hex(const unsigned char *in, size_t n, char *out);
 
