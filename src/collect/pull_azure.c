@@ -269,7 +269,7 @@ int pull_run_azure(struct store *st, int64_t source_id, const json_t *cfg, const
     }
     if (warnings)
         gi_warn("azure %s: %zu values left absent; the first: %s", sub, warnings, first);
-    src = pull_cloud_listing(st, source_id, "azure", sub, all, n, res->dry, &sr);
+    src = pull_cloud_listing(st, source_id, "azure", sub, all, n, NULL, 0, res->dry, &sr);
     if (src != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the VMs failed: %s", gi_status_name(src));
         goto cleanup;
