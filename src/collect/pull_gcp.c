@@ -174,7 +174,8 @@ static int take(struct gcp_page *p, struct cloud_instance **all, size_t *n, size
         *all = nv;
         *cap = ncap;
     }
-    memcpy(*all + *n, p->items, p->n * sizeof *p->items);
+    if (p->n > 0)
+        memcpy(*all + *n, p->items, p->n * sizeof *p->items);
     *n += p->n;
     free(p->items);
     p->items = NULL;
