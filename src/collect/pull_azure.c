@@ -255,8 +255,10 @@ static int list_scale_sets(const char *base, const char *esub, const char *sub,
         if (next[0] == '\0')
             return 0;
         if (!cloudhttp_same_origin(next, base)) {
-            gi_fmt(err, errlen, "%s: a nextLink leaves the configured endpoint; nothing was "
-                   "marked gone", what);
+            gi_fmt(err, errlen,
+                   "%s: a nextLink leaves the configured endpoint; nothing was "
+                   "marked gone",
+                   what);
             return -1;
         }
         gi_strlcpy(url, next, sizeof url);
@@ -366,8 +368,10 @@ static int list_members(const char *base, const char *sub, const struct httpget_
         if (p.next[0] == '\0')
             return 0;
         if (!cloudhttp_same_origin(p.next, base)) {
-            gi_fmt(err, errlen, "%s: a nextLink leaves the configured endpoint; nothing was "
-                   "marked gone", what);
+            gi_fmt(err, errlen,
+                   "%s: a nextLink leaves the configured endpoint; nothing was "
+                   "marked gone",
+                   what);
             return -1;
         }
         gi_strlcpy(url, p.next, sizeof url);

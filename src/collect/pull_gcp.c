@@ -242,8 +242,7 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
         snprintf(url, sizeof url,
                  "%s/compute/v1/projects/%s/aggregated/instances?maxResults=500"
                  "&returnPartialSuccess=true%s%s",
-                 base, proj,
-                 esc[0] ? "&pageToken=" : "", esc);
+                 base, proj, esc[0] ? "&pageToken=" : "", esc);
         if (cloudhttp_get(url, &o, &body, &len, &status, why, sizeof why) != 0) {
             snprintf(res->error, sizeof res->error, "listing the instances of %s (page %d): %s",
                      project, pages + 1, why);
@@ -304,8 +303,8 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
         gi_warn("gcp %s: %zu values left absent; the first: %s", project, warnings, first);
     for (size_t i = 0; i < gaps->unreachable; i++)
         unreachable[i] = gaps->unreachable_scopes[i];
-    src = pull_cloud_listing(st, source_id, "gcp", project, all, n, unreachable,
-                             gaps->unreachable, res->dry, &sr);
+    src = pull_cloud_listing(st, source_id, "gcp", project, all, n, unreachable, gaps->unreachable,
+                             res->dry, &sr);
     if (src != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the instances failed: %s",
                  gi_status_name(src));
@@ -318,10 +317,8 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
         if (!res->warning[0])
             gaps_warning(gaps, res->warning, sizeof res->warning);
         /* A warning on the source, not an error: the rest is stored. */
-        if (!res->dry &&
-            store_source_warn(st, source_id, (int64_t)gaps->unreachable, msg) != GI_OK)
-            gi_warn("could not record the unreachable zones of source %lld",
-                    (long long)source_id);
+        if (!res->dry && store_source_warn(st, source_id, (int64_t)gaps->unreachable, msg) != GI_OK)
+            gi_warn("could not record the unreachable zones of source %lld", (long long)source_id);
     }
     res->gpus = sr.gpus;
     res->hosts = sr.instances;

@@ -290,8 +290,8 @@ static bool resource_id_ok(const char *id)
     if (strncasecmp(id, "/subscriptions/", 15) != 0 || !gi_text_ok(id) || strpbrk(id, "?#\\"))
         return false;
     for (seg = id; seg; seg = strchr(seg + 1, '/'))
-        if (strncmp(seg, "/./", 3) == 0 || strcmp(seg, "/.") == 0 ||
-            strncmp(seg, "/../", 4) == 0 || strcmp(seg, "/..") == 0)
+        if (strncmp(seg, "/./", 3) == 0 || strcmp(seg, "/.") == 0 || strncmp(seg, "/../", 4) == 0 ||
+            strcmp(seg, "/..") == 0)
             return false;
     return true;
 }
@@ -343,7 +343,7 @@ int azure_parse_scale_sets(const char *body, size_t len, struct azure_scale_sets
         memset(v, 0, sizeof *v);
         gi_strlcpy(v->id, id, sizeof v->id);
         /* The name is the id's last segment when it is absent or odd. */
-        if (name && gi_text_ok(name) && strlen(name) < sizeof v->name)
+        if (name && *name && gi_text_ok(name) && strlen(name) < sizeof v->name)
             gi_strlcpy(v->name, name, sizeof v->name);
         else
             gi_strlcpy(v->name, strrchr(id, '/') + 1, sizeof v->name);

@@ -87,7 +87,7 @@
       "last_seen_at = :now, missing_since = CASE WHEN CAST(:missing AS BIGINT) IS NULL THEN "      \
       "NULL ELSE COALESCE(missing_since, CAST(:missing AS BIGINT)) END WHERE id = :gid")           \
     X(GPU_GONE, "UPDATE gpus SET missing_since = :now WHERE id = :gid AND missing_since IS NULL")  \
-    X(SCOPE_LIVE, "SELECT id, zone, region FROM cloud_instances WHERE source_id = :sid AND "      \
+    X(SCOPE_LIVE, "SELECT id, zone, region FROM cloud_instances WHERE source_id = :sid AND "       \
                   "provider = :provider AND scope = :scope AND gone_at IS NULL")                   \
     X(INST_GONE, "UPDATE cloud_instances SET gone_at = :now WHERE id = :id")                       \
     X(LIST, "SELECT " INST_COLS "FROM cloud_instances i JOIN sources s ON s.id = i.source_id "     \

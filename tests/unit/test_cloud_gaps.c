@@ -88,7 +88,7 @@ static int64_t present_gpus(struct testdb_fixture *f, const char *id)
 }
 
 static void do_sync(struct testdb_fixture *f, const struct cloud_instance *v, size_t n,
-                 const char *const *unreachable, size_t nun, struct cloud_sync_result *r)
+                    const char *const *unreachable, size_t nun, struct cloud_sync_result *r)
 {
     memset(r, 0, sizeof *r);
     assert_status(store_cloud_sync(f->st, 1, "gcp", "ml-prod", v, n, unreachable, nun, r), GI_OK);

@@ -312,8 +312,8 @@ static void partial_listing(void **state)
     /* More zones than can be named: the page says so. */
     used = (size_t)snprintf(body, sizeof body, "{\"unreachables\": [");
     for (int i = 0; i < GCP_UNREACHABLE_MAX + 1; i++)
-        used += (size_t)snprintf(body + used, sizeof body - used, "%s\"zones/z-%d\"",
-                                 i ? ", " : "", i);
+        used +=
+            (size_t)snprintf(body + used, sizeof body - used, "%s\"zones/z-%d\"", i ? ", " : "", i);
     snprintf(body + used, sizeof body - used, "]}");
     assert_int_equal(gcp_parse_instances(body, strlen(body), "p", &p, err, sizeof err), GI_OK);
     assert_int_equal(p.unreachable, GCP_UNREACHABLE_MAX);
@@ -326,16 +326,16 @@ static void partial_listing(void **state)
     gcp_page_free(&p);
     /* unreachables that is not a list fails the page. */
     snprintf(body, sizeof body, "{\"unreachables\": \"zones/a\"}");
-    assert_int_equal(gcp_parse_instances(body, strlen(body), "p", &p, err, sizeof err),
-                     GI_INVALID);
+    assert_int_equal(gcp_parse_instances(body, strlen(body), "p", &p, err, sizeof err), GI_INVALID);
     assert_non_null(strstr(err, "unreachables"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(page_one),  cmocka_unit_test(page_two),      cmocka_unit_test(odd_values),
-        cmocka_unit_test(bad_pages), cmocka_unit_test(machine_types), cmocka_unit_test(jwt_rs256),
+        cmocka_unit_test(page_one),        cmocka_unit_test(page_two),
+        cmocka_unit_test(odd_values),      cmocka_unit_test(bad_pages),
+        cmocka_unit_test(machine_types),   cmocka_unit_test(jwt_rs256),
         cmocka_unit_test(partial_listing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
