@@ -36,7 +36,8 @@
       ":name)")                                                                                    \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(TOKEN_SCOPE, "UPDATE tokens SET hosts = :hosts, limit_cluster = :cluster WHERE id = :id")    \
-    X(TOKEN_DCS, "UPDATE tokens SET datacenters = :dcs WHERE id = :id")
+    X(TOKEN_DCS, "UPDATE tokens SET datacenters = :dcs WHERE id = :id")                            \
+    X(TOKEN_DCS_GET, "SELECT datacenters FROM tokens WHERE id = :id")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -409,7 +410,7 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
-    json_t *after = json_array(), *doc = NULL;
+    json_t *after = json_array(), *doc = NULL, *before = NULL;
     char list[GI_TOKEN_DCS_MAX * 21 + 1];
     size_t len = 0;
     int rc = db_tx_begin(c);
@@ -424,6 +425,13 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_TOKEN_DCS_GET)))
+        goto cleanup;
+    db_bind_int(s, ":id", token_id);
+    if ((rc = db_fetch_one(c, s, &before)) != GI_OK)
+        goto cleanup;
+    dcs_doc(before);
+    rc = GI_INTERNAL;
     if (!(s = prep(c, ST_TOKEN_DCS)))
         goto cleanup;
     db_bind_int(s, ":id", token_id);
@@ -431,10 +439,11 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     doc = json_pack("{s:O}", "datacenters", after);
-    rc = db_audit(c, actor, "scope", "token", token_id, NULL, doc);
+    rc = db_audit(c, actor, "scope", "token", token_id, before, doc);
 cleanup:
     rc = db_tx_end(c, rc);
     json_decref(after);
+    json_decref(before);
     json_decref(doc);
     db_conn_put(st, c);
     return rc;
