@@ -151,7 +151,8 @@ test('retention prunes the team hours with the hour groups they sum', async () =
   await dbQuery(h.s.db, sql);
   await assertTeamHoursAreSums('before pruning');
   const r = await rollup();
-  assert.ok(r.pruned >= 2, `pruned ${r.pruned}`);
+  // (on PostgreSQL the hour groups go with their partitions, not counted as rows)
+  assert.ok(r.pruned >= 1, `pruned ${r.pruned}`);
   const left = async (table) => (await dbQuery(h.s.db, `SELECT COUNT(*) FROM ${table} WHERE hour IN (${old}, ${kept})`)).trim();
   assert.equal(await left('usage_groups_hourly'), '1');
   assert.equal(await left('usage_team_hours'), '1');
