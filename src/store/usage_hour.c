@@ -53,6 +53,18 @@
     "mem_sum, energy_wh, temp_max_c, power_max_w, fraction, rate_micros, currency, price_id, "     \
     "updated_at"
 
+/* What the idle list reads of a day (migration 043): the hourly rows
+ * summed, the idle ones among them, whether every hour has the first
+ * hour's filter dimensions and currency (SAME_DIM: all NULL, or none NULL
+ * and all equal), and the idle seconds and cost x fraction. */
+#define SAME_DIM(d) "(COUNT(" d ") = 0 OR (COUNT(" d ") = COUNT(*) AND MIN(" d ") = MAX(" d ")))"
+#define DAY_IDLE_COLS "hours, idle_hours, uniform, idle_fs, idle_cost"
+#define DAY_IDLE_SUMS                                                                                                                                                                                                               \
+    "COUNT(*) AS hours, SUM(CASE WHEN allocated_s = 0 AND idle_s > 0 THEN 1 ELSE 0 END) AS "                                                                                                                                        \
+    "idle_hours, CASE WHEN " SAME_DIM("team") " AND " SAME_DIM("env") " AND " SAME_DIM(                                                                                                                                             \
+        "pool") " AND " SAME_DIM("cluster") " AND " SAME_DIM("cloud") " AND " SAME_DIM("model") " AND " SAME_DIM("datacenter_id") " AND " SAME_DIM("currency") " THEN 1 ELSE 0 END AS uniform, SUM(idle_s * fraction) AS idle_fs, " \
+                                                                                                                                                               "SUM(idle_s * fraction * rate_micros) AS idle_cost"
+
 #define STATEMENTS(X)                                                                              \
     X(GPU_INFO,                                                                                    \
       "SELECT g.uuid, g.model, g.host_id, h.hostname, h.datacenter_id, g.missing_since, "          \
@@ -85,12 +97,15 @@
     X(HOUR_NEXT, "SELECT MIN(hour) FROM usage_hourly WHERE gpu_id = :gid AND hour > :hour")        \
     X(DAY_DEL, "DELETE FROM usage_daily WHERE gpu_id = :gid AND day = :day")                       \
     X(DAY_ADD,                                                                                     \
-      "INSERT INTO usage_daily (gpu_id, day, " COLS ") SELECT f.gpu_id, CAST(:day AS BIGINT), "    \
+      "INSERT INTO usage_daily (gpu_id, day, " COLS ", " DAY_IDLE_COLS ") SELECT f.gpu_id, "       \
+      "CAST(:day AS BIGINT), "                                                                     \
       "f.team, f.env, f.pool, f.cluster, f.cloud, f.model, f.datacenter_id, f.host_id, f.host, "   \
       "s.owned_s, s.allocated_s, s.busy_s, s.alloc_idle_s, s.idle_s, s.unknown_s, s.measured_s, "  \
       "s.util_sum, s.util_max, s.mem_max_mib, s.mem_sum, s.energy_wh, s.temp_max_c, "              \
-      "s.power_max_w, f.fraction, f.rate_micros, f.currency, f.price_id, CAST(:now AS BIGINT) "    \
-      "FROM usage_hourly f, (SELECT SUM(owned_s) AS owned_s, SUM(allocated_s) AS allocated_s, "    \
+      "s.power_max_w, f.fraction, f.rate_micros, f.currency, f.price_id, CAST(:now AS BIGINT), "   \
+      "s.hours, s.idle_hours, s.uniform, s.idle_fs, s.idle_cost "                                  \
+      "FROM usage_hourly f, (SELECT " DAY_IDLE_SUMS ", SUM(owned_s) AS owned_s, "                  \
+      "SUM(allocated_s) AS allocated_s, "                                                          \
       "SUM(busy_s) AS busy_s, SUM(alloc_idle_s) AS alloc_idle_s, SUM(idle_s) AS idle_s, "          \
       "SUM(unknown_s) AS unknown_s, SUM(measured_s) AS measured_s, SUM(util_sum) AS util_sum, "    \
       "MAX(util_max) AS util_max, MAX(mem_max_mib) AS mem_max_mib, SUM(mem_sum) AS mem_sum, "      \
