@@ -58,12 +58,15 @@
  * hour's filter dimensions and currency (SAME_DIM: all NULL, or none NULL
  * and all equal), and the idle seconds and cost x fraction. */
 #define SAME_DIM(d) "(COUNT(" d ") = 0 OR (COUNT(" d ") = COUNT(*) AND MIN(" d ") = MAX(" d ")))"
+#define SAME_DIMS_1 SAME_DIM("team") " AND " SAME_DIM("env") " AND " SAME_DIM("pool")
+#define SAME_DIMS_2 SAME_DIM("cluster") " AND " SAME_DIM("cloud") " AND " SAME_DIM("model")
+#define SAME_DIMS_3 SAME_DIM("datacenter_id") " AND " SAME_DIM("currency")
+#define SAME_DIMS SAME_DIMS_1 " AND " SAME_DIMS_2 " AND " SAME_DIMS_3
 #define DAY_IDLE_COLS "hours, idle_hours, uniform, idle_fs, idle_cost"
-#define DAY_IDLE_SUMS                                                                                                                                                                                                               \
-    "COUNT(*) AS hours, SUM(CASE WHEN allocated_s = 0 AND idle_s > 0 THEN 1 ELSE 0 END) AS "                                                                                                                                        \
-    "idle_hours, CASE WHEN " SAME_DIM("team") " AND " SAME_DIM("env") " AND " SAME_DIM(                                                                                                                                             \
-        "pool") " AND " SAME_DIM("cluster") " AND " SAME_DIM("cloud") " AND " SAME_DIM("model") " AND " SAME_DIM("datacenter_id") " AND " SAME_DIM("currency") " THEN 1 ELSE 0 END AS uniform, SUM(idle_s * fraction) AS idle_fs, " \
-                                                                                                                                                               "SUM(idle_s * fraction * rate_micros) AS idle_cost"
+#define DAY_IDLE_SUMS                                                                              \
+    "COUNT(*) AS hours, SUM(CASE WHEN allocated_s = 0 AND idle_s > 0 THEN 1 ELSE 0 END) AS "       \
+    "idle_hours, CASE WHEN " SAME_DIMS " THEN 1 ELSE 0 END AS uniform, SUM(idle_s * fraction) "    \
+    "AS idle_fs, SUM(idle_s * fraction * rate_micros) AS idle_cost"
 
 #define STATEMENTS(X)                                                                              \
     X(GPU_INFO,                                                                                    \

@@ -110,52 +110,14 @@ static void rollup(struct testdb_fixture *f)
 
 /* The hourly sums of each GPU-day, as migration 043 defines the columns. */
 #define SAME(d) "(COUNT(" d ") = 0 OR (COUNT(" d ") = COUNT(*) AND MIN(" d ") = MAX(" d ")))"
-#define DAY_SUMS                                                                                                                        \
-    "(SELECT gpu_id, hour - hour % 86400 AS day, COUNT(*) AS n, SUM(CASE WHEN allocated_s = 0 "                                         \
-    "AND idle_s > 0 THEN 1 ELSE 0 END) AS ni, SUM(idle_s * fraction) AS fs, SUM(idle_s * "                                              \
-    "fraction * rate_micros) AS c, CASE WHEN " SAME("team") " AND " SAME("env") " AND " SAME("poo"                                      \
-                                                                                             "l") " AND " SAME("cluster") " AND " SAME( \
-        "cloud") " AND " SAME("model") " AND " SAME("datacenter_id") " AND " SAME("currency") " T"                                      \
-                                                                                              "HE"                                      \
-                                                                                              "N "                                      \
-                                                                                              "1 "                                      \
-                                                                                              "EL"                                      \
-                                                                                              "SE"                                      \
-                                                                                              " 0"                                      \
-                                                                                              " E"                                      \
-                                                                                              "ND"                                      \
-                                                                                              " A"                                      \
-                                                                                              "S "                                      \
-                                                                                              "u "                                      \
-                                                                                              "FR"                                      \
-                                                                                              "OM"                                      \
-                                                                                              " u"                                      \
-                                                                                              "sa"                                      \
-                                                                                              "ge"                                      \
-                                                                                              "_h"                                      \
-                                                                                              "ou"                                      \
-                                                                                              "rl"                                      \
-                                                                                              "y "                                      \
-                                                                                              "GR"                                      \
-                                                                                              "OU"                                      \
-                                                                                              "P "                                      \
-                                                                                              "BY"                                      \
-                                                                                              " g"                                      \
-                                                                                              "pu"                                      \
-                                                                                              "_i"                                      \
-                                                                                              "d,"                                      \
-                                                                                              " h"                                      \
-                                                                                              "ou"                                      \
-                                                                                              "r "                                      \
-                                                                                              "- "                                      \
-                                                                                              "ho"                                      \
-                                                                                              "ur"                                      \
-                                                                                              " %"                                      \
-                                                                                              " 8"                                      \
-                                                                                              "64"                                      \
-                                                                                              "00"                                      \
-                                                                                              ") "                                      \
-                                                                                              "a"
+#define UNIFORM_1 SAME("team") " AND " SAME("env") " AND " SAME("pool") " AND " SAME("cluster")
+#define UNIFORM_2 SAME("cloud") " AND " SAME("model") " AND " SAME("datacenter_id")
+#define UNIFORM UNIFORM_1 " AND " UNIFORM_2 " AND " SAME("currency")
+#define DAY_SUMS                                                                                   \
+    "(SELECT gpu_id, hour - hour % 86400 AS day, COUNT(*) AS n, SUM(CASE WHEN allocated_s = 0 "    \
+    "AND idle_s > 0 THEN 1 ELSE 0 END) AS ni, SUM(idle_s * fraction) AS fs, SUM(idle_s * "         \
+    "fraction * rate_micros) AS c, CASE WHEN " UNIFORM " THEN 1 ELSE 0 END AS u FROM "             \
+    "usage_hourly GROUP BY gpu_id, hour - hour % 86400) a"
 
 /* Every day row with hourly rows equals their sums; returns how many
  * days there are and sets *whole to those idle through 24 hours. */
