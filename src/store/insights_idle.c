@@ -10,16 +10,15 @@
  * ends it. The run is walked back from the newest hour:
  * - the hours of one day, newest first, from usage_hourly (IDLE_HOURS);
  * - when the walk reaches the day's first hour, the days before it from
- *   usage_daily (IDLE_DAYS), each taken whole while its row says the GPU
- *   sat idle through its 24 hours with one combination of the filter
- *   dimensions that passes the filters (hours = idle_hours = 24, uniform,
- *   migration 043) and its first hourly row still exists: retention prunes
- *   the hourly rows oldest first, so a day whose first hour is kept has all
- *   of them;
+ *   usage_idle_days (IDLE_DAYS, migration 043), each taken whole while
+ *   it has a row there (its 24 hours idle in one combination of the filter
+ *   dimensions), that row passes the filters and the day's first hourly
+ *   row still exists: retention prunes the hourly rows oldest first, so a
+ *   day whose first hour is kept has all of them;
  * - the day where that stops is walked hour by hour again from its last
  *   hour, and so on until the run ends.
- * A day row that does not say so (an older row, a day with an owner
- * change) costs only speed: its hours are read. The answer is the one the
+ * A day without a row there (one with an owner change, or one the job has
+ * not summed) costs only speed: its hours are read. The answer is the one the
  * hourly rows give, in about 50 rows per GPU instead of one per hour of
  * its run. */
 #include "store/insights_int.h"
@@ -46,10 +45,10 @@
       "h.currency FROM usage_hourly h WHERE h.gpu_id = :gid AND h.hour >= :lo AND h.hour <= :hi "  \
       "ORDER BY h.hour DESC")                                                                      \
     X(IDLE_DAYS,                                                                                   \
-      "SELECT h.day, CASE WHEN h.hours = 24 AND h.idle_hours = 24 AND h.uniform = 1 AND f.gpu_id " \
-      "IS NOT NULL AND " DIM_FILTERS "THEN 1 ELSE 0 END, h.idle_fs, h.idle_cost, h.currency FROM " \
-      "usage_daily h LEFT JOIN usage_hourly f ON f.gpu_id = h.gpu_id AND f.hour = h.day WHERE "    \
-      "h.gpu_id = :gid AND h.day >= :lo AND h.day < :before ORDER BY h.day DESC")
+      "SELECT h.day, CASE WHEN f.gpu_id IS NOT NULL AND " DIM_FILTERS "THEN 1 ELSE 0 END, "        \
+      "h.idle_fs, h.idle_cost, h.currency FROM usage_idle_days h LEFT JOIN usage_hourly f ON "     \
+      "f.gpu_id = h.gpu_id AND f.hour = h.day WHERE h.gpu_id = :gid AND h.day >= :lo AND h.day < " \
+      ":before ORDER BY h.day DESC")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};

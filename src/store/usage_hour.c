@@ -53,21 +53,6 @@
     "mem_sum, energy_wh, temp_max_c, power_max_w, fraction, rate_micros, currency, price_id, "     \
     "updated_at"
 
-/* What the idle list reads of a day (migration 043): the hourly rows
- * summed, the idle ones among them, whether every hour has the first
- * hour's filter dimensions and currency (SAME_DIM: all NULL, or none NULL
- * and all equal), and the idle seconds and cost x fraction. */
-#define SAME_DIM(d) "(COUNT(" d ") = 0 OR (COUNT(" d ") = COUNT(*) AND MIN(" d ") = MAX(" d ")))"
-#define SAME_DIMS_1 SAME_DIM("team") " AND " SAME_DIM("env") " AND " SAME_DIM("pool")
-#define SAME_DIMS_2 SAME_DIM("cluster") " AND " SAME_DIM("cloud") " AND " SAME_DIM("model")
-#define SAME_DIMS_3 SAME_DIM("datacenter_id") " AND " SAME_DIM("currency")
-#define SAME_DIMS SAME_DIMS_1 " AND " SAME_DIMS_2 " AND " SAME_DIMS_3
-#define DAY_IDLE_COLS "hours, idle_hours, uniform, idle_fs, idle_cost"
-#define DAY_IDLE_SUMS                                                                              \
-    "COUNT(*) AS hours, SUM(CASE WHEN allocated_s = 0 AND idle_s > 0 THEN 1 ELSE 0 END) AS "       \
-    "idle_hours, CASE WHEN " SAME_DIMS " THEN 1 ELSE 0 END AS uniform, SUM(idle_s * fraction) "    \
-    "AS idle_fs, SUM(idle_s * fraction * rate_micros) AS idle_cost"
-
 #define STATEMENTS(X)                                                                              \
     X(GPU_INFO,                                                                                    \
       "SELECT g.uuid, g.model, g.host_id, h.hostname, h.datacenter_id, g.missing_since, "          \
@@ -100,15 +85,12 @@
     X(HOUR_NEXT, "SELECT MIN(hour) FROM usage_hourly WHERE gpu_id = :gid AND hour > :hour")        \
     X(DAY_DEL, "DELETE FROM usage_daily WHERE gpu_id = :gid AND day = :day")                       \
     X(DAY_ADD,                                                                                     \
-      "INSERT INTO usage_daily (gpu_id, day, " COLS ", " DAY_IDLE_COLS ") SELECT f.gpu_id, "       \
-      "CAST(:day AS BIGINT), "                                                                     \
+      "INSERT INTO usage_daily (gpu_id, day, " COLS ") SELECT f.gpu_id, CAST(:day AS BIGINT), "    \
       "f.team, f.env, f.pool, f.cluster, f.cloud, f.model, f.datacenter_id, f.host_id, f.host, "   \
       "s.owned_s, s.allocated_s, s.busy_s, s.alloc_idle_s, s.idle_s, s.unknown_s, s.measured_s, "  \
       "s.util_sum, s.util_max, s.mem_max_mib, s.mem_sum, s.energy_wh, s.temp_max_c, "              \
-      "s.power_max_w, f.fraction, f.rate_micros, f.currency, f.price_id, CAST(:now AS BIGINT), "   \
-      "s.hours, s.idle_hours, s.uniform, s.idle_fs, s.idle_cost "                                  \
-      "FROM usage_hourly f, (SELECT " DAY_IDLE_SUMS ", SUM(owned_s) AS owned_s, "                  \
-      "SUM(allocated_s) AS allocated_s, "                                                          \
+      "s.power_max_w, f.fraction, f.rate_micros, f.currency, f.price_id, CAST(:now AS BIGINT) "    \
+      "FROM usage_hourly f, (SELECT SUM(owned_s) AS owned_s, SUM(allocated_s) AS allocated_s, "    \
       "SUM(busy_s) AS busy_s, SUM(alloc_idle_s) AS alloc_idle_s, SUM(idle_s) AS idle_s, "          \
       "SUM(unknown_s) AS unknown_s, SUM(measured_s) AS measured_s, SUM(util_sum) AS util_sum, "    \
       "MAX(util_max) AS util_max, MAX(mem_max_mib) AS mem_max_mib, SUM(mem_sum) AS mem_sum, "      \
@@ -117,6 +99,15 @@
       "CAST(:day AS BIGINT) + 86400) s WHERE f.gpu_id = :gid AND f.hour = (SELECT MIN(hour) FROM " \
       "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + "       \
       "86400)")                                                                                    \
+    X(IDLE_DAY_DEL, "DELETE FROM usage_idle_days WHERE gpu_id = :gid AND day = :day")              \
+    X(IDLE_DAY_ADD,                                                                                \
+      "INSERT INTO usage_idle_days (gpu_id, day, team, env, pool, cluster, cloud, model, "         \
+      "datacenter_id, currency, idle_fs, idle_cost, updated_at) SELECT CAST(:gid AS BIGINT), "     \
+      "CAST(:day AS BIGINT), team, env, pool, cluster, cloud, model, datacenter_id, currency, "    \
+      "SUM(idle_s * fraction), SUM(idle_s * fraction * rate_micros), CAST(:now AS BIGINT) FROM "   \
+      "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + 86400 " \
+      "AND allocated_s = 0 AND idle_s > 0 GROUP BY team, env, pool, cluster, cloud, model, "       \
+      "datacenter_id, currency HAVING COUNT(*) = 24")                                              \
     X(GROUPS_DEL, "DELETE FROM usage_groups_daily WHERE day = :day")                               \
     X(GROUPS_ADD,                                                                                  \
       "INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, "              \
@@ -733,7 +724,7 @@ static int write_consumers(struct conn *c, struct hour_calc *h)
     return GI_OK;
 }
 
-/* Re-sums the GPU's day from its hours. */
+/* Re-sums the GPU's day from its hours (usage_daily, usage_idle_days). */
 int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_DAY_DEL);
@@ -746,6 +737,21 @@ int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     if (!(s = prep(c, ST_DAY_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    /* The day as the idle list may take it whole (usage_idle_days): its 24
+     * hours idle in one combination of the filter dimensions, or no row. */
+    if (!(s = prep(c, ST_IDLE_DAY_DEL)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_IDLE_DAY_ADD)))
         return GI_INTERNAL;
     db_bind_int(s, ":gid", gid);
     db_bind_int(s, ":day", day);

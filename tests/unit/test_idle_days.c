@@ -1,10 +1,10 @@
-/* The idle list's day columns of usage_daily (migration 043: hours,
- * idle_hours, uniform, idle_fs, idle_cost), as the rollup job keeps them,
- * on each store: after the first rollup, after late data fills an hour,
- * after a rollup re-run over a day whose owner changed for one hour, and
- * after retention pruned old hourly rows, every day row equals the sums
- * of its hourly rows, and the idle list read through whole days equals
- * the one read hour by hour (the day columns set aside).
+/* The idle list's whole idle days (usage_idle_days, migration 043), as
+ * the rollup job keeps them, on each store: after the first rollup, after
+ * late data fills two hours, after a rollup re-run over a day one of whose
+ * hours changed environment, and after retention pruned old hourly rows,
+ * the table holds exactly the GPU-days whose hourly rows are 24 idle hours
+ * in one combination of the filter dimensions, with their sums; and the
+ * idle list read through those days equals the one read hour by hour.
  *
  * From D, midnight four days ago: GPUs 1 and 2 of team core, never held,
  * report idle from D-5h to E = D+3d+10h (exclusive); GPU 2 misses the
@@ -108,33 +108,28 @@ static void rollup(struct testdb_fixture *f)
     assert_int_equal(run.dirty_left, 0);
 }
 
-/* The hourly sums of each GPU-day, as migration 043 defines the columns. */
-#define SAME(d) "(COUNT(" d ") = 0 OR (COUNT(" d ") = COUNT(*) AND MIN(" d ") = MAX(" d ")))"
-#define UNIFORM_1 SAME("team") " AND " SAME("env") " AND " SAME("pool") " AND " SAME("cluster")
-#define UNIFORM_2 SAME("cloud") " AND " SAME("model") " AND " SAME("datacenter_id")
-#define UNIFORM UNIFORM_1 " AND " UNIFORM_2 " AND " SAME("currency")
-#define DAY_SUMS                                                                                   \
-    "(SELECT gpu_id, hour - hour % 86400 AS day, COUNT(*) AS n, SUM(CASE WHEN allocated_s = 0 "    \
-    "AND idle_s > 0 THEN 1 ELSE 0 END) AS ni, SUM(idle_s * fraction) AS fs, SUM(idle_s * "         \
-    "fraction * rate_micros) AS c, CASE WHEN " UNIFORM " THEN 1 ELSE 0 END AS u FROM "             \
-    "usage_hourly GROUP BY gpu_id, hour - hour % 86400) a"
+/* The GPU-days whose 24 hours are idle in one combination of the filter
+ * dimensions, with their sums, from the hourly rows. */
+#define IDLE_SUMS                                                                                  \
+    "(SELECT gpu_id, hour - hour % 86400 AS day, COUNT(*) AS n, SUM(idle_s * fraction) AS fs, "    \
+    "SUM(idle_s * fraction * rate_micros) AS c, MIN(team) AS team FROM usage_hourly WHERE "        \
+    "allocated_s = 0 AND idle_s > 0 GROUP BY gpu_id, hour - hour % 86400, team, env, pool, "       \
+    "cluster, cloud, model, datacenter_id, currency HAVING COUNT(*) = 24) a"
 
-/* Every day row with hourly rows equals their sums; returns how many
- * days there are and sets *whole to those idle through 24 hours. */
-static int64_t days_match(struct testdb_fixture *f, int64_t *whole)
+/* usage_idle_days holds exactly the GPU-days of IDLE_SUMS whose first hour
+ * is still kept, with their sums; returns how many. */
+static int64_t days_match(struct testdb_fixture *f)
 {
-    assert_int_equal(testdb_scalar(&f->db,
-                                   "SELECT COUNT(*) FROM usage_daily d JOIN " DAY_SUMS
-                                   " ON a.gpu_id = d.gpu_id AND a.day = d.day WHERE d.hours <> a.n "
-                                   "OR d.idle_hours <> a.ni OR d.uniform <> a.u OR ABS(d.idle_fs - "
-                                   "a.fs) > 0.001 OR (d.idle_cost IS NULL AND a.c IS NOT NULL) OR "
-                                   "(d.idle_cost IS NOT NULL AND a.c IS NULL) OR ABS(COALESCE("
-                                   "d.idle_cost, 0) - COALESCE(a.c, 0)) > 1"),
-                     0);
-    *whole = testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_daily WHERE hours = 24 AND "
-                                   "idle_hours = 24 AND uniform = 1");
-    return testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_daily d JOIN " DAY_SUMS
-                                 " ON a.gpu_id = d.gpu_id AND a.day = d.day");
+    int64_t n = testdb_scalar(&f->db, "SELECT COUNT(*) FROM " IDLE_SUMS);
+
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_idle_days"), n);
+    assert_int_equal(
+        testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_idle_days d JOIN " IDLE_SUMS
+                              " ON a.gpu_id = d.gpu_id AND a.day = d.day WHERE a.team = d.team "
+                              "AND ABS(d.idle_fs - a.fs) < 0.001 AND ((d.idle_cost IS NULL AND "
+                              "a.c IS NULL) OR ABS(d.idle_cost - a.c) < 1)"),
+        n);
+    return n;
 }
 
 /* The idle list of the range, as JSON text (caller frees). */
@@ -151,9 +146,9 @@ static char *idle_list(struct testdb_fixture *f, int64_t from, int64_t to, const
     return text;
 }
 
-/* The idle list read through the day rows equals the one read hour by
- * hour (hours negated, so that no day is taken whole); returns the first
- * item's hours. */
+/* The idle list read through the idle days equals the one read hour by
+ * hour (their days negated, so that none is taken whole); returns gpu's
+ * hours in it, -1 when it is not in it. */
 static int64_t list_same(struct testdb_fixture *f, int64_t from, int64_t to, const char *team,
                          const char *gpu)
 {
@@ -163,9 +158,9 @@ static int64_t list_same(struct testdb_fixture *f, int64_t from, int64_t to, con
     size_t i;
     json_t *o;
 
-    exec_sql(f, "UPDATE usage_daily SET hours = -hours");
+    exec_sql(f, "UPDATE usage_idle_days SET day = -day");
     by_hours = idle_list(f, from, to, team);
-    exec_sql(f, "UPDATE usage_daily SET hours = -hours");
+    exec_sql(f, "UPDATE usage_idle_days SET day = -day");
     assert_string_equal(by_days, by_hours);
     v = json_loads(by_days, 0, NULL);
     assert_non_null(v);
@@ -183,7 +178,6 @@ static void test_idle_days(void **state)
     struct testdb_fixture *f = *state;
     struct store_usage_config keep, cfg;
     int64_t d = day0(), start = d - 5 * H, end = d + 3 * DAY + 10 * H, gap = d + DAY + 6 * H;
-    int64_t whole = 0, n;
 
     exec_sql(f, "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (1, 'n1', "
                 "1, 1)");
@@ -198,9 +192,8 @@ static void test_idle_days(void **state)
     idle_hours(f, 1, start, end, 0);
     idle_hours(f, 2, start, end, gap);
     rollup(f);
-    n = days_match(f, &whole);
-    assert_true(n >= 2 * 5); /* D-1 .. D+3, and the hours since filled as unknown */
-    assert_true(whole >= 3); /* GPU 1's three whole days, GPU 2's two */
+    /* GPU 1's days D, D+1, D+2; GPU 2's D and D+2. */
+    assert_int_equal(days_match(f), 5);
     /* GPU 1 is idle over the whole range; GPU 2 since the second hour of its
      * gap (the rollup fills the first as owned and unknown; the reading after
      * the gap covers the last 10 minutes of the second). */
@@ -213,7 +206,7 @@ static void test_idle_days(void **state)
     /* Late data fills GPU 2's gap: its run now spans the range too. */
     idle_hours(f, 2, gap, gap + 2 * H, 0);
     rollup(f);
-    assert_int_equal(days_match(f, &whole), n);
+    assert_int_equal(days_match(f), 6);
     assert_int_equal(list_same(f, start, end, NULL, "GPU-2"), (end - start) / H);
 
     /* One hour of GPU 1 in another environment; a re-run of another hour of
@@ -228,14 +221,13 @@ static void test_idle_days(void **state)
         exec_sql(f, sql);
     }
     rollup(f);
-    assert_int_equal(days_match(f, &whole), n);
-    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_daily WHERE gpu_id = 1 "
-                                           "AND uniform = 0"),
-                     1);
+    assert_int_equal(days_match(f), 5);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_idle_days WHERE gpu_id = 1"),
+                     2);
     assert_int_equal(list_same(f, start, end, NULL, "GPU-1"), (end - start) / H);
 
-    /* Retention prunes the hourly rows older than two days; the day rows
-     * stay, but a day whose first hour is gone is not taken whole. */
+    /* Retention prunes the hourly rows older than two days, and the idle days
+     * with them: the run starts at the oldest hour kept. */
     store_usage_config_get(&keep);
     cfg = keep;
     cfg.retain_hourly_days = 2;
@@ -249,7 +241,7 @@ static void test_idle_days(void **state)
     }
     rollup(f);
     store_usage_configure(&keep);
-    days_match(f, &whole);
+    assert_true(days_match(f) < 5);
     {
         int64_t oldest = testdb_scalar(&f->db, "SELECT MIN(hour) FROM usage_hourly WHERE "
                                                "gpu_id = 1");
