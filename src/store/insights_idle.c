@@ -35,8 +35,9 @@
 #define STATEMENTS(X)                                                                              \
     X(IDLE_CAND,                                                                                   \
       "SELECT n.gpu_id, n.hour, g.uuid, x.host, x.team, x.model, x.rate_micros * x.fraction, "     \
-      "x.currency FROM (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS   \
-      "AND h.hour >= :recent AND h.owned_s > 0 GROUP BY h.gpu_id) n JOIN usage_hourly x ON "       \
+      "x.currency FROM (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE h.hour >= " \
+      ":lo AND h.hour < :to AND " DIM_FILTERS "AND h.owned_s > 0 GROUP BY h.gpu_id) n JOIN "       \
+      "usage_hourly x ON "                                                                         \
       "x.gpu_id = n.gpu_id AND x.hour = n.hour JOIN gpus g ON g.id = n.gpu_id WHERE "              \
       "x.allocated_s = 0 AND x.idle_s > 0")                                                        \
     X(IDLE_HOURS,                                                                                  \
@@ -196,8 +197,11 @@ static int idle_cands(struct conn *c, const struct store_insight_filter *f, stru
     *n = 0;
     if (s == NULL)
         return GI_INTERNAL;
+    /* One lower bound, the later of the two, so that the index serves the
+     * range's newest hours only. */
     insight_bind_filter(s, f);
-    db_bind_int(s, ":recent", insight_recent_hour(f->to));
+    db_bind_int(s, ":lo",
+                insight_recent_hour(f->to) > f->from ? insight_recent_hour(f->to) : f->from);
     while ((step = db_step(c, s)) == DB_ROW) {
         json_t *o;
         if (*n == cap) {
