@@ -7,7 +7,9 @@
  * Its run is the chain of consecutive hours ending at that hour, each with
  * a row that is idle and passes the filters, and none before the range's
  * start: a missing hour or one that is not idle, or not of the filter,
- * ends it. The run is walked back from the newest hour:
+ * ends it. On PostgreSQL one statement finds every run over the hours
+ * (IDLE_RUNS_PG). On SQLite, where a statement costs no round trip, each
+ * run is walked back from the newest hour:
  * - the hours of one day, newest first, from usage_hourly (IDLE_HOURS);
  * - when the walk reaches the day's first hour, the days before it from
  *   usage_idle_days (IDLE_DAYS, migration 043), each taken whole while
@@ -32,7 +34,40 @@
 #define DAY 86400
 #define HOUR 3600
 
+/* The filters of FILTERS on an hour row of alias b (its range aside). */
+#define IDLE_MATCH_B                                                                               \
+    "(:team IS NULL OR b.team = :team) AND (:env IS NULL OR b.env = :env) AND (:pool IS NULL OR "  \
+    "b.pool = :pool) AND (:cluster IS NULL OR b.cluster = :cluster) AND (:cloud IS NULL OR "       \
+    "b.cloud = :cloud) AND (:model IS NULL OR b.model = :model) AND (CAST(:dc AS BIGINT) = 0 OR "  \
+    "b.datacenter_id = :dc)"
+
+/* PostgreSQL: the runs in one statement over the hours (the gaps-and-
+ * islands pattern: hour / 3600 minus the row number is constant along a
+ * run), from the newest hour back to the newest one that breaks the run;
+ * there a walk's round trip per statement per GPU costs more than the rows
+ * it saves. */
 #define STATEMENTS(X)                                                                              \
+    X(IDLE_RUNS_PG,                                                                                \
+      "WITH newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS    \
+      "AND h.hour >= :recent AND h.owned_s > 0 GROUP BY h.gpu_id), "                               \
+      "cand AS (SELECT n.gpu_id, n.hour, COALESCE((SELECT b.hour FROM usage_hourly b WHERE "       \
+      "b.gpu_id = n.gpu_id AND b.hour < n.hour AND b.hour >= :from AND CASE WHEN b.allocated_s = " \
+      "0 AND b.idle_s > 0 AND " IDLE_MATCH_B " THEN 0 ELSE 1 END = 1 ORDER BY b.hour DESC LIMIT "  \
+      "1), CAST(:from AS BIGINT) - 3600) AS brk FROM newest n JOIN usage_hourly x ON x.gpu_id = "  \
+      "n.gpu_id AND x.hour = n.hour WHERE x.allocated_s = 0 AND x.idle_s > 0), "                   \
+      "idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "             \
+      "h.fraction * h.rate_micros / 3600 AS cost, h.currency, h.hour / 3600 - ROW_NUMBER() OVER "  \
+      "(PARTITION BY h.gpu_id ORDER BY h.hour) AS isl FROM cand c CROSS JOIN usage_hourly h "      \
+      "WHERE h.gpu_id = c.gpu_id AND h.hour > c.brk AND h.hour <= c.hour AND " FILTERS             \
+      "AND h.allocated_s = 0 AND h.idle_s > 0), "                                                  \
+      "runs AS (SELECT gpu_id, MIN(hour) AS since, MAX(hour) AS last, COUNT(*) AS hours, "         \
+      "SUM(idle_s) AS idle_s, SUM(cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "    \
+      "FROM idle GROUP BY gpu_id, isl) "                                                           \
+      "SELECT g.uuid, r.since, r.last + 3600, r.hours, r.idle_s / 3600, r.cost, r.cur1, r.cur2, "  \
+      "l.host, l.team, l.model, l.rate_micros * l.fraction, l.currency FROM runs r JOIN cand n "   \
+      "ON n.gpu_id = r.gpu_id AND n.hour = r.last JOIN usage_hourly l ON l.gpu_id = r.gpu_id AND " \
+      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours ORDER BY "       \
+      "r.hours DESC, g.uuid LIMIT :limit")                                                         \
     X(IDLE_CAND,                                                                                   \
       "SELECT n.gpu_id, n.hour, g.uuid, x.host, x.team, x.model, x.rate_micros * x.fraction, "     \
       "x.currency FROM (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE h.hour >= " \
@@ -252,8 +287,49 @@ static bool idle_item(struct cand *x, const struct run *r)
     return ok;
 }
 
+static int idle_walks(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
+                      json_t *items);
+
+/* One GPU of the IDLE_RUNS_PG statement. */
+static json_t *run_row(struct db_stmt *s)
+{
+    json_t *o = json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu", insight_col_text_json(s, 0), "host",
+        insight_col_text_json(s, 8), "team", insight_col_text_json(s, 9), "model",
+        insight_col_text_json(s, 10), "since", insight_time_json(db_col_int(s, 1)), "until",
+        insight_time_json(db_col_int(s, 2)), "hours", (json_int_t)db_col_int(s, 3),
+        "idle_gpu_hours", insight_num(db_col_dbl(s, 4)), "cost",
+        insight_cost_json(insight_col_opt(s, 5), db_col_text(s, 6), db_col_text(s, 7)));
+    if (o)
+        insight_set_hourly(o, insight_col_opt(s, 11), db_col_text(s, 12));
+    return o;
+}
+
+/* The idle GPUs in one statement (PostgreSQL). */
+static int idle_runs_pg(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
+                        json_t *items)
+{
+    struct db_stmt *s = prep(c, ST_IDLE_RUNS_PG);
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    insight_bind_filter(s, f);
+    db_bind_int(s, ":min_hours", min_hours);
+    db_bind_int(s, ":recent", insight_recent_hour(f->to));
+    return insight_collect_rows(c, s, run_row, items);
+}
+
 int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
                        json_t *items)
+{
+    if (db_dialect(c) == DB_PG)
+        return idle_runs_pg(c, f, min_hours, items);
+    return idle_walks(c, f, min_hours, items);
+}
+
+/* The idle GPUs by walks (SQLite). */
+static int idle_walks(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
+                      json_t *items)
 {
     struct cand *v = NULL;
     size_t n = 0, i;
