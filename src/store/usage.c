@@ -164,6 +164,8 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
                   "hour LIMIT :batch)")                                                            \
     X(PRUNE_DAILY, "DELETE FROM usage_daily WHERE (gpu_id, day) IN (SELECT gpu_id, day FROM "      \
                    "usage_daily WHERE day < :cut ORDER BY day LIMIT :batch)")                      \
+    X(PRUNE_IDLE_DAYS, "DELETE FROM usage_idle_days WHERE (gpu_id, day) IN (SELECT gpu_id, day "   \
+                       "FROM usage_idle_days WHERE day < :cut ORDER BY day LIMIT :batch)")         \
     X(PRUNE_IV, "DELETE FROM usage_intervals WHERE id IN (SELECT id FROM usage_intervals WHERE "   \
                 "ended_at < :cut ORDER BY ended_at LIMIT :batch)")                                 \
     X(CDAY_DEL, "DELETE FROM usage_consumers_daily WHERE gpu_id = :gid AND day = :day")            \
@@ -987,12 +989,13 @@ static int prune_hour_groups(struct store *st, int64_t now, int64_t *removed)
 static int prune(struct store *st, int64_t now, int64_t *removed)
 {
     static const enum stmt_id which[] = {ST_PRUNE_HOURLY, ST_PRUNE_CONS, ST_PRUNE_IV,
-                                         ST_PRUNE_DAILY};
+                                         ST_PRUNE_DAILY, ST_PRUNE_IDLE_DAYS};
     int rc = GI_OK;
 
     for (size_t w = 0; w < sizeof which / sizeof which[0] && rc == GI_OK; w++) {
-        int64_t cut = now -
-                      (int64_t)(w == 3 ? cfg.retain_daily_days : cfg.retain_hourly_days) * 86400,
+        bool daily = which[w] == ST_PRUNE_DAILY;
+        int64_t cut =
+                    now - (int64_t)(daily ? cfg.retain_daily_days : cfg.retain_hourly_days) * 86400,
                 n;
         do {
             struct conn *c = db_conn_get(st);

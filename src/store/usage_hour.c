@@ -99,6 +99,15 @@
       "CAST(:day AS BIGINT) + 86400) s WHERE f.gpu_id = :gid AND f.hour = (SELECT MIN(hour) FROM " \
       "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + "       \
       "86400)")                                                                                    \
+    X(IDLE_DAY_DEL, "DELETE FROM usage_idle_days WHERE gpu_id = :gid AND day = :day")              \
+    X(IDLE_DAY_ADD,                                                                                \
+      "INSERT INTO usage_idle_days (gpu_id, day, team, env, pool, cluster, cloud, model, "         \
+      "datacenter_id, currency, idle_fs, idle_cost, updated_at) SELECT CAST(:gid AS BIGINT), "     \
+      "CAST(:day AS BIGINT), team, env, pool, cluster, cloud, model, datacenter_id, currency, "    \
+      "SUM(idle_s * fraction), SUM(idle_s * fraction * rate_micros), CAST(:now AS BIGINT) FROM "   \
+      "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + 86400 " \
+      "AND allocated_s = 0 AND idle_s > 0 GROUP BY team, env, pool, cluster, cloud, model, "       \
+      "datacenter_id, currency HAVING COUNT(*) = 24")                                              \
     X(GROUPS_DEL, "DELETE FROM usage_groups_daily WHERE day = :day")                               \
     X(GROUPS_ADD,                                                                                  \
       "INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, "              \
@@ -715,7 +724,7 @@ static int write_consumers(struct conn *c, struct hour_calc *h)
     return GI_OK;
 }
 
-/* Re-sums the GPU's day from its hours. */
+/* Re-sums the GPU's day from its hours (usage_daily, usage_idle_days). */
 int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_DAY_DEL);
@@ -728,6 +737,21 @@ int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     if (!(s = prep(c, ST_DAY_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    /* The day as the idle list may take it whole (usage_idle_days): its 24
+     * hours idle in one combination of the filter dimensions, or no row. */
+    if (!(s = prep(c, ST_IDLE_DAY_DEL)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_IDLE_DAY_ADD)))
         return GI_INTERNAL;
     db_bind_int(s, ":gid", gid);
     db_bind_int(s, ":day", day);
