@@ -1,7 +1,8 @@
 /* Private interface between the two files of one GPU-hour's usage:
  * usage_hour.c (the classification of its seconds and the writing of
- * its rows) and usage_consumers.c (the gathering of its consumers).
- * Nothing else includes it. */
+ * its rows) and usage_consumers.c (the gathering of its consumers);
+ * usage_merge.c reads a placeholder's owned start through it. Nothing
+ * else includes it. */
 #ifndef GI_USAGE_HOUR_INT_H
 #define GI_USAGE_HOUR_INT_H
 
@@ -69,12 +70,16 @@ int usage_pod_heuristic(struct conn *c, struct hour_calc *h);
 int usage_slurm_consumers(struct conn *c, struct hour_calc *h);
 
 /* usage_consumers.c: the runs of the cloud instance whose placeholder GPU
- * this is (consumer kind "cloud", key "<provider>/<instance id>"). */
+ * this is, or whose placeholder was merged into this GPU (consumer kind
+ * "cloud", key "<provider>/<instance id>"); none for a merged
+ * placeholder. */
 int usage_cloud_consumers(struct conn *c, struct hour_calc *h);
 
 /* usage_consumers.c: for a cloud placeholder GPU (which has no samples):
  * the start of its owned span, the instance's first sighting or its
- * first run's start, whichever is earlier; INT64_MAX for any other GPU. */
+ * first run's start, whichever is earlier; INT64_MAX for any other GPU
+ * and for a placeholder merged into a real GPU (its history is that
+ * GPU's). Also used by usage_merge.c. */
 int usage_cloud_owned(struct conn *c, int64_t gid, int64_t *owned_from);
 
 /* usage_consumers.c: inventory allocations of the server linked to the
