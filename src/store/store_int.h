@@ -91,9 +91,8 @@ int usage_mark(struct conn *c, int64_t gpu_id, int64_t from_ts, int64_t to_ts);
  * cloud placeholder merged into the real GPU), inside the caller's
  * writing transaction: hourly and consumer rows of hours `to` has no row
  * of move, the rest of `from`'s are dropped (an hour never counts twice);
- * the days are summed again, intervals and rollup marks move, the hours
- * are marked for their group sums, and `to` is owned from the earlier of
- * the two starts. */
+ * the days are summed again, intervals and rollup marks move, and the
+ * hours are marked for their group sums. */
 int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now);
 
 /* cloud_merge.c: inside the cloud sync's transaction, pairs the

@@ -1,8 +1,7 @@
 /* Private interface between the two files of one GPU-hour's usage:
  * usage_hour.c (the classification of its seconds and the writing of
- * its rows) and usage_consumers.c (the gathering of its consumers);
- * usage_merge.c reads a placeholder's owned start through it. Nothing
- * else includes it. */
+ * its rows) and usage_consumers.c (the gathering of its consumers).
+ * Nothing else includes it. */
 #ifndef GI_USAGE_HOUR_INT_H
 #define GI_USAGE_HOUR_INT_H
 
@@ -45,6 +44,10 @@ struct hour_calc {
     char uuid[UUID_CAP];
     char model[128], host[256], parent[UUID_CAP], profile[64];
     int64_t host_id, dc_id, missing, children;
+    /* The earliest start of the cloud placeholders merged into this GPU
+     * (their instance's first sighting or first run), 0 when none: it is
+     * owned from then on, like a GPU registered in the inventory. */
+    int64_t merged_from;
     bool has_host, has_dc;
     struct seg *segs;
     size_t nsegs;
@@ -79,7 +82,8 @@ int usage_cloud_consumers(struct conn *c, struct hour_calc *h);
  * the start of its owned span, the instance's first sighting or its
  * first run's start, whichever is earlier; INT64_MAX for any other GPU
  * and for a placeholder merged into a real GPU (its history is that
- * GPU's). Also used by usage_merge.c. */
+ * GPU's, which is owned from the merged placeholders' start: see
+ * hour_calc.merged_from). */
 int usage_cloud_owned(struct conn *c, int64_t gid, int64_t *owned_from);
 
 /* usage_consumers.c: inventory allocations of the server linked to the

@@ -12,23 +12,17 @@
  * - Allocation intervals move to `to`; `from`'s marks for the rollup job
  *   become `to`'s, and every hour whose rows changed is marked in
  *   usage_groups_dirty so that the group tables are summed again.
- * - `to` is owned from the earlier of its own start and `from`'s (its
- *   readings', else its cloud instance's), so that recomputing a moved
- *   hour later finds it owned. */
+ * - Recomputing a moved hour later finds `to` owned in it: usage_hour.c
+ *   owns a GPU from the start of the placeholders merged into it
+ *   (cloud_gpus.superseded_by), as it does from an inventory
+ *   registration. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
-#include "store/usage_hour_int.h"
 #include "core/status.h"
 
 #include <stdlib.h>
 
 #define STATEMENTS(X)                                                                              \
-    X(OWNED_OF, "SELECT owned_from FROM usage_gpus WHERE gpu_id = :gid")                           \
-    X(OWNED_MERGE,                                                                                 \
-      "INSERT INTO usage_gpus (gpu_id, owned_from, updated_at) VALUES (:gid, :from, :now) ON "     \
-      "CONFLICT (gpu_id) DO UPDATE SET owned_from = CASE WHEN excluded.owned_from < "              \
-      "usage_gpus.owned_from THEN excluded.owned_from ELSE usage_gpus.owned_from END, "            \
-      "updated_at = excluded.updated_at")                                                          \
     X(GROUPS_MARK, "INSERT INTO usage_groups_dirty (hour, marked_at) SELECT DISTINCT hour, "       \
                    "CAST(:now AS BIGINT) FROM usage_hourly WHERE gpu_id = :from ON CONFLICT "      \
                    "(hour) DO NOTHING")                                                            \
@@ -67,33 +61,6 @@ static int run2(struct conn *c, enum stmt_id id, int64_t from, int64_t to, int64
         return GI_INTERNAL;
     db_bind_int(s, ":from", from);
     db_bind_int(s, ":to", to);
-    db_bind_int(s, ":now", now);
-    return db_exec_done(c, s);
-}
-
-/* `to` is owned from the earlier of the two starts. */
-static int owned_merge(struct conn *c, int64_t from, int64_t to, int64_t now)
-{
-    struct db_stmt *s = prep(c, ST_OWNED_OF);
-    int64_t start = INT64_MAX, have = 0;
-    bool none;
-    int rc;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", from);
-    if ((rc = usage_fetch_opt_int(c, s, &have, &none)) != GI_OK)
-        return rc;
-    if (none && (rc = usage_cloud_owned(c, from, &start)) != GI_OK)
-        return rc;
-    if (!none)
-        start = have;
-    if (start == INT64_MAX)
-        return GI_OK;
-    if (!(s = prep(c, ST_OWNED_MERGE)))
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", to);
-    db_bind_int(s, ":from", start);
     db_bind_int(s, ":now", now);
     return db_exec_done(c, s);
 }
@@ -138,8 +105,6 @@ int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now)
 
     if (from <= 0 || to <= 0 || from == to)
         return GI_INVALID;
-    if ((rc = owned_merge(c, from, to, now)) != GI_OK)
-        return rc;
     if ((rc = days_of(c, from, &days, &ndays)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < sizeof moves / sizeof *moves && rc == GI_OK; i++)

@@ -95,7 +95,8 @@ test('3 hours of placeholders: priced, owned by the team tag, one explicitly ass
 test('the agent on the instance reports its GPUs; the next pull merges the placeholders into them', async () => {
   const tok = ok(await s.api('POST', '/api/v1/tokens', { body: { name: 'agent-merge', role: 'pusher', source: 'agent-merge' } }), 201).token;
   const gpus = [0, 1, 2, 3, 4, 5, 6, 7].map((n) => ({ uuid: real(n), index: n, name: 'NVIDIA A100', serial: `S-MERGE-${n}`, pci_bus_id: `0000:${(0x10 + n).toString(16)}:00.0` }));
-  const t = nowS() - 30;
+  // Just after the hour began: its first reading must not reach back into the moved hours.
+  const t = Math.min(nowS(), H + 5);
   const r = await s.api('POST', '/api/v1/ingest', { auth: tok, body: { batch_id: 'merge-1', host: { hostname: 'llm-train-01' }, gpus,
     samples: gpus.map((g) => ({ time: t, gpu: g.uuid, util_avg: 80 })) } });
   assert.equal(r.status, 201, r.text);
