@@ -1,4 +1,5 @@
 /* Bounded HTTP GET and POST; see httpget.h. */
+#include "collect/deadline.h"
 #include "collect/httpget.h"
 #include "collect/curlso.h"
 
@@ -63,6 +64,7 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
     char auth[4200];
     CURLcode cc;
     bool unsignable;
+    long limit_ms;
     int rc = -1;
 
     *body = NULL;
@@ -104,11 +106,16 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         cc = curlso->easy_setopt(c, CURLOPT_AWS_SIGV4, o->aws_sigv4);
     }
     unsignable = cc != CURLE_OK;
-    if (!unsignable)
+    /* A test run's overall limit bounds this request too. */
+    limit_ms = pull_deadline_clip_ms((o->timeout_s > 0 ? o->timeout_s : 30L) * 1000L);
+    curlso->easy_setopt(c, CURLOPT_TIMEOUT_MS, limit_ms > 0 ? limit_ms : 1L);
+    if (!unsignable && limit_ms > 0)
         cc = curlso->easy_perform(c);
     if (unsignable) {
         snprintf(err, errlen, "this libcurl cannot sign AWS requests (7.75 or newer needed): %s",
                  curlso->easy_strerror(cc));
+    } else if (limit_ms <= 0) {
+        snprintf(err, errlen, "no time was left to ask %s", url);
     } else if (s.too_large) {
         snprintf(err, errlen, "the answer is larger than %zu bytes", o->max_bytes);
     } else if (cc != CURLE_OK) {

@@ -12,7 +12,9 @@
  * - Each GPU is a GPU record "cloud:<provider>:<instance id>:<index>" on
  *   that host, of this source. When the host also has present GPUs with
  *   real UUIDs (an agent reports from the instance), the placeholders are
- *   superseded: missing from then on, so a GPU is never counted twice.
+ *   superseded: missing from then on, so a GPU is never counted twice,
+ *   and merged into the real GPUs (cloud_merge.c): their history becomes
+ *   theirs.
  * - A running instance has an open run (cloud_runs) from its launch time;
  *   a stopped or terminated one closes it. Terminated and gone instances'
  *   placeholders are missing. The GPU-hours a run touches are marked for
@@ -401,6 +403,9 @@ static int sync_gpus(struct sync_ctx *x, const struct cloud_instance *v, int64_t
     }
     for (int i = 0; i < count && rc == GI_OK; i++)
         rc = sync_gpu(x, v, id, hid, i, superseded ? x->now : 0, superseded, mark_from);
+    /* Superseded placeholders merge into the real GPUs (cloud_merge.c). */
+    if (rc == GI_OK && superseded)
+        rc = cloud_merge_instance(x->c, id, hid, x->now);
     if (rc != GI_OK)
         return rc;
     if (!(s = prep(x->c, ST_CGPU_OF)))

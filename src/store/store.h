@@ -668,7 +668,8 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
  * intervals[{kind, consumer, team, ..., started_at, ended_at}], hours[...]
  * (hourly rollups, when the range is over 6 hours), samples[...] (raw,
  * when it is 6 hours or less), events[...], owners[{at, team, env, pool,
- * cluster, cloud}] (the first hour's owner, then each change)}.
+ * cluster, cloud}] (the first hour's owner, then each change), cost
+ * {amount, currency, method: "catalog"} | null (the range's priced hours)}.
  * GI_NOT_FOUND for an unknown GPU. Caller owns *out. */
 int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out);
 

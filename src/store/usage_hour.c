@@ -57,8 +57,11 @@
     X(GPU_INFO,                                                                                    \
       "SELECT g.uuid, g.model, g.host_id, h.hostname, h.datacenter_id, g.missing_since, "          \
       "g.parent_uuid, g.mig_profile, (SELECT COUNT(*) FROM gpus k WHERE k.host_id = g.host_id "    \
-      "AND k.parent_uuid = g.uuid AND k.missing_since IS NULL) FROM gpus g LEFT JOIN hosts h ON "  \
-      "h.id = g.host_id WHERE g.id = :gid")                                                        \
+      "AND k.parent_uuid = g.uuid AND k.missing_since IS NULL), (SELECT MIN(CASE WHEN "            \
+      "r.started_at IS NOT NULL AND r.started_at < i.first_seen THEN r.started_at ELSE "           \
+      "i.first_seen END) FROM cloud_gpus m JOIN cloud_instances i ON i.id = m.instance_row LEFT "  \
+      "JOIN cloud_runs r ON r.instance_row = i.id WHERE m.superseded_by = g.id) FROM gpus g LEFT " \
+      "JOIN hosts h ON h.id = g.host_id WHERE g.id = :gid")                                        \
     X(GPU_CHILDREN, "SELECT mig_profile FROM gpus WHERE host_id = :hid AND parent_uuid = :uuid "   \
                     "AND missing_since IS NULL")                                                   \
     X(GPU_PARENT_MODEL, "SELECT model FROM gpus WHERE uuid = :uuid")                               \
@@ -442,6 +445,7 @@ static int gpu_info(struct conn *c, struct hour_calc *h, bool *found)
         gi_strlcpy(h->parent, db_col_text(s, 6) ? db_col_text(s, 6) : "", sizeof h->parent);
         gi_strlcpy(h->profile, db_col_text(s, 7) ? db_col_text(s, 7) : "", sizeof h->profile);
         h->children = db_col_int(s, 8);
+        h->merged_from = db_col_is_null(s, 9) ? 0 : db_col_int(s, 9);
     }
     db_reset(s);
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
@@ -890,6 +894,11 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
     h->owned_lo = owned_from;
     if (owned_from != INT64_MAX && (rc = registered(c, h)) != GI_OK)
         goto cleanup;
+    /* A real GPU cloud placeholders were merged into: owned from theirs. */
+    if (h->merged_from > 0 && h->merged_from < h->owned_lo)
+        h->owned_lo = h->merged_from;
+    if (owned_from == INT64_MAX && h->merged_from > 0)
+        owned_from = h->merged_from;
     h->lo = h->owned_lo > hour ? h->owned_lo : hour;
     h->hi = hour + 3600 < now ? hour + 3600 : now;
     if (h->missing && h->missing < h->hi)

@@ -156,7 +156,10 @@
                   "FROM gpu_samples WHERE gpu_id = :gid AND ts >= :from AND ts < :to ORDER BY "    \
                   "ts, source_id LIMIT :max")                                                      \
     X(TL_EVENTS, "SELECT at, kind, detail FROM gpu_events WHERE gpu_uuid = :uuid AND at >= :from " \
-                 "AND at < :to ORDER BY at, id LIMIT :max")
+                 "AND at < :to ORDER BY at, id LIMIT :max")                                        \
+    X(TL_COST, "SELECT currency, SUM(owned_s * fraction * rate_micros) FROM usage_hourly WHERE "   \
+               "gpu_id = :gid AND hour >= :from AND hour < :to AND rate_micros IS NOT NULL AND "   \
+               "currency IS NOT NULL GROUP BY currency ORDER BY 2 DESC LIMIT 1")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -1050,12 +1053,32 @@ static int tl_events(struct conn *c, const char *uuid, int64_t from, int64_t to,
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
+/* The catalog cost of the GPU's hours in the range (in the currency most
+ * of it is in), null when no hour of it is priced. */
+static int tl_cost(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t **cost)
+{
+    struct db_stmt *s = prep(c, ST_TL_COST);
+    int step;
+
+    *cost = NULL;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":from", from - from % 3600);
+    db_bind_int(s, ":to", to);
+    if ((step = db_step(c, s)) == DB_ROW && db_col_text(s, 0))
+        *cost = json_pack("{s:o, s:s, s:s}", "amount", money(db_col_dbl(s, 1)), "currency",
+                          db_col_text(s, 0), "method", "catalog");
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
 int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s = prep(c, ST_TL_GPU);
     json_t *iv = json_array(), *hours = json_array(), *raw = json_array(), *ev = json_array(),
-           *owners = json_array();
+           *owners = json_array(), *cost = NULL;
     bool use_raw = to - from <= RAW_RANGE_S;
     char f[32], t[32];
     int64_t gid = 0;
@@ -1075,6 +1098,8 @@ int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t
         rc = tl_samples(c, gid, from, to, raw);
     if (rc == GI_OK)
         rc = tl_events(c, uuid, from, to, ev);
+    if (rc == GI_OK)
+        rc = tl_cost(c, gid, from, to, &cost);
     db_read_end(c);
     if (rc != GI_OK)
         goto cleanup;
@@ -1085,7 +1110,11 @@ int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t
                      "hours", hours, "samples", raw, "events", ev, "owners", owners);
     iv = hours = raw = ev = owners = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
+    if (*out)
+        json_object_set_new(*out, "cost", cost ? cost : json_null());
+    cost = NULL;
 cleanup:
+    json_decref(cost);
     db_conn_put(st, c);
     json_decref(iv);
     json_decref(hours);
