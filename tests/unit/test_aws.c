@@ -142,7 +142,7 @@ static void test_types(void **state)
 
     (void)state;
     assert_status(aws_parse_types(a, len, &t, err, sizeof err), GI_OK);
-    assert_int_equal(t.n, 6);
+    assert_int_equal(t.n, 8);
     g = type(&t, "p4d.24xlarge");
     assert_string_equal(g->model, "NVIDIA A100");
     assert_int_equal(g->count, 8);
@@ -150,6 +150,17 @@ static void test_types(void **state)
     g = type(&t, "g6f.large");
     assert_int_equal(g->count, 1); /* Count 0, one logical GPU of 1/8 */
     assert_true(g->partition > 0.124 && g->partition < 0.126);
+    assert_string_equal(g->model, "NVIDIA L4");
+    assert_int_equal(g->memory_mib, 2861);
+    g = type(&t, "g6f.4xlarge");
+    assert_int_equal(g->count, 1);
+    assert_true(g->partition > 0.499 && g->partition < 0.501);
+    assert_int_equal(g->memory_mib, 11444);
+    g = type(&t, "g6f.2xlarge"); /* the element names as the JSON form spells them */
+    assert_int_equal(g->count, 1);
+    assert_true(g->partition > 0.249 && g->partition < 0.251);
+    g = type(&t, "g5.xlarge");
+    assert_true(g->partition > 0.999 && g->partition < 1.001); /* whole */
     g = type(&t, "dl1.24xlarge");
     assert_string_equal(g->model, "Habana Gaudi HL-205");
     g = type(&t, "m5.large");
