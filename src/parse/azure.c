@@ -42,8 +42,7 @@ static const struct {
     {"Standard_NV72ads_A10_v5", "NVIDIA A10", 24576, 2, 0},
 };
 
-int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib,
-                    double *fraction)
+int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib, double *fraction)
 {
     model[0] = '\0';
     *mem_mib = -1;

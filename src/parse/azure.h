@@ -74,8 +74,7 @@ void azure_skus_free(struct azure_skus *s);
  * when it does not know the size; fills model and mem_mib (per GPU), and
  * *fraction: the share of one GPU each is for a partial size (1/6 of an
  * A10), 0 when whole. */
-int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib,
-                    double *fraction);
+int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib, double *fraction);
 
 /* The message of an error answer ({"error": {"code", "message"}}, or
  * Entra ID's {"error", "error_description"}) into out; "" when none. */

@@ -148,9 +148,9 @@ static void a10_shares(void **state)
         const char *size;
         int count;
         double fraction;
-    } want[] = {{"Standard_NV6ads_A10_v5", 1, 1.0 / 6},  {"Standard_NV12ads_A10_v5", 1, 1.0 / 3},
-                {"standard_nv18ads_a10_v5", 1, 0.5},     {"Standard_NV36ads_A10_v5", 1, 0},
-                {"Standard_NV36adms_A10_v5", 1, 0},      {"Standard_NV72ads_A10_v5", 2, 0},
+    } want[] = {{"Standard_NV6ads_A10_v5", 1, 1.0 / 6}, {"Standard_NV12ads_A10_v5", 1, 1.0 / 3},
+                {"standard_nv18ads_a10_v5", 1, 0.5},    {"Standard_NV36ads_A10_v5", 1, 0},
+                {"Standard_NV36adms_A10_v5", 1, 0},     {"Standard_NV72ads_A10_v5", 2, 0},
                 {"Standard_ND96isr_H100_v5", 8, 0}};
     char model[128];
     int64_t mem;
@@ -224,9 +224,8 @@ static void errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(skus),       cmocka_unit_test(page_one), cmocka_unit_test(page_two),
-        cmocka_unit_test(a10_shares),
-        cmocka_unit_test(odd_values), cmocka_unit_test(errors),
+        cmocka_unit_test(skus),       cmocka_unit_test(page_one),   cmocka_unit_test(page_two),
+        cmocka_unit_test(a10_shares), cmocka_unit_test(odd_values), cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
