@@ -82,7 +82,7 @@ static int imds_get(const json_t *cfg, const char *url, const char *token, char 
     o.bearer = NULL;
     o.headers = headers;
     if (httpget(url, &o, body, len, &status, why, sizeof why) != 0) {
-        snprintf(err, errlen, "the instance metadata service did not answer %s (%s)", url, why);
+        gi_fmt(err, errlen, "the instance metadata service did not answer %s (%s)", url, why);
         return -1;
     }
     if (status != 200) {
@@ -114,21 +114,21 @@ static int from_instance(const json_t *cfg, struct aws_creds *out, char *err, si
                        : 10;
     snprintf(url, sizeof url, "%s/latest/api/token", base);
     if (httppost(url, &po, "", 0, &body, &len, &truncated, &status, why, sizeof why) != 0) {
-        snprintf(err, errlen,
-                 "the instance metadata service did not answer %s (%s); credentials \"instance\" "
-                 "needs gpuinv on an EC2 instance with IMDSv2 (a hop limit of 2 from a container)",
-                 url, why);
+        gi_fmt(err, errlen,
+               "the instance metadata service did not answer %s (%s); credentials \"instance\" "
+               "needs gpuinv on an EC2 instance with IMDSv2 (a hop limit of 2 from a container)",
+               url, why);
         goto cleanup;
     }
     if (status != 200 || truncated || !gi_strlcpy(token, body, sizeof token)) {
-        snprintf(err, errlen,
-                 "the instance metadata service refused a session token at %s (HTTP %ld)", url,
-                 status);
+        gi_fmt(err, errlen,
+               "the instance metadata service refused a session token at %s (HTTP %ld)", url,
+               status);
         goto cleanup;
     }
     rtrim(token);
     if (!word_ok(token, "-_=+/.")) {
-        snprintf(err, errlen, "the instance metadata service gave an unusable session token");
+        gi_fmt(err, errlen, "the instance metadata service gave an unusable session token");
         goto cleanup;
     }
     free(body);
@@ -139,7 +139,7 @@ static int from_instance(const json_t *cfg, struct aws_creds *out, char *err, si
     /* One role per instance profile: the first line names it. */
     body[strcspn(body, "\r\n")] = '\0';
     if (!gi_strlcpy(role, body, sizeof role) || !word_ok(role, "+=,.@_-")) {
-        snprintf(err, errlen, "the instance metadata service names no usable IAM role at %s", url);
+        gi_fmt(err, errlen, "the instance metadata service names no usable IAM role at %s", url);
         goto cleanup;
     }
     free(body);
@@ -148,7 +148,7 @@ static int from_instance(const json_t *cfg, struct aws_creds *out, char *err, si
     if (imds_get(cfg, url, token, &body, &len, err, errlen) != 0)
         goto cleanup;
     if (aws_parse_imds_creds(body, len, out, pe, sizeof pe) != GI_OK) {
-        snprintf(err, errlen, "the instance metadata service's keys for role %s: %s", role, pe);
+        gi_fmt(err, errlen, "the instance metadata service's keys for role %s: %s", role, pe);
         goto cleanup;
     }
     rc = 0;
@@ -171,9 +171,9 @@ static int from_keys(const json_t *cfg, struct aws_creds *out, char *err, size_t
     if (!id || !sec || !gi_strlcpy(out->key_id, id, sizeof out->key_id) ||
         !gi_strlcpy(out->secret, sec, sizeof out->secret) ||
         (tok && !gi_strlcpy(out->token, tok, sizeof out->token))) {
-        snprintf(err, errlen,
-                 "the access key, its secret or the session token is missing or too "
-                 "long");
+        gi_fmt(err, errlen,
+               "the access key, its secret or the session token is missing or too "
+               "long");
         explicit_bzero(out, sizeof *out);
         return -1;
     }
@@ -213,7 +213,7 @@ static int assume(const json_t *cfg, const struct aws_creds *base, struct aws_cr
         !cloudhttp_form_add(form, sizeof form, "RoleSessionName", name ? name : "gpuinv") ||
         !cloudhttp_form_add(form, sizeof form, "DurationSeconds", "3600") ||
         (ext && !cloudhttp_form_add(form, sizeof form, "ExternalId", ext))) {
-        snprintf(err, errlen, "assuming role %.200s: the request is too long", arn);
+        gi_fmt(err, errlen, "assuming role %.200s: the request is too long", arn);
         goto cleanup;
     }
     pull_http_opts(cfg, &o, 1u << 20);
@@ -223,23 +223,23 @@ static int assume(const json_t *cfg, const struct aws_creds *base, struct aws_cr
     o.aws_sigv4 = sigv4;
     o.userpwd = userpwd;
     if (cloudhttp_get(url, &o, &body, &len, &status, why, sizeof why) != 0) {
-        snprintf(err, errlen, "assuming role %.200s: STS at %.200s did not answer (%s)", arn, url,
-                 why);
+        gi_fmt(err, errlen, "assuming role %.200s: STS at %.200s did not answer (%s)", arn, url,
+               why);
         goto cleanup;
     }
     if (status < 200 || status > 299) {
         bool doc = aws_parse_error(body, len, code, sizeof code, msg, sizeof msg);
-        snprintf(err, errlen, "assuming role %.200s: STS refused (HTTP %ld%s%s%s%s)%s", arn, status,
-                 doc ? ", " : "", doc && code[0] ? code : "", doc && msg[0] ? ": " : "",
-                 doc ? msg : "",
-                 strcmp(code, "AccessDenied") == 0
-                     ? "; the role's trust policy must let this principal sts:AssumeRole (with "
-                       "the external id given), and the principal needs sts:AssumeRole on the role"
-                     : "");
+        gi_fmt(err, errlen, "assuming role %.200s: STS refused (HTTP %ld%s%s%s%s)%s", arn, status,
+               doc ? ", " : "", doc && code[0] ? code : "", doc && msg[0] ? ": " : "",
+               doc ? msg : "",
+               strcmp(code, "AccessDenied") == 0
+                   ? "; the role's trust policy must let this principal sts:AssumeRole (with "
+                     "the external id given), and the principal needs sts:AssumeRole on the role"
+                   : "");
         goto cleanup;
     }
     if (aws_parse_assume_role(body, len, out, why, sizeof why) != GI_OK) {
-        snprintf(err, errlen, "assuming role %.200s: %s", arn, why);
+        gi_fmt(err, errlen, "assuming role %.200s: %s", arn, why);
         goto cleanup;
     }
     rc = 0;

@@ -61,7 +61,7 @@ static int refresh_creds(struct aws_ctx *x, char *err, size_t errlen)
     char why[600];
 
     if (aws_auth_get(&x->auth, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", x->region, why);
+        gi_fmt(err, errlen, "%s: %s", x->region, why);
         return -1;
     }
     use_creds(x);
