@@ -354,15 +354,20 @@ struct cloud_instance;
 struct cloud_sync_result {
     int64_t instances, gpus, gone, unknown_types, warnings;
 };
-/* Records one complete listing of `scope` (an AWS region, a GCP project, an
- * Azure subscription) by one source: upserts its instances and their GPU
+/* Records one listing of `scope` (an AWS region, a GCP project, an Azure
+ * subscription) by one source: upserts its instances and their GPU
  * records; instances of this source and scope absent from the listing are
- * marked gone. Never touches another source's data (an instance another
- * source listed first is counted in warnings, as is one without an id).
- * All or nothing, in one transaction; adds to *res (may be NULL). See
- * docs/ARCHITECTURE.md, "Cloud instances". */
+ * marked gone, except those in a zone the listing could not see:
+ * `unreachable` names nunreachable scopes ("zones/asia-east2-c" matches
+ * the instances of zone asia-east2-c, "regions/us-east1" those of that
+ * region, a bare name a zone), whose instances keep their state (NULL, 0:
+ * the listing is complete). Never touches another source's data (an
+ * instance another source listed first is counted in warnings, as is one
+ * without an id). All or nothing, in one transaction; adds to *res (may be
+ * NULL). See docs/ARCHITECTURE.md, "Cloud instances". */
 int store_cloud_sync(struct store *st, int64_t source_id, const char *provider, const char *scope,
-                     const struct cloud_instance *v, size_t n, struct cloud_sync_result *res);
+                     const struct cloud_instance *v, size_t n, const char *const *unreachable,
+                     size_t nunreachable, struct cloud_sync_result *res);
 struct store_cloud_filter {
     const char *provider, *state, *account, *region, *q; /* NULL: any */
     int64_t source_id;                                   /* <= 0: any */
