@@ -43,6 +43,17 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
     return s->keep_prefix ? size * n : add;
 }
 
+/* The TLS verification settings of a request, the same for GET and POST. */
+static void set_tls(CURL *c, const char *ca_file, int insecure)
+{
+    if (ca_file && *ca_file)
+        curlso->easy_setopt(c, CURLOPT_CAINFO, ca_file);
+    if (insecure) {
+        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+}
+
 int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *len, long *status,
             char *err, size_t errlen)
 {
@@ -81,12 +92,7 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
     curlso->easy_setopt(c, CURLOPT_USERAGENT, "gpuinv");
     curlso->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curlso->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-    if (o->ca_file && *o->ca_file)
-        curlso->easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
-    if (o->insecure) {
-        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
+    set_tls(c, o->ca_file, o->insecure);
     if (o->post_form) {
         curlso->easy_setopt(c, CURLOPT_POST, 1L);
         curlso->easy_setopt(c, CURLOPT_POSTFIELDS, o->post_form);
@@ -166,6 +172,7 @@ int httppost(const char *url, const struct httppost_opts *o, const char *data, s
     /* A redirect is answered by the receiver's code, not followed: a
      * signed POST is not re-sent elsewhere. */
     curlso->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    set_tls(c, o->ca_file, o->insecure);
     cc = curlso->easy_perform(c);
     if (cc != CURLE_OK) {
         snprintf(err, errlen, "%s", curlso->easy_strerror(cc));

@@ -28,6 +28,7 @@ const struct route gi_routes[] = {
 
     {"GET", "/api/v1/tokens", api_tokens_list, GI_ROLE_ADMIN, LIST},
     {"POST", "/api/v1/tokens", api_tokens_create, GI_ROLE_ADMIN, ""},
+    {"PATCH", "/api/v1/tokens/{id}", api_tokens_update, GI_ROLE_ADMIN, ""},
     {"DELETE", "/api/v1/tokens/{id}", api_tokens_revoke, GI_ROLE_ADMIN, ""},
 
     {"GET", "/api/v1/audit", api_audit_list, GI_ROLE_VIEWER, PAGED ",entity,entity_id,actor"},
@@ -148,7 +149,7 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/lifecycle-rules/{id}/dry-run", api_lrules_dry_run, GI_ROLE_EDITOR, ""},
     {"POST", "/api/v1/lifecycle-rules/{id}/run", api_lrules_run, GI_ROLE_EDITOR, ""},
 
-    {"GET", "/api/v1/tickets", api_tickets_list, GI_ROLE_VIEWER, PAGED ",state,asset"},
+    {"GET", "/api/v1/tickets", api_tickets_list, GI_ROLE_VIEWER, PAGED ",state,asset,datacenter"},
     {"POST", "/api/v1/tickets", api_tickets_create, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/tickets/{id}", api_tickets_get, GI_ROLE_VIEWER, ""},
     {"POST", "/api/v1/tickets/{id}/close", api_tickets_close, GI_ROLE_EDITOR, ""},

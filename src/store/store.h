@@ -59,6 +59,9 @@ int store_token_ensure(struct store *st, const char *name, enum gi_role role, co
 /* Resolves an unrevoked token by hash; GI_NOT_FOUND when unknown. */
 int store_token_auth(struct store *st, const char *hash, struct gi_principal *out);
 int store_token_list(struct store *st, json_t **items);
+/* One token as the list shows it (revoked ones too); GI_NOT_FOUND when
+ * there is no such token. */
+int store_token_get(struct store *st, int64_t id, json_t **out);
 int store_token_revoke(struct store *st, const char *actor, int64_t id);
 
 /* Creates or replaces a dashboard user, ending all of its sessions in the
@@ -192,6 +195,20 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
 /* An asset's data center by tag or EPC (one of them NULL): *dc_id 0 when
  * it has none; GI_NOT_FOUND when no asset matches. */
 int store_asset_dc(struct store *st, const char *tag, const char *epc, int64_t *dc_id);
+/* Things whose data center store_thing_dc reads (key: GPU UUID or host
+ * name; id: host, ticket or room-audit id). */
+enum store_thing {
+    STORE_THING_GPU,
+    STORE_THING_HOST,
+    STORE_THING_HOST_NAME,
+    STORE_THING_TICKET,
+    STORE_THING_ROOM_AUDIT,
+};
+/* The data center of a thing (thing_dc.c): a GPU's host's, a host's (its
+ * linked server's), a ticket's asset's or else its GPU's, a room audit's;
+ * *dc_id 0 when it has none; GI_NOT_FOUND when there is no such thing. */
+int store_thing_dc(struct store *st, enum store_thing kind, const char *key, int64_t id,
+                   int64_t *dc_id);
 
 struct store_ingest_result {
     bool duplicate; /* the batch id was already applied: nothing written */
@@ -924,6 +941,7 @@ int store_sync_pushes(struct store *st, const char *tag, const struct store_page
 struct store_ticket_filter {
     const char *state;     /* open|closed, NULL: any */
     const char *asset_tag; /* NULL: any */
+    int64_t datacenter_id; /* 0: any; a ticket's is its asset's, else its GPU's */
 };
 int store_ticket_list(struct store *st, const struct store_ticket_filter *f,
                       const struct store_page *pg, json_t **items, int64_t *total);

@@ -67,6 +67,12 @@
     " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 "                           \
     "ELSE 0 END, u.host"
 
+/* The page's groups (GPU ids or host names) bound as one JSON array :keys,
+ * so that one statement reads the steps of every group of a page. */
+#define KEYS_SQLITE "(SELECT value FROM json_each(:keys))"
+#define KEYS_PG "(SELECT json_array_elements_text(CAST(:keys AS JSON)))"
+#define KEYS_PG_INT "(SELECT CAST(json_array_elements_text(CAST(:keys AS JSON)) AS BIGINT))"
+
 /* The same report from usage_groups_daily (dimensions only: no host or
  * GPU there), whose columns are the per-group sums of SUMS. */
 #define GROUP_EXPR_DIM                                                                             \
@@ -95,6 +101,11 @@
       ", NULL, u.hour - u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                \
       " FROM usage_groups_hourly u WHERE u.hour >= :from AND u.hour < :to AND " FILTERS            \
       " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
+    X(REPORT_TEAM_HOURS,                                                                           \
+      "SELECT CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team ELSE NULL END, NULL, NULL, u.hour - "  \
+      "u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                                 \
+      " FROM usage_team_hours u WHERE u.hour >= :from AND u.hour < :to AND " FILTER_TEAM           \
+      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
     X(RANK_GPU_DAILY, RANK_GPU("usage_daily", "day", FILTERS))                                     \
     X(RANK_GPU_DAILY_TEAM, RANK_GPU("usage_daily", "day", FILTER_TEAM))                            \
     X(RANK_GPU_HOURLY, RANK_GPU("usage_hourly", "hour", FILTERS))                                  \
@@ -103,10 +114,14 @@
     X(RANK_HOST_DAILY_TEAM, RANK_HOST("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
     X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
-    X(STEPS_GPU_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id = :gid"))                 \
-    X(STEPS_GPU_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id = :gid"))              \
-    X(STEPS_HOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host = :host"))                 \
-    X(STEPS_HOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host = :host"))              \
+    X(STEPS_GPU_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_SQLITE))        \
+    X(STEPS_GPU_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_SQLITE))     \
+    X(STEPS_HOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_SQLITE))         \
+    X(STEPS_HOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_SQLITE))      \
+    X(STEPS_GPU_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_PG_INT))     \
+    X(STEPS_GPU_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_PG_INT))  \
+    X(STEPS_HOST_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_PG))          \
+    X(STEPS_HOST_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_PG))       \
     X(STEPS_NOHOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IS NULL"))               \
     X(STEPS_NOHOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IS NULL"))            \
     X(REPORT_CONSUMERS,                                                                            \
@@ -613,30 +628,65 @@ struct page_key {
     char *host;
 };
 
+/* The place in the page (1-based) of the group of cell k, 0 if none. */
+static size_t page_rank(const struct page_key *keys, size_t n, bool gpu, const struct cell *k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (gpu ? keys[i].gid == k->gid : strcmp_null(keys[i].host, k->group) == 0)
+            return i + 1;
+    return 0;
+}
+
 /* Reads the steps of the page's groups keys[0..n) into cs, each cell
- * ranked by its group's place in the page. */
+ * ranked by its group's place in the page: one statement for the named
+ * groups (their keys bound as a JSON array), one more for the group of
+ * the GPUs with no host if the page has it. */
 static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
                       bool gpu, const struct page_key *keys, size_t n, struct cells *cs)
 {
-    int rc = GI_OK;
+    bool pg = db_dialect(c) == DB_PG, nohost = false;
+    json_t *list = json_array();
+    char *text = NULL;
+    int rc = GI_INTERNAL;
 
-    for (size_t i = 0; i < n && rc == GI_OK; i++) {
-        enum stmt_id id = gpu            ? (daily ? ST_STEPS_GPU_DAILY : ST_STEPS_GPU_HOURLY)
-                          : keys[i].host ? (daily ? ST_STEPS_HOST_DAILY : ST_STEPS_HOST_HOURLY)
-                                         : (daily ? ST_STEPS_NOHOST_DAILY : ST_STEPS_NOHOST_HOURLY);
-        struct db_stmt *s = prep(c, id);
-        size_t before = cs->n;
-        if (!s)
-            return GI_INTERNAL;
-        bind_query(s, q, q->group_by, dc_id);
-        db_bind_int(s, ":gid", keys[i].gid);
-        db_bind_text(s, ":host", keys[i].host);
-        rc = collect(c, s, q, false, cs, 1.0);
-        for (size_t j = before; j < cs->n; j++)
-            cs->a[j].rank = i + 1;
-        if (rc == GI_OK && cs->n > MAX_CELLS) /* the page as a whole is bounded too */
-            rc = GI_TOO_LARGE;
+    for (size_t i = 0; list && i < n; i++) {
+        if (!gpu && !keys[i].host)
+            nohost = true;
+        else if (json_array_append_new(list, gpu ? json_integer(keys[i].gid)
+                                                 : json_string(keys[i].host)) != 0)
+            goto cleanup;
     }
+    if (!list || !(text = json_dumps(list, JSON_COMPACT)))
+        goto cleanup;
+    rc = GI_OK;
+    for (int pass = 0; pass < 2 && rc == GI_OK; pass++) {
+        enum stmt_id id;
+        struct db_stmt *s;
+        if (pass == 0 && json_array_size(list) == 0)
+            continue;
+        if (pass == 1 && !nohost)
+            break;
+        if (pass == 1)
+            id = daily ? ST_STEPS_NOHOST_DAILY : ST_STEPS_NOHOST_HOURLY;
+        else if (gpu)
+            id = daily ? (pg ? ST_STEPS_GPU_DAILY_PG : ST_STEPS_GPU_DAILY)
+                       : (pg ? ST_STEPS_GPU_HOURLY_PG : ST_STEPS_GPU_HOURLY);
+        else
+            id = daily ? (pg ? ST_STEPS_HOST_DAILY_PG : ST_STEPS_HOST_DAILY)
+                       : (pg ? ST_STEPS_HOST_HOURLY_PG : ST_STEPS_HOST_HOURLY);
+        if (!(s = prep(c, id))) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        bind_query(s, q, q->group_by, dc_id);
+        db_bind_text(s, ":keys", text);
+        rc = collect(c, s, q, false, cs, 1.0);
+    }
+    for (size_t j = 0; rc == GI_OK && j < cs->n; j++)
+        cs->a[j].rank = page_rank(keys, n, gpu, &cs->a[j]);
+cleanup:
+    free(text);
+    json_decref(list);
     return rc;
 }
 
@@ -680,11 +730,21 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
     return rc;
 }
 
-/* The total of a paged report over every group, from the group rows. */
+/* Whether q filters by nothing but the team: then the hours of every
+ * group sum to the team hours (usage_team_hours). */
+static bool team_filter_only(const struct store_usage_query *q)
+{
+    return !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && !q->datacenter;
+}
+
+/* The total of a paged report over every group, from the group rows (the
+ * team hours when nothing but the team filters hours). */
 static int page_total(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
                       struct cells *tot)
 {
-    struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY);
+    struct db_stmt *s = prep(c, daily                 ? ST_REPORT_GROUPS
+                                : team_filter_only(q) ? ST_REPORT_TEAM_HOURS
+                                                      : ST_REPORT_GROUPS_HOURLY);
 
     if (!s)
         return GI_INTERNAL;
@@ -761,9 +821,11 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     bool paged =
         q->limit > 0 && (strcmp(q->group_by, "host") == 0 || strcmp(q->group_by, "gpu") == 0);
     bool consumer_paged = consumer && q->limit > 0;
-    enum stmt_id report = dim     ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
-                          : daily ? ST_REPORT_DAILY
-                                  : ST_REPORT_HOURLY;
+    bool team_hours = !daily && strcmp(q->group_by, "team") == 0 && team_filter_only(q);
+    enum stmt_id report = team_hours ? ST_REPORT_TEAM_HOURS
+                          : dim      ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
+                          : daily    ? ST_REPORT_DAILY
+                                     : ST_REPORT_HOURLY;
     struct cells tot = {0};
     int64_t groups_total = 0;
     json_t *items = json_array(), *total = NULL;

@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
 import { startGcp, makeServiceAccount, PROJECT } from '../lib/cloud/gcp.mjs';
-import { ok, assertError, stopClean } from './helpers.mjs';
+import { ok, assertError, stopClean, rollupAll } from './helpers.mjs';
 
 let s;
 let gcp;
@@ -129,7 +129,7 @@ test('labels feed the ownership rules; a running instance is allocated, a stoppe
   assert.match(g.owner.team.by, /^rule:/);
   const other = await gpu('cloud:gcp:7310001112223334445:0');
   assert.notEqual(other.owner.team?.value, 'llm'); // infer-1 has no labels
-  assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  assert.equal((await rollupAll(s)).dirty_left, 0);
   const q = { group_by: 'consumer', from: iso(T0), to: iso(T0 + 3600), step: 'day' };
   const cloud = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams(q))).items.filter((x) => x.kind === 'cloud');
   // Running: trainer-0 (8 H100) and infer-1 (2 L4). Not: the TERMINATED
