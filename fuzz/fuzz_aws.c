@@ -1,6 +1,7 @@
 /* libFuzzer target for the EC2 answer parsers. The first byte picks the
  * entry point (DescribeInstances, DescribeInstanceTypes, the error
- * document); the rest is the answer. Checks invariants the parsers
+ * document, STS AssumeRole, the metadata service's credentials); the
+ * rest is the answer. Checks invariants the parsers
  * promise on every result. */
 #include "core/status.h"
 #include "parse/aws.h"
@@ -45,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1)
         return 0;
-    switch (data[0] % 3) {
+    switch (data[0] % 5) {
     case 0: {
         struct aws_instances l = {0};
         st =
@@ -69,6 +70,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         }
         aws_types_free(&t);
+        break;
+    }
+    case 3:
+    case 4: {
+        struct aws_creds c;
+        st = data[0] % 5 == 3
+                 ? aws_parse_assume_role((const char *)data + 1, size - 1, &c, err, sizeof err)
+                 : aws_parse_imds_creds((const char *)data + 1, size - 1, &c, err, sizeof err);
+        CHECK_STR(c.key_id);
+        CHECK_STR(c.secret);
+        CHECK_STR(c.token);
+        CHECK_STR(err);
+        if (st == GI_OK && (!c.key_id[0] || !c.secret[0] || !c.token[0] || c.expires <= 0 ||
+                            strchr(c.key_id, ':') || strpbrk(c.token, "\r\n")))
+            abort();
+        if (st != GI_OK && (c.key_id[0] || c.secret[0] || c.token[0]))
+            abort();
         break;
     }
     default:

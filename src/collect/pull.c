@@ -96,19 +96,19 @@ static const struct cfg_key slurm_keys[] = {{"cluster", CFG_STR, false, 0, 0},
                                             {"timeout_s", CFG_INT, false, 1, 600},
                                             {NULL, 0, 0, 0, 0}};
 
-/* aws: the regions listed (one DescribeInstances loop each), the access
- * key, and endpoint replacing https://ec2.<region>.amazonaws.com; see
- * pull_aws.c. */
-static const struct cfg_key aws_keys[] = {{"regions", CFG_LIST, true, 1, 64},
-                                          {"access_key_id", CFG_STR, true, 0, 0},
-                                          {"secret_access_key", CFG_SECRET, true, 0, 0},
-                                          {"session_token", CFG_SECRET, false, 0, 0},
-                                          {"endpoint", CFG_URL, false, 0, 0},
-                                          {"page_size", CFG_INT, false, 5, 1000},
-                                          {"ca_file", CFG_STR, false, 0, 0},
-                                          {"insecure_skip_verify", CFG_BOOL, false, 0, 0},
-                                          {"timeout_s", CFG_INT, false, 1, 300},
-                                          {NULL, 0, 0, 0, 0}};
+/* aws: the regions listed (one DescribeInstances loop each), the
+ * credentials (the access key, or the instance's; a role to assume with
+ * them), and endpoint replacing https://ec2.<region>.amazonaws.com; see
+ * pull_aws.c and aws_creds.h. */
+static const struct cfg_key aws_keys[] = {
+    {"regions", CFG_LIST, true, 1, 64},         {"credentials", CFG_STR, false, 0, 0},
+    {"access_key_id", CFG_STR, false, 0, 0},    {"secret_access_key", CFG_SECRET, false, 0, 0},
+    {"session_token", CFG_SECRET, false, 0, 0}, {"role_arn", CFG_STR, false, 0, 0},
+    {"external_id", CFG_SECRET, false, 0, 0},   {"role_session_name", CFG_STR, false, 0, 0},
+    {"sts_endpoint", CFG_URL, false, 0, 0},     {"imds_endpoint", CFG_URL, false, 0, 0},
+    {"endpoint", CFG_URL, false, 0, 0},         {"page_size", CFG_INT, false, 5, 1000},
+    {"ca_file", CFG_STR, false, 0, 0},          {"insecure_skip_verify", CFG_BOOL, false, 0, 0},
+    {"timeout_s", CFG_INT, false, 1, 300},      {NULL, 0, 0, 0, 0}};
 
 /* prometheus-generic: a Prometheus server (url) or an exporter
  * (exporter_url), read through a declared mapping; see pull_generic.c. */
@@ -218,7 +218,8 @@ bool pull_config_target(const char *key)
     return strcmp(key, "url") == 0 || strcmp(key, "ca_file") == 0 ||
            strcmp(key, "insecure_skip_verify") == 0 || strcmp(key, "slurmrestd_url") == 0 ||
            strcmp(key, "exporter_url") == 0 || strcmp(key, "endpoint") == 0 ||
-           strcmp(key, "token_endpoint") == 0 || strcmp(key, "login_endpoint") == 0;
+           strcmp(key, "token_endpoint") == 0 || strcmp(key, "login_endpoint") == 0 ||
+           strcmp(key, "sts_endpoint") == 0 || strcmp(key, "imds_endpoint") == 0;
 }
 
 /* True when an http(s) URL carries user information ("user:pw@") in its
@@ -316,6 +317,94 @@ static int cloud_config_check(const char *kind, const json_t *cfg, char *field, 
                        "config.service_account_json must be a service-account key: the JSON "
                        "file with client_email and private_key");
     }
+    return 0;
+}
+
+/* True when s is n to max characters, each a letter, a digit or one of
+ * more. */
+static bool chars_ok(const char *s, size_t min, size_t max, const char *more)
+{
+    size_t n = strlen(s);
+
+    if (n < min || n > max)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              strchr(more, *s)))
+            return false;
+    return true;
+}
+
+/* An IAM role ARN: arn:<partition>:iam::<12-digit account>:role/<path and
+ * name>. */
+static bool role_arn_ok(const char *s)
+{
+    size_t p;
+
+    if (strncmp(s, "arn:", 4) != 0)
+        return false;
+    s += 4;
+    p = strspn(s, "abcdefghijklmnopqrstuvwxyz-");
+    if (p == 0 || strncmp(s + p, ":iam::", 6) != 0)
+        return false;
+    s += p + 6;
+    if (strspn(s, "0123456789") != 12 || strncmp(s + 12, ":role/", 6) != 0)
+        return false;
+    s += 18;
+    return chars_ok(s, 1, 512, "+=,.@_-/") && s[0] != '/' && s[strlen(s) - 1] != '/';
+}
+
+/* The aws kind's credentials: the access key (credentials "keys", the
+ * default) or the instance's, and a role to assume with them. */
+static int aws_config_check(const json_t *cfg, char *field, size_t flen, char *msg, size_t mlen)
+{
+    static const char *const keyed[] = {"access_key_id", "secret_access_key", "session_token",
+                                        NULL};
+    static const char *const role_only[] = {"external_id", "role_session_name", "sts_endpoint",
+                                            NULL};
+    const char *mode = pull_cfg_str(cfg, "credentials"), *arn = pull_cfg_str(cfg, "role_arn");
+    const char *ext = pull_cfg_str(cfg, "external_id"),
+               *rsn = pull_cfg_str(cfg, "role_session_name");
+    bool instance = mode && strcmp(mode, "instance") == 0;
+
+    if (mode && !instance && strcmp(mode, "keys") != 0)
+        return bad(field, flen, msg, mlen, "credentials",
+                   "config.credentials must be \"keys\" (the access key given) or \"instance\" "
+                   "(the EC2 instance's role, from its metadata service)");
+    for (size_t i = 0; instance && keyed[i]; i++)
+        if (pull_cfg_str(cfg, keyed[i]))
+            return bad(field, flen, msg, mlen, keyed[i],
+                       "config.%s must not be given with config.credentials \"instance\": the "
+                       "instance's role gives the keys",
+                       keyed[i]);
+    if (!instance && !pull_cfg_str(cfg, "access_key_id"))
+        return bad(field, flen, msg, mlen, "access_key_id",
+                   "config.access_key_id is required (or config.credentials \"instance\")");
+    if (!instance && !pull_cfg_str(cfg, "secret_access_key"))
+        return bad(field, flen, msg, mlen, "secret_access_key",
+                   "config.secret_access_key is required with config.access_key_id");
+    if (!instance && pull_cfg_str(cfg, "imds_endpoint"))
+        return bad(field, flen, msg, mlen, "imds_endpoint",
+                   "config.imds_endpoint applies to config.credentials \"instance\" only");
+    if (!instance && (strchr(pull_cfg_str(cfg, "access_key_id"), ':') ||
+                      !chars_ok(pull_cfg_str(cfg, "access_key_id"), 1, 127, "")))
+        return bad(field, flen, msg, mlen, "access_key_id",
+                   "config.access_key_id must be an access key id (letters and digits, like "
+                   "AKIAIOSFODNN7EXAMPLE)");
+    for (size_t i = 0; !arn && role_only[i]; i++)
+        if (pull_cfg_str(cfg, role_only[i]))
+            return bad(field, flen, msg, mlen, role_only[i],
+                       "config.%s applies with config.role_arn only", role_only[i]);
+    if (arn && !role_arn_ok(arn))
+        return bad(field, flen, msg, mlen, "role_arn",
+                   "config.role_arn must be an IAM role ARN, like "
+                   "arn:aws:iam::123456789012:role/gpuinv-reader");
+    if (rsn && !chars_ok(rsn, 2, 64, "+=,.@_-"))
+        return bad(field, flen, msg, mlen, "role_session_name",
+                   "config.role_session_name must be 2 to 64 letters, digits or + = , . @ _ -");
+    if (ext && !chars_ok(ext, 2, 1224, "+=,.@:/_-"))
+        return bad(field, flen, msg, mlen, "external_id",
+                   "config.external_id must be 2 to 1224 letters, digits or + = , . @ : / _ -");
     return 0;
 }
 
@@ -420,6 +509,8 @@ int pull_config_check(const char *kind, const json_t *cfg, char *field, size_t f
         return slurm_config_check(cfg, field, flen, msg, mlen);
     if (strcmp(kind, "prometheus-generic") == 0)
         return pull_generic_config_check(cfg, field, flen, msg, mlen);
+    if (strcmp(kind, "aws") == 0)
+        return aws_config_check(cfg, field, flen, msg, mlen);
     if (strcmp(kind, "gcp") == 0 || strcmp(kind, "azure") == 0)
         return cloud_config_check(kind, cfg, field, flen, msg, mlen);
     return 0;

@@ -6,7 +6,11 @@
  * region that fails stores nothing, so it marks nothing gone, and the
  * other regions still are stored. A dry pull (a test of the source) reads
  * everything and stores nothing. Throttling (RequestLimitExceeded, HTTP
- * 503) is retried a bounded number of times after Retry-After. */
+ * 503) is retried a bounded number of times after Retry-After. The keys
+ * are the config's, the instance's or an assumed role's (aws_creds.h);
+ * temporary ones are renewed before they expire, and once when EC2 says
+ * ExpiredToken. */
+#include "collect/aws_creds.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
 #include "collect/pull_cloud.h"
@@ -39,7 +43,30 @@ struct aws_ctx {
     char token_hdr[4200];
     struct aws_types types; /* the GPUs of every type read in this pull */
     bool dry;               /* a test of the source: store nothing */
+    struct aws_auth auth;   /* the keys every request is signed with */
 };
+
+/* Signs the next requests with x->auth's keys. */
+static void use_creds(struct aws_ctx *x)
+{
+    snprintf(x->userpwd, sizeof x->userpwd, "%s:%s", x->auth.cur.key_id, x->auth.cur.secret);
+    x->token_hdr[0] = '\0';
+    if (x->auth.cur.token[0])
+        snprintf(x->token_hdr, sizeof x->token_hdr, "X-Amz-Security-Token: %s", x->auth.cur.token);
+}
+
+/* Gets fresh keys (a role's or the instance's, which expire). */
+static int refresh_creds(struct aws_ctx *x, char *err, size_t errlen)
+{
+    char why[600];
+
+    if (aws_auth_get(&x->auth, why, sizeof why) != 0) {
+        gi_fmt(err, errlen, "%s: %s", x->region, why);
+        return -1;
+    }
+    use_creds(x);
+    return 0;
+}
 
 /* Appends "&<name>=<value>" (the value percent-encoded) to the form. */
 static int form_add(char *form, size_t cap, const char *name, const char *value)
@@ -78,10 +105,16 @@ static int aws_call(struct aws_ctx *x, const char *form, char **body, size_t *le
     struct httpget_opts o;
     long status = 0, retry_after = 0;
     char code[64], why[400];
+    bool renewed = false;
 
-    if (x->token_hdr[0])
-        headers[1] = x->token_hdr;
     for (int attempt = 0;; attempt++) {
+        /* Temporary keys are renewed before they run out. */
+        if (aws_auth_due(&x->auth, gi_now())) {
+            if (refresh_creds(x, err, errlen) != 0)
+                return -1;
+            renewed = true;
+        }
+        headers[1] = x->token_hdr[0] ? x->token_hdr : NULL;
         pull_http_opts(x->cfg, &o, AWS_MAX_BODY);
         o.bearer = NULL;
         o.headers = headers;
@@ -104,6 +137,15 @@ static int aws_call(struct aws_ctx *x, const char *form, char **body, size_t *le
             gi_warn("aws %s: throttled (%s); trying again in %ld s", x->region, why,
                     (long)ts.tv_sec);
             nanosleep(&ts, NULL);
+            continue;
+        }
+        /* Temporary keys refused as expired (revoked, or a clock ahead of
+         * ours): new ones once, then the request again. */
+        if (strcmp(code, "ExpiredToken") == 0 && x->auth.temporary && !renewed) {
+            gi_warn("aws %s: the temporary keys expired (%s); getting new ones", x->region, why);
+            if (refresh_creds(x, err, errlen) != 0)
+                return -1;
+            renewed = true;
             continue;
         }
         if (strcmp(code, "AuthFailure") == 0 || strcmp(code, "RequestExpired") == 0 ||
@@ -234,6 +276,7 @@ static int pull_region(struct store *st, int64_t sid, struct aws_ctx *x,
         }
         v->gpu_count = t->count;
         v->gpu_memory_mib = t->memory_mib;
+        v->gpu_fraction = t->partition > 0 && t->partition < 1 ? t->partition : 0;
         gi_strlcpy(v->gpu_model, t->model, sizeof v->gpu_model);
     }
     if (rc == 0) {
@@ -254,18 +297,18 @@ int pull_run_aws(struct store *st, int64_t source_id, const json_t *cfg, const c
                  struct pull_result *res)
 {
     const json_t *regions = json_object_get(cfg, "regions");
-    const char *endpoint = pull_cfg_str(cfg, "endpoint"),
-               *token = pull_cfg_str(cfg, "session_token");
+    const char *endpoint = pull_cfg_str(cfg, "endpoint");
     struct cloud_sync_result r = {0};
-    struct aws_ctx x = {.cfg = cfg, .dry = res->dry};
+    struct aws_ctx x = {.cfg = cfg, .dry = res->dry, .auth = {.cfg = cfg}};
     size_t failed = 0, i;
     json_t *reg;
 
     (void)cluster;
-    snprintf(x.userpwd, sizeof x.userpwd, "%s:%s", pull_cfg_str(cfg, "access_key_id"),
-             pull_cfg_str(cfg, "secret_access_key") ? pull_cfg_str(cfg, "secret_access_key") : "");
-    if (token)
-        snprintf(x.token_hdr, sizeof x.token_hdr, "X-Amz-Security-Token: %s", token);
+    /* The keys (the config's, the instance's or an assumed role's) serve
+     * every region; without them nothing is read and nothing is gone. */
+    if (aws_auth_get(&x.auth, res->error, sizeof res->error) != 0)
+        return -1;
+    use_creds(&x);
     json_array_foreach(regions, i, reg) {
         char err[512];
         x.region = json_string_value(reg);
@@ -283,6 +326,7 @@ int pull_run_aws(struct store *st, int64_t source_id, const json_t *cfg, const c
     aws_types_free(&x.types);
     explicit_bzero(x.userpwd, sizeof x.userpwd);
     explicit_bzero(x.token_hdr, sizeof x.token_hdr);
+    aws_auth_clear(&x.auth);
     res->gpus = r.gpus;
     res->hosts = r.instances;
     res->instances = r.instances;

@@ -3,6 +3,7 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include <jansson.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <stdarg.h>
@@ -35,6 +36,13 @@ static xmlNode *child(const xmlNode *n, const char *name)
         if (named(c, name))
             return c;
     return NULL;
+}
+
+/* The first child element called a, else the first called b. */
+static xmlNode *child_either(const xmlNode *n, const char *a, const char *b)
+{
+    xmlNode *c = child(n, a);
+    return c ? c : child(n, b);
 }
 
 /* The text of element n, trimmed, into buf: 0 (buf "" when n is NULL or
@@ -179,8 +187,12 @@ bool aws_parse_error(const char *data, size_t len, char *code, size_t clen, char
     xmlFreeParserCtxt(ctxt);
     if (!doc)
         return false;
-    e = child(child(xmlDocGetRootElement(doc), "Errors"), "Error");
-    if (named(xmlDocGetRootElement(doc), "Response") && e) {
+    e = named(xmlDocGetRootElement(doc), "ErrorResponse")
+            ? child(xmlDocGetRootElement(doc), "Error")
+            : child(child(xmlDocGetRootElement(doc), "Errors"), "Error");
+    if ((named(xmlDocGetRootElement(doc), "Response") ||
+         named(xmlDocGetRootElement(doc), "ErrorResponse")) &&
+        e) {
         is = true;
         if (text(child(e, "Code"), code, clen) != 0)
             code[0] = '\0';
@@ -356,7 +368,6 @@ static void read_gpus(const xmlNode *info, struct aws_gpu_type *t)
 {
     char buf[128];
     int64_t v;
-    double part = 1;
 
     t->count = 0;
     t->memory_mib = -1;
@@ -364,20 +375,23 @@ static void read_gpus(const xmlNode *info, struct aws_gpu_type *t)
     for (xmlNode *g = child(info, "gpus") ? child(info, "gpus")->children : NULL; g; g = g->next) {
         char man[64], name[64];
         int64_t count = 0, logical = 0;
+        double part = 1;
         if (!named(g, "item"))
             continue;
         if (text(child(g, "count"), buf, sizeof buf) == 0 && buf[0])
             gi_parse_int64(buf, 0, 1024, &count);
-        if (text(child(g, "logicalGpuCount"), buf, sizeof buf) == 0 && buf[0])
+        if (text(child_either(g, "logicalGpuCount", "LogicalGpuCount"), buf, sizeof buf) == 0 &&
+            buf[0])
             gi_parse_int64(buf, 0, 1024, &logical);
-        if (text(child(g, "gpuPartitionSize"), buf, sizeof buf) == 0 && buf[0])
-            gi_parse_double(buf, 0, 1, &part);
+        if (text(child_either(g, "gpuPartitionSize", "GpuPartitionSize"), buf, sizeof buf) == 0 &&
+            buf[0] && gi_parse_double(buf, 0, 1, &part) != GI_OK)
+            part = 1;
         /* A fractional GPU says Count 0: its logical count is what the
-         * instance holds (a share of one, its partition size). */
-        if (count == 0 && logical > 0) {
+         * instance holds, each a share of one (its partition size). */
+        if (count == 0 && logical > 0)
             count = logical;
-            t->partition = part > 0 ? part : 1;
-        }
+        if (count > 0 && part > 0 && part < 1)
+            t->partition = part;
         if (t->count + count <= 1024)
             t->count += (int)count;
         if (t->model[0] == '\0' && text(child(g, "manufacturer"), man, sizeof man) == 0 &&
@@ -431,4 +445,135 @@ void aws_types_free(struct aws_types *out)
 {
     free(out->items);
     memset(out, 0, sizeof *out);
+}
+
+/* A credential value fit for a header or for "<id>:<secret>": text
+ * without control characters or line breaks (and, for the key id, no
+ * ':'). */
+static bool cred_ok(const char *v, bool is_id)
+{
+    if (!v[0] || !gi_text_ok(v))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || (is_id && (*p == ':' || *p == ' ')))
+            return false;
+    return true;
+}
+
+/* Fills out from the four values (any may be NULL); GI_OK or GI_INVALID
+ * naming the first unusable one in err, out zeroed. */
+static int creds_set(struct aws_creds *out, const char *id, const char *secret, const char *token,
+                     const char *expiration, const char *names[4], char *err, size_t errlen)
+{
+    const char *vals[3] = {id, secret, token};
+    char *dst[3] = {out->key_id, out->secret, out->token};
+    size_t cap[3] = {sizeof out->key_id, sizeof out->secret, sizeof out->token};
+
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < 3; i++)
+        if (!vals[i] || !cred_ok(vals[i], i == 0) || !gi_strlcpy(dst[i], vals[i], cap[i])) {
+            fail(err, errlen, "%s is %s", names[i],
+                 !vals[i] || !vals[i][0] ? "missing" : "too long or not usable");
+            explicit_bzero(out, sizeof *out);
+            return GI_INVALID;
+        }
+    if (!expiration || gi_time_parse(expiration, &out->expires) != GI_OK || out->expires <= 0) {
+        fail(err, errlen, "%s is %s", names[3], expiration ? "not a time" : "missing");
+        explicit_bzero(out, sizeof *out);
+        return GI_INVALID;
+    }
+    return GI_OK;
+}
+
+int aws_parse_assume_role(const char *data, size_t len, struct aws_creds *out, char *err,
+                          size_t errlen)
+{
+    static const char *names[4] = {"AccessKeyId", "SecretAccessKey", "SessionToken", "Expiration"};
+    char id[AWS_KEY_ID_LEN], secret[AWS_SECRET_LEN], token[AWS_SESSION_TOKEN_LEN], exp[64];
+    char *vals[4] = {id, secret, token, exp};
+    size_t caps[4] = {sizeof id, sizeof secret, sizeof token, sizeof exp};
+    xmlParserCtxt *ctxt;
+    xmlDoc *doc;
+    xmlNode *r, *cr;
+    int rc = GI_INVALID;
+
+    memset(out, 0, sizeof *out);
+    if (len > AWS_MAX_BODY) {
+        fail(err, errlen, "the answer is larger than %u bytes", AWS_MAX_BODY);
+        return GI_TOO_LARGE;
+    }
+    if (!(ctxt = xmlNewParserCtxt())) {
+        fail(err, errlen, "cannot start the XML parser");
+        return GI_INTERNAL;
+    }
+    doc = xmlCtxtReadMemory(ctxt, data, (int)len, NULL, NULL,
+                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+                                XML_PARSE_NOBLANKS);
+    xmlFreeParserCtxt(ctxt);
+    if (!doc) {
+        fail(err, errlen, "the answer is not XML");
+        return GI_INVALID;
+    }
+    r = xmlDocGetRootElement(doc);
+    if (named(r, "ErrorResponse")) {
+        char code[64] = "", msg[400] = "";
+        xmlNode *e = child(r, "Error");
+        if (text(child(e, "Code"), code, sizeof code) != 0)
+            code[0] = '\0';
+        if (text(child(e, "Message"), msg, sizeof msg) != 0)
+            msg[0] = '\0';
+        fail(err, errlen, "STS error %s: %s", code[0] ? code : "(no code)", msg);
+        goto cleanup;
+    }
+    if (!named(r, "AssumeRoleResponse")) {
+        fail(err, errlen, "root element is <%.40s>, not <AssumeRoleResponse>",
+             r ? (const char *)r->name : "");
+        goto cleanup;
+    }
+    cr = child(child(r, "AssumeRoleResult"), "Credentials");
+    if (!cr) {
+        fail(err, errlen, "the answer has no AssumeRoleResult/Credentials");
+        goto cleanup;
+    }
+    for (int i = 0; i < 4; i++)
+        if (text(child(cr, names[i]), vals[i], caps[i]) != 0)
+            vals[i][0] = '\0';
+    rc = creds_set(out, id, secret, token, exp[0] ? exp : NULL, names, err, errlen);
+cleanup:
+    explicit_bzero(secret, sizeof secret);
+    explicit_bzero(token, sizeof token);
+    xmlFreeDoc(doc);
+    return rc;
+}
+
+int aws_parse_imds_creds(const char *data, size_t len, struct aws_creds *out, char *err,
+                         size_t errlen)
+{
+    static const char *names[4] = {"AccessKeyId", "SecretAccessKey", "Token", "Expiration"};
+    json_t *j;
+    const char *code;
+    int rc = GI_INVALID;
+
+    memset(out, 0, sizeof *out);
+    if (len > AWS_MAX_BODY) {
+        fail(err, errlen, "the answer is larger than %u bytes", AWS_MAX_BODY);
+        return GI_TOO_LARGE;
+    }
+    if (!(j = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL)) || !json_is_object(j)) {
+        fail(err, errlen, "the answer is not a JSON object");
+        goto cleanup;
+    }
+    code = json_string_value(json_object_get(j, "Code"));
+    if (code && strcmp(code, "Success") != 0) {
+        fail(err, errlen, "the instance metadata service says Code %.60s",
+             gi_text_ok(code) ? code : "(unreadable)");
+        goto cleanup;
+    }
+    rc = creds_set(out, json_string_value(json_object_get(j, names[0])),
+                   json_string_value(json_object_get(j, names[1])),
+                   json_string_value(json_object_get(j, names[2])),
+                   json_string_value(json_object_get(j, names[3])), names, err, errlen);
+cleanup:
+    json_decref(j);
+    return rc;
 }

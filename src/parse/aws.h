@@ -67,8 +67,39 @@ int aws_parse_types(const char *data, size_t len, struct aws_types *out, char *e
 void aws_types_free(struct aws_types *out);
 
 /* True when the body is an EC2 error document
- * (<Response><Errors><Error><Code>...); code and message filled. */
+ * (<Response><Errors><Error><Code>...) or an STS one
+ * (<ErrorResponse><Error><Code>...); code and message filled. */
 bool aws_parse_error(const char *data, size_t len, char *code, size_t clen, char *msg, size_t mlen);
+
+#define AWS_KEY_ID_LEN 128
+#define AWS_SECRET_LEN 256
+#define AWS_SESSION_TOKEN_LEN 4096
+
+/* Temporary (or configured) credentials: an access key id, its secret,
+ * the session token sent as X-Amz-Security-Token ("" for long-term
+ * keys), and when they expire (unix seconds; 0 never). */
+struct aws_creds {
+    char key_id[AWS_KEY_ID_LEN];
+    char secret[AWS_SECRET_LEN];
+    char token[AWS_SESSION_TOKEN_LEN];
+    int64_t expires;
+};
+
+/* An STS AssumeRole answer:
+ * AssumeRoleResponse/AssumeRoleResult/Credentials{AccessKeyId,
+ * SecretAccessKey, SessionToken, Expiration}, into *out. GI_OK;
+ * GI_INVALID when it is not such an answer or a credential is missing,
+ * too long or not usable in a header (err says which; an STS error
+ * document gives its code and message), *out zeroed; GI_TOO_LARGE past
+ * AWS_MAX_BODY. */
+int aws_parse_assume_role(const char *data, size_t len, struct aws_creds *out, char *err,
+                          size_t errlen);
+
+/* The instance metadata service's role credentials (JSON: Code "Success",
+ * AccessKeyId, SecretAccessKey, Token, Expiration), into *out. Returns
+ * as aws_parse_assume_role. */
+int aws_parse_imds_creds(const char *data, size_t len, struct aws_creds *out, char *err,
+                         size_t errlen);
 
 /* The normalized state of an EC2 state code (already masked). */
 enum cloud_state aws_state(int64_t code);

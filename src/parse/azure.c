@@ -12,13 +12,14 @@
 #include <string.h>
 #include <strings.h>
 
-/* GPU sizes: the model each GPU is, its memory, the count, and whether
- * the size gets only a share of one GPU (a vGPU profile). */
+/* GPU sizes: the model each GPU is, its memory, the count, and the
+ * share of one GPU the size gets (an NVadsA10_v5 vGPU profile: 1/6, 1/3,
+ * 1/2 of an A10); 0 when whole. */
 static const struct {
     const char *size, *model;
     int64_t mem_mib;
     int count;
-    int shared;
+    double fraction;
 } sizes[] = {
     {"Standard_NC24ads_A100_v4", "NVIDIA A100 80GB PCIe", 81920, 1, 0},
     {"Standard_NC48ads_A100_v4", "NVIDIA A100 80GB PCIe", 81920, 2, 0},
@@ -33,24 +34,24 @@ static const struct {
     {"Standard_NC8as_T4_v3", "Tesla T4", 16384, 1, 0},
     {"Standard_NC16as_T4_v3", "Tesla T4", 16384, 1, 0},
     {"Standard_NC64as_T4_v3", "Tesla T4", 16384, 4, 0},
-    {"Standard_NV6ads_A10_v5", "NVIDIA A10-4Q", 4096, 1, 1},
-    {"Standard_NV12ads_A10_v5", "NVIDIA A10-8Q", 8192, 1, 1},
-    {"Standard_NV18ads_A10_v5", "NVIDIA A10-12Q", 12288, 1, 1},
+    {"Standard_NV6ads_A10_v5", "NVIDIA A10-4Q", 4096, 1, 1.0 / 6},
+    {"Standard_NV12ads_A10_v5", "NVIDIA A10-8Q", 8192, 1, 1.0 / 3},
+    {"Standard_NV18ads_A10_v5", "NVIDIA A10-12Q", 12288, 1, 1.0 / 2},
     {"Standard_NV36ads_A10_v5", "NVIDIA A10", 24576, 1, 0},
     {"Standard_NV36adms_A10_v5", "NVIDIA A10", 24576, 1, 0},
     {"Standard_NV72ads_A10_v5", "NVIDIA A10", 24576, 2, 0},
 };
 
-int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib, int *shared)
+int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib, double *fraction)
 {
     model[0] = '\0';
     *mem_mib = -1;
-    *shared = 0;
+    *fraction = 0;
     for (size_t i = 0; size && i < sizeof sizes / sizeof *sizes; i++)
         if (strcasecmp(sizes[i].size, size) == 0) {
             gi_strlcpy(model, sizes[i].model, mlen);
             *mem_mib = sizes[i].mem_mib;
-            *shared = sizes[i].shared;
+            *fraction = sizes[i].fraction;
             return sizes[i].count;
         }
     return -1;
@@ -112,13 +113,16 @@ static void power_state(struct cloud_instance *ci, const json_t *view, struct az
 
 static void gpus_of(struct cloud_instance *ci, const struct azure_skus *skus)
 {
-    int shared = 0, table, listed;
+    double fraction = 0;
+    int table, listed;
 
     table = azure_size_gpus(ci->machine_type, ci->gpu_model, sizeof ci->gpu_model,
-                            &ci->gpu_memory_mib, &shared);
+                            &ci->gpu_memory_mib, &fraction);
     listed = skus ? azure_skus_gpus(skus, ci->machine_type) : -1;
-    /* A shared GPU is one virtual GPU, whatever the SKU count says. */
-    ci->gpu_count = shared ? table : listed >= 0 ? listed : table;
+    /* A shared GPU is one virtual GPU, a share of a whole one, whatever
+     * the SKU count says. */
+    ci->gpu_count = fraction > 0 ? table : listed >= 0 ? listed : table;
+    ci->gpu_fraction = fraction;
     if (ci->gpu_count == 0) {
         ci->gpu_model[0] = '\0';
         ci->gpu_memory_mib = -1;

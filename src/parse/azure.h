@@ -112,8 +112,9 @@ void azure_skus_free(struct azure_skus *s);
 
 /* What the built-in table says of a size: returns the GPU count, or -1
  * when it does not know the size; fills model and mem_mib (per GPU), and
- * *shared when the size gets a part of one GPU. */
-int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib, int *shared);
+ * *fraction: the share of one GPU each is for a partial size (1/6 of an
+ * A10), 0 when whole. */
+int azure_size_gpus(const char *size, char *model, size_t mlen, int64_t *mem_mib, double *fraction);
 
 /* The message of an error answer ({"error": {"code", "message"}}, or
  * Entra ID's {"error", "error_description"}) into out; "" when none. */

@@ -31,7 +31,7 @@
 #define INST_COLS                                                                                  \
     "i.id, i.provider, i.instance_id, i.name, i.account, i.region, i.zone, i.machine_type, "       \
     "i.state, i.state_raw, i.launch_time AS launched_at, i.gpu_model, i.gpu_count, "               \
-    "i.gpu_memory_mib, "                                                                           \
+    "i.gpu_memory_mib, i.gpu_fraction, "                                                           \
     "i.private_ip, i.tags, h.hostname AS host, s.name AS source, i.scope, i.first_seen AS "        \
     "first_seen_at, i.last_seen AS last_seen_at, i.gone_at "
 
@@ -49,15 +49,17 @@
     X(INST_ADD,                                                                                    \
       "INSERT INTO cloud_instances (source_id, provider, scope, instance_id, name, account, "      \
       "region, zone, machine_type, state, state_raw, launch_time, gpu_model, gpu_count, "          \
-      "gpu_memory_mib, private_ip, tags, host_id, first_seen, last_seen) VALUES (:sid, "           \
-      ":provider, :scope, :iid, :name, :account, :region, :zone, :mtype, :state, :raw, :launch, "  \
-      ":model, :count, :mem, :ip, :tags, :hid, :now, :now) RETURNING id")                          \
+      "gpu_memory_mib, gpu_fraction, private_ip, tags, host_id, first_seen, last_seen) VALUES "    \
+      "(:sid, :provider, :scope, :iid, :name, :account, :region, :zone, :mtype, :state, :raw, "    \
+      ":launch, :model, :count, :mem, :fraction, :ip, :tags, :hid, :now, :now) RETURNING id")      \
     X(INST_SET,                                                                                    \
       "UPDATE cloud_instances SET scope = :scope, name = :name, account = :account, region = "     \
       ":region, zone = :zone, machine_type = :mtype, state = :state, state_raw = :raw, "           \
       "launch_time = :launch, gpu_model = COALESCE(:model, gpu_model), gpu_count = "               \
-      "COALESCE(:count, gpu_count), gpu_memory_mib = COALESCE(:mem, gpu_memory_mib), private_ip "  \
-      "= :ip, tags = :tags, host_id = :hid, last_seen = :now, gone_at = NULL WHERE id = :id")      \
+      "COALESCE(:count, gpu_count), gpu_memory_mib = COALESCE(:mem, gpu_memory_mib), "             \
+      "gpu_fraction = CASE WHEN CAST(:count AS BIGINT) IS NULL THEN gpu_fraction ELSE :fraction "  \
+      "END, private_ip = :ip, tags = :tags, host_id = :hid, last_seen = :now, gone_at = NULL "     \
+      "WHERE id = :id")                                                                            \
     X(HOST_BY_NAME, "SELECT id FROM hosts WHERE hostname = :name")                                 \
     X(HOST_CLAIMED, "SELECT COUNT(*) FROM cloud_instances WHERE host_id = :hid AND id <> :id")     \
     X(HOST_ADD, "INSERT INTO hosts (hostname, cluster, source_id, first_seen_at, last_seen_at) "   \
@@ -445,6 +447,11 @@ static void bind_instance(struct db_stmt *s, const struct sync_ctx *x,
     db_bind_opt_text(s, ":model", opt(v->gpu_model));
     db_bind_opt_int(s, ":count", v->gpu_count);
     db_bind_opt_int(s, ":mem", v->gpu_memory_mib);
+    /* A share of one GPU; whole (or unknown) is NULL. */
+    if (v->gpu_fraction > 0 && v->gpu_fraction < 1)
+        db_bind_dbl(s, ":fraction", v->gpu_fraction);
+    else
+        db_bind_text(s, ":fraction", NULL);
     db_bind_opt_text(s, ":ip", opt(v->private_ip));
     db_bind_text(s, ":tags", tags ? tags : "{}");
     db_bind_opt_int(s, ":hid", hid > 0 ? hid : -1);

@@ -34,7 +34,9 @@
  * MIG: an instance counts its slice (fraction = the profile's leading
  * number over the parent's slice count, 4 on an A30 and 7 otherwise); a
  * parent with instances counts only the rest, 1 - the sum of its present
- * instances' fractions, so a physical GPU never counts more than once. */
+ * instances' fractions, so a physical GPU never counts more than once.
+ * A cloud placeholder GPU of a fractional type (AWS g6f, Azure
+ * NVadsA10_v5) counts its instance's gpu_fraction the same way. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
 #include "store/usage_hour_int.h"
@@ -65,6 +67,8 @@
     X(GPU_CHILDREN, "SELECT mig_profile FROM gpus WHERE host_id = :hid AND parent_uuid = :uuid "   \
                     "AND missing_since IS NULL")                                                   \
     X(GPU_PARENT_MODEL, "SELECT model FROM gpus WHERE uuid = :uuid")                               \
+    X(CLOUD_FRACTION, "SELECT i.gpu_fraction FROM cloud_gpus c JOIN cloud_instances i ON i.id = "  \
+                      "c.instance_row WHERE c.gpu_id = :gid")                                      \
     X(OWNED_GET, "SELECT owned_from FROM usage_gpus WHERE gpu_id = :gid")                          \
     X(REGISTERED, "SELECT MIN(r.created_at) FROM host_links l JOIN resources r ON r.id = "         \
                   "l.resource_id WHERE l.host_id = :hid")                                          \
@@ -399,6 +403,18 @@ static int gpu_fraction(struct conn *c, struct hour_calc *h, double *fraction)
     int step;
 
     *fraction = 1.0;
+    /* A cloud placeholder of a fractional type (g6f, NVadsA10) is a
+     * share of one GPU. */
+    if (strncmp(h->uuid, "cloud:", 6) == 0) {
+        if (!(s = prep(c, ST_CLOUD_FRACTION)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", h->gid);
+        if ((step = db_step(c, s)) == DB_ROW && !db_col_is_null(s, 0) && db_col_dbl(s, 0) > 0 &&
+            db_col_dbl(s, 0) < 1)
+            *fraction = db_col_dbl(s, 0);
+        db_reset(s);
+        return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+    }
     if (h->parent[0]) {
         if (!(s = prep(c, ST_GPU_PARENT_MODEL)))
             return GI_INTERNAL;

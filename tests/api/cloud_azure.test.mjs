@@ -90,6 +90,8 @@ test('a pull: token grant, SKUs, two pages with a throttled answer, power states
   assert.equal(a10.gpu_count, 1);
   assert.equal(a10.gpu_model, 'NVIDIA A10-4Q');
   assert.equal(a10.gpu_memory_mib, 4096);
+  assert.ok(Math.abs(a10.gpu_fraction - 1 / 6) < 1e-9, 'a sixth of an A10');
+  assert.equal(byName(items, 'nd-h100-01').gpu_fraction, null, 'whole GPUs');
   // stopped (still billed) is not running either.
   const a100 = byName(items, 'nc-a100-04');
   assert.equal(a100.state, 'stopped');
@@ -106,12 +108,13 @@ test('tags feed the ownership rules; stopped and deallocated VMs are not allocat
   assert.equal((await rollupAll(s)).dirty_left, 0);
   const q = { group_by: 'consumer', from: iso(T0), to: iso(T0 + 3600), step: 'day' };
   const cloud = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams(q))).items.filter((x) => x.kind === 'cloud');
-  // Running: nd-h100-01 (8) and nv-a10-03 (1 shared). Not: deallocated
+  // Running: nd-h100-01 (8) and nv-a10-03 (a sixth of one A10). Not: deallocated
   // nc-t4-02, stopped nc-a100-04; future-05 and jump-06 have no known GPUs.
   const ID = (n) => `azure/6f1c2a3b-0000-4000-8000-00000000000${n}`;
   assert.deepEqual(cloud.map((x) => x.group).sort(), [ID(1), ID(3)]);
   assert.equal(cloud.find((x) => x.group === ID(1)).gpu_hours.allocated, 8);
-  assert.equal(cloud.find((x) => x.group === ID(3)).gpu_hours.allocated, 1);
+  const a10 = cloud.find((x) => x.group === ID(3)).gpu_hours.allocated;
+  assert.ok(Math.abs(a10 - 1 / 6) < 1e-5, `an NV6ads A10 hour counts 1/6 of a GPU-hour, not ${a10}`);
 });
 
 test('the SKU list is kept; failures mark nothing gone; a foreign nextLink is not followed', async () => {

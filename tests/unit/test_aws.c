@@ -142,7 +142,7 @@ static void test_types(void **state)
 
     (void)state;
     assert_status(aws_parse_types(a, len, &t, err, sizeof err), GI_OK);
-    assert_int_equal(t.n, 6);
+    assert_int_equal(t.n, 8);
     g = type(&t, "p4d.24xlarge");
     assert_string_equal(g->model, "NVIDIA A100");
     assert_int_equal(g->count, 8);
@@ -150,6 +150,17 @@ static void test_types(void **state)
     g = type(&t, "g6f.large");
     assert_int_equal(g->count, 1); /* Count 0, one logical GPU of 1/8 */
     assert_true(g->partition > 0.124 && g->partition < 0.126);
+    assert_string_equal(g->model, "NVIDIA L4");
+    assert_int_equal(g->memory_mib, 2861);
+    g = type(&t, "g6f.4xlarge");
+    assert_int_equal(g->count, 1);
+    assert_true(g->partition > 0.499 && g->partition < 0.501);
+    assert_int_equal(g->memory_mib, 11444);
+    g = type(&t, "g6f.2xlarge"); /* the element names as the JSON form spells them */
+    assert_int_equal(g->count, 1);
+    assert_true(g->partition > 0.249 && g->partition < 0.251);
+    g = type(&t, "g5.xlarge");
+    assert_true(g->partition > 0.999 && g->partition < 1.001); /* whole */
     g = type(&t, "dl1.24xlarge");
     assert_string_equal(g->model, "Habana Gaudi HL-205");
     g = type(&t, "m5.large");
@@ -160,12 +171,97 @@ static void test_types(void **state)
     free(a);
 }
 
+/* STS AssumeRole: the credentials, the error document, and answers that
+ * give no usable keys. */
+static void test_assume_role(void **state)
+{
+    static const char ok[] =
+        "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><AssumeRoleResult>"
+        "<Credentials><SessionToken> FwoGZXIvYXdzEBY= </SessionToken>"
+        "<SecretAccessKey>wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY</SecretAccessKey>"
+        "<Expiration>2026-12-01T13:34:41Z</Expiration><AccessKeyId>ASIAIOSFODNN7EXAMPLE"
+        "</AccessKeyId></Credentials></AssumeRoleResult></AssumeRoleResponse>";
+    static const char denied[] =
+        "<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><Error><Type>Sender"
+        "</Type><Code>AccessDenied</Code><Message>not authorized to perform: sts:AssumeRole"
+        "</Message></Error><RequestId>x</RequestId></ErrorResponse>";
+    static const char no_token[] =
+        "<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>ASIA1</AccessKeyId>"
+        "<SecretAccessKey>s</SecretAccessKey><Expiration>2026-12-01T13:34:41Z</Expiration>"
+        "</Credentials></AssumeRoleResult></AssumeRoleResponse>";
+    static const char bad_id[] =
+        "<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>AS:IA</AccessKeyId>"
+        "<SecretAccessKey>s</SecretAccessKey><SessionToken>t</SessionToken>"
+        "<Expiration>2026-12-01T13:34:41Z</Expiration></Credentials></AssumeRoleResult>"
+        "</AssumeRoleResponse>";
+    static const char bad_time[] =
+        "<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>ASIA1</AccessKeyId>"
+        "<SecretAccessKey>s</SecretAccessKey><SessionToken>t</SessionToken>"
+        "<Expiration>soon</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>";
+    struct aws_creds c;
+    char err[AWS_ERR_LEN], code[64], msg[128];
+
+    (void)state;
+    assert_status(aws_parse_assume_role(ok, sizeof ok - 1, &c, err, sizeof err), GI_OK);
+    assert_string_equal(c.key_id, "ASIAIOSFODNN7EXAMPLE");
+    assert_string_equal(c.secret, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY");
+    assert_string_equal(c.token, "FwoGZXIvYXdzEBY=");
+    assert_int_equal(c.expires, 1796132081);
+
+    assert_status(aws_parse_assume_role(denied, sizeof denied - 1, &c, err, sizeof err),
+                  GI_INVALID);
+    assert_non_null(strstr(err, "AccessDenied"));
+    assert_string_equal(c.key_id, "");
+    assert_true(aws_parse_error(denied, sizeof denied - 1, code, sizeof code, msg, sizeof msg));
+    assert_string_equal(code, "AccessDenied");
+    assert_non_null(strstr(msg, "sts:AssumeRole"));
+
+    assert_status(aws_parse_assume_role(no_token, sizeof no_token - 1, &c, err, sizeof err),
+                  GI_INVALID);
+    assert_non_null(strstr(err, "SessionToken is missing"));
+    assert_status(aws_parse_assume_role(bad_id, sizeof bad_id - 1, &c, err, sizeof err),
+                  GI_INVALID);
+    assert_non_null(strstr(err, "AccessKeyId"));
+    assert_status(aws_parse_assume_role(bad_time, sizeof bad_time - 1, &c, err, sizeof err),
+                  GI_INVALID);
+    assert_non_null(strstr(err, "Expiration"));
+    assert_status(aws_parse_assume_role("{}", 2, &c, err, sizeof err), GI_INVALID);
+}
+
+/* The metadata service's role credentials (JSON). */
+static void test_imds(void **state)
+{
+    static const char ok[] = "{\"Code\": \"Success\", \"LastUpdated\": \"2026-12-01T08:00:00Z\", "
+                             "\"Type\": \"AWS-HMAC\", \"AccessKeyId\": \"ASIAIMDS\", "
+                             "\"SecretAccessKey\": \"sec/ret+\", \"Token\": \"tok==\", "
+                             "\"Expiration\": \"2026-12-01T14:00:00Z\"}";
+    static const char failed[] = "{\"Code\": \"AssumeRoleUnauthorizedAccess\"}";
+    static const char crlf[] =
+        "{\"Code\": \"Success\", \"AccessKeyId\": \"A\", \"SecretAccessKey\": "
+        "\"s\", \"Token\": \"t\\r\\nX-Evil: 1\", \"Expiration\": "
+        "\"2026-12-01T14:00:00Z\"}";
+    struct aws_creds c;
+    char err[AWS_ERR_LEN];
+
+    (void)state;
+    assert_status(aws_parse_imds_creds(ok, sizeof ok - 1, &c, err, sizeof err), GI_OK);
+    assert_string_equal(c.key_id, "ASIAIMDS");
+    assert_string_equal(c.secret, "sec/ret+");
+    assert_string_equal(c.token, "tok==");
+    assert_int_equal(c.expires, 1796133600);
+    assert_status(aws_parse_imds_creds(failed, sizeof failed - 1, &c, err, sizeof err), GI_INVALID);
+    assert_non_null(strstr(err, "AssumeRoleUnauthorizedAccess"));
+    assert_status(aws_parse_imds_creds(crlf, sizeof crlf - 1, &c, err, sizeof err), GI_INVALID);
+    assert_non_null(strstr(err, "Token"));
+    assert_status(aws_parse_imds_creds("not json", 8, &c, err, sizeof err), GI_INVALID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pages),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_types),
+        cmocka_unit_test(test_pages), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_types), cmocka_unit_test(test_assume_role),
+        cmocka_unit_test(test_imds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

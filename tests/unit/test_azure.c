@@ -117,12 +117,14 @@ static void page_two(void **state)
     assert_string_equal(p.items[0].gpu_model, "NVIDIA A10-4Q");
     assert_int_equal(p.items[0].gpu_count, 1);
     assert_int_equal(p.items[0].gpu_memory_mib, 4096);
+    assert_true(p.items[0].gpu_fraction > 0.166 && p.items[0].gpu_fraction < 0.167);
     assert_int_equal(p.items[0].launch_time, 1571094682); /* no fraction */
     /* stopped still holds the hardware, but is not running. */
     assert_int_equal(p.items[1].state, CLOUD_STOPPED);
     assert_string_equal(p.items[1].state_raw, "stopped");
     assert_int_equal(p.items[1].gpu_count, 1);
     assert_string_equal(p.items[1].gpu_model, "NVIDIA A100 80GB PCIe");
+    assert_true(p.items[1].gpu_fraction == 0); /* whole */
     /* A size neither list knows: unknown. */
     assert_int_equal(p.items[2].gpu_count, -1);
     assert_string_equal(p.items[2].gpu_model, "");
@@ -136,6 +138,34 @@ static void page_two(void **state)
     assert_int_equal(p.items[3].gpu_count, -1);
     azure_page_free(&p);
     azure_skus_free(&s);
+}
+
+/* The NVadsA10_v5 sizes: partial A10s up to NV18ads, whole from NV36ads;
+ * the other sizes whole. */
+static void a10_shares(void **state)
+{
+    static const struct {
+        const char *size;
+        int count;
+        double fraction;
+    } want[] = {{"Standard_NV6ads_A10_v5", 1, 1.0 / 6}, {"Standard_NV12ads_A10_v5", 1, 1.0 / 3},
+                {"standard_nv18ads_a10_v5", 1, 0.5},    {"Standard_NV36ads_A10_v5", 1, 0},
+                {"Standard_NV36adms_A10_v5", 1, 0},     {"Standard_NV72ads_A10_v5", 2, 0},
+                {"Standard_ND96isr_H100_v5", 8, 0}};
+    char model[128];
+    int64_t mem;
+    double f;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        f = -1;
+        assert_int_equal(azure_size_gpus(want[i].size, model, sizeof model, &mem, &f),
+                         want[i].count);
+        assert_true(f > want[i].fraction - 1e-9 && f < want[i].fraction + 1e-9);
+    }
+    f = -1;
+    assert_int_equal(azure_size_gpus("Standard_D4s_v5", model, sizeof model, &mem, &f), -1);
+    assert_true(f == 0);
 }
 
 static void odd_values(void **state)
@@ -194,8 +224,8 @@ static void errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(skus),       cmocka_unit_test(page_one), cmocka_unit_test(page_two),
-        cmocka_unit_test(odd_values), cmocka_unit_test(errors),
+        cmocka_unit_test(skus),       cmocka_unit_test(page_one),   cmocka_unit_test(page_two),
+        cmocka_unit_test(a10_shares), cmocka_unit_test(odd_values), cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
