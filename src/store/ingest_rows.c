@@ -12,9 +12,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Each GPU's newest values from a row u of the batch (gid, ts, obs, ua,
+ * mem, pw, temp, ecc_c, ecc_u, xid): the owning source's newest sample
+ * replaces any other, and another source's only while the record holds
+ * none of its owner's; an older sample never replaces a newer one of the
+ * same kind. Counters a sample leaves absent keep their value. */
+#define LATEST_SET                                                                                 \
+    "sample_at = u.ts, util_pct = u.ua, mem_used_mib = u.mem, power_w = u.pw, temp_c = u.temp, "   \
+    "ecc_corrected = COALESCE(u.ecc_c, gpus.ecc_corrected), ecc_uncorrected = COALESCE(u.ecc_u, "  \
+    "gpus.ecc_uncorrected), xid_last = COALESCE(u.xid, gpus.xid_last), reading_source_id = :sid, " \
+    "observed_at = CASE WHEN gpus.observed_at IS NULL OR gpus.observed_at < u.obs THEN u.obs "     \
+    "ELSE gpus.observed_at END"
+#define LATEST_WHERE                                                                               \
+    "WHERE gpus.id = u.gid AND CASE WHEN gpus.source_id = :sid THEN (gpus.reading_source_id IS "   \
+    "NULL OR gpus.reading_source_id <> :sid OR gpus.sample_at IS NULL OR gpus.sample_at <= u.ts) " \
+    "ELSE ((gpus.reading_source_id IS NULL OR gpus.reading_source_id <> gpus.source_id) AND "      \
+    "(gpus.sample_at IS NULL OR gpus.sample_at <= u.ts)) END"
+
 #define STATEMENTS(X)                                                                              \
-    X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
-                        "NULL OR observed_at < :obs)")                                             \
+    X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id IN (SELECT value FROM "       \
+                        "json_each(:ids)) AND (observed_at IS NULL OR observed_at < :obs)")        \
+    X(GPU_OBSERVED_SET_PG, "UPDATE gpus SET observed_at = :obs WHERE id = ANY(CAST(:gids AS "      \
+                           "BIGINT[])) AND (observed_at IS NULL OR observed_at < :obs)")           \
     X(SAMPLE_ADD,                                                                                  \
       "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "                    \
       "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) "            \
@@ -27,15 +46,19 @@
       "BIGINT[]), CAST(:ua AS FLOAT8[]), CAST(:um AS FLOAT8[]), CAST(:mem AS FLOAT8[]), "          \
       "CAST(:pw AS FLOAT8[]), CAST(:en AS FLOAT8[]), CAST(:temp AS FLOAT8[]), CAST(:ecc_c AS "     \
       "BIGINT[]), CAST(:ecc_u AS BIGINT[]), CAST(:xid AS BIGINT[])) AS u ON CONFLICT DO NOTHING")  \
-    X(GPU_LATEST,                                                                                  \
-      "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w "             \
-      "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "                   \
-      "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, "            \
-      "xid_last), reading_source_id = :sid, observed_at = CASE WHEN observed_at IS NULL OR "       \
-      "observed_at < :obs THEN :obs ELSE observed_at END WHERE id = :gid AND CASE WHEN "           \
-      "source_id = :sid THEN (reading_source_id IS NULL OR reading_source_id <> :sid OR "          \
-      "sample_at IS NULL OR sample_at <= :ts) ELSE ((reading_source_id IS NULL OR "                \
-      "reading_source_id <> source_id) AND (sample_at IS NULL OR sample_at <= :ts)) END")          \
+    X(GPU_LATEST_MANY,                                                                             \
+      "UPDATE gpus SET " LATEST_SET " FROM (SELECT json_extract(value, '$[0]') "                   \
+      "AS gid, json_extract(value, '$[1]') AS ts, json_extract(value, '$[2]') AS "                 \
+      "obs, json_extract(value, '$[3]') AS ua, json_extract(value, '$[4]') AS "                    \
+      "mem, json_extract(value, '$[5]') AS pw, json_extract(value, '$[6]') AS "                    \
+      "temp, json_extract(value, '$[7]') AS ecc_c, json_extract(value, '$[8]') "                   \
+      "AS ecc_u, json_extract(value, '$[9]') AS xid FROM json_each(:rows)) AS u " LATEST_WHERE)    \
+    X(GPU_LATEST_MANY_PG,                                                                          \
+      "UPDATE gpus SET " LATEST_SET " FROM unnest(CAST(:gid AS BIGINT[]), CAST(:ts AS BIGINT[]), " \
+      "CAST(:obs AS BIGINT[]), CAST(:ua AS FLOAT8[]), CAST(:mem AS FLOAT8[]), CAST(:pw AS "        \
+      "FLOAT8[]), CAST(:temp AS FLOAT8[]), CAST(:ecc_c AS BIGINT[]), CAST(:ecc_u AS BIGINT[]), "   \
+      "CAST(:xid AS BIGINT[])) AS u(gid, ts, obs, ua, mem, pw, temp, ecc_c, ecc_u, "               \
+      "xid) " LATEST_WHERE)                                                                        \
     X(PROC_ADD, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username, uid, container, "   \
                 "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
                 ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
@@ -177,6 +200,127 @@ static int samples_insert_each(struct conn *c, int64_t sid, const struct gi_batc
     return GI_OK;
 }
 
+/* The batch GPUs with a sample, each row id once (two names the batch
+ * gives one stored GPU count as one, with the newer of their samples):
+ * into out, returns how many. */
+static size_t latest_pick(struct gpu_ref *refs, size_t nrefs, struct gpu_ref **out)
+{
+    size_t n = 0;
+
+    for (size_t k = 0; k < nrefs; k++) {
+        size_t j = 0;
+        if (refs[k].newest == NULL)
+            continue;
+        while (j < n && out[j]->id != refs[k].id)
+            j++;
+        if (j == n)
+            out[n++] = &refs[k];
+        else if (refs[k].newest->ts >= out[j]->newest->ts)
+            out[j] = &refs[k];
+    }
+    return n;
+}
+
+/* PostgreSQL: the newest values of the picked GPUs as array parameters. */
+static int latest_bind_pg(struct db_stmt *s, struct gpu_ref *const *p, size_t n, int64_t now,
+                          struct db_array *a)
+{
+    static const char *const names[] = {":gid", ":ts",   ":obs",   ":ua",    ":mem",
+                                        ":pw",  ":temp", ":ecc_c", ":ecc_u", ":xid"};
+
+    for (size_t k = 0; k < n; k++) {
+        const struct gi_sample *x = p[k]->newest;
+        db_array_int(&a[0], p[k]->id);
+        db_array_int(&a[1], x->ts);
+        db_array_int(&a[2], x->ts < now ? x->ts : now);
+        db_array_dbl(&a[3], x->util_avg);
+        db_array_dbl(&a[4], x->mem_used_mib);
+        db_array_dbl(&a[5], x->power_avg_w);
+        db_array_dbl(&a[6], x->temp_c);
+        db_array_opt_int(&a[7], x->ecc_corrected);
+        db_array_opt_int(&a[8], x->ecc_uncorrected);
+        db_array_opt_int(&a[9], x->xid);
+    }
+    for (int k = 0; k < 10; k++) {
+        if (a[k].failed)
+            return GI_INTERNAL;
+        db_bind_array(s, names[k], &a[k]);
+    }
+    return GI_OK;
+}
+
+/* A reading as JSON: NAN and negative counters ("unknown") are null. */
+static json_t *dbl_json(double v) { return isnan(v) ? json_null() : json_real(v); }
+static json_t *opt_json(int64_t v) { return v < 0 ? json_null() : json_integer(v); }
+
+/* SQLite: the same as one JSON array of rows, one per GPU. */
+static int latest_bind_json(struct db_stmt *s, struct gpu_ref *const *p, size_t n, int64_t now)
+{
+    json_t *rows = json_array();
+    int rc = GI_INTERNAL;
+
+    if (rows == NULL)
+        return GI_INTERNAL;
+    for (size_t k = 0; k < n; k++) {
+        const struct gi_sample *x = p[k]->newest;
+        json_t *r =
+            json_pack("[IIIooooooo]", (json_int_t)p[k]->id, (json_int_t)x->ts,
+                      (json_int_t)(x->ts < now ? x->ts : now), dbl_json(x->util_avg),
+                      dbl_json(x->mem_used_mib), dbl_json(x->power_avg_w), dbl_json(x->temp_c),
+                      opt_json(x->ecc_corrected), opt_json(x->ecc_uncorrected), opt_json(x->xid));
+        if (json_array_append_new(rows, r) != 0)
+            goto cleanup;
+    }
+    db_bind_json(s, ":rows", rows);
+    rc = GI_OK;
+cleanup:
+    json_decref(rows);
+    return rc;
+}
+
+/* Moves each batch GPU's newest sample onto its record (see LATEST_SET)
+ * and marks the hours its samples touch for the usage rollups: one
+ * statement each for the whole batch. The shown sample also advances the
+ * GPU's observed_at (never past the arrival time). */
+static int latest_set(struct conn *c, int64_t sid, struct gpu_ref *refs, size_t nrefs)
+{
+    bool pg = db_dialect(c) == DB_PG;
+    struct gpu_ref **p = nrefs ? malloc(nrefs * sizeof *p) : NULL;
+    struct usage_span *spans = nrefs ? malloc(nrefs * sizeof *spans) : NULL;
+    struct db_array a[10] = {0};
+    struct db_stmt *s;
+    int64_t now = gi_now();
+    size_t n, m = 0;
+    int rc = GI_INTERNAL;
+
+    if (nrefs == 0)
+        return GI_OK;
+    if (p == NULL || spans == NULL)
+        goto cleanup;
+    if ((n = latest_pick(refs, nrefs, p)) == 0) {
+        rc = GI_OK;
+        goto cleanup;
+    }
+    if (!(s = prep(c, pg ? ST_GPU_LATEST_MANY_PG : ST_GPU_LATEST_MANY)))
+        goto cleanup;
+    rc = pg ? latest_bind_pg(s, p, n, now, a) : latest_bind_json(s, p, n, now);
+    db_bind_int(s, ":sid", sid);
+    if (rc != GI_OK || (rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    /* The usage rollups of the hours these samples touch are redone. */
+    for (size_t k = 0; k < nrefs; k++)
+        if (refs[k].newest)
+            spans[m++] = (struct usage_span){
+                .gpu_id = refs[k].id, .from_ts = refs[k].oldest_ts, .to_ts = refs[k].newest->ts};
+    rc = usage_mark_many(c, spans, m);
+cleanup:
+    for (int k = 0; k < 10; k++)
+        db_array_free(&a[k]);
+    free(spans);
+    free(p);
+    return rc;
+}
+
 /* Inserts samples (kept per source) and moves each GPU's newest values
  * onto its record: the owning source's newest sample; another source's
  * only while the record holds no sample from its owner. The shown sample
@@ -185,7 +329,6 @@ static int samples_insert_each(struct conn *c, int64_t sid, const struct gi_batc
 int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
                    size_t nrefs, int64_t *stored)
 {
-    struct db_stmt *s;
     int64_t *gid = b->nsamples ? malloc(b->nsamples * sizeof *gid) : NULL;
     int rc;
 
@@ -202,31 +345,7 @@ int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b, struct
     free(gid);
     if (rc != GI_OK)
         return rc;
-    /* The newest sample of each GPU in the batch updates its record. */
-    for (size_t k = 0; k < nrefs; k++) {
-        const struct gi_sample *best = refs[k].newest;
-        if (best == NULL)
-            continue;
-        if (!(s = prep(c, ST_GPU_LATEST)))
-            return GI_INTERNAL;
-        db_bind_int(s, ":ts", best->ts);
-        db_bind_int(s, ":obs", best->ts < gi_now() ? best->ts : gi_now());
-        db_bind_int(s, ":sid", sid);
-        db_bind_int(s, ":gid", refs[k].id);
-        db_bind_dbl(s, ":ua", best->util_avg);
-        db_bind_dbl(s, ":mem", best->mem_used_mib);
-        db_bind_dbl(s, ":pw", best->power_avg_w);
-        db_bind_dbl(s, ":temp", best->temp_c);
-        db_bind_opt_int(s, ":ecc_c", best->ecc_corrected);
-        db_bind_opt_int(s, ":ecc_u", best->ecc_uncorrected);
-        db_bind_opt_int(s, ":xid", best->xid);
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            return rc;
-        /* The usage rollups of the hours these samples touch are redone. */
-        if ((rc = usage_mark(c, refs[k].id, refs[k].oldest_ts, best->ts)) != GI_OK)
-            return rc;
-    }
-    return GI_OK;
+    return latest_set(c, sid, refs, nrefs);
 }
 
 /* Freshness of the owned GPUs this batch carries no sample for and no
@@ -235,20 +354,38 @@ int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b, struct
  * by ingest_samples(): its own newest sample, not its neighbours'. */
 int ingest_observed(struct conn *c, const struct gpu_ref *refs, size_t nrefs, int64_t when)
 {
+    bool pg = db_dialect(c) == DB_PG;
+    struct db_array gids = {0};
+    json_t *ids = pg ? NULL : json_array();
     struct db_stmt *s;
-    int rc;
+    size_t n = 0;
+    int rc = GI_INTERNAL;
 
+    if (!pg && ids == NULL)
+        return GI_INTERNAL;
     for (size_t k = 0; k < nrefs; k++) {
         if (!refs[k].owned || refs[k].newest || refs[k].stamped)
             continue;
-        if (!(s = prep(c, ST_GPU_OBSERVED_SET)))
-            return GI_INTERNAL;
-        db_bind_int(s, ":gid", refs[k].id);
-        db_bind_int(s, ":obs", when);
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            return rc;
+        n++;
+        if (pg)
+            db_array_int(&gids, refs[k].id);
+        else if (json_array_append_new(ids, json_integer(refs[k].id)) != 0)
+            goto cleanup;
     }
-    return GI_OK;
+    rc = GI_OK;
+    if (n == 0)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (gids.failed || !(s = prep(c, pg ? ST_GPU_OBSERVED_SET_PG : ST_GPU_OBSERVED_SET)))
+        goto cleanup;
+    db_bind_array(s, ":gids", &gids);
+    db_bind_json(s, ":ids", ids);
+    db_bind_int(s, ":obs", when);
+    rc = db_exec_done(c, s);
+cleanup:
+    db_array_free(&gids);
+    json_decref(ids);
+    return rc;
 }
 
 /* The time a batch's processes and pods were seen: its newest sample's,
