@@ -102,8 +102,6 @@
     X(GPU_IDENTS_PG,                                                                               \
       GPU_IDENT_SQL "g.uuid IN (SELECT json_array_elements_text(CAST(:uuids AS JSON)))")           \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
-    X(GPU_SERIALS, "SELECT serial, uuid FROM gpus WHERE serial IN (SELECT value FROM "             \
-                   "json_each(:serials))")                                                         \
     X(GPU_SERIALS_PG, "SELECT serial, uuid FROM gpus WHERE serial IN (SELECT "                     \
                       "json_array_elements_text(CAST(:serials AS JSON)))")                         \
     X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                  \
@@ -533,8 +531,9 @@ cleanup:
     return rc;
 }
 
-/* For a batch read by gpu_idents_load(): the GPU, other than itself,
- * stored under each serial the batch reports, in one statement, so that
+/* For a batch read by gpu_idents_load() on PostgreSQL: the GPU, other
+ * than itself, stored under each serial the batch reports, in one
+ * statement (one round trip instead of one per GPU), so that
  * ingest_gpu() needs no read per GPU for its serial_conflict check. Only
  * when the batch's serials differ from each other; a serial stored on
  * another GPU of the same batch (which may be written first) is left to
@@ -549,6 +548,11 @@ static int gpu_serials_load(struct conn *c, const struct gi_batch *b, struct gpu
     struct db_stmt *s;
     int rc = GI_INTERNAL, step;
 
+    /* SQLite has no round trips: its check per GPU costs no more. */
+    if (db_dialect(c) != DB_PG) {
+        rc = GI_OK;
+        goto cleanup;
+    }
     if (ser == NULL || uid == NULL || unsure == NULL || serials == NULL)
         goto cleanup;
     for (size_t i = 0; i < n; i++) {
@@ -568,7 +572,7 @@ static int gpu_serials_load(struct conn *c, const struct gi_batch *b, struct gpu
         if (strcmp(ser[i - 1].uuid, ser[i].uuid) == 0)
             goto cleanup; /* a serial twice: each GPU is checked on its own */
     rc = GI_INTERNAL;
-    if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_GPU_SERIALS_PG : ST_GPU_SERIALS)))
+    if (!(s = prep(c, ST_GPU_SERIALS_PG)))
         goto cleanup;
     db_bind_json(s, ":serials", serials);
     while ((step = db_step(c, s)) == DB_ROW) {

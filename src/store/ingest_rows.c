@@ -13,10 +13,11 @@
 #include <string.h>
 
 /* Each GPU's newest values from a row u of the batch (gid, ts, obs, ua,
- * mem, pw, temp, ecc_c, ecc_u, xid): the owning source's newest sample
- * replaces any other, and another source's only while the record holds
- * none of its owner's; an older sample never replaces a newer one of the
- * same kind. Counters a sample leaves absent keep their value. */
+ * mem, pw, temp, ecc_c, ecc_u, xid), as GPU_LATEST does for one GPU from
+ * its parameters: the owning source's newest sample replaces any other,
+ * and another source's only while the record holds none of its owner's;
+ * an older sample never replaces a newer one of the same kind. Counters a
+ * sample leaves absent keep their value. */
 #define LATEST_SET                                                                                 \
     "sample_at = u.ts, util_pct = u.ua, mem_used_mib = u.mem, power_w = u.pw, temp_c = u.temp, "   \
     "ecc_corrected = COALESCE(u.ecc_c, gpus.ecc_corrected), ecc_uncorrected = COALESCE(u.ecc_u, "  \
@@ -30,8 +31,8 @@
     "(gpus.sample_at IS NULL OR gpus.sample_at <= u.ts)) END"
 
 #define STATEMENTS(X)                                                                              \
-    X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id IN (SELECT value FROM "       \
-                        "json_each(:ids)) AND (observed_at IS NULL OR observed_at < :obs)")        \
+    X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
+                        "NULL OR observed_at < :obs)")                                             \
     X(GPU_OBSERVED_SET_PG, "UPDATE gpus SET observed_at = :obs WHERE id = ANY(CAST(:gids AS "      \
                            "BIGINT[])) AND (observed_at IS NULL OR observed_at < :obs)")           \
     X(SAMPLE_ADD,                                                                                  \
@@ -46,13 +47,15 @@
       "BIGINT[]), CAST(:ua AS FLOAT8[]), CAST(:um AS FLOAT8[]), CAST(:mem AS FLOAT8[]), "          \
       "CAST(:pw AS FLOAT8[]), CAST(:en AS FLOAT8[]), CAST(:temp AS FLOAT8[]), CAST(:ecc_c AS "     \
       "BIGINT[]), CAST(:ecc_u AS BIGINT[]), CAST(:xid AS BIGINT[])) AS u ON CONFLICT DO NOTHING")  \
-    X(GPU_LATEST_MANY,                                                                             \
-      "UPDATE gpus SET " LATEST_SET " FROM (SELECT json_extract(value, '$[0]') "                   \
-      "AS gid, json_extract(value, '$[1]') AS ts, json_extract(value, '$[2]') AS "                 \
-      "obs, json_extract(value, '$[3]') AS ua, json_extract(value, '$[4]') AS "                    \
-      "mem, json_extract(value, '$[5]') AS pw, json_extract(value, '$[6]') AS "                    \
-      "temp, json_extract(value, '$[7]') AS ecc_c, json_extract(value, '$[8]') "                   \
-      "AS ecc_u, json_extract(value, '$[9]') AS xid FROM json_each(:rows)) AS u " LATEST_WHERE)    \
+    X(GPU_LATEST,                                                                                  \
+      "UPDATE gpus SET sample_at = :ts, util_pct = :ua, mem_used_mib = :mem, power_w "             \
+      "= :pw, temp_c = :temp, ecc_corrected = COALESCE(:ecc_c, ecc_corrected), "                   \
+      "ecc_uncorrected = COALESCE(:ecc_u, ecc_uncorrected), xid_last = COALESCE(:xid, "            \
+      "xid_last), reading_source_id = :sid, observed_at = CASE WHEN observed_at IS NULL OR "       \
+      "observed_at < :obs THEN :obs ELSE observed_at END WHERE id = :gid AND CASE WHEN "           \
+      "source_id = :sid THEN (reading_source_id IS NULL OR reading_source_id <> :sid OR "          \
+      "sample_at IS NULL OR sample_at <= :ts) ELSE ((reading_source_id IS NULL OR "                \
+      "reading_source_id <> source_id) AND (sample_at IS NULL OR sample_at <= :ts)) END")          \
     X(GPU_LATEST_MANY_PG,                                                                          \
       "UPDATE gpus SET " LATEST_SET " FROM unnest(CAST(:gid AS BIGINT[]), CAST(:ts AS BIGINT[]), " \
       "CAST(:obs AS BIGINT[]), CAST(:ua AS FLOAT8[]), CAST(:mem AS FLOAT8[]), CAST(:pw AS "        \
@@ -249,38 +252,37 @@ static int latest_bind_pg(struct db_stmt *s, struct gpu_ref *const *p, size_t n,
     return GI_OK;
 }
 
-/* A reading as JSON: NAN and negative counters ("unknown") are null. */
-static json_t *dbl_json(double v) { return isnan(v) ? json_null() : json_real(v); }
-static json_t *opt_json(int64_t v) { return v < 0 ? json_null() : json_integer(v); }
-
-/* SQLite: the same as one JSON array of rows, one per GPU. */
-static int latest_bind_json(struct db_stmt *s, struct gpu_ref *const *p, size_t n, int64_t now)
+/* SQLite: one cached update per GPU, the cheapest form there (it has no
+ * round trips; a set from json_each costs it three times as much). */
+static int latest_each(struct conn *c, int64_t sid, struct gpu_ref *const *p, size_t n, int64_t now)
 {
-    json_t *rows = json_array();
-    int rc = GI_INTERNAL;
+    struct db_stmt *s;
+    int rc;
 
-    if (rows == NULL)
-        return GI_INTERNAL;
     for (size_t k = 0; k < n; k++) {
         const struct gi_sample *x = p[k]->newest;
-        json_t *r =
-            json_pack("[IIIooooooo]", (json_int_t)p[k]->id, (json_int_t)x->ts,
-                      (json_int_t)(x->ts < now ? x->ts : now), dbl_json(x->util_avg),
-                      dbl_json(x->mem_used_mib), dbl_json(x->power_avg_w), dbl_json(x->temp_c),
-                      opt_json(x->ecc_corrected), opt_json(x->ecc_uncorrected), opt_json(x->xid));
-        if (json_array_append_new(rows, r) != 0)
-            goto cleanup;
+        if (!(s = prep(c, ST_GPU_LATEST)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", p[k]->id);
+        db_bind_int(s, ":ts", x->ts);
+        db_bind_int(s, ":obs", x->ts < now ? x->ts : now);
+        db_bind_int(s, ":sid", sid);
+        db_bind_dbl(s, ":ua", x->util_avg);
+        db_bind_dbl(s, ":mem", x->mem_used_mib);
+        db_bind_dbl(s, ":pw", x->power_avg_w);
+        db_bind_dbl(s, ":temp", x->temp_c);
+        db_bind_opt_int(s, ":ecc_c", x->ecc_corrected);
+        db_bind_opt_int(s, ":ecc_u", x->ecc_uncorrected);
+        db_bind_opt_int(s, ":xid", x->xid);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
     }
-    db_bind_json(s, ":rows", rows);
-    rc = GI_OK;
-cleanup:
-    json_decref(rows);
-    return rc;
+    return GI_OK;
 }
 
 /* Moves each batch GPU's newest sample onto its record (see LATEST_SET)
- * and marks the hours its samples touch for the usage rollups: one
- * statement each for the whole batch. The shown sample also advances the
+ * and marks the hours its samples touch for the usage rollups: on
+ * PostgreSQL one statement each for the whole batch. The shown sample also advances the
  * GPU's observed_at (never past the arrival time). */
 static int latest_set(struct conn *c, int64_t sid, struct gpu_ref *refs, size_t nrefs)
 {
@@ -301,11 +303,14 @@ static int latest_set(struct conn *c, int64_t sid, struct gpu_ref *refs, size_t 
         rc = GI_OK;
         goto cleanup;
     }
-    if (!(s = prep(c, pg ? ST_GPU_LATEST_MANY_PG : ST_GPU_LATEST_MANY)))
-        goto cleanup;
-    rc = pg ? latest_bind_pg(s, p, n, now, a) : latest_bind_json(s, p, n, now);
-    db_bind_int(s, ":sid", sid);
-    if (rc != GI_OK || (rc = db_exec_done(c, s)) != GI_OK)
+    if (!pg)
+        rc = latest_each(c, sid, p, n, now);
+    else if ((s = prep(c, ST_GPU_LATEST_MANY_PG)) != NULL &&
+             (rc = latest_bind_pg(s, p, n, now, a)) == GI_OK) {
+        db_bind_int(s, ":sid", sid);
+        rc = db_exec_done(c, s);
+    }
+    if (rc != GI_OK)
         goto cleanup;
     /* The usage rollups of the hours these samples touch are redone. */
     for (size_t k = 0; k < nrefs; k++)
@@ -356,35 +361,35 @@ int ingest_observed(struct conn *c, const struct gpu_ref *refs, size_t nrefs, in
 {
     bool pg = db_dialect(c) == DB_PG;
     struct db_array gids = {0};
-    json_t *ids = pg ? NULL : json_array();
     struct db_stmt *s;
     size_t n = 0;
-    int rc = GI_INTERNAL;
+    int rc = GI_OK;
 
-    if (!pg && ids == NULL)
-        return GI_INTERNAL;
-    for (size_t k = 0; k < nrefs; k++) {
+    /* SQLite: one cached update per GPU; PostgreSQL: one for them all. */
+    for (size_t k = 0; k < nrefs && rc == GI_OK; k++) {
         if (!refs[k].owned || refs[k].newest || refs[k].stamped)
             continue;
         n++;
-        if (pg)
+        if (pg) {
             db_array_int(&gids, refs[k].id);
-        else if (json_array_append_new(ids, json_integer(refs[k].id)) != 0)
-            goto cleanup;
+        } else if ((s = prep(c, ST_GPU_OBSERVED_SET)) == NULL) {
+            rc = GI_INTERNAL;
+        } else {
+            db_bind_int(s, ":gid", refs[k].id);
+            db_bind_int(s, ":obs", when);
+            rc = db_exec_done(c, s);
+        }
     }
-    rc = GI_OK;
-    if (n == 0)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (gids.failed || !(s = prep(c, pg ? ST_GPU_OBSERVED_SET_PG : ST_GPU_OBSERVED_SET)))
-        goto cleanup;
-    db_bind_array(s, ":gids", &gids);
-    db_bind_json(s, ":ids", ids);
-    db_bind_int(s, ":obs", when);
-    rc = db_exec_done(c, s);
-cleanup:
+    if (rc == GI_OK && pg && n > 0) {
+        if (gids.failed || (s = prep(c, ST_GPU_OBSERVED_SET_PG)) == NULL) {
+            rc = GI_INTERNAL;
+        } else {
+            db_bind_array(s, ":gids", &gids);
+            db_bind_int(s, ":obs", when);
+            rc = db_exec_done(c, s);
+        }
+    }
     db_array_free(&gids);
-    json_decref(ids);
     return rc;
 }
 
