@@ -12,29 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Each GPU's newest values from a row u of the batch (gid, ts, obs, ua,
- * mem, pw, temp, ecc_c, ecc_u, xid), as GPU_LATEST does for one GPU from
- * its parameters: the owning source's newest sample replaces any other,
- * and another source's only while the record holds none of its owner's;
- * an older sample never replaces a newer one of the same kind. Counters a
- * sample leaves absent keep their value. */
-#define LATEST_SET                                                                                 \
-    "sample_at = u.ts, util_pct = u.ua, mem_used_mib = u.mem, power_w = u.pw, temp_c = u.temp, "   \
-    "ecc_corrected = COALESCE(u.ecc_c, gpus.ecc_corrected), ecc_uncorrected = COALESCE(u.ecc_u, "  \
-    "gpus.ecc_uncorrected), xid_last = COALESCE(u.xid, gpus.xid_last), reading_source_id = :sid, " \
-    "observed_at = CASE WHEN gpus.observed_at IS NULL OR gpus.observed_at < u.obs THEN u.obs "     \
-    "ELSE gpus.observed_at END"
-#define LATEST_WHERE                                                                               \
-    "WHERE gpus.id = u.gid AND CASE WHEN gpus.source_id = :sid THEN (gpus.reading_source_id IS "   \
-    "NULL OR gpus.reading_source_id <> :sid OR gpus.sample_at IS NULL OR gpus.sample_at <= u.ts) " \
-    "ELSE ((gpus.reading_source_id IS NULL OR gpus.reading_source_id <> gpus.source_id) AND "      \
-    "(gpus.sample_at IS NULL OR gpus.sample_at <= u.ts)) END"
-
 #define STATEMENTS(X)                                                                              \
     X(GPU_OBSERVED_SET, "UPDATE gpus SET observed_at = :obs WHERE id = :gid AND (observed_at IS "  \
                         "NULL OR observed_at < :obs)")                                             \
-    X(GPU_OBSERVED_SET_PG, "UPDATE gpus SET observed_at = :obs WHERE id = ANY(CAST(:gids AS "      \
-                           "BIGINT[])) AND (observed_at IS NULL OR observed_at < :obs)")           \
     X(SAMPLE_ADD,                                                                                  \
       "INSERT INTO gpu_samples (ts, gpu_id, util_avg, util_max, mem_used_mib, "                    \
       "power_avg_w, energy_j, temp_c, ecc_corrected, ecc_uncorrected, xid, source_id) "            \
@@ -56,12 +36,6 @@
       "source_id = :sid THEN (reading_source_id IS NULL OR reading_source_id <> :sid OR "          \
       "sample_at IS NULL OR sample_at <= :ts) ELSE ((reading_source_id IS NULL OR "                \
       "reading_source_id <> source_id) AND (sample_at IS NULL OR sample_at <= :ts)) END")          \
-    X(GPU_LATEST_MANY_PG,                                                                          \
-      "UPDATE gpus SET " LATEST_SET " FROM unnest(CAST(:gid AS BIGINT[]), CAST(:ts AS BIGINT[]), " \
-      "CAST(:obs AS BIGINT[]), CAST(:ua AS FLOAT8[]), CAST(:mem AS FLOAT8[]), CAST(:pw AS "        \
-      "FLOAT8[]), CAST(:temp AS FLOAT8[]), CAST(:ecc_c AS BIGINT[]), CAST(:ecc_u AS BIGINT[]), "   \
-      "CAST(:xid AS BIGINT[])) AS u(gid, ts, obs, ua, mem, pw, temp, ecc_c, ecc_u, "               \
-      "xid) " LATEST_WHERE)                                                                        \
     X(PROC_ADD, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username, uid, container, "   \
                 "pod_uid, pod, namespace, used_mib, source_id) VALUES (:ts, :uuid, :pid, :name, "  \
                 ":user, :uid, :container, :pod_uid, :pod, :ns, :mem, :sid) ON CONFLICT DO "        \
@@ -224,36 +198,10 @@ static size_t latest_pick(struct gpu_ref *refs, size_t nrefs, struct gpu_ref **o
     return n;
 }
 
-/* PostgreSQL: the newest values of the picked GPUs as array parameters. */
-static int latest_bind_pg(struct db_stmt *s, struct gpu_ref *const *p, size_t n, int64_t now,
-                          struct db_array *a)
-{
-    static const char *const names[] = {":gid", ":ts",   ":obs",   ":ua",    ":mem",
-                                        ":pw",  ":temp", ":ecc_c", ":ecc_u", ":xid"};
-
-    for (size_t k = 0; k < n; k++) {
-        const struct gi_sample *x = p[k]->newest;
-        db_array_int(&a[0], p[k]->id);
-        db_array_int(&a[1], x->ts);
-        db_array_int(&a[2], x->ts < now ? x->ts : now);
-        db_array_dbl(&a[3], x->util_avg);
-        db_array_dbl(&a[4], x->mem_used_mib);
-        db_array_dbl(&a[5], x->power_avg_w);
-        db_array_dbl(&a[6], x->temp_c);
-        db_array_opt_int(&a[7], x->ecc_corrected);
-        db_array_opt_int(&a[8], x->ecc_uncorrected);
-        db_array_opt_int(&a[9], x->xid);
-    }
-    for (int k = 0; k < 10; k++) {
-        if (a[k].failed)
-            return GI_INTERNAL;
-        db_bind_array(s, names[k], &a[k]);
-    }
-    return GI_OK;
-}
-
-/* SQLite: one cached update per GPU, the cheapest form there (it has no
- * round trips; a set from json_each costs it three times as much). */
+/* One cached update per GPU. The set-based forms measured dearer: on
+ * SQLite, which has no round trips, json_each cost three times as much;
+ * on PostgreSQL, which pipelines these updates, an UPDATE ... FROM
+ * unnest planned while gpus was small kept a sequential scan of gpus. */
 static int latest_each(struct conn *c, int64_t sid, struct gpu_ref *const *p, size_t n, int64_t now)
 {
     struct db_stmt *s;
@@ -280,18 +228,18 @@ static int latest_each(struct conn *c, int64_t sid, struct gpu_ref *const *p, si
     return GI_OK;
 }
 
-/* Moves each batch GPU's newest sample onto its record (see LATEST_SET)
- * and marks the hours its samples touch for the usage rollups: on
- * PostgreSQL one statement each for the whole batch. The shown sample also advances the
- * GPU's observed_at (never past the arrival time). */
+/* Moves each batch GPU's newest sample onto its record (the owning
+ * source's newest sample replaces any other, and another source's only
+ * while the record holds none of its owner's; an older sample never
+ * replaces a newer one; a counter the sample leaves absent keeps its
+ * value) and marks the hours the batch's samples touch for the usage
+ * rollups (usage_mark_many(): one statement for the batch on
+ * PostgreSQL). The shown sample also
+ * advances the GPU's observed_at (never past the arrival time). */
 static int latest_set(struct conn *c, int64_t sid, struct gpu_ref *refs, size_t nrefs)
 {
-    bool pg = db_dialect(c) == DB_PG;
     struct gpu_ref **p = nrefs ? malloc(nrefs * sizeof *p) : NULL;
     struct usage_span *spans = nrefs ? malloc(nrefs * sizeof *spans) : NULL;
-    struct db_array a[10] = {0};
-    struct db_stmt *s;
-    int64_t now = gi_now();
     size_t n, m = 0;
     int rc = GI_INTERNAL;
 
@@ -299,38 +247,23 @@ static int latest_set(struct conn *c, int64_t sid, struct gpu_ref *refs, size_t 
         return GI_OK;
     if (p == NULL || spans == NULL)
         goto cleanup;
-    if ((n = latest_pick(refs, nrefs, p)) == 0) {
-        rc = GI_OK;
+    n = latest_pick(refs, nrefs, p);
+    if ((rc = latest_each(c, sid, p, n, gi_now())) != GI_OK)
         goto cleanup;
-    }
-    if (!pg)
-        rc = latest_each(c, sid, p, n, now);
-    else if ((s = prep(c, ST_GPU_LATEST_MANY_PG)) != NULL &&
-             (rc = latest_bind_pg(s, p, n, now, a)) == GI_OK) {
-        db_bind_int(s, ":sid", sid);
-        rc = db_exec_done(c, s);
-    }
-    if (rc != GI_OK)
-        goto cleanup;
-    /* The usage rollups of the hours these samples touch are redone. */
     for (size_t k = 0; k < nrefs; k++)
         if (refs[k].newest)
             spans[m++] = (struct usage_span){
                 .gpu_id = refs[k].id, .from_ts = refs[k].oldest_ts, .to_ts = refs[k].newest->ts};
     rc = usage_mark_many(c, spans, m);
 cleanup:
-    for (int k = 0; k < 10; k++)
-        db_array_free(&a[k]);
     free(spans);
     free(p);
     return rc;
 }
 
 /* Inserts samples (kept per source) and moves each GPU's newest values
- * onto its record: the owning source's newest sample; another source's
- * only while the record holds no sample from its owner. The shown sample
- * also advances the GPU's observed_at (never past the arrival time).
- * refs (sorted by uuid) maps the batch's GPUs to their row ids. */
+ * onto its record (latest_set()). refs (sorted by uuid) maps the batch's
+ * GPUs to their row ids. */
 int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ref *refs,
                    size_t nrefs, int64_t *stored)
 {
@@ -359,38 +292,20 @@ int ingest_samples(struct conn *c, int64_t sid, const struct gi_batch *b, struct
  * by ingest_samples(): its own newest sample, not its neighbours'. */
 int ingest_observed(struct conn *c, const struct gpu_ref *refs, size_t nrefs, int64_t when)
 {
-    bool pg = db_dialect(c) == DB_PG;
-    struct db_array gids = {0};
     struct db_stmt *s;
-    size_t n = 0;
-    int rc = GI_OK;
+    int rc;
 
-    /* SQLite: one cached update per GPU; PostgreSQL: one for them all. */
-    for (size_t k = 0; k < nrefs && rc == GI_OK; k++) {
+    for (size_t k = 0; k < nrefs; k++) {
         if (!refs[k].owned || refs[k].newest || refs[k].stamped)
             continue;
-        n++;
-        if (pg) {
-            db_array_int(&gids, refs[k].id);
-        } else if ((s = prep(c, ST_GPU_OBSERVED_SET)) == NULL) {
-            rc = GI_INTERNAL;
-        } else {
-            db_bind_int(s, ":gid", refs[k].id);
-            db_bind_int(s, ":obs", when);
-            rc = db_exec_done(c, s);
-        }
+        if (!(s = prep(c, ST_GPU_OBSERVED_SET)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", refs[k].id);
+        db_bind_int(s, ":obs", when);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            return rc;
     }
-    if (rc == GI_OK && pg && n > 0) {
-        if (gids.failed || (s = prep(c, ST_GPU_OBSERVED_SET_PG)) == NULL) {
-            rc = GI_INTERNAL;
-        } else {
-            db_bind_array(s, ":gids", &gids);
-            db_bind_int(s, ":obs", when);
-            rc = db_exec_done(c, s);
-        }
-    }
-    db_array_free(&gids);
-    return rc;
+    return GI_OK;
 }
 
 /* The time a batch's processes and pods were seen: its newest sample's,
