@@ -6,6 +6,8 @@
 # hosts with 8 GPUs each (so a tenth of the jobs match GPUs), 1 to 8 GPUs
 # each, over the last day; a second pull replays the same listing (the
 # overlap: nothing new, every job compared).
+# BENCH_STORE=postgresql runs the server on a throwaway PostgreSQL
+# (bench/store.sh) and reports the database's CPU beside the server's.
 # Usage: bench/slurm.sh [JOBS] [--db URL]   (needs build/gpuinv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,9 @@ jobs=${1:-100000}
 db_arg=${3:-}
 work=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+# shellcheck source=bench/store.sh
+. bench/store.sh
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; bench_store_stop; rm -rf "$work"' EXIT
 now=$(date +%s)
 
 awk -v n="$jobs" -v now="$now" 'BEGIN {
@@ -36,7 +40,12 @@ cc -O2 -Isrc bench/slurm_parse.c src/parse/slurm.c src/core/util.c src/core/stat
 parse=$("$work/slurm_parse" "$work/reply")
 
 token=bench-token-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
-db=${db_arg:-$work/g.db}
+if [ -n "$db_arg" ]; then
+  db=$db_arg
+else
+  bench_store_start "$work" slurmbench
+  db=$bench_db
+fi
 PATH=$PWD/tests/lib/sacct:$PATH SACCT_STANDIN_DIR=$work GPUINV_ADMIN_TOKEN=$token \
   build/gpuinv serve --db "$db" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
 pid=$!
@@ -62,22 +71,27 @@ ticks=$(getconf CLK_TCK)
 cpu() { awk -v hz="$ticks" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
 rss0=$(awk '$1 == "VmRSS:" {print $2}' "/proc/$pid/status")
 c0=$(cpu)
+p0=$(bench_pg_cpu)
 t0=$(date +%s.%N)
 run1=$(api -X POST "$url/api/v1/sources/$id/run")
 t1=$(date +%s.%N)
 c1=$(cpu)
+p1=$(bench_pg_cpu)
 hwm1=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$pid/status")
 run2=$(api -X POST "$url/api/v1/sources/$id/run")
 t2=$(date +%s.%N)
 c2=$(cpu)
+p2=$(bench_pg_cpu)
 hwm2=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$pid/status")
 stored=$(api "$url/api/v1/slurm/jobs?limit=1" | sed 's/.*"total":\([0-9]*\).*/\1/')
 ok1=$(echo "$run1" | grep -o '"ok":[a-z]*' | head -1)
 ok2=$(echo "$run2" | grep -o '"ok":[a-z]*' | head -1)
 matched=$(echo "$run1" | sed 's/.*"run":{[^}]*"gpus":\([0-9]*\).*/\1/')
 awk -v j="$jobs" -v b="$bytes" -v p="$parse" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v r0="$rss0" \
-    -v h1="$hwm1" -v h2="$hwm2" -v c0="$c0" -v c1="$c1" -v c2="$c2" -v la="$(cut -d' ' -f1 /proc/loadavg)" -v s="$stored" -v o1="$ok1" -v o2="$ok2" -v m="$matched" 'BEGIN {
-  printf "{\"jobs\":%d,\"bytes\":%d,\"parse_alone\":%s,\"first_pull\":{\"%s,\"seconds\":%.2f,\"server_cpu_s\":%.2f,\"gpus_matched\":%s},", j, b, p, substr(o1, 2), t1 - t0, c1 - c0, m
-  printf "\"second_pull\":{\"%s,\"seconds\":%.2f,\"server_cpu_s\":%.2f},\"jobs_stored\":%s,\"load_avg\":%s,", substr(o2, 2), t2 - t1, c2 - c1, s, la
+    -v h1="$hwm1" -v h2="$hwm2" -v c0="$c0" -v c1="$c1" -v c2="$c2" -v p0="$p0" -v p1="$p1" -v p2="$p2" -v store="$bench_store" -v la="$(cut -d' ' -f1 /proc/loadavg)" -v s="$stored" -v o1="$ok1" -v o2="$ok2" -v m="$matched" 'BEGIN {
+  onpg = p0 != "null"
+  printf "{\"store\":\"%s\",", store
+  printf "\"jobs\":%d,\"bytes\":%d,\"parse_alone\":%s,\"first_pull\":{\"%s,\"seconds\":%.2f,\"server_cpu_s\":%.2f,\"postgres_cpu_s\":%s,\"gpus_matched\":%s},", j, b, p, substr(o1, 2), t1 - t0, c1 - c0, onpg ? sprintf("%.2f", p1 - p0) : "null", m
+  printf "\"second_pull\":{\"%s,\"seconds\":%.2f,\"server_cpu_s\":%.2f,\"postgres_cpu_s\":%s},\"jobs_stored\":%s,\"load_avg\":%s,", substr(o2, 2), t2 - t1, c2 - c1, onpg ? sprintf("%.2f", p2 - p1) : "null", s, la
   printf "\"server_rss_mib\":{\"before\":%.1f,\"peak_after_first\":%.1f,\"peak_after_second\":%.1f}}\n", r0 / 1024, h1 / 1024, h2 / 1024
 }'

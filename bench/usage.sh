@@ -141,6 +141,14 @@ fi
 if [ "$has_hg" != 0 ]; then
   export BENCH_GEN_HOURLY_GROUPS=1
 fi
+if [ "$store" = postgresql ]; then
+  has_th=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_team_hours'")
+else
+  has_th=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_team_hours'")
+fi
+if [ "$has_th" != 0 ]; then
+  export BENCH_GEN_TEAM_HOURS=1
+fi
 # Secondary indexes are dropped for the load and built again after it.
 tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then

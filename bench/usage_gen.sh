@@ -14,7 +14,9 @@
 # With CONSUMER_DAILY 1 (the schema has usage_consumers_daily), the
 # consumer hours are also summed per day as the rollup job keeps them.
 # With BENCH_GEN_HOURLY_GROUPS=1 (a schema that has usage_groups_hourly) the
-# hourly group sums are written too, as the rollup job keeps them.
+# hourly group sums are written too, as the rollup job keeps them, and with
+# BENCH_GEN_TEAM_HOURS=1 as well (a schema that has usage_team_hours) their
+# sums per team and hour.
 # Usage: bench/usage_gen.sh sqlite|postgresql GPUS DAYS CONSUMER_DAYS RAW_DAYS RAW_STEP NOW [CONSUMER_DAILY]
 set -euo pipefail
 dialect=$1 gpus=$2 days=$3 cdays=$4 rdays=$5 rstep=$6 now=$7 cdaily=${8:-0}
@@ -81,6 +83,16 @@ SELECT hour, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(cur
        SUM(unknown_s * fraction * rate_micros),
        SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), $now
 FROM usage_hourly GROUP BY hour, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');"
+  if [ "${BENCH_GEN_TEAM_HOURS:-0}" = 1 ]; then
+    hourly_groups+="
+INSERT INTO usage_team_hours (hour, team, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s,
+    unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost,
+    unpriced_s, updated_at)
+SELECT hour, team, currency, SUM(gpus), SUM(owned_s), SUM(allocated_s), SUM(busy_s), SUM(alloc_idle_s),
+       SUM(idle_s), SUM(unknown_s), SUM(util_sum), SUM(measured_s), SUM(energy_wh), SUM(owned_cost),
+       SUM(busy_cost), SUM(alloc_idle_cost), SUM(idle_cost), SUM(unknown_cost), SUM(unpriced_s), $now
+FROM usage_groups_hourly GROUP BY hour, team, currency;"
+  fi
 fi
 
 cat <<SQL

@@ -35,6 +35,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         check_text(p.next, sizeof p.next);
+        if (p.unreachable > GCP_UNREACHABLE_MAX)
+            abort();
+        for (size_t i = 0; i < p.unreachable; i++) {
+            check_text(p.unreachable_scopes[i], GCP_SCOPE_LEN);
+            if (p.unreachable_scopes[i][0] == '\0')
+                abort();
+            for (size_t k = 0; k < i; k++)
+                if (strcmp(p.unreachable_scopes[k], p.unreachable_scopes[i]) == 0)
+                    abort(); /* each scope once */
+        }
         for (size_t i = 0; i < p.n; i++) {
             const struct cloud_instance *ci = &p.items[i];
             if (ci->instance_id[0] == '\0' || strcmp(ci->provider, "gcp") != 0)

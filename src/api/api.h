@@ -19,6 +19,7 @@ void api_session_delete(struct req *r);
 void api_tokens_list(struct req *r);
 void api_tokens_create(struct req *r);
 void api_tokens_revoke(struct req *r);
+void api_tokens_update(struct req *r);
 
 /* audit.c */
 void api_audit_list(struct req *r);

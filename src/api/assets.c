@@ -95,7 +95,7 @@ void api_assets_get(struct req *r)
     int64_t from, to;
     int st;
 
-    if (!range_or_reply(r, &from, &to))
+    if (!range_or_reply(r, &from, &to) || !who_may_see_or_reply(r, WHO_ASSET, r->key, 0))
         return;
     st = store_asset_get(r->store, r->key, from, to, &out);
     if (st == GI_OK) {
@@ -324,7 +324,7 @@ void api_assets_events(struct req *r)
     int64_t total = 0, id = 0;
     int st;
 
-    if (!req_page_or_reply(r, sortable, &pg))
+    if (!req_page_or_reply(r, sortable, &pg) || !who_may_see_or_reply(r, WHO_ASSET, r->key, 0))
         return;
     st = store_asset_id(r->store, r->key, &id);
     if (st == GI_OK)

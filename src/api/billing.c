@@ -4,6 +4,7 @@
  * src/store/billing.c); and the stored lines that matched nothing. Any bad
  * line, or ?dry_run=true, writes nothing. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "api/csvimport.h"
 #include "core/status.h"
 #include "parse/billing.h"
@@ -77,7 +78,8 @@ void api_billing_unmatched(struct req *r)
     int64_t total = 0;
     int st;
 
-    if (!req_page_or_reply(r, sortable, &pg))
+    if (!who_unconfined_or_reply(r, "the list of unmatched billing lines") ||
+        !req_page_or_reply(r, sortable, &pg))
         return;
     if ((st = store_billing_unmatched(r->store, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "billing lines");

@@ -1,5 +1,6 @@
 /* Data centers: create, search, read, rename/relocate, delete, overview. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "http/server.h"
@@ -126,7 +127,11 @@ void api_datacenters_delete(struct req *r)
 void api_datacenters_overview(struct req *r)
 {
     json_t *out = NULL, *disc = NULL, *gpus;
-    int st = store_dc_overview(r->store, r->id, &out);
+    int st;
+
+    if (!who_may_see_or_reply(r, WHO_DATACENTER, NULL, r->id))
+        return;
+    st = store_dc_overview(r->store, r->id, &out);
 
     if (st == GI_OK)
         st = store_dc_discovered(r->store, r->id, gi_now() - server_freshness(r->srv), &disc);

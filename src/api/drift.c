@@ -1,6 +1,7 @@
 /* Drift between the declared inventory and discovery, as a list with
  * per-kind counts (JSON) or the same rows as CSV. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "http/server.h"
@@ -20,7 +21,8 @@ void api_drift_list(struct req *r)
     int st;
 
     if (!req_page_or_reply(r, unsorted, &pg) || !req_param_str_or_reply(r, "kind", 32, &f.kind) ||
-        !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id))
+        !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
+        !who_dc_filter_or_reply(r, &f.datacenter_id))
         return;
     if (f.kind && *f.kind == '\0')
         f.kind = NULL;

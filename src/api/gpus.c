@@ -2,6 +2,7 @@
  * provenance, the newest telemetry, processes, events, identity conflicts
  * and freshness (judged by when the newest reading was taken). */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "http/server.h"
@@ -38,7 +39,8 @@ void api_gpus_list(struct req *r)
         !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
         !req_param_int_or_reply(r, "source", 1, INT64_MAX, &f.source_id) ||
         !req_param_bool_or_reply(r, "stale", &stale) ||
-        !req_param_str_or_reply(r, "state", 16, &f.state))
+        !req_param_str_or_reply(r, "state", 16, &f.state) ||
+        !who_dc_filter_or_reply(r, &f.datacenter_id))
         return;
     if (f.state && strcmp(f.state, "in_use") && strcmp(f.state, "idle") &&
         strcmp(f.state, "unknown") && strcmp(f.state, "stale") && strcmp(f.state, "missing")) {
@@ -75,8 +77,11 @@ void api_gpus_list(struct req *r)
 void api_gpus_get(struct req *r)
 {
     json_t *out = NULL;
-    int st = store_gpu_get(r->store, r->key, stale_before(r), &out);
+    int st;
 
+    if (!who_may_see_or_reply(r, WHO_GPU, r->key, 0))
+        return;
+    st = store_gpu_get(r->store, r->key, stale_before(r), &out);
     if (st != GI_OK)
         reply_status(r, st, "GPU");
     else

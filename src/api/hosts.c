@@ -1,6 +1,7 @@
 /* Discovered hosts and their link to an inventory server: list, read,
  * and an admin's manual link, "not linked", or return to automatic. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -22,7 +23,7 @@ void api_hosts_list(struct req *r)
     if (!req_page_or_reply(r, unsorted, &pg) ||
         !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
         !req_param_bool_or_reply(r, "linked", &linked) ||
-        !req_param_str_or_reply(r, "q", 128, &f.q))
+        !req_param_str_or_reply(r, "q", 128, &f.q) || !who_dc_filter_or_reply(r, &f.datacenter_id))
         return;
     if (linked_p && *linked_p)
         f.linked = linked ? 1 : 0;
@@ -36,8 +37,11 @@ void api_hosts_list(struct req *r)
 void api_hosts_get(struct req *r)
 {
     json_t *out = NULL;
-    int st = store_host_get(r->store, r->id, &out);
+    int st;
 
+    if (!who_may_see_or_reply(r, WHO_HOST, NULL, r->id))
+        return;
+    st = store_host_get(r->store, r->id, &out);
     if (st != GI_OK)
         reply_status(r, st, "host");
     else

@@ -7,6 +7,7 @@
  * ?format=csv, the same items flattened to one row each (nested members
  * as parent_child columns, lists joined by spaces). */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
@@ -54,6 +55,7 @@ static bool filter_or_reply(struct req *r, struct store_insight_filter *f, int64
     bool csv = req_wants_csv(r), has_from, has_to;
     int64_t now = gi_now();
     const char *dc = NULL;
+    char dc_name[256];
     int st;
 
     memset(f, 0, sizeof *f);
@@ -67,7 +69,8 @@ static bool filter_or_reply(struct req *r, struct store_insight_filter *f, int64
         !req_param_str_or_reply(r, "model", 96, &f->model) ||
         !req_param_str_or_reply(r, "datacenter", 128, &dc) ||
         !time_param_or_reply(r, "from", &f->from, &has_from) ||
-        !time_param_or_reply(r, "to", &f->to, &has_to))
+        !time_param_or_reply(r, "to", &f->to, &has_to) ||
+        !who_dc_name_filter_or_reply(r, &dc, dc_name, sizeof dc_name))
         return false;
     /* A data center by name, as /api/v1/usage takes it (or by id); one
      * that does not exist matches nothing. */

@@ -113,9 +113,12 @@ void api_assets_label(struct req *r)
     char *buf = NULL;
     size_t len = 0;
     FILE *f;
-    /* The energy sum over one second: the label does not show it. */
-    int st = store_asset_get(r->store, r->key, 0, 1, &asset);
+    int st;
 
+    if (!who_may_see_or_reply(r, WHO_ASSET, r->key, 0))
+        return;
+    /* The energy sum over one second: the label does not show it. */
+    st = store_asset_get(r->store, r->key, 0, 1, &asset);
     if (st != GI_OK) {
         reply_status(r, st, "asset");
         return;

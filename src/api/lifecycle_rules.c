@@ -2,6 +2,7 @@
  * and an asset's health. The rule language is checked by the store
  * (store_lrule_check) so the API and the job agree on it. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
@@ -217,7 +218,11 @@ void api_assets_health(struct req *r)
 {
     json_t *out = NULL;
     int64_t id = 0;
-    int st = store_asset_id(r->store, r->key, &id);
+    int st;
+
+    if (!who_may_see_or_reply(r, WHO_ASSET, r->key, 0))
+        return;
+    st = store_asset_id(r->store, r->key, &id);
 
     if (st == GI_OK)
         st = store_asset_health(r->store, id, gi_now(), &out);

@@ -2,6 +2,7 @@
  * explicit owner assignments of GPUs, hosts and inventory resources with
  * their history, the ordered mapping rules, and the unowned GPUs. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "api/csvimport.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -265,6 +266,12 @@ void api_owner_get(struct req *r)
     int st;
 
     t = owner_target(r, key, sizeof key);
+    if (!who_may_see_or_reply(r,
+                              t == STORE_OWNER_GPU    ? WHO_GPU
+                              : t == STORE_OWNER_HOST ? WHO_HOST_NAME
+                                                      : WHO_RESOURCE,
+                              key, r->id))
+        return;
     if (t == STORE_OWNER_GPU) {
         if (!req_param_str_or_reply(r, "at", 40, &at_p))
             return;

@@ -193,7 +193,11 @@ void api_resources_list(struct req *r)
 void api_resources_get(struct req *r)
 {
     json_t *out = NULL, *hist = NULL;
-    int st = store_res_get(r->store, r->id, &out);
+    int st;
+
+    if (!who_may_see_or_reply(r, WHO_RESOURCE, NULL, r->id))
+        return;
+    st = store_res_get(r->store, r->id, &out);
 
     if (st == GI_OK)
         st = store_res_allocations(r->store, r->id, &hist);

@@ -191,8 +191,11 @@ void api_audits_list(struct req *r)
 void api_audits_get(struct req *r)
 {
     json_t *out = NULL;
-    int st = store_room_audit_get(r->store, r->id, &out);
+    int st;
 
+    if (!who_may_see_or_reply(r, WHO_ROOM_AUDIT, NULL, r->id))
+        return;
+    st = store_room_audit_get(r->store, r->id, &out);
     if (st != GI_OK)
         reply_status(r, st, "audit");
     else

@@ -1,6 +1,7 @@
 /* Data-center scope checks; see scope.h. */
 #include "api/scope.h"
 #include "core/status.h"
+#include "core/util.h"
 #include "store/store.h"
 
 static bool in_scope(const struct gi_principal *p, int64_t dc_id)
@@ -130,4 +131,100 @@ bool who_dc_filter_or_reply(struct req *r, int64_t *dc_id)
         return false;
     }
     return true;
+}
+
+bool who_may_see_or_reply(struct req *r, enum who_thing t, const char *key, int64_t id)
+{
+    static const char *const words[] = {
+        [WHO_ASSET] = "asset",      [WHO_GPU] = "GPU",
+        [WHO_HOST] = "host",        [WHO_HOST_NAME] = "host",
+        [WHO_TICKET] = "ticket",    [WHO_RESOURCE] = "resource",
+        [WHO_ROOM_AUDIT] = "audit", [WHO_DATACENTER] = "data center"};
+    char kind[16];
+    int64_t dc = 0;
+    int st = GI_OK;
+
+    if (r->who.n_dcs == 0)
+        return true;
+    switch (t) {
+    case WHO_ASSET:
+        st = store_asset_dc(r->store, key, NULL, &dc);
+        break;
+    case WHO_GPU:
+        st = store_thing_dc(r->store, STORE_THING_GPU, key, 0, &dc);
+        break;
+    case WHO_HOST:
+        st = store_thing_dc(r->store, STORE_THING_HOST, NULL, id, &dc);
+        break;
+    case WHO_HOST_NAME: /* a host name, else a host id, as the owner routes read it */
+        st = store_thing_dc(r->store, STORE_THING_HOST_NAME, key, 0, &dc);
+        if (st == GI_NOT_FOUND && key && gi_parse_int64(key, 1, INT64_MAX, &id) == GI_OK)
+            st = store_thing_dc(r->store, STORE_THING_HOST, NULL, id, &dc);
+        break;
+    case WHO_TICKET:
+        st = store_thing_dc(r->store, STORE_THING_TICKET, NULL, id, &dc);
+        break;
+    case WHO_RESOURCE:
+        st = store_res_kind(r->store, id, kind, sizeof kind, &dc);
+        break;
+    case WHO_ROOM_AUDIT:
+        st = store_thing_dc(r->store, STORE_THING_ROOM_AUDIT, NULL, id, &dc);
+        break;
+    case WHO_DATACENTER:
+        dc = id;
+        break;
+    }
+    if (st == GI_NOT_FOUND)
+        return true;
+    if (st != GI_OK) {
+        reply_status(r, st, words[t]);
+        return false;
+    }
+    if (dc > 0 && in_scope(&r->who, dc))
+        return true;
+    /* the reply of a thing that does not exist, so that a confined token
+     * learns nothing of other data centers */
+    reply_status(r, GI_NOT_FOUND, words[t]);
+    return false;
+}
+
+bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, size_t len)
+{
+    json_t *dc = NULL;
+    const char *canon;
+    int64_t id = 0;
+    int st;
+
+    if (r->who.n_dcs == 0)
+        return true;
+    if (*name && **name) {
+        st = store_dc_id_by_name(r->store, *name, &id);
+        if (st == GI_NOT_FOUND && gi_parse_int64(*name, 1, INT64_MAX, &id) != GI_OK)
+            return true; /* names no data center: the report matches nothing */
+        if (st != GI_OK && st != GI_NOT_FOUND) {
+            reply_status(r, st, "data center");
+            return false;
+        }
+    }
+    if (!who_dc_filter_or_reply(r, &id))
+        return false;
+    if ((st = store_dc_get(r->store, id, &dc)) != GI_OK) {
+        reply_status(r, st, "data center");
+        return false;
+    }
+    canon = json_string_value(json_object_get(dc, "name"));
+    gi_strlcpy(buf, canon ? canon : "", len);
+    *name = buf;
+    json_decref(dc);
+    return true;
+}
+
+bool who_unconfined_or_reply(struct req *r, const char *what)
+{
+    if (r->who.n_dcs == 0)
+        return true;
+    reply_error(r, 403, "forbidden", "datacenter",
+                "%s spans every data center; a token confined to data centers may not read it",
+                what);
+    return false;
 }

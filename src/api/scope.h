@@ -1,6 +1,6 @@
 /* The data-center scope of the request's identity (r->who.dcs): the one
- * place asset, resource, scan and allocation handlers ask whether a write
- * or a list is within the token's data centers. An identity with no data
+ * place asset, resource, scan and allocation handlers ask whether a write,
+ * a single read or a list is within the token's data centers. An identity with no data
  * centers listed reaches every data center. */
 #ifndef GI_API_SCOPE_H
 #define GI_API_SCOPE_H
@@ -33,5 +33,34 @@ bool who_may_resource_or_reply(struct req *r, int64_t id);
  * is 403; none given becomes its one data center, or 400 naming
  * `datacenter` when it has several. */
 bool who_dc_filter_or_reply(struct req *r, int64_t *dc_id);
+/* The same for a report's filter that names its data center (usage and
+ * insights: a name, or an id): for a confined identity *name becomes the
+ * name (copied into buf) of the data center the filter is restricted to.
+ * A name that matches no data center is left as it is (it matches
+ * nothing). */
+bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, size_t len);
+/* For a report that cannot be narrowed to data centers (showback,
+ * unmatched billing lines): true for an unconfined identity; otherwise
+ * 403 forbidden naming `what`. */
+bool who_unconfined_or_reply(struct req *r, const char *what);
+
+/* What a single read names (who_may_see_or_reply). */
+enum who_thing {
+    WHO_ASSET,      /* key: tag */
+    WHO_GPU,        /* key: UUID; where its host is */
+    WHO_HOST,       /* id; where its linked inventory server is */
+    WHO_HOST_NAME,  /* key: host name */
+    WHO_TICKET,     /* id; where its asset is, else its GPU */
+    WHO_RESOURCE,   /* id */
+    WHO_ROOM_AUDIT, /* id */
+    WHO_DATACENTER, /* id: the data center itself */
+};
+/* The one check of every single-item read: true when r->who may read the
+ * thing, or when there is no such thing (the handler answers 404).
+ * Otherwise, for a confined identity and a thing outside its data centers
+ * or in none, replies 404 exactly as for a thing that does not exist (so
+ * that a confined token cannot probe other data centers) and returns
+ * false. */
+bool who_may_see_or_reply(struct req *r, enum who_thing t, const char *key, int64_t id);
 
 #endif

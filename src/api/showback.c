@@ -2,6 +2,7 @@
  * currency) and the monthly showback report, one row per team, as JSON
  * or CSV. What each figure means is in src/store/showback.c. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/money.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -166,7 +167,8 @@ void api_showback(struct req *r)
     json_t *out = NULL;
     int st;
 
-    if (!month_or_reply(r, &from, &to, month, sizeof month))
+    if (!who_unconfined_or_reply(r, "the showback report") ||
+        !month_or_reply(r, &from, &to, month, sizeof month))
         return;
     if ((st = store_showback(r->store, from, to, &out)) != GI_OK) {
         reply_status(r, st, "showback");

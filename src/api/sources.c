@@ -344,16 +344,25 @@ static json_t *test_reply(const struct pull_result *res, json_t *warnings)
                      res->ok ? NULL : res->error, "warnings", warnings);
 }
 
-/* Runs a dry pull of a source body (kind, name, cluster, config) and
- * replies with what it found. */
+/* A test run's overall limit unless ?deadline_s= says otherwise, and the
+ * most it may ask. */
+#define TEST_DEADLINE_S 60
+#define TEST_DEADLINE_MAX_S 600
+
+/* Runs a dry pull of a source body (kind, name, cluster, config), the
+ * whole of it bounded by ?deadline_s=, and replies with what it found. */
 static void test_and_reply(struct req *r, const char *kind, const char *name, const char *cluster,
                            const json_t *cfg, json_t *warnings)
 {
     struct pull_result res;
-    json_t *src = json_pack("{s:s, s:s, s:s?, s:O, s:I}", "kind", kind, "name", name, "cluster",
-                            cluster, "config", cfg, "id", (json_int_t)0);
+    int64_t deadline_s = TEST_DEADLINE_S;
+    json_t *src;
 
-    pull_test_source(r->store, src, &res);
+    if (!req_param_int_or_reply(r, "deadline_s", 1, TEST_DEADLINE_MAX_S, &deadline_s))
+        return;
+    src = json_pack("{s:s, s:s, s:s?, s:O, s:I}", "kind", kind, "name", name, "cluster", cluster,
+                    "config", cfg, "id", (json_int_t)0);
+    pull_test_source(r->store, src, deadline_s, &res);
     json_decref(src);
     reply_json(r, 200, test_reply(&res, warnings));
 }

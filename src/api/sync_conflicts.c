@@ -2,6 +2,7 @@
  * (a field NetBox or Snipe-IT changed since gpuinv last synced it, which
  * the push did not overwrite), their resolution, and the push log. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -31,7 +32,8 @@ static void conflicts_reply(struct req *r, const char *tag)
     bool open_only;
     int st;
 
-    if (!req_page_or_reply(r, sortable, &pg) || !state_or_reply(r, &open_only))
+    if (!req_page_or_reply(r, sortable, &pg) || !state_or_reply(r, &open_only) ||
+        (tag && !who_may_see_or_reply(r, WHO_ASSET, tag, 0)))
         return;
     if ((st = store_sync_conflicts(r->store, tag, open_only, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, tag ? "asset" : "sync conflicts");
@@ -87,7 +89,8 @@ void api_sync_pushes_list(struct req *r)
     int64_t total = 0;
     int st;
 
-    if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "asset", 128, &tag))
+    if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "asset", 128, &tag) ||
+        (tag && !who_may_see_or_reply(r, WHO_ASSET, tag, 0)))
         return;
     if ((st = store_sync_pushes(r->store, tag, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, tag ? "asset" : "sync pushes");

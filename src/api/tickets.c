@@ -2,6 +2,7 @@
  * open tickets through the store (ticket_open); the ticket system's key
  * and link arrive with the reply to the ticket.opened delivery. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -19,7 +20,9 @@ void api_tickets_list(struct req *r)
     int st;
 
     if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "state", 16, &f.state) ||
-        !req_param_str_or_reply(r, "asset", 128, &f.asset_tag))
+        !req_param_str_or_reply(r, "asset", 128, &f.asset_tag) ||
+        !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
+        !who_dc_filter_or_reply(r, &f.datacenter_id))
         return;
     if (f.state && strcmp(f.state, "open") != 0 && strcmp(f.state, "closed") != 0) {
         reply_error(r, 400, "validation_failed", "state", "state must be open or closed");
@@ -35,8 +38,11 @@ void api_tickets_list(struct req *r)
 void api_tickets_get(struct req *r)
 {
     json_t *out = NULL;
-    int st = store_ticket_get(r->store, r->id, &out);
+    int st;
 
+    if (!who_may_see_or_reply(r, WHO_TICKET, NULL, r->id))
+        return;
+    st = store_ticket_get(r->store, r->id, &out);
     if (st != GI_OK)
         reply_status(r, st, "ticket");
     else

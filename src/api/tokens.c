@@ -219,3 +219,53 @@ void api_tokens_revoke(struct req *r)
     }
     reply_no_content(r);
 }
+
+/* PATCH /api/v1/tokens/{id} {"datacenters": [...]}: sets the data centers
+ * the token is confined to ([] or null: every one), audited; the token's
+ * next request has the new scope. An admin token is never confined; a
+ * revoked token is not changed (409). */
+void api_tokens_update(struct req *r)
+{
+    static const char *const allowed[] = {"datacenters", NULL};
+    json_t *body = NULL, *tok = NULL;
+    int64_t dcs[GI_TOKEN_DCS_MAX];
+    enum gi_role role;
+    int st, n_dcs = 0;
+
+    if (!req_json_body_or_reply(r, &body))
+        return;
+    if (!json_known_or_reply(r, body, allowed))
+        goto cleanup;
+    if (!json_object_get(body, "datacenters")) {
+        reply_error(r, 400, "validation_failed", "datacenters",
+                    "datacenters is required: an array of data-center ids or names, [] for every "
+                    "data center");
+        goto cleanup;
+    }
+    if (!dcs_or_reply(r, body, dcs, &n_dcs))
+        goto cleanup;
+    if ((st = store_token_get(r->store, r->id, &tok)) != GI_OK) {
+        reply_status(r, st, "token");
+        goto cleanup;
+    }
+    if (!json_is_null(json_object_get(tok, "revoked_at"))) {
+        reply_error(r, 409, "conflict", NULL, "token %lld is revoked", (long long)r->id);
+        goto cleanup;
+    }
+    if (gi_role_parse(json_string_value(json_object_get(tok, "role")), &role) == GI_OK &&
+        role == GI_ROLE_ADMIN && n_dcs > 0) {
+        reply_error(r, 400, "validation_failed", "datacenters",
+                    "an admin token is not confined to data centers");
+        goto cleanup;
+    }
+    if ((st = store_token_set_datacenters(r->store, r->who.name, r->id, dcs, n_dcs)) != GI_OK) {
+        reply_status(r, st, "token");
+        goto cleanup;
+    }
+    json_object_set_new(tok, "datacenters", dcs_json(dcs, n_dcs));
+    reply_json(r, 200, tok);
+    tok = NULL;
+cleanup:
+    json_decref(tok);
+    json_decref(body);
+}

@@ -3,6 +3,7 @@
  * (GET /api/v1/gpus/{uuid}/timeline) and running the rollup job on demand
  * (POST /api/v1/usage/rollup). */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
@@ -143,6 +144,7 @@ void api_usage_get(struct req *r)
     struct store_usage_query q = {.group_by = "team", .max_groups = MAX_GROUPS};
     const char **slot[] = {&q.team, &q.env, &q.pool, &q.cluster, &q.cloud, &q.datacenter, &q.model};
     const char *g = req_param(r, "group_by");
+    char dc_name[256];
     int64_t now = gi_now(), span;
     json_t *out = NULL, *flat;
     size_t i;
@@ -166,6 +168,8 @@ void api_usage_get(struct req *r)
         if (*slot[i] && !**slot[i])
             *slot[i] = NULL;
     }
+    if (!who_dc_name_filter_or_reply(r, &q.datacenter, dc_name, sizeof dc_name))
+        return;
     /* Whole hours: the rollups' grain. */
     q.from -= q.from % 3600;
     if (q.to % 3600)
@@ -223,7 +227,7 @@ void api_gpu_timeline(struct req *r)
     json_t *out = NULL;
     int st;
 
-    if (!range_or_reply(r, now, &from, &to))
+    if (!range_or_reply(r, now, &from, &to) || !who_may_see_or_reply(r, WHO_GPU, r->key, 0))
         return;
     if ((st = store_gpu_timeline(r->store, r->key, from, to, &out)) != GI_OK)
         reply_status(r, st, "GPU");

@@ -16,6 +16,8 @@ static const char token_usage[] =
     "       gpuinv token create --db PATH --role pusher --name NAME --source SOURCE\n"
     "                           [--team TEAM] [--env ENV] [--cluster CLUSTER]\n"
     "                           [--hosts PATTERNS] [--limit-cluster CLUSTER]\n"
+    "       (either form also [--datacenter DC]..., not for admin)\n"
+    "       gpuinv token scope --db PATH --id ID (--datacenter DC... | --all-datacenters)\n"
     "       gpuinv token list --db PATH\n"
     "       gpuinv token revoke --db PATH --id ID\n"
     "\n"
@@ -25,6 +27,10 @@ static const char token_usage[] =
     "win). --hosts 'fra1-*,ams1-*' confines the token to host names matching one of\n"
     "the patterns and --limit-cluster to hosts of that cluster: a batch for any\n"
     "other host is refused with 403.\n"
+    "\n"
+    "--datacenter (a data center's name or id, repeatable) confines a token to those\n"
+    "data centers: it reads, lists and changes only what is in them. 'scope' changes\n"
+    "the data centers of an existing token; --all-datacenters lifts the confinement.\n"
     "\n"
     "--db is a SQLite file or a PostgreSQL URL (postgres://...), as for 'gpuinv\n"
     "serve'; without it, GPUINV_DB.\n";
@@ -37,18 +43,29 @@ static const char user_usage[] =
 struct cred_args {
     const char *db, *name, *role, *source, *team, *env, *cluster, *hosts, *limit_cluster;
     int64_t id;
+    const char *dcs[GI_TOKEN_DCS_MAX]; /* --datacenter, names or ids */
+    int n_dcs;
+    bool all_dcs; /* --all-datacenters */
 };
 
 /* Parses the shared options; returns -1 to go on, else an exit code. */
 static int parse_args(int argc, char **argv, const char *usage, struct cred_args *a)
 {
     static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'},     {"name", required_argument, NULL, 'n'},
-        {"role", required_argument, NULL, 'r'},   {"id", required_argument, NULL, 'i'},
-        {"source", required_argument, NULL, 's'}, {"team", required_argument, NULL, 'T'},
-        {"env", required_argument, NULL, 'E'},    {"cluster", required_argument, NULL, 'C'},
-        {"hosts", required_argument, NULL, 'H'},  {"limit-cluster", required_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"db", required_argument, NULL, 'd'},
+        {"name", required_argument, NULL, 'n'},
+        {"role", required_argument, NULL, 'r'},
+        {"id", required_argument, NULL, 'i'},
+        {"source", required_argument, NULL, 's'},
+        {"team", required_argument, NULL, 'T'},
+        {"env", required_argument, NULL, 'E'},
+        {"cluster", required_argument, NULL, 'C'},
+        {"hosts", required_argument, NULL, 'H'},
+        {"limit-cluster", required_argument, NULL, 'L'},
+        {"datacenter", required_argument, NULL, 'D'},
+        {"all-datacenters", no_argument, NULL, 'A'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int opt;
 
@@ -82,6 +99,16 @@ static int parse_args(int argc, char **argv, const char *usage, struct cred_args
             break;
         case 'L':
             a->limit_cluster = optarg;
+            break;
+        case 'D':
+            if (a->n_dcs == GI_TOKEN_DCS_MAX) {
+                fprintf(stderr, "at most %d --datacenter options\n", GI_TOKEN_DCS_MAX);
+                return 2;
+            }
+            a->dcs[a->n_dcs++] = optarg;
+            break;
+        case 'A':
+            a->all_dcs = true;
             break;
         case 'i':
             if (gi_parse_int64(optarg, 1, INT64_MAX, &a->id) != GI_OK) {
@@ -131,6 +158,34 @@ static int source_kind(struct store *st, const char *name, char *kind, size_t le
     return GI_OK;
 }
 
+/* The ids of the data centers --datacenter names (a name, else an id),
+ * deduplicated, into dcs; says which one is unknown otherwise. */
+static int dcs_resolve(struct store *st, const struct cred_args *a, int64_t *dcs, int *n)
+{
+    *n = 0;
+    for (int i = 0; i < a->n_dcs; i++) {
+        int64_t id = 0;
+        bool dup = false;
+        int rc = store_dc_id_by_name(st, a->dcs[i], &id);
+        if (rc == GI_NOT_FOUND && gi_parse_int64(a->dcs[i], 1, INT64_MAX, &id) == GI_OK) {
+            json_t *dc = NULL;
+            rc = store_dc_get(st, id, &dc);
+            json_decref(dc);
+        }
+        if (rc == GI_NOT_FOUND)
+            fprintf(stderr, "--datacenter %s: no data center has this name or id\n", a->dcs[i]);
+        else if (rc != GI_OK)
+            fprintf(stderr, "could not read data center %s: %s\n", a->dcs[i], gi_status_name(rc));
+        if (rc != GI_OK)
+            return rc;
+        for (int k = 0; k < *n; k++)
+            dup = dup || dcs[k] == id;
+        if (!dup)
+            dcs[(*n)++] = id;
+    }
+    return GI_OK;
+}
+
 /* Says why a pusher token cannot report as `name`, a source of `kind`. */
 static void not_push(const char *name, const char *kind)
 {
@@ -145,9 +200,11 @@ static void not_push(const char *name, const char *kind)
 static int token_create(struct store *st, const struct cred_args *a, enum gi_role role)
 {
     char secret[AUTH_TOKEN_LEN], hash[AUTH_HASH_LEN], kind[32];
-    int64_t id, sid;
-    int rc;
+    int64_t id, sid, dcs[GI_TOKEN_DCS_MAX];
+    int rc, n_dcs = 0;
 
+    if ((rc = dcs_resolve(st, a, dcs, &n_dcs)) != GI_OK)
+        return rc;
     if (a->source) {
         if ((rc = source_kind(st, a->source, kind, sizeof kind)) != GI_OK) {
             fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
@@ -161,6 +218,11 @@ static int token_create(struct store *st, const struct cred_args *a, enum gi_rol
     auth_token_new(secret);
     auth_hash(secret, hash);
     if ((rc = store_token_create(st, "cli", a->name, role, hash, &id)) != GI_OK) {
+        fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
+        return rc;
+    }
+    if (n_dcs > 0 && (rc = store_token_set_datacenters(st, "cli", id, dcs, n_dcs)) != GI_OK) {
+        store_token_revoke(st, "cli", id);
         fprintf(stderr, "could not create token: %s\n", gi_status_name(rc));
         return rc;
     }
@@ -183,6 +245,49 @@ static int token_create(struct store *st, const struct cred_args *a, enum gi_rol
     return GI_OK;
 }
 
+/* Sets the data centers of token a->id (none with --all-datacenters). */
+static int token_scope(struct store *st, const struct cred_args *a)
+{
+    json_t *tok = NULL;
+    int64_t dcs[GI_TOKEN_DCS_MAX];
+    enum gi_role role;
+    int rc, n_dcs = 0;
+
+    if ((rc = store_token_get(st, a->id, &tok)) != GI_OK) {
+        fprintf(stderr, "could not read token %lld: %s\n", (long long)a->id, gi_status_name(rc));
+        return rc;
+    }
+    if (!json_is_null(json_object_get(tok, "revoked_at"))) {
+        fprintf(stderr, "token %lld is revoked\n", (long long)a->id);
+        rc = GI_CONFLICT;
+    } else if (gi_role_parse(json_string_value(json_object_get(tok, "role")), &role) == GI_OK &&
+               role == GI_ROLE_ADMIN && a->n_dcs > 0) {
+        fprintf(stderr, "an admin token is not confined to data centers\n");
+        rc = GI_INVALID;
+    } else if ((rc = dcs_resolve(st, a, dcs, &n_dcs)) == GI_OK &&
+               (rc = store_token_set_datacenters(st, "cli", a->id, dcs, n_dcs)) != GI_OK) {
+        fprintf(stderr, "could not change token %lld: %s\n", (long long)a->id, gi_status_name(rc));
+    }
+    json_decref(tok);
+    return rc;
+}
+
+/* The data centers of a listed token as "3,7", or "all". */
+static void dcs_text(const json_t *t, char *buf, size_t len)
+{
+    const json_t *a = json_object_get(t, "datacenters"), *v;
+    size_t i, n = 0;
+
+    gi_strlcpy(buf, json_array_size(a) ? "" : "all", len);
+    json_array_foreach(a, i, v) {
+        int w =
+            snprintf(buf + n, len - n, "%s%lld", i ? "," : "", (long long)json_integer_value(v));
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+    }
+}
+
 static int open_store(const char *db, struct store **st)
 {
     if (auth_init() != GI_OK || store_open(db, 1, st) != GI_OK) {
@@ -203,7 +308,8 @@ int cli_token(int argc, char **argv)
         fputs(token_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (strcmp(argv[1], "create") && strcmp(argv[1], "list") && strcmp(argv[1], "revoke")) {
+    if (strcmp(argv[1], "create") && strcmp(argv[1], "list") && strcmp(argv[1], "revoke") &&
+        strcmp(argv[1], "scope")) {
         fprintf(stderr, "gpuinv token: unknown action '%s'\n%s", argv[1], token_usage);
         return 2;
     }
@@ -237,9 +343,24 @@ int cli_token(int argc, char **argv)
             fprintf(stderr, "--limit-cluster must be text of 1..127 bytes\n");
             return 2;
         }
+        if (a.all_dcs || (a.n_dcs > 0 && role == GI_ROLE_ADMIN)) {
+            fprintf(stderr, a.all_dcs ? "--all-datacenters is for 'scope'; a new token without "
+                                        "--datacenter reaches every data center\n"
+                                      : "an admin token is not confined to data centers\n");
+            return 2;
+        }
         if ((code = open_store(a.db, &st)))
             return code;
         rc = token_create(st, &a, role);
+    } else if (strcmp(argv[1], "scope") == 0) {
+        if (a.id == 0 || (a.n_dcs > 0) == a.all_dcs) {
+            fprintf(stderr, "scope needs --id and either --datacenter (repeatable) or "
+                            "--all-datacenters\n");
+            return 2;
+        }
+        if ((code = open_store(a.db, &st)))
+            return code;
+        rc = token_scope(st, &a);
     } else if (strcmp(argv[1], "list") == 0) {
         json_t *items = NULL;
         size_t i;
@@ -248,14 +369,17 @@ int cli_token(int argc, char **argv)
             return code;
         rc = store_token_list(st, &items);
         if (rc == GI_OK) {
-            printf("%-6s %-24s %-8s %-21s %s\n", "ID", "NAME", "ROLE", "CREATED", "REVOKED");
+            printf("%-6s %-24s %-8s %-21s %-21s %s\n", "ID", "NAME", "ROLE", "CREATED", "REVOKED",
+                   "DATACENTERS");
             json_array_foreach(items, i, t) {
                 const char *rev = json_string_value(json_object_get(t, "revoked_at"));
-                printf("%-6lld %-24s %-8s %-21s %s\n",
+                char dcs[GI_TOKEN_DCS_MAX * 21 + 1];
+                dcs_text(t, dcs, sizeof dcs);
+                printf("%-6lld %-24s %-8s %-21s %-21s %s\n",
                        (long long)json_integer_value(json_object_get(t, "id")),
                        json_string_value(json_object_get(t, "name")),
                        json_string_value(json_object_get(t, "role")),
-                       json_string_value(json_object_get(t, "created_at")), rev ? rev : "-");
+                       json_string_value(json_object_get(t, "created_at")), rev ? rev : "-", dcs);
             }
         }
         json_decref(items);

@@ -1,5 +1,6 @@
 /* HTTP for the cloud pull sources; see cloudhttp.h. */
 #include "collect/cloudhttp.h"
+#include "collect/deadline.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
 #include "core/util.h"
@@ -26,6 +27,9 @@ int cloudhttp_get(const char *url, const struct httpget_opts *o, char **body, si
         ts.tv_sec = ra > 0 ? ra : backoff;
         if (ts.tv_sec > CLOUDHTTP_MAX_WAIT_S)
             ts.tv_sec = CLOUDHTTP_MAX_WAIT_S;
+        /* Under a test run's overall limit: no wait past it. */
+        if (pull_deadline_clip_ms((long)ts.tv_sec * 1000L) < (long)ts.tv_sec * 1000L)
+            break;
         backoff *= 2;
         free(*body);
         *body = NULL;

@@ -2,7 +2,11 @@
  * in one run, its summary table for processes, and the processes holding
  * /dev/accel devices open for the pids the table cannot show. Firmware
  * versions come from hl-smi -q, run when an AIP is new to the collector
- * (at most every FW_RETRY_S) and kept. */
+ * (at most every FW_RETRY_S) and kept. ECC counters come from a second,
+ * separate CSV query: an hl-smi that does not know its fields (what it
+ * does with an unknown field is not documented) then costs only the ECC
+ * counters, not the GPUs; after a failure it is asked again only after
+ * ECC_RETRY_S, and every discovery meanwhile carries the warning. */
 #define _GNU_SOURCE
 #include "collect/accelfd.h"
 #include "collect/collector.h"
@@ -23,6 +27,9 @@
 #define HL_TIMEOUT 20
 #define FW_MAX 64
 #define FW_RETRY_S 600
+#define ECC_RETRY_S 3600
+#define ECC_FIELDS                                                                                 \
+    "uuid,bus_id,ecc.errors.uncorrected.aggregate.total,ecc.errors.corrected.aggregate.total"
 
 struct fw_entry {
     char bus[GI_BUS_LEN];
@@ -35,7 +42,9 @@ struct gaudi_state {
     char logdir[64]; /* our HABANA_LOGS directory, "" when the caller's is kept */
     struct fw_entry fw[FW_MAX];
     size_t nfw;
-    int64_t fw_tried; /* monotonic seconds of the last hl-smi -q; 0 never */
+    int64_t fw_tried;   /* monotonic seconds of the last hl-smi -q; 0 never */
+    int64_t ecc_failed; /* monotonic seconds of the last failed ECC query; 0 none */
+    char ecc_why[200];  /* why it failed */
 };
 
 static int64_t mono_s(void)
@@ -87,6 +96,46 @@ static void firmware(struct gaudi_state *s, struct gi_obs_set *set, size_t first
     }
 }
 
+/* Gives the GPUs set->gpus[first..] their aggregate ECC counters, matched
+ * by bus id, from the separate ECC query; a counter hl-smi leaves N/A
+ * stays unknown. A failed query is one warning and no counters. */
+static void ecc(struct gaudi_state *s, struct gi_obs_set *set, size_t first)
+{
+    const char *argv[] = {s->tool, "-Q", ECC_FIELDS, "-f", "csv,nounits", NULL};
+    struct gi_obs_set e = {0};
+    char *out = NULL, why[256];
+    size_t len = 0;
+    int64_t now = mono_s();
+
+    if (s->ecc_failed && now - s->ecc_failed < ECC_RETRY_S) {
+        gi_obs_warn(set, "hl-smi ECC query: %s; ECC counters not reported", s->ecc_why);
+        return;
+    }
+    if (runcmd(argv, HL_MAX_OUT, HL_TIMEOUT, &out, &len, why, sizeof why) != 0 ||
+        hlsmi_parse_query(out, len, NULL, &e, why, sizeof why) != 0) {
+        gi_obs_warn(set, "hl-smi ECC query: %s; ECC counters not reported", why);
+        gi_strlcpy(s->ecc_why, why, sizeof s->ecc_why);
+        s->ecc_failed = now;
+        goto cleanup;
+    }
+    s->ecc_failed = 0;
+    for (size_t j = 0; j < e.ngpus; j++) {
+        const struct gi_gpu_obs *x = &e.gpus[j];
+        for (size_t i = first; x->pci_bus_id[0] && i < set->ngpus; i++) {
+            struct gi_gpu_obs *g = &set->gpus[i];
+            if (strcmp(g->pci_bus_id, x->pci_bus_id) != 0)
+                continue;
+            if (x->ecc_corrected >= 0)
+                g->ecc_corrected = x->ecc_corrected;
+            if (x->ecc_uncorrected >= 0)
+                g->ecc_uncorrected = x->ecc_uncorrected;
+        }
+    }
+cleanup:
+    free(out);
+    gi_obs_free(&e);
+}
+
 static int gaudi_discover(void *state, struct gi_obs_set *set, char *err, size_t errlen)
 {
     struct gaudi_state *s = state;
@@ -107,6 +156,7 @@ static int gaudi_discover(void *state, struct gi_obs_set *set, char *err, size_t
         return -1;
     }
     firmware(s, set, first);
+    ecc(s, set, first);
     /* Processes are best effort: the GPUs are kept either way. */
     if (runcmd(table, HL_MAX_OUT, HL_TIMEOUT, &out, &len, why, sizeof why) == 0) {
         if (hlsmi_parse_table(out, len, set, why, sizeof why) != 0)

@@ -1,4 +1,5 @@
 /* Bounded HTTP GET and POST; see httpget.h. */
+#include "collect/deadline.h"
 #include "collect/httpget.h"
 #include "collect/curlso.h"
 
@@ -43,6 +44,17 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
     return s->keep_prefix ? size * n : add;
 }
 
+/* The TLS verification settings of a request, the same for GET and POST. */
+static void set_tls(CURL *c, const char *ca_file, int insecure)
+{
+    if (ca_file && *ca_file)
+        curlso->easy_setopt(c, CURLOPT_CAINFO, ca_file);
+    if (insecure) {
+        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+}
+
 int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *len, long *status,
             char *err, size_t errlen)
 {
@@ -52,6 +64,7 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
     char auth[4200];
     CURLcode cc;
     bool unsignable;
+    long limit_ms;
     int rc = -1;
 
     *body = NULL;
@@ -81,12 +94,7 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
     curlso->easy_setopt(c, CURLOPT_USERAGENT, "gpuinv");
     curlso->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curlso->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-    if (o->ca_file && *o->ca_file)
-        curlso->easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
-    if (o->insecure) {
-        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-        curlso->easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
+    set_tls(c, o->ca_file, o->insecure);
     if (o->post_form) {
         curlso->easy_setopt(c, CURLOPT_POST, 1L);
         curlso->easy_setopt(c, CURLOPT_POSTFIELDS, o->post_form);
@@ -98,11 +106,16 @@ int httpget(const char *url, const struct httpget_opts *o, char **body, size_t *
         cc = curlso->easy_setopt(c, CURLOPT_AWS_SIGV4, o->aws_sigv4);
     }
     unsignable = cc != CURLE_OK;
-    if (!unsignable)
+    /* A test run's overall limit bounds this request too. */
+    limit_ms = pull_deadline_clip_ms((o->timeout_s > 0 ? o->timeout_s : 30L) * 1000L);
+    curlso->easy_setopt(c, CURLOPT_TIMEOUT_MS, limit_ms > 0 ? limit_ms : 1L);
+    if (!unsignable && limit_ms > 0)
         cc = curlso->easy_perform(c);
     if (unsignable) {
         snprintf(err, errlen, "this libcurl cannot sign AWS requests (7.75 or newer needed): %s",
                  curlso->easy_strerror(cc));
+    } else if (limit_ms <= 0) {
+        snprintf(err, errlen, "no time was left to ask %s", url);
     } else if (s.too_large) {
         snprintf(err, errlen, "the answer is larger than %zu bytes", o->max_bytes);
     } else if (cc != CURLE_OK) {
@@ -166,6 +179,7 @@ int httppost(const char *url, const struct httppost_opts *o, const char *data, s
     /* A redirect is answered by the receiver's code, not followed: a
      * signed POST is not re-sent elsewhere. */
     curlso->easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    set_tls(c, o->ca_file, o->insecure);
     cc = curlso->easy_perform(c);
     if (cc != CURLE_OK) {
         snprintf(err, errlen, "%s", curlso->easy_strerror(cc));

@@ -48,6 +48,10 @@ struct httppost_opts {
     /* When not NULL: receives the seconds a Retry-After header asked for
      * (0 when none). */
     long *retry_after;
+    /* TLS verification, as for httpget: a CA bundle (NULL: the system's)
+     * and skipping verification (test set-ups only). */
+    const char *ca_file;
+    int insecure;
 };
 int httppost(const char *url, const struct httppost_opts *o, const char *data, size_t data_len,
              char **body, size_t *len, int *truncated, long *status, char *err, size_t errlen);

@@ -1,6 +1,7 @@
 /* Pull sources; see pull.h. Each kind is a config spec and a fetch
  * function that turns what the remote system says into observations; the
  * rest (grouping by host, ingest, status) is shared. */
+#include "collect/deadline.h"
 #include "collect/pull.h"
 #include "collect/hostbatch.h"
 #include "collect/httpget.h"
@@ -506,11 +507,21 @@ void pull_run_source(struct store *st, const json_t *src, struct pull_result *re
         gi_warn("could not record the outcome of source %s", name ? name : "?");
 }
 
-void pull_test_source(struct store *st, const json_t *src, struct pull_result *res)
+void pull_test_source(struct store *st, const json_t *src, int64_t deadline_s,
+                      struct pull_result *res)
 {
+    char why[sizeof res->error];
+
     memset(res, 0, sizeof *res);
     res->dry = true;
+    pull_deadline_set(deadline_s);
     pull_once(st, src, res);
+    if (!res->ok && pull_deadline_passed()) {
+        gi_strlcpy(why, res->error, sizeof why);
+        gi_fmt(res->error, sizeof res->error, "the test stopped at its overall limit of %lld s: %s",
+               (long long)pull_deadline_seconds(), why);
+    }
+    pull_deadline_clear();
 }
 
 /* The API name of a config key type. */

@@ -50,8 +50,11 @@ void pull_run_source(struct store *st, const json_t *src, struct pull_result *re
 
 /* Pulls one source (a body as POST /sources takes it: kind, config,
  * cluster) once with res->dry set: nothing is stored and nothing is
- * recorded on the source; res tells what was found or the first error. */
-void pull_test_source(struct store *st, const json_t *src, struct pull_result *res);
+ * recorded on the source; res tells what was found or the first error.
+ * The whole pull (every page, retry and command) ends after deadline_s
+ * seconds (collect/deadline.h); its error then says so. */
+void pull_test_source(struct store *st, const json_t *src, int64_t deadline_s,
+                      struct pull_result *res);
 
 /* Every kind's config keys, from the table that validates configs: an
  * array of {"kind", "keys":[{"name","type","required","secret","help",

@@ -239,7 +239,7 @@ static int pull_region(struct store *st, int64_t sid, struct aws_ctx *x,
     if (rc == 0) {
         if (!x->dry)
             r->warnings += (int64_t)(all.warnings + all.skipped);
-        st_rc = pull_cloud_listing(st, sid, "aws", x->region, all.items, all.n, x->dry, r);
+        st_rc = pull_cloud_listing(st, sid, "aws", x->region, all.items, all.n, NULL, 0, x->dry, r);
         if (st_rc != GI_OK) {
             snprintf(err, errlen, "%s: storing the listing failed: %s", x->region,
                      gi_status_name(st_rc));

@@ -3,8 +3,13 @@
  * state), following nextLink, with a bearer token obtained from Microsoft
  * Entra ID by client credentials. GPU counts come from the Resource SKUs
  * list, kept per source for a day; when it cannot be read the built-in
- * size table alone is used. Only a complete listing is stored: a failed
- * page or refused credentials fail the pull and mark nothing gone. */
+ * size table alone is used. List All does not return the members of
+ * scale sets in Uniform orchestration (AKS GPU node pools): the scale
+ * sets are listed too, and the members of each one that is not Flexible
+ * (Flexible members are in the VM list already) are read with their
+ * instance views and added to the listing. Only a complete listing is
+ * stored: a failed page of VMs, scale sets or a scale set's members, or
+ * refused credentials, fail the pull and mark nothing gone. */
 #include "collect/cloudhttp.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
@@ -67,18 +72,26 @@ static int get_token(const json_t *cfg, char *token, size_t tlen, char *err, siz
     return cloudhttp_token(cfg, url, form, azure_error_message, &w, token, tlen, err, errlen);
 }
 
+/* An answer that is not 2xx as the pull's error; action is the read
+ * permission the request needs. */
+static void refused_for(const char *what, const char *action, long status, const char *body,
+                        size_t len, char *err, size_t errlen)
+{
+    char why[300], lacks[200];
+
+    azure_error_message(body, len, why, sizeof why);
+    gi_fmt(lacks, sizeof lacks, "; the app lacks %s on the subscription", action);
+    gi_fmt(err, errlen, "%s: HTTP %ld%s%s%s", what, status, why[0] ? " " : "", why,
+           status == 401   ? "; the access token is invalid or has expired"
+           : status == 403 ? lacks
+           : status == 429 ? "; still throttled after retries"
+                           : "");
+}
+
 static void refused(const char *what, long status, const char *body, size_t len, char *err,
                     size_t errlen)
 {
-    char why[300];
-
-    azure_error_message(body, len, why, sizeof why);
-    gi_fmt(err, errlen, "%s: HTTP %ld%s%s%s", what, status, why[0] ? " " : "", why,
-           status == 401   ? "; the access token is invalid or has expired"
-           : status == 403 ? "; the app lacks Microsoft.Compute/virtualMachines/read on the "
-                             "subscription"
-           : status == 429 ? "; still throttled after retries"
-                           : "");
+    refused_for(what, "Microsoft.Compute/virtualMachines/read", status, body, len, err, errlen);
 }
 
 /* Reads every page of the Resource SKUs list into s. */
@@ -185,12 +198,187 @@ static int take(struct azure_page *p, struct cloud_instance **all, size_t *n, si
         *all = nv;
         *cap = ncap;
     }
-    memcpy(*all + *n, p->items, p->n * sizeof *p->items);
+    if (p->n > 0)
+        memcpy(*all + *n, p->items, p->n * sizeof *p->items);
     *n += p->n;
     free(p->items);
     p->items = NULL;
     p->n = 0;
     return GI_OK;
+}
+
+/* Appends "; nothing was marked gone" to err (cut when it does not fit). */
+static void nothing_gone(char *err, size_t errlen)
+{
+    size_t used = strlen(err);
+
+    if (used + 1 < errlen)
+        gi_fmt(err + used, errlen - used, "; nothing was marked gone");
+}
+
+/* Every page of the subscription's scale sets into sets. 0, or -1 with
+ * err filled. */
+static int list_scale_sets(const char *base, const char *esub, const char *sub,
+                           const struct httpget_opts *o, struct azure_scale_sets *sets, char *err,
+                           size_t errlen)
+{
+    char url[AZURE_URL_MAX + 64], next[AZURE_URL_MAX], why[AZURE_ERR_LEN], what[300];
+
+    snprintf(url, sizeof url,
+             "%s/subscriptions/%s/providers/Microsoft.Compute/virtualMachineScaleSets"
+             "?api-version=%s",
+             base, esub, AZURE_VM_API);
+    for (int page = 1; page <= AZURE_MAX_PAGES; page++) {
+        char *body = NULL;
+        size_t len = 0;
+        long status = 0;
+        int rc;
+        snprintf(what, sizeof what, "listing the scale sets of subscription %.100s (page %d)", sub,
+                 page);
+        if (cloudhttp_get(url, o, &body, &len, &status, why, sizeof why) != 0) {
+            gi_fmt(err, errlen, "%s: %s; nothing was marked gone", what, why);
+            return -1;
+        }
+        if (status < 200 || status > 299) {
+            refused_for(what, "Microsoft.Compute/virtualMachineScaleSets/read", status, body, len,
+                        err, errlen);
+            nothing_gone(err, errlen);
+            free(body);
+            return -1;
+        }
+        rc = azure_parse_scale_sets(body, len, sets, next, sizeof next, why, sizeof why);
+        free(body);
+        if (rc != GI_OK) {
+            gi_fmt(err, errlen, "%s: %s; nothing was marked gone", what, why);
+            return -1;
+        }
+        if (next[0] == '\0')
+            return 0;
+        if (!cloudhttp_same_origin(next, base)) {
+            gi_fmt(err, errlen,
+                   "%s: a nextLink leaves the configured endpoint; nothing was "
+                   "marked gone",
+                   what);
+            return -1;
+        }
+        gi_strlcpy(url, next, sizeof url);
+    }
+    gi_fmt(err, errlen, "the list of scale sets did not end; nothing was marked gone");
+    return -1;
+}
+
+/* A resource id as a URL path: every byte but unreserved ones and '/'
+ * percent-encoded. False when it does not fit. */
+static bool id_path(const char *id, char *out, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t k = 0;
+
+    for (const unsigned char *c = (const unsigned char *)id; *c; c++) {
+        bool plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                     (*c >= '0' && *c <= '9') || strchr("-._~/()", *c);
+        if (k + (plain ? 1 : 3) >= len)
+            return false;
+        if (plain) {
+            out[k++] = (char)*c;
+        } else {
+            out[k++] = '%';
+            out[k++] = hex[*c >> 4];
+            out[k++] = hex[*c & 15];
+        }
+    }
+    out[k] = '\0';
+    return true;
+}
+
+/* True when the listing has an instance of this id already. */
+static bool listed(const struct cloud_instance *all, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(all[i].instance_id, id) == 0)
+            return true;
+    return false;
+}
+
+/* Every page of one Uniform scale set's members (with their instance
+ * views), appended to *all; a member already listed is not added again.
+ * 0, or -1 with err filled (naming the scale set). */
+static int list_members(const char *base, const char *sub, const struct httpget_opts *o,
+                        const struct azure_skus *skus, const struct azure_scale_set *set,
+                        struct cloud_instance **all, size_t *n, size_t *cap, size_t *warnings,
+                        char *first, size_t firstlen, char *err, size_t errlen)
+{
+    char url[AZURE_URL_MAX + 64], path[3 * sizeof set->id + 1], why[AZURE_ERR_LEN], what[400];
+
+    if (!id_path(set->id, path, sizeof path)) {
+        gi_fmt(err, errlen, "scale set %s: its id does not fit in a URL", set->name);
+        return -1;
+    }
+    if (!gi_fmt(url, sizeof url, "%s%s/virtualMachines?api-version=%s&$expand=instanceView", base,
+                path, AZURE_VM_API)) {
+        gi_fmt(err, errlen, "scale set %s: its id does not fit in a URL", set->name);
+        return -1;
+    }
+    for (int page = 1; page <= AZURE_MAX_PAGES; page++) {
+        struct azure_page p;
+        char *body = NULL;
+        size_t len = 0, keep = 0;
+        long status = 0;
+        int rc;
+        snprintf(what, sizeof what, "listing the members of scale set %.200s (page %d)", set->name,
+                 page);
+        if (cloudhttp_get(url, o, &body, &len, &status, why, sizeof why) != 0) {
+            gi_fmt(err, errlen, "%s: %s; nothing was marked gone", what, why);
+            return -1;
+        }
+        if (status < 200 || status > 299) {
+            refused_for(what, "Microsoft.Compute/virtualMachineScaleSets/virtualMachines/read",
+                        status, body, len, err, errlen);
+            nothing_gone(err, errlen);
+            free(body);
+            return -1;
+        }
+        rc = azure_parse_vmss_vms(body, len, sub, skus, set, &p, why, sizeof why);
+        free(body);
+        if (rc != GI_OK) {
+            gi_fmt(err, errlen, "%s: %s; nothing was marked gone", what, why);
+            return -1;
+        }
+        *warnings += p.warnings;
+        if (!first[0])
+            gi_strlcpy(first, p.warning, firstlen);
+        /* Keep the members not listed already (a Flexible member in a set
+         * that says Uniform would otherwise count twice). */
+        for (size_t i = 0; i < p.n; i++) {
+            if (listed(*all, *n, p.items[i].instance_id) ||
+                listed(p.items, keep, p.items[i].instance_id)) {
+                cloud_instances_clear(&p.items[i], 1);
+                continue;
+            }
+            if (keep != i)
+                p.items[keep] = p.items[i];
+            keep++;
+        }
+        p.n = keep;
+        if (take(&p, all, n, cap) != GI_OK) {
+            azure_page_free(&p);
+            gi_fmt(err, errlen, "the listing has more than %d VMs", AZURE_MAX_INSTANCES);
+            return -1;
+        }
+        if (p.next[0] == '\0')
+            return 0;
+        if (!cloudhttp_same_origin(p.next, base)) {
+            gi_fmt(err, errlen,
+                   "%s: a nextLink leaves the configured endpoint; nothing was "
+                   "marked gone",
+                   what);
+            return -1;
+        }
+        gi_strlcpy(url, p.next, sizeof url);
+    }
+    gi_fmt(err, errlen, "the members of scale set %s did not end; nothing was marked gone",
+           set->name);
+    return -1;
 }
 
 int pull_run_azure(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
@@ -201,6 +389,7 @@ int pull_run_azure(struct store *st, int64_t source_id, const json_t *cfg, const
     struct cloud_instance *all = NULL;
     struct cloud_sync_result sr = {0};
     struct azure_skus skus = {0};
+    struct azure_scale_sets sets = {0};
     struct httpget_opts o;
     size_t n = 0, cap = 0, warnings = 0;
     char first[AZURE_ERR_LEN] = "";
@@ -267,9 +456,16 @@ int pull_run_azure(struct store *st, int64_t source_id, const json_t *cfg, const
         }
         gi_strlcpy(url, p.next, sizeof url);
     }
+    if (list_scale_sets(base, esub, sub, &o, &sets, res->error, sizeof res->error) != 0)
+        goto cleanup;
+    for (size_t i = 0; i < sets.n; i++)
+        if (!sets.v[i].flexible &&
+            list_members(base, sub, &o, &skus, &sets.v[i], &all, &n, &cap, &warnings, first,
+                         sizeof first, res->error, sizeof res->error) != 0)
+            goto cleanup;
     if (warnings)
         gi_warn("azure %s: %zu values left absent; the first: %s", sub, warnings, first);
-    src = pull_cloud_listing(st, source_id, "azure", sub, all, n, res->dry, &sr);
+    src = pull_cloud_listing(st, source_id, "azure", sub, all, n, NULL, 0, res->dry, &sr);
     if (src != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the VMs failed: %s", gi_status_name(src));
         goto cleanup;
@@ -283,5 +479,6 @@ cleanup:
     cloud_instances_clear(all, n);
     free(all);
     azure_skus_free(&skus);
+    azure_scale_sets_free(&sets);
     return rc;
 }

@@ -13,11 +13,13 @@
 struct store;
 struct cloud_sync_result;
 
-/* store_cloud_sync(st, sid, provider, scope, v, n, r) unless dry; a dry
- * listing adds its instances and their known GPUs to r and stores
- * nothing. Returns the store's status (GI_OK when dry). */
+/* store_cloud_sync(st, sid, provider, scope, v, n, unreachable,
+ * nunreachable, r) unless dry; a dry listing adds its instances and their
+ * known GPUs to r and stores nothing. unreachable (NULL, 0 for none) names
+ * the zones the listing could not see. Returns the store's status (GI_OK
+ * when dry). */
 int pull_cloud_listing(struct store *st, int64_t sid, const char *provider, const char *scope,
-                       const struct cloud_instance *v, size_t n, bool dry,
-                       struct cloud_sync_result *r);
+                       const struct cloud_instance *v, size_t n, const char *const *unreachable,
+                       size_t nunreachable, bool dry, struct cloud_sync_result *r);
 
 #endif

@@ -3,9 +3,13 @@
  * given in the config or obtained for a service-account key (an RS256
  * JWT exchanged at the token endpoint). Instances of a GPU family's
  * machine type the built-in table lacks are resolved through
- * machineTypes.get, once per zone and type in a pull. Only a complete
- * listing is stored: a failed page, an unreachable zone or refused
- * credentials fail the pull and mark nothing gone. */
+ * machineTypes.get, once per zone and type in a pull. The listing is
+ * asked with returnPartialSuccess=true: zones that do not answer
+ * ("unreachables", or a scope warning other than NO_RESULTS_ON_PAGE) are
+ * named to the store, whose instances there keep their state, and in a
+ * warning on the source; the pull succeeds. A failed page, more
+ * unreachable zones than can be named, or refused credentials fail the
+ * pull and mark nothing gone. */
 #include "collect/cloudhttp.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
@@ -170,12 +174,36 @@ static int take(struct gcp_page *p, struct cloud_instance **all, size_t *n, size
         *all = nv;
         *cap = ncap;
     }
-    memcpy(*all + *n, p->items, p->n * sizeof *p->items);
+    if (p->n > 0)
+        memcpy(*all + *n, p->items, p->n * sizeof *p->items);
     *n += p->n;
     free(p->items);
     p->items = NULL;
     p->n = 0;
     return GI_OK;
+}
+
+/* The zones of gaps as a warning ("2 zones did not answer: zones/a,
+ * zones/b; their instances keep their last state"), cut to fit. */
+static void gaps_warning(const struct gcp_page *gaps, char *out, size_t len)
+{
+    char list[1024] = "";
+    size_t used = 0;
+
+    for (size_t i = 0; i < gaps->unreachable && used + 1 < sizeof list; i++) {
+        int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                         gaps->unreachable_scopes[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (used >= sizeof list)
+        used = sizeof list - 1;
+    if (!gi_fmt(out, len, "%zu zone%s did not answer: %s; %s instances keep their last state",
+                gaps->unreachable, gaps->unreachable == 1 ? "" : "s", list,
+                gaps->unreachable == 1 ? "its" : "their") &&
+        len > 4)
+        memcpy(out + len - 4, "...", 4);
 }
 
 int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const char *cluster,
@@ -186,18 +214,24 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
     struct cloud_instance *all = NULL;
     struct cloud_sync_result sr = {0};
     struct types *types = NULL;
+    struct gcp_page *gaps = calloc(1, sizeof *gaps);
+    const char *unreachable[GCP_UNREACHABLE_MAX];
     struct httpget_opts o;
     size_t n = 0, cap = 0, warnings = 0;
     char first[GCP_ERR_LEN] = "";
     int rc = -1, pages = 0, src;
 
     cloudhttp_base_url(pull_cfg_str(cfg, "endpoint"), GCP_DEFAULT_ENDPOINT, base, sizeof base);
-    if (project == NULL || !cloudhttp_escape(project, proj, sizeof proj)) {
-        snprintf(res->error, sizeof res->error, "config.project is required");
+    if (gaps == NULL) {
+        snprintf(res->error, sizeof res->error, "out of memory");
         return -1;
     }
+    if (project == NULL || !cloudhttp_escape(project, proj, sizeof proj)) {
+        snprintf(res->error, sizeof res->error, "config.project is required");
+        goto cleanup;
+    }
     if (access_token(cfg, token, sizeof token, res->error, sizeof res->error) != 0)
-        return -1;
+        goto cleanup;
     pull_http_opts(cfg, &o, GCP_MAX_BODY);
     o.bearer = token;
     for (;;) {
@@ -206,8 +240,9 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
         size_t len = 0;
         long status = 0;
         snprintf(url, sizeof url,
-                 "%s/compute/v1/projects/%s/aggregated/instances?maxResults=500%s%s", base, proj,
-                 esc[0] ? "&pageToken=" : "", esc);
+                 "%s/compute/v1/projects/%s/aggregated/instances?maxResults=500"
+                 "&returnPartialSuccess=true%s%s",
+                 base, proj, esc[0] ? "&pageToken=" : "", esc);
         if (cloudhttp_get(url, &o, &body, &len, &status, why, sizeof why) != 0) {
             snprintf(res->error, sizeof res->error, "listing the instances of %s (page %d): %s",
                      project, pages + 1, why);
@@ -230,11 +265,13 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
         warnings += p.warnings;
         if (!first[0])
             gi_strlcpy(first, p.warning, sizeof first);
-        if (p.unreachable) {
+        for (size_t i = 0; i < p.unreachable; i++)
+            gcp_page_unreachable(gaps, p.unreachable_scopes[i]);
+        if (p.unreachable_more || gaps->unreachable_more) {
             snprintf(res->error, sizeof res->error,
-                     "%zu zones did not answer (the first: %s); the listing is incomplete, "
-                     "nothing was marked gone",
-                     p.unreachable, p.unreachable_first);
+                     "more zones did not answer than can be named (the first: %s); the listing "
+                     "is incomplete, nothing was marked gone",
+                     gaps->unreachable ? gaps->unreachable_scopes[0] : "?");
             gcp_page_free(&p);
             goto cleanup;
         }
@@ -264,21 +301,35 @@ int pull_run_gcp(struct store *st, int64_t source_id, const json_t *cfg, const c
             resolve_type(base, proj, &o, types, &all[i]);
     if (warnings)
         gi_warn("gcp %s: %zu values left absent; the first: %s", project, warnings, first);
-    src = pull_cloud_listing(st, source_id, "gcp", project, all, n, res->dry, &sr);
+    for (size_t i = 0; i < gaps->unreachable; i++)
+        unreachable[i] = gaps->unreachable_scopes[i];
+    src = pull_cloud_listing(st, source_id, "gcp", project, all, n, unreachable, gaps->unreachable,
+                             res->dry, &sr);
     if (src != GI_OK) {
         snprintf(res->error, sizeof res->error, "storing the instances failed: %s",
                  gi_status_name(src));
         goto cleanup;
     }
+    if (gaps->unreachable) {
+        char msg[600];
+        gaps_warning(gaps, msg, sizeof msg);
+        gi_warn("gcp %s: %s", project, msg);
+        if (!res->warning[0])
+            gaps_warning(gaps, res->warning, sizeof res->warning);
+        /* A warning on the source, not an error: the rest is stored. */
+        if (!res->dry && store_source_warn(st, source_id, (int64_t)gaps->unreachable, msg) != GI_OK)
+            gi_warn("could not record the unreachable zones of source %lld", (long long)source_id);
+    }
     res->gpus = sr.gpus;
     res->hosts = sr.instances;
     res->instances = sr.instances;
-    res->warnings = sr.warnings + (int64_t)warnings;
+    res->warnings = sr.warnings + (int64_t)warnings + (int64_t)gaps->unreachable;
     rc = 0;
 cleanup:
     (void)cluster;
     cloud_instances_clear(all, n);
     free(all);
     free(types);
+    free(gaps);
     return rc;
 }

@@ -4,6 +4,7 @@
  * asks for the jobs active since the previous pull's start, less a safety
  * overlap, which includes every job still running; the first pull reaches
  * back lookback_h hours. */
+#include "collect/deadline.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
 #include "collect/runcmd.h"
@@ -51,6 +52,7 @@ static int run_sacct(const json_t *cfg, int64_t since, bool json, char **out, si
     const char *cluster = pull_cfg_str(cfg, "cluster");
     char start[32], delim[32], clusters[160];
     const char *argv[24];
+    long limit_ms;
     int n = 0;
 
     sacct_time(since, start, sizeof start);
@@ -80,8 +82,14 @@ static int run_sacct(const json_t *cfg, int64_t since, bool json, char **out, si
         argv[n++] = clusters;
     }
     argv[n] = NULL;
-    return runcmd(argv, SLURM_MAX_BODY, (int)cfg_int(cfg, "timeout_s", SLURM_DEFAULT_TIMEOUT_S),
-                  out, len, err, errlen);
+    /* A test run's overall limit bounds the command too. */
+    limit_ms =
+        pull_deadline_clip_ms((long)cfg_int(cfg, "timeout_s", SLURM_DEFAULT_TIMEOUT_S) * 1000L);
+    if (limit_ms <= 0) {
+        snprintf(err, errlen, "no time was left to run %s", argv[0]);
+        return -1;
+    }
+    return runcmd(argv, SLURM_MAX_BODY, (int)((limit_ms + 999) / 1000), out, len, err, errlen);
 }
 
 static int get_restd(const json_t *cfg, int64_t since, char **out, size_t *len, char *err,

@@ -124,7 +124,7 @@ void push_plan(const json_t *ours, const json_t *theirs, const json_t *base, jso
             json_object_set_new(seen, f, json_string(r));
         else if (held && strcmp(held, o) == 0)
             continue; /* a person kept the remote's value against this one */
-        else if (b && !same(r, bv))
+        else if (b ? !same(r, bv) : r != NULL)
             json_array_append_new(conflicts, json_pack("{s:s, s:s, s:s?, s:s?}", "field", f, "ours",
                                                        o, "theirs", r, "base", bv));
         else
@@ -199,6 +199,14 @@ struct target {
     char auth[4200], url[2600], msg[64];
 };
 
+/* The source's HTTP settings, as its pulls use them (pull_http_opts): the
+ * one place reads and writes of a push take their TLS verification
+ * (ca_file, insecure_skip_verify) from. */
+static void target_opts(const struct target *t, struct httpget_opts *o)
+{
+    pull_http_opts(t->cfg, o, PUSH_MAX_BODY);
+}
+
 /* GETs the remote object into *obj. */
 static int remote_get(const struct target *t, json_t **obj, struct call *k)
 {
@@ -208,7 +216,7 @@ static int remote_get(const struct target *t, json_t **obj, struct call *k)
     int rc;
 
     *obj = NULL;
-    pull_http_opts(t->cfg, &o, PUSH_MAX_BODY);
+    target_opts(t, &o);
     o.bearer = NULL;
     o.authorization = t->auth[0] ? t->auth : NULL;
     o.retry_after = &k->retry_after;
@@ -235,11 +243,16 @@ static int remote_send(const struct target *t, const char *method, const char *s
     const char *headers[4];
     size_t nh = 0, len = 0;
     int truncated = 0, rc = -1;
+    struct httpget_opts g;
     struct httppost_opts o = {.headers = headers,
                               .timeout_s = DELIVER_TIMEOUT_S,
                               .max_bytes = PUSH_MAX_BODY,
                               .method = method,
                               .retry_after = &k->retry_after};
+
+    target_opts(t, &g);
+    o.ca_file = g.ca_file;
+    o.insecure = g.insecure;
 
     if (t->auth[0]) {
         snprintf(h_auth, sizeof h_auth, "Authorization: %s", t->auth);

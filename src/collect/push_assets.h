@@ -39,7 +39,9 @@ json_t *push_theirs(const char *kind, const json_t *obj);
  * seen (their remote value), a field held back by a "keep theirs" while
  * ours is unchanged is skipped, a field whose remote value differs from
  * the last-synced one (base {field: {value, held}}) becomes a conflict
- * {field, ours, theirs, base}, the rest go to write. */
+ * {field, ours, theirs, base}, and so does a field with no last-synced
+ * value (never pulled, or empty when pulled) that the remote now holds a
+ * value for, other than ours (base absent); the rest go to write. */
 void push_plan(const json_t *ours, const json_t *theirs, const json_t *base, json_t *write,
                json_t *seen, json_t *conflicts);
 

@@ -28,6 +28,7 @@ const struct route gi_routes[] = {
 
     {"GET", "/api/v1/tokens", api_tokens_list, GI_ROLE_ADMIN, LIST},
     {"POST", "/api/v1/tokens", api_tokens_create, GI_ROLE_ADMIN, ""},
+    {"PATCH", "/api/v1/tokens/{id}", api_tokens_update, GI_ROLE_ADMIN, ""},
     {"DELETE", "/api/v1/tokens/{id}", api_tokens_revoke, GI_ROLE_ADMIN, ""},
 
     {"GET", "/api/v1/audit", api_audit_list, GI_ROLE_VIEWER, PAGED ",entity,entity_id,actor"},
@@ -101,12 +102,12 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/sources", api_sources_list, GI_ROLE_VIEWER, LIST},
     {"POST", "/api/v1/sources", api_sources_create, GI_ROLE_ADMIN, ""},
     {"GET", "/api/v1/source-kinds", api_source_kinds, GI_ROLE_VIEWER, ""},
-    {"POST", "/api/v1/sources/test", api_sources_test, GI_ROLE_ADMIN, ""},
+    {"POST", "/api/v1/sources/test", api_sources_test, GI_ROLE_ADMIN, "deadline_s"},
     {"GET", "/api/v1/sources/{id}", api_sources_get, GI_ROLE_VIEWER, ""},
     {"PATCH", "/api/v1/sources/{id}", api_sources_update, GI_ROLE_ADMIN, ""},
     {"DELETE", "/api/v1/sources/{id}", api_sources_delete, GI_ROLE_ADMIN, ""},
     {"POST", "/api/v1/sources/{id}/run", api_sources_run, GI_ROLE_EDITOR, ""},
-    {"POST", "/api/v1/sources/{id}/test", api_sources_test_saved, GI_ROLE_ADMIN, ""},
+    {"POST", "/api/v1/sources/{id}/test", api_sources_test_saved, GI_ROLE_ADMIN, "deadline_s"},
 
     {"GET", "/api/v1/hosts", api_hosts_list, GI_ROLE_VIEWER, PAGED ",datacenter,linked,q"},
     {"GET", "/api/v1/hosts/{id}", api_hosts_get, GI_ROLE_VIEWER, ""},
@@ -148,7 +149,7 @@ const struct route gi_routes[] = {
     {"POST", "/api/v1/lifecycle-rules/{id}/dry-run", api_lrules_dry_run, GI_ROLE_EDITOR, ""},
     {"POST", "/api/v1/lifecycle-rules/{id}/run", api_lrules_run, GI_ROLE_EDITOR, ""},
 
-    {"GET", "/api/v1/tickets", api_tickets_list, GI_ROLE_VIEWER, PAGED ",state,asset"},
+    {"GET", "/api/v1/tickets", api_tickets_list, GI_ROLE_VIEWER, PAGED ",state,asset,datacenter"},
     {"POST", "/api/v1/tickets", api_tickets_create, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/tickets/{id}", api_tickets_get, GI_ROLE_VIEWER, ""},
     {"POST", "/api/v1/tickets/{id}/close", api_tickets_close, GI_ROLE_EDITOR, ""},

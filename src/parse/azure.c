@@ -125,11 +125,23 @@ static void gpus_of(struct cloud_instance *ci, const struct azure_skus *skus)
     }
 }
 
+/* A tags object with at least one entry, else NULL. */
+static const json_t *some_tags(const json_t *tags)
+{
+    return json_is_object(tags) && json_object_size(tags) > 0 ? tags : NULL;
+}
+
+/* One VM, or (set not NULL) one member of a Uniform scale set: the host
+ * name is osProfile.computerName when given, the size hardwareProfile's
+ * or else the member's sku name, and a member without tags has the scale
+ * set's. */
 static int one(struct cloud_instance *ci, const json_t *vm, const char *subscription,
-               const struct azure_skus *skus, struct azure_page *p, bool *skip)
+               const struct azure_skus *skus, const struct azure_scale_set *set,
+               struct azure_page *p, bool *skip)
 {
     const json_t *props = json_object_get(vm, "properties");
     const json_t *zones = json_object_get(vm, "zones");
+    const json_t *tags = json_object_get(vm, "tags");
     const char *s;
     int64_t t;
 
@@ -143,6 +155,9 @@ static int one(struct cloud_instance *ci, const json_t *vm, const char *subscrip
         note(p, "VM %.60s: %.40s is not an object", ci->name, "properties");
         props = NULL;
     }
+    s = text(json_object_get(props, "osProfile"), "computerName", p, ci->name);
+    if (s && strlen(s) < sizeof ci->name)
+        cloud_copy(ci->name, sizeof ci->name, s);
     cloud_copy(ci->instance_id, sizeof ci->instance_id, text(props, "vmId", p, ci->name));
     if (ci->instance_id[0] == '\0')
         cloud_copy(ci->instance_id, sizeof ci->instance_id, ci->name);
@@ -157,6 +172,9 @@ static int one(struct cloud_instance *ci, const json_t *vm, const char *subscrip
         cloud_copy(ci->zone, sizeof ci->zone, json_string_value(json_array_get(zones, 0)));
     cloud_copy(ci->machine_type, sizeof ci->machine_type,
                text(json_object_get(props, "hardwareProfile"), "vmSize", p, ci->name));
+    if (set && ci->machine_type[0] == '\0')
+        cloud_copy(ci->machine_type, sizeof ci->machine_type,
+                   text(json_object_get(vm, "sku"), "name", p, ci->name));
     s = text(props, "timeCreated", p, ci->name);
     if (s && gi_time_parse(s, &t) == GI_OK)
         ci->launch_time = t;
@@ -165,7 +183,9 @@ static int one(struct cloud_instance *ci, const json_t *vm, const char *subscrip
     power_state(ci, json_object_get(props, "instanceView"), p);
     if (ci->machine_type[0])
         gpus_of(ci, skus);
-    return set_tags(ci, json_object_get(vm, "tags"), p);
+    if (set && !some_tags(tags) && set->tags)
+        tags = set->tags;
+    return set_tags(ci, tags, p);
 }
 
 /* Copies a nextLink into next; false when it is there but does not fit. */
@@ -203,8 +223,10 @@ static json_t *load_value(const char *body, size_t len, json_t **value, char *er
     return root;
 }
 
-int azure_parse_vms(const char *body, size_t len, const char *subscription,
-                    const struct azure_skus *skus, struct azure_page *p, char *err, size_t errlen)
+/* A VM list page or (set not NULL) a scale set's member list page. */
+static int parse_vms(const char *body, size_t len, const char *subscription,
+                     const struct azure_skus *skus, const struct azure_scale_set *set,
+                     struct azure_page *p, char *err, size_t errlen)
 {
     json_t *value, *root = load_value(body, len, &value, err, errlen), *vm;
     size_t i;
@@ -229,7 +251,7 @@ int azure_parse_vms(const char *body, size_t len, const char *subscription,
             note(p, "a %.40s entry is not an %.40s", "value", "object");
             continue;
         }
-        rc = one(&p->items[p->n], vm, subscription, skus, p, &skip);
+        rc = one(&p->items[p->n], vm, subscription, skus, set, p, &skip);
         if (rc != GI_OK || !skip)
             p->n++; /* a half-filled record is still freed */
         if (rc != GI_OK)
@@ -243,6 +265,105 @@ cleanup:
     }
     json_decref(root);
     return rc;
+}
+
+int azure_parse_vms(const char *body, size_t len, const char *subscription,
+                    const struct azure_skus *skus, struct azure_page *p, char *err, size_t errlen)
+{
+    return parse_vms(body, len, subscription, skus, NULL, p, err, errlen);
+}
+
+int azure_parse_vmss_vms(const char *body, size_t len, const char *subscription,
+                         const struct azure_skus *skus, const struct azure_scale_set *set,
+                         struct azure_page *p, char *err, size_t errlen)
+{
+    return parse_vms(body, len, subscription, skus, set, p, err, errlen);
+}
+
+/* True for a resource id the pull may put in a URL path: an ARM id of a
+ * subscription ("/subscriptions/..."), one line, no query, fragment or
+ * dot segment. */
+static bool resource_id_ok(const char *id)
+{
+    const char *seg;
+
+    if (strncasecmp(id, "/subscriptions/", 15) != 0 || !gi_text_ok(id) || strpbrk(id, "?#\\"))
+        return false;
+    for (seg = id; seg; seg = strchr(seg + 1, '/'))
+        if (strncmp(seg, "/./", 3) == 0 || strcmp(seg, "/.") == 0 || strncmp(seg, "/../", 4) == 0 ||
+            strcmp(seg, "/..") == 0)
+            return false;
+    return true;
+}
+
+int azure_parse_scale_sets(const char *body, size_t len, struct azure_scale_sets *s, char *next,
+                           size_t nextlen, char *err, size_t errlen)
+{
+    json_t *value, *root = load_value(body, len, &value, err, errlen), *set;
+    size_t i;
+    int rc = GI_OK;
+
+    next[0] = '\0';
+    if (root == NULL)
+        return GI_INVALID;
+    if (!next_link(root, next, nextlen)) {
+        snprintf(err, errlen, "nextLink is not a URL of at most %zu bytes", nextlen - 1);
+        rc = GI_INVALID;
+        goto cleanup;
+    }
+    json_array_foreach(value, i, set) {
+        const char *id = json_string_value(json_object_get(set, "id"));
+        const char *name = json_string_value(json_object_get(set, "name"));
+        const char *mode = json_string_value(
+            json_object_get(json_object_get(set, "properties"), "orchestrationMode"));
+        const json_t *tags = json_object_get(set, "tags");
+        struct azure_scale_set *v;
+        if (!json_is_object(set))
+            continue;
+        /* Without a usable id the members cannot be read: the listing
+         * would be incomplete. */
+        if (id == NULL || strlen(id) >= sizeof s->v->id || !resource_id_ok(id)) {
+            snprintf(err, errlen, "scale set %.100s: id is not a resource id of at most %zu bytes",
+                     name && gi_text_ok(name) ? name : "(no name)", sizeof s->v->id - 1);
+            rc = GI_INVALID;
+            goto cleanup;
+        }
+        if (s->n == s->cap) {
+            size_t ncap = s->cap ? s->cap * 2 : 16;
+            struct azure_scale_set *nv = realloc(s->v, ncap * sizeof *nv);
+            if (nv == NULL) {
+                rc = GI_INTERNAL;
+                snprintf(err, errlen, "out of memory");
+                goto cleanup;
+            }
+            s->v = nv;
+            s->cap = ncap;
+        }
+        v = &s->v[s->n++];
+        memset(v, 0, sizeof *v);
+        gi_strlcpy(v->id, id, sizeof v->id);
+        /* The name is the id's last segment when it is absent or odd. */
+        if (name && *name && gi_text_ok(name) && strlen(name) < sizeof v->name)
+            gi_strlcpy(v->name, name, sizeof v->name);
+        else
+            gi_strlcpy(v->name, strrchr(id, '/') + 1, sizeof v->name);
+        v->flexible = mode && strcasecmp(mode, "Flexible") == 0;
+        if (some_tags(tags))
+            v->tags = json_incref((json_t *)tags);
+    }
+cleanup:
+    json_decref(root);
+    return rc;
+}
+
+void azure_scale_sets_free(struct azure_scale_sets *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        json_decref(s->v[i].tags);
+    free(s->v);
+    memset(s, 0, sizeof *s);
 }
 
 void azure_page_free(struct azure_page *p)

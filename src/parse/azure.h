@@ -8,8 +8,18 @@
  *                                VM carries its instance view)
  *   Resource SKUs                {"value": [{resourceType, name,
  *                                capabilities[{name, value}]}], "nextLink"}
+ *   Virtual Machine Scale Sets - List All
+ *                                {"value": [{id, name, tags, properties
+ *                                {orchestrationMode}}], "nextLink"}
+ *   Virtual Machine Scale Set VMs - List ($expand=instanceView)
+ *                                {"value": [{instanceId, name, location,
+ *                                zones, tags, sku{name}, properties{vmId,
+ *                                osProfile{computerName}, instanceView
+ *                                {statuses[]}}}], "nextLink"}
  *
- * Per VM: instance_id the vmId (the name when there is none), name,
+ * Per VM: instance_id the vmId (the name when there is none), name
+ * osProfile.computerName (the host name an agent or Kubernetes node
+ * reports; the resource name when there is none),
  * region the location, zone the first of zones, machine type the vmSize,
  * launch time timeCreated (0-7 fractional digits, Z or +00:00), tags, and
  * the state from the first instance-view status whose code starts with
@@ -20,7 +30,9 @@
  * below NV36) are recorded as the one virtual GPU they get, with its
  * profile's model and memory, whatever the SKU count says. A size neither
  * the SKU list nor the table knows is gpu_count -1. Sizes and resource
- * names are compared case-insensitively. A value of the wrong type is
+ * names are compared case-insensitively. A scale set member is read the
+ * same way; its size is hardwareProfile.vmSize or else its sku name, and
+ * a member without tags has its scale set's. A value of the wrong type is
  * left absent and counted in `warnings`; only the structure fails a
  * page. */
 #ifndef GI_PARSE_AZURE_H
@@ -28,6 +40,8 @@
 
 #include "parse/cloud.h"
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +74,32 @@ struct azure_page {
 int azure_parse_vms(const char *body, size_t len, const char *subscription,
                     const struct azure_skus *skus, struct azure_page *p, char *err, size_t errlen);
 void azure_page_free(struct azure_page *p);
+
+/* One virtual machine scale set of the list. */
+struct azure_scale_set {
+    char id[1024];  /* its resource id, "/subscriptions/.../virtualMachineScaleSets/<name>" */
+    char name[256]; /* its name (the id's last segment when absent) */
+    bool flexible;  /* orchestrationMode Flexible: its members are in the VM list */
+    json_t *tags;   /* its tags (a reference it holds), NULL when it has none */
+};
+struct azure_scale_sets {
+    struct azure_scale_set *v;
+    size_t n, cap;
+};
+
+/* Appends the scale sets of one List All page to s and copies its
+ * nextLink into next ("" at the end). A scale set whose id is not a
+ * resource id of this API fails the page (its members could not be
+ * read). GI_OK, GI_INVALID with err filled, GI_INTERNAL. */
+int azure_parse_scale_sets(const char *body, size_t len, struct azure_scale_sets *s, char *next,
+                           size_t nextlen, char *err, size_t errlen);
+void azure_scale_sets_free(struct azure_scale_sets *s);
+
+/* Parses one page of a Uniform scale set's members (set borrowed, its
+ * tags given to members without any) as azure_parse_vms does. */
+int azure_parse_vmss_vms(const char *body, size_t len, const char *subscription,
+                         const struct azure_skus *skus, const struct azure_scale_set *set,
+                         struct azure_page *p, char *err, size_t errlen);
 
 /* Appends the virtual machine sizes of one Resource SKUs page to s (each
  * name once) and copies its nextLink into next ("" at the end). GI_OK,

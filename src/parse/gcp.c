@@ -258,13 +258,35 @@ static int one(struct cloud_instance *ci, const json_t *inst, const char *scope,
     return set_tags(ci, json_object_get(inst, "labels"), p);
 }
 
+void gcp_page_unreachable(struct gcp_page *p, const char *scope)
+{
+    if (scope == NULL || *scope == '\0' || !gi_text_ok(scope) || strlen(scope) >= GCP_SCOPE_LEN) {
+        p->unreachable_more = true;
+        return;
+    }
+    for (size_t i = 0; i < p->unreachable; i++)
+        if (strcmp(p->unreachable_scopes[i], scope) == 0)
+            return;
+    if (p->unreachable == GCP_UNREACHABLE_MAX) {
+        p->unreachable_more = true;
+        return;
+    }
+    gi_strlcpy(p->unreachable_scopes[p->unreachable++], scope, GCP_SCOPE_LEN);
+}
+
 static int add_scope(struct gcp_page *p, const char *scope, const json_t *val, const char *project,
                      size_t *cap)
 {
     const json_t *list = json_object_get(val, "instances");
+    const json_t *warning = json_object_get(val, "warning");
+    const char *code = json_string_value(json_object_get(warning, "code"));
     size_t i;
     json_t *inst;
 
+    /* An empty zone says NO_RESULTS_ON_PAGE; any other warning means the
+     * scope's answer is missing or partial. */
+    if (warning && !json_is_null(warning) && (code == NULL || strcmp(code, "NO_RESULTS_ON_PAGE")))
+        gcp_page_unreachable(p, scope);
     if (list == NULL)
         return GI_OK; /* a zone without instances answers a warning */
     if (!json_is_array(list)) {
@@ -301,7 +323,7 @@ int gcp_parse_instances(const char *body, size_t len, const char *project, struc
     json_error_t je;
     json_t *root = json_loadb(body, len, 0, &je), *items, *un, *val, *tok;
     const char *scope;
-    size_t cap = 0;
+    size_t cap = 0, i;
     int rc = GI_OK;
 
     memset(p, 0, sizeof *p);
@@ -339,11 +361,13 @@ int gcp_parse_instances(const char *body, size_t len, const char *project, struc
         goto cleanup;
     }
     un = json_object_get(root, "unreachables");
-    if (json_is_array(un) && json_array_size(un) > 0) {
-        p->unreachable = json_array_size(un);
-        cloud_copy(p->unreachable_first, sizeof p->unreachable_first,
-                   json_string_value(json_array_get(un, 0)));
+    if (un && !json_is_array(un) && !json_is_null(un)) {
+        snprintf(err, errlen, "unreachables is not a list");
+        rc = GI_INVALID;
+        goto cleanup;
     }
+    json_array_foreach(un, i, val)
+        gcp_page_unreachable(p, json_string_value(val));
 cleanup:
     if (rc != GI_OK) {
         if (rc == GI_INTERNAL)

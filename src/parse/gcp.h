@@ -20,7 +20,12 @@
  * machineTypes.get. TPU accelerators are not GPUs. URLs are compared by
  * their path tail, never by host. A value of the wrong type is left
  * absent and counted in `warnings`; only the structure (not JSON, no
- * object) fails a page. */
+ * object) fails a page.
+ *
+ * Scopes that did not answer (asked with returnPartialSuccess=true):
+ * those named in "unreachables", and every scope whose warning has a code
+ * other than NO_RESULTS_ON_PAGE (an empty zone). The page is complete for
+ * every other scope. */
 #ifndef GI_PARSE_GCP_H
 #define GI_PARSE_GCP_H
 
@@ -32,13 +37,20 @@
 
 #define GCP_ERR_LEN 256
 #define GCP_TOKEN_MAX 2048
+#define GCP_UNREACHABLE_MAX 64
+#define GCP_SCOPE_LEN 96
 
 struct gcp_page {
     struct cloud_instance *items;
     size_t n;
     char next[GCP_TOKEN_MAX]; /* nextPageToken; "" on the last page */
-    size_t unreachable;       /* scopes named in "unreachables" */
-    char unreachable_first[128];
+    /* The scopes that did not answer ("zones/asia-east2-c"), each once,
+     * in the order met; unreachable_more when there were more than fit
+     * or one too long to name (the listing then cannot say which zones
+     * it lacks). */
+    size_t unreachable;
+    char unreachable_scopes[GCP_UNREACHABLE_MAX][GCP_SCOPE_LEN];
+    bool unreachable_more;
     size_t warnings; /* values left absent */
     char warning[GCP_ERR_LEN];
 };
@@ -50,6 +62,10 @@ struct gcp_page {
 int gcp_parse_instances(const char *body, size_t len, const char *project, struct gcp_page *p,
                         char *err, size_t errlen);
 void gcp_page_free(struct gcp_page *p);
+
+/* Adds scope to the page's unreachable scopes unless it is there already
+ * (sets unreachable_more when it cannot be kept). */
+void gcp_page_unreachable(struct gcp_page *p, const char *scope);
 
 /* The GPUs of a machineTypes.get answer: *count (0 when it lists none
  * that are GPUs) and the model into model. GI_OK, or GI_INVALID. */

@@ -12,7 +12,9 @@
  * - Each GPU is a GPU record "cloud:<provider>:<instance id>:<index>" on
  *   that host, of this source. When the host also has present GPUs with
  *   real UUIDs (an agent reports from the instance), the placeholders are
- *   superseded: missing from then on, so a GPU is never counted twice.
+ *   superseded: missing from then on, so a GPU is never counted twice,
+ *   and merged into the real GPUs (cloud_merge.c): their history becomes
+ *   theirs.
  * - A running instance has an open run (cloud_runs) from its launch time;
  *   a stopped or terminated one closes it. Terminated and gone instances'
  *   placeholders are missing. The GPU-hours a run touches are marked for
@@ -87,8 +89,8 @@
       "last_seen_at = :now, missing_since = CASE WHEN CAST(:missing AS BIGINT) IS NULL THEN "      \
       "NULL ELSE COALESCE(missing_since, CAST(:missing AS BIGINT)) END WHERE id = :gid")           \
     X(GPU_GONE, "UPDATE gpus SET missing_since = :now WHERE id = :gid AND missing_since IS NULL")  \
-    X(SCOPE_LIVE, "SELECT id FROM cloud_instances WHERE source_id = :sid AND provider = "          \
-                  ":provider AND scope = :scope AND gone_at IS NULL")                              \
+    X(SCOPE_LIVE, "SELECT id, zone, region FROM cloud_instances WHERE source_id = :sid AND "       \
+                  "provider = :provider AND scope = :scope AND gone_at IS NULL")                   \
     X(INST_GONE, "UPDATE cloud_instances SET gone_at = :now WHERE id = :id")                       \
     X(LIST, "SELECT " INST_COLS "FROM cloud_instances i JOIN sources s ON s.id = i.source_id "     \
             "LEFT JOIN hosts h ON h.id = i.host_id " INST_WHERE                                    \
@@ -147,6 +149,8 @@ struct sync_ctx {
     struct conn *c;
     int64_t sid, now;
     const char *provider, *scope;
+    const char *const *unreachable; /* scopes the listing could not see */
+    size_t nunreachable;
     char cluster[128];
     struct cloud_sync_result *res;
 };
@@ -399,6 +403,9 @@ static int sync_gpus(struct sync_ctx *x, const struct cloud_instance *v, int64_t
     }
     for (int i = 0; i < count && rc == GI_OK; i++)
         rc = sync_gpu(x, v, id, hid, i, superseded ? x->now : 0, superseded, mark_from);
+    /* Superseded placeholders merge into the real GPUs (cloud_merge.c). */
+    if (rc == GI_OK && superseded)
+        rc = cloud_merge_instance(x->c, id, hid, x->now);
     if (rc != GI_OK)
         return rc;
     if (!(s = prep(x->c, ST_CGPU_OF)))
@@ -525,7 +532,26 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Instances of this source and scope that the listing did not name. */
+/* True when the zone or region of an instance is one the listing could
+ * not see ("zones/<zone>", "regions/<region>", or a bare zone name). */
+static bool unseen(const struct sync_ctx *x, const char *zone, const char *region)
+{
+    for (size_t i = 0; i < x->nunreachable; i++) {
+        const char *u = x->unreachable[i];
+        if (u == NULL)
+            continue;
+        if (strncmp(u, "zones/", 6) == 0 && zone && strcmp(u + 6, zone) == 0)
+            return true;
+        if (strncmp(u, "regions/", 8) == 0 && region && strcmp(u + 8, region) == 0)
+            return true;
+        if (!strchr(u, '/') && zone && strcmp(u, zone) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Instances of this source and scope that the listing did not name, but
+ * for those in zones it could not see. */
 static int mark_gone(struct sync_ctx *x, int64_t *seen, size_t nseen)
 {
     struct db_stmt *s = prep(x->c, ST_SCOPE_LIVE);
@@ -541,7 +567,8 @@ static int mark_gone(struct sync_ctx *x, int64_t *seen, size_t nseen)
     db_bind_text(s, ":scope", x->scope);
     while ((step = db_step(x->c, s)) == DB_ROW) {
         int64_t id = db_col_int(s, 0);
-        if (bsearch(&id, seen, nseen, sizeof *seen, cmp_i64))
+        if (bsearch(&id, seen, nseen, sizeof *seen, cmp_i64) ||
+            unseen(x, db_col_text(s, 1), db_col_text(s, 2)))
             continue;
         if (n == cap) {
             int64_t *p = realloc(ids, (cap ? cap * 2 : 16) * sizeof *ids);
@@ -573,9 +600,15 @@ static int mark_gone(struct sync_ctx *x, int64_t *seen, size_t nseen)
 }
 
 int store_cloud_sync(struct store *st, int64_t source_id, const char *provider, const char *scope,
-                     const struct cloud_instance *v, size_t n, struct cloud_sync_result *res)
+                     const struct cloud_instance *v, size_t n, const char *const *unreachable,
+                     size_t nunreachable, struct cloud_sync_result *res)
 {
-    struct sync_ctx x = {.sid = source_id, .provider = provider, .scope = scope, .res = res};
+    struct sync_ctx x = {.sid = source_id,
+                         .provider = provider,
+                         .scope = scope,
+                         .unreachable = unreachable,
+                         .nunreachable = unreachable ? nunreachable : 0,
+                         .res = res};
     struct cloud_sync_result r = {0};
     int64_t *seen = calloc(n + 1, sizeof *seen);
     size_t nseen = 0;

@@ -19,6 +19,8 @@
                   "limit_cluster, datacenters FROM tokens ORDER BY id")                            \
     X(TOKEN_GET, "SELECT id, name, role, created_at, last_used_at, revoked_at FROM tokens WHERE "  \
                  "id = :id")                                                                       \
+    X(TOKEN_ONE, "SELECT id, name, role, created_at, last_used_at, revoked_at, hosts, "            \
+                 "limit_cluster, datacenters FROM tokens WHERE id = :id")                          \
     X(TOKEN_REVOKE, "UPDATE tokens SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL")   \
     X(USER_UPSERT, "INSERT INTO users (name, role, password_hash, created_at) VALUES (:name, "     \
                    ":role, :hash, :now) ON CONFLICT (name) DO UPDATE SET role = excluded.role, "   \
@@ -34,7 +36,8 @@
       ":name)")                                                                                    \
     X(TOKEN_SOURCE, "UPDATE tokens SET source_id = :sid WHERE id = :id")                           \
     X(TOKEN_SCOPE, "UPDATE tokens SET hosts = :hosts, limit_cluster = :cluster WHERE id = :id")    \
-    X(TOKEN_DCS, "UPDATE tokens SET datacenters = :dcs WHERE id = :id")
+    X(TOKEN_DCS, "UPDATE tokens SET datacenters = :dcs WHERE id = :id")                            \
+    X(TOKEN_DCS_GET, "SELECT datacenters FROM tokens WHERE id = :id")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -161,6 +164,19 @@ cleanup:
     return rc;
 }
 
+/* datacenters as the API shows it: an array of ids, [] for every one */
+static void dcs_doc(json_t *t)
+{
+    struct gi_principal p;
+    json_t *a = json_array();
+    const char *v = json_string_value(json_object_get(t, "datacenters"));
+
+    if (v && dcs_read(v, &p))
+        for (int k = 0; k < p.n_dcs; k++)
+            json_array_append_new(a, json_integer(p.dcs[k]));
+    json_object_set_new(t, "datacenters", a);
+}
+
 int store_token_list(struct store *st, json_t **items)
 {
     json_t *t;
@@ -169,17 +185,25 @@ int store_token_list(struct store *st, json_t **items)
 
     if (rc != GI_OK)
         return rc;
-    /* datacenters as the API shows it: an array of ids, [] for every one */
-    json_array_foreach(*items, i, t) {
-        struct gi_principal p;
-        json_t *a = json_array();
-        const char *v = json_string_value(json_object_get(t, "datacenters"));
-        if (v && dcs_read(v, &p))
-            for (int k = 0; k < p.n_dcs; k++)
-                json_array_append_new(a, json_integer(p.dcs[k]));
-        json_object_set_new(t, "datacenters", a);
-    }
+    json_array_foreach(*items, i, t)
+        dcs_doc(t);
     return GI_OK;
+}
+
+int store_token_get(struct store *st, int64_t id, json_t **out)
+{
+    json_t *items = NULL;
+    int rc = collect_with(st, ST_TOKEN_ONE, ":id", id, &items);
+
+    *out = NULL;
+    if (rc == GI_OK && json_array_size(items) == 0)
+        rc = GI_NOT_FOUND;
+    if (rc == GI_OK) {
+        *out = json_incref(json_array_get(items, 0));
+        dcs_doc(*out);
+    }
+    json_decref(items);
+    return rc;
 }
 
 int store_token_revoke(struct store *st, const char *actor, int64_t id)
@@ -386,7 +410,7 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
-    json_t *after = json_array(), *doc = NULL;
+    json_t *after = json_array(), *doc = NULL, *before = NULL;
     char list[GI_TOKEN_DCS_MAX * 21 + 1];
     size_t len = 0;
     int rc = db_tx_begin(c);
@@ -401,6 +425,13 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
     if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_TOKEN_DCS_GET)))
+        goto cleanup;
+    db_bind_int(s, ":id", token_id);
+    if ((rc = db_fetch_one(c, s, &before)) != GI_OK)
+        goto cleanup;
+    dcs_doc(before);
+    rc = GI_INTERNAL;
     if (!(s = prep(c, ST_TOKEN_DCS)))
         goto cleanup;
     db_bind_int(s, ":id", token_id);
@@ -408,10 +439,11 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
     if ((rc = db_exec_done(c, s)) != GI_OK)
         goto cleanup;
     doc = json_pack("{s:O}", "datacenters", after);
-    rc = db_audit(c, actor, "scope", "token", token_id, NULL, doc);
+    rc = db_audit(c, actor, "scope", "token", token_id, before, doc);
 cleanup:
     rc = db_tx_end(c, rc);
     json_decref(after);
+    json_decref(before);
     json_decref(doc);
     db_conn_put(st, c);
     return rc;

@@ -50,6 +50,16 @@
 
 #define STATEMENTS(X)                                                                              \
     X(SOURCE_LIST, store_sql_source_list)                                                          \
+    X(GPU_CLOUD,                                                                                   \
+      "SELECT i.provider, i.instance_id, i.name AS instance_name, i.account, i.region, i.zone, "   \
+      "i.machine_type, i.state, i.launch_time AS launched_at, i.gone_at, c.idx AS "                \
+      "placeholder_index, c.superseded_at, m.uuid AS merged_into FROM gpus g JOIN "                \
+      "cloud_instances i ON i.id = COALESCE((SELECT c2.instance_row FROM cloud_gpus c2 WHERE "     \
+      "c2.gpu_id = g.id), (SELECT MIN(i2.id) FROM cloud_instances i2 WHERE i2.host_id = "          \
+      "g.host_id)) LEFT JOIN cloud_gpus c ON c.gpu_id = g.id LEFT JOIN gpus m ON m.id = "          \
+      "c.superseded_by WHERE g.uuid = :uuid")                                                      \
+    X(GPU_MERGED_FROM, "SELECT p.uuid FROM cloud_gpus c JOIN gpus p ON p.id = c.gpu_id JOIN gpus " \
+                       "g ON g.id = c.superseded_by WHERE g.uuid = :uuid ORDER BY c.idx, p.id")    \
     X(GPU_CONFLICTS, "SELECT s.name AS source, c.field, c.theirs, c.ours, c.first_at, c.last_at "  \
                      "FROM gpu_conflicts c JOIN gpus g ON g.id = c.gpu_id JOIN sources s ON s.id " \
                      "= c.source_id WHERE g.uuid = :uuid ORDER BY s.name, c.field")                \
@@ -171,6 +181,37 @@ cleanup:
     return rc;
 }
 
+/* The cloud instance the GPU belongs to (its placeholder's, else the one
+ * its host is) as g's "cloud", null when none; with the real GPU a
+ * placeholder was merged into, or the placeholders merged into this one. */
+static int gpu_cloud(struct conn *c, const char *uuid, json_t *g)
+{
+    struct db_stmt *s = prep(c, ST_GPU_CLOUD);
+    json_t *o = NULL, *from = NULL;
+    int rc, step;
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_text(s, ":uuid", uuid);
+    if ((rc = db_fetch_one(c, s, &o)) == GI_NOT_FOUND) {
+        json_object_set_new(g, "cloud", json_null());
+        return GI_OK;
+    }
+    if (rc != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_GPU_MERGED_FROM)) || !(from = json_array())) {
+        json_decref(o);
+        return GI_INTERNAL;
+    }
+    db_bind_text(s, ":uuid", uuid);
+    while ((step = db_step(c, s)) == DB_ROW)
+        json_array_append_new(from, json_string(db_col_text(s, 0)));
+    db_reset(s);
+    json_object_set_new(o, "merged_from", from);
+    json_object_set_new(g, "cloud", o);
+    return step == DB_DONE ? GI_OK : db_status(step);
+}
+
 int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out)
 {
     static const struct {
@@ -206,6 +247,8 @@ int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json
     if ((rc = links_gpu_resource(c, uuid, &arr)) != GI_OK)
         goto cleanup;
     json_object_set_new(g, "resource", arr);
+    if ((rc = gpu_cloud(c, uuid, g)) != GI_OK)
+        goto cleanup;
     *out = g;
     g = NULL;
 cleanup:

@@ -1,7 +1,7 @@
 /* Private to the usage insight files of src/store/ (insights.c,
  * insights_patterns.c, insights_waste.c, insights_savings.c): the filters
  * every insight statement shares and the helpers that turn its rows into
- * items. */
+ * items (also insights_idle.c). */
 #ifndef GI_INSIGHTS_INT_H
 #define GI_INSIGHTS_INT_H
 
@@ -88,8 +88,18 @@ json_t *insight_time_json(int64_t t);
 /* The oldest hour a run may end with and still count as lasting up to
  * the end of the range (the hour before the range's newest hour). */
 int64_t insight_recent_hour(int64_t to);
+/* {"amount","currency","method"} from a sum of micro-units and the least
+ * and greatest currency behind it: amount and currency null when no hour
+ * had a rate (cur1 NULL or micros NAN); amount null and currency "mixed"
+ * when rates differ in currency. */
+json_t *insight_cost_json(double micros, const char *cur1, const char *cur2);
+/* Sets o's "hourly" cost ({"amount","currency"}, null without a rate:
+ * micros NAN or currency NULL) and, with a rate, its hidden HOURLY
+ * figure. */
+void insight_set_hourly(json_t *o, double micros, const char *currency);
 /* Appends the GPUs idle now for min_hours or more to items (with the
- * hidden HOURLY figures). */
+ * hidden HOURLY figures), most hours first, then by GPU UUID, at most
+ * f->limit (insights_idle.c). */
 int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
                        json_t *items);
 /* Appends the allocated-idle GPUs of f to items (with the hidden HOURLY

@@ -1,6 +1,7 @@
 /* Usage patterns read from the rollups: the hour-of-week heatmap (from the
- * hourly group rows) and period-over-period trends by one grouping (whole
- * days from the day groups, or from usage_daily by host or GPU; the partial
+ * hourly group rows, or from the team hours with no filter but the team's)
+ * and period-over-period trends by one grouping (whole days from the day
+ * groups, or from usage_daily by host or GPU; the partial
  * days at the range's ends and the day the two periods meet in from the
  * hourly group rows, or from usage_hourly by host or GPU). See store.h; figures and money are those
  * of insights.c. */
@@ -70,6 +71,12 @@
     X(HEATMAP, "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum), SUM(h.measured_s), "   \
                "SUM(h.allocated_s), SUM(h.owned_s), SUM(h.busy_s) FROM usage_groups_hourly h "     \
                "WHERE " FILTERS "GROUP BY ((h.hour + :tz) / 3600 + 72) % 168")                     \
+    /* With no filter but the team's, from the team hours (the same sums). */                      \
+    X(HEATMAP_TEAM,                                                                                \
+      "SELECT ((h.hour + :tz) / 3600 + 72) % 168, SUM(h.util_sum), SUM(h.measured_s), "            \
+      "SUM(h.allocated_s), SUM(h.owned_s), SUM(h.busy_s) FROM usage_team_hours h WHERE h.hour >= " \
+      ":from AND h.hour < :to AND (:team IS NULL OR h.team = :team) GROUP BY ((h.hour + :tz) / "   \
+      "3600 + 72) % 168")                                                                          \
     X(TREND_TEAM, TREND("h.team", TREND_SRC_GROUPS, ""))                                           \
     X(TREND_ENV, TREND("h.env", TREND_SRC_GROUPS, ""))                                             \
     X(TREND_POOL, TREND("h.pool", TREND_SRC_GROUPS, ""))                                           \
@@ -99,7 +106,10 @@ int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, 
                         bool allocation, json_t **items)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s = prep(c, ST_HEATMAP);
+    bool team_only = (!f->env || !*f->env) && (!f->pool || !*f->pool) &&
+                     (!f->cluster || !*f->cluster) && (!f->cloud || !*f->cloud) &&
+                     (!f->model || !*f->model) && f->datacenter_id == 0;
+    struct db_stmt *s = prep(c, team_only ? ST_HEATMAP_TEAM : ST_HEATMAP);
     struct cell cells[168] = {{0}};
     int step, rc = GI_INTERNAL;
 

@@ -1,7 +1,7 @@
-/* Inefficiency lists read from the rollups: idle and allocated-idle
- * GPUs, waste by team, top consumers and over-requesting workloads (the
- * savings drawn from them are insights_savings.c's). See store.h; figures
- * and money are those of insights.c.
+/* Inefficiency lists read from the rollups: allocated-idle GPUs, waste
+ * by team, top consumers and over-requesting workloads (the idle GPUs are
+ * insights_idle.c's, the savings drawn from them insights_savings.c's).
+ * See store.h; figures and money are those of insights.c.
  *
  * The consumer lists (allocated-idle, top consumers, over-requesting
  * workloads) read the whole days of their range from
@@ -9,15 +9,10 @@
  * end from usage_consumers and usage_hourly (CONSUMER_ROWS); both give
  * the same sums, as a day's rows are the sums of its hours per consumer
  * and combination of the hours' dimensions. Runs of consecutive hours
- * ("since when") need hours: the GPU idle runs are found with the
- * gaps-and-islands pattern (hour / 3600 minus the row number is constant
- * along a run), which SQLite and PostgreSQL both accept, over the GPUs
- * idle in the newest hours only, and over their hours since the newest
- * one that breaks the run (found by reading back from the newest hour);
- * an allocated-idle run is walked back
- * hour by hour over its first and last day and by whole idle days in
- * between. An hour without a row breaks a run, so a gap in the data is
- * never taken for idleness. */
+ * ("since when") need hours: an allocated-idle run is walked back hour by
+ * hour over its first and last day and by whole idle days in between. An
+ * hour without a row breaks a run, so a gap in the data is never taken
+ * for idleness. */
 #include "store/insights_int.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -69,13 +64,6 @@
     "WHERE" DAY_FILTERS " UNION ALL " CONSUMER_HOUR_ROWS(                                          \
         ":lo1", ":hi1") " UNION ALL " CONSUMER_HOUR_ROWS(":lo2", ":hi2") ") r "
 
-/* The filters of FILTERS on an hour row of alias b (its range aside). */
-#define IDLE_MATCH_B                                                                               \
-    "(:team IS NULL OR b.team = :team) AND (:env IS NULL OR b.env = :env) AND (:pool IS NULL OR "  \
-    "b.pool = :pool) AND (:cluster IS NULL OR b.cluster = :cluster) AND (:cloud IS NULL OR "       \
-    "b.cloud = :cloud) AND (:model IS NULL OR b.model = :model) AND (CAST(:dc AS BIGINT) = 0 OR "  \
-    "b.datacenter_id = :dc)"
-
 /* A workload: a pod (on whichever container), else the consumer, on one
  * host. */
 #define WORKLOAD                                                                                   \
@@ -101,27 +89,6 @@
     " UNION ALL SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_hourly h WHERE " edge
 
 #define STATEMENTS(X)                                                                              \
-    X(IDLE,                                                                                        \
-      "WITH newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS    \
-      "AND h.hour >= :recent AND h.owned_s > 0 GROUP BY h.gpu_id), "                               \
-      "cand AS (SELECT n.gpu_id, n.hour, COALESCE((SELECT b.hour FROM usage_hourly b WHERE "       \
-      "b.gpu_id = n.gpu_id AND b.hour < n.hour AND b.hour >= :from AND CASE WHEN b.allocated_s = " \
-      "0 AND b.idle_s > 0 AND " IDLE_MATCH_B " THEN 0 ELSE 1 END = 1 ORDER BY b.hour DESC LIMIT "  \
-      "1), CAST(:from AS BIGINT) - 3600) AS brk FROM newest n JOIN usage_hourly x ON x.gpu_id = "  \
-      "n.gpu_id AND x.hour = n.hour WHERE x.allocated_s = 0 AND x.idle_s > 0), "                   \
-      "idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "             \
-      "h.fraction * h.rate_micros / 3600 AS cost, h.currency, h.hour / 3600 - ROW_NUMBER() OVER "  \
-      "(PARTITION BY h.gpu_id ORDER BY h.hour) AS isl FROM cand c CROSS JOIN usage_hourly h "      \
-      "WHERE h.gpu_id = c.gpu_id AND h.hour > c.brk AND h.hour <= c.hour AND " FILTERS             \
-      "AND h.allocated_s = 0 AND h.idle_s > 0), "                                                  \
-      "runs AS (SELECT gpu_id, MIN(hour) AS since, MAX(hour) AS last, COUNT(*) AS hours, "         \
-      "SUM(idle_s) AS idle_s, SUM(cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "    \
-      "FROM idle GROUP BY gpu_id, isl) "                                                           \
-      "SELECT g.uuid, r.since, r.last + 3600, r.hours, r.idle_s / 3600, r.cost, r.cur1, r.cur2, "  \
-      "l.host, l.team, l.model, l.rate_micros * l.fraction, l.currency FROM runs r JOIN cand n "   \
-      "ON n.gpu_id = r.gpu_id AND n.hour = r.last JOIN usage_hourly l ON l.gpu_id = r.gpu_id AND " \
-      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours ORDER BY "       \
-      "r.hours DESC, g.uuid LIMIT :limit")                                                         \
     X(ALLOC_IDLE,                                                                                  \
       "SELECT g.uuid, t.kind, t.consumer, t.holder, l.team, l.host, t.gh, t.cost, t.cur1, "        \
       "t.cur2, t.first_idle, t.last + 3600, t.held, t.gpu_id, l.rate_micros * l.fraction, "        \
@@ -189,7 +156,7 @@ json_t *insight_time_json(int64_t t)
  * and greatest currency behind it: amount and currency null when no hour
  * had a rate; amount null and currency "mixed" when rates differ in
  * currency. */
-static json_t *cost_json(double micros, const char *cur1, const char *cur2)
+json_t *insight_cost_json(double micros, const char *cur1, const char *cur2)
 {
     bool mixed = cur1 && cur2 && strcmp(cur1, cur2) != 0;
 
@@ -204,7 +171,7 @@ static json_t *cost_json(double micros, const char *cur1, const char *cur2)
 /* A cost from columns i (micros), i+1 and i+2 (currencies). */
 static json_t *col_cost(struct db_stmt *s, int i)
 {
-    return cost_json(insight_col_opt(s, i), db_col_text(s, i + 1), db_col_text(s, i + 2));
+    return insight_cost_json(insight_col_opt(s, i), db_col_text(s, i + 1), db_col_text(s, i + 2));
 }
 
 /* ---- idle and allocated-idle GPUs ---- */
@@ -218,7 +185,7 @@ static json_t *hourly_json(double micros, const char *currency)
 }
 
 /* Sets o's "hourly" cost and, with a rate, its hidden HOURLY figure. */
-static void set_hourly(json_t *o, double micros, const char *currency)
+void insight_set_hourly(json_t *o, double micros, const char *currency)
 {
     json_object_set_new(o, "hourly", hourly_json(micros, currency));
     if (!isnan(micros) && currency)
@@ -235,40 +202,11 @@ static void strip_hidden(json_t *items)
         json_object_del(o, HOURLY);
 }
 
-/* One GPU of the IDLE statement. */
-static json_t *idle_row(struct db_stmt *s)
-{
-    json_t *o = json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu", insight_col_text_json(s, 0), "host",
-        insight_col_text_json(s, 8), "team", insight_col_text_json(s, 9), "model",
-        insight_col_text_json(s, 10), "since", insight_time_json(db_col_int(s, 1)), "until",
-        insight_time_json(db_col_int(s, 2)), "hours", (json_int_t)db_col_int(s, 3),
-        "idle_gpu_hours", insight_num(db_col_dbl(s, 4)), "cost", col_cost(s, 5));
-    if (o)
-        set_hourly(o, insight_col_opt(s, 11), db_col_text(s, 12));
-    return o;
-}
-
 /* The oldest hour a run may end with and still count as lasting up to
  * the end of the range: the hour before the range's newest hour (the one
  * holding to - 1), so that an hour not yet rolled up does not end every
  * run. */
 int64_t insight_recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 3600; }
-
-/* Appends the GPUs idle now for min_hours or more to items (with the
- * hidden HOURLY figures). */
-int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
-                       json_t *items)
-{
-    struct db_stmt *s = prep(c, ST_IDLE);
-
-    if (s == NULL)
-        return GI_INTERNAL;
-    insight_bind_filter(s, f);
-    db_bind_int(s, ":min_hours", min_hours);
-    db_bind_int(s, ":recent", insight_recent_hour(f->to));
-    return insight_collect_rows(c, s, idle_row, items);
-}
 
 /* The whole days [dfrom, dto) of the range, which CONSUMER_ROWS reads
  * from usage_consumers_daily; the hours before and after them come from
@@ -321,7 +259,7 @@ static json_t *alloc_idle_row(struct db_stmt *s)
         "allocated_idle_gpu_hours", insight_num(db_col_dbl(s, 6)), "cost", col_cost(s, 7), ITEM_GID,
         (json_int_t)db_col_int(s, 13), ITEM_LAST, (json_int_t)db_col_int(s, 16));
     if (o)
-        set_hourly(o, insight_col_opt(s, 14), db_col_text(s, 15));
+        insight_set_hourly(o, insight_col_opt(s, 14), db_col_text(s, 15));
     return o;
 }
 
@@ -521,9 +459,9 @@ static json_t *waste_row(struct db_stmt *s)
     /* The GPU counts are set afterwards (waste_gpus). */
     return json_pack(
         "{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}, s:I, s:I}", "team", insight_col_text_json(s, 0),
-        "allocated_idle_cost", cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
-        cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
-        cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
+        "allocated_idle_cost", insight_cost_json(insight_col_opt(s, 1), c1, c2), "idle_cost",
+        insight_cost_json(insight_col_opt(s, 2), c1, c2), "owned_cost",
+        insight_cost_json(insight_col_opt(s, 3), c1, c2), "gpu_hours", "owned",
         insight_num(db_col_dbl(s, 6)), "allocated_idle", insight_num(db_col_dbl(s, 4)), "idle",
         insight_num(db_col_dbl(s, 5)), "gpus", (json_int_t)0, "gpus_allocated_idle", (json_int_t)0);
 }
@@ -685,7 +623,7 @@ static bool workload_end(struct workload *w, json_t *items)
     json_object_set_new(o, "k", json_integer((json_int_t)k));
     json_object_set_new(o, "idle_gpu_hours", insight_num(w->idle_gh));
     json_object_set_new(o, "idle_cost",
-                        cost_json(w->idle_cost, cur[0] ? cur : NULL, cur[0] ? cur : NULL));
+                        insight_cost_json(w->idle_cost, cur[0] ? cur : NULL, cur[0] ? cur : NULL));
     json_object_set_new(o, "first", insight_time_json(w->first));
     json_object_set_new(o, "last", insight_time_json(w->last));
     json_object_set_new(o, "_last", json_integer(w->last));

@@ -59,6 +59,9 @@ int store_token_ensure(struct store *st, const char *name, enum gi_role role, co
 /* Resolves an unrevoked token by hash; GI_NOT_FOUND when unknown. */
 int store_token_auth(struct store *st, const char *hash, struct gi_principal *out);
 int store_token_list(struct store *st, json_t **items);
+/* One token as the list shows it (revoked ones too); GI_NOT_FOUND when
+ * there is no such token. */
+int store_token_get(struct store *st, int64_t id, json_t **out);
 int store_token_revoke(struct store *st, const char *actor, int64_t id);
 
 /* Creates or replaces a dashboard user, ending all of its sessions in the
@@ -192,6 +195,20 @@ int store_token_set_datacenters(struct store *st, const char *actor, int64_t tok
 /* An asset's data center by tag or EPC (one of them NULL): *dc_id 0 when
  * it has none; GI_NOT_FOUND when no asset matches. */
 int store_asset_dc(struct store *st, const char *tag, const char *epc, int64_t *dc_id);
+/* Things whose data center store_thing_dc reads (key: GPU UUID or host
+ * name; id: host, ticket or room-audit id). */
+enum store_thing {
+    STORE_THING_GPU,
+    STORE_THING_HOST,
+    STORE_THING_HOST_NAME,
+    STORE_THING_TICKET,
+    STORE_THING_ROOM_AUDIT,
+};
+/* The data center of a thing (thing_dc.c): a GPU's host's, a host's (its
+ * linked server's), a ticket's asset's or else its GPU's, a room audit's;
+ * *dc_id 0 when it has none; GI_NOT_FOUND when there is no such thing. */
+int store_thing_dc(struct store *st, enum store_thing kind, const char *key, int64_t id,
+                   int64_t *dc_id);
 
 struct store_ingest_result {
     bool duplicate; /* the batch id was already applied: nothing written */
@@ -354,15 +371,20 @@ struct cloud_instance;
 struct cloud_sync_result {
     int64_t instances, gpus, gone, unknown_types, warnings;
 };
-/* Records one complete listing of `scope` (an AWS region, a GCP project, an
- * Azure subscription) by one source: upserts its instances and their GPU
+/* Records one listing of `scope` (an AWS region, a GCP project, an Azure
+ * subscription) by one source: upserts its instances and their GPU
  * records; instances of this source and scope absent from the listing are
- * marked gone. Never touches another source's data (an instance another
- * source listed first is counted in warnings, as is one without an id).
- * All or nothing, in one transaction; adds to *res (may be NULL). See
- * docs/ARCHITECTURE.md, "Cloud instances". */
+ * marked gone, except those in a zone the listing could not see:
+ * `unreachable` names nunreachable scopes ("zones/asia-east2-c" matches
+ * the instances of zone asia-east2-c, "regions/us-east1" those of that
+ * region, a bare name a zone), whose instances keep their state (NULL, 0:
+ * the listing is complete). Never touches another source's data (an
+ * instance another source listed first is counted in warnings, as is one
+ * without an id). All or nothing, in one transaction; adds to *res (may be
+ * NULL). See docs/ARCHITECTURE.md, "Cloud instances". */
 int store_cloud_sync(struct store *st, int64_t source_id, const char *provider, const char *scope,
-                     const struct cloud_instance *v, size_t n, struct cloud_sync_result *res);
+                     const struct cloud_instance *v, size_t n, const char *const *unreachable,
+                     size_t nunreachable, struct cloud_sync_result *res);
 struct store_cloud_filter {
     const char *provider, *state, *account, *region, *q; /* NULL: any */
     int64_t source_id;                                   /* <= 0: any */
@@ -646,7 +668,8 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
  * intervals[{kind, consumer, team, ..., started_at, ended_at}], hours[...]
  * (hourly rollups, when the range is over 6 hours), samples[...] (raw,
  * when it is 6 hours or less), events[...], owners[{at, team, env, pool,
- * cluster, cloud}] (the first hour's owner, then each change)}.
+ * cluster, cloud}] (the first hour's owner, then each change), cost
+ * {amount, currency, method: "catalog"} | null (the range's priced hours)}.
  * GI_NOT_FOUND for an unknown GPU. Caller owns *out. */
 int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out);
 
@@ -919,6 +942,7 @@ int store_sync_pushes(struct store *st, const char *tag, const struct store_page
 struct store_ticket_filter {
     const char *state;     /* open|closed, NULL: any */
     const char *asset_tag; /* NULL: any */
+    int64_t datacenter_id; /* 0: any; a ticket's is its asset's, else its GPU's */
 };
 int store_ticket_list(struct store *st, const struct store_ticket_filter *f,
                       const struct store_page *pg, json_t **items, int64_t *total);

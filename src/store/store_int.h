@@ -94,6 +94,22 @@ struct usage_span {
  * one new stamp; a GPU may appear more than once. */
 int usage_mark_many(struct conn *c, const struct usage_span *spans, size_t n);
 
+/* usage_merge.c: GPU record `from`'s usage history becomes `to`'s (a
+ * cloud placeholder merged into the real GPU), inside the caller's
+ * writing transaction: hourly and consumer rows of hours `to` has no row
+ * of move, the rest of `from`'s are dropped (an hour never counts twice);
+ * the days are summed again, intervals and rollup marks move, and the
+ * hours are marked for their group sums. */
+int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now);
+
+/* cloud_merge.c: inside the cloud sync's transaction, pairs the
+ * superseded, not yet merged placeholders of instance row instance_row
+ * with the real GPUs an agent reported on host host_id and merges each
+ * pair (usage history, explicit ownership, billing shares, asset link,
+ * events merged_into / merged_from, cloud_gpus.superseded_by); see the
+ * file's head for the pairing rule. */
+int cloud_merge_instance(struct conn *c, int64_t instance_row, int64_t host_id, int64_t now);
+
 /* samples.c: a batch's samples into gpu_samples under source sid with
  * PostgreSQL's COPY, gid[i] the row id of sample i's GPU; *stored grows
  * by the rows written. GI_CONFLICT, with nothing written, when a row is

@@ -123,6 +123,19 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
       "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), CAST(:now AS BIGINT) FROM "   \
       "usage_hourly WHERE hour = :hour GROUP BY hour, team, env, pool, cluster, cloud, model, "    \
       "datacenter_id, COALESCE(currency, '')")                                                     \
+    X(THOURS_DEL, "DELETE FROM usage_team_hours WHERE hour = :hour")                               \
+    X(THOURS_ADD,                                                                                  \
+      "INSERT INTO usage_team_hours (hour, team, currency, gpus, owned_s, allocated_s, busy_s, "   \
+      "alloc_idle_s, idle_s, unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, "  \
+      "alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, updated_at) SELECT hour, team, "      \
+      "currency, SUM(gpus), SUM(owned_s), SUM(allocated_s), SUM(busy_s), SUM(alloc_idle_s), "      \
+      "SUM(idle_s), SUM(unknown_s), SUM(util_sum), SUM(measured_s), SUM(energy_wh), "              \
+      "SUM(owned_cost), SUM(busy_cost), SUM(alloc_idle_cost), SUM(idle_cost), SUM(unknown_cost), " \
+      "SUM(unpriced_s), CAST(:now AS BIGINT) FROM usage_groups_hourly WHERE hour = :hour GROUP "   \
+      "BY hour, team, currency")                                                                   \
+    /* Team hours past retention that no hour group holds any more (a few rows an hour). */        \
+    X(PRUNE_THOURS, "DELETE FROM usage_team_hours WHERE hour < :cut AND hour < COALESCE((SELECT "  \
+                    "MIN(g.hour) FROM usage_groups_hourly g), :cut)")                              \
     X(PRUNE_HGROUPS_SQLITE, "DELETE FROM usage_groups_hourly WHERE rowid IN (SELECT rowid FROM "   \
                             "usage_groups_hourly WHERE hour < :cut ORDER BY hour LIMIT :batch)")   \
     X(HGROUPS_PARTS_PG, "SELECT gi_usage_groups_hourly_partitions(CAST(:now AS BIGINT), "          \
@@ -155,6 +168,8 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
                   "hour LIMIT :batch)")                                                            \
     X(PRUNE_DAILY, "DELETE FROM usage_daily WHERE (gpu_id, day) IN (SELECT gpu_id, day FROM "      \
                    "usage_daily WHERE day < :cut ORDER BY day LIMIT :batch)")                      \
+    X(PRUNE_IDLE_DAYS, "DELETE FROM usage_idle_days WHERE (gpu_id, day) IN (SELECT gpu_id, day "   \
+                       "FROM usage_idle_days WHERE day < :cut ORDER BY day LIMIT :batch)")         \
     X(PRUNE_IV, "DELETE FROM usage_intervals WHERE id IN (SELECT id FROM usage_intervals WHERE "   \
                 "ended_at < :cut ORDER BY ended_at LIMIT :batch)")                                 \
     X(CDAY_DEL, "DELETE FROM usage_consumers_daily WHERE gpu_id = :gid AND day = :day")            \
@@ -287,7 +302,8 @@ static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
 }
 
 /* Replaces the hour's rows of usage_groups_hourly by the sums of its
- * usage_hourly rows, inside the caller's transaction (which wrote them). */
+ * usage_hourly rows, and the hour's rows of usage_team_hours by the sums
+ * of those, inside the caller's transaction (which wrote them). */
 static int write_hour_groups(struct conn *c, int64_t hour, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_HGROUPS_DEL);
@@ -299,6 +315,17 @@ static int write_hour_groups(struct conn *c, int64_t hour, int64_t now)
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     if (!(s = prep(c, ST_HGROUPS_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":hour", hour);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_THOURS_DEL)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":hour", hour);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_THOURS_ADD)))
         return GI_INTERNAL;
     db_bind_int(s, ":hour", hour);
     db_bind_int(s, ":now", now);
@@ -1046,12 +1073,13 @@ static int prune_hour_groups(struct store *st, int64_t now, int64_t *removed)
 static int prune(struct store *st, int64_t now, int64_t *removed)
 {
     static const enum stmt_id which[] = {ST_PRUNE_HOURLY, ST_PRUNE_CONS, ST_PRUNE_IV,
-                                         ST_PRUNE_DAILY};
+                                         ST_PRUNE_DAILY, ST_PRUNE_IDLE_DAYS};
     int rc = GI_OK;
 
     for (size_t w = 0; w < sizeof which / sizeof which[0] && rc == GI_OK; w++) {
-        int64_t cut = now -
-                      (int64_t)(w == 3 ? cfg.retain_daily_days : cfg.retain_hourly_days) * 86400,
+        bool daily = which[w] == ST_PRUNE_DAILY;
+        int64_t cut =
+                    now - (int64_t)(daily ? cfg.retain_daily_days : cfg.retain_hourly_days) * 86400,
                 n;
         do {
             struct conn *c = db_conn_get(st);
@@ -1075,6 +1103,20 @@ static int prune(struct store *st, int64_t now, int64_t *removed)
         rc = prune_consumer_days(st, now, removed);
     if (rc == GI_OK)
         rc = prune_hour_groups(st, now, removed);
+    if (rc == GI_OK) { /* the team hours of the hour groups gone (one statement) */
+        struct conn *c = db_conn_get(st);
+        struct db_stmt *s;
+        rc = db_tx_begin(c);
+        if (rc == GI_OK && !(s = prep(c, ST_PRUNE_THOURS)))
+            rc = GI_INTERNAL;
+        if (rc == GI_OK) {
+            db_bind_int(s, ":cut", now - (int64_t)cfg.retain_hourly_days * 86400);
+            if ((rc = db_exec_done(c, s)) == GI_OK)
+                *removed += db_changes(c);
+        }
+        rc = db_tx_end(c, rc);
+        db_conn_put(st, c);
+    }
     if (rc == GI_OK) { /* the groups of the days gone (a few rows a day: one statement) */
         struct conn *c = db_conn_get(st);
         struct db_stmt *s;

@@ -55,12 +55,13 @@
     X(CLOUD_RUNS,                                                                                  \
       "SELECT i.provider, i.instance_id, r.started_at, r.ended_at FROM cloud_gpus g JOIN "         \
       "cloud_runs r ON r.instance_row = g.instance_row JOIN cloud_instances i ON i.id = "          \
-      "g.instance_row WHERE g.gpu_id = :gid AND r.started_at < :hi AND (r.ended_at IS NULL OR "    \
-      "r.ended_at > :lo) ORDER BY r.started_at, r.id")                                             \
+      "g.instance_row WHERE ((g.gpu_id = :gid AND g.superseded_by IS NULL) OR g.superseded_by = "  \
+      ":gid) AND r.started_at < :hi AND (r.ended_at IS NULL OR r.ended_at > :lo) ORDER BY "        \
+      "r.started_at, r.id")                                                                        \
     X(CLOUD_OWNED,                                                                                 \
       "SELECT i.first_seen, (SELECT MIN(r.started_at) FROM cloud_runs r WHERE r.instance_row = "   \
       "i.id) FROM cloud_gpus g JOIN cloud_instances i ON i.id = g.instance_row WHERE g.gpu_id = "  \
-      ":gid")
+      ":gid AND g.superseded_by IS NULL")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -348,10 +349,11 @@ int usage_slurm_consumers(struct conn *c, struct hour_calc *h)
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
-/* The runs of the GPU's cloud instance; several runs in one hour make
- * one consumer spanning from the first start to the last end. Unlike the
- * other interval consumers it counts where no sample measured the GPU
- * too (a cloud placeholder never has samples): see usage_hour.c. */
+/* The runs of the GPU's cloud instance (of a placeholder not merged, or
+ * of the real GPU a placeholder was merged into); several runs in one
+ * hour make one consumer spanning from the first start to the last end.
+ * Unlike the other interval consumers it counts where no sample measured
+ * the GPU too (a cloud placeholder never has samples): see usage_hour.c. */
 int usage_cloud_consumers(struct conn *c, struct hour_calc *h)
 {
     struct db_stmt *s = prep(c, ST_CLOUD_RUNS);

@@ -57,8 +57,11 @@
     X(GPU_INFO,                                                                                    \
       "SELECT g.uuid, g.model, g.host_id, h.hostname, h.datacenter_id, g.missing_since, "          \
       "g.parent_uuid, g.mig_profile, (SELECT COUNT(*) FROM gpus k WHERE k.host_id = g.host_id "    \
-      "AND k.parent_uuid = g.uuid AND k.missing_since IS NULL) FROM gpus g LEFT JOIN hosts h ON "  \
-      "h.id = g.host_id WHERE g.id = :gid")                                                        \
+      "AND k.parent_uuid = g.uuid AND k.missing_since IS NULL), (SELECT MIN(CASE WHEN "            \
+      "r.started_at IS NOT NULL AND r.started_at < i.first_seen THEN r.started_at ELSE "           \
+      "i.first_seen END) FROM cloud_gpus m JOIN cloud_instances i ON i.id = m.instance_row LEFT "  \
+      "JOIN cloud_runs r ON r.instance_row = i.id WHERE m.superseded_by = g.id) FROM gpus g LEFT " \
+      "JOIN hosts h ON h.id = g.host_id WHERE g.id = :gid")                                        \
     X(GPU_CHILDREN, "SELECT mig_profile FROM gpus WHERE host_id = :hid AND parent_uuid = :uuid "   \
                     "AND missing_since IS NULL")                                                   \
     X(GPU_PARENT_MODEL, "SELECT model FROM gpus WHERE uuid = :uuid")                               \
@@ -99,6 +102,15 @@
       "CAST(:day AS BIGINT) + 86400) s WHERE f.gpu_id = :gid AND f.hour = (SELECT MIN(hour) FROM " \
       "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + "       \
       "86400)")                                                                                    \
+    X(IDLE_DAY_DEL, "DELETE FROM usage_idle_days WHERE gpu_id = :gid AND day = :day")              \
+    X(IDLE_DAY_ADD,                                                                                \
+      "INSERT INTO usage_idle_days (gpu_id, day, team, env, pool, cluster, cloud, model, "         \
+      "datacenter_id, currency, idle_fs, idle_cost, updated_at) SELECT CAST(:gid AS BIGINT), "     \
+      "CAST(:day AS BIGINT), team, env, pool, cluster, cloud, model, datacenter_id, currency, "    \
+      "SUM(idle_s * fraction), SUM(idle_s * fraction * rate_micros), CAST(:now AS BIGINT) FROM "   \
+      "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + 86400 " \
+      "AND allocated_s = 0 AND idle_s > 0 GROUP BY team, env, pool, cluster, cloud, model, "       \
+      "datacenter_id, currency HAVING COUNT(*) = 24")                                              \
     X(GROUPS_DEL, "DELETE FROM usage_groups_daily WHERE day = :day")                               \
     X(GROUPS_ADD,                                                                                  \
       "INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, "              \
@@ -433,6 +445,7 @@ static int gpu_info(struct conn *c, struct hour_calc *h, bool *found)
         gi_strlcpy(h->parent, db_col_text(s, 6) ? db_col_text(s, 6) : "", sizeof h->parent);
         gi_strlcpy(h->profile, db_col_text(s, 7) ? db_col_text(s, 7) : "", sizeof h->profile);
         h->children = db_col_int(s, 8);
+        h->merged_from = db_col_is_null(s, 9) ? 0 : db_col_int(s, 9);
     }
     db_reset(s);
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
@@ -715,7 +728,7 @@ static int write_consumers(struct conn *c, struct hour_calc *h)
     return GI_OK;
 }
 
-/* Re-sums the GPU's day from its hours. */
+/* Re-sums the GPU's day from its hours (usage_daily, usage_idle_days). */
 int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_DAY_DEL);
@@ -728,6 +741,21 @@ int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     if (!(s = prep(c, ST_DAY_ADD)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    /* The day as the idle list may take it whole (usage_idle_days): its 24
+     * hours idle in one combination of the filter dimensions, or no row. */
+    if (!(s = prep(c, ST_IDLE_DAY_DEL)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":day", day);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    if (!(s = prep(c, ST_IDLE_DAY_ADD)))
         return GI_INTERNAL;
     db_bind_int(s, ":gid", gid);
     db_bind_int(s, ":day", day);
@@ -866,6 +894,11 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
     h->owned_lo = owned_from;
     if (owned_from != INT64_MAX && (rc = registered(c, h)) != GI_OK)
         goto cleanup;
+    /* A real GPU cloud placeholders were merged into: owned from theirs. */
+    if (h->merged_from > 0 && h->merged_from < h->owned_lo)
+        h->owned_lo = h->merged_from;
+    if (owned_from == INT64_MAX && h->merged_from > 0)
+        owned_from = h->merged_from;
     h->lo = h->owned_lo > hour ? h->owned_lo : hour;
     h->hi = hour + 3600 < now ? hour + 3600 : now;
     if (h->missing && h->missing < h->hi)

@@ -44,6 +44,10 @@ struct hour_calc {
     char uuid[UUID_CAP];
     char model[128], host[256], parent[UUID_CAP], profile[64];
     int64_t host_id, dc_id, missing, children;
+    /* The earliest start of the cloud placeholders merged into this GPU
+     * (their instance's first sighting or first run), 0 when none: it is
+     * owned from then on, like a GPU registered in the inventory. */
+    int64_t merged_from;
     bool has_host, has_dc;
     struct seg *segs;
     size_t nsegs;
@@ -69,12 +73,17 @@ int usage_pod_heuristic(struct conn *c, struct hour_calc *h);
 int usage_slurm_consumers(struct conn *c, struct hour_calc *h);
 
 /* usage_consumers.c: the runs of the cloud instance whose placeholder GPU
- * this is (consumer kind "cloud", key "<provider>/<instance id>"). */
+ * this is, or whose placeholder was merged into this GPU (consumer kind
+ * "cloud", key "<provider>/<instance id>"); none for a merged
+ * placeholder. */
 int usage_cloud_consumers(struct conn *c, struct hour_calc *h);
 
 /* usage_consumers.c: for a cloud placeholder GPU (which has no samples):
  * the start of its owned span, the instance's first sighting or its
- * first run's start, whichever is earlier; INT64_MAX for any other GPU. */
+ * first run's start, whichever is earlier; INT64_MAX for any other GPU
+ * and for a placeholder merged into a real GPU (its history is that
+ * GPU's, which is owned from the merged placeholders' start: see
+ * hour_calc.merged_from). */
 int usage_cloud_owned(struct conn *c, int64_t gid, int64_t *owned_from);
 
 /* usage_consumers.c: inventory allocations of the server linked to the

@@ -67,6 +67,12 @@
     " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 "                           \
     "ELSE 0 END, u.host"
 
+/* The page's groups (GPU ids or host names) bound as one JSON array :keys,
+ * so that one statement reads the steps of every group of a page. */
+#define KEYS_SQLITE "(SELECT value FROM json_each(:keys))"
+#define KEYS_PG "(SELECT json_array_elements_text(CAST(:keys AS JSON)))"
+#define KEYS_PG_INT "(SELECT CAST(json_array_elements_text(CAST(:keys AS JSON)) AS BIGINT))"
+
 /* The same report from usage_groups_daily (dimensions only: no host or
  * GPU there), whose columns are the per-group sums of SUMS. */
 #define GROUP_EXPR_DIM                                                                             \
@@ -95,6 +101,11 @@
       ", NULL, u.hour - u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                \
       " FROM usage_groups_hourly u WHERE u.hour >= :from AND u.hour < :to AND " FILTERS            \
       " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
+    X(REPORT_TEAM_HOURS,                                                                           \
+      "SELECT CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team ELSE NULL END, NULL, NULL, u.hour - "  \
+      "u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                                 \
+      " FROM usage_team_hours u WHERE u.hour >= :from AND u.hour < :to AND " FILTER_TEAM           \
+      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
     X(RANK_GPU_DAILY, RANK_GPU("usage_daily", "day", FILTERS))                                     \
     X(RANK_GPU_DAILY_TEAM, RANK_GPU("usage_daily", "day", FILTER_TEAM))                            \
     X(RANK_GPU_HOURLY, RANK_GPU("usage_hourly", "hour", FILTERS))                                  \
@@ -103,10 +114,14 @@
     X(RANK_HOST_DAILY_TEAM, RANK_HOST("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
     X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
-    X(STEPS_GPU_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id = :gid"))                 \
-    X(STEPS_GPU_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id = :gid"))              \
-    X(STEPS_HOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host = :host"))                 \
-    X(STEPS_HOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host = :host"))              \
+    X(STEPS_GPU_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_SQLITE))        \
+    X(STEPS_GPU_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_SQLITE))     \
+    X(STEPS_HOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_SQLITE))         \
+    X(STEPS_HOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_SQLITE))      \
+    X(STEPS_GPU_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_PG_INT))     \
+    X(STEPS_GPU_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_PG_INT))  \
+    X(STEPS_HOST_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_PG))          \
+    X(STEPS_HOST_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_PG))       \
     X(STEPS_NOHOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IS NULL"))               \
     X(STEPS_NOHOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IS NULL"))            \
     X(REPORT_CONSUMERS,                                                                            \
@@ -141,7 +156,10 @@
                   "FROM gpu_samples WHERE gpu_id = :gid AND ts >= :from AND ts < :to ORDER BY "    \
                   "ts, source_id LIMIT :max")                                                      \
     X(TL_EVENTS, "SELECT at, kind, detail FROM gpu_events WHERE gpu_uuid = :uuid AND at >= :from " \
-                 "AND at < :to ORDER BY at, id LIMIT :max")
+                 "AND at < :to ORDER BY at, id LIMIT :max")                                        \
+    X(TL_COST, "SELECT currency, SUM(owned_s * fraction * rate_micros) FROM usage_hourly WHERE "   \
+               "gpu_id = :gid AND hour >= :from AND hour < :to AND rate_micros IS NOT NULL AND "   \
+               "currency IS NOT NULL GROUP BY currency ORDER BY 2 DESC LIMIT 1")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -613,30 +631,65 @@ struct page_key {
     char *host;
 };
 
+/* The place in the page (1-based) of the group of cell k, 0 if none. */
+static size_t page_rank(const struct page_key *keys, size_t n, bool gpu, const struct cell *k)
+{
+    for (size_t i = 0; i < n; i++)
+        if (gpu ? keys[i].gid == k->gid : strcmp_null(keys[i].host, k->group) == 0)
+            return i + 1;
+    return 0;
+}
+
 /* Reads the steps of the page's groups keys[0..n) into cs, each cell
- * ranked by its group's place in the page. */
+ * ranked by its group's place in the page: one statement for the named
+ * groups (their keys bound as a JSON array), one more for the group of
+ * the GPUs with no host if the page has it. */
 static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
                       bool gpu, const struct page_key *keys, size_t n, struct cells *cs)
 {
-    int rc = GI_OK;
+    bool pg = db_dialect(c) == DB_PG, nohost = false;
+    json_t *list = json_array();
+    char *text = NULL;
+    int rc = GI_INTERNAL;
 
-    for (size_t i = 0; i < n && rc == GI_OK; i++) {
-        enum stmt_id id = gpu            ? (daily ? ST_STEPS_GPU_DAILY : ST_STEPS_GPU_HOURLY)
-                          : keys[i].host ? (daily ? ST_STEPS_HOST_DAILY : ST_STEPS_HOST_HOURLY)
-                                         : (daily ? ST_STEPS_NOHOST_DAILY : ST_STEPS_NOHOST_HOURLY);
-        struct db_stmt *s = prep(c, id);
-        size_t before = cs->n;
-        if (!s)
-            return GI_INTERNAL;
-        bind_query(s, q, q->group_by, dc_id);
-        db_bind_int(s, ":gid", keys[i].gid);
-        db_bind_text(s, ":host", keys[i].host);
-        rc = collect(c, s, q, false, cs, 1.0);
-        for (size_t j = before; j < cs->n; j++)
-            cs->a[j].rank = i + 1;
-        if (rc == GI_OK && cs->n > MAX_CELLS) /* the page as a whole is bounded too */
-            rc = GI_TOO_LARGE;
+    for (size_t i = 0; list && i < n; i++) {
+        if (!gpu && !keys[i].host)
+            nohost = true;
+        else if (json_array_append_new(list, gpu ? json_integer(keys[i].gid)
+                                                 : json_string(keys[i].host)) != 0)
+            goto cleanup;
     }
+    if (!list || !(text = json_dumps(list, JSON_COMPACT)))
+        goto cleanup;
+    rc = GI_OK;
+    for (int pass = 0; pass < 2 && rc == GI_OK; pass++) {
+        enum stmt_id id;
+        struct db_stmt *s;
+        if (pass == 0 && json_array_size(list) == 0)
+            continue;
+        if (pass == 1 && !nohost)
+            break;
+        if (pass == 1)
+            id = daily ? ST_STEPS_NOHOST_DAILY : ST_STEPS_NOHOST_HOURLY;
+        else if (gpu)
+            id = daily ? (pg ? ST_STEPS_GPU_DAILY_PG : ST_STEPS_GPU_DAILY)
+                       : (pg ? ST_STEPS_GPU_HOURLY_PG : ST_STEPS_GPU_HOURLY);
+        else
+            id = daily ? (pg ? ST_STEPS_HOST_DAILY_PG : ST_STEPS_HOST_DAILY)
+                       : (pg ? ST_STEPS_HOST_HOURLY_PG : ST_STEPS_HOST_HOURLY);
+        if (!(s = prep(c, id))) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        bind_query(s, q, q->group_by, dc_id);
+        db_bind_text(s, ":keys", text);
+        rc = collect(c, s, q, false, cs, 1.0);
+    }
+    for (size_t j = 0; rc == GI_OK && j < cs->n; j++)
+        cs->a[j].rank = page_rank(keys, n, gpu, &cs->a[j]);
+cleanup:
+    free(text);
+    json_decref(list);
     return rc;
 }
 
@@ -680,11 +733,21 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
     return rc;
 }
 
-/* The total of a paged report over every group, from the group rows. */
+/* Whether q filters by nothing but the team: then the hours of every
+ * group sum to the team hours (usage_team_hours). */
+static bool team_filter_only(const struct store_usage_query *q)
+{
+    return !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && !q->datacenter;
+}
+
+/* The total of a paged report over every group, from the group rows (the
+ * team hours when nothing but the team filters hours). */
 static int page_total(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
                       struct cells *tot)
 {
-    struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY);
+    struct db_stmt *s = prep(c, daily                 ? ST_REPORT_GROUPS
+                                : team_filter_only(q) ? ST_REPORT_TEAM_HOURS
+                                                      : ST_REPORT_GROUPS_HOURLY);
 
     if (!s)
         return GI_INTERNAL;
@@ -761,9 +824,11 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     bool paged =
         q->limit > 0 && (strcmp(q->group_by, "host") == 0 || strcmp(q->group_by, "gpu") == 0);
     bool consumer_paged = consumer && q->limit > 0;
-    enum stmt_id report = dim     ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
-                          : daily ? ST_REPORT_DAILY
-                                  : ST_REPORT_HOURLY;
+    bool team_hours = !daily && strcmp(q->group_by, "team") == 0 && team_filter_only(q);
+    enum stmt_id report = team_hours ? ST_REPORT_TEAM_HOURS
+                          : dim      ? (daily ? ST_REPORT_GROUPS : ST_REPORT_GROUPS_HOURLY)
+                          : daily    ? ST_REPORT_DAILY
+                                     : ST_REPORT_HOURLY;
     struct cells tot = {0};
     int64_t groups_total = 0;
     json_t *items = json_array(), *total = NULL;
@@ -988,12 +1053,32 @@ static int tl_events(struct conn *c, const char *uuid, int64_t from, int64_t to,
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
+/* The catalog cost of the GPU's hours in the range (in the currency most
+ * of it is in), null when no hour of it is priced. */
+static int tl_cost(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t **cost)
+{
+    struct db_stmt *s = prep(c, ST_TL_COST);
+    int step;
+
+    *cost = NULL;
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":gid", gid);
+    db_bind_int(s, ":from", from - from % 3600);
+    db_bind_int(s, ":to", to);
+    if ((step = db_step(c, s)) == DB_ROW && db_col_text(s, 0))
+        *cost = json_pack("{s:o, s:s, s:s}", "amount", money(db_col_dbl(s, 1)), "currency",
+                          db_col_text(s, 0), "method", "catalog");
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
 int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s = prep(c, ST_TL_GPU);
     json_t *iv = json_array(), *hours = json_array(), *raw = json_array(), *ev = json_array(),
-           *owners = json_array();
+           *owners = json_array(), *cost = NULL;
     bool use_raw = to - from <= RAW_RANGE_S;
     char f[32], t[32];
     int64_t gid = 0;
@@ -1013,6 +1098,8 @@ int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t
         rc = tl_samples(c, gid, from, to, raw);
     if (rc == GI_OK)
         rc = tl_events(c, uuid, from, to, ev);
+    if (rc == GI_OK)
+        rc = tl_cost(c, gid, from, to, &cost);
     db_read_end(c);
     if (rc != GI_OK)
         goto cleanup;
@@ -1023,7 +1110,11 @@ int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t
                      "hours", hours, "samples", raw, "events", ev, "owners", owners);
     iv = hours = raw = ev = owners = NULL;
     rc = *out ? GI_OK : GI_INTERNAL;
+    if (*out)
+        json_object_set_new(*out, "cost", cost ? cost : json_null());
+    cost = NULL;
 cleanup:
+    json_decref(cost);
     db_conn_put(st, c);
     json_decref(iv);
     json_decref(hours);

@@ -69,6 +69,22 @@ test('--collector gaudi finds hl-smi on PATH and pushes GPUs, samples and proces
   const idle = (await s.api('GET', '/api/v1/gpus/01P4-HL3090A0-18-UBX204-07-02-05')).json;
   assert.equal(idle.processes.length, 0, 'an N/A process row is no process');
   assert.equal(idle.vbios, 'hl-gaudi3-1.21.0-fw-58.1.1-sec-3', 'firmware from hl-smi -q');
+
+  // ECC counters from the separate query, matched by bus id; N/A stays unknown.
+  assert.equal(g.ecc_uncorrected, 2);
+  assert.equal(g.ecc_corrected, 17);
+  assert.equal(idle.ecc_uncorrected, 0);
+  assert.equal(idle.ecc_corrected, null);
+});
+
+test('an hl-smi that refuses the ECC fields still gives the GPUs, with a warning', () => {
+  const r = agent(['--print', '--once', '--collector', 'gaudi', '--hl-smi', HL, '--hostname', 'g-05'],
+    { HABANA_LOGS: tempDir('hl-logs-'), HLSMI_NO_ECC: '1' });
+  assert.equal(r.code, 0, r.err);
+  const batch = JSON.parse(r.out);
+  assert.equal(batch.gpus.length, 2);
+  assert.ok(batch.gpus.every((x) => x.ecc_uncorrected === undefined || x.ecc_uncorrected === null));
+  assert.match(JSON.stringify(batch.warnings || []) + r.err, /ECC query/);
 });
 
 test('auto detection reaches hl-smi when no NVIDIA or AMD tool is there', async () => {

@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
 import { startAwsStandin } from '../lib/cloud/aws.mjs';
-import { ok, assertError, dbQuery, stopClean, mkToken } from './helpers.mjs';
+import { ok, assertError, dbQuery, stopClean, mkToken, rollupAll } from './helpers.mjs';
 
 const nowS = () => Math.floor(Date.now() / 1000);
 const T0 = Math.floor(nowS() / 86400) * 86400 - 3 * 86400 + 10 * 3600;
@@ -142,7 +142,7 @@ test('a pull lists every page of every region, signed, through throttling', asyn
 });
 
 test('usage: a running instance is a cloud consumer of all its GPUs', async () => {
-  assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  assert.equal((await rollupAll(s)).dirty_left, 0);
   const q = { group_by: 'consumer', team: 'llm-train', from: iso(T0), to: iso(T0 + 3600), step: 'day' };
   const byc = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams(q)));
   const cloud = byc.items.filter((x) => x.kind === 'cloud');
@@ -174,7 +174,7 @@ test('the next pull: stopped ends the allocation, gone GPUs are missing, a faili
   assert.equal(await q1(`SELECT COUNT(*) FROM cloud_runs r JOIN cloud_instances i ON i.id = r.instance_row WHERE i.instance_id = '${P4D}' AND r.ended_at IS NOT NULL`), '1');
   assert.equal(byId['i-0new0000000cccccc'].tags.team, undefined, 'tags follow the listing');
 
-  assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  assert.equal((await rollupAll(s)).dirty_left, 0);
   const open = await q1(`SELECT COUNT(*) FROM usage_intervals v JOIN gpus g ON g.id = v.gpu_id WHERE g.uuid LIKE 'cloud:aws:${P4D}:%' AND v.kind = 'cloud' AND v.ended_at IS NULL`);
   assert.equal(open, '0', 'the stop ended the allocation interval');
   const ended = await q1(`SELECT COUNT(*) FROM usage_intervals v JOIN gpus g ON g.id = v.gpu_id WHERE g.uuid LIKE 'cloud:aws:${P4D}:%' AND v.kind = 'cloud' AND v.started_at = ${T0}`);

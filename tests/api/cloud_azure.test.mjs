@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
 import { startAzure, SUB, TENANT, CLIENT } from '../lib/cloud/azure.mjs';
-import { ok, assertError, stopClean } from './helpers.mjs';
+import { ok, assertError, stopClean, rollupAll } from './helpers.mjs';
 
 let s;
 let az;
@@ -103,7 +103,7 @@ test('tags feed the ownership rules; stopped and deallocated VMs are not allocat
   const g = await gpu('cloud:azure:6f1c2a3b-0000-4000-8000-000000000001:7');
   assert.equal(g.owner.team.value, 'llm');
   assert.match(g.owner.team.by, /^rule:/);
-  assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  assert.equal((await rollupAll(s)).dirty_left, 0);
   const q = { group_by: 'consumer', from: iso(T0), to: iso(T0 + 3600), step: 'day' };
   const cloud = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams(q))).items.filter((x) => x.kind === 'cloud');
   // Running: nd-h100-01 (8) and nv-a10-03 (1 shared). Not: deallocated

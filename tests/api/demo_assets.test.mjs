@@ -8,7 +8,7 @@
 // minute).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { ok, mkDc, listAll, stopClean } from './helpers.mjs';
+import { ok, mkDc, listAll, stopClean, rollupAll } from './helpers.mjs';
 import { startServer } from '../lib/server.mjs';
 import { hostPlan } from '../../scripts/demo-fleet.mjs';
 import { adminApi, loadHistory } from '../../scripts/demo-history.mjs';
@@ -43,7 +43,7 @@ before(async () => {
   // row 2 s after it was last written (--health-settle-s) at its next
   // minute.
   for (let i = 0; i < 50; i++) {
-    if (ok(await h.s.api('POST', '/api/v1/usage/rollup')).dirty_left === 0) break;
+    if ((await rollupAll(h.s)).dirty_left === 0) break;
   }
 });
 after(async () => { if (h.s) await stopClean(h.s); });

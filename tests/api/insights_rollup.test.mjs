@@ -8,7 +8,7 @@
 // nobody holds e, which stays at 0 %.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok } from './helpers.mjs';
+import { useServer, ok, rollupAll } from './helpers.mjs';
 import { openapi } from '../lib/contract.mjs';
 
 // The rollup on demand (POST /api/v1/usage/rollup) comes with the rollup
@@ -38,7 +38,7 @@ test('pushed readings, rolled up, are what the insights read',
   }
   const r = await h.s.api('POST', '/api/v1/ingest', { auth: tok, body: { batch_id: 'i-e2e-1', host: { hostname: 'e2e-node' }, gpus, samples, processes } });
   assert.equal(r.status, 201, r.text);
-  const run = ok(await h.s.api('POST', '/api/v1/usage/rollup'));
+  const run = await rollupAll(h.s);
   assert.equal(run.dirty_left, 0);
 
   // The pod uses 2 of its 4 GPUs: over-requesting, k=2 of n=4.

@@ -12,7 +12,7 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { useServer, ok, mkToken, uniq, dbQuery } from './helpers.mjs';
+import { useServer, ok, mkToken, uniq, dbQuery, rollupAll } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const h = useServer({ args: ['--owner-refresh-s', '1'] });
@@ -110,7 +110,7 @@ test('a resource whose tags or data center change: its hosts\' GPUs and the hour
 
   const hour = now() - (now() % 3600);
   const usage = async (dcName) => {
-    const r = ok(await h.s.api('POST', '/api/v1/usage/rollup'));
+    const r = await rollupAll(h.s);
     assert.equal(r.dirty_left, 0);
     const u = ok(await h.s.api('GET',
       `/api/v1/usage?group_by=team&datacenter=${dcName}&from=${iso(hour)}&to=${iso(hour + 3600)}`));

@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { useServer, ok, dbQuery } from './helpers.mjs';
+import { useServer, ok, dbQuery, rollupAll } from './helpers.mjs';
 
 const h = useServer();
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -27,7 +27,7 @@ async function push(tok, id, uuids) {
   for (let t = T0; t <= T0 + 3 * 3600; t += 60) for (const u of uuids) samples.push({ time: t, gpu: u, util_avg: 0, util_max: 0 });
   const r = await h.s.api('POST', '/api/v1/ingest', { auth: tok, body: { batch_id: id, host: { hostname: 'sc-node' }, gpus, samples } });
   assert.equal(r.status, 201, r.text);
-  assert.equal(ok(await h.s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  assert.equal((await rollupAll(h.s)).dirty_left, 0);
 }
 
 const savings = async () => ok(await h.s.api('GET', `/api/v1/insights/savings?${RANGE}`)).items

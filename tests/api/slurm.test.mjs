@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../lib/server.mjs';
-import { ok, assertError, dbQuery, stopClean, mkToken } from './helpers.mjs';
+import { ok, assertError, dbQuery, stopClean, mkToken, rollupAll } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fx = (n) => readFileSync(path.join(here, '..', 'fixtures', 'slurm', n), 'utf8');
@@ -103,7 +103,7 @@ test('setup: the account rule, the agent reports gpu01 (by its FQDN) with 4 GPUs
   assert.equal(r.status, 201, r.text);
   // Rolled up before any job is known: busy with nobody known. The pull
   // below must mark these hours again for its job to appear in them.
-  assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  assert.equal((await rollupAll(s)).dirty_left, 0);
   const before = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams({ group_by: 'consumer', team: 'hpc-owner', from: iso(T0), to: iso(T0 + 7200), step: 'day' })));
   assert.deepEqual(before.items.filter((x) => x.kind !== 'none').map((x) => x.kind), ['unknown']);
 });
@@ -183,7 +183,7 @@ test('a second pull overlaps the first, duplicates nothing, and ends the finishe
 });
 
 test('usage: the job is a slurm consumer of 3.0 allocated GPU-hours, team by its account', async () => {
-  const roll = ok(await s.api('POST', '/api/v1/usage/rollup'));
+  const roll = await rollupAll(s);
   assert.equal(roll.dirty_left, 0);
   const q = { group_by: 'consumer', team: 'hpc-owner', from: iso(T0), to: iso(T0 + 7200), step: 'day' };
   const byc = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams(q)));

@@ -55,7 +55,8 @@ test('an editor cannot push under a pull source name, and the source keeps its e
   assert.match(refused.json.error.message, /dcgm-down/);
 
   const after = ok(await s.api('GET', `/api/v1/sources/${src.id}`));
-  assert.equal(after.last_error, before.last_error, 'the error is still shown');
+  // A scheduled pull may have failed again meanwhile; the error stays shown.
+  assert.ok(after.last_error, 'the error is still shown');
   assert.equal(after.last_success_at, before.last_success_at);
   assert.equal((await s.api('GET', '/api/v1/gpus/GPU-fa4ed000-0000-0000-0000-000000000001')).status, 404);
 
@@ -84,7 +85,9 @@ test('changing the URL without giving the secret again clears it', async () => {
     { body: { name: 'scrape-me', kind: 'dcgm-exporter', config: { url: one.url, bearer_token: 'hunter2' } } }), 201);
   assert.equal(src.config.bearer_token, '(set)');
   assert.equal(ok(await s.api('POST', `/api/v1/sources/${src.id}/run`)).run.ok, true);
-  assert.deepEqual(one.seen, ['Bearer hunter2']);
+  // The scheduler may scrape the new source too: every scrape carries it.
+  assert.ok(one.seen.length >= 1);
+  assert.deepEqual([...new Set(one.seen)], ['Bearer hunter2']);
 
   // Other settings keep the secret, "(set)" included.
   const kept = ok(await s.api('PATCH', `/api/v1/sources/${src.id}`, { body: { config: { timeout_s: 7, bearer_token: '(set)' } } }));
@@ -97,7 +100,8 @@ test('changing the URL without giving the secret again clears it', async () => {
   assert.equal(moved.config.bearer_token, undefined);
   assert.deepEqual(moved.warnings.map((w) => w.field), ['config.bearer_token']);
   assert.equal(ok(await s.api('POST', `/api/v1/sources/${src.id}/run`)).run.ok, true);
-  assert.deepEqual(two.seen, [null], 'the new server never receives the old secret');
+  assert.ok(two.seen.length >= 1);
+  assert.deepEqual([...new Set(two.seen)], [null], 'the new server never receives the old secret');
 
   // Giving the secret with the new URL keeps it.
   const again = ok(await s.api('PATCH', `/api/v1/sources/${src.id}`, { body: { config: { url: one.url, bearer_token: 'swordfish' } } }));

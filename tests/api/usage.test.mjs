@@ -7,7 +7,7 @@
 // every query filters on it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok, assertError, mkDc, mkRes, dbQuery } from './helpers.mjs';
+import { useServer, ok, assertError, mkDc, mkRes, dbQuery, rollupAll } from './helpers.mjs';
 
 const h = useServer();
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -33,7 +33,7 @@ function every(uuid, from, to, fields) {
   return out;
 }
 async function rollup() {
-  const r = ok(await h.s.api('POST', '/api/v1/usage/rollup'));
+  const r = await rollupAll(h.s);
   assert.equal(r.dirty_left, 0, 'the rollup on demand works off every dirty hour');
   return r;
 }
@@ -270,7 +270,7 @@ test('the busy threshold and the longest gap are serve options', async () => {
     const samples = [...every(g, T0, T0 + 3600, { util_avg: 50 }), { time: T0 + 4200, gpu: g, util_avg: 70 }];
     const r = await s.api('POST', '/api/v1/ingest', { body: { batch_id: 'opt-1', host: { hostname: 'u-opt-node' }, gpus: [gpu(g, 0)], samples }, auth: tok });
     assert.equal(r.status, 201, r.text);
-    assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+    assert.equal((await rollupAll(s)).dirty_left, 0);
     const rep = ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams({ group_by: 'gpu', team: 'u-opt', from: iso(T0), to: iso(T0 + 7200), step: 'hour' })));
     assert.deepEqual(rep.items[0].gpu_hours, { owned: 1, allocated: 0, busy: 0, allocated_idle: 0, idle: 1, unknown: 0 });
     close(rep.items[1].gpu_hours.busy, 120 / 3600, 'a 120 s gap cap');

@@ -14,7 +14,7 @@
 // - pod ml/cd-hold holds f at 0 % from D0 - 2 days to T0 + 3 h (61 hours).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok } from './helpers.mjs';
+import { useServer, ok, rollupAll } from './helpers.mjs';
 
 const h = useServer();
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -39,7 +39,7 @@ async function push(id, samples, processes) {
   assert.equal(r.status, 201, r.text);
 }
 async function rollup() {
-  const run = ok(await h.s.api('POST', '/api/v1/usage/rollup'));
+  const run = await rollupAll(h.s);
   assert.equal(run.dirty_left, 0);
   assert.equal(run.redo_left, 0);
 }

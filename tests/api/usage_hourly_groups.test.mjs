@@ -7,7 +7,7 @@
 // Every GPU has this file's own model, and every query filters on it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok, dbQuery } from './helpers.mjs';
+import { useServer, ok, dbQuery, rollupAll } from './helpers.mjs';
 
 const h = useServer();
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -38,7 +38,7 @@ function every(uuid, from, to, fields) {
   return out;
 }
 async function rollup() {
-  const r = ok(await h.s.api('POST', '/api/v1/usage/rollup'));
+  const r = await rollupAll(h.s);
   assert.equal(r.dirty_left, 0);
   assert.equal(r.redo_left, 0);
 }

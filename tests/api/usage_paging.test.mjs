@@ -5,7 +5,7 @@
 // filters on it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok, assertError, dbQuery, parseCsv } from './helpers.mjs';
+import { useServer, ok, assertError, dbQuery, parseCsv, rollupAll } from './helpers.mjs';
 
 const h = useServer();
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -70,7 +70,7 @@ test('the fleet: 7 GPUs on 3 hosts, rolled up', async () => {
       host: { hostname: host }, gpus: idx.map((i, k) => ({ uuid: uuid(i), index: k, name: MODEL })), samples } });
     assert.equal(r.status, 201, r.text);
   }
-  const run = ok(await h.s.api('POST', '/api/v1/usage/rollup'));
+  const run = await rollupAll(h.s);
   assert.equal(run.dirty_left, 0);
 });
 

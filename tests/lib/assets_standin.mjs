@@ -3,14 +3,16 @@
 // one device, PATCH) and Snipe-IT hardware (list, one asset, PATCH,
 // checkin, checkout). Every request is recorded with its parsed body.
 // `fail` makes the next requests answer an auth failure or a rate limit.
+// With `tls` ({cert, key}, PEM text) it speaks HTTPS instead.
 import http from 'node:http';
+import https from 'node:https';
 
 export const NB_TOKEN = 'nb-writer-0123456789abcdef';
 export const SN_TOKEN = 'snipe-writer-eyJ0eXAiOiJKV1Qi';
 
 const statusLabel = (v) => ({ value: v, label: v[0].toUpperCase() + v.slice(1) });
 
-export async function startAssetStandin() {
+export async function startAssetStandin({ tls } = {}) {
   const sites = { 1: { id: 1, name: 'fra1', slug: 'fra1' }, 2: { id: 2, name: 'ams1', slug: 'ams1' } };
   const locations = { 7: { id: 7, name: 'fra1' }, 8: { id: 8, name: 'ams1' } };
   const statuses = {
@@ -50,7 +52,7 @@ export async function startAssetStandin() {
   };
   st.writes = (system) => st.requests.filter((r) => r.system === system && r.method !== 'GET');
 
-  const server = http.createServer((req, res) => {
+  const handler = (req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
@@ -122,9 +124,10 @@ export async function startAssetStandin() {
       }
       return send(405, { message: 'Method not allowed' });
     });
-  });
+  };
+  const server = tls ? https.createServer({ cert: tls.cert, key: tls.key }, handler) : http.createServer(handler);
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  st.base = 'http://127.0.0.1:' + server.address().port;
+  st.base = `${tls ? 'https' : 'http'}://127.0.0.1:${server.address().port}`;
   st.close = () => new Promise((r) => server.close(r));
   return st;
 }

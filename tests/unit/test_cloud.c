@@ -77,7 +77,7 @@ static void do_sync(struct testdb_fixture *f, int64_t sid, const char *scope,
                     const struct cloud_instance *v, size_t n, struct cloud_sync_result *r)
 {
     memset(r, 0, sizeof *r);
-    assert_status(store_cloud_sync(f->st, sid, "aws", scope, v, n, r), GI_OK);
+    assert_status(store_cloud_sync(f->st, sid, "aws", scope, v, n, NULL, 0, r), GI_OK);
 }
 
 static void test_listing(void **state)

@@ -108,7 +108,9 @@ static void odd_values(void **state)
     assert_int_equal(p.n, 3);
     assert_true(p.warnings >= 5);
     assert_int_equal(p.unreachable, 2);
-    assert_string_equal(p.unreachable_first, "zones/us-west1-a");
+    assert_false(p.unreachable_more);
+    assert_string_equal(p.unreachable_scopes[0], "zones/us-west1-a");
+    assert_string_equal(p.unreachable_scopes[1], "zones/us-west1-c");
     assert_string_equal(p.items[0].instance_id, "99");
     assert_int_equal(p.items[0].state, CLOUD_STOPPED);
     assert_int_equal(p.items[0].launch_time, 0);
@@ -276,11 +278,65 @@ static void jwt_rs256(void **state)
     json_decref(c);
 }
 
+/* True when the page names scope among its unreachable scopes. */
+static bool names_scope(const struct gcp_page *p, const char *scope)
+{
+    for (size_t i = 0; i < p->unreachable; i++)
+        if (strcmp(p->unreachable_scopes[i], scope) == 0)
+            return true;
+    return false;
+}
+
+static void partial_listing(void **state)
+{
+    struct gcp_page p = load("instances-partial.json");
+    char body[8192], err[GCP_ERR_LEN];
+    size_t used;
+
+    (void)state;
+    /* The reachable zone's instance is listed; the empty zone's
+     * NO_RESULTS_ON_PAGE is fine; an UNREACHABLE warning, a warning
+     * without a code and "unreachables" name the zones not seen, each
+     * once. */
+    assert_int_equal(p.n, 1);
+    assert_string_equal(p.items[0].name, "trainer-0");
+    assert_int_equal(p.unreachable, 3);
+    assert_false(p.unreachable_more);
+    assert_true(names_scope(&p, "zones/asia-east2-c"));
+    assert_true(names_scope(&p, "zones/us-west4-b"));
+    assert_true(names_scope(&p, "zones/me-west1-a"));
+    assert_false(names_scope(&p, "zones/europe-west4-b"));
+    assert_false(names_scope(&p, "zones/us-central1-a"));
+    gcp_page_free(&p);
+
+    /* More zones than can be named: the page says so. */
+    used = (size_t)snprintf(body, sizeof body, "{\"unreachables\": [");
+    for (int i = 0; i < GCP_UNREACHABLE_MAX + 1; i++)
+        used +=
+            (size_t)snprintf(body + used, sizeof body - used, "%s\"zones/z-%d\"", i ? ", " : "", i);
+    snprintf(body + used, sizeof body - used, "]}");
+    assert_int_equal(gcp_parse_instances(body, strlen(body), "p", &p, err, sizeof err), GI_OK);
+    assert_int_equal(p.unreachable, GCP_UNREACHABLE_MAX);
+    assert_true(p.unreachable_more);
+    gcp_page_free(&p);
+    /* A scope that is not text cannot be named either. */
+    snprintf(body, sizeof body, "{\"items\": {}, \"unreachables\": [7]}");
+    assert_int_equal(gcp_parse_instances(body, strlen(body), "p", &p, err, sizeof err), GI_OK);
+    assert_true(p.unreachable_more);
+    gcp_page_free(&p);
+    /* unreachables that is not a list fails the page. */
+    snprintf(body, sizeof body, "{\"unreachables\": \"zones/a\"}");
+    assert_int_equal(gcp_parse_instances(body, strlen(body), "p", &p, err, sizeof err), GI_INVALID);
+    assert_non_null(strstr(err, "unreachables"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(page_one),  cmocka_unit_test(page_two),      cmocka_unit_test(odd_values),
-        cmocka_unit_test(bad_pages), cmocka_unit_test(machine_types), cmocka_unit_test(jwt_rs256),
+        cmocka_unit_test(page_one),        cmocka_unit_test(page_two),
+        cmocka_unit_test(odd_values),      cmocka_unit_test(bad_pages),
+        cmocka_unit_test(machine_types),   cmocka_unit_test(jwt_rs256),
+        cmocka_unit_test(partial_listing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

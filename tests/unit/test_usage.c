@@ -411,7 +411,7 @@ static void test_report_cost(void **state)
     cost_row(f, 3, h, "x", 0, 0, 3600, 1.0, "NULL", "NULL");     /* no rate */
     cost_row(f, 4, h, "y", 3600, 0, 0, 1.0, "1000000", "'EUR'");
     cost_row(f, 5, h, "y", 3600, 0, 0, 1.0, "2500000", "'USD'");
-    /* the group sums the rollup job keeps beside the hour's rows */
+    /* the group sums the rollup job keeps beside the hour's rows, and their team sums */
     exec_sql(f, "INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, "
                 "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, "
                 "idle_s, unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, "
@@ -426,6 +426,14 @@ static void test_report_cost(void **state)
                 "rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), 1 FROM usage_hourly "
                 "GROUP BY hour, team, env, pool, cluster, cloud, model, datacenter_id, "
                 "COALESCE(currency, '')");
+    exec_sql(f, "INSERT INTO usage_team_hours (hour, team, currency, gpus, owned_s, allocated_s, "
+                "busy_s, alloc_idle_s, idle_s, unknown_s, util_sum, measured_s, energy_wh, "
+                "owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, "
+                "updated_at) SELECT hour, team, currency, SUM(gpus), SUM(owned_s), "
+                "SUM(allocated_s), SUM(busy_s), SUM(alloc_idle_s), SUM(idle_s), SUM(unknown_s), "
+                "SUM(util_sum), SUM(measured_s), SUM(energy_wh), SUM(owned_cost), "
+                "SUM(busy_cost), SUM(alloc_idle_cost), SUM(idle_cost), SUM(unknown_cost), "
+                "SUM(unpriced_s), 1 FROM usage_groups_hourly GROUP BY hour, team, currency");
     assert_status(store_usage_report(f->st, &q, &out), GI_OK);
     items = json_object_get(out, "items");
     assert_int_equal(json_array_size(items), 3);

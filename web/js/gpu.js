@@ -1,6 +1,7 @@
 // One GPU: latest telemetry, identity with where each field came from
-// (provenance), MIG instances, the processes last seen on it, and its
-// identity events, and its timeline (timeline.js).
+// (provenance), its owner, the cloud instance it belongs to (with the
+// placeholder it was merged from or into), MIG instances, the processes
+// last seen on it, its identity events, and its timeline (timeline.js).
 import { h, replace, num } from './dom.js';
 import { api } from './api.js';
 import { ago, when, timeAgo, utilBar, memUsed, mib, unit, gpuFlags, isNum, flag } from './fmt.js';
@@ -39,7 +40,11 @@ const EVENT_LABELS = {
   serial_conflict: 'Serial conflict',
   serial_changed: 'Serial changed',
   missing_from_host: 'Missing from its host',
+  merged_into: 'Merged into the real GPU',
+  merged_from: 'Merged from its cloud placeholder',
 };
+
+const PROVIDERS = { aws: 'AWS EC2', gcp: 'Google Compute Engine', azure: 'Azure Virtual Machines' };
 
 /** The value of one identity field as a node. */
 function showValue(g, key, how) {
@@ -74,6 +79,8 @@ function eventText(e) {
     d.other_uuid ? h('a', { class: 'mono', href: gpuHref(d.other_uuid), text: d.other_uuid }) : 'another GPU'];
   case 'serial_changed': return [`Serial changed from ${d.from || '?'} to ${d.to || '?'}`];
   case 'missing_from_host': return [`Its host reported without it${d.batch_id ? ` (batch ${d.batch_id})` : ''}`];
+  case 'merged_into': return ['Its history now belongs to ', d.uuid ? h('a', { class: 'mono', href: gpuHref(d.uuid), text: d.uuid }) : '?'];
+  case 'merged_from': return ['Took over the history of ', d.uuid ? h('a', { class: 'mono', href: gpuHref(d.uuid), text: d.uuid }) : '?'];
   default: return [Object.keys(d).length ? JSON.stringify(d) : ''];
   }
 }
@@ -104,6 +111,31 @@ function serverLine(g) {
   return h('p', { class: 'page-sub', 'data-testid': 'gpu-server' }, 'In server ',
     h('a', { href: `#/resources/${r.id}`, text: r.name }), ' (data center ',
     h('a', { href: `#/datacenters/${r.datacenter_id}`, text: r.datacenter }), `), ${MATCH_RULES[r.rule] || r.rule}`);
+}
+
+/** The cloud instance the GPU belongs to, or null when none. */
+function cloudPanel(g) {
+  const c = g.cloud;
+  if (!c) return null;
+  const row = (label, field, value) => h('div', { class: 'kv-row', dataset: { cloud: field } },
+    h('dt', { text: label }), h('dd', {}, value === null || value === undefined || value === ''
+      ? h('span', { class: 'muted', text: '—' }) : value));
+  const gpuLink = (u) => h('a', { class: 'mono', href: gpuHref(u), text: u });
+  const place = [c.region, c.zone].filter(Boolean).join(' / ');
+  return panel('Cloud instance', 'cloud', h('dl', { class: 'kv' },
+    row('Provider', 'provider', PROVIDERS[c.provider] || c.provider),
+    row('Instance', 'instance_id', h('span', {}, h('span', { class: 'mono', text: c.instance_id }),
+      c.instance_name && c.instance_name !== c.instance_id ? h('span', { class: 'muted', text: ` · ${c.instance_name}` }) : null)),
+    row('Type', 'machine_type', c.machine_type),
+    row('Account', 'account', c.account),
+    row('Region / zone', 'region', place),
+    row('State', 'state', c.gone_at ? `${c.state} (gone from the listing)` : c.state),
+    row('Launched', 'launched_at', c.launched_at ? h('span', {}, timeAgo(c.launched_at), h('span', { class: 'muted small', text: ` · ${when(c.launched_at)}` })) : null),
+    c.placeholder_index !== null && c.placeholder_index !== undefined
+      ? row('Record', 'placeholder', `Placeholder for GPU ${c.placeholder_index} of the instance, until an agent on it reports the real GPU`) : null,
+    c.merged_into ? row('Merged into', 'merged_into', gpuLink(c.merged_into)) : null,
+    c.superseded_at && !c.merged_into ? row('Superseded', 'superseded_at', when(c.superseded_at)) : null,
+    (c.merged_from || []).length ? row('Merged from', 'merged_from', h('span', { class: 'stack' }, c.merged_from.map(gpuLink))) : null));
 }
 
 /** Renders one GPU's page into main. */
@@ -218,7 +250,7 @@ export async function renderGpu(main, ctx, uuid) {
     telemetry,
     h('div', { class: 'split' },
       panel('Identity', 'identity', h('dl', { class: 'kv' }, rows)),
-      h('div', { class: 'col' }, ownerPanel(g, () => renderGpu(main, ctx, uuid)), migPanel, eventPanel)),
+      h('div', { class: 'col' }, ownerPanel(g, () => renderGpu(main, ctx, uuid)), cloudPanel(g), migPanel, eventPanel)),
     h('div', { class: 'stack-gap' }, procPanel));
   // The timeline's range stays in the address (#/gpus/{uuid}?range=30d).
   const onRange = (r) => {

@@ -306,14 +306,18 @@ async function editSource(src) {
   return saved;
 }
 
-/** The fields-dropped cell of a source: its warning count and the newest. */
+/**
+ * The warnings cell of a source: how many warnings its reports and pulls
+ * gave (values dropped as unreadable, parts of a listing that did not
+ * answer) and the newest.
+ */
 function warningCell(s) {
   const n = isNum(s.warnings_total) ? s.warnings_total : 0;
   if (n === 0) return h('span', { class: 'muted', 'data-testid': 'source-warnings', text: '—' });
   const at = s.last_warning_at ? ` (${ago(s.last_warning_at)})` : '';
-  const tip = `${num(n)} field${n === 1 ? '' : 's'} dropped from its reports so far; newest${at}: ${s.last_warning || 'not recorded'}`;
+  const tip = `${num(n)} warning${n === 1 ? '' : 's'} so far (unreadable values left out, parts of a listing that did not answer); newest${at}: ${s.last_warning || 'not recorded'}`;
   return h('div', { class: 'stack', 'data-testid': 'source-warnings', title: tip },
-    h('span', {}, flag('stale', `${num(n)} dropped`, tip)),
+    h('span', {}, flag('stale', `${num(n)} warning${n === 1 ? '' : 's'}`, tip)),
     s.last_warning ? h('span', { class: 'sub clip', text: s.last_warning }) : null,
     s.last_warning_at ? h('span', { class: 'sub' }, 'newest ', timeAgo(s.last_warning_at)) : null);
 }
@@ -476,7 +480,7 @@ export function renderSources(main, ctx) {
       { label: 'Last error', cell: (s) => (s.last_error
         ? h('span', { class: 'clip error-text', title: s.last_error, text: s.last_error })
         : h('span', { class: 'muted', text: '—' })) },
-      { label: 'Fields dropped', key: 'warnings', width: '136px', cell: warningCell },
+      { label: 'Warnings', key: 'warnings', width: '136px', cell: warningCell },
       { label: 'GPUs', cls: 'n', width: '72px', cell: (s) => h('div', { class: 'stack' },
         h('a', { href: `#/gpus?source=${s.id}`, 'data-testid': 'source-gpus', title: gpusTip(s), text: num(s.gpus_reported) }),
         isNum(s.hosts_reported) ? h('span', { class: 'sub', title: 'Hosts of the GPUs this source owns' },

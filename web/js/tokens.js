@@ -1,7 +1,9 @@
-// API tokens (admins only): the list with last use and revocation, a form
-// that creates a pusher, viewer or editor token, the new token shown once
-// with a copy button and, for a pusher, a copyable agent command that reads
-// the token from a file (so it never shows in `ps`), and revoking.
+// API tokens (admins only): the list with last use, data centers and
+// revocation, a form that creates a pusher, viewer or editor token (confined
+// to data centers or not), the new token shown once with a copy button and,
+// for a pusher, a copyable agent command that reads the token from a file
+// (so it never shows in `ps`), changing a token's data centers, and
+// revoking.
 import { h, replace, icon, num, toast } from './dom.js';
 import { api } from './api.js';
 import { field, formDialog, fieldErrors, fieldError, value, para } from './dialog.js';
@@ -85,8 +87,49 @@ function reveal(made, role) {
   });
 }
 
+/**
+ * The data-center choice of a token: one checkbox per data center, the ids
+ * in `checked` ticked; none ticked means every data center.
+ */
+function dcPicker(dcs, checked = []) {
+  return h('div', { class: 'field field-wide', dataset: { field: 'datacenters' }, 'data-testid': 'token-dcs',
+    role: 'group', 'aria-label': 'Data centers' },
+    h('label', { text: 'Data centers' }),
+    dcs.length
+      ? h('div', { class: 'dc-choices' }, dcs.map((d) => h('label', { class: 'check-filter' },
+        h('input', { type: 'checkbox', name: 'datacenter', value: String(d.id), checked: checked.includes(d.id) }), d.name)))
+      : h('p', { class: 'muted', text: 'There are no data centers yet.' }),
+    h('p', { class: 'field-hint', text: 'The token reads, lists and changes only what is in the ticked data centers. None ticked: every data center.' }),
+    h('p', { class: 'field-error', hidden: true }));
+}
+
+/** The ids ticked in a form's data-center choice. */
+const pickedDcs = (form) => [...form.querySelectorAll('input[name=datacenter]:checked')].map((b) => Number(b.value));
+
+/** A token's data centers as names ("All" when it is not confined). */
+export function scopeText(t, dcName) {
+  const ids = t.datacenters || [];
+  return ids.length ? ids.map((id) => dcName.get(id) || `#${id}`).join(', ') : 'All';
+}
+
+/** Changes a token's data centers. Resolves to true once saved. */
+async function editScope(t, dcs) {
+  const ok = await formDialog({
+    title: `Data centers of ${t.name}`,
+    intro: [para('The change applies from the token’s next request.')],
+    fields: [dcPicker(dcs, t.datacenters || [])],
+    wide: true,
+    submitLabel: 'Save',
+    async submit(form) {
+      await api('PATCH', `/api/v1/tokens/${t.id}`, { datacenters: pickedDcs(form) });
+    },
+  });
+  if (ok) toast(`Saved the data centers of ${t.name}`);
+  return ok;
+}
+
 /** The create form. Resolves to the created token (with its secret) or null. */
-async function createToken() {
+async function createToken(dcs) {
   let made = null;
   let role = 'pusher';
   const roleField = field({ name: 'role', label: 'Role', type: 'select', required: true, value: role, choices: ROLES, wide: true });
@@ -109,6 +152,7 @@ async function createToken() {
         wide: true }),
       roleField,
       pushFields,
+      dcPicker(dcs),
     ],
     wide: true,
     submitLabel: 'Create token',
@@ -124,6 +168,8 @@ async function createToken() {
       }
       if (problems.length === 1) throw fieldError(problems[0].field, problems[0].message);
       if (problems.length) throw fieldErrors(problems);
+      const picked = pickedDcs(form);
+      if (picked.length) body.datacenters = picked;
       made = await api('POST', '/api/v1/tokens', body);
     },
   });
@@ -153,22 +199,29 @@ export function renderTokens(main, ctx) {
   let seq = 0;
   const sub = h('p', { class: 'page-sub', 'data-testid': 'token-total' });
   const showRevoked = h('input', { type: 'checkbox', name: 'revoked' });
+  let dcs = [];
+  let dcName = new Map();
   const table = dataTable({
     label: 'Tokens',
-    minWidth: 760,
+    minWidth: 940,
     empty: () => h('div', { class: 'empty-state' }, h('strong', { text: 'No tokens.' }),
       h('span', { text: 'Create a pusher token to connect the agents on your GPU hosts.' })),
     columns: [
       { label: 'Name', cell: (t) => h('span', { class: 'row-link clip', title: t.name, text: t.name }) },
       { label: 'Role', width: '110px', cell: (t) => h('span', { class: `role-tag role-${t.role}`, text: t.role }) },
+      { label: 'Data centers', key: 'datacenters', width: '180px', cell: (t) => h('span', { class: `clip${(t.datacenters || []).length ? '' : ' muted'}`,
+        'data-testid': 'token-scope', title: scopeText(t, dcName), text: scopeText(t, dcName) }) },
       { label: 'Created', width: '130px', cell: (t) => timeAgo(t.created_at) },
       { label: 'Last used', width: '130px', cell: (t) => timeAgo(t.last_used_at) },
       { label: 'Status', key: 'status', cls: 'flags', width: '130px', cell: (t) => (t.revoked_at
         ? h('span', { class: 'badge badge-flag badge-off', title: `Revoked ${new Date(t.revoked_at).toLocaleString()}`, text: 'Revoked' })
         : h('span', { class: 'badge badge-flag badge-ok', text: 'Active' })) },
-      { label: 'Actions', key: 'actions', cls: 'actions', width: '120px', cell: (t) => (t.revoked_at ? h('span', { class: 'muted', text: '—' })
-        : h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Revoke', 'aria-label': `Revoke ${t.name}`,
-          on: { click: async () => { if (await revoke(t)) load(); } } })) },
+      { label: 'Actions', key: 'actions', cls: 'actions', width: '190px', cell: (t) => (t.revoked_at ? h('span', { class: 'muted', text: '—' })
+        : h('span', {},
+          t.role === 'admin' ? null : h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Scope', 'aria-label': `Data centers of ${t.name}`,
+            on: { click: async () => { if (await editScope(t, dcs)) load(); } } }),
+          h('button', { type: 'button', class: 'btn btn-ghost btn-sm btn-ghost-danger', text: 'Revoke', 'aria-label': `Revoke ${t.name}`,
+            on: { click: async () => { if (await revoke(t)) load(); } } }))) },
     ],
   });
 
@@ -176,8 +229,11 @@ export function renderTokens(main, ctx) {
     const my = ++seq;
     table.setBusy(true);
     try {
-      const res = await api('GET', '/api/v1/tokens');
+      const [res, dcList] = await Promise.all([api('GET', '/api/v1/tokens'),
+        api('GET', '/api/v1/datacenters?limit=500').then((r) => r.items).catch(() => [])]);
       if (my !== seq || !ctx.alive()) return;
+      dcs = dcList;
+      dcName = new Map(dcs.map((d) => [d.id, d.name]));
       const active = res.items.filter((t) => !t.revoked_at);
       table.setRows(showRevoked.checked ? res.items : active);
       sub.textContent = `${num(active.length)} active · ${num(res.items.length - active.length)} revoked`;
@@ -196,7 +252,7 @@ export function renderTokens(main, ctx) {
       h('div', {}, h('h1', { text: 'API tokens' }), sub),
       h('div', { class: 'page-actions' },
         h('button', { type: 'button', class: 'btn btn-primary', 'data-testid': 'create-token',
-          on: { click: async () => { if (await createToken()) load(); } } }, icon('plus'), 'Create token'))),
+          on: { click: async () => { if (await createToken(dcs)) load(); } } }, icon('plus'), 'Create token'))),
     h('section', { class: 'panel' },
       h('div', { class: 'toolbar' }, h('label', { class: 'check-filter' }, showRevoked, 'Show revoked tokens')),
       table.el));

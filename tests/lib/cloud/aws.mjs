@@ -19,6 +19,7 @@
 //   types:   'file.xml'  the DescribeInstanceTypes answer; only the items
 //            the request's Filter.1.Value.N name are returned.
 //   keyId:   the access key id expected (default AKID).
+//   delay:   milliseconds every answer waits before it is sent (default 0).
 // `standin.seen` lists every request: {region, action, form, headers}.
 //
 // Run alone (for benchmarks): node aws.mjs '<scenario JSON with "dir">'
@@ -50,7 +51,7 @@ export async function startAwsStandin(init = {}) {
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', () => setTimeout(() => {
       const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
       const m = AUTH.exec(req.headers.authorization || '');
       const region = m ? m[3] : null;
@@ -82,7 +83,7 @@ export async function startAwsStandin(init = {}) {
         return res.writeHead(200, { 'Content-Type': 'text/xml;charset=UTF-8' }).end(body);
       }
       return error(res, 400, 'error-auth.xml');
-    });
+    }, st.delay || 0));
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   standin.url = `http://127.0.0.1:${server.address().port}/`;

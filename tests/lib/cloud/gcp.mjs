@@ -4,7 +4,10 @@
 // replaying the recorded answers in tests/fixtures/gcp/. Scenario knobs on
 // the returned object: `throttle` (429 answers with Retry-After before
 // page 2), `failPage2` (page 2 answers 500), `unreachable` (page 1 names
-// an unreachable zone), `dropPage2` (page 1 is the whole listing),
+// an unreachable zone), `down` (zone names: each such scope answers an
+// UNREACHABLE warning instead of its instances and is named in
+// "unreachables"), `omit` (instance names left out of the listing),
+// `dropPage2` (page 1 is the whole listing),
 // `publicKey` (the key grants are verified with), `startAt` (unix
 // seconds: every instance's start and creation times are moved there,
 // written as the API does, with a -07:00 offset and milliseconds), `refuseKey` (the token endpoint refuses every
@@ -38,6 +41,17 @@ export const gcpTime = (t) => new Date((t - 7 * 3600) * 1000).toISOString().repl
 function page(st, name, edit = () => {}) {
   const p = JSON.parse(fx(name));
   edit(p);
+  for (const zone of st.down) {
+    const scope = `zones/${zone}`;
+    if (!p.items?.[scope]) continue;
+    p.items[scope] = {
+      warning: { code: 'UNREACHABLE', message: `Scope '${scope}' is unreachable.`, data: [{ key: 'scope', value: scope }] },
+    };
+    p.unreachables = [...(p.unreachables || []), scope];
+  }
+  for (const scope of Object.values(p.items || {})) {
+    if (scope.instances) scope.instances = scope.instances.filter((i) => !st.omit.includes(i.name));
+  }
   if (st.startAt) {
     for (const scope of Object.values(p.items || {})) {
       for (const i of scope.instances || []) {
@@ -57,7 +71,7 @@ const b64json = (s) => JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
  */
 export async function startGcp({ publicKey, staticTokens = [] } = {}) {
   const st = {
-    url: '', publicKey, startAt: 0, seen: [], grants: [], throttle: 0, dropPage2: false, failPage2: false, unreachable: false, refuseKey: false,
+    url: '', publicKey, startAt: 0, seen: [], grants: [], throttle: 0, dropPage2: false, failPage2: false, unreachable: false, refuseKey: false, down: [], omit: [],
     tokens: new Set(staticTokens), issued: 0,
     expire() { this.tokens.clear(); },
   };

@@ -1,0 +1,260 @@
+/* The idle list's whole idle days (usage_idle_days, migration 043), as
+ * the rollup job keeps them, on each store: after the first rollup, after
+ * late data fills two hours, after a rollup re-run over a day one of whose
+ * hours changed environment, and after retention pruned old hourly rows,
+ * the table holds exactly the GPU-days whose hourly rows are 24 idle hours
+ * in one combination of the filter dimensions, with their sums; and the
+ * idle list read through those days (SQLite; PostgreSQL reads the runs in
+ * one statement over the hours) equals the one read hour by hour.
+ *
+ * From D, midnight four days ago: GPUs 1 and 2 of team core, never held,
+ * report idle from D-5h to E = D+3d+10h (exclusive); GPU 2 misses the
+ * hours D+1d+6h and D+1d+7h at first, which breaks its run (the first of
+ * them has no reading at all) until late data fills them. */
+#include "unit.h"
+#include "testdb.h"
+
+#include "core/util.h"
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H 3600LL
+#define DAY 86400LL
+
+/* Runs SQL on the test database outside the store. */
+static void exec_sql(struct testdb_fixture *f, const char *sql)
+{
+    if (f->db.name[0] != '\0') {
+        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
+            fail_msg("psql failed on: %.200s", sql);
+    } else {
+        sqlite3 *db = NULL;
+        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
+            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            fail_msg("sqlite3 failed on %.200s: %s", sql, sqlite3_errmsg(db));
+        sqlite3_close(db);
+    }
+}
+
+/* A growing SQL text. */
+struct sql {
+    char *p;
+    size_t len, cap;
+};
+
+static void sql_add(struct sql *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sql_add(struct sql *q, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (q->cap - q->len < 512) {
+        q->cap = q->cap ? q->cap * 2 : 65536;
+        q->p = realloc(q->p, q->cap);
+        assert_non_null(q->p);
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(q->p + q->len, q->cap - q->len, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < q->cap - q->len);
+    q->len += (size_t)n;
+}
+
+static void sql_run(struct testdb_fixture *f, struct sql *q)
+{
+    exec_sql(f, q->p);
+    free(q->p);
+    memset(q, 0, sizeof *q);
+}
+
+static int64_t day0(void)
+{
+    int64_t now = gi_now();
+    return now - now % DAY - 4 * DAY;
+}
+
+/* Idle samples of gpu every 5 minutes over the hours [from, to), but the
+ * two hours from `skip` on (0: none), each hour marked dirty as ingest
+ * would. */
+static void idle_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64_t to,
+                       int64_t skip)
+{
+    struct sql s = {0}, d = {0};
+    bool first = true;
+
+    sql_add(&s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
+    sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
+    for (int64_t h = from; h < to; h += H) {
+        if (skip && (h == skip || h == skip + H))
+            continue;
+        for (int64_t t = h; t < h + H; t += 300)
+            sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", first && t == h ? "" : ", ", (long long)t,
+                    (long long)gpu);
+        sql_add(&d, "%s(%lld, %lld, 1)", first ? "" : ", ", (long long)h, (long long)gpu);
+        first = false;
+    }
+    sql_run(f, &s);
+    sql_run(f, &d);
+}
+
+static void rollup(struct testdb_fixture *f)
+{
+    struct store_usage_run run;
+
+    assert_status(store_usage_rollup(f->st, NULL, gi_now(), 0, &run), GI_OK);
+    assert_int_equal(run.dirty_left, 0);
+}
+
+/* The GPU-days whose 24 hours are idle in one combination of the filter
+ * dimensions, with their sums, from the hourly rows. */
+#define IDLE_SUMS                                                                                  \
+    "(SELECT gpu_id, hour - hour % 86400 AS day, COUNT(*) AS n, SUM(idle_s * fraction) AS fs, "    \
+    "SUM(idle_s * fraction * rate_micros) AS c, MIN(team) AS team FROM usage_hourly WHERE "        \
+    "allocated_s = 0 AND idle_s > 0 GROUP BY gpu_id, hour - hour % 86400, team, env, pool, "       \
+    "cluster, cloud, model, datacenter_id, currency HAVING COUNT(*) = 24) a"
+
+/* usage_idle_days holds exactly the GPU-days of IDLE_SUMS whose first hour
+ * is still kept, with their sums; returns how many. */
+static int64_t days_match(struct testdb_fixture *f)
+{
+    int64_t n = testdb_scalar(&f->db, "SELECT COUNT(*) FROM " IDLE_SUMS);
+
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_idle_days"), n);
+    assert_int_equal(
+        testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_idle_days d JOIN " IDLE_SUMS
+                              " ON a.gpu_id = d.gpu_id AND a.day = d.day WHERE a.team = d.team "
+                              "AND ABS(d.idle_fs - a.fs) < 0.001 AND ((d.idle_cost IS NULL AND "
+                              "a.c IS NULL) OR ABS(d.idle_cost - a.c) < 1)"),
+        n);
+    return n;
+}
+
+/* The idle list of the range, as JSON text (caller frees). */
+static char *idle_list(struct testdb_fixture *f, int64_t from, int64_t to, const char *team)
+{
+    struct store_insight_filter q = {.team = team, .from = from, .to = to};
+    json_t *items = NULL;
+    char *text;
+
+    assert_status(store_insight_idle(f->st, &q, 1, &items), GI_OK);
+    text = json_dumps(items, JSON_SORT_KEYS);
+    assert_non_null(text);
+    json_decref(items);
+    return text;
+}
+
+/* The idle list read through the idle days equals the one read hour by
+ * hour (their days negated, so that none is taken whole); returns gpu's
+ * hours in it, -1 when it is not in it. */
+static int64_t list_same(struct testdb_fixture *f, int64_t from, int64_t to, const char *team,
+                         const char *gpu)
+{
+    char *by_days = idle_list(f, from, to, team), *by_hours;
+    json_t *v;
+    json_int_t hours = -1;
+    size_t i;
+    json_t *o;
+
+    exec_sql(f, "UPDATE usage_idle_days SET day = -day");
+    by_hours = idle_list(f, from, to, team);
+    exec_sql(f, "UPDATE usage_idle_days SET day = -day");
+    assert_string_equal(by_days, by_hours);
+    v = json_loads(by_days, 0, NULL);
+    assert_non_null(v);
+    json_array_foreach(v, i, o)
+        if (strcmp(json_string_value(json_object_get(o, "gpu")), gpu) == 0)
+            hours = json_integer_value(json_object_get(o, "hours"));
+    json_decref(v);
+    free(by_days);
+    free(by_hours);
+    return hours;
+}
+
+static void test_idle_days(void **state)
+{
+    struct testdb_fixture *f = *state;
+    struct store_usage_config keep, cfg;
+    int64_t d = day0(), start = d - 5 * H, end = d + 3 * DAY + 10 * H, gap = d + DAY + 6 * H;
+
+    exec_sql(f, "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (1, 'n1', "
+                "1, 1)");
+    for (int g = 1; g <= 2; g++) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO gpus (id, uuid, host_id, idx, model, team, first_seen_at, "
+                 "last_seen_at) VALUES (%d, 'GPU-%d', 1, %d, 'NVIDIA A100', 'core', 1, 1)",
+                 g, g, g - 1);
+        exec_sql(f, sql);
+    }
+    idle_hours(f, 1, start, end, 0);
+    idle_hours(f, 2, start, end, gap);
+    rollup(f);
+    /* GPU 1's days D, D+1, D+2; GPU 2's D and D+2. */
+    assert_int_equal(days_match(f), 5);
+    /* GPU 1 is idle over the whole range; GPU 2 since the second hour of its
+     * gap (the rollup fills the first as owned and unknown; the reading after
+     * the gap covers the last 10 minutes of the second). */
+    assert_int_equal(list_same(f, start, end, NULL, "GPU-1"), (end - start) / H);
+    assert_int_equal(list_same(f, start, end, NULL, "GPU-2"), (end - gap - H) / H);
+    assert_int_equal(list_same(f, start + 30 * 60, end, "core", "GPU-1"), (end - start) / H - 1);
+    assert_int_equal(list_same(f, d + DAY, end, NULL, "GPU-1"), (end - d - DAY) / H);
+    assert_int_equal(list_same(f, start, end, "other", "GPU-1"), -1);
+
+    /* Late data fills GPU 2's gap: its run now spans the range too. */
+    idle_hours(f, 2, gap, gap + 2 * H, 0);
+    rollup(f);
+    assert_int_equal(days_match(f), 6);
+    assert_int_equal(list_same(f, start, end, NULL, "GPU-2"), (end - start) / H);
+
+    /* One hour of GPU 1 in another environment; a re-run of another hour of
+     * that day sums the day again: no longer one combination, read by
+     * hours, same answer. */
+    {
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "UPDATE usage_hourly SET env = 'lab' WHERE gpu_id = 1 AND hour = %lld; INSERT "
+                 "INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, 1, 1)",
+                 (long long)(d + 2 * DAY + 3 * H), (long long)(d + 2 * DAY + 9 * H));
+        exec_sql(f, sql);
+    }
+    rollup(f);
+    assert_int_equal(days_match(f), 5);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_idle_days WHERE gpu_id = 1"),
+                     2);
+    assert_int_equal(list_same(f, start, end, NULL, "GPU-1"), (end - start) / H);
+
+    /* Retention prunes the hourly rows older than two days, and the idle days
+     * with them: the run starts at the oldest hour kept. */
+    store_usage_config_get(&keep);
+    cfg = keep;
+    cfg.retain_hourly_days = 2;
+    store_usage_configure(&cfg);
+    {
+        char sql[160];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, 1, 1)",
+                 (long long)(end - H));
+        exec_sql(f, sql);
+    }
+    rollup(f);
+    store_usage_configure(&keep);
+    assert_true(days_match(f) < 5);
+    {
+        int64_t oldest = testdb_scalar(&f->db, "SELECT MIN(hour) FROM usage_hourly WHERE "
+                                               "gpu_id = 1");
+        assert_true(oldest > start);
+        assert_int_equal(list_same(f, start, end, NULL, "GPU-1"), (end - oldest) / H);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_idle_days, testdb_setup, testdb_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
