@@ -102,6 +102,8 @@
     X(GPU_IDENTS_PG,                                                                               \
       GPU_IDENT_SQL "g.uuid IN (SELECT json_array_elements_text(CAST(:uuids AS JSON)))")           \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
+    X(GPU_SERIALS_PG, "SELECT serial, uuid FROM gpus WHERE serial IN (SELECT "                     \
+                      "json_array_elements_text(CAST(:serials AS JSON)))")                         \
     X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                  \
     X(GPU_UPSERT_KNOWN, GPU_UPSERT_SQL)                                                            \
     X(GPU_FILL,                                                                                    \
@@ -434,6 +436,11 @@ struct gpu_ident {
     bool conflicts; /* the reporter has recorded disagreements about it */
     int64_t id, host_id, owner, owner_precedence;
     char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
+    /* Another GPU stored under the serial the batch reports for this one
+     * (serial_other, "" for none), when serial_read: read for the whole
+     * batch at once (gpu_serials_load()). */
+    bool serial_read;
+    char serial_other[GI_UUID_LEN];
 };
 
 static void col_copy(struct db_stmt *s, int i, char *out, size_t len)
@@ -521,6 +528,76 @@ static int gpu_idents_load(struct conn *c, int64_t sid, const struct gi_batch *b
 cleanup:
     json_decref(uuids);
     free(pos);
+    return rc;
+}
+
+/* For a batch read by gpu_idents_load() on PostgreSQL: the GPU, other
+ * than itself, stored under each serial the batch reports, in one
+ * statement (one round trip instead of one per GPU), so that
+ * ingest_gpu() needs no read per GPU for its serial_conflict check. Only
+ * when the batch's serials differ from each other; a serial stored on
+ * another GPU of the same batch (which may be written first) is left to
+ * the check of its own. */
+static int gpu_serials_load(struct conn *c, const struct gi_batch *b, struct gpu_ident *ids)
+{
+    size_t n = b->set.ngpus, m = 0;
+    struct ident_pos *ser = calloc(n + 1, sizeof *ser), *uid = calloc(n + 1, sizeof *uid), key,
+                     *hit;
+    bool *unsure = calloc(n + 1, sizeof *unsure);
+    json_t *serials = json_array();
+    struct db_stmt *s;
+    int rc = GI_INTERNAL, step;
+
+    /* SQLite has no round trips: its check per GPU costs no more. */
+    if (db_dialect(c) != DB_PG) {
+        rc = GI_OK;
+        goto cleanup;
+    }
+    if (ser == NULL || uid == NULL || unsure == NULL || serials == NULL)
+        goto cleanup;
+    for (size_t i = 0; i < n; i++) {
+        uid[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
+        if (b->set.gpus[i].serial[0] == '\0')
+            continue;
+        ser[m++] = (struct ident_pos){.uuid = b->set.gpus[i].serial, .i = i};
+        if (json_array_append_new(serials, json_string(b->set.gpus[i].serial)) != 0)
+            goto cleanup;
+    }
+    rc = GI_OK;
+    if (m == 0)
+        goto cleanup;
+    qsort(ser, m, sizeof *ser, pos_cmp);
+    qsort(uid, n, sizeof *uid, pos_cmp);
+    for (size_t i = 1; i < m; i++)
+        if (strcmp(ser[i - 1].uuid, ser[i].uuid) == 0)
+            goto cleanup; /* a serial twice: each GPU is checked on its own */
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_GPU_SERIALS_PG)))
+        goto cleanup;
+    db_bind_json(s, ":serials", serials);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        const char *other = db_col_text(s, 1);
+        key.uuid = db_col_text(s, 0);
+        if (key.uuid == NULL || other == NULL ||
+            (hit = bsearch(&key, ser, m, sizeof *ser, pos_cmp)) == NULL ||
+            strcmp(other, b->set.gpus[hit->i].uuid) == 0)
+            continue;
+        key.uuid = other;
+        if (bsearch(&key, uid, n, sizeof *uid, pos_cmp) != NULL)
+            unsure[hit->i] = true;
+        else if (ids[hit->i].serial_other[0] == '\0')
+            gi_strlcpy(ids[hit->i].serial_other, other, sizeof ids[hit->i].serial_other);
+    }
+    db_reset(s);
+    if ((rc = step == DB_DONE ? GI_OK : db_status(step)) != GI_OK)
+        goto cleanup;
+    for (size_t i = 0; i < m; i++)
+        ids[ser[i].i].serial_read = !unsure[ser[i].i];
+cleanup:
+    json_decref(serials);
+    free(unsure);
+    free(uid);
+    free(ser);
     return rc;
 }
 
@@ -680,6 +757,30 @@ static int ingest_gpu_foreign(struct conn *c, const struct reporter *src,
     return GI_OK;
 }
 
+/* Into other: another GPU stored under the serial g reports ("" for
+ * none), from the batch's read when it has one. */
+static int serial_other(struct conn *c, const struct gi_gpu_obs *g, const struct gpu_ident *id,
+                        char other[GI_UUID_LEN])
+{
+    struct db_stmt *s;
+    int step;
+
+    other[0] = '\0';
+    if (id->serial_read) {
+        gi_strlcpy(other, id->serial_other, GI_UUID_LEN);
+        return GI_OK;
+    }
+    if (!(s = prep(c, ST_GPU_SERIAL_OTHER)))
+        return GI_INTERNAL;
+    db_bind_text(s, ":serial", g->serial);
+    db_bind_text(s, ":uuid", g->uuid);
+    step = db_step(c, s);
+    if (step == DB_ROW)
+        gi_strlcpy(other, db_col_text(s, 0), GI_UUID_LEN);
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
 /* Upserts one GPU with provenance and identity events. The source owns it
  * when nobody does yet, when it already does, or when it outranks the
  * owner by precedence (an `owner_changed` event); otherwise the report
@@ -748,25 +849,16 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         (*events)++;
     }
     if (g->serial[0]) {
-        if (!(s = prep(c, ST_GPU_SERIAL_OTHER)))
-            return GI_INTERNAL;
-        db_bind_text(s, ":serial", g->serial);
-        db_bind_text(s, ":uuid", g->uuid);
-        step = db_step(c, s);
-        if (step == DB_ROW) {
-            char other[GI_UUID_LEN];
-            gi_strlcpy(other, db_col_text(s, 0), sizeof other);
-            db_reset(s);
+        char other[GI_UUID_LEN];
+        if ((rc = serial_other(c, g, &id, other)) != GI_OK)
+            return rc;
+        if (other[0]) {
             rc =
                 ingest_gpu_event(c, sid, g->uuid, "serial_conflict",
                                  json_pack("{s:s, s:s}", "serial", g->serial, "other_uuid", other));
             if (rc != GI_OK)
                 return rc;
             (*events)++;
-        } else {
-            db_reset(s);
-            if (step != DB_DONE)
-                return db_status(step);
         }
         if (id.known && id.serial[0] && strcmp(id.serial, g->serial) != 0) {
             rc = ingest_gpu_event(c, sid, g->uuid, "serial_changed",
@@ -921,7 +1013,8 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     if (b->set.ngpus > 0 && ingest_idents_apart(b)) {
         rc = GI_INTERNAL;
         if ((read = calloc(b->set.ngpus, sizeof *read)) == NULL ||
-            (rc = gpu_idents_load(c, source_id, b, read)) != GI_OK)
+            (rc = gpu_idents_load(c, source_id, b, read)) != GI_OK ||
+            (rc = gpu_serials_load(c, b, read)) != GI_OK)
             goto cleanup;
     }
     /* So is their provenance written, after them. */

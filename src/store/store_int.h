@@ -86,6 +86,13 @@ int usage_reprice(struct conn *c, int64_t from);
  * by the coverage gap, never past the current hour) for the usage:rollup
  * job. */
 int usage_mark(struct conn *c, int64_t gpu_id, int64_t from_ts, int64_t to_ts);
+/* A GPU's new samples from from_ts to to_ts, for usage_mark_many(). */
+struct usage_span {
+    int64_t gpu_id, from_ts, to_ts;
+};
+/* usage.c: usage_mark() of many GPUs at once, in one statement, all with
+ * one new stamp; a GPU may appear more than once. */
+int usage_mark_many(struct conn *c, const struct usage_span *spans, size_t n);
 
 /* usage_merge.c: GPU record `from`'s usage history becomes `to`'s (a
  * cloud placeholder merged into the real GPU), inside the caller's
