@@ -276,8 +276,7 @@ void api_assets_list(struct req *r)
         /* The hot path: the stored documents, passed through as text. */
         char *text = NULL;
         size_t len, rows;
-        if ((st = store_asset_list_text(r->store, &f, &pg, &text, &len, &rows, &total)) !=
-            GI_OK) {
+        if ((st = store_asset_list_text(r->store, &f, &pg, &text, &len, &rows, &total)) != GI_OK) {
             reply_status(r, st, "assets");
             return;
         }

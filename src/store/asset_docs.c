@@ -237,8 +237,8 @@ static bool render(const json_t *doc, char **out, size_t *cut_out)
     json_t *v;
 
     *out = NULL;
-    if (!head || n < 5 || !json_is_object(where) ||
-        !json_object_get(where, "datacenter") || json_object_size(where) < 2)
+    if (!head || n < 5 || !json_is_object(where) || !json_object_get(where, "datacenter") ||
+        json_object_size(where) < 2)
         goto cleanup;
     json_object_foreach((json_t *)doc, k, v) {
         if (i >= n - 4 ? strcmp(k, tail[i - (n - 4)]) != 0 : json_object_set(head, k, v) != 0)
@@ -255,7 +255,8 @@ static bool render(const json_t *doc, char **out, size_t *cut_out)
     add_str(&t, l);
     asset_text_add(&t, "}", 1);
     for (i = 0; i < 4; i++) {
-        const json_t *m = i == 1 ? json_object_get(where, "datacenter") : json_object_get(doc, tail[i]);
+        const json_t *m =
+            i == 1 ? json_object_get(where, "datacenter") : json_object_get(doc, tail[i]);
         if ((parts[i] = json_dumps(m, DUMP_FLAGS)) == NULL)
             goto cleanup;
     }

@@ -116,8 +116,8 @@
                                           " DESC, a.tag DESC " PAGE)                               \
     X(DOCS_TAG, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY a.tag " PAGE)                               \
     X(DOCS_TAG_DESC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY a.tag DESC " PAGE)                     \
-    X(DOCS_ASC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag "   \
-                                             PAGE)                                                 \
+    X(DOCS_ASC,                                                                                    \
+      ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE)       \
     X(DOCS_DESC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY " DESC, " ASSET_KEY_NUM        \
                                               " DESC, a.tag DESC " PAGE)
 
@@ -182,8 +182,8 @@ static json_t *book_value(const json_t *cols)
     if (!asset_book_value(json_is_integer(cost), json_integer_value(cost),
                           json_string_value(json_object_get(cols, "purchase_date")),
                           json_number_value(json_object_get(cols, "depreciation_years")),
-                          json_integer_value(json_object_get(cols, "salvage_micros")),
-                          today_days(), &value))
+                          json_integer_value(json_object_get(cols, "salvage_micros")), today_days(),
+                          &value))
         return json_null();
     return money_json(value, json_string_value(json_object_get(cols, "currency")));
 }
@@ -826,8 +826,8 @@ static enum stmt_id list_stmt(const struct store_page *pg, bool stored)
 {
     bool by_tag = !pg || !pg->sort || strcmp(pg->sort, "tag") == 0;
     bool desc = pg && pg->desc;
-    enum stmt_id id = by_tag ? (desc ? ST_LIST_TAG_DESC : ST_LIST_TAG)
-                             : (desc ? ST_LIST_DESC : ST_LIST_ASC);
+    enum stmt_id id =
+        by_tag ? (desc ? ST_LIST_TAG_DESC : ST_LIST_TAG) : (desc ? ST_LIST_DESC : ST_LIST_ASC);
 
     return stored ? (enum stmt_id)(id - ST_LIST_TAG + ST_DOCS_TAG) : id;
 }

@@ -78,8 +78,8 @@ static void check_page(struct store *st, const struct store_asset_filter *f,
 /* Every order, whole and in pages of two, with and without a filter. */
 static void check_lists(struct store *st)
 {
-    static const char *const sorts[] = {NULL,         "tag",           "datacenter", "kind",
-                                        "warranty_end", "purchase_date", "id",       "updated_at"};
+    static const char *const sorts[] = {
+        NULL, "tag", "datacenter", "kind", "warranty_end", "purchase_date", "id", "updated_at"};
     struct store_asset_filter none = {0}, gpus = {0};
 
     gpus.kind = "gpu";
@@ -129,7 +129,8 @@ static void test_list_is_the_documents(void **state)
              "\"room\":\"hall/1\",\"rack\":\"R7\",\"u\":12},\"purchase_date\":\"2024-03-01\","
              "\"purchase_cost\":{\"amount\":\"25000.00\",\"currency\":\"USD\"},"
              "\"warranty_end\":\"2099-03-01\",\"depreciation_years\":2.5,\"salvage\":\"1000\","
-             "\"custom\":{\"owner\":\"infra\",\"cores\":96,\"ctl\":\"a\\tb\\u0001\",\"ratio\":0.1,\"on\":true,\"none\":null}}",
+             "\"custom\":{\"owner\":\"infra\",\"cores\":96,\"ctl\":\"a\\tb\\u0001\",\"ratio\":0.1,"
+             "\"on\":true,\"none\":null}}",
              "Z\\u00fcrich \\\"A\\\"\\\\1");
     mk(f->st, rec);
     mk(f->st, "{\"tag\":\"GPU-1\",\"kind\":\"gpu\",\"serial\":\"G1\",\"parent\":\"SRV-1\","
@@ -149,9 +150,9 @@ static void test_list_is_the_documents(void **state)
     assert_status(store_asset_update(f->st, "t", "SRV-1", patch, &out, &err), GI_OK);
     json_decref(out);
     json_decref(patch);
-    assert_status(store_asset_set_stage(f->st, "t", "GPU-1", "spare", "r", false, &out, NULL, 0,
-                                        NULL, 0),
-                  GI_OK);
+    assert_status(
+        store_asset_set_stage(f->st, "t", "GPU-1", "spare", "r", false, &out, NULL, 0, NULL, 0),
+        GI_OK);
     json_decref(out);
     patch = json_pack("{s:s}", "tag", "SRV-1b");
     assert_status(store_asset_update(f->st, "t", "SRV-1", patch, &out, &err), GI_OK);
@@ -203,8 +204,7 @@ static void test_last_seen_from_discovery(void **state)
     snprintf(sql, sizeof sql, "UPDATE gpus SET last_seen_at = %lld", (long long)now);
     assert_int_equal(raw_exec(&f->db, sql), 0);
     assert_status(store_asset_reconcile(f->st, now, &drifts), GI_OK);
-    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM assets WHERE last_seen = %lld",
-             (long long)now);
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM assets WHERE last_seen = %lld", (long long)now);
     assert_int_equal(testdb_scalar(&f->db, sql), 1);
     check_stored(&f->db);
     check_lists(f->st);
@@ -213,8 +213,7 @@ static void test_last_seen_from_discovery(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_list_is_the_documents, testdb_setup,
-                                        testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_list_is_the_documents, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_last_seen_from_discovery, testdb_setup,
                                         testdb_teardown),
     };
