@@ -392,17 +392,6 @@ int cli_serve(int argc, char **argv)
             goto cleanup;
         }
     }
-    {
-        /* Assets written before their documents were stored (or by SQL
-         * from outside) get them; the list builds any it still lacks. */
-        int64_t filled = 0;
-        if ((rc = store_asset_docs_fill(st, &filled)) != GI_OK) {
-            gi_error("cannot render the assets' documents: %s", gi_status_name(rc));
-            goto cleanup;
-        }
-        if (filled > 0)
-            gi_info("assets: rendered %lld stored documents", (long long)filled);
-    }
     if (demo && (rc = demo_fill(st)) != GI_OK) {
         gi_error("demo fleet failed: %s", gi_status_name(rc));
         goto cleanup;

@@ -19,10 +19,10 @@
  *   listed: {"tag":...,"salvage":...,"book_value":B,"location":{"datacenter":D,
  *            "room":...,"storage":...},"parent":P,"warranty":W}
  *
- * A rendering is checked before it is stored: spliced with the four
- * members of the same document it must give the document's own text;
- * when it does not (a shape this file does not know), doc stays NULL and
- * the list builds that asset as before. */
+ * A rendering is cut from the document's own text, which must end with
+ * those four members as the list writes them; when it does not (a shape
+ * this file does not know), doc stays NULL and the list builds that asset
+ * as before. */
 #include "store/assets_int.h"
 #include "core/log.h"
 #include "core/money.h"
@@ -222,64 +222,69 @@ bool asset_doc_append(struct asset_text *t, struct db_stmt *s, int col, int64_t 
 /* ---- rendering ---- */
 
 /* The stored text of a document (see the top) into *out (caller frees)
- * and its cut; false when the document does not have the expected shape
- * or the text would not splice back into the document's own text. */
+ * and its cut. The document's own text must end with its four read-time
+ * members as splice() writes them (the location object whole, its
+ * datacenter first); what comes before is the head. False when it does
+ * not: a shape this file does not know is not stored. */
 static bool render(const json_t *doc, char **out, size_t *cut_out)
 {
-    static const char *const tail[] = {"book_value", "location", "parent", "warranty"};
-    json_t *head = json_object(), *loc = NULL;
+    static const char dc_key[] = "{\"datacenter\":";
     const json_t *where = json_object_get(doc, "location");
-    char *h = NULL, *l = NULL, *full = NULL, *parts[4] = {NULL};
-    struct asset_text t = {0}, back = {0};
-    size_t n = json_object_size(doc), i = 0, hl;
+    char *full = NULL, *loc = NULL, *parts[4] = {NULL};
+    struct asset_text tail = {0}, t = {0};
+    size_t fl, ll, dl, head;
     bool ok = false;
-    const char *k;
-    json_t *v;
 
     *out = NULL;
-    if (!head || n < 5 || !json_is_object(where) || !json_object_get(where, "datacenter") ||
+    if (!json_is_object(where) || !json_object_get(where, "datacenter") ||
         json_object_size(where) < 2)
+        return false;
+    if ((full = json_dumps(doc, DUMP_FLAGS)) == NULL ||
+        (loc = json_dumps(where, DUMP_FLAGS)) == NULL)
         goto cleanup;
-    json_object_foreach((json_t *)doc, k, v) {
-        if (i >= n - 4 ? strcmp(k, tail[i - (n - 4)]) != 0 : json_object_set(head, k, v) != 0)
-            goto cleanup;
-        i++;
-    }
-    if ((loc = json_deep_copy(where)) == NULL || json_object_del(loc, "datacenter") != 0)
+    parts[0] = json_dumps(json_object_get(doc, "book_value"), DUMP_FLAGS);
+    parts[1] = json_dumps(json_object_get(where, "datacenter"), DUMP_FLAGS);
+    parts[2] = json_dumps(json_object_get(doc, "parent"), DUMP_FLAGS);
+    parts[3] = json_dumps(json_object_get(doc, "warranty"), DUMP_FLAGS);
+    if (!parts[0] || !parts[1] || !parts[2] || !parts[3])
         goto cleanup;
-    if (!(h = json_dumps(head, DUMP_FLAGS)) || !(l = json_dumps(loc, DUMP_FLAGS)))
+    /* loc is {"datacenter":D,REST}: REST is what the stored text keeps. */
+    ll = strlen(loc);
+    dl = sizeof dc_key - 1 + strlen(parts[1]) + 1;
+    if (ll <= dl + 1 || memcmp(loc, dc_key, sizeof dc_key - 1) != 0 ||
+        memcmp(loc + sizeof dc_key - 1, parts[1], strlen(parts[1])) != 0 || loc[dl - 1] != ',')
         goto cleanup;
-    hl = strlen(h);
-    asset_text_add(&t, h, hl - 1);
-    asset_text_add(&t, ",\"location\":", 12);
-    add_str(&t, l);
+    add_str(&tail, "\"book_value\":");
+    add_str(&tail, parts[0]);
+    add_str(&tail, ",\"location\":");
+    add_str(&tail, loc);
+    add_str(&tail, ",\"parent\":");
+    add_str(&tail, parts[2]);
+    add_str(&tail, ",\"warranty\":");
+    add_str(&tail, parts[3]);
+    asset_text_add(&tail, "}", 1);
+    fl = strlen(full);
+    if (tail.failed || fl < tail.len + 2 || memcmp(full + fl - tail.len, tail.p, tail.len) != 0 ||
+        full[fl - tail.len - 1] != ',')
+        goto cleanup;
+    head = fl - tail.len;
+    asset_text_add(&t, full, head);
+    asset_text_add(&t, loc_key, LOC_KEY_LEN);
+    asset_text_add(&t, loc + dl, ll - dl);
     asset_text_add(&t, "}", 1);
-    for (i = 0; i < 4; i++) {
-        const json_t *m =
-            i == 1 ? json_object_get(where, "datacenter") : json_object_get(doc, tail[i]);
-        if ((parts[i] = json_dumps(m, DUMP_FLAGS)) == NULL)
-            goto cleanup;
-    }
-    if (t.failed || (full = json_dumps(doc, DUMP_FLAGS)) == NULL ||
-        !cut_fits(t.p, t.len, (int64_t)hl))
-        goto cleanup;
-    splice(&back, t.p, t.len, hl, parts[0], parts[1], parts[2], parts[3]);
-    if (back.failed || strcmp(back.p, full) != 0)
+    if (t.failed || !cut_fits(t.p, t.len, (int64_t)head))
         goto cleanup;
     *out = t.p;
     t.p = NULL;
-    *cut_out = hl;
+    *cut_out = head;
     ok = true;
 cleanup:
-    for (i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++)
         free(parts[i]);
-    free(h);
-    free(l);
     free(full);
+    free(loc);
+    asset_text_free(&tail);
     asset_text_free(&t);
-    asset_text_free(&back);
-    json_decref(head);
-    json_decref(loc);
     return ok;
 }
 
@@ -366,27 +371,29 @@ int store_asset_docs_fill(struct store *st, int64_t *filled)
     struct conn *c = db_conn_get(st);
     int64_t after = 0;
     json_t *ids = NULL;
-    size_t n;
+    size_t n = 0;
     int rc;
 
     *filled = 0;
     do {
-        struct db_stmt *s;
+        /* The ids are read outside the writing transaction, so that with
+         * none missing nothing is locked; one rendered meanwhile by another
+         * replica is rendered to the same text, which is not written. */
+        struct db_stmt *s = db_prep(c, sql_unrendered);
         json_decref(ids);
         ids = NULL;
-        if ((rc = db_tx_begin(c)) == GI_OK) {
+        if (!s) {
             rc = GI_INTERNAL;
-            if ((s = db_prep(c, sql_unrendered)) != NULL) {
-                db_bind_int(s, ":after", after);
-                db_bind_int(s, ":limit", FILL_BATCH);
-                rc = ids_of(c, s, &ids);
-            }
-            if (rc == GI_OK)
-                rc = asset_docs_save_all(c, ids);
+            break;
         }
-        rc = db_tx_end(c, rc);
-        n = json_array_size(ids);
-        if (rc == GI_OK && n > 0) {
+        db_bind_int(s, ":after", after);
+        db_bind_int(s, ":limit", FILL_BATCH);
+        if ((rc = ids_of(c, s, &ids)) != GI_OK || (n = json_array_size(ids)) == 0)
+            break;
+        rc = db_tx_begin(c);
+        if (rc == GI_OK)
+            rc = asset_docs_save_all(c, ids);
+        if ((rc = db_tx_end(c, rc)) == GI_OK) {
             after = json_integer_value(json_array_get(ids, n - 1));
             *filled += (int64_t)n;
         }

@@ -990,7 +990,8 @@ int store_asset_list_text(struct store *st, const struct store_asset_filter *f,
                           int64_t *total);
 /* Renders the stored document of every asset that has none (rows written
  * before migration 041, or by SQL from outside), in transactions of a few
- * hundred assets; *filled receives how many were rendered. */
+ * hundred assets; *filled receives how many were rendered. With none
+ * missing it is one indexed read (the scheduler calls it every tick). */
 int store_asset_docs_fill(struct store *st, int64_t *filled);
 /* How many assets the filter matches in each stage (its stage member
  * ignored): *counts {stage: n} with every stage, 0 where none. */
