@@ -40,11 +40,11 @@ void store_asset_configure(int asset_missing_days)
     X(SEEN_GPU, "UPDATE assets SET last_seen = (SELECT g.last_seen_at FROM gpus g WHERE g.uuid = " \
                 "assets.gpu_uuid) WHERE gpu_uuid IS NOT NULL AND EXISTS (SELECT 1 FROM gpus g "    \
                 "WHERE g.uuid = assets.gpu_uuid AND g.last_seen_at IS DISTINCT FROM "              \
-                "assets.last_seen)")                                                               \
+                "assets.last_seen) RETURNING id")                                                  \
     X(SEEN_HOST, "UPDATE assets SET last_seen = (SELECT h.last_seen_at FROM hosts h WHERE h.id = " \
                  "assets.host_id) WHERE host_id IS NOT NULL AND gpu_uuid IS NULL AND EXISTS "      \
                  "(SELECT 1 FROM hosts h WHERE h.id = assets.host_id AND h.last_seen_at IS "       \
-                 "DISTINCT FROM assets.last_seen)")                                                \
+                 "DISTINCT FROM assets.last_seen) RETURNING id")                                   \
     X(UNKNOWN, "SELECT g.uuid, g.serial, h.hostname FROM gpus g LEFT JOIN hosts h ON h.id = "      \
                "g.host_id WHERE g.serial IS NOT NULL AND g.serial <> '' AND g.parent_uuid IS "     \
                "NULL AND NOT EXISTS (SELECT 1 FROM assets a WHERE a.gpu_uuid = g.uuid OR "         \
@@ -282,17 +282,36 @@ static int serial_changed(struct conn *c, enum stmt_id id, int64_t now, int64_t 
     return rc;
 }
 
+/* Runs one of the last_seen updates and renders the stored document of
+ * each asset it changed. */
+static int seen(struct conn *c, enum stmt_id id)
+{
+    struct db_stmt *s = prep(c, id);
+    json_t *ids = json_array();
+    int rc, step;
+
+    if (!s) {
+        json_decref(ids);
+        return GI_INTERNAL;
+    }
+    while ((step = db_step(c, s)) == DB_ROW)
+        json_array_append_new(ids, json_integer(db_col_int(s, 0)));
+    db_reset(s);
+    rc = step == DB_DONE ? asset_docs_save_all(c, ids) : db_status(step);
+    json_decref(ids);
+    return rc;
+}
+
 int store_asset_reconcile(struct store *st, int64_t now, int64_t *drifts)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
     int rc = db_tx_begin(c);
 
     *drifts = 0;
     if (rc == GI_OK)
-        rc = (s = prep(c, ST_SEEN_GPU)) ? db_exec_done(c, s) : GI_INTERNAL;
+        rc = seen(c, ST_SEEN_GPU);
     if (rc == GI_OK)
-        rc = (s = prep(c, ST_SEEN_HOST)) ? db_exec_done(c, s) : GI_INTERNAL;
+        rc = seen(c, ST_SEEN_HOST);
     if (rc == GI_OK)
         rc = unknown_serials(c, now, drifts);
     if (rc == GI_OK)

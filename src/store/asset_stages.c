@@ -117,7 +117,7 @@ int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const c
     db_bind_text(s, ":stage", to);
     db_bind_int(s, ":at", at);
     db_bind_int(s, ":id", asset_id);
-    if ((rc = db_exec_done(c, s)) != GI_OK)
+    if ((rc = db_exec_done(c, s)) != GI_OK || (rc = asset_doc_save(c, asset_id)) != GI_OK)
         return rc;
     detail = json_pack("{s:s, s:s, s:s?, s:b}", "from", from, "to", to, "reason", reason,
                        "override", override);

@@ -14,7 +14,6 @@
 #include "core/status.h"
 #include "core/util.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +37,12 @@
     "SELECT " ASSET_COLS ", a.id, a.stage, a.stage_since, a.source, a.created_at, a.updated_at, "  \
     "d.name, p.tag FROM assets a LEFT JOIN datacenters d ON d.id = a.datacenter_id LEFT JOIN "     \
     "assets p ON p.id = a.parent_id "
+/* The columns asset_doc_append() reads: the stored document and what the
+ * list adds to it at read time. */
+#define ASSET_DOC_SELECT                                                                           \
+    "SELECT a.doc, a.doc_cut, a.purchase_cost_micros, a.purchase_date, a.depreciation_years, "     \
+    "a.salvage_micros, a.currency, a.warranty_end, d.name, p.tag FROM assets a LEFT JOIN "         \
+    "datacenters d ON d.id = a.datacenter_id LEFT JOIN assets p ON p.id = a.parent_id "
 #define ASSET_VALUES                                                                               \
     ":tag, :kind, :serial, :epc, :vendor, :model, :parent_id, :datacenter_id, :room, :rack, "      \
     ":rack_u, :storage, :purchase_date, :purchase_cost_micros, :currency, :supplier, "             \
@@ -108,7 +113,13 @@
     X(LIST_TAG_DESC, ASSET_SELECT ASSET_WHERE "ORDER BY a.tag DESC " PAGE)                         \
     X(LIST_ASC, ASSET_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE) \
     X(LIST_DESC, ASSET_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY " DESC, " ASSET_KEY_NUM            \
-                                          " DESC, a.tag DESC " PAGE)
+                                          " DESC, a.tag DESC " PAGE)                               \
+    X(DOCS_TAG, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY a.tag " PAGE)                               \
+    X(DOCS_TAG_DESC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY a.tag DESC " PAGE)                     \
+    X(DOCS_ASC,                                                                                    \
+      ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE)       \
+    X(DOCS_DESC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY " DESC, " ASSET_KEY_NUM        \
+                                              " DESC, a.tag DESC " PAGE)
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -166,34 +177,26 @@ static int64_t today_days(void) { return gi_now() / 86400; }
 static json_t *book_value(const json_t *cols)
 {
     const json_t *cost = json_object_get(cols, "purchase_cost_micros");
-    const char *date = json_string_value(json_object_get(cols, "purchase_date"));
-    double years = json_number_value(json_object_get(cols, "depreciation_years"));
-    int64_t salvage = json_integer_value(json_object_get(cols, "salvage_micros"));
-    int64_t start, c, value;
-    double share;
+    int64_t value;
 
-    if (!json_is_integer(cost) || !asset_date_parse(date, &start) || !(years > 0))
+    if (!asset_book_value(json_is_integer(cost), json_integer_value(cost),
+                          json_string_value(json_object_get(cols, "purchase_date")),
+                          json_number_value(json_object_get(cols, "depreciation_years")),
+                          json_integer_value(json_object_get(cols, "salvage_micros")), today_days(),
+                          &value))
         return json_null();
-    c = json_integer_value(cost);
-    if (salvage > c)
-        salvage = c;
-    share = (double)(today_days() - start) / (years * 365.25);
-    share = share < 0 ? 0 : share > 1 ? 1 : share;
-    value = c - (int64_t)llround((double)(c - salvage) * share);
     return money_json(value, json_string_value(json_object_get(cols, "currency")));
 }
 
 static json_t *warranty_json(const char *end)
 {
-    int64_t d, left;
+    int64_t left = 0;
+    const char *status = asset_warranty_status(end, today_days(), &left);
 
-    if (!asset_date_parse(end, &d))
+    if (!status)
         return json_pack("{s:n, s:n, s:s}", "end", "days_left", "status", "unknown");
-    left = d - today_days();
     return json_pack("{s:s, s:I, s:s}", "end", end, "days_left", (json_int_t)left, "status",
-                     left < 0     ? "expired"
-                     : left <= 30 ? "expiring"
-                                  : "in_warranty");
+                     status);
 }
 
 static json_t *time_json(struct db_stmt *s, int i)
@@ -528,7 +531,7 @@ int asset_apply(struct conn *c, const struct asset_write *w, int64_t id, const j
         goto cleanup;
     }
     *id_out = id;
-    if ((rc = prov_save(c, id, marks, w->at)) != GI_OK)
+    if ((rc = prov_save(c, id, marks, w->at)) != GI_OK || (rc = asset_doc_save(c, id)) != GI_OK)
         goto cleanup;
     if (!creating) {
         detail = json_incref(changes);
@@ -817,18 +820,51 @@ static bool filter_key(const struct store_asset_filter *f, char *key, size_t len
     return kept_key(key, len, 10, parts);
 }
 
+/* The list statement of a page's order: the documents built here (ST_LIST_*)
+ * or the stored ones (ST_DOCS_*, in the same order). */
+static enum stmt_id list_stmt(const struct store_page *pg, bool stored)
+{
+    bool by_tag = !pg || !pg->sort || strcmp(pg->sort, "tag") == 0;
+    bool desc = pg && pg->desc;
+    enum stmt_id id =
+        by_tag ? (desc ? ST_LIST_TAG_DESC : ST_LIST_TAG) : (desc ? ST_LIST_DESC : ST_LIST_ASC);
+
+    return stored ? (enum stmt_id)(id - ST_LIST_TAG + ST_DOCS_TAG) : id;
+}
+
+/* The filter's total, kept at rev (read before the page, see below) or
+ * counted on c. */
+static int list_total(struct store *st, struct conn *c, const struct store_asset_filter *f,
+                      const struct kept_rev *rev, int64_t now, int64_t *total)
+{
+    char key[KEPT_KEY_MAX];
+    bool keep = filter_key(f, key, sizeof key);
+    json_t *kept = NULL;
+    struct db_stmt *cs;
+    int rc;
+
+    if (keep && (kept = kept_get(st, kept_total, key, rev, now, KEPT_TTL_S)) != NULL) {
+        *total = json_integer_value(kept);
+        json_decref(kept);
+        return GI_OK;
+    }
+    if ((cs = prep(c, ST_LIST_COUNT)) == NULL)
+        return GI_INTERNAL;
+    bind_filter(cs, f);
+    rc = db_fetch_int(c, cs, total);
+    if (rc == GI_OK && keep && (kept = json_integer(*total)) != NULL)
+        kept_put(st, kept_total, key, rev, now, kept);
+    json_decref(kept);
+    return rc;
+}
+
 int store_asset_list(struct store *st, const struct store_asset_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    bool by_tag = !pg || !pg->sort || strcmp(pg->sort, "tag") == 0;
-    enum stmt_id list = by_tag ? (pg && pg->desc ? ST_LIST_TAG_DESC : ST_LIST_TAG)
-                               : (pg->desc ? ST_LIST_DESC : ST_LIST_ASC);
-    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list)}, *cs;
+    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list_stmt(pg, false))};
     struct kept_rev rev = {0, 0};
-    char key[KEPT_KEY_MAX];
-    bool keep = filter_key(f, key, sizeof key);
-    json_t *arr = json_array(), *kept = NULL;
+    json_t *arr = json_array();
     int64_t now = gi_now();
     int rc, step;
 
@@ -849,23 +885,92 @@ int store_asset_list(struct store *st, const struct store_asset_filter *f,
         rc = step == DB_DONE ? GI_OK : db_status(step);
     }
     db_read_end(c);
-    if (rc == GI_OK && keep && (kept = kept_get(st, kept_total, key, &rev, now, KEPT_TTL_S))) {
-        *total = json_integer_value(kept);
-    } else if (rc == GI_OK) {
-        if ((cs = prep(c, ST_LIST_COUNT)) == NULL) {
-            rc = GI_INTERNAL;
-        } else {
-            bind_filter(cs, f);
-            rc = db_fetch_int(c, cs, total);
-        }
-        if (rc == GI_OK && keep && (kept = json_integer(*total)) != NULL)
-            kept_put(st, kept_total, key, &rev, now, kept);
-    }
+    if (rc == GI_OK)
+        rc = list_total(st, c, f, &rev, now, total);
     if (rc == GI_OK)
         *items = json_incref(arr);
-    json_decref(kept);
     json_decref(arr);
     db_conn_put(st, c);
+    return rc;
+}
+
+/* store_asset_list()'s page, each member encoded, into t. */
+static int list_encoded(struct store *st, const struct store_asset_filter *f,
+                        const struct store_page *pg, struct asset_text *t, size_t *rows,
+                        int64_t *total)
+{
+    json_t *items = NULL, *v;
+    size_t i;
+    int rc = store_asset_list(st, f, pg, &items, total);
+
+    json_array_foreach(items, i, v) {
+        char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (d == NULL) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        if (i)
+            asset_text_add(t, ",", 1);
+        asset_text_add(t, d, strlen(d));
+        free(d);
+        (*rows)++;
+    }
+    json_decref(items);
+    return rc;
+}
+
+int store_asset_list_text(struct store *st, const struct store_asset_filter *f,
+                          const struct store_page *pg, char **items, size_t *len, size_t *rows,
+                          int64_t *total)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list_stmt(pg, true))};
+    struct kept_rev rev = {0, 0};
+    struct asset_text t = {0};
+    int64_t now = gi_now();
+    bool stored = true;
+    int rc, step = DB_DONE;
+
+    *items = NULL;
+    *len = *rows = 0;
+    if (s[1]) {
+        bind_filter(s[1], f);
+        db_bind_page(s[1], pg);
+    }
+    /* The head's seq first (see store_asset_list). */
+    rc = db_read_batch(c, s, 2);
+    if (rc == GI_OK)
+        rc = db_fetch_int(c, s[0], &rev.a);
+    if (rc == GI_OK) {
+        while (stored && (step = db_step(c, s[1])) == DB_ROW) {
+            if (*rows)
+                asset_text_add(&t, ",", 1);
+            stored = asset_doc_append(&t, s[1], 0, now / 86400);
+            (*rows)++;
+        }
+        db_reset(s[1]);
+        rc = !stored || step == DB_DONE ? GI_OK : db_status(step);
+    }
+    db_read_end(c);
+    if (rc == GI_OK && stored)
+        rc = list_total(st, c, f, &rev, now, total);
+    db_conn_put(st, c);
+    if (rc == GI_OK && !stored) {
+        /* A row without its stored document: the page is built. */
+        asset_text_free(&t);
+        *rows = 0;
+        rc = list_encoded(st, f, pg, &t, rows, total);
+    }
+    if (rc == GI_OK && (t.failed || (!t.p && (t.p = calloc(1, 1)) == NULL)))
+        rc = GI_INTERNAL;
+    if (rc == GI_OK) {
+        *items = t.p;
+        *len = t.len;
+        t.p = NULL;
+    } else {
+        *rows = 0;
+    }
+    asset_text_free(&t);
     return rc;
 }
 

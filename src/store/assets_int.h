@@ -91,4 +91,42 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
  * {datacenter (name), room, rack, u, storage}; caller owns *loc. */
 int asset_location_doc(struct conn *c, const json_t *cols, json_t **loc);
 
+/* ---- asset_docs.c: the stored document (migration 041) ---- */
+
+/* Growable text; `failed` once an allocation failed (the text is then
+ * incomplete). Zero-initialized; release with asset_text_free(). */
+struct asset_text {
+    char *p;
+    size_t len, cap;
+    bool failed;
+};
+void asset_text_add(struct asset_text *t, const char *s, size_t n);
+void asset_text_free(struct asset_text *t);
+
+/* Straight-line book value (micro-units) on day `today` (days since
+ * 1970-01-01) over `years` from purchase_date down to the salvage value;
+ * false when the cost, the date or the years are missing. */
+bool asset_book_value(bool has_cost, int64_t cost, const char *purchase_date, double years,
+                      int64_t salvage, int64_t today, int64_t *value);
+/* A warranty ending `end`, on day `today`: "expired", "expiring" (30 days
+ * or less) or "in_warranty" with *days_left; NULL when end is no date. */
+const char *asset_warranty_status(const char *end, int64_t today, int64_t *days_left);
+
+/* Renders asset id's stored document (assets.doc, doc_cut) from
+ * asset_doc_get(), in the caller's writing transaction; a document that
+ * did not change is not written again. Every statement that writes an
+ * asset's columns is followed by this (asset_apply, asset_stage_change,
+ * asset_locate, the reconcile job's last_seen, a data center's deletion). */
+int asset_doc_save(struct conn *c, int64_t id);
+/* asset_doc_save() for each id of a JSON array of integers. */
+int asset_docs_save_all(struct conn *c, const json_t *ids);
+/* Appends, to t, the listed document of the current row of s, whose
+ * columns from col on are: a.doc, a.doc_cut, a.purchase_cost_micros,
+ * a.purchase_date, a.depreciation_years, a.salvage_micros, a.currency,
+ * a.warranty_end, the data center's name, the parent's tag (ASSET_DOC_COLS
+ * in assets.c); `today` in days since 1970-01-01. The text equals
+ * json_dumps(JSON_COMPACT) of asset_doc_get(). False (nothing appended)
+ * when the row has no stored document. */
+bool asset_doc_append(struct asset_text *t, struct db_stmt *s, int col, int64_t today);
+
 #endif

@@ -207,6 +207,8 @@ int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force,
         rc = GI_CONFLICT;
         goto cleanup;
     }
+    if ((rc = asset_docs_dc_clear(c, id)) != GI_OK)
+        goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_DC_DELETE)))
         goto cleanup;

@@ -136,7 +136,7 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
     else
         db_bind_text(s, ":u", NULL);
     db_bind_text(s, ":storage", json_string_value(json_object_get(next, "storage")));
-    if ((rc = db_exec_done(c, s)) != GI_OK)
+    if ((rc = db_exec_done(c, s)) != GI_OK || (rc = asset_doc_save(c, id)) != GI_OK)
         goto cleanup;
     for (int i = 0; loc_cols[i]; i++) {
         if (json_equal(json_object_get(cur, loc_cols[i]), json_object_get(next, loc_cols[i])))

@@ -1005,6 +1005,18 @@ int store_asset_id(struct store *st, const char *tag, int64_t *id);
  * stage_since, id. */
 int store_asset_list(struct store *st, const struct store_asset_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total);
+/* The same page as JSON text: *items holds the array's members joined by
+ * commas (no brackets; caller frees), *rows how many; each member is, byte
+ * for byte, what store_asset_list() gives encoded compactly. Built from
+ * the stored documents (migration 041) without encoding any. */
+int store_asset_list_text(struct store *st, const struct store_asset_filter *f,
+                          const struct store_page *pg, char **items, size_t *len, size_t *rows,
+                          int64_t *total);
+/* Renders the stored document of every asset that has none (rows written
+ * before migration 041, or by SQL from outside), in transactions of a few
+ * hundred assets; *filled receives how many were rendered. With none
+ * missing it is one indexed read (the scheduler calls it every tick). */
+int store_asset_docs_fill(struct store *st, int64_t *filled);
 /* How many assets the filter matches in each stage (its stage member
  * ignored): *counts {stage: n} with every stage, 0 where none. */
 int store_asset_stage_counts(struct store *st, const struct store_asset_filter *f, json_t **counts);

@@ -1,0 +1,221 @@
+/* Unit tests for the stored asset documents (src/store/asset_docs.c,
+ * migration 041), on both stores: the list page built from the stored
+ * documents is, byte for byte, the page of documents built from the
+ * columns (every order, paged, filtered), for assets of every shape
+ * (text that needs escaping, no cost, a real depreciation, a parent, no
+ * data center); every write leaves a stored document and none holds what
+ * the read adds (book value, warranty, the data center's name, the
+ * parent's tag); a renamed data center, a renamed parent, a deleted data
+ * center and a last-seen time from discovery show in the list; rows
+ * without a document are listed all the same and are rendered by
+ * store_asset_docs_fill(). */
+#include "unit.h"
+#include "testdb.h"
+
+#include "core/util.h"
+#include "store/store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int raw_exec(const struct testdb *t, const char *sql)
+{
+    sqlite3 *db = NULL;
+    int rc;
+
+    if (t->name[0] != '\0')
+        return testdb_psql(t->locator, sql, NULL, 0);
+    if (sqlite3_open(t->locator, &db) != SQLITE_OK)
+        return -1;
+    sqlite3_busy_timeout(db, 5000);
+    rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+static void mk(struct store *st, const char *record)
+{
+    struct store_asset_err err = {0};
+    json_t *in = json_loads(record, 0, NULL), *doc = NULL;
+
+    assert_non_null(in);
+    if (store_asset_create(st, "t", in, &doc, &err) != GI_OK)
+        fail_msg("create %s: %s %s", record, err.field, err.message);
+    json_decref(doc);
+    json_decref(in);
+}
+
+/* One page both ways: the text must be the built documents, encoded. */
+static void check_page(struct store *st, const struct store_asset_filter *f,
+                       const struct store_page *pg)
+{
+    json_t *items = NULL, *v;
+    int64_t t1 = -1, t2 = -2;
+    size_t len = 0, rows = 0, i, want_len = 0;
+    char *text = NULL, *want = calloc(1, 1);
+
+    assert_status(store_asset_list(st, f, pg, &items, &t1), GI_OK);
+    json_array_foreach(items, i, v) {
+        char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        size_t n = strlen(d);
+        want = realloc(want, want_len + n + 2);
+        if (i)
+            want[want_len++] = ',';
+        memcpy(want + want_len, d, n + 1);
+        want_len += n;
+        free(d);
+    }
+    assert_status(store_asset_list_text(st, f, pg, &text, &len, &rows, &t2), GI_OK);
+    assert_string_equal(text, want);
+    assert_int_equal(len, want_len);
+    assert_int_equal(rows, json_array_size(items));
+    assert_int_equal(t1, t2);
+    free(text);
+    free(want);
+    json_decref(items);
+}
+
+/* Every order, whole and in pages of two, with and without a filter. */
+static void check_lists(struct store *st)
+{
+    static const char *const sorts[] = {
+        NULL, "tag", "datacenter", "kind", "warranty_end", "purchase_date", "id", "updated_at"};
+    struct store_asset_filter none = {0}, gpus = {0};
+
+    gpus.kind = "gpu";
+    for (size_t i = 0; i < sizeof sorts / sizeof *sorts; i++) {
+        for (int desc = 0; desc < 2; desc++) {
+            struct store_page pg = {100, 0, sorts[i], desc != 0};
+            check_page(st, &none, &pg);
+            check_page(st, &gpus, &pg);
+            for (pg.limit = 2; pg.offset < 12; pg.offset += 2)
+                check_page(st, &none, &pg);
+        }
+    }
+}
+
+/* Every asset has its stored document, and none holds a read-time member. */
+static void check_stored(const struct testdb *t)
+{
+    assert_int_equal(testdb_scalar(t, "SELECT COUNT(*) FROM assets WHERE doc IS NULL OR "
+                                      "doc_cut IS NULL"),
+                     0);
+    assert_int_equal(testdb_scalar(t, "SELECT COUNT(*) FROM assets WHERE doc LIKE "
+                                      "'%\"book_value\"%' OR doc LIKE '%\"warranty\"%' OR doc "
+                                      "LIKE '%\"days_left\"%' OR doc LIKE '%\"parent\"%' OR doc "
+                                      "LIKE '%\"datacenter\"%'"),
+                     0);
+}
+
+static void test_list_is_the_documents(void **state)
+{
+    struct testdb_fixture *f = *state;
+    struct store_dc dc = {"Z\xc3\xbcrich \"A\"\\1", "somewhere", 2}, other = {"dc-2", "x", 1};
+    struct store_asset_err err = {0};
+    json_t *out = NULL, *patch;
+    int64_t dc_id, dc2_id, filled = -1;
+    char rec[1024];
+
+    assert_status(store_dc_create(f->st, "t", &dc, &out), GI_OK);
+    dc_id = json_integer_value(json_object_get(out, "id"));
+    json_decref(out);
+    assert_status(store_dc_create(f->st, "t", &other, &out), GI_OK);
+    dc2_id = json_integer_value(json_object_get(out, "id"));
+    json_decref(out);
+
+    snprintf(rec, sizeof rec,
+             "{\"tag\":\"SRV-1\",\"kind\":\"server\",\"serial\":\"S\\\"1\\\\\","
+             "\"vendor\":\"D\\u00e9ll\",\"model\":\"R760\",\"location\":{\"datacenter\":\"%s\","
+             "\"room\":\"hall/1\",\"rack\":\"R7\",\"u\":12},\"purchase_date\":\"2024-03-01\","
+             "\"purchase_cost\":{\"amount\":\"25000.00\",\"currency\":\"USD\"},"
+             "\"warranty_end\":\"2099-03-01\",\"depreciation_years\":2.5,\"salvage\":\"1000\","
+             "\"custom\":{\"owner\":\"infra\",\"cores\":96,\"ctl\":\"a\\tb\\u0001\",\"ratio\":0.1,"
+             "\"on\":true,\"none\":null}}",
+             "Z\\u00fcrich \\\"A\\\"\\\\1");
+    mk(f->st, rec);
+    mk(f->st, "{\"tag\":\"GPU-1\",\"kind\":\"gpu\",\"serial\":\"G1\",\"parent\":\"SRV-1\","
+              "\"location\":{\"datacenter\":\"dc-2\",\"storage\":\"shelf 3\"},"
+              "\"purchase_date\":\"2020-01-01\",\"purchase_cost\":{\"amount\":\"999.99\"},"
+              "\"depreciation_years\":3,\"warranty_end\":\"2021-01-01\"}");
+    mk(f->st, "{\"tag\":\"GPU-2\",\"kind\":\"gpu\",\"parent\":\"SRV-1\",\"warranty_end\":\"2000-02-"
+              "29\",\"lease_end\":\"2030-01-01\",\"epc\":\"E200\"}");
+    mk(f->st, "{\"tag\":\"PSU-1\",\"kind\":\"psu\",\"model\":\"\\u65e5\\u672c\"}");
+    mk(f->st, "{\"kind\":\"nic\"}");
+    check_stored(&f->db);
+    check_lists(f->st);
+
+    /* Changes: a patch, a stage move, a renamed parent, a renamed and a
+     * deleted data center. */
+    patch = json_pack("{s:s, s:{s:s}}", "model", "R760xa", "custom", "owner", "ml");
+    assert_status(store_asset_update(f->st, "t", "SRV-1", patch, &out, &err), GI_OK);
+    json_decref(out);
+    json_decref(patch);
+    assert_status(
+        store_asset_set_stage(f->st, "t", "GPU-1", "spare", "r", false, &out, NULL, 0, NULL, 0),
+        GI_OK);
+    json_decref(out);
+    patch = json_pack("{s:s}", "tag", "SRV-1b");
+    assert_status(store_asset_update(f->st, "t", "SRV-1", patch, &out, &err), GI_OK);
+    json_decref(out);
+    json_decref(patch);
+    check_stored(&f->db);
+    check_lists(f->st);
+
+    dc.name = "renamed";
+    assert_status(store_dc_update(f->st, "t", dc_id, &dc, &out), GI_OK);
+    json_decref(out);
+    check_lists(f->st);
+    assert_status(store_dc_delete(f->st, "t", dc2_id, true, NULL), GI_OK);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM assets WHERE tag = 'GPU-1' AND "
+                                           "datacenter_id IS NULL"),
+                     1);
+    check_stored(&f->db);
+    check_lists(f->st);
+
+    /* Rows written around the store: listed all the same, then rendered. */
+    assert_int_equal(raw_exec(&f->db, "UPDATE assets SET doc = NULL, doc_cut = NULL WHERE tag IN "
+                                      "('GPU-2', 'PSU-1')"),
+                     0);
+    check_lists(f->st);
+    assert_status(store_asset_docs_fill(f->st, &filled), GI_OK);
+    assert_int_equal(filled, 2);
+    check_stored(&f->db);
+    check_lists(f->st);
+    assert_status(store_asset_docs_fill(f->st, &filled), GI_OK);
+    assert_int_equal(filled, 0);
+}
+
+static void test_last_seen_from_discovery(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t now = gi_now(), drifts = 0;
+    char sql[512];
+
+    snprintf(sql, sizeof sql,
+             "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (1, 'node-a', "
+             "%lld, %lld); INSERT INTO gpus (uuid, serial, host_id, idx, first_seen_at, "
+             "last_seen_at) VALUES ('GPU-aa', 'GS1', 1, 0, %lld, %lld)",
+             (long long)now - 100, (long long)now - 100, (long long)now - 100,
+             (long long)now - 100);
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    mk(f->st, "{\"tag\":\"G1\",\"kind\":\"gpu\",\"serial\":\"GS1\"}");
+    check_stored(&f->db);
+    check_lists(f->st);
+    snprintf(sql, sizeof sql, "UPDATE gpus SET last_seen_at = %lld", (long long)now);
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    assert_status(store_asset_reconcile(f->st, now, &drifts), GI_OK);
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM assets WHERE last_seen = %lld", (long long)now);
+    assert_int_equal(testdb_scalar(&f->db, sql), 1);
+    check_stored(&f->db);
+    check_lists(f->st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_list_is_the_documents, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_last_seen_from_discovery, testdb_setup,
+                                        testdb_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
