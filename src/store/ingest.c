@@ -15,15 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the store holds about a GPU (struct gpu_ident) as source :sid
- * sees it, by the condition that follows. */
-#define GPU_IDENT_SQL                                                                              \
-    "SELECT g.host_id, g.serial, h.hostname, g.model, g.id, g.source_id, COALESCE(o.precedence, "  \
-    "0), o.name, CASE WHEN g.missing_since IS NULL THEN 0 ELSE 1 END, g.uuid, CASE WHEN EXISTS "   \
-    "(SELECT 1 FROM gpu_conflicts c WHERE c.gpu_id = g.id AND c.source_id = :sid) THEN 1 ELSE 0 "  \
-    "END FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id LEFT JOIN sources o ON o.id = "         \
-    "g.source_id WHERE "
-
 /* The owner's upsert of a GPU; a GPU the batch's identity read found needs
  * no id back, so that PostgreSQL sends it without waiting. */
 #define GPU_UPSERT_SQL                                                                             \
@@ -97,13 +88,7 @@
       "machine_id, serial")                                                                        \
     X(HOST_DC, "SELECT datacenter_id FROM resources WHERE kind = 'server' AND (name = :host OR "   \
                "name = :short) ORDER BY id LIMIT 1")                                               \
-    X(GPU_IDENT, GPU_IDENT_SQL "g.uuid = :uuid")                                                   \
-    X(GPU_IDENTS, GPU_IDENT_SQL "g.uuid IN (SELECT value FROM json_each(:uuids))")                 \
-    X(GPU_IDENTS_PG,                                                                               \
-      GPU_IDENT_SQL "g.uuid IN (SELECT json_array_elements_text(CAST(:uuids AS JSON)))")           \
     X(GPU_SERIAL_OTHER, "SELECT uuid FROM gpus WHERE serial = :serial AND uuid <> :uuid LIMIT 1")  \
-    X(GPU_SERIALS_PG, "SELECT serial, uuid FROM gpus WHERE serial IN (SELECT "                     \
-                      "json_array_elements_text(CAST(:serials AS JSON)))")                         \
     X(GPU_UPSERT, GPU_UPSERT_SQL " RETURNING id")                                                  \
     X(GPU_UPSERT_KNOWN, GPU_UPSERT_SQL)                                                            \
     X(GPU_FILL,                                                                                    \
@@ -430,202 +415,6 @@ static int mig_canonical(struct conn *c, const struct gi_gpu_obs *g, char canon[
     return GI_OK;
 }
 
-/* What the store holds about a GPU before a report is applied. */
-struct gpu_ident {
-    bool known, missing;
-    bool conflicts; /* the reporter has recorded disagreements about it */
-    int64_t id, host_id, owner, owner_precedence;
-    char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
-    /* Another GPU stored under the serial the batch reports for this one
-     * (serial_other, "" for none), when serial_read: read for the whole
-     * batch at once (gpu_serials_load()). */
-    bool serial_read;
-    char serial_other[GI_UUID_LEN];
-};
-
-static void col_copy(struct db_stmt *s, int i, char *out, size_t len)
-{
-    out[0] = '\0';
-    if (!db_col_is_null(s, i))
-        gi_strlcpy(out, db_col_text(s, i), len);
-}
-
-/* One row of GPU_IDENT_SQL. */
-static void gpu_ident_row(struct db_stmt *s, struct gpu_ident *id)
-{
-    id->known = true;
-    id->host_id = db_col_int(s, 0);
-    col_copy(s, 1, id->serial, sizeof id->serial);
-    col_copy(s, 2, id->hostname, sizeof id->hostname);
-    col_copy(s, 3, id->model, sizeof id->model);
-    id->id = db_col_int(s, 4);
-    id->owner = db_col_int(s, 5); /* 0: none (NULL) */
-    id->owner_precedence = db_col_int(s, 6);
-    col_copy(s, 7, id->owner_name, sizeof id->owner_name);
-    id->missing = db_col_int(s, 8) != 0;
-    id->conflicts = db_col_int(s, 10) != 0;
-}
-
-static int gpu_ident_load(struct conn *c, int64_t sid, const char *uuid, struct gpu_ident *id)
-{
-    struct db_stmt *s = prep(c, ST_GPU_IDENT);
-    int step;
-
-    memset(id, 0, sizeof *id);
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_text(s, ":uuid", uuid);
-    db_bind_int(s, ":sid", sid);
-    step = db_step(c, s);
-    if (step == DB_ROW)
-        gpu_ident_row(s, id);
-    db_reset(s);
-    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
-}
-
-/* A batch GPU's position, sorted by uuid for the identity read. */
-struct ident_pos {
-    const char *uuid;
-    size_t i;
-};
-
-static int pos_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct ident_pos *)a)->uuid, ((const struct ident_pos *)b)->uuid);
-}
-
-/* What the store holds about all of a batch's GPUs, in one statement:
- * ids[i] for the batch's i-th GPU. Only for a batch whose GPUs do not
- * depend on each other (ingest_idents_apart()). */
-static int gpu_idents_load(struct conn *c, int64_t sid, const struct gi_batch *b,
-                           struct gpu_ident *ids)
-{
-    size_t n = b->set.ngpus;
-    struct ident_pos *pos = calloc(n, sizeof *pos), key, *hit;
-    json_t *uuids = json_array();
-    struct db_stmt *s = NULL;
-    int rc = GI_INTERNAL, step;
-
-    if (pos == NULL || uuids == NULL)
-        goto cleanup;
-    for (size_t i = 0; i < n; i++) {
-        pos[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
-        if (json_array_append_new(uuids, json_string(pos[i].uuid)) != 0)
-            goto cleanup;
-    }
-    qsort(pos, n, sizeof *pos, pos_cmp);
-    if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_GPU_IDENTS_PG : ST_GPU_IDENTS)))
-        goto cleanup;
-    db_bind_json(s, ":uuids", uuids);
-    db_bind_int(s, ":sid", sid);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        key.uuid = db_col_text(s, 9);
-        if (key.uuid && (hit = bsearch(&key, pos, n, sizeof *pos, pos_cmp)) != NULL)
-            gpu_ident_row(s, &ids[hit->i]);
-    }
-    db_reset(s);
-    rc = step == DB_DONE ? GI_OK : db_status(step);
-cleanup:
-    json_decref(uuids);
-    free(pos);
-    return rc;
-}
-
-/* For a batch read by gpu_idents_load() on PostgreSQL: the GPU, other
- * than itself, stored under each serial the batch reports, in one
- * statement (one round trip instead of one per GPU), so that
- * ingest_gpu() needs no read per GPU for its serial_conflict check. Only
- * when the batch's serials differ from each other; a serial stored on
- * another GPU of the same batch (which may be written first) is left to
- * the check of its own. */
-static int gpu_serials_load(struct conn *c, const struct gi_batch *b, struct gpu_ident *ids)
-{
-    size_t n = b->set.ngpus, m = 0;
-    struct ident_pos *ser = calloc(n + 1, sizeof *ser), *uid = calloc(n + 1, sizeof *uid), key,
-                     *hit;
-    bool *unsure = calloc(n + 1, sizeof *unsure);
-    json_t *serials = json_array();
-    struct db_stmt *s;
-    int rc = GI_INTERNAL, step;
-
-    /* SQLite has no round trips: its check per GPU costs no more. */
-    if (db_dialect(c) != DB_PG) {
-        rc = GI_OK;
-        goto cleanup;
-    }
-    if (ser == NULL || uid == NULL || unsure == NULL || serials == NULL)
-        goto cleanup;
-    for (size_t i = 0; i < n; i++) {
-        uid[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
-        if (b->set.gpus[i].serial[0] == '\0')
-            continue;
-        ser[m++] = (struct ident_pos){.uuid = b->set.gpus[i].serial, .i = i};
-        if (json_array_append_new(serials, json_string(b->set.gpus[i].serial)) != 0)
-            goto cleanup;
-    }
-    rc = GI_OK;
-    if (m == 0)
-        goto cleanup;
-    qsort(ser, m, sizeof *ser, pos_cmp);
-    qsort(uid, n, sizeof *uid, pos_cmp);
-    for (size_t i = 1; i < m; i++)
-        if (strcmp(ser[i - 1].uuid, ser[i].uuid) == 0)
-            goto cleanup; /* a serial twice: each GPU is checked on its own */
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_GPU_SERIALS_PG)))
-        goto cleanup;
-    db_bind_json(s, ":serials", serials);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        const char *other = db_col_text(s, 1);
-        key.uuid = db_col_text(s, 0);
-        if (key.uuid == NULL || other == NULL ||
-            (hit = bsearch(&key, ser, m, sizeof *ser, pos_cmp)) == NULL ||
-            strcmp(other, b->set.gpus[hit->i].uuid) == 0)
-            continue;
-        key.uuid = other;
-        if (bsearch(&key, uid, n, sizeof *uid, pos_cmp) != NULL)
-            unsure[hit->i] = true;
-        else if (ids[hit->i].serial_other[0] == '\0')
-            gi_strlcpy(ids[hit->i].serial_other, other, sizeof ids[hit->i].serial_other);
-    }
-    db_reset(s);
-    if ((rc = step == DB_DONE ? GI_OK : db_status(step)) != GI_OK)
-        goto cleanup;
-    for (size_t i = 0; i < m; i++)
-        ids[ser[i].i].serial_read = !unsure[ser[i].i];
-cleanup:
-    json_decref(serials);
-    free(unsure);
-    free(uid);
-    free(ser);
-    return rc;
-}
-
-/* Whether a batch's GPUs can be looked up together before any is
- * written: none is a MIG instance (whose stored name may follow another
- * GPU's write, see mig_canonical()) and no uuid appears twice. */
-static bool ingest_idents_apart(const struct gi_batch *b)
-{
-    size_t n = b->set.ngpus;
-    struct ident_pos *pos;
-    bool apart = true;
-
-    for (size_t i = 0; i < n; i++)
-        if (b->set.gpus[i].parent_uuid[0] != '\0' && b->set.gpus[i].mig_instance >= 0)
-            return false;
-    if (n < 2)
-        return true;
-    if ((pos = calloc(n, sizeof *pos)) == NULL)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        pos[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
-    qsort(pos, n, sizeof *pos, pos_cmp);
-    for (size_t i = 1; i < n && apart; i++)
-        apart = strcmp(pos[i - 1].uuid, pos[i].uuid) != 0;
-    free(pos);
-    return apart;
-}
-
 /* One identity field as a non-owning source reports it. A differing value
  * is kept in gpu_conflicts (never written over the owner's) and a new
  * disagreement is a `conflict` event; an agreeing or absent value clears
@@ -786,7 +575,7 @@ static int serial_other(struct conn *c, const struct gi_gpu_obs *g, const struct
  * owner by precedence (an `owner_changed` event); otherwise the report
  * goes to ingest_gpu_foreign(). `observed` is when the report's reading
  * was taken, 0 when the caller settles it later (ingest_observed()).
- * `read` is what the batch's identity read found (gpu_idents_load()), or
+ * `read` is what the batch's identity read found (ingest_idents_load()), or
  * NULL to look the GPU up here. *owned tells the caller which way it went. */
 static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_id,
                       const struct gi_host_obs *host, int64_t observed,
@@ -808,7 +597,7 @@ static int ingest_gpu(struct conn *c, const struct reporter *src, int64_t host_i
         if ((rc = mig_canonical(c, seen, canon)) != GI_OK)
             return rc;
         gi_strlcpy(obs.uuid, canon, sizeof obs.uuid);
-        if ((rc = gpu_ident_load(c, sid, g->uuid, &id)) != GI_OK)
+        if ((rc = ingest_ident_load(c, sid, g->uuid, &id)) != GI_OK)
             return rc;
     }
     *owned =
@@ -1013,8 +802,8 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     if (b->set.ngpus > 0 && ingest_idents_apart(b)) {
         rc = GI_INTERNAL;
         if ((read = calloc(b->set.ngpus, sizeof *read)) == NULL ||
-            (rc = gpu_idents_load(c, source_id, b, read)) != GI_OK ||
-            (rc = gpu_serials_load(c, b, read)) != GI_OK)
+            (rc = ingest_idents_load(c, source_id, b, read)) != GI_OK ||
+            (rc = ingest_serials_load(c, b, read)) != GI_OK)
             goto cleanup;
     }
     /* So is their provenance written, after them. */
@@ -1136,7 +925,7 @@ static int ingest_many_tx(struct conn *c, int64_t source_id, const struct gi_bat
             if (!db_col_is_null(s, i))
                 gi_strlcpy((char *)src.defaults[i], db_col_text(s, i), GI_LABEL_LEN);
         src.precedence = db_col_int(s, 3);
-        col_copy(s, 4, src.name, sizeof src.name);
+        ingest_col_copy(s, 4, src.name, sizeof src.name);
     }
     db_reset(s);
     /* Most of a batch is short writes whose answers nothing reads
