@@ -93,25 +93,8 @@ url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
 api() { curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
 id=$(api -d "{\"name\":\"bench-aws\",\"kind\":\"aws\",\"enabled\":false,\"config\":{\"regions\":[\"us-east-1\"],\"access_key_id\":\"AKID\",\"secret_access_key\":\"bench-secret\",\"endpoint\":\"$endpoint\",\"timeout_s\":300}}" \
   "$url/api/v1/sources" | sed 's/^{"id":\([0-9]*\),.*/\1/')
-ticks=$(getconf CLK_TCK)
-cpu() { awk -v hz="$ticks" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
-rss0=$(awk '$1 == "VmRSS:" {print $2}' "/proc/$pid/status")
-c0=$(cpu)
-p0=$(bench_pg_cpu)
-t0=$(date +%s.%N)
-run1=$(api -X POST "$url/api/v1/sources/$id/run")
-t1=$(date +%s.%N)
-c1=$(cpu)
-p1=$(bench_pg_cpu)
-hwm1=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$pid/status")
-run2=$(api -X POST "$url/api/v1/sources/$id/run")
-t2=$(date +%s.%N)
-c2=$(cpu)
-p2=$(bench_pg_cpu)
-hwm2=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$pid/status")
+bench_two_pulls "$url" "$id"
 stored=$(api "$url/api/v1/cloud/instances?limit=1" | sed 's/.*"total":\([0-9]*\).*/\1/')
-ok1=$(echo "$run1" | grep -o '"ok":[a-z]*' | head -1)
-ok2=$(echo "$run2" | grep -o '"ok":[a-z]*' | head -1)
 gpus=$(echo "$run1" | sed 's/.*"run":{[^}]*"gpus":\([0-9]*\).*/\1/')
 awk -v n="$n" -v pg="$pages" -v b="$bytes" -v p="$parse" -v d0="$d0" -v d1="$d1" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
     -v r0="$rss0" -v h1="$hwm1" -v h2="$hwm2" -v c0="$c0" -v c1="$c1" -v c2="$c2" -v p0="$p0" -v p1="$p1" -v p2="$p2" -v store="$bench_store" \

@@ -8,6 +8,11 @@
 # system) the cluster has used so far: the postmaster and every process of
 # it, live or already ended (the postmaster's reaped children), so that the
 # difference over a pull is what the database spent on it.
+# bench_two_pulls URL ID runs source ID of the server at URL (process
+# $pid, token $token) twice and sets, for before (0) and after each run
+# (1, 2): t0..t2 (wall clock), c0..c2 (the server's CPU seconds), p0..p2
+# (bench_pg_cpu), rss0, hwm1, hwm2 (KiB), run1, run2 (the answers) and
+# ok1, ok2 ("ok":true or false).
 bench_store=${BENCH_STORE:-sqlite}
 bench_pg_dir=""
 case "$bench_store" in
@@ -53,4 +58,20 @@ bench_pg_cpu() {
     t=$((t + $(sed 's/^.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
   done
   awk -v t="$t" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }'
+}
+
+bench_two_pulls() {
+  local url=$1 id=$2 hz
+  hz=$(getconf CLK_TCK)
+  _cpu() { awk -v hz="$hz" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
+  _run() { curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -X POST "$url/api/v1/sources/$id/run"; }
+  _hwm() { awk '$1 == "VmHWM:" {print $2}' "/proc/$pid/status"; }
+  rss0=$(awk '$1 == "VmRSS:" {print $2}' "/proc/$pid/status")
+  c0=$(_cpu) p0=$(bench_pg_cpu) t0=$(date +%s.%N)
+  run1=$(_run)
+  t1=$(date +%s.%N) c1=$(_cpu) p1=$(bench_pg_cpu) hwm1=$(_hwm)
+  run2=$(_run)
+  t2=$(date +%s.%N) c2=$(_cpu) p2=$(bench_pg_cpu) hwm2=$(_hwm)
+  ok1=$(echo "$run1" | grep -o '"ok":[a-z]*' | head -1)
+  ok2=$(echo "$run2" | grep -o '"ok":[a-z]*' | head -1)
 }
