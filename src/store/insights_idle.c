@@ -121,14 +121,15 @@ static void run_add(struct run *r, int64_t since, int64_t hours, double idle_fs,
         gi_strlcpy(r->cur2, cur, sizeof r->cur2);
 }
 
-/* Walks gid's hours from `top` down to `lo`: *next becomes the hour below
- * the run's part found there (top when top itself breaks it); *whole
- * whether it reaches lo unbroken. */
-static int walk_hours(struct conn *c, const struct store_insight_filter *f, int64_t gid,
-                      int64_t top, int64_t lo, struct run *r, int64_t *next, bool *whole)
+/* Walks back over the rows of statement id for GPU gid, newest first,
+ * from `expect` on in steps of step_s seconds (each row `hours` GPU-hours),
+ * bound by :lo and the upper bound bound_name = hi; a gap or a row that is
+ * not idle ends the walk. *next becomes the first step not taken. */
+static int walk(struct conn *c, enum stmt_id id, const char *bound_name,
+                const struct store_insight_filter *f, int64_t gid, int64_t hi, int64_t lo,
+                int64_t expect, int64_t step_s, int hours, struct run *r, int64_t *next)
 {
-    struct db_stmt *s = prep(c, ST_IDLE_HOURS);
-    int64_t expect = top;
+    struct db_stmt *s = prep(c, id);
     int step;
 
     if (s == NULL)
@@ -136,19 +137,30 @@ static int walk_hours(struct conn *c, const struct store_insight_filter *f, int6
     insight_bind_filter(s, f);
     db_bind_int(s, ":gid", gid);
     db_bind_int(s, ":lo", lo);
-    db_bind_int(s, ":hi", top);
+    db_bind_int(s, bound_name, hi);
     while ((step = db_step(c, s)) == DB_ROW) {
         if (db_col_int(s, 0) != expect || db_col_int(s, 1) == 0)
             break;
-        run_add(r, expect, 1, db_col_dbl(s, 2), s, 3, 4);
-        expect -= HOUR;
+        run_add(r, expect, hours, db_col_dbl(s, 2), s, 3, 4);
+        expect -= step_s;
     }
     db_reset(s);
     if (step != DB_ROW && step != DB_DONE)
         return db_status(step);
     *next = expect;
-    *whole = expect < lo;
     return GI_OK;
+}
+
+/* Walks gid's hours from `top` down to `lo`: *next becomes the hour below
+ * the run's part found there (top when top itself breaks it); *whole
+ * whether it reaches lo unbroken. */
+static int walk_hours(struct conn *c, const struct store_insight_filter *f, int64_t gid,
+                      int64_t top, int64_t lo, struct run *r, int64_t *next, bool *whole)
+{
+    int rc = walk(c, ST_IDLE_HOURS, ":hi", f, gid, top, lo, top, HOUR, 1, r, next);
+
+    *whole = rc == GI_OK && *next < lo;
+    return rc;
 }
 
 /* Takes the whole idle days before the day `day` (a day start) that
@@ -156,27 +168,7 @@ static int walk_hours(struct conn *c, const struct store_insight_filter *f, int6
 static int walk_days(struct conn *c, const struct store_insight_filter *f, int64_t gid, int64_t day,
                      int64_t lo, struct run *r, int64_t *next)
 {
-    struct db_stmt *s = prep(c, ST_IDLE_DAYS);
-    int64_t expect = day - DAY;
-    int step;
-
-    if (s == NULL)
-        return GI_INTERNAL;
-    insight_bind_filter(s, f);
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":lo", lo);
-    db_bind_int(s, ":before", day);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        if (db_col_int(s, 0) != expect || db_col_int(s, 1) == 0)
-            break;
-        run_add(r, expect, 24, db_col_dbl(s, 2), s, 3, 4);
-        expect -= DAY;
-    }
-    db_reset(s);
-    if (step != DB_ROW && step != DB_DONE)
-        return db_status(step);
-    *next = expect;
-    return GI_OK;
+    return walk(c, ST_IDLE_DAYS, ":before", f, gid, day, lo, day - DAY, DAY, 24, r, next);
 }
 
 /* The first day start at or after t. */
