@@ -215,10 +215,11 @@ void api_usage_rollup(struct req *r)
         return;
     }
     reply_json(r, 200,
-               json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "hours", (json_int_t)res.hours, "chunks",
-                         (json_int_t)res.chunks, "redone", (json_int_t)res.redone, "pruned",
-                         (json_int_t)res.pruned, "dirty_left", (json_int_t)res.dirty_left,
-                         "redo_left", (json_int_t)res.redo_left));
+               json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "hours", (json_int_t)res.hours,
+                         "chunks", (json_int_t)res.chunks, "redone", (json_int_t)res.redone,
+                         "pruned", (json_int_t)res.pruned, "dirty_left", (json_int_t)res.dirty_left,
+                         "groups_left", (json_int_t)res.groups_left, "redo_left",
+                         (json_int_t)res.redo_left));
 }
 
 void api_gpu_timeline(struct req *r)

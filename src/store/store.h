@@ -617,7 +617,10 @@ struct store_usage_run {
     int64_t redone;     /* rollup rows re-attributed or re-priced */
     int64_t pruned;     /* rollup rows past retention deleted */
     int64_t dirty_left; /* GPU-hours still waiting (more than max_chunks' worth) */
-    int64_t redo_left;  /* re-attributions or re-pricings still queued */
+    /* Hours whose group sums still wait: rolled up by a run beside this
+     * one (the scheduled job) that has not summed its groups yet. */
+    int64_t groups_left;
+    int64_t redo_left; /* re-attributions or re-pricings still queued */
 };
 /* The usage:rollup job: marks the current and previous hour of every
  * present GPU whose rows are stale, recomputes up to max_chunks chunks of

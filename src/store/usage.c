@@ -82,6 +82,7 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
     X(DIRTY_FUTURE, "DELETE FROM usage_dirty WHERE hour > :now")                                   \
     X(DIRTY_OLDEST, "SELECT MIN(hour) FROM usage_dirty")                                           \
     X(DIRTY_COUNT, "SELECT COUNT(*) FROM usage_dirty")                                             \
+    X(GDIRTY_COUNT, "SELECT COUNT(*) FROM usage_groups_dirty")                                     \
     X(DIRTY_CHUNK,                                                                                 \
       "SELECT d.gpu_id, COALESCE(g.uuid, ''), d.gen FROM usage_dirty d LEFT JOIN gpus g ON "       \
       "g.id = d.gpu_id WHERE d.hour = :hour ORDER BY d.gpu_id LIMIT :n")                           \
@@ -1055,6 +1056,7 @@ int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max
     if ((rc = prune(st, now, &out->pruned)) != GI_OK)
         return rc;
     if ((rc = count_of(st, ST_DIRTY_COUNT, &out->dirty_left)) != GI_OK ||
+        (rc = count_of(st, ST_GDIRTY_COUNT, &out->groups_left)) != GI_OK ||
         (rc = count_of(st, ST_REDO_COUNT, &out->redo_left)) != GI_OK)
         return rc;
     return actor ? audit_run(st, actor, out) : GI_OK;

@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
 import { startAwsStandin } from '../lib/cloud/aws.mjs';
-import { ok, stopClean } from './helpers.mjs';
+import { ok, stopClean, rollupAll } from './helpers.mjs';
 
 const nowS = () => Math.floor(Date.now() / 1000);
 const T0 = Math.floor(nowS() / 86400) * 86400 - 2 * 86400 + 8 * 3600;
@@ -60,7 +60,7 @@ test('a g6f instance is one GPU that is a share of an L4', async () => {
 });
 
 test('the usage model charges a fractional GPU by its share', async () => {
-  assert.equal(ok(await s.api('POST', '/api/v1/usage/rollup')).dirty_left, 0);
+  assert.equal((await rollupAll(s)).dirty_left, 0);
   const usage = async (team) => ok(await s.api('GET', '/api/v1/usage?' + new URLSearchParams({ group_by: 'team', team, from: iso(T0), to: iso(T0 + 7200), step: 'day' })));
   const small = await usage('frac-small');
   close(small.total.gpu_hours.owned, 0.25, 'g6f.large: 2 h x 0.125');

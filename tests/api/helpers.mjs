@@ -84,8 +84,8 @@ export function ok(res, status = 200) {
 let seq = 0;
 /** A name unique within this process. */
 /**
- * Runs the rollup on demand until no dirty hour is left and returns the
- * last run's answer. One run may leave marks behind when something else
+ * Runs the rollup on demand until no dirty hour and no unsummed group is
+ * left, and returns the last run's answer. One run may leave marks behind when something else
  * marks hours meanwhile (a scheduled pull, the rollup job holding a chunk),
  * so a test that needs everything rolled up asks again, a bounded number
  * of times.
@@ -94,7 +94,7 @@ export async function rollupAll(s, tries = 20) {
   let r;
   for (let i = 0; i < tries; i++) {
     r = ok(await s.api('POST', '/api/v1/usage/rollup'));
-    if (r.dirty_left === 0) return r;
+    if (r.dirty_left === 0 && r.groups_left === 0) return r;
     await new Promise((done) => setTimeout(done, 200));
   }
   return r;

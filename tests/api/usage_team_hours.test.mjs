@@ -8,7 +8,7 @@
 // the hour groups instead.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, ok, dbQuery } from './helpers.mjs';
+import { useServer, ok, dbQuery, rollupAll } from './helpers.mjs';
 
 const h = useServer({ args: ['--retain-hourly-days', '30'] });
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -34,7 +34,7 @@ async function push(token, body) {
   assert.equal(r.status, 201, r.text);
 }
 async function rollup() {
-  const r = ok(await h.s.api('POST', '/api/v1/usage/rollup'));
+  const r = await rollupAll(h.s);
   assert.equal(r.dirty_left, 0);
   assert.equal(r.redo_left, 0);
   return r;
