@@ -23,13 +23,14 @@ run:
 
 # Builds with AddressSanitizer + UndefinedBehaviorSanitizer and runs every
 # test. The optimized build that `make run` uses is built too: the
-# compiler's warnings (errors here) differ with optimization.
+# compiler's warnings (errors here) differ with optimization. Three tests
+# at once on two cores: most of them wait on servers and databases.
 test: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DGI_SANITIZE=ON >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j $(JOBS) --target gpuinv gpuinv-agent fake_nvml
-	cd build-asan && ctest --output-on-failure -j 2
+	cd build-asan && ctest --output-on-failure -j 3
 
 # Every benchmark, each next to its reference (figures: docs/PERFORMANCE.md).
 bench: build
