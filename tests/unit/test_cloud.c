@@ -17,20 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void exec_sql(struct testdb_fixture *f, const char *sql)
-{
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %s", sql);
-    } else {
-        sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-}
-
 static int64_t scalarf(struct testdb_fixture *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int64_t scalarf(struct testdb_fixture *f, const char *fmt, ...)
@@ -46,7 +32,8 @@ static int64_t scalarf(struct testdb_fixture *f, const char *fmt, ...)
 
 static void sources(struct testdb_fixture *f)
 {
-    exec_sql(f, "INSERT INTO sources (id, name, kind, cluster, created_at, updated_at) VALUES "
+    testdb_exec(f,
+                "INSERT INTO sources (id, name, kind, cluster, created_at, updated_at) VALUES "
                 "(1, 'aws-prod', 'aws', 'cloud-prod', 1, 1), (2, 'aws-other', 'aws', NULL, 1, 1)");
 }
 
@@ -299,7 +286,8 @@ static void test_usage_owner_and_merge(void **state)
 
     /* An agent on the instance reports its real GPU on the same host: the
      * placeholders are superseded at the next listing. */
-    exec_sql(f, "INSERT INTO gpus (uuid, host_id, idx, model, first_seen_at, last_seen_at) SELECT "
+    testdb_exec(f,
+                "INSERT INTO gpus (uuid, host_id, idx, model, first_seen_at, last_seen_at) SELECT "
                 "'GPU-real-0', id, 0, 'NVIDIA A100', 1, 1 FROM hosts WHERE hostname = 'train-01'");
     do_sync(f, 1, "us-east-1", &v, 1, &r);
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM cloud_gpus WHERE superseded_at IS NOT NULL"),

@@ -14,20 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void exec_sql(struct testdb_fixture *f, const char *sql)
-{
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %s", sql);
-    } else {
-        sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-}
-
 static int64_t scalarf(struct testdb_fixture *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int64_t scalarf(struct testdb_fixture *f, const char *fmt, ...)
@@ -106,8 +92,8 @@ static void test_unreachable_zone_keeps_state(void **state)
     const char *const asia[] = {"zones/asia-east2-c"};
     struct cloud_sync_result r;
 
-    exec_sql(f, "INSERT INTO sources (id, name, kind, created_at, updated_at) VALUES "
-                "(1, 'gcp-ml', 'gcp', 1, 1)");
+    testdb_exec(f, "INSERT INTO sources (id, name, kind, created_at, updated_at) VALUES "
+                   "(1, 'gcp-ml', 'gcp', 1, 1)");
     do_sync(f, v, 3, NULL, 0, &r);
     assert_int_equal(r.instances, 3);
     assert_int_equal(open_runs(f, "202"), 1);

@@ -14,21 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Runs one statement on the test database outside the store. */
-static void exec_sql(struct testdb_fixture *f, const char *sql)
-{
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %s", sql);
-    } else {
-        sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-}
-
 static void execf(struct testdb_fixture *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void execf(struct testdb_fixture *f, const char *fmt, ...)
@@ -39,7 +24,7 @@ static void execf(struct testdb_fixture *f, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(sql, sizeof sql, fmt, ap);
     va_end(ap);
-    exec_sql(f, sql);
+    testdb_exec(f, sql);
 }
 
 /* An integer the database answers. */
@@ -93,7 +78,7 @@ static void samples(struct testdb_fixture *f, int64_t gid, int64_t from, int64_t
         for (int64_t t = lo; t <= to && t < lo + 200 * 60; t += 60)
             n += (size_t)snprintf(sql + n, sizeof sql - n, "%s(%lld, %lld, %g, 100, 7)",
                                   t == lo ? "" : ", ", (long long)t, (long long)gid, util);
-        exec_sql(f, sql);
+        testdb_exec(f, sql);
     }
 }
 
@@ -303,7 +288,7 @@ static void test_owner_change_mid_day(void **state)
     dirty(f, 5, h, h + 4 * 3600);
     rollup(f);
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumers_daily WHERE gpu_id = 5"), 1);
-    exec_sql(f, "DELETE FROM gpu_samples"); /* as after retention: only the rollups remain */
+    testdb_exec(f, "DELETE FROM gpu_samples"); /* as after retention: only the rollups remain */
     {
         struct store_dim team = {.name = "vision"};
         struct store_owner_set set = {

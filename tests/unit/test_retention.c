@@ -15,21 +15,6 @@
 
 #define DAY 86400
 
-/* Runs one statement on the test database outside the store. */
-static void exec_sql(struct testdb_fixture *f, const char *sql)
-{
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %s", sql);
-    } else {
-        sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-}
-
 /* n process rows and n pod rows of GPU `uuid`, one a second from ts. */
 static void add_rows(struct testdb_fixture *f, const char *uuid, int64_t ts, int n)
 {
@@ -40,13 +25,13 @@ static void add_rows(struct testdb_fixture *f, const char *uuid, int64_t ts, int
              "k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < %d) SELECT %lld + i, "
              "'%s', 100 + i, 'python3', 0 FROM k",
              n - 1, (long long)ts, uuid);
-    exec_sql(f, sql);
+    testdb_exec(f, sql);
     snprintf(sql, sizeof sql,
              "INSERT INTO gpu_pods (ts, gpu_uuid, namespace, pod, container, source_id) WITH "
              "RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < %d) SELECT "
              "%lld + i, '%s', 'ml', 'train-0', 'main', 0 FROM k",
              n - 1, (long long)ts, uuid);
-    exec_sql(f, sql);
+    testdb_exec(f, sql);
 }
 
 static int64_t count_rows(struct testdb_fixture *f, const char *table, int64_t before)
@@ -97,7 +82,7 @@ static void test_rows_kept_for_the_rollup(void **state)
     snprintf(sql, sizeof sql,
              "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, 1, %lld)",
              (long long)hour, (long long)now);
-    exec_sql(f, sql);
+    testdb_exec(f, sql);
 
     keep = store_usage_keep_days(f->st, now, 14);
     assert_true(keep > 20);
@@ -107,7 +92,7 @@ static void test_rows_kept_for_the_rollup(void **state)
     assert_int_equal(count_rows(f, "gpu_processes", hour), 0);
 
     /* Once rolled up, the plain retention applies. */
-    exec_sql(f, "DELETE FROM usage_dirty");
+    testdb_exec(f, "DELETE FROM usage_dirty");
     keep = store_usage_keep_days(f->st, now, 14);
     assert_int_equal(keep, 14);
     assert_status(store_samples_maintain(f->st, now, keep, &changed), GI_OK);

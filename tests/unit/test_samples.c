@@ -16,21 +16,6 @@
 
 #define DAY 86400
 
-/* Runs one statement on the test database outside the store. */
-static void exec_sql(struct testdb_fixture *f, const char *sql)
-{
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %s", sql);
-    } else {
-        sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-}
-
 /* Inserts `n` samples of GPU 1 at `ts`, `ts`+1, ... */
 static void add_samples(struct testdb_fixture *f, int64_t ts, int n)
 {
@@ -40,7 +25,7 @@ static void add_samples(struct testdb_fixture *f, int64_t ts, int n)
         snprintf(sql, sizeof sql,
                  "INSERT INTO gpu_samples (ts, gpu_id, util_avg, source_id) VALUES (%lld, 1, 5, 0)",
                  (long long)(ts + i));
-        exec_sql(f, sql);
+        testdb_exec(f, sql);
     }
 }
 
@@ -109,7 +94,7 @@ static void test_partitions(void **state)
     /* Partitions for days 40..30 ago, as a copied history would have. */
     snprintf(sql, sizeof sql, "SELECT gi_samples_partitions(%lld, 10, 36500)",
              (long long)(now - 40 * DAY));
-    exec_sql(f, sql);
+    testdb_exec(f, sql);
     add_samples(f, now - 35 * DAY, 3);
     assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM ONLY gpu_samples_default"), 0);
 

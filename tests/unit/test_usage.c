@@ -13,21 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Runs one statement on the test database outside the store. */
-static void exec_sql(struct testdb_fixture *f, const char *sql)
-{
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %s", sql);
-    } else {
-        sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-}
-
 static void execf(struct testdb_fixture *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void execf(struct testdb_fixture *f, const char *fmt, ...)
@@ -38,7 +23,7 @@ static void execf(struct testdb_fixture *f, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(sql, sizeof sql, fmt, ap);
     va_end(ap);
-    exec_sql(f, sql);
+    testdb_exec(f, sql);
 }
 
 /* An integer the database answers (rounded, for sums of seconds). */
@@ -100,7 +85,7 @@ static void samples(struct testdb_fixture *f, int64_t gid, int64_t src, int64_t 
         n += (size_t)snprintf(sql + n, sizeof sql - n, "%s(%lld, %lld, %g, 100, %lld)",
                               t == from ? "" : ", ", (long long)t, (long long)gid, util,
                               (long long)src);
-    exec_sql(f, sql);
+    testdb_exec(f, sql);
 }
 
 static void dirty(struct testdb_fixture *f, int64_t gid, int64_t hour)
@@ -307,7 +292,7 @@ static void test_reattribute(void **state)
                              (long long)(h + 3600)),
                      2);
     /* The raw samples are gone, as they are after retention. */
-    exec_sql(f, "DELETE FROM gpu_samples");
+    testdb_exec(f, "DELETE FROM gpu_samples");
     /* The GPU is assigned to vision from 11:00; the assignment queues the
      * re-attribution. */
     {
@@ -412,7 +397,8 @@ static void test_report_cost(void **state)
     cost_row(f, 4, h, "y", 3600, 0, 0, 1.0, "1000000", "'EUR'");
     cost_row(f, 5, h, "y", 3600, 0, 0, 1.0, "2500000", "'USD'");
     /* the group sums the rollup job keeps beside the hour's rows, and their team sums */
-    exec_sql(f, "INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, "
+    testdb_exec(f,
+                "INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, "
                 "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, "
                 "idle_s, unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, "
                 "alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, updated_at) SELECT hour, "
@@ -426,7 +412,8 @@ static void test_report_cost(void **state)
                 "rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), 1 FROM usage_hourly "
                 "GROUP BY hour, team, env, pool, cluster, cloud, model, datacenter_id, "
                 "COALESCE(currency, '')");
-    exec_sql(f, "INSERT INTO usage_team_hours (hour, team, currency, gpus, owned_s, allocated_s, "
+    testdb_exec(f,
+                "INSERT INTO usage_team_hours (hour, team, currency, gpus, owned_s, allocated_s, "
                 "busy_s, alloc_idle_s, idle_s, unknown_s, util_sum, measured_s, energy_wh, "
                 "owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, "
                 "updated_at) SELECT hour, team, currency, SUM(gpus), SUM(owned_s), "
@@ -513,12 +500,13 @@ static void test_bad_hour_skipped(void **state)
     dirty(f, 1, h);
     dirty(f, 99, h);
     if (f->db.name[0] != '\0') {
-        exec_sql(f, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF "
-                    "NEW.gpu_id = 99 THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$");
-        exec_sql(f, "CREATE TRIGGER boom BEFORE INSERT ON usage_hourly FOR EACH ROW EXECUTE "
-                    "FUNCTION boom()");
+        testdb_exec(f, "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF "
+                       "NEW.gpu_id = 99 THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$");
+        testdb_exec(f, "CREATE TRIGGER boom BEFORE INSERT ON usage_hourly FOR EACH ROW EXECUTE "
+                       "FUNCTION boom()");
     } else {
-        exec_sql(f, "CREATE TRIGGER boom BEFORE INSERT ON usage_hourly WHEN NEW.gpu_id = 99 BEGIN "
+        testdb_exec(f,
+                    "CREATE TRIGGER boom BEFORE INSERT ON usage_hourly WHEN NEW.gpu_id = 99 BEGIN "
                     "SELECT RAISE(ABORT, 'boom'); END");
     }
     gi_log_set_level((enum gi_log_level)(GI_LOG_ERROR + 1));

@@ -250,6 +250,24 @@ struct testdb_fixture {
     struct store *st;
 };
 
+#ifdef fail_msg
+/* Runs one statement on the fixture's database outside the store; a
+ * failure fails the test. */
+static inline void testdb_exec(struct testdb_fixture *f, const char *sql)
+{
+    if (f->db.name[0] != '\0') {
+        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
+            fail_msg("psql failed on: %s", sql);
+    } else {
+        sqlite3 *db = NULL;
+        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
+            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
+        sqlite3_close(db);
+    }
+}
+#endif
+
 static inline int testdb_setup(void **state)
 {
     struct testdb_fixture *f = calloc(1, sizeof *f);
