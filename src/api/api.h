@@ -164,8 +164,15 @@ void api_assets_get(struct req *r);
 void api_assets_update(struct req *r);
 void api_assets_stage(struct req *r);
 void api_assets_events(struct req *r);
+/* A data-center filter parameter `datacenter` (an id or a name) into
+ * *id: 0 when absent, -1 when it names no data center (nothing matches). */
+bool api_datacenter_param_or_reply(struct req *r, int64_t *id);
 void api_asset_events_export(struct req *r);
 void api_asset_stage_counts(struct req *r);
+
+/* reservations.c: spare reservations */
+void api_reservations_list(struct req *r);
+void api_reservations_release(struct req *r);
 
 /* scans.c: scans and room audits */
 void api_scans_create(struct req *r);

@@ -126,6 +126,8 @@ int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const c
         rc = asset_hook_emit(c, asset_id, "asset.stage_changed", actor, detail, reason, at);
     if (rc == GI_OK)
         rc = asset_sync_queue(c, asset_id, "stage", at);
+    if (rc == GI_OK && strcmp(to, "active") == 0)
+        rc = asset_reservation_consume(c, asset_id, actor, at);
     json_decref(detail);
     return rc;
 }

@@ -91,6 +91,11 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
  * {datacenter (name), room, rack, u, storage}; caller owns *loc. */
 int asset_location_doc(struct conn *c, const json_t *cols, json_t **loc);
 
+/* reservations.c: ends the open reservation whose spare is asset_id (if
+ * any) as consumed: the spare went active as the replacement. Inside the
+ * caller's writing transaction. */
+int asset_reservation_consume(struct conn *c, int64_t asset_id, const char *actor, int64_t at);
+
 /* ---- asset_docs.c: the stored document (migration 041) ---- */
 
 /* Growable text; `failed` once an allocation failed (the text is then

@@ -32,6 +32,13 @@ struct store_sync_outcome {
     const json_t *written, *seen, *conflicts;
 };
 int store_sync_done(struct store *st, const struct store_sync_outcome *o, char *state);
+/* Links the asset of push push_id to the remote object remote_id that a
+ * lookup by its serial found (the only one), recording theirs ({field:
+ * value}, the object's pushed fields) as last synced, as a pull would,
+ * and a `sync` event {system, direction: "link", by: "serial",
+ * remote_id}. The push then goes on as a linked asset's. */
+int store_sync_link_found(struct store *st, int64_t push_id, const char *system,
+                          const char *remote_id, const json_t *theirs);
 /* Sync conflicts, newest first, of one asset (tag; NULL: all), open ones
  * only when open_only. GI_NOT_FOUND for an unknown tag. */
 int store_sync_conflicts(struct store *st, const char *tag, bool open_only,
@@ -286,6 +293,28 @@ int store_health_day_put(struct store *st, const struct store_health_day *d, int
  * (figures not collected)}; a server's is the worst of its GPUs' with its
  * own (age). GI_NOT_FOUND for an unknown asset. */
 int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t **out);
+
+/* Spare reservations (reservations.c). A reservation document: {id,
+ * state (reserved, released, consumed), spare, for_asset (tags), model,
+ * datacenter_id, datacenter (the spare's), spare_stage, for_stage,
+ * rule_id, reserved_at, ended_at, ended_by, end_reason}. */
+struct store_resv_filter {
+    int64_t datacenter_id; /* 0: every data center */
+    const char *model;     /* NULL: every model */
+    const char *state;     /* NULL: every state */
+    const char *asset;     /* NULL: every asset; else a tag, as the spare or the replaced one */
+};
+/* A page of reservations, newest first, and their total; GI_NOT_FOUND
+ * when f->asset names no asset. */
+int store_reservations_list(struct store *st, const struct store_resv_filter *f,
+                            const struct store_page *pg, json_t **items, int64_t *total);
+/* One reservation; GI_NOT_FOUND when there is none. Caller owns *out. */
+int store_reservation_get(struct store *st, int64_t id, json_t **out);
+/* Releases the open reservation id under actor (an event `reservation` on
+ * both assets, audited); GI_CONFLICT when it is released or consumed
+ * already, GI_NOT_FOUND when there is none. *out: the reservation after. */
+int store_reservation_release(struct store *st, const char *actor, int64_t id, const char *reason,
+                              json_t **out);
 
 /* Lifecycle rules. A rule document: {id, name, enabled, condition,
  * actions, version, created_by, created_at, updated_by, updated_at,

@@ -102,7 +102,7 @@ function telemetryPanel(a, ctx) {
 
 /** What each event kind is called on the timeline. */
 const EVENT_LABELS = { created: 'Created', updated: 'Updated', stage: 'Stage change', scan: 'Scan', located: 'Moved',
-  drift: 'Drift', ticket: 'Ticket', rule: 'Rule', sync: 'Sync' };
+  drift: 'Drift', ticket: 'Ticket', rule: 'Rule', sync: 'Sync', reserved: 'Reserved', reservation: 'Reservation' };
 
 function panel(title, testid, ...body) {
   return h('section', { class: 'panel', 'data-testid': testid },
@@ -149,6 +149,10 @@ export function eventSummary(e) {
       return `rule ${text(d.rule_id)}: ${text(d.action)}`;
     case 'drift':
       return `${text(d.what)}`;
+    case 'reserved':
+      return d.role === 'spare' ? `spare for ${text(d.for)}` : `spare ${text(d.spare)} reserved`;
+    case 'reservation':
+      return `spare ${text(d.spare)} for ${text(d.for)}: ${text(d.state)}${d.reason ? ` (${d.reason})` : ''}`;
     default:
       return Object.keys(d).length ? JSON.stringify(d) : '';
   }
@@ -220,6 +224,51 @@ function syncConflictsPanel(tag) {
             on: { click: () => resolve(k, 'ours') }, text: 'Keep ours' }), ' ',
           h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'data-testid': 'keep-theirs',
             on: { click: () => resolve(k, 'theirs') }, text: 'Keep theirs' })) : null))));
+  }
+  load();
+  return box;
+}
+
+/**
+ * Spare reservations of the asset, as the spare or as the asset it
+ * replaces (GET /reservations?asset=). Loads itself and stays hidden when
+ * there are none; editors release an open one.
+ */
+function reservationsPanel(tag) {
+  const body = h('div', {});
+  const box = h('section', { class: 'panel', 'data-testid': 'reservations', hidden: true },
+    h('div', { class: 'panel-head' }, h('h2', {}, 'Spare reservations')), body);
+  async function release(v) {
+    const reason = window.prompt(`Release spare ${v.spare} (reserved for ${v.for_asset})? Reason:`, '');
+    if (reason === null) return;
+    try {
+      await api('POST', `/api/v1/reservations/${v.id}/release`, reason.trim() ? { reason: reason.trim() } : {});
+      toast(`${v.spare} is no longer reserved`);
+    } catch (err) {
+      toast(err.message, 'error');
+    }
+    load();
+  }
+  async function load() {
+    let list;
+    try {
+      list = (await api('GET', withQuery('/api/v1/reservations', { asset: tag, limit: 100 }))).items || [];
+    } catch {
+      list = null;
+    }
+    box.hidden = Array.isArray(list) && list.length === 0;
+    replace(body, list === null ? h('p', { class: 'muted pad', text: 'Reservations could not be read.' })
+      : h('ul', { class: 'plain-list' }, list.map((v) => h('li', { dataset: { reservation: String(v.id), state: v.state } },
+        h('span', { class: `badge badge-event reservation-${v.state}`, text: v.state }), ' ',
+        v.spare === tag ? h('span', {}, 'spare for ', h('a', { class: 'mono', href: assetHref(v.for_asset), text: v.for_asset }))
+          : h('span', {}, 'replaced by spare ', h('a', { class: 'mono', href: assetHref(v.spare), text: v.spare })),
+        v.rule_id ? h('span', { class: 'muted small', text: ` · rule ${v.rule_id}` }) : null,
+        h('span', { class: 'muted small' }, ' · reserved ', timeAgo(v.reserved_at),
+          v.ended_at ? ` · ${v.state} ${timeAgo(v.ended_at)}${v.ended_by ? ` by ${v.ended_by}` : ''}` : ''),
+        v.end_reason ? h('span', { class: 'muted small', text: ` (${v.end_reason})` }) : null,
+        canWrite() && v.state === 'reserved' ? h('span', { class: 'link-row' }, ' ',
+          h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'data-testid': 'release-reservation',
+            on: { click: () => release(v) }, text: 'Release' })) : null))));
   }
   load();
   return box;
@@ -448,7 +497,7 @@ export async function renderAsset(main, ctx, tag) {
       h('div', { class: 'page-actions' }, edit)),
     h('div', { class: 'asset-grid' },
       h('div', { class: 'asset-col' }, stage, fields, healthPanel(a.health)),
-      h('div', { class: 'asset-col' }, location, warranty, label, ticketsPanel(tickets), syncConflictsPanel(a.tag))),
+      h('div', { class: 'asset-col' }, location, warranty, label, ticketsPanel(tickets), reservationsPanel(a.tag), syncConflictsPanel(a.tag))),
     a.kind === 'gpu' && a.gpu_uuid ? telemetryPanel(a, ctx) : null,
     timelinePanel(events.items || [], events.total || 0));
 }
