@@ -1,5 +1,6 @@
-/* libFuzzer target for the NetBox page parser. The first byte picks the
- * list (devices, modules, inventory items); the rest is the page. Checks
+/* libFuzzer target for the NetBox page parser and the lookup by serial.
+ * The first byte picks the list (devices, modules, inventory items); the
+ * rest is the page, also read as a lookup's answer. Checks
  * the promises of netbox.h on every result. */
 #include "core/status.h"
 #include "parse/netbox.h"
@@ -34,6 +35,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (!json_is_object(json_object_get(r, "custom")))
             abort();
+    }
+    {
+        json_t *m = NULL;
+        int64_t total;
+        st = netbox_lookup_parse((const char *)data + 1, size - 1, "SER1", &m, &total, err,
+                                 sizeof err);
+        if (st == GI_INVALID && (err[0] == '\0' || m != NULL))
+            abort();
+        if (st == GI_OK && (!json_is_array(m) || total < (int64_t)json_array_size(m)))
+            abort();
+        json_decref(m);
     }
     netbox_error_detail((const char *)data, size, detail, sizeof detail);
     if (memchr(detail, '\0', sizeof detail) == NULL)

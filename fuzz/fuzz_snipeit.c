@@ -1,6 +1,6 @@
 /* libFuzzer target for the Snipe-IT parsers: the first byte picks the
- * page parser, the HTML decoder or the money reader; the rest is the
- * input. Checks the promises of snipeit.h on every result. */
+ * page parser, the HTML decoder, the money reader or the lookup by
+ * serial; the rest is the input. Checks the promises of snipeit.h on every result. */
 #include "core/status.h"
 #include "parse/snipeit.h"
 
@@ -48,11 +48,28 @@ static void text(const char *d, size_t n, int which)
     }
 }
 
+/* A lookup's matches are as many as it says, never more. */
+static void lookup(const char *d, size_t n)
+{
+    json_t *m = NULL;
+    char err[SNIPEIT_ERR_LEN];
+    int64_t total;
+    int st = snipeit_lookup_parse(d, n, "SER1", &m, &total, err, sizeof err);
+
+    if (st == GI_INVALID && (err[0] == '\0' || m != NULL))
+        abort();
+    if (st == GI_OK && (!json_is_array(m) || total < (int64_t)json_array_size(m)))
+        abort();
+    json_decref(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    if (data[0] % 3 == 0)
+    if (data[0] % 4 == 3)
+        lookup((const char *)data + 1, size - 1);
+    else if (data[0] % 3 == 0)
         page((const char *)data + 1, size - 1);
     else
         text((const char *)data + 1, size - 1, data[0] % 3);

@@ -1,11 +1,14 @@
 /* The push-back sender; see push_assets.h. */
 #include "collect/push_assets.h"
+#include "collect/cloudhttp.h"
 #include "collect/deliver.h"
 #include "collect/httpget.h"
 #include "collect/pull.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
+#include "parse/netbox.h"
+#include "parse/snipeit.h"
 #include "store/store.h"
 
 #include <math.h>
@@ -376,6 +379,114 @@ static int write_snipeit(const struct target *t, const json_t *obj, const json_t
     return rc;
 }
 
+/* The finding of a lookup that linked nothing, as a conflict on the
+ * field "link" (shown where sync conflicts are): ours the serial, theirs
+ * what the remote holds. */
+static void link_finding(json_t *conflicts, const char *serial, const char *theirs)
+{
+    json_array_append_new(conflicts, json_pack("{s:s, s:s, s:s, s:n}", "field", "link", "ours",
+                                               serial, "theirs", theirs, "base"));
+}
+
+/* Looks the unlinked asset up by its serial at the remote (NetBox
+ * /api/dcim/devices/?serial=, Snipe-IT /api/v1/hardware/byserial/{serial})
+ * and, when exactly one object has it, links it and reads it: 0 with *obj
+ * (the object), t->url its address and *base the fields recorded as
+ * synced. None or several: 1, a finding appended to conflicts, nothing
+ * linked. -1 on a failed call or an answer that cannot be trusted (k
+ * filled). */
+static int lookup(struct store *st, struct target *t, int64_t push_id, const char *root,
+                  const json_t *asset, json_t **obj, json_t **base, json_t *conflicts,
+                  struct call *k)
+{
+    const char *serial = json_string_value(json_object_get(asset, "serial"));
+    bool netbox = strcmp(t->kind, "netbox") == 0;
+    char esc[512], remote[32], what[160];
+    json_t *found = NULL, *theirs = NULL;
+    int64_t total = 0;
+    int rc = -1;
+
+    *obj = NULL;
+    *base = NULL;
+    if (!serial || !cloudhttp_escape(serial, esc, sizeof esc)) {
+        snprintf(k->err, sizeof k->err, "the asset has no serial to look it up by");
+        k->permanent = true;
+        return -1;
+    }
+    if (!gi_fmt(t->url, sizeof t->url,
+                netbox ? "%sapi/dcim/devices/?serial=%s" : "%sapi/v1/hardware/byserial/%s", root,
+                esc)) {
+        snprintf(k->err, sizeof k->err, "the lookup's address is too long");
+        k->permanent = true;
+        return -1;
+    }
+    {
+        struct httpget_opts o;
+        char *body = NULL, perr[256];
+        size_t len = 0;
+        int st_parse;
+        target_opts(t, &o);
+        o.bearer = NULL;
+        o.authorization = t->auth[0] ? t->auth : NULL;
+        o.retry_after = &k->retry_after;
+        if (httpget(t->url, &o, &body, &len, &k->status, k->err, sizeof k->err) != 0)
+            return -1;
+        keep_reply(body, len, k->reply, sizeof k->reply);
+        if (k->status < 200 || k->status > 299) {
+            /* judge() words the refusal; a Snipe-IT "error" body is its
+             * answer for no match and is read below */
+            rc = judge(t->system, "the lookup by serial", body, len, k);
+            free(body);
+            return rc == 0 ? -1 : rc;
+        }
+        st_parse = netbox
+                       ? netbox_lookup_parse(body, len, serial, &found, &total, perr, sizeof perr)
+                       : snipeit_lookup_parse(body, len, serial, &found, &total, perr, sizeof perr);
+        free(body);
+        if (st_parse != GI_OK) {
+            snprintf(k->err, sizeof k->err, "%s answered the lookup by serial %.64s: %.180s",
+                     t->system, serial, st_parse == GI_INVALID ? perr : "out of memory");
+            k->permanent = st_parse == GI_INVALID;
+            return -1;
+        }
+    }
+    if (total != 1 || json_array_size(found) != 1) {
+        if (total == 0)
+            snprintf(what, sizeof what, "no %s has this serial", netbox ? "device" : "asset");
+        else
+            snprintf(what, sizeof what, "%lld %ss have this serial", (long long)total,
+                     netbox ? "device" : "asset");
+        link_finding(conflicts, serial, what);
+        json_decref(found);
+        return 1;
+    }
+    *obj = json_incref(json_array_get(found, 0));
+    json_decref(found);
+    snprintf(remote, sizeof remote, "%lld",
+             (long long)json_integer_value(json_object_get(*obj, "id")));
+    gi_fmt(t->url, sizeof t->url, netbox ? "%sapi/dcim/devices/%s/" : "%sapi/v1/hardware/%s", root,
+           remote);
+    theirs = push_theirs(t->kind, *obj);
+    if (store_sync_link_found(st, push_id, netbox ? "netbox" : "snipeit", remote, theirs) !=
+        GI_OK) {
+        snprintf(k->err, sizeof k->err, "the link to %s %s could not be stored", t->system, remote);
+        json_decref(theirs);
+        json_decref(*obj);
+        *obj = NULL;
+        return -1;
+    }
+    /* what was just recorded as synced, in the form bases_read() gives */
+    *base = json_object();
+    {
+        const char *f;
+        json_t *v;
+        json_object_foreach(theirs, f, v)
+            json_object_set_new(*base, f, json_pack("{s:O, s:n}", "value", v, "held"));
+    }
+    json_decref(theirs);
+    return 0;
+}
+
 /* Reads, plans, writes and records one claimed push. */
 static int send_one(struct store *st, const json_t *p, struct deliver_stats *stats)
 {
@@ -387,7 +498,9 @@ static int send_one(struct store *st, const json_t *p, struct deliver_stats *sta
     struct target t = {.cfg = json_object_get(p, "config"), .kind = kind};
     struct call k = {0};
     json_t *obj = NULL, *ours = NULL, *theirs = NULL, *write = json_object(), *seen = json_object(),
-           *conflicts = json_array();
+           *conflicts = json_array(), *found_base = NULL;
+    char root[2600];
+    int found = -1;
     struct store_sync_outcome out = {.id = json_integer_value(json_object_get(p, "id"))};
     bool netbox = kind && strcmp(kind, "netbox") == 0;
     char state[16] = "";
@@ -397,17 +510,26 @@ static int send_one(struct store *st, const json_t *p, struct deliver_stats *sta
     snprintf(t.msg, sizeof t.msg, "push_%lld", (long long)out.id);
     if (token && *token)
         snprintf(t.auth, sizeof t.auth, "%s %s", netbox ? "Token" : "Bearer", token);
-    if (!base || !*base || !remote) {
+    if (!base || !*base) {
         snprintf(k.err, sizeof k.err, "the source has no url");
         k.permanent = true;
     } else {
-        snprintf(t.url, sizeof t.url,
-                 netbox ? "%s%sapi/dcim/devices/%s/" : "%s%sapi/v1/hardware/%s", base,
-                 base[strlen(base) - 1] == '/' ? "" : "/", remote);
-        if (remote_get(&t, &obj, &k) == 0) {
+        gi_fmt(root, sizeof root, "%s%s", base, base[strlen(base) - 1] == '/' ? "" : "/");
+        if (remote) {
+            gi_fmt(t.url, sizeof t.url, netbox ? "%sapi/dcim/devices/%s/" : "%sapi/v1/hardware/%s",
+                   root, remote);
+            found = remote_get(&t, &obj, &k);
+        } else {
+            /* never linked: look it up by serial first */
+            found = lookup(st, &t, out.id, root, asset, &obj, &found_base, conflicts, &k);
+            if (found == 1)
+                sent = 0; /* the finding is the push's outcome */
+        }
+        if (found == 0) {
             ours = push_ours(kind, t.cfg, asset);
             theirs = push_theirs(kind, obj);
-            push_plan(ours, theirs, json_object_get(p, "base"), write, seen, conflicts);
+            push_plan(ours, theirs, found_base ? found_base : json_object_get(p, "base"), write,
+                      seen, conflicts);
             if (json_object_size(write) == 0)
                 sent = 0;
             else if (netbox)
@@ -446,6 +568,7 @@ static int send_one(struct store *st, const json_t *p, struct deliver_stats *sta
     json_decref(write);
     json_decref(seen);
     json_decref(conflicts);
+    json_decref(found_base);
     return rc;
 }
 

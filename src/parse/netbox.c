@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static void warn(json_t *warnings, size_t index, const char *field, const char *msg)
 {
@@ -331,4 +332,51 @@ void netbox_error_detail(const char *body, size_t len, char *out, size_t outlen)
     if (d && gi_text_ok(d))
         gi_strlcpy(out, d, outlen);
     json_decref(doc);
+}
+
+int netbox_lookup_parse(const char *body, size_t len, const char *serial, json_t **matches,
+                        int64_t *total, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je), *results, *o;
+    size_t i;
+    int rc = GI_INVALID;
+
+    *matches = NULL;
+    *total = 0;
+    err[0] = '\0';
+    if (doc == NULL) {
+        snprintf(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
+        return GI_INVALID;
+    }
+    results = json_object_get(doc, "results");
+    if (!json_is_array(results)) {
+        snprintf(err, errlen, "the answer has no results list");
+        goto cleanup;
+    }
+    json_array_foreach(results, i, o) {
+        const char *sn = json_string_value(json_object_get(o, "serial"));
+        const json_t *id = json_object_get(o, "id");
+        if (!json_is_integer(id) || json_integer_value(id) < 1) {
+            snprintf(err, errlen, "result %zu has no id", i);
+            goto cleanup;
+        }
+        if (!sn || !serial || strcasecmp(sn, serial) != 0) {
+            snprintf(err, errlen,
+                     "the answer lists devices of other serials (not filtered by serial)");
+            goto cleanup;
+        }
+    }
+    if (!(*matches = json_deep_copy(results))) {
+        rc = GI_INTERNAL;
+        goto cleanup;
+    }
+    *total = (int64_t)json_array_size(results);
+    if (json_is_integer(json_object_get(doc, "count")) &&
+        json_integer_value(json_object_get(doc, "count")) > *total)
+        *total = json_integer_value(json_object_get(doc, "count"));
+    rc = GI_OK;
+cleanup:
+    json_decref(doc);
+    return rc;
 }

@@ -46,6 +46,16 @@ int netbox_parse_page(const char *body, size_t len, enum netbox_list list, json_
                       json_t *warnings, char *next, size_t nextlen, int64_t *count, char *err,
                       size_t errlen);
 
+/* A device lookup by serial (GET /api/dcim/devices/?serial=, which NetBox
+ * matches ignoring case): *matches receives a new array (caller owns) of
+ * the answer's devices, each with an integer id > 0, and *total the
+ * number of devices NetBox says match (count; at least the matches).
+ * GI_INVALID with err filled when the answer is no list page, a device
+ * has no id, or a device's serial is another one (a NetBox that ignored
+ * the filter: nothing may be guessed from such an answer); GI_INTERNAL
+ * out of memory. */
+int netbox_lookup_parse(const char *body, size_t len, const char *serial, json_t **matches,
+                        int64_t *total, char *err, size_t errlen);
 /* The explanation in an error answer ({"detail": "..."}) into out; ""
  * when there is none. */
 void netbox_error_detail(const char *body, size_t len, char *out, size_t outlen);

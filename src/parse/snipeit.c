@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* A decoded string is never longer than its escaped form. */
 #define TEXT_MAX 4096
@@ -471,6 +472,60 @@ int snipeit_parse_page(const char *body, size_t len, json_t *records, json_t *wa
         }
     }
     *rows = json_array_size(list);
+    rc = GI_OK;
+cleanup:
+    json_decref(doc);
+    return rc;
+}
+
+int snipeit_lookup_parse(const char *body, size_t len, const char *serial, json_t **matches,
+                         int64_t *total, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je), *list, *o;
+    const char *status;
+    char sn[256];
+    size_t i;
+    int rc = GI_INVALID;
+
+    *matches = NULL;
+    *total = 0;
+    err[0] = '\0';
+    if (doc == NULL) {
+        snprintf(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
+        return GI_INVALID;
+    }
+    status = json_string_value(json_object_get(doc, "status"));
+    list = json_object_get(doc, "rows");
+    if (status && strcmp(status, "error") == 0 && !json_is_array(list)) {
+        rc = (*matches = json_array()) ? GI_OK : GI_INTERNAL;
+        goto cleanup;
+    }
+    if (!json_is_array(list)) {
+        error_text(doc, err, errlen);
+        goto cleanup;
+    }
+    json_array_foreach(list, i, o) {
+        const char *raw = json_string_value(json_object_get(o, "serial"));
+        const json_t *id = json_object_get(o, "id");
+        if (!json_is_integer(id) || json_integer_value(id) < 1) {
+            snprintf(err, errlen, "row %zu has no id", i);
+            goto cleanup;
+        }
+        if (!raw || !serial || !snipeit_html_decode(raw, sn, sizeof sn) ||
+            strcasecmp(sn, serial) != 0) {
+            snprintf(err, errlen, "the answer lists assets of other serials");
+            goto cleanup;
+        }
+    }
+    if (!(*matches = json_deep_copy(list))) {
+        rc = GI_INTERNAL;
+        goto cleanup;
+    }
+    *total = (int64_t)json_array_size(list);
+    if (json_is_integer(json_object_get(doc, "total")) &&
+        json_integer_value(json_object_get(doc, "total")) > *total)
+        *total = json_integer_value(json_object_get(doc, "total"));
     rc = GI_OK;
 cleanup:
     json_decref(doc);

@@ -27,6 +27,15 @@
 
 #define SNIPEIT_ERR_LEN 256
 
+/* A lookup by serial (GET /api/v1/hardware/byserial/{serial}): *matches
+ * receives a new array (caller owns) of the answer's assets, each with an
+ * integer id > 0, and *total how many match. Snipe-IT answers "none" with
+ * {"status":"error"} (HTTP 200): no matches, GI_OK. GI_INVALID with err
+ * filled when the answer is neither, an asset has no id, or an asset's
+ * serial (HTML-decoded, ignoring case as Snipe-IT's collation does) is
+ * another one; GI_INTERNAL out of memory. */
+int snipeit_lookup_parse(const char *body, size_t len, const char *serial, json_t **matches,
+                         int64_t *total, char *err, size_t errlen);
 /* Parses one page: appends records and warnings (caller's arrays), sets
  * *total (-1 when absent) and *rows (results on this page). */
 int snipeit_parse_page(const char *body, size_t len, json_t *records, json_t *warnings,

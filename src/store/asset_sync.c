@@ -9,6 +9,7 @@
  * retry schedule is the webhooks' (store_delivery_backoff), a 429's
  * Retry-After replacing the step. Claiming is one conditional UPDATE per
  * push (its next_at still the value read), as for webhook deliveries. */
+#include "store/assets_int.h"
 #include "store/store_int.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -33,6 +34,14 @@
     X(LINKS, "SELECT l.source_id, s.kind, s.config FROM asset_links l JOIN sources s ON s.id = "   \
              "l.source_id WHERE l.asset_id = :asset AND s.kind IN ('netbox', 'snipeit') ORDER "    \
              "BY l.source_id")                                                                     \
+    X(UNLINKED,                                                                                    \
+      "SELECT s.id AS source_id, s.kind, s.config, d.name AS datacenter, a.kind AS asset_kind, "   \
+      "a.serial, a.parent_id, CASE WHEN EXISTS (SELECT 1 FROM asset_links l JOIN assets b ON "     \
+      "b.id = l.asset_id WHERE l.source_id = s.id AND b.datacenter_id = a.datacenter_id) THEN 1 "  \
+      "ELSE 0 END AS dc_linked FROM assets a JOIN datacenters d ON d.id = a.datacenter_id JOIN "   \
+      "sources s ON s.kind IN ('netbox', 'snipeit') WHERE a.id = :asset AND NOT EXISTS (SELECT 1 " \
+      "FROM asset_sync y WHERE y.asset_id = a.id AND y.source_id = s.id AND y.field = 'link' AND " \
+      "y.held = a.serial) ORDER BY s.id")                                                          \
     X(QUEUE, "INSERT INTO sync_pushes (asset_id, source_id, reason, state, attempts, next_at, "    \
              "created_at) SELECT :asset, :source, :reason, 'pending', 0, :now, :now WHERE NOT "    \
              "EXISTS (SELECT 1 FROM sync_pushes WHERE asset_id = :asset AND source_id = :source "  \
@@ -53,7 +62,7 @@
     X(TAKE, "UPDATE sync_pushes SET next_at = :lease WHERE id = :id AND state = 'pending' AND "    \
             "next_at = :old")                                                                      \
     X(SEND, "SELECT p.asset_id, p.source_id, p.attempts, p.reason, s.kind, s.config, l.remote_id " \
-            "FROM sync_pushes p JOIN sources s ON s.id = p.source_id JOIN asset_links l ON "       \
+            "FROM sync_pushes p JOIN sources s ON s.id = p.source_id LEFT JOIN asset_links l ON "  \
             "l.asset_id = p.asset_id AND l.source_id = p.source_id WHERE p.id = :id")              \
     X(STATE, "SELECT state, attempts, asset_id, source_id FROM sync_pushes WHERE id = :id")        \
     X(MARK, "UPDATE sync_pushes SET state = :state, attempts = :attempts, next_at = :next, "       \
@@ -64,6 +73,9 @@
       "VALUES (:asset, :source, :field, :ours, :theirs, :base, :now) ON CONFLICT (asset_id, "      \
       "source_id, field) WHERE resolved_at IS NULL DO UPDATE SET ours = excluded.ours, theirs = "  \
       "excluded.theirs")                                                                           \
+    X(LINKED, "UPDATE sync_conflicts SET resolved_at = :now, resolved_by = 'sync:push', "          \
+              "resolution = 'linked' WHERE asset_id = :asset AND source_id = :source AND field = " \
+              "'link' AND resolved_at IS NULL")                                                    \
     X(CONFLICT_LIST,                                                                               \
       "SELECT " CONFLICT_COLS CONFLICT_FROM CONFLICT_WHERE "ORDER BY c.id DESC " PAGE)             \
     X(CONFLICT_COUNT, "SELECT COUNT(*)" CONFLICT_FROM CONFLICT_WHERE)                              \
@@ -92,10 +104,50 @@ static const char *value_text(const json_t *v, char *buf, size_t len)
     return NULL;
 }
 
+/* Whether the push source of row l (UNLINKED) would look the asset up by
+ * its serial: it pushes, it serves the asset's data center (it has linked
+ * an asset there, or its push map names the data center), the serial is
+ * one to match by, and NetBox is asked only for what a device can be (a
+ * server, switch or other asset with no parent). */
+static bool lookup_wanted(const json_t *l)
+{
+    const json_t *cfg = json_object_get(l, "config");
+    const char *kind = json_string_value(json_object_get(l, "kind"));
+    const char *akind = json_string_value(json_object_get(l, "asset_kind"));
+    const char *dc = json_string_value(json_object_get(l, "datacenter"));
+    bool netbox = kind && strcmp(kind, "netbox") == 0;
+
+    if (!json_is_true(json_object_get(cfg, "push")) || !dc ||
+        !asset_serial_usable(json_string_value(json_object_get(l, "serial"))))
+        return false;
+    if (netbox && (!akind || json_integer_value(json_object_get(l, "parent_id")) > 0 ||
+                   (strcmp(akind, "server") != 0 && strcmp(akind, "switch") != 0 &&
+                    strcmp(akind, "other") != 0)))
+        return false;
+    return json_integer_value(json_object_get(l, "dc_linked")) == 1 ||
+           json_object_get(json_object_get(cfg, netbox ? "push_sites" : "push_locations"), dc);
+}
+
+/* One push of asset_id to source_id, unless one not yet tried is due. */
+static int queue_one(struct conn *c, int64_t asset_id, int64_t source_id, const char *reason,
+                     int64_t at)
+{
+    struct db_stmt *s = prep(c, ST_QUEUE);
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":asset", asset_id);
+    db_bind_int(s, ":source", source_id);
+    db_bind_text(s, ":reason", reason ? reason : "change");
+    db_bind_int(s, ":now", at);
+    return db_exec_done(c, s);
+}
+
 int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64_t at)
 {
     struct db_stmt *s = prep(c, ST_LINKS);
     json_t *links = NULL, *l;
+    bool unlinked;
     size_t i;
     int rc = s ? GI_OK : GI_INTERNAL;
 
@@ -103,20 +155,28 @@ int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64
         db_bind_int(s, ":asset", asset_id);
         rc = db_collect(c, s, &links);
     }
+    /* An asset no asset manager has linked is looked up by its serial at
+     * every push source that serves its data center (the sender links it
+     * when exactly one object matches). */
+    unlinked = rc == GI_OK && json_array_size(links) == 0;
+    if (unlinked) {
+        json_decref(links);
+        links = NULL;
+        rc = (s = prep(c, ST_UNLINKED)) ? GI_OK : GI_INTERNAL;
+        if (rc == GI_OK) {
+            db_bind_int(s, ":asset", asset_id);
+            rc = db_collect(c, s, &links);
+        }
+    }
     json_array_foreach(links, i, l) {
         if (rc != GI_OK)
             break;
         /* config arrives parsed (db_row_json) */
-        if (!json_is_true(json_object_get(json_object_get(l, "config"), "push")))
+        if (unlinked ? !lookup_wanted(l)
+                     : !json_is_true(json_object_get(json_object_get(l, "config"), "push")))
             continue;
-        rc = GI_INTERNAL;
-        if (!(s = prep(c, ST_QUEUE)))
-            break;
-        db_bind_int(s, ":asset", asset_id);
-        db_bind_int(s, ":source", json_integer_value(json_object_get(l, "source_id")));
-        db_bind_text(s, ":reason", reason ? reason : "change");
-        db_bind_int(s, ":now", at);
-        rc = db_exec_done(c, s);
+        rc =
+            queue_one(c, asset_id, json_integer_value(json_object_get(l, "source_id")), reason, at);
     }
     json_decref(links);
     return rc;
@@ -254,7 +314,7 @@ static int claim_one(struct conn *c, int64_t id, int64_t now, json_t *items)
     db_bind_int(s, ":id", id);
     rc = db_fetch_one(c, s, &row);
     if (rc == GI_NOT_FOUND)
-        return push_fail(c, id, 0, "the asset is no longer linked to this source", now);
+        return push_fail(c, id, 0, "the source no longer exists", now);
     if (rc != GI_OK)
         return rc;
     asset_id = json_integer_value(json_object_get(row, "asset_id"));
@@ -420,6 +480,58 @@ int store_sync_done(struct store *st, const struct store_sync_outcome *o, char *
 cleanup:
     rc = db_tx_end(c, rc);
     free(sent);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_sync_link_found(struct store *st, int64_t push_id, const char *system,
+                          const char *remote_id, const json_t *theirs)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s;
+    json_t *detail = NULL;
+    int64_t asset_id, source_id, now = gi_now();
+    int rc = db_tx_begin(c);
+
+    if (rc != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_STATE)))
+        goto cleanup;
+    db_bind_int(s, ":id", push_id);
+    if ((rc = db_step(c, s)) != DB_ROW) {
+        db_reset(s);
+        rc = rc == DB_DONE ? GI_NOT_FOUND : db_status(rc);
+        goto cleanup;
+    }
+    asset_id = db_col_int(s, 2);
+    source_id = db_col_int(s, 3);
+    db_reset(s);
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_LINK_SET)))
+        goto cleanup;
+    db_bind_int(s, ":asset", asset_id);
+    db_bind_int(s, ":source", source_id);
+    db_bind_text(s, ":remote", remote_id);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK ||
+        (rc = bases_set(c, asset_id, source_id, theirs, now)) != GI_OK)
+        goto cleanup;
+    /* an earlier lookup's finding is settled */
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_LINKED)))
+        goto cleanup;
+    db_bind_int(s, ":asset", asset_id);
+    db_bind_int(s, ":source", source_id);
+    db_bind_int(s, ":now", now);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
+    detail = json_pack("{s:s, s:s, s:s, s:s}", "system", system, "direction", "link", "by",
+                       "serial", "remote_id", remote_id);
+    rc = detail ? asset_event_append(c, asset_id, "sync", "sync:push", detail, now) : GI_INTERNAL;
+cleanup:
+    rc = db_tx_end(c, rc);
+    json_decref(detail);
     db_conn_put(st, c);
     return rc;
 }

@@ -1,7 +1,7 @@
 // A stand-in for NetBox and Snipe-IT that keeps its objects in memory, so
 // that writes change what the next read answers: NetBox devices (list,
-// one device, PATCH) and Snipe-IT hardware (list, one asset, PATCH,
-// checkin, checkout). Every request is recorded with its parsed body.
+// filtered by ?serial=, one device, PATCH) and Snipe-IT hardware (list,
+// byserial, one asset, PATCH, checkin, checkout). Every request is recorded with its parsed body.
 // `fail` makes the next requests answer an auth failure or a rate limit.
 // With `tls` ({cert, key}, PEM text) it speaks HTTPS instead.
 import http from 'node:http';
@@ -60,7 +60,7 @@ export async function startAssetStandin({ tls } = {}) {
       const raw = Buffer.concat(chunks).toString('utf8');
       const body = raw ? JSON.parse(raw) : null;
       const system = u.pathname.startsWith('/api/dcim/') ? 'netbox' : 'snipeit';
-      st.requests.push({ system, method: req.method, path: u.pathname, body, headers: req.headers });
+      st.requests.push({ system, method: req.method, path: u.pathname, query: u.search, body, headers: req.headers });
       const send = (code, doc, headers = {}) =>
         res.writeHead(code, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(doc));
       if (st.fail && st.fail.system === system && st.fail.times > 0) {
@@ -71,7 +71,10 @@ export async function startAssetStandin({ tls } = {}) {
       if (system === 'netbox') {
         if (req.headers.authorization !== 'Token ' + NB_TOKEN) return send(403, { detail: 'Invalid token' });
         if (u.pathname === '/api/dcim/devices/') {
-          const results = Object.values(st.devices);
+          // ?serial= matches ignoring case, as NetBox's filter does
+          const want = u.searchParams.get('serial');
+          const results = Object.values(st.devices)
+            .filter((d) => want === null || String(d.serial || '').toLowerCase() === want.toLowerCase());
           return send(200, { count: results.length, next: null, previous: null, results });
         }
         if (u.pathname === '/api/dcim/modules/' || u.pathname === '/api/dcim/inventory-items/') {
@@ -96,6 +99,14 @@ export async function startAssetStandin({ tls } = {}) {
       if (u.pathname === '/api/v1/hardware') {
         const rows = Object.values(st.hardware);
         return send(200, { total: rows.length, rows: rows.slice(Number(u.searchParams.get('offset') || 0)) });
+      }
+      const bySerial = u.pathname.match(/^\/api\/v1\/hardware\/byserial\/(.+)$/);
+      if (bySerial && req.method === 'GET') {
+        // {total, rows}; none is Snipe-IT's error answer with HTTP 200
+        const want = decodeURIComponent(bySerial[1]).toLowerCase();
+        const rows = Object.values(st.hardware).filter((x) => String(x.serial || '').toLowerCase() === want);
+        if (!rows.length) return send(200, { status: 'error', messages: 'Asset does not exist.', payload: null });
+        return send(200, { total: rows.length, rows });
       }
       const m = u.pathname.match(/^\/api\/v1\/hardware\/(\d+)(\/checkin|\/checkout)?$/);
       const h = m && st.hardware[m[1]];
