@@ -1,9 +1,11 @@
 // The lifecycle rules page (#/lifecycle/rules): every rule with its
 // condition, actions and last run; a form that creates or edits one (the
-// condition as a list of tests joined by "all" or "any", the actions as
-// the rules API takes them); enable and disable, delete, and a dry run that
-// lists the matching assets with what each action would do. A condition
-// the form cannot show as a flat list (nested all/any) is edited as JSON.
+// condition as a tree of groups, each "every" (all) or "any" of its tests
+// and groups, nested; the actions with their parameters), with an
+// advanced JSON view of both; enable and disable, delete, and a dry run
+// that lists the matching assets with what each action would do. Opening
+// a stored rule shows exactly its tree and saving writes the same JSON; a
+// fault (here or from the API) names the path of the test it is in.
 import { h, replace, num, toast } from './dom.js';
 import { api, canWrite } from './api.js';
 import { timeAgo } from './fmt.js';
@@ -53,15 +55,22 @@ export function actionsText(list) {
   }).join(', ');
 }
 
-/** The flat tests of a condition, or null when it nests. */
-function flatTests(cond) {
-  const join = Array.isArray(cond && cond.any) ? 'any' : 'all';
-  const list = cond && Array.isArray(cond[join]) ? cond[join] : cond ? [cond] : [];
-  if (list.some((c) => c.all || c.any)) return null;
-  return { join, list };
+/** A field error naming the rule language's path (condition.all[1].window_days). */
+function pathError(path, message) {
+  const err = fieldError(path.startsWith('actions') ? 'actions' : 'condition', `${path}: ${message}`);
+  err.path = path;
+  return err;
 }
 
-/** One test row of the condition builder. */
+/** A whole number from an input, or an error naming path. */
+function intOf(input, path, min, max, what) {
+  const v = input.value.trim();
+  const n = Number(v);
+  if (v === '' || !Number.isInteger(n) || n < min || n > max) throw pathError(path, `${what} must be a whole number ${min}..${max}`);
+  return n;
+}
+
+/** One test of the condition tree (a metric or an attribute leaf). */
 function testRow(leaf, onRemove) {
   const isMetric = !leaf.attr;
   const op = opOf(leaf) || '>';
@@ -76,7 +85,8 @@ function testRow(leaf, onRemove) {
     placeholder: 'window d', value: leaf.window_days ?? 30 });
   const daysIn = h('input', { name: 'test-days', type: 'number', min: 1, max: 90, 'aria-label': 'On at least (days)',
     placeholder: 'every day', value: leaf.days ?? '' });
-  const metricBits = h('span', { class: 'rule-window' }, ' over ', windowIn, ' days', ' · on ', daysIn, ' days');
+  const daysBits = h('span', { class: 'rule-window' }, ' · on ', daysIn, ' days');
+  const metricBits = h('span', { class: 'rule-window' }, ' over ', windowIn, ' days', daysBits);
   function fill() {
     const metric = kind.value === 'metric';
     replace(what, ...(metric ? METRICS : ATTRS).map(([k, l]) => h('option', { value: k, text: l })));
@@ -90,6 +100,8 @@ function testRow(leaf, onRemove) {
     const keep = opSel.value || op;
     replace(opSel, ...(text ? TEXT_OPS : NUM_OPS).map((o) => h('option', { value: o, text: o })));
     if ([...opSel.options].some((o) => o.value === keep)) opSel.value = keep;
+    // xid_days counts days already: it takes no "on N days"
+    daysBits.hidden = kind.value === 'metric' && what.value === 'xid_days';
   }
   kind.addEventListener('change', fill);
   what.addEventListener('change', fillOps);
@@ -97,22 +109,27 @@ function testRow(leaf, onRemove) {
   const remove = h('button', { type: 'button', class: 'btn btn-small btn-secondary', text: 'Remove', 'aria-label': 'Remove this test' });
   const row = h('li', { class: 'rule-test' }, kind, what, opSel, val, metricBits, remove);
   remove.addEventListener('click', () => onRemove(row));
-  row.read = () => {
+  /** The leaf as the API takes it; path names it in errors. */
+  row.read = (path) => {
+    row.dataset.path = path;
     const o = {};
     const v = val.value.trim();
+    const number = (name) => {
+      if (v === '' || !Number.isFinite(Number(v))) throw pathError(path, `${name}: the value must be a number`);
+      return Number(v);
+    };
     if (kind.value === 'metric') {
       o.metric = what.value;
-      o.window_days = Number(windowIn.value);
-      if (daysIn.value.trim()) o.days = Number(daysIn.value);
-      if (v === '' || Number.isNaN(Number(v))) throw fieldError('condition', `${label(METRICS, o.metric)}: the value must be a number`);
-      o[opSel.value] = Number(v);
+      o.window_days = intOf(windowIn, `${path}.window_days`, 1, 90, 'the window');
+      if (daysIn.value.trim() && !daysBits.hidden) o.days = intOf(daysIn, `${path}.days`, 1, o.window_days, 'the number of days');
+      o[opSel.value] = number(label(METRICS, o.metric));
     } else {
       o.attr = what.value;
       if (o.attr === 'warranty_days_left') {
-        if (v === '' || Number.isNaN(Number(v))) throw fieldError('condition', 'Warranty days left: the value must be a number');
-        o[opSel.value] = Number(v);
+        o[opSel.value] = number('Warranty days left');
       } else if (opSel.value === 'in') {
-        o.in = v.split(',').map((s) => s.trim()).filter(Boolean);
+        o.in = v.split(',').map((x) => x.trim()).filter(Boolean);
+        if (!o.in.length) throw pathError(`${path}.in`, 'in takes one value or more, separated by commas');
       } else {
         o[opSel.value] = v;
       }
@@ -122,26 +139,97 @@ function testRow(leaf, onRemove) {
   return row;
 }
 
-/** One action row of the form. */
+/**
+ * A group of the condition tree: "every" (all) or "any" of its tests and
+ * groups, nested as deep as the rule language allows. onRemove is null
+ * for the root group.
+ */
+function groupBox(cond, onRemove, depth = 0) {
+  const join = Array.isArray(cond.any) ? 'any' : 'all';
+  const sel = h('select', { name: 'join', 'aria-label': 'Match' },
+    h('option', { value: 'all', text: 'every test', selected: join === 'all' }),
+    h('option', { value: 'any', text: 'any test', selected: join === 'any' }));
+  const list = h('ol', { class: 'rule-tests' });
+  const removeRow = (row) => row.remove();
+  const addChild = (c) => list.append(c.all || c.any ? groupBox(c, removeRow, depth + 1) : testRow(c, removeRow));
+  for (const c of cond[join] || []) addChild(c);
+  const addTest = h('button', { type: 'button', class: 'btn btn-small btn-secondary', text: 'Add a test' });
+  addTest.addEventListener('click', () => addChild({ metric: 'xid_days', window_days: 30, '>': 3 }));
+  const addGroup = h('button', { type: 'button', class: 'btn btn-small btn-secondary', text: 'Add a group',
+    disabled: depth >= MAX_DEPTH - 1 });
+  addGroup.addEventListener('click', () => addChild({ any: [{ metric: 'ecc_uncorrected', window_days: 2, '>': 0 }] }));
+  const remove = onRemove ? h('button', { type: 'button', class: 'btn btn-small btn-secondary', text: 'Remove group',
+    'aria-label': 'Remove this group' }) : null;
+  const box = h(onRemove ? 'li' : 'div', { class: 'rule-group', dataset: { depth: String(depth) } },
+    h('p', { class: 'rule-group-head' }, 'Match ', sel, ':', remove ? ' ' : null, remove),
+    list, h('p', { class: 'rule-group-add' }, addTest, ' ', addGroup));
+  if (remove) remove.addEventListener('click', () => onRemove(box));
+  box.joinSelect = sel;
+  /** {all|any: [...]} as the API takes it; path names it in errors. */
+  box.read = (path) => {
+    box.dataset.path = path;
+    const key = sel.value;
+    const kids = [...list.children];
+    if (!kids.length) throw pathError(`${path}.${key}`, 'a group needs at least one test');
+    return { [key]: kids.map((k, i) => k.read(`${path}.${key}[${i}]`)) };
+  };
+  return box;
+}
+
+/** The conditions nest at most this deep (RULE_MAX_DEPTH in the rule engine). */
+const MAX_DEPTH = 8;
+
+/** Whether the tree editor can show a condition exactly (else it stays JSON). */
+function editable(c, depth = 0) {
+  if (!c || typeof c !== 'object' || Array.isArray(c) || depth > MAX_DEPTH) return false;
+  const list = c.all || c.any;
+  if (list) return Object.keys(c).length === 1 && Array.isArray(list) && list.length > 0 && list.every((x) => editable(x, depth + 1));
+  const op = opOf(c);
+  if (!op) return false;
+  if (c.metric) {
+    const keys = ['metric', 'window_days', 'days', op];
+    return METRICS.some(([k]) => k === c.metric) && Object.keys(c).every((k) => keys.includes(k)) && typeof c[op] === 'number'
+      && Number.isInteger(c.window_days) && (c.days === undefined || Number.isInteger(c.days));
+  }
+  if (!ATTRS.some(([k]) => k === c.attr) || Object.keys(c).length !== 2) return false;
+  if (c.attr === 'warranty_days_left') return typeof c[op] === 'number';
+  return op === 'in' ? Array.isArray(c.in) && c.in.length > 0 && c.in.every((x) => typeof x === 'string' && !x.includes(','))
+    : typeof c[op] === 'string' && TEXT_OPS.includes(op);
+}
+
+/** Whether the action rows can show an action list exactly. */
+function actionsEditable(list) {
+  const keys = { stage: ['type', 'to', 'reason'], ticket: ['type', 'title'], webhook: ['type', 'title'], reserve_spare: ['type'] };
+  return Array.isArray(list) && list.length > 0 && list.every((a) => a && keys[a.type]
+    && Object.keys(a).every((k) => keys[a.type].includes(k) && (k === 'type' || typeof a[k] === 'string')));
+}
+
+/** One action row of the form: the type and its parameters. */
 function actionRow(act, onRemove) {
   const type = h('select', { name: 'action-type', 'aria-label': 'Action' },
     ACTIONS.map(([k, l]) => h('option', { value: k, text: l, selected: k === act.type })));
   const to = h('select', { name: 'action-to', 'aria-label': 'To stage' },
     STAGES.map(([k, l]) => h('option', { value: k, text: l, selected: k === act.to })));
-  const title = h('input', { name: 'action-title', 'aria-label': 'Ticket title', placeholder: 'ticket title', value: act.title || '' });
+  const reason = h('input', { name: 'action-reason', 'aria-label': 'Reason', placeholder: 'reason (optional)', value: act.reason || '' });
+  const title = h('input', { name: 'action-title', 'aria-label': 'Title', placeholder: 'title (optional)', value: act.title || '' });
+  const spare = h('span', { class: 'muted small', text: 'a spare of the same model in the same data center' });
   const remove = h('button', { type: 'button', class: 'btn btn-small btn-secondary', text: 'Remove', 'aria-label': 'Remove this action' });
   const sync = () => {
     to.hidden = type.value !== 'stage';
-    title.hidden = type.value !== 'ticket';
+    reason.hidden = type.value !== 'stage';
+    title.hidden = type.value !== 'ticket' && type.value !== 'webhook';
+    spare.hidden = type.value !== 'reserve_spare';
   };
   type.addEventListener('change', sync);
   sync();
-  const row = h('li', { class: 'rule-action' }, type, to, title, remove);
+  const row = h('li', { class: 'rule-action' }, type, to, reason, title, spare, remove);
   remove.addEventListener('click', () => onRemove(row));
-  row.read = () => {
+  row.read = (path) => {
+    row.dataset.path = path;
     const o = { type: type.value };
     if (o.type === 'stage') o.to = to.value;
-    if (o.type === 'ticket' && title.value.trim()) o.title = title.value.trim();
+    if (o.type === 'stage' && reason.value.trim()) o.reason = reason.value.trim();
+    if ((o.type === 'ticket' || o.type === 'webhook') && title.value.trim()) o.title = title.value.trim();
     return o;
   };
   return row;
@@ -231,65 +319,155 @@ export async function renderRules(main, ctx) {
   }
 
   function openEditor(rule) {
-    const flat = flatTests(rule ? rule.condition : { all: [{ attr: 'kind', '=': 'gpu' }] });
-    const tests = h('ol', { class: 'rule-tests' });
+    const start = rule ? rule.condition : { all: [{ attr: 'kind', '=': 'gpu' }] };
+    // A condition that is one test is shown as a group of one, and saved
+    // as one test again while the group holds only it.
+    let bareLeaf = false;
+    let tree = null;
+    const treeSlot = h('div', { class: 'rule-tree', 'data-testid': 'rule-tree' });
     const acts = h('ol', { class: 'rule-actions' });
     const removeRow = (row) => row.remove();
-    const join = h('select', { name: 'join', 'aria-label': 'Match' },
-      h('option', { value: 'all', text: 'every test', selected: !flat || flat.join === 'all' }),
-      h('option', { value: 'any', text: 'any test', selected: flat && flat.join === 'any' }));
-    const json = h('textarea', { name: 'condition-json', rows: 6, class: 'mono', 'aria-label': 'Condition (JSON)' });
-    if (flat) for (const leaf of flat.list) tests.append(testRow(leaf, removeRow));
-    else json.value = JSON.stringify(rule.condition, null, 2);
-    for (const a of rule ? rule.actions : [{ type: 'stage', to: 'diagnostic_repair' }]) acts.append(actionRow(a, removeRow));
-    const addTest = h('button', { type: 'button', class: 'btn btn-small btn-secondary', text: 'Add a test' });
-    addTest.addEventListener('click', () => tests.append(testRow({ metric: 'xid_days', window_days: 30, '>': 3 }, removeRow)));
+    const condJson = h('textarea', { name: 'condition-json', rows: 8, class: 'mono', 'aria-label': 'Condition (JSON)' });
+    const actJson = h('textarea', { name: 'actions-json', rows: 4, class: 'mono', 'aria-label': 'Actions (JSON)' });
+    const advanced = h('input', { type: 'checkbox', name: 'advanced', id: 'rule-advanced' });
+    const note = h('p', { class: 'muted small', hidden: true, 'data-testid': 'rule-json-note' });
     const addAct = h('button', { type: 'button', class: 'btn btn-small btn-secondary', text: 'Add an action' });
     addAct.addEventListener('click', () => acts.append(actionRow({ type: 'ticket' }, removeRow)));
+
+    /** Shows a condition and actions in the tree editor. */
+    function showTree(cond, actions) {
+      bareLeaf = !(cond.all || cond.any);
+      tree = groupBox(bareLeaf ? { all: [cond] } : cond, null);
+      replace(treeSlot, tree);
+      replace(acts, ...actions.map((a) => actionRow(a, removeRow)));
+    }
+    /** The condition and actions the tree editor holds, checked. */
+    function readTree() {
+      const root = tree.read('condition');
+      const key = Object.keys(root)[0];
+      const condition = bareLeaf && root[key].length === 1 && !(root[key][0].all || root[key][0].any) ? root[key][0] : root;
+      const actions = [...acts.children].map((r, i) => r.read(`actions[${i}]`));
+      if (!actions.length) throw fieldError('actions', 'actions: add at least one action');
+      return { condition, actions };
+    }
+    /** The condition and actions the JSON view holds. */
+    function readJson() {
+      const parse = (el, what) => {
+        try { return JSON.parse(el.value); } catch (e) { throw fieldError(what, `${what}: not JSON (${e.message})`); }
+      };
+      return { condition: parse(condJson, 'condition'), actions: parse(actJson, 'actions') };
+    }
+    function setMode(json) {
+      advanced.checked = json;
+      treeSlot.hidden = json;
+      acts.hidden = json;
+      addAct.hidden = json;
+      condJson.hidden = !json;
+      actJson.hidden = !json;
+    }
+    if (editable(start) && actionsEditable(rule ? rule.actions : [{ type: 'stage', to: 'diagnostic_repair' }])) {
+      showTree(start, rule ? rule.actions : [{ type: 'stage', to: 'diagnostic_repair' }]);
+      setMode(false);
+    } else {
+      condJson.value = JSON.stringify(start, null, 2);
+      actJson.value = JSON.stringify(rule.actions, null, 2);
+      note.textContent = 'The editor cannot show this rule exactly; it is edited as JSON.';
+      note.hidden = false;
+      setMode(true);
+    }
+
     const name = field({ name: 'name', label: 'Name', required: true, value: rule ? rule.name : '', wide: true });
     const enabled = h('input', { type: 'checkbox', name: 'rule-enabled', id: 'rule-enabled', checked: rule ? rule.enabled : false });
     const alert = h('div', { class: 'form-alert', role: 'alert', hidden: true });
     const condField = h('div', { class: 'field field-wide', dataset: { field: 'condition' } },
-      h('label', { text: 'Condition' }),
-      flat ? h('p', {}, 'Match ', join, ':') : h('p', { class: 'muted', text: 'This condition nests; edit it as JSON.' }),
-      flat ? tests : json, flat ? addTest : null,
-      h('p', { class: 'field-error', hidden: true }));
+      h('label', { text: 'Condition' }), treeSlot, condJson, h('p', { class: 'field-error', hidden: true }));
     const actField = h('div', { class: 'field field-wide', dataset: { field: 'actions' } },
-      h('label', { text: 'Actions' }), acts, addAct, h('p', { class: 'field-error', hidden: true }));
+      h('label', { text: 'Actions' }), acts, addAct, actJson, h('p', { class: 'field-error', hidden: true }));
     const dryBtn = h('button', { type: 'button', class: 'btn btn-secondary', text: 'Dry run' });
     const save = h('button', { type: 'submit', class: 'btn btn-primary', text: rule ? 'Save' : 'Create' });
     const cancel = h('button', { type: 'button', class: 'btn btn-secondary', text: 'Cancel' });
     const form = h('form', { class: 'rule-form', novalidate: true }, alert,
       h('div', { class: 'form-grid' }, name,
         h('div', { class: 'field' }, h('label', { for: 'rule-enabled' }, enabled, ' Enabled (runs with the lifecycle:rules job)')),
+        h('div', { class: 'field' }, h('label', { for: 'rule-advanced' }, advanced, ' Advanced: edit as JSON'), note),
         condField, actField),
       h('div', { class: 'form-buttons' }, cancel, dryBtn, save));
 
-    function read() {
-      let condition;
-      if (flat) {
-        const leaves = [...tests.children].map((r) => r.read());
-        if (!leaves.length) throw fieldError('condition', 'Add at least one test');
-        condition = leaves.length === 1 ? leaves[0] : { [join.value]: leaves };
+    /** Shows err in the form, marking the test, group or action its path names. */
+    function fail(err) {
+      const path = err.path || (err.field && /^(condition|actions)[.[]/.test(err.field) ? err.field : null);
+      if (path && !err.path) {
+        // the server's answer: its field is the path into the rule
+        showError(form, fieldError(path.startsWith('actions') ? 'actions' : 'condition', `${path}: ${err.message}`));
       } else {
-        try { condition = JSON.parse(json.value); } catch (e) { throw fieldError('condition', `The condition is not JSON: ${e.message}`); }
+        showError(form, err);
       }
-      const actions = [...acts.children].map((r) => r.read());
-      if (!actions.length) throw fieldError('actions', 'Add at least one action');
-      return { name: form.elements.namedItem('name').value.trim(), enabled: enabled.checked, condition, actions };
+      if (!path) return;
+      // the element of the path, else of its nearest enclosing one
+      let el = null;
+      for (let p = path; p && !el;) {
+        el = form.querySelector(`[data-path="${CSS.escape(p)}"]`);
+        const up = p.replace(/(\.[a-z_]+|\[\d+\])$/, '');
+        if (up === p) break;
+        p = up;
+      }
+      if (el) {
+        el.classList.add('rule-invalid');
+        el.setAttribute('aria-invalid', 'true');
+        // the control the path names gets the focus, not the field's first
+        const names = { window_days: 'test-window', days: 'test-days', in: 'test-value', to: 'action-to' };
+        const last = path.match(/\.([a-z_]+)$/);
+        const control = (last && names[last[1]] && el.querySelector(`[name=${names[last[1]]}]`)) || el.querySelector('input, select');
+        for (const x of form.querySelectorAll('.field [aria-invalid]')) if (x !== el && x !== control) x.removeAttribute('aria-invalid');
+        if (control) {
+          control.setAttribute('aria-invalid', 'true');
+          control.focus();
+        }
+      }
+    }
+    function clear() {
+      clearErrors(form);
+      for (const el of form.querySelectorAll('.rule-invalid')) el.classList.remove('rule-invalid');
+    }
+    advanced.addEventListener('change', () => {
+      clear();
+      try {
+        if (advanced.checked) {
+          const body = readTree();
+          condJson.value = JSON.stringify(body.condition, null, 2);
+          actJson.value = JSON.stringify(body.actions, null, 2);
+          note.hidden = true;
+          setMode(true);
+        } else {
+          const body = readJson();
+          if (!editable(body.condition)) throw fieldError('condition', 'condition: the editor cannot show this condition; keep editing it as JSON');
+          if (!actionsEditable(body.actions)) throw fieldError('actions', 'actions: the editor cannot show these actions; keep editing them as JSON');
+          showTree(body.condition, body.actions);
+          note.hidden = true;
+          setMode(false);
+        }
+      } catch (err) {
+        advanced.checked = !advanced.checked;
+        fail(err);
+      }
+    });
+
+    function read() {
+      const body = advanced.checked ? readJson() : readTree();
+      return { name: form.elements.namedItem('name').value.trim(), enabled: enabled.checked, ...body };
     }
     dryBtn.addEventListener('click', async () => {
-      clearErrors(form);
+      clear();
       try {
         const body = read();
         showReport(await api('POST', '/api/v1/lifecycle-rules/dry-run', { name: body.name || undefined, condition: body.condition, actions: body.actions }),
           `Dry run: ${body.name || 'unsaved rule'}`);
-      } catch (err) { showError(form, err); }
+      } catch (err) { fail(err); }
     });
     cancel.addEventListener('click', () => { editor.hidden = true; replace(editor); });
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
-      clearErrors(form);
+      clear();
       try {
         const body = read();
         if (!body.name) throw fieldError('name', 'Name is required');
@@ -299,7 +477,7 @@ export async function renderRules(main, ctx) {
         editor.hidden = true;
         replace(editor);
         load();
-      } catch (err) { showError(form, err); }
+      } catch (err) { fail(err); }
     });
     editor.hidden = false;
     replace(editor, h('div', { class: 'panel-head' }, h('h2', { text: rule ? `Edit: ${rule.name}` : 'New rule' })), form);
