@@ -4,6 +4,6 @@
 -- itself went active as the replacement. `ended_by` is who (or what)
 -- ended it and `end_reason` the reason given. A reservation ended before
 -- this migration keeps ended_as NULL and reads as 'released'.
-ALTER TABLE asset_reservations ADD COLUMN ended_as TEXT;
-ALTER TABLE asset_reservations ADD COLUMN ended_by TEXT;
-ALTER TABLE asset_reservations ADD COLUMN end_reason TEXT;
+ALTER TABLE asset_reservations ADD COLUMN ended_as TEXT COLLATE "C";
+ALTER TABLE asset_reservations ADD COLUMN ended_by TEXT COLLATE "C";
+ALTER TABLE asset_reservations ADD COLUMN end_reason TEXT COLLATE "C";
