@@ -507,11 +507,16 @@ static int run_actions(struct conn *c, const json_t *actions, const struct actx 
                 allowed = allowed || strcmp(next[k], to) == 0;
             json_object_set_new(res, "from", json_string(a->stage));
             json_object_set_new(res, "to", json_string(to));
+            const char *why_text = json_string_value(json_object_get(act, "reason"));
+            char given[1024];
+            if (why_text && *why_text) /* the action's own reason first, then the rule's */
+                gi_fmt(given, sizeof given, "%s; %s", why_text, reason);
             if (dry) {
                 json_object_set_new(res, "result", json_string(allowed ? "would_move" : "refused"));
             } else {
                 err[0] = '\0';
-                rc = asset_stage_change(c, a->id, to, reason, actor, false, now, err, sizeof err);
+                rc = asset_stage_change(c, a->id, to, why_text && *why_text ? given : reason, actor,
+                                        false, now, err, sizeof err);
                 if (rc == GI_CONFLICT) {
                     rc = GI_OK;
                     json_object_set_new(res, "result", json_string("refused"));

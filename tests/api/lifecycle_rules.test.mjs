@@ -155,3 +155,16 @@ test('health on the asset and at /health', async () => {
   assert.equal(hh.reasons[0].penalty, 20);
   assertError(await h.s.api('GET', '/api/v1/assets/NOPE-404/health'), 404);
 });
+
+test("a stage action's own reason comes first in the move's reason", async () => {
+  const a = await mkAsset({ tag: uniq('RSN'), model: uniq('m') });
+  const r = ok(await h.s.api('POST', '/api/v1/lifecycle-rules', {
+    body: { name: uniq('reason'), condition: { attr: 'tag', '=': a.tag },
+      actions: [{ type: 'stage', to: 'diagnostic_repair', reason: 'reseat and test' }] },
+  }), 201);
+  const rep = ok(await h.s.api('POST', `/api/v1/lifecycle-rules/${r.id}/run`));
+  assert.equal(rep.matches[0].actions[0].result, 'moved');
+  const [ev] = (await events(a.tag)).filter((e) => e.kind === 'stage');
+  assert.equal(ev.detail.to, 'diagnostic_repair');
+  assert.equal(ev.detail.reason, `reseat and test; rule ${r.id} (${r.name})`);
+});
