@@ -1,5 +1,6 @@
 /* NetBox list pages (tests/fixtures/netbox) into asset records: v4 and v2
- * devices, modules, inventory items, paging fields, per-field degrading. */
+ * devices, modules, inventory items, paging fields, per-field degrading;
+ * the answer of a device lookup by serial. */
 #include "unit.h"
 
 #include <stdbool.h>
@@ -211,12 +212,64 @@ static void detail_and_stages(void **state)
     assert_null(netbox_stage_for("custom-status"));
 }
 
+/* One lookup answer: its status, and on GI_OK the matches and total. */
+static int lookup(const char *body, json_t **m, int64_t *total)
+{
+    char err[NETBOX_ERR_LEN];
+    int rc = netbox_lookup_parse(body, strlen(body), "SER-1", m, total, err, sizeof err);
+
+    if (rc == GI_INVALID)
+        assert_true(err[0] != '\0');
+    return rc;
+}
+
+static void lookup_by_serial(void **state)
+{
+    json_t *m = NULL;
+    int64_t total = -1;
+
+    (void)state;
+    /* one device, its serial in another case: NetBox's filter ignores case */
+    assert_int_equal(lookup("{\"count\":1,\"next\":null,\"results\":[{\"id\":7,\"serial\":"
+                            "\"ser-1\",\"name\":\"n7\"}]}",
+                            &m, &total),
+                     GI_OK);
+    assert_int_equal(total, 1);
+    assert_int_equal(json_array_size(m), 1);
+    INT(json_array_get(m, 0), "id", 7);
+    STR(json_array_get(m, 0), "name", "n7");
+    json_decref(m);
+    /* none, and several (count beyond the page) */
+    assert_int_equal(lookup("{\"count\":0,\"results\":[]}", &m, &total), GI_OK);
+    assert_int_equal(total, 0);
+    assert_int_equal(json_array_size(m), 0);
+    json_decref(m);
+    assert_int_equal(lookup("{\"count\":3,\"results\":[{\"id\":1,\"serial\":\"SER-1\"},"
+                            "{\"id\":2,\"serial\":\"SER-1\"}]}",
+                            &m, &total),
+                     GI_OK);
+    assert_int_equal(total, 3);
+    assert_int_equal(json_array_size(m), 2);
+    json_decref(m);
+    /* a NetBox that ignored the filter, a device without id, no list */
+    m = NULL;
+    assert_int_equal(lookup("{\"count\":2,\"results\":[{\"id\":1,\"serial\":\"SER-1\"},"
+                            "{\"id\":2,\"serial\":\"OTHER\"}]}",
+                            &m, &total),
+                     GI_INVALID);
+    assert_null(m);
+    assert_int_equal(lookup("{\"results\":[{\"serial\":\"SER-1\"}]}", &m, &total), GI_INVALID);
+    assert_int_equal(lookup("{\"detail\":\"Invalid token\"}", &m, &total), GI_INVALID);
+    assert_int_equal(lookup("not json", &m, &total), GI_INVALID);
+    assert_null(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(devices_v4),        cmocka_unit_test(devices_v2),
         cmocka_unit_test(modules_and_items), cmocka_unit_test(broken_pages),
-        cmocka_unit_test(detail_and_stages),
+        cmocka_unit_test(detail_and_stages), cmocka_unit_test(lookup_by_serial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

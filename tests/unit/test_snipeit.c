@@ -1,6 +1,7 @@
 /* Snipe-IT hardware pages (tests/fixtures/snipeit) into asset records:
  * HTML-escaped strings, "36 months", locale money, date objects, custom
- * fields by label, status_label / status, error answers with HTTP 200. */
+ * fields by label, status_label / status, error answers with HTTP 200;
+ * the answer of a lookup by serial. */
 #include "unit.h"
 
 #include <string.h>
@@ -203,11 +204,65 @@ static void months(void **state)
     assert_null(snipeit_stage_for("other"));
 }
 
+/* One byserial answer: its status, and on GI_OK the matches and total. */
+static int lookup(const char *body, json_t **m, int64_t *total)
+{
+    char err[SNIPEIT_ERR_LEN];
+    int rc = snipeit_lookup_parse(body, strlen(body), "A&B-1", m, total, err, sizeof err);
+
+    if (rc == GI_INVALID)
+        assert_true(err[0] != '\0');
+    return rc;
+}
+
+static void lookup_by_serial(void **state)
+{
+    json_t *m = NULL;
+    int64_t total = -1;
+
+    (void)state;
+    /* the serial as Snipe-IT sends it: HTML-escaped, another case */
+    assert_int_equal(
+        lookup("{\"total\":1,\"rows\":[{\"id\":12,\"serial\":\"a&amp;b-1\"}]}", &m, &total), GI_OK);
+    assert_int_equal(total, 1);
+    INT(json_array_get(m, 0), "id", 12);
+    json_decref(m);
+    /* "none" is Snipe-IT's error answer with HTTP 200 */
+    assert_int_equal(lookup("{\"status\":\"error\",\"messages\":\"Asset does not exist.\","
+                            "\"payload\":null}",
+                            &m, &total),
+                     GI_OK);
+    assert_int_equal(total, 0);
+    assert_int_equal(json_array_size(m), 0);
+    json_decref(m);
+    assert_int_equal(lookup("{\"total\":2,\"rows\":[{\"id\":1,\"serial\":\"A&amp;B-1\"},"
+                            "{\"id\":2,\"serial\":\"A&amp;B-1\"}]}",
+                            &m, &total),
+                     GI_OK);
+    assert_int_equal(total, 2);
+    json_decref(m);
+    m = NULL;
+    /* another serial, no id, a Laravel error, not JSON */
+    assert_int_equal(lookup("{\"total\":1,\"rows\":[{\"id\":1,\"serial\":\"OTHER\"}]}", &m, &total),
+                     GI_INVALID);
+    assert_null(m);
+    assert_int_equal(lookup("{\"total\":1,\"rows\":[{\"serial\":\"A&amp;B-1\"}]}", &m, &total),
+                     GI_INVALID);
+    assert_int_equal(lookup("{\"message\":\"Unauthenticated.\"}", &m, &total), GI_INVALID);
+    assert_int_equal(lookup("<html>", &m, &total), GI_INVALID);
+    assert_null(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(page1), cmocka_unit_test(page2_degrades), cmocka_unit_test(errors),
-        cmocka_unit_test(html),  cmocka_unit_test(money),          cmocka_unit_test(months),
+        cmocka_unit_test(page1),
+        cmocka_unit_test(page2_degrades),
+        cmocka_unit_test(errors),
+        cmocka_unit_test(html),
+        cmocka_unit_test(money),
+        cmocka_unit_test(months),
+        cmocka_unit_test(lookup_by_serial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
