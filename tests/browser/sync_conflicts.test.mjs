@@ -1,7 +1,8 @@
 // Dashboard, asset page: the "Sync conflicts" block lists a field NetBox
 // changed since the last sync (ours, theirs, what it was), keeping theirs
 // resolves it through the API and the block goes away; an asset without
-// conflicts shows no block.
+// conflicts shows no block; a lookup by serial that linked nothing shows
+// as "not linked" and stopping its lookups resolves it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
@@ -66,4 +67,18 @@ test('an asset without conflicts shows no block', async () => {
   await page.locator('[data-testid=asset-tag]', { hasText: 'NB-2' }).waitFor();
   await page.locator('[data-testid=sync-conflicts]').waitFor({ state: 'attached' });
   assert.equal(await page.locator('[data-testid=sync-conflicts]').isVisible(), false);
+});
+
+test('a lookup by serial that linked nothing shows as "not linked"; stopping the lookups resolves it', async () => {
+  await dbQuery(server.db, `INSERT INTO sync_conflicts (asset_id, source_id, field, ours, theirs, base, detected_at)
+    VALUES ((SELECT id FROM assets WHERE tag = 'NB-2'), ${source.id}, 'link', 'SN-NB-2', '2 devices have this serial', NULL, ${Math.floor(Date.now() / 1000)})`);
+  await page.reload();
+  const block = page.locator('[data-testid=sync-conflicts]');
+  await block.locator('li', { hasText: 'NetBox: not linked' }).waitFor();
+  assert.match(await block.textContent(), /2 devices have this serial \(serial SN-NB-2\); nothing was written/);
+  await block.getByRole('button', { name: 'Stop looking it up' }).click();
+  await block.waitFor({ state: 'hidden' });
+  const all = await call('GET', '/api/v1/assets/NB-2/conflicts?state=all');
+  assert.deepEqual(all.items.map((k) => [k.field, k.resolution]), [['link', 'theirs']]);
+  assert.deepEqual(errors, []);
 });

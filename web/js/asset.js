@@ -199,7 +199,8 @@ function syncConflictsPanel(tag) {
   async function resolve(k, keep) {
     try {
       await api('POST', `/api/v1/sync-conflicts/${k.id}/resolve`, { keep });
-      toast(keep === 'ours' ? `gpuinv's ${k.field} will be sent to ${system(k)}` : `${system(k)}'s ${k.field} is kept`);
+      if (k.field === 'link') toast(keep === 'ours' ? `${k.asset} will be looked up in ${system(k)} again` : `${k.asset} is no longer looked up in ${system(k)}`);
+      else toast(keep === 'ours' ? `gpuinv's ${k.field} will be sent to ${system(k)}` : `${system(k)}'s ${k.field} is kept`);
     } catch (err) {
       toast(err.message, 'error');
     }
@@ -215,15 +216,18 @@ function syncConflictsPanel(tag) {
     box.hidden = Array.isArray(list) && list.length === 0;
     replace(body, list === null ? h('p', { class: 'muted pad', text: 'Sync conflicts could not be read.' })
       : h('ul', { class: 'plain-list' }, list.map((k) => h('li', { dataset: { conflict: String(k.id) } },
-        h('strong', { text: `${system(k)} ${k.field}` }),
-        h('span', { text: `: gpuinv has ${text(k.ours)}, ${system(k)} has ${text(k.theirs)}` }),
+        // a lookup by serial that linked nothing is a finding on "link"
+        k.field === 'link' ? h('strong', { text: `${system(k)}: not linked` })
+          : h('strong', { text: `${system(k)} ${k.field}` }),
+        k.field === 'link' ? h('span', { text: `: ${text(k.theirs)} (serial ${text(k.ours)}); nothing was written` })
+          : h('span', { text: `: gpuinv has ${text(k.ours)}, ${system(k)} has ${text(k.theirs)}` }),
         k.base != null ? h('span', { class: 'muted small', text: ` (was ${k.base} at the last sync)` }) : null,
         h('span', { class: 'muted small' }, ' · ', timeAgo(k.detected_at)),
         canWrite() ? h('span', { class: 'link-row' }, ' ',
           h('button', { type: 'button', class: 'btn btn-small', 'data-testid': 'keep-ours',
-            on: { click: () => resolve(k, 'ours') }, text: 'Keep ours' }), ' ',
+            on: { click: () => resolve(k, 'ours') }, text: k.field === 'link' ? 'Look it up again' : 'Keep ours' }), ' ',
           h('button', { type: 'button', class: 'btn btn-small btn-secondary', 'data-testid': 'keep-theirs',
-            on: { click: () => resolve(k, 'theirs') }, text: 'Keep theirs' })) : null))));
+            on: { click: () => resolve(k, 'theirs') }, text: k.field === 'link' ? 'Stop looking it up' : 'Keep theirs' })) : null))));
   }
   load();
   return box;
