@@ -243,7 +243,8 @@ static bool asset_filter_or_reply(struct req *r, bool with_stage, struct store_a
         !date_param_or_reply(r, "warranty_after", &f->warranty_after) ||
         !date_param_or_reply(r, "ends_after", &f->ends_after) ||
         !date_param_or_reply(r, "ends_before", &f->ends_before) ||
-        !datacenter_or_reply(r, &f->datacenter_id) || !who_dc_filter_or_reply(r, &f->datacenter_id))
+        !datacenter_or_reply(r, &f->datacenter_id) ||
+        !who_dc_filter_or_reply(r, &f->datacenter_id, &f->scope))
         return false;
     if (f->kind && !store_asset_kind_valid(f->kind)) {
         reply_error(r, 400, "invalid_parameter", "kind",
@@ -359,7 +360,8 @@ void api_asset_events_export(struct req *r)
     if (!req_page_or_reply(r, sortable, &pg) || !range_or_reply(r, &from, &to) ||
         !req_param_str_or_reply(r, "kind", 32, &f.kind) ||
         !req_param_str_or_reply(r, "asset_kind", 16, &f.asset_kind) ||
-        !datacenter_or_reply(r, &f.datacenter_id) || !who_dc_filter_or_reply(r, &f.datacenter_id))
+        !datacenter_or_reply(r, &f.datacenter_id) ||
+        !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     if (f.asset_kind && !store_asset_kind_valid(f.asset_kind)) {
         reply_error(r, 400, "invalid_parameter", "asset_kind",

@@ -222,6 +222,17 @@ static bool owner_field_or_reply(struct req *r, const json_t *body, const char *
     return true;
 }
 
+/* A GPU, host or resource outside the token's data centers is answered
+ * as a missing one, for a read and for a change alike. */
+static bool owner_scope_or_reply(struct req *r, enum store_owner_target t, const char *key)
+{
+    return who_may_see_or_reply(r,
+                                t == STORE_OWNER_GPU    ? WHO_GPU
+                                : t == STORE_OWNER_HOST ? WHO_HOST_NAME
+                                                        : WHO_RESOURCE,
+                                key, r->id);
+}
+
 void api_owner_put(struct req *r)
 {
     static const char *const fields[] = {"team", "env", "pool", "effective_from", NULL};
@@ -233,7 +244,7 @@ void api_owner_put(struct req *r)
     int st;
 
     t = owner_target(r, key, sizeof key);
-    if (!req_json_body_or_reply(r, &body))
+    if (!owner_scope_or_reply(r, t, key) || !req_json_body_or_reply(r, &body))
         return;
     if (!json_known_or_reply(r, body, fields) ||
         !owner_field_or_reply(r, body, "team", &in.team, &in.has_team) ||
@@ -266,11 +277,7 @@ void api_owner_get(struct req *r)
     int st;
 
     t = owner_target(r, key, sizeof key);
-    if (!who_may_see_or_reply(r,
-                              t == STORE_OWNER_GPU    ? WHO_GPU
-                              : t == STORE_OWNER_HOST ? WHO_HOST_NAME
-                                                      : WHO_RESOURCE,
-                              key, r->id))
+    if (!owner_scope_or_reply(r, t, key))
         return;
     if (t == STORE_OWNER_GPU) {
         if (!req_param_str_or_reply(r, "at", 40, &at_p))
@@ -306,11 +313,13 @@ void api_owner_unowned(struct req *r)
     struct store_page pg;
     json_t *items = NULL;
     int64_t total = 0;
+    struct store_scope sc;
     int st;
 
     if (!req_page_or_reply(r, unsorted, &pg))
         return;
-    if ((st = store_owner_unowned(r->store, &pg, &items, &total)) != GI_OK) {
+    who_scope(r, &sc);
+    if ((st = store_owner_unowned(r->store, &sc, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "unowned GPUs");
         return;
     }

@@ -26,6 +26,9 @@
 #include <sys/random.h>
 #include <time.h>
 
+/* An unowned GPU is where its host is. */
+#define UNOWNED_SCOPE STORE_SCOPE_IN("h.datacenter_id")
+
 #define STATEMENTS(X)                                                                              \
     X(REV_GET, "SELECT token FROM owner_revision WHERE id = 1")                                    \
     X(REV_BUMP, "INSERT INTO owner_revision (id, rev, token) VALUES (1, 1, :token) ON CONFLICT "   \
@@ -62,11 +65,13 @@
                      "= :name")                                                                    \
     X(RES_GPUS, "SELECT g.id FROM gpus g JOIN host_links l ON l.host_id = g.host_id WHERE "        \
                 "l.resource_id = :id")                                                             \
-    X(UNOWNED_COUNT, "SELECT COUNT(*) FROM gpus g WHERE COALESCE(g.owner_team, g.team, '') = ''")  \
+    X(UNOWNED_COUNT, "SELECT COUNT(*) FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id WHERE "    \
+                     "COALESCE(g.owner_team, g.team, '') = '' AND " UNOWNED_SCOPE)                 \
     X(UNOWNED, "SELECT g.uuid, h.hostname AS host, g.model, g.cluster, g.team, g.env, s.name AS "  \
                "source, g.source_id AS owner_source_id, g.owner_json FROM gpus g LEFT JOIN hosts " \
                "h ON h.id = g.host_id LEFT JOIN sources s ON s.id = g.source_id WHERE "            \
-               "COALESCE(g.owner_team, g.team, '') = '' ORDER BY h.hostname, g.idx, g.uuid " PAGE)
+               "COALESCE(g.owner_team, g.team, '') = '' AND " UNOWNED_SCOPE                        \
+               " ORDER BY h.hostname, g.idx, g.uuid " PAGE)
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -818,15 +823,15 @@ cleanup:
     return rc;
 }
 
-static void bind_nothing(struct db_stmt *s, const void *f) { (void)s, (void)f; }
+static void bind_scope(struct db_stmt *s, const void *sc) { db_bind_scope(s, sc); }
 
-int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **items,
-                        int64_t *total)
+int store_owner_unowned(struct store *st, const struct store_scope *sc, const struct store_page *pg,
+                        json_t **items, int64_t *total)
 {
     size_t i;
     json_t *g;
-    int rc = db_list_page(st, stmt_sql[ST_UNOWNED_COUNT], stmt_sql[ST_UNOWNED], bind_nothing, NULL,
-                          pg, items, total);
+    int rc = db_list_page(st, stmt_sql[ST_UNOWNED_COUNT], stmt_sql[ST_UNOWNED], bind_scope, sc, pg,
+                          items, total);
 
     if (rc == GI_OK)
         json_array_foreach(*items, i, g)
