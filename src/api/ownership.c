@@ -411,7 +411,7 @@ void api_rules_create(struct req *r)
     json_t *body = NULL, *out = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!who_unconfined_or_reply(r, "an ownership rule") || !req_json_body_or_reply(r, &body))
         return;
     if (rule_body_or_reply(r, body, true, &rule)) {
         if ((st = store_rule_create(r->store, r->who.name, &rule, &out, &err)) != GI_OK)
@@ -440,7 +440,7 @@ void api_rules_update(struct req *r)
     json_t *body = NULL, *out = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!who_unconfined_or_reply(r, "an ownership rule") || !req_json_body_or_reply(r, &body))
         return;
     if (rule_body_or_reply(r, body, false, &rule)) {
         if ((st = store_rule_update(r->store, r->who.name, r->id, &rule, &out, &err)) != GI_OK)
@@ -453,7 +453,11 @@ void api_rules_update(struct req *r)
 
 void api_rules_delete(struct req *r)
 {
-    int st = store_rule_delete(r->store, r->who.name, r->id);
+    int st;
+
+    if (!who_unconfined_or_reply(r, "an ownership rule"))
+        return;
+    st = store_rule_delete(r->store, r->who.name, r->id);
 
     if (st != GI_OK)
         reply_status(r, st, "ownership rule");
@@ -468,13 +472,15 @@ void api_rules_dry_run(struct req *r)
     struct store_rule rule;
     struct store_owner_err err = {"", ""};
     json_t *body = NULL, *items = NULL;
+    struct store_scope sc;
     int64_t total = 0;
     int st;
 
     if (!req_json_body_or_reply(r, &body))
         return;
     if (rule_body_or_reply(r, body, true, &rule)) {
-        st = store_rule_dry_run(r->store, &rule, 100, &items, &total, &err);
+        who_scope(r, &sc);
+        st = store_rule_dry_run(r->store, &rule, &sc, 100, &items, &total, &err);
         if (st != GI_OK) {
             json_decref(items);
             rule_error_reply(r, st, &err);
@@ -562,7 +568,9 @@ void api_owner_import(struct req *r)
 
     for (int k = 0; k < COL__COUNT; k++)
         col[k] = -1;
-    if (!import_open_or_reply(r, &c, &im))
+    /* its rows may name any GPU, host or resource: refused before the
+     * body is read, as ownership rules are */
+    if (!who_unconfined_or_reply(r, "an owner import") || !import_open_or_reply(r, &c, &im))
         goto cleanup;
     for (i = 0; i < json_array_size(im.header); i++) {
         const char *name = json_string_value(json_array_get(im.header, i));

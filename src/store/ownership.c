@@ -26,7 +26,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-/* An unowned GPU is where its host is. */
+/* An unowned GPU, or one a rule's dry run matches, is where its host is. */
 #define UNOWNED_SCOPE STORE_SCOPE_IN("h.datacenter_id")
 
 #define STATEMENTS(X)                                                                              \
@@ -54,6 +54,9 @@
       "(target = 'host' AND target_id = :hid) OR (target = 'resource' AND "                        \
       "target_id = :rid)")                                                                         \
     X(GPU_IDS, "SELECT id FROM gpus ORDER BY id")                                                  \
+    X(GPU_IDS_IN,                                                                                  \
+      "SELECT g.id FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id WHERE " UNOWNED_SCOPE         \
+      " ORDER BY g.id")                                                                            \
     X(GPU_OWNER_SET, "UPDATE gpus SET owner_team = :team, owner_env = :env, owner_pool = :pool, "  \
                      "owner_cluster = :cluster, owner_cloud = :cloud, owner_json = :json WHERE "   \
                      "id = :id")                                                                   \
@@ -638,7 +641,8 @@ int owner_refresh_at(struct conn *c, int64_t gpu_id, int64_t now)
 }
 
 /* The ids a one-integer-parameter statement returns (caller frees). */
-static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t **ids, size_t *n)
+static int collect_ids_in(struct conn *c, enum stmt_id id, int64_t param,
+                          const struct store_scope *sc, int64_t **ids, size_t *n)
 {
     struct db_stmt *s = prep(c, id);
     size_t cap = 0;
@@ -649,6 +653,7 @@ static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t *
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", param);
+    db_bind_scope(s, sc);
     while ((step = db_step(c, s)) == DB_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 16;
@@ -664,6 +669,11 @@ static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t *
     }
     db_reset(s);
     return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t **ids, size_t *n)
+{
+    return collect_ids_in(c, id, param, NULL, ids, n);
 }
 
 int owner_refresh(struct conn *c, int64_t gpu_id)
@@ -839,8 +849,8 @@ int store_owner_unowned(struct store *st, const struct store_scope *sc, const st
     return rc;
 }
 
-int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
-                       int64_t *total, struct store_owner_err *err)
+int store_rule_dry_run(struct store *st, const struct store_rule *in, const struct store_scope *sc,
+                       int64_t limit, json_t **items, int64_t *total, struct store_owner_err *err)
 {
     struct conn *c = db_conn_get(st);
     struct owner_cache k = {0};
@@ -853,7 +863,7 @@ int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t li
     *total = 0;
     db_read_begin(c);
     if ((rc = owner_rule_check(c, in, err)) != GI_OK ||
-        (rc = collect_ids(c, ST_GPU_IDS, 0, &ids, &n)) != GI_OK)
+        (rc = collect_ids_in(c, ST_GPU_IDS_IN, 0, sc, &ids, &n)) != GI_OK)
         goto cleanup;
     r.kind = (enum rule_kind)rule_kind_of(in->match_kind);
     gi_strlcpy(r.key, in->match_key ? in->match_key : "", sizeof r.key);

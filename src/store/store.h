@@ -601,9 +601,10 @@ int store_rule_get(struct store *st, int64_t id, json_t **out);
 int store_rule_update(struct store *st, const char *actor, int64_t id, const struct store_rule *in,
                       json_t **out, struct store_owner_err *err);
 int store_rule_delete(struct store *st, const char *actor, int64_t id);
-/* The GPUs a rule would match now (at most `limit`, and *total of them). */
-int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
-                       int64_t *total, struct store_owner_err *err);
+/* The GPUs a rule would match now (at most `limit`, and *total of them),
+ * of those in sc (NULL: all) by their host. */
+int store_rule_dry_run(struct store *st, const struct store_rule *in, const struct store_scope *sc,
+                       int64_t limit, json_t **items, int64_t *total, struct store_owner_err *err);
 
 /* ---- periodic jobs (jobs.c) ----
  * Each periodic job (pull:<source id>, ...) has one lease row shared by

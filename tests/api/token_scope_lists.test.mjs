@@ -7,7 +7,9 @@
 // of two data centers lists both without naming one, with the paging of
 // an unconfined token; owner changes, opening and closing tickets and
 // resolving a sync conflict outside the scope answer 404 exactly as for a
-// missing thing and change nothing; lifecycle rules are refused (403).
+// missing thing and change nothing; lifecycle and ownership rules and
+// owner imports are refused (403), and an ownership rule's dry run is
+// narrowed.
 // Pull-found rows (nodes, pods, jobs, instances, conflicts, pushes) are
 // written straight into the database, tied to the hosts, GPUs and assets
 // the test made.
@@ -208,6 +210,21 @@ INSERT INTO cloud_instances (source_id, provider, scope, instance_id, state, hos
     const r = assertError(await h.s.api('POST', `/api/v1/sync-conflicts/${B.conflictId}/resolve`, { body: { keep: 'ours' }, auth: editorA.token }), 404);
     assert.deepEqual(r, assertError(await h.s.api('POST', '/api/v1/sync-conflicts/99999999/resolve', { body: { keep: 'ours' }, auth: editorA.token }), 404));
     assert.equal(await one(`SELECT COUNT(*) FROM sync_conflicts WHERE id = ${B.conflictId} AND resolved_at IS NULL`), '1');
+  });
+
+  test("an ownership rule's dry run matches only A's GPUs for a token of A; ownership rules and owner imports are refused to it", async () => {
+    const rule = { match: { kind: 'host_pattern', value: 'h?-*' }, set: { team: 'ours' } };
+    const run = async (auth) => ok(await h.s.api('POST', '/api/v1/ownership-rules/dry-run', { body: rule, ...(auth ? { auth } : {}) }));
+    const mine = await run(viewerA.token);
+    assert.deepEqual(mine.items.map((x) => x.uuid), [A.uuid]);
+    assert.equal(mine.total, 1);
+    assert.deepEqual(sorted((await run(both.token)).items.map((x) => x.uuid)), sorted([A.uuid, B.uuid]));
+    assert.equal((await run()).total, 2);
+    const before = ok(await h.s.api('GET', '/api/v1/ownership-rules')).total;
+    assertError(await h.s.api('POST', '/api/v1/ownership-rules', { body: { name: uniq('own'), ...rule }, auth: editorA.token }), 403, { code: 'forbidden', field: 'datacenter' });
+    assert.equal(ok(await h.s.api('GET', '/api/v1/ownership-rules')).total, before);
+    assertError(await h.s.api('POST', '/api/v1/ownership/import', { body: `gpu_uuid,team\n${B.uuid},intruders\n`, contentType: 'text/csv', auth: editorA.token }), 403, { code: 'forbidden' });
+    assert.deepEqual(ok(await h.s.api('GET', `/api/v1/gpus/${B.uuid}/owner`)).items, []);
   });
 
   test('lifecycle rules are refused to a confined token and answer an unconfined one', async () => {
