@@ -244,7 +244,7 @@ static bool asset_filter_or_reply(struct req *r, bool with_stage, struct store_a
         !date_param_or_reply(r, "ends_after", &f->ends_after) ||
         !date_param_or_reply(r, "ends_before", &f->ends_before) ||
         !api_datacenter_param_or_reply(r, &f->datacenter_id) ||
-        !who_dc_filter_or_reply(r, &f->datacenter_id))
+        !who_dc_filter_or_reply(r, &f->datacenter_id, &f->scope))
         return false;
     if (f->kind && !store_asset_kind_valid(f->kind)) {
         reply_error(r, 400, "invalid_parameter", "kind",
@@ -361,7 +361,7 @@ void api_asset_events_export(struct req *r)
         !req_param_str_or_reply(r, "kind", 32, &f.kind) ||
         !req_param_str_or_reply(r, "asset_kind", 16, &f.asset_kind) ||
         !api_datacenter_param_or_reply(r, &f.datacenter_id) ||
-        !who_dc_filter_or_reply(r, &f.datacenter_id))
+        !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     if (f.asset_kind && !store_asset_kind_valid(f.asset_kind)) {
         reply_error(r, 400, "invalid_parameter", "asset_kind",

@@ -1,5 +1,6 @@
 /* The audit trail: every write, who made it, and the record before/after. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -17,6 +18,7 @@ void api_audit_list(struct req *r)
         !req_param_int_or_reply(r, "entity_id", 1, INT64_MAX, &f.entity_id) ||
         !req_param_str_or_reply(r, "actor", 128, &f.actor))
         return;
+    who_scope(r, &f.scope);
     if ((st = store_audit_list(r->store, &f, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "audit");
         return;

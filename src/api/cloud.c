@@ -1,6 +1,7 @@
 /* What cloud sources found: the instances of the listed regions,
  * projects and subscriptions, with their placeholder GPU records. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -40,6 +41,7 @@ void api_cloud_instances(struct req *r)
                     "state must be pending, running, stopping, stopped, terminated or unknown");
         return;
     }
+    who_scope(r, &f.scope);
     if ((st = store_cloud_instances(r->store, &f, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "instances");
         return;

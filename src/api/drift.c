@@ -22,7 +22,7 @@ void api_drift_list(struct req *r)
 
     if (!req_page_or_reply(r, unsorted, &pg) || !req_param_str_or_reply(r, "kind", 32, &f.kind) ||
         !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
-        !who_dc_filter_or_reply(r, &f.datacenter_id))
+        !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     if (f.kind && *f.kind == '\0')
         f.kind = NULL;

@@ -40,7 +40,7 @@ void api_gpus_list(struct req *r)
         !req_param_int_or_reply(r, "source", 1, INT64_MAX, &f.source_id) ||
         !req_param_bool_or_reply(r, "stale", &stale) ||
         !req_param_str_or_reply(r, "state", 16, &f.state) ||
-        !who_dc_filter_or_reply(r, &f.datacenter_id))
+        !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     if (f.state && strcmp(f.state, "in_use") && strcmp(f.state, "idle") &&
         strcmp(f.state, "unknown") && strcmp(f.state, "stale") && strcmp(f.state, "missing")) {

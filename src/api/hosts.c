@@ -23,7 +23,8 @@ void api_hosts_list(struct req *r)
     if (!req_page_or_reply(r, unsorted, &pg) ||
         !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
         !req_param_bool_or_reply(r, "linked", &linked) ||
-        !req_param_str_or_reply(r, "q", 128, &f.q) || !who_dc_filter_or_reply(r, &f.datacenter_id))
+        !req_param_str_or_reply(r, "q", 128, &f.q) ||
+        !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     if (linked_p && *linked_p)
         f.linked = linked ? 1 : 0;

@@ -1,6 +1,7 @@
 /* What Kubernetes sources found: nodes with GPU capacity and the pods that
  * requested GPUs, running now or ended. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "store/store.h"
 
@@ -13,6 +14,7 @@ static bool filter_or_reply(struct req *r, struct store_k8s_filter *f)
     const char *a = req_param(r, "active");
 
     f->active = -1;
+    who_scope(r, &f->scope);
     if (!req_param_str_or_reply(r, "cluster", 128, &f->cluster) ||
         !req_param_str_or_reply(r, "node", 253, &f->node) ||
         !req_param_str_or_reply(r, "namespace", 253, &f->ns) ||

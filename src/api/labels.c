@@ -170,7 +170,9 @@ static bool selection_or_reply(struct req *r, json_t **out)
                 }
                 memcpy(tag, p, n);
                 tag[n] = '\0';
-                if ((st = store_asset_get(r->store, tag, 0, 1, &a)) != GI_OK) {
+                /* an asset outside the token's data centers is as missing */
+                if ((st = who_sees(r, WHO_ASSET, tag, 0)) != GI_OK ||
+                    (st = store_asset_get(r->store, tag, 0, 1, &a)) != GI_OK) {
                     if (st == GI_NOT_FOUND)
                         reply_error(r, 404, "not_found", "tags", "no asset has the tag %s", tag);
                     else
@@ -202,7 +204,7 @@ static bool selection_or_reply(struct req *r, json_t **out)
             return false;
         }
     }
-    if (!who_dc_filter_or_reply(r, &fl.datacenter_id))
+    if (!who_dc_filter_or_reply(r, &fl.datacenter_id, &fl.scope))
         return false;
     if ((fl.kind && !store_asset_kind_valid(fl.kind)) ||
         (fl.stage && !store_asset_stage_valid(fl.stage))) {

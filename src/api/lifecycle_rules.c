@@ -75,13 +75,23 @@ void api_lrules_get(struct req *r)
         reply_json(r, 200, out);
 }
 
+/* Lifecycle rules are fleet-wide: a rule runs on its schedule with no
+ * token, over every asset, so a rule a confined token wrote would act on
+ * other data centers at its next run. Creating, changing, deleting,
+ * running and dry-running rules is refused for a confined token (403);
+ * reading the rules themselves, which name no asset, is not. */
+static bool unconfined_or_reply(struct req *r)
+{
+    return who_unconfined_or_reply(r, "a lifecycle rule");
+}
+
 void api_lrules_create(struct req *r)
 {
     struct store_lrule rule;
     json_t *body = NULL, *out = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!unconfined_or_reply(r) || !req_json_body_or_reply(r, &body))
         return;
     if (!rule_body_or_reply(r, body, NULL, true, &rule))
         goto cleanup;
@@ -102,7 +112,7 @@ void api_lrules_update(struct req *r)
     json_t *body = NULL, *old = NULL, *out = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!unconfined_or_reply(r) || !req_json_body_or_reply(r, &body))
         return;
     if ((st = store_lrule_get(r->store, r->id, &old)) != GI_OK) {
         reply_status(r, st, "lifecycle rule");
@@ -124,8 +134,11 @@ cleanup:
 
 void api_lrules_delete(struct req *r)
 {
-    int st = store_lrule_delete(r->store, r->who.name, r->id);
+    int st;
 
+    if (!unconfined_or_reply(r))
+        return;
+    st = store_lrule_delete(r->store, r->who.name, r->id);
     if (st != GI_OK)
         reply_status(r, st, "lifecycle rule");
     else
@@ -136,8 +149,11 @@ void api_lrules_delete(struct req *r)
 static void evaluate_saved(struct req *r, bool dry)
 {
     json_t *out = NULL;
-    int st = store_lrule_evaluate(r->store, r->id, NULL, dry, r->who.name, gi_now(), &out);
+    int st;
 
+    if (!unconfined_or_reply(r))
+        return;
+    st = store_lrule_evaluate(r->store, r->id, NULL, dry, r->who.name, gi_now(), &out);
     if (st != GI_OK)
         reply_status(r, st, "lifecycle rule");
     else
@@ -154,7 +170,7 @@ void api_lrules_dry_run_body(struct req *r)
     json_t *body = NULL, *out = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!unconfined_or_reply(r) || !req_json_body_or_reply(r, &body))
         return;
     if (!rule_body_or_reply(r, body, NULL, false, &rule))
         goto cleanup;
@@ -178,7 +194,8 @@ void api_lrules_evaluate(struct req *r)
     size_t i, n = 0;
     int st;
 
-    if (!req_json_body_or_reply(r, &body) || !json_known_or_reply(r, body, fields))
+    if (!unconfined_or_reply(r) || !req_json_body_or_reply(r, &body) ||
+        !json_known_or_reply(r, body, fields))
         goto cleanup;
     list = json_object_get(body, "ids");
     dry = json_object_get(body, "dry_run");

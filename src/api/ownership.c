@@ -222,6 +222,17 @@ static bool owner_field_or_reply(struct req *r, const json_t *body, const char *
     return true;
 }
 
+/* A GPU, host or resource outside the token's data centers is answered
+ * as a missing one, for a read and for a change alike. */
+static bool owner_scope_or_reply(struct req *r, enum store_owner_target t, const char *key)
+{
+    return who_may_see_or_reply(r,
+                                t == STORE_OWNER_GPU    ? WHO_GPU
+                                : t == STORE_OWNER_HOST ? WHO_HOST_NAME
+                                                        : WHO_RESOURCE,
+                                key, r->id);
+}
+
 void api_owner_put(struct req *r)
 {
     static const char *const fields[] = {"team", "env", "pool", "effective_from", NULL};
@@ -233,7 +244,7 @@ void api_owner_put(struct req *r)
     int st;
 
     t = owner_target(r, key, sizeof key);
-    if (!req_json_body_or_reply(r, &body))
+    if (!owner_scope_or_reply(r, t, key) || !req_json_body_or_reply(r, &body))
         return;
     if (!json_known_or_reply(r, body, fields) ||
         !owner_field_or_reply(r, body, "team", &in.team, &in.has_team) ||
@@ -266,11 +277,7 @@ void api_owner_get(struct req *r)
     int st;
 
     t = owner_target(r, key, sizeof key);
-    if (!who_may_see_or_reply(r,
-                              t == STORE_OWNER_GPU    ? WHO_GPU
-                              : t == STORE_OWNER_HOST ? WHO_HOST_NAME
-                                                      : WHO_RESOURCE,
-                              key, r->id))
+    if (!owner_scope_or_reply(r, t, key))
         return;
     if (t == STORE_OWNER_GPU) {
         if (!req_param_str_or_reply(r, "at", 40, &at_p))
@@ -306,11 +313,13 @@ void api_owner_unowned(struct req *r)
     struct store_page pg;
     json_t *items = NULL;
     int64_t total = 0;
+    struct store_scope sc;
     int st;
 
     if (!req_page_or_reply(r, unsorted, &pg))
         return;
-    if ((st = store_owner_unowned(r->store, &pg, &items, &total)) != GI_OK) {
+    who_scope(r, &sc);
+    if ((st = store_owner_unowned(r->store, &sc, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "unowned GPUs");
         return;
     }
@@ -402,7 +411,7 @@ void api_rules_create(struct req *r)
     json_t *body = NULL, *out = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!who_unconfined_or_reply(r, "an ownership rule") || !req_json_body_or_reply(r, &body))
         return;
     if (rule_body_or_reply(r, body, true, &rule)) {
         if ((st = store_rule_create(r->store, r->who.name, &rule, &out, &err)) != GI_OK)
@@ -431,7 +440,7 @@ void api_rules_update(struct req *r)
     json_t *body = NULL, *out = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!who_unconfined_or_reply(r, "an ownership rule") || !req_json_body_or_reply(r, &body))
         return;
     if (rule_body_or_reply(r, body, false, &rule)) {
         if ((st = store_rule_update(r->store, r->who.name, r->id, &rule, &out, &err)) != GI_OK)
@@ -444,7 +453,11 @@ void api_rules_update(struct req *r)
 
 void api_rules_delete(struct req *r)
 {
-    int st = store_rule_delete(r->store, r->who.name, r->id);
+    int st;
+
+    if (!who_unconfined_or_reply(r, "an ownership rule"))
+        return;
+    st = store_rule_delete(r->store, r->who.name, r->id);
 
     if (st != GI_OK)
         reply_status(r, st, "ownership rule");
@@ -459,13 +472,15 @@ void api_rules_dry_run(struct req *r)
     struct store_rule rule;
     struct store_owner_err err = {"", ""};
     json_t *body = NULL, *items = NULL;
+    struct store_scope sc;
     int64_t total = 0;
     int st;
 
     if (!req_json_body_or_reply(r, &body))
         return;
     if (rule_body_or_reply(r, body, true, &rule)) {
-        st = store_rule_dry_run(r->store, &rule, 100, &items, &total, &err);
+        who_scope(r, &sc);
+        st = store_rule_dry_run(r->store, &rule, &sc, 100, &items, &total, &err);
         if (st != GI_OK) {
             json_decref(items);
             rule_error_reply(r, st, &err);
@@ -553,7 +568,9 @@ void api_owner_import(struct req *r)
 
     for (int k = 0; k < COL__COUNT; k++)
         col[k] = -1;
-    if (!import_open_or_reply(r, &c, &im))
+    /* its rows may name any GPU, host or resource: refused before the
+     * body is read, as ownership rules are */
+    if (!who_unconfined_or_reply(r, "an owner import") || !import_open_or_reply(r, &c, &im))
         goto cleanup;
     for (i = 0; i < json_array_size(im.header); i++) {
         const char *name = json_string_value(json_array_get(im.header, i));

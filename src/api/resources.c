@@ -160,7 +160,8 @@ void api_resources_list(struct req *r)
         !req_param_str_or_reply(r, "state", 16, &f.state) ||
         !req_param_str_or_reply(r, "tenant", 128, &f.tenant) ||
         !req_param_str_or_reply(r, "project", 128, &f.project) ||
-        !req_param_str_or_reply(r, "q", 128, &f.q) || !who_dc_filter_or_reply(r, &f.datacenter_id))
+        !req_param_str_or_reply(r, "q", 128, &f.q) ||
+        !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     if (f.kind && !gi_kind_find(f.kind)) {
         reply_error(r, 400, "invalid_parameter", "kind",

@@ -173,15 +173,17 @@ void api_audits_list(struct req *r)
     json_t *items = NULL;
     const char *state = NULL;
     int64_t total = 0;
+    struct store_scope sc;
     int st;
 
     if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "state", 8, &state))
         return;
+    who_scope(r, &sc);
     if (state && strcmp(state, "open") != 0 && strcmp(state, "closed") != 0) {
         reply_error(r, 400, "invalid_parameter", "state", "state must be open or closed");
         return;
     }
-    if ((st = store_room_audit_list(r->store, state, &pg, &items, &total)) != GI_OK) {
+    if ((st = store_room_audit_list(r->store, state, &sc, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "audits");
         return;
     }

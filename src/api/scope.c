@@ -111,12 +111,23 @@ bool who_may_asset_record_or_reply(struct req *r, const json_t *rec, bool creati
     return named || !creating || who_may_dc_or_reply(r, 0);
 }
 
-bool who_dc_filter_or_reply(struct req *r, int64_t *dc_id)
+void who_scope(const struct req *r, struct store_scope *out)
+{
+    out->n = r->who.n_dcs;
+    for (int i = 0; i < r->who.n_dcs && i < GI_TOKEN_DCS_MAX; i++)
+        out->dcs[i] = r->who.dcs[i];
+}
+
+bool who_dc_filter_or_reply(struct req *r, int64_t *dc_id, struct store_scope *sc)
 {
     if (r->who.n_dcs == 0)
         return true;
     if (*dc_id == 0 && r->who.n_dcs == 1) {
         *dc_id = r->who.dcs[0];
+        return true;
+    }
+    if (*dc_id == 0 && sc) {
+        who_scope(r, sc);
         return true;
     }
     if (*dc_id == 0) {
@@ -133,58 +144,103 @@ bool who_dc_filter_or_reply(struct req *r, int64_t *dc_id)
     return true;
 }
 
+/* The data center of the thing into *dc: the store's status (GI_NOT_FOUND
+ * when there is no such thing). */
+static int where(struct req *r, enum who_thing t, const char *key, int64_t id, int64_t *dc)
+{
+    char kind[16];
+    int st = GI_OK;
+
+    *dc = 0;
+    switch (t) {
+    case WHO_ASSET:
+        st = store_asset_dc(r->store, key, NULL, dc);
+        break;
+    case WHO_GPU:
+        st = store_thing_dc(r->store, STORE_THING_GPU, key, 0, dc);
+        break;
+    case WHO_HOST:
+        st = store_thing_dc(r->store, STORE_THING_HOST, NULL, id, dc);
+        break;
+    case WHO_HOST_NAME: /* a host name, else a host id, as the owner routes read it */
+        st = store_thing_dc(r->store, STORE_THING_HOST_NAME, key, 0, dc);
+        if (st == GI_NOT_FOUND && key && gi_parse_int64(key, 1, INT64_MAX, &id) == GI_OK)
+            st = store_thing_dc(r->store, STORE_THING_HOST, NULL, id, dc);
+        break;
+    case WHO_TICKET:
+        st = store_thing_dc(r->store, STORE_THING_TICKET, NULL, id, dc);
+        break;
+    case WHO_RESOURCE:
+        st = store_res_kind(r->store, id, kind, sizeof kind, dc);
+        break;
+    case WHO_ROOM_AUDIT:
+        st = store_thing_dc(r->store, STORE_THING_ROOM_AUDIT, NULL, id, dc);
+        break;
+    case WHO_DATACENTER:
+        *dc = id;
+        break;
+    case WHO_SOURCE:
+        st = store_thing_dc(r->store, STORE_THING_SOURCE, NULL, id, dc);
+        break;
+    case WHO_SYNC_CONFLICT:
+        st = store_thing_dc(r->store, STORE_THING_SYNC_CONFLICT, NULL, id, dc);
+        break;
+    }
+    return st;
+}
+
+int who_sees(struct req *r, enum who_thing t, const char *key, int64_t id)
+{
+    int64_t dc = 0;
+    int st;
+
+    if (r->who.n_dcs == 0)
+        return GI_OK;
+    st = where(r, t, key, id, &dc);
+    if (st == GI_NOT_FOUND)
+        return GI_OK;
+    if (st != GI_OK)
+        return st;
+    return dc > 0 && in_scope(&r->who, dc) ? GI_OK : GI_NOT_FOUND;
+}
+
+bool who_may_name_or_reply(struct req *r, const char *tag, const char *uuid)
+{
+    int64_t dc = 0;
+    int st;
+
+    if (r->who.n_dcs == 0)
+        return true;
+    for (int i = 0; i < 2; i++) {
+        const char *key = i == 0 ? tag : uuid;
+        if (!key || !*key)
+            continue;
+        st = where(r, i == 0 ? WHO_ASSET : WHO_GPU, key, 0, &dc);
+        if (st == GI_OK && (dc <= 0 || !in_scope(&r->who, dc)))
+            st = GI_NOT_FOUND;
+        if (st != GI_OK) {
+            reply_status(r, st, i == 0 ? "asset" : "GPU");
+            return false;
+        }
+    }
+    return true;
+}
+
 bool who_may_see_or_reply(struct req *r, enum who_thing t, const char *key, int64_t id)
 {
     static const char *const words[] = {
         [WHO_ASSET] = "asset",      [WHO_GPU] = "GPU",
         [WHO_HOST] = "host",        [WHO_HOST_NAME] = "host",
         [WHO_TICKET] = "ticket",    [WHO_RESOURCE] = "resource",
-        [WHO_ROOM_AUDIT] = "audit", [WHO_DATACENTER] = "data center"};
-    char kind[16];
-    int64_t dc = 0;
-    int st = GI_OK;
+        [WHO_ROOM_AUDIT] = "audit", [WHO_DATACENTER] = "data center",
+        [WHO_SOURCE] = "source",    [WHO_SYNC_CONFLICT] = "sync conflict"};
+    int st = who_sees(r, t, key, id);
 
-    if (r->who.n_dcs == 0)
+    if (st == GI_OK)
         return true;
-    switch (t) {
-    case WHO_ASSET:
-        st = store_asset_dc(r->store, key, NULL, &dc);
-        break;
-    case WHO_GPU:
-        st = store_thing_dc(r->store, STORE_THING_GPU, key, 0, &dc);
-        break;
-    case WHO_HOST:
-        st = store_thing_dc(r->store, STORE_THING_HOST, NULL, id, &dc);
-        break;
-    case WHO_HOST_NAME: /* a host name, else a host id, as the owner routes read it */
-        st = store_thing_dc(r->store, STORE_THING_HOST_NAME, key, 0, &dc);
-        if (st == GI_NOT_FOUND && key && gi_parse_int64(key, 1, INT64_MAX, &id) == GI_OK)
-            st = store_thing_dc(r->store, STORE_THING_HOST, NULL, id, &dc);
-        break;
-    case WHO_TICKET:
-        st = store_thing_dc(r->store, STORE_THING_TICKET, NULL, id, &dc);
-        break;
-    case WHO_RESOURCE:
-        st = store_res_kind(r->store, id, kind, sizeof kind, &dc);
-        break;
-    case WHO_ROOM_AUDIT:
-        st = store_thing_dc(r->store, STORE_THING_ROOM_AUDIT, NULL, id, &dc);
-        break;
-    case WHO_DATACENTER:
-        dc = id;
-        break;
-    }
-    if (st == GI_NOT_FOUND)
-        return true;
-    if (st != GI_OK) {
-        reply_status(r, st, words[t]);
-        return false;
-    }
-    if (dc > 0 && in_scope(&r->who, dc))
-        return true;
-    /* the reply of a thing that does not exist, so that a confined token
-     * learns nothing of other data centers */
-    reply_status(r, GI_NOT_FOUND, words[t]);
+    /* outside the scope: the reply of a thing that does not exist, so
+     * that a confined token learns nothing of other data centers */
+    reply_status(r, st, words[t]);
     return false;
 }
 
@@ -206,7 +262,7 @@ bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, si
             return false;
         }
     }
-    if (!who_dc_filter_or_reply(r, &id))
+    if (!who_dc_filter_or_reply(r, &id, NULL))
         return false;
     if ((st = store_dc_get(r->store, id, &dc)) != GI_OK) {
         reply_status(r, st, "data center");
@@ -224,7 +280,7 @@ bool who_unconfined_or_reply(struct req *r, const char *what)
     if (r->who.n_dcs == 0)
         return true;
     reply_error(r, 403, "forbidden", "datacenter",
-                "%s spans every data center; a token confined to data centers may not read it",
+                "%s spans every data center; a token confined to data centers may not use it",
                 what);
     return false;
 }

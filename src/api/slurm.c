@@ -1,6 +1,7 @@
 /* What Slurm accounting sources found: job allocations and the GPUs each
  * held. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "store/store.h"
@@ -40,6 +41,7 @@ void api_slurm_jobs(struct req *r)
         !req_param_str_or_reply(r, "state", 32, &f.state) || !time_or_reply(r, "from", &f.from) ||
         !time_or_reply(r, "to", &f.to))
         return;
+    who_scope(r, &f.scope);
     if (f.from >= 0 && f.to >= 0 && f.from >= f.to) {
         reply_error(r, 400, "invalid_parameter", "from", "from must be before to");
         return;

@@ -3,6 +3,7 @@
  * dcgm-exporter, a Kubernetes API server). Secrets in a source's config
  * are write-only: replies show that they are set, never their value. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "collect/pull.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -115,8 +116,12 @@ static json_t *config_merge(const json_t *cur, const json_t *patch, json_t *warn
 void api_sources_list(struct req *r)
 {
     json_t *items = NULL, *it;
+    struct store_scope sc;
     size_t i;
-    int st = store_source_list(r->store, stale_before(r), &items);
+    int st;
+
+    who_scope(r, &sc);
+    st = store_source_list(r->store, stale_before(r), &sc, &items);
 
     if (st != GI_OK) {
         reply_status(r, st, "sources");
@@ -130,9 +135,11 @@ void api_sources_list(struct req *r)
 void api_sources_get(struct req *r)
 {
     json_t *out = NULL;
-    int st = store_source_get(r->store, r->id, stale_before(r), &out);
+    int st;
 
-    if (st != GI_OK) {
+    if (!who_may_see_or_reply(r, WHO_SOURCE, NULL, r->id))
+        return;
+    if ((st = store_source_get(r->store, r->id, stale_before(r), &out)) != GI_OK) {
         reply_status(r, st, "source");
         return;
     }
@@ -280,9 +287,11 @@ void api_sources_run(struct req *r)
 {
     json_t *src = NULL, *out = NULL;
     struct pull_result res;
-    int st = store_source_get(r->store, r->id, 0, &src);
+    int st;
 
-    if (st != GI_OK) {
+    if (!who_may_see_or_reply(r, WHO_SOURCE, NULL, r->id))
+        return;
+    if ((st = store_source_get(r->store, r->id, 0, &src)) != GI_OK) {
         reply_status(r, st, "source");
         return;
     }

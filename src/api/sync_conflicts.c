@@ -32,10 +32,13 @@ static void conflicts_reply(struct req *r, const char *tag)
     bool open_only;
     int st;
 
+    struct store_scope sc;
+
     if (!req_page_or_reply(r, sortable, &pg) || !state_or_reply(r, &open_only) ||
         (tag && !who_may_see_or_reply(r, WHO_ASSET, tag, 0)))
         return;
-    if ((st = store_sync_conflicts(r->store, tag, open_only, &pg, &items, &total)) != GI_OK) {
+    who_scope(r, &sc);
+    if ((st = store_sync_conflicts(r->store, tag, open_only, &sc, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, tag ? "asset" : "sync conflicts");
         return;
     }
@@ -60,7 +63,8 @@ void api_sync_conflicts_resolve(struct req *r)
     const char *keep = NULL;
     int st;
 
-    if (!req_json_body_or_reply(r, &body))
+    if (!who_may_see_or_reply(r, WHO_SYNC_CONFLICT, NULL, r->id) ||
+        !req_json_body_or_reply(r, &body))
         return;
     if (!json_known_or_reply(r, body, fields) ||
         !json_str_or_reply(r, body, "keep", true, 16, &keep))
@@ -87,12 +91,14 @@ void api_sync_pushes_list(struct req *r)
     const char *tag = NULL;
     json_t *items = NULL;
     int64_t total = 0;
+    struct store_scope sc;
     int st;
 
     if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "asset", 128, &tag) ||
         (tag && !who_may_see_or_reply(r, WHO_ASSET, tag, 0)))
         return;
-    if ((st = store_sync_pushes(r->store, tag, &pg, &items, &total)) != GI_OK) {
+    who_scope(r, &sc);
+    if ((st = store_sync_pushes(r->store, tag, &sc, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, tag ? "asset" : "sync pushes");
         return;
     }

@@ -22,7 +22,7 @@ void api_tickets_list(struct req *r)
     if (!req_page_or_reply(r, sortable, &pg) || !req_param_str_or_reply(r, "state", 16, &f.state) ||
         !req_param_str_or_reply(r, "asset", 128, &f.asset_tag) ||
         !req_param_int_or_reply(r, "datacenter", 1, INT64_MAX, &f.datacenter_id) ||
-        !who_dc_filter_or_reply(r, &f.datacenter_id))
+        !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     if (f.state && strcmp(f.state, "open") != 0 && strcmp(f.state, "closed") != 0) {
         reply_error(r, 400, "validation_failed", "state", "state must be open or closed");
@@ -72,6 +72,8 @@ void api_tickets_create(struct req *r)
         reply_error(r, 400, "validation_failed", "title", "title must not be empty");
         goto cleanup;
     }
+    if (!who_may_name_or_reply(r, tag, uuid))
+        goto cleanup;
     st = store_ticket_create(r->store, r->who.name, tag, uuid, title, text, &out);
     if (st != GI_OK)
         reply_status(r, st, "ticket");
@@ -84,8 +86,11 @@ cleanup:
 void api_tickets_close(struct req *r)
 {
     json_t *out = NULL;
-    int st = store_ticket_close(r->store, r->who.name, r->id, &out);
+    int st;
 
+    if (!who_may_see_or_reply(r, WHO_TICKET, NULL, r->id))
+        return;
+    st = store_ticket_close(r->store, r->who.name, r->id, &out);
     if (st == GI_CONFLICT)
         reply_error(r, 409, "conflict", NULL, "the ticket is already closed");
     else if (st != GI_OK)

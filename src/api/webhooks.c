@@ -2,6 +2,7 @@
  * test, the delivery log and its retries. secret and auth are
  * write-only: documents say "secret_set" and "auth_set". */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/hookbody.h"
 #include "core/status.h"
 #include "store/store.h"
@@ -235,11 +236,13 @@ void api_webhooks_deliveries(struct req *r)
     struct store_page pg;
     json_t *items = NULL;
     int64_t total = 0;
+    struct store_scope sc;
     int st;
 
     if (!req_page_or_reply(r, sortable, &pg))
         return;
-    if ((st = store_delivery_list(r->store, r->id, &pg, &items, &total)) != GI_OK) {
+    who_scope(r, &sc);
+    if ((st = store_delivery_list(r->store, r->id, &sc, &pg, &items, &total)) != GI_OK) {
         reply_status(r, st, "webhook");
         return;
     }

@@ -143,7 +143,7 @@ static int source_kind(struct store *st, const char *name, char *kind, size_t le
 {
     json_t *items = NULL, *s;
     size_t i;
-    int rc = store_source_list(st, 0, &items);
+    int rc = store_source_list(st, 0, NULL, &items);
 
     kind[0] = '\0';
     if (rc != GI_OK)

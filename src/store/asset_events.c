@@ -35,7 +35,8 @@
  * asset's kind and data center (NULL / 0: any). */
 #define EV_WHERE                                                                                   \
     "WHERE e.at >= :from AND e.at < :to AND (:kind IS NULL OR e.kind = :kind) AND (:akind IS "     \
-    "NULL OR a.kind = :akind) AND (:dc = 0 OR a.datacenter_id = :dc) "
+    "NULL OR a.kind = :akind) AND (:dc = 0 OR a.datacenter_id = :dc) AND " STORE_SCOPE_IN(         \
+        "a.datacenter_id") " "
 #define EV_COLS "e.seq, e.asset_id, e.at, e.kind, e.actor, e.detail, e.prev_hash, e.hash"
 
 #define STATEMENTS(X)                                                                              \
@@ -339,6 +340,7 @@ int store_asset_events_find(struct store *st, const struct store_event_filter *f
             db_bind_text(s[i], ":kind", f->kind);
             db_bind_text(s[i], ":akind", f->asset_kind);
             db_bind_int(s[i], ":dc", f->datacenter_id);
+            db_bind_scope(s[i], &f->scope);
             db_bind_page(s[i], pg);
         }
     rc = event_page(c, s, items, total);

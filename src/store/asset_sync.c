@@ -25,10 +25,12 @@
     " FROM sync_conflicts c JOIN assets a ON a.id = c.asset_id LEFT JOIN sources s ON s.id = "     \
     "c.source_id "
 #define CONFLICT_WHERE                                                                             \
-    "WHERE (:asset = 0 OR c.asset_id = :asset) AND (:open = 0 OR c.resolved_at IS NULL) "
+    "WHERE (:asset = 0 OR c.asset_id = :asset) AND (:open = 0 OR c.resolved_at IS NULL) "          \
+    "AND " STORE_SCOPE_IN("a.datacenter_id") " "
 #define PUSH_FROM                                                                                  \
     " FROM sync_pushes p JOIN assets a ON a.id = p.asset_id LEFT JOIN sources s ON s.id = "        \
-    "p.source_id WHERE (:asset = 0 OR p.asset_id = :asset) "
+    "p.source_id WHERE (:asset = 0 OR p.asset_id = :asset) AND " STORE_SCOPE_IN(                   \
+        "a.datacenter_id") " "
 
 #define STATEMENTS(X)                                                                              \
     X(LINKS, "SELECT l.source_id, s.kind, s.config FROM asset_links l JOIN sources s ON s.id = "   \
@@ -540,6 +542,7 @@ cleanup:
 struct sync_filter {
     int64_t asset;
     bool open;
+    const struct store_scope *scope;
 };
 
 static void bind_filter(struct db_stmt *s, const void *f)
@@ -548,11 +551,13 @@ static void bind_filter(struct db_stmt *s, const void *f)
 
     db_bind_int(s, ":asset", sf->asset);
     db_bind_int(s, ":open", sf->open ? 1 : 0);
+    db_bind_scope(s, sf->scope);
 }
 
 static void bind_asset(struct db_stmt *s, const void *f)
 {
     db_bind_int(s, ":asset", ((const struct sync_filter *)f)->asset);
+    db_bind_scope(s, ((const struct sync_filter *)f)->scope);
 }
 
 /* The asset id of tag (0 for NULL). */
@@ -571,9 +576,10 @@ static int filter_asset(struct store *st, const char *tag, int64_t *id)
 }
 
 int store_sync_conflicts(struct store *st, const char *tag, bool open_only,
-                         const struct store_page *pg, json_t **items, int64_t *total)
+                         const struct store_scope *sc, const struct store_page *pg, json_t **items,
+                         int64_t *total)
 {
-    struct sync_filter f = {0, open_only};
+    struct sync_filter f = {0, open_only, sc};
     int rc = filter_asset(st, tag, &f.asset);
 
     if (rc != GI_OK)
@@ -659,10 +665,10 @@ cleanup:
     return rc;
 }
 
-int store_sync_pushes(struct store *st, const char *tag, const struct store_page *pg,
-                      json_t **items, int64_t *total)
+int store_sync_pushes(struct store *st, const char *tag, const struct store_scope *sc,
+                      const struct store_page *pg, json_t **items, int64_t *total)
 {
-    struct sync_filter f = {0, false};
+    struct sync_filter f = {0, false, sc};
     json_t *p;
     size_t i;
     int rc = filter_asset(st, tag, &f.asset);

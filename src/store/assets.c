@@ -57,7 +57,7 @@
     "a.lease_end < :eb)) AND (:parent IS NULL OR a.parent_id = (SELECT x.id FROM assets x WHERE "  \
     "x.tag = :parent)) AND "                                                                       \
     "(:q IS NULL OR a.tag LIKE :q ESCAPE '!' OR a.serial LIKE :q ESCAPE '!' OR a.model LIKE :q "   \
-    "ESCAPE '!') "
+    "ESCAPE '!') AND " STORE_SCOPE_IN("a.datacenter_id") " "
 #define ASSET_KEY                                                                                  \
     "CASE :sort WHEN 'kind' THEN a.kind WHEN 'stage' THEN a.stage WHEN 'model' THEN a.model WHEN " \
     "'serial' THEN a.serial WHEN 'warranty_end' THEN a.warranty_end WHEN 'purchase_date' THEN "    \
@@ -782,6 +782,7 @@ static void bind_filter(struct db_stmt *s, const void *filter)
     db_bind_text(s, ":kind", f->kind);
     db_bind_text(s, ":stage", f->stage);
     db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_scope(s, &f->scope);
     db_bind_text(s, ":model", f->model);
     db_bind_text(s, ":wb", f->warranty_before);
     db_bind_text(s, ":wa", f->warranty_after);
@@ -803,7 +804,8 @@ static const char kept_stages[] = "asset stages";
 
 static bool filter_key(const struct store_asset_filter *f, char *key, size_t len)
 {
-    char dc[24];
+    char dc[24 + GI_TOKEN_DCS_MAX * 21];
+    size_t n;
     const char *parts[11] = {f->kind,
                              f->stage,
                              f->model,
@@ -816,7 +818,9 @@ static bool filter_key(const struct store_asset_filter *f, char *key, size_t len
                              dc,
                              NULL};
 
-    snprintf(dc, sizeof dc, "%lld", (long long)f->datacenter_id);
+    n = (size_t)snprintf(dc, sizeof dc, "%lld", (long long)f->datacenter_id);
+    for (int i = 0; i < f->scope.n && i < GI_TOKEN_DCS_MAX && n < sizeof dc; i++)
+        n += (size_t)snprintf(dc + n, sizeof dc - n, ",%lld", (long long)f->scope.dcs[i]);
     return kept_key(key, len, 10, parts);
 }
 

@@ -44,8 +44,10 @@
     X(CLOSE, "UPDATE asset_audits SET state = 'closed', closed_by = :actor, closed_at = :now "     \
              "WHERE id = :id AND state = 'open'")                                                  \
     X(LIST, "SELECT " AUDIT_COLS ", " AUDIT_COUNTS " " AUDIT_FROM                                  \
-            "WHERE (:state IS NULL OR a.state = :state) ORDER BY a.id DESC " PAGE)                 \
-    X(COUNT, "SELECT COUNT(*) FROM asset_audits WHERE (:state IS NULL OR state = :state)")
+            "WHERE (:state IS NULL OR a.state = :state) AND " STORE_SCOPE_IN(                      \
+                "a.datacenter_id") " ORDER BY a.id DESC " PAGE)                                    \
+    X(COUNT, "SELECT COUNT(*) FROM asset_audits a WHERE (:state IS NULL OR a.state = :state) "     \
+             "AND " STORE_SCOPE_IN("a.datacenter_id"))
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -374,10 +376,8 @@ cleanup:
     return rc;
 }
 
-static void bind_state(struct db_stmt *s, const void *state) { db_bind_text(s, ":state", state); }
-
-int store_room_audit_list(struct store *st, const char *state, const struct store_page *pg,
-                          json_t **items, int64_t *total)
+int store_room_audit_list(struct store *st, const char *state, const struct store_scope *sc,
+                          const struct store_page *pg, json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s[2] = {prep(c, ST_COUNT), prep(c, ST_LIST)};
@@ -387,7 +387,8 @@ int store_room_audit_list(struct store *st, const char *state, const struct stor
     *items = NULL;
     for (int i = 0; i < 2; i++)
         if (s[i]) {
-            bind_state(s[i], state);
+            db_bind_text(s[i], ":state", state);
+            db_bind_scope(s[i], sc);
             db_bind_page(s[i], pg);
         }
     rc = db_read_batch(c, s, 2);

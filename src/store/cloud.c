@@ -40,7 +40,9 @@
     ":state) AND (:account IS NULL OR i.account = :account) AND (:region IS NULL OR i.region = "   \
     ":region) AND (:source < 0 OR i.source_id = :source) AND (:q IS NULL OR i.instance_id LIKE "   \
     ":q ESCAPE '!' OR i.name LIKE :q ESCAPE '!' OR i.machine_type LIKE :q ESCAPE '!' OR i.tags "   \
-    "LIKE :q ESCAPE '!') "
+    "LIKE :q ESCAPE '!') AND " STORE_SCOPE_IN(                                                     \
+        "(SELECT ih.datacenter_id FROM hosts ih WHERE ih.id "                                      \
+        "= i.host_id)") " "
 
 #define STATEMENTS(X)                                                                              \
     X(SOURCE_CLUSTER, "SELECT COALESCE(cluster, '') FROM sources WHERE id = :sid")                 \
@@ -673,6 +675,7 @@ static void bind_filter(struct db_stmt *s, const void *filter)
     db_bind_text(s, ":region", f->region);
     db_bind_int(s, ":source", f->source_id > 0 ? f->source_id : -1);
     db_bind_like(s, ":q", f->q);
+    db_bind_scope(s, &f->scope);
 }
 
 int store_cloud_instances(struct store *st, const struct store_cloud_filter *f,

@@ -2,7 +2,7 @@
  * read from current rows (servers by data center and kind, their links by
  * resource, GPUs by host: all indexed), never stored, so it cannot go out
  * of date. Also a data center's discovered GPU figures. */
-#include "store/db.h"
+#include "store/store_int.h"
 #include "store/gpu_sql.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -29,7 +29,8 @@ static const char sql_servers[] =
     "(SELECT COUNT(*) FROM host_links l JOIN gpus g ON g.host_id = l.host_id WHERE "
     "l.resource_id = r.id AND " GPU_IS_BUSY
     ") AS busy FROM resources r JOIN datacenters d ON d.id = r.datacenter_id WHERE r.kind "
-    "= 'server' AND (:dc = 0 OR r.datacenter_id = :dc) ORDER BY d.name, r.name, r.id";
+    "= 'server' AND (:dc = 0 OR r.datacenter_id = :dc) AND " STORE_SCOPE_IN(
+        "r.datacenter_id") " ORDER BY d.name, r.name, r.id";
 static const char sql_models[] =
     "SELECT DISTINCT g.model FROM host_links l JOIN gpus g ON g.host_id = l.host_id WHERE "
     "l.resource_id = :rid AND g.parent_uuid IS NULL AND g.missing_since IS NULL AND g.model IS "
@@ -40,7 +41,7 @@ static const char sql_hosts[] =
     "(SELECT COUNT(*) FROM gpus g WHERE g.host_id = h.id AND g.parent_uuid IS NULL AND "
     "g.missing_since IS NULL) FROM hosts h LEFT JOIN host_links l ON l.host_id = h.id LEFT JOIN "
     "datacenters d ON d.id = h.datacenter_id WHERE l.resource_id IS NULL AND (:dc = 0 OR "
-    "h.datacenter_id = :dc) ORDER BY h.hostname, h.id";
+    "h.datacenter_id = :dc) AND " STORE_SCOPE_IN("h.datacenter_id") " ORDER BY h.hostname, h.id";
 
 bool store_drift_kind_valid(const char *kind)
 {
@@ -145,6 +146,7 @@ static int server_drift(struct conn *c, const struct store_drift_filter *f, json
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_scope(s, &f->scope);
     db_bind_int(s, ":stale", f->stale_before);
     /* Rows are copied out first: the model query runs per server. */
     while ((step = db_step(c, s)) == DB_ROW) {
@@ -235,6 +237,7 @@ static int host_drift(struct conn *c, const struct store_drift_filter *f, json_t
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_scope(s, &f->scope);
     while ((step = db_step(c, s)) == DB_ROW) {
         int64_t id = db_col_int(s, 0), dc = db_col_int(s, 2);
         const char *host = col_text(s, 1), *dcname = col_text(s, 3), *rule = col_text(s, 4);

@@ -34,7 +34,7 @@
     "NULL OR g.uuid LIKE :q ESCAPE '!' OR g.serial LIKE :q ESCAPE '!' OR g.model LIKE :q ESCAPE "  \
     "'!' OR h.hostname LIKE :q ESCAPE '!') AND (:gstate IS NULL OR " GPU_STATE " = :gstate) AND "  \
     "(:team IS NULL OR COALESCE(g.owner_team, g.team) = :team) AND (:env IS NULL OR "              \
-    "COALESCE(g.owner_env, g.env) = :env) "
+    "COALESCE(g.owner_env, g.env) = :env) AND " STORE_SCOPE_IN("h.datacenter_id") " "
 /* Figures over a whole GPU filter (not a page), in one pass. */
 #define GPU_STATE_N(st) "COALESCE(SUM(CASE WHEN x.st = '" st "' THEN 1 ELSE 0 END), 0) AS " st ", "
 #define GPU_SUMMARY_SQL                                                                            \
@@ -123,6 +123,7 @@ static void bind_gpu_filter(struct db_stmt *s, const void *filter)
     db_bind_text(s, ":cluster", f->cluster);
     db_bind_text(s, ":model", f->model);
     db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_scope(s, &f->scope);
     db_bind_int(s, ":sid", f->source_id);
     db_bind_int(s, ":stale_f", f->stale);
     db_bind_int(s, ":stale", f->stale_before);

@@ -14,10 +14,18 @@
     "p.owner_name, p.labels, s.name AS source, s.cluster, p.started_at, "                          \
     "p.first_seen_at, p.last_seen_at, p.ended_at FROM k8s_pods p JOIN sources s ON s.id = "        \
     "p.source_id "
+/* A node is where the host of its host name (else of its name) is; a pod
+ * where its node is (else the host named as its node). */
+#define K8S_HOST_DC(name)                                                                          \
+    "(SELECT h.datacenter_id FROM hosts h WHERE h.hostname = " name " ORDER BY h.id LIMIT 1)"
+#define K8S_NODE_DC K8S_HOST_DC("COALESCE(n.hostname, n.name)")
+#define K8S_POD_DC                                                                                 \
+    "COALESCE((SELECT " K8S_NODE_DC " FROM k8s_nodes n WHERE n.source_id = p.source_id AND "       \
+    "n.name = p.node), " K8S_HOST_DC("p.node") ")"
 #define K8S_POD_WHERE                                                                              \
     "WHERE (:cluster IS NULL OR s.cluster = :cluster) AND (:node IS NULL OR p.node = :node) AND "  \
     "(:ns IS NULL OR p.namespace = :ns) AND (:active < 0 OR (:active = 1) = (p.ended_at IS "       \
-    "NULL)) "
+    "NULL)) AND " STORE_SCOPE_IN(K8S_POD_DC) " "
 
 #define STATEMENTS(X)                                                                              \
     X(K8S_NODE_UPSERT,                                                                             \
@@ -70,7 +78,7 @@
       "0) FROM k8s_pods p WHERE p.source_id = n.source_id AND p.node = n.name AND "                \
       "p.ended_at IS NULL) AS gpus_requested FROM k8s_nodes n JOIN sources s ON s.id = "           \
       "n.source_id WHERE (:cluster IS NULL OR n.cluster = :cluster) AND (:node IS NULL "           \
-      "OR n.name = :node) ORDER BY n.cluster, n.name")                                             \
+      "OR n.name = :node) AND " STORE_SCOPE_IN(K8S_NODE_DC) " ORDER BY n.cluster, n.name")         \
     X(K8S_PODS, K8S_POD_SELECT K8S_POD_WHERE "ORDER BY p.first_seen_at DESC, p.uid " PAGE)         \
     X(K8S_PODS_COUNT,                                                                              \
       "SELECT COUNT(*) FROM k8s_pods p JOIN sources s ON s.id = p.source_id " K8S_POD_WHERE)
@@ -298,6 +306,7 @@ static void bind_k8s_filter(struct db_stmt *s, const void *filter)
     db_bind_text(s, ":node", f->node);
     db_bind_text(s, ":ns", f->ns);
     db_bind_int(s, ":active", f->active);
+    db_bind_scope(s, &f->scope);
 }
 
 int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t **items)

@@ -571,7 +571,8 @@ int links_gpu_resource(struct conn *c, const char *uuid, json_t **out)
 #define HOST_WHERE                                                                                 \
     "WHERE (:dc = 0 OR h.datacenter_id = :dc) AND (:linked < 0 OR (:linked = 1) = "                \
     "(l.resource_id IS NOT NULL)) AND (:q IS NULL OR h.hostname LIKE :q ESCAPE '!' OR h.serial "   \
-    "LIKE :q ESCAPE '!' OR h.machine_id LIKE :q ESCAPE '!' OR r.name LIKE :q ESCAPE '!') "
+    "LIKE :q ESCAPE '!' OR h.machine_id LIKE :q ESCAPE '!' OR r.name LIKE :q ESCAPE '!') "         \
+    "AND " STORE_SCOPE_IN("h.datacenter_id") " "
 
 static const char sql_host_get[] = HOST_SELECT "WHERE h.id = :id";
 static const char sql_host_list[] =
@@ -597,6 +598,7 @@ static void bind_host_filter(struct db_stmt *s, const void *filter)
 {
     const struct store_host_filter *f = filter;
     db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_scope(s, &f->scope);
     db_bind_int(s, ":linked", f->linked);
     db_bind_like(s, ":q", f->q);
 }

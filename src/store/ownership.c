@@ -26,6 +26,9 @@
 #include <sys/random.h>
 #include <time.h>
 
+/* An unowned GPU, or one a rule's dry run matches, is where its host is. */
+#define UNOWNED_SCOPE STORE_SCOPE_IN("h.datacenter_id")
+
 #define STATEMENTS(X)                                                                              \
     X(REV_GET, "SELECT token FROM owner_revision WHERE id = 1")                                    \
     X(REV_BUMP, "INSERT INTO owner_revision (id, rev, token) VALUES (1, 1, :token) ON CONFLICT "   \
@@ -51,6 +54,9 @@
       "(target = 'host' AND target_id = :hid) OR (target = 'resource' AND "                        \
       "target_id = :rid)")                                                                         \
     X(GPU_IDS, "SELECT id FROM gpus ORDER BY id")                                                  \
+    X(GPU_IDS_IN,                                                                                  \
+      "SELECT g.id FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id WHERE " UNOWNED_SCOPE         \
+      " ORDER BY g.id")                                                                            \
     X(GPU_OWNER_SET, "UPDATE gpus SET owner_team = :team, owner_env = :env, owner_pool = :pool, "  \
                      "owner_cluster = :cluster, owner_cloud = :cloud, owner_json = :json WHERE "   \
                      "id = :id")                                                                   \
@@ -62,11 +68,13 @@
                      "= :name")                                                                    \
     X(RES_GPUS, "SELECT g.id FROM gpus g JOIN host_links l ON l.host_id = g.host_id WHERE "        \
                 "l.resource_id = :id")                                                             \
-    X(UNOWNED_COUNT, "SELECT COUNT(*) FROM gpus g WHERE COALESCE(g.owner_team, g.team, '') = ''")  \
+    X(UNOWNED_COUNT, "SELECT COUNT(*) FROM gpus g LEFT JOIN hosts h ON h.id = g.host_id WHERE "    \
+                     "COALESCE(g.owner_team, g.team, '') = '' AND " UNOWNED_SCOPE)                 \
     X(UNOWNED, "SELECT g.uuid, h.hostname AS host, g.model, g.cluster, g.team, g.env, s.name AS "  \
                "source, g.source_id AS owner_source_id, g.owner_json FROM gpus g LEFT JOIN hosts " \
                "h ON h.id = g.host_id LEFT JOIN sources s ON s.id = g.source_id WHERE "            \
-               "COALESCE(g.owner_team, g.team, '') = '' ORDER BY h.hostname, g.idx, g.uuid " PAGE)
+               "COALESCE(g.owner_team, g.team, '') = '' AND " UNOWNED_SCOPE                        \
+               " ORDER BY h.hostname, g.idx, g.uuid " PAGE)
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -633,7 +641,8 @@ int owner_refresh_at(struct conn *c, int64_t gpu_id, int64_t now)
 }
 
 /* The ids a one-integer-parameter statement returns (caller frees). */
-static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t **ids, size_t *n)
+static int collect_ids_in(struct conn *c, enum stmt_id id, int64_t param,
+                          const struct store_scope *sc, int64_t **ids, size_t *n)
 {
     struct db_stmt *s = prep(c, id);
     size_t cap = 0;
@@ -644,6 +653,7 @@ static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t *
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":id", param);
+    db_bind_scope(s, sc);
     while ((step = db_step(c, s)) == DB_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 16;
@@ -659,6 +669,11 @@ static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t *
     }
     db_reset(s);
     return step == DB_DONE ? GI_OK : db_status(step);
+}
+
+static int collect_ids(struct conn *c, enum stmt_id id, int64_t param, int64_t **ids, size_t *n)
+{
+    return collect_ids_in(c, id, param, NULL, ids, n);
 }
 
 int owner_refresh(struct conn *c, int64_t gpu_id)
@@ -818,15 +833,15 @@ cleanup:
     return rc;
 }
 
-static void bind_nothing(struct db_stmt *s, const void *f) { (void)s, (void)f; }
+static void bind_scope(struct db_stmt *s, const void *sc) { db_bind_scope(s, sc); }
 
-int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **items,
-                        int64_t *total)
+int store_owner_unowned(struct store *st, const struct store_scope *sc, const struct store_page *pg,
+                        json_t **items, int64_t *total)
 {
     size_t i;
     json_t *g;
-    int rc = db_list_page(st, stmt_sql[ST_UNOWNED_COUNT], stmt_sql[ST_UNOWNED], bind_nothing, NULL,
-                          pg, items, total);
+    int rc = db_list_page(st, stmt_sql[ST_UNOWNED_COUNT], stmt_sql[ST_UNOWNED], bind_scope, sc, pg,
+                          items, total);
 
     if (rc == GI_OK)
         json_array_foreach(*items, i, g)
@@ -834,8 +849,8 @@ int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **
     return rc;
 }
 
-int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
-                       int64_t *total, struct store_owner_err *err)
+int store_rule_dry_run(struct store *st, const struct store_rule *in, const struct store_scope *sc,
+                       int64_t limit, json_t **items, int64_t *total, struct store_owner_err *err)
 {
     struct conn *c = db_conn_get(st);
     struct owner_cache k = {0};
@@ -848,7 +863,7 @@ int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t li
     *total = 0;
     db_read_begin(c);
     if ((rc = owner_rule_check(c, in, err)) != GI_OK ||
-        (rc = collect_ids(c, ST_GPU_IDS, 0, &ids, &n)) != GI_OK)
+        (rc = collect_ids_in(c, ST_GPU_IDS_IN, 0, sc, &ids, &n)) != GI_OK)
         goto cleanup;
     r.kind = (enum rule_kind)rule_kind_of(in->match_kind);
     gi_strlcpy(r.key, in->match_key ? in->match_key : "", sizeof r.key);

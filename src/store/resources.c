@@ -19,7 +19,8 @@
     "(:dc = 0 OR r.datacenter_id = :dc) AND (:kind IS NULL OR r.kind = :kind) AND "                \
     "(:state IS NULL OR r.state = :state) AND (:tenant IS NULL OR r.tenant = :tenant) AND "        \
     "(:project IS NULL OR r.project = :project) AND (:q IS NULL OR r.name LIKE :q ESCAPE '!' "     \
-    "OR r.attrs LIKE :q ESCAPE '!' OR r.tenant LIKE :q ESCAPE '!') "
+    "OR r.attrs LIKE :q ESCAPE '!' OR r.tenant LIKE :q ESCAPE '!') AND " STORE_SCOPE_IN(           \
+        "r.datacenter_id") " "
 #define RES_W_DKS "WHERE r.datacenter_id = :dc AND r.kind = :kind AND r.state = :state AND "
 #define RES_W_DK "WHERE r.datacenter_id = :dc AND r.kind = :kind AND "
 #define RES_W_D "WHERE r.datacenter_id = :dc AND "
@@ -66,7 +67,7 @@
 #define STATEMENTS(X)                                                                              \
     X(RES_COUNT_FAST, "SELECT COALESCE(SUM(n), 0) FROM dc_counts WHERE (:dc = 0 OR datacenter_id " \
                       "= :dc) AND (:kind IS NULL OR kind = :kind) AND (:state IS NULL OR state = " \
-                      ":state)")                                                                   \
+                      ":state) AND " STORE_SCOPE_IN("datacenter_id"))                              \
     X(RES_ADD, "INSERT INTO resources (datacenter_id, kind, name, state, tenant, project, "        \
                "gpu_model, gpu_count, attrs, metadata, created_at, updated_at) VALUES (:dc, "      \
                ":kind, :name, :state, :tenant, :project, :gpu_model, :gpu_count, :attrs, "         \
@@ -340,6 +341,7 @@ int store_res_list_text(struct store *st, const struct store_res_filter *f,
         if (!s[i])
             continue;
         db_bind_int(s[i], ":dc", f->datacenter_id);
+        db_bind_scope(s[i], &f->scope);
         db_bind_text(s[i], ":kind", f->kind);
         db_bind_text(s[i], ":state", f->state);
         db_bind_text(s[i], ":tenant", f->tenant);

@@ -12,11 +12,17 @@
 /* GPUs handed out on one node of a job when Slurm did not record which. */
 #define SLURM_GPUS_PER_NODE_MAX 64
 
+/* A job is in a scope when every GPU it held is (a job whose GPUs were not
+ * matched is in none). */
+#define JOB_GPUS_FROM                                                                              \
+    "FROM slurm_job_gpus x JOIN gpus g ON g.id = x.gpu_id LEFT JOIN hosts h ON h.id = g.host_id "  \
+    "WHERE x.job_id = j.id"
 #define JOB_WHERE                                                                                  \
     "WHERE (:cluster IS NULL OR j.cluster = :cluster) AND (:user IS NULL OR j.user_name = "        \
     ":user) AND (:account IS NULL OR j.account = :account) AND (:state IS NULL OR j.state = "      \
     ":state) AND (:from < 0 OR j.ended_at IS NULL OR j.ended_at > :from) AND (:to < 0 OR "         \
-    "(j.started_at IS NOT NULL AND j.started_at < :to)) "
+    "(j.started_at IS NOT NULL AND j.started_at < :to)) AND " STORE_SCOPE_ALL(                     \
+        JOB_GPUS_FROM, "h.datacenter_id") " "
 
 #define STATEMENTS(X)                                                                              \
     X(JOB_GET,                                                                                     \
@@ -470,6 +476,7 @@ static void bind_filter(struct db_stmt *s, const void *filter)
     db_bind_text(s, ":state", f->state);
     db_bind_int(s, ":from", f->from);
     db_bind_int(s, ":to", f->to);
+    db_bind_scope(s, &f->scope);
 }
 
 int store_slurm_jobs(struct store *st, const struct store_slurm_filter *f,

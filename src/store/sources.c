@@ -22,7 +22,8 @@
     "(SELECT j.holder FROM job_leases j WHERE j.name = 'pull:' || s.id) AS last_pulled_by, "       \
     "s.created_at, s.updated_at FROM sources s "
 
-const char store_sql_source_list[] = SRC_SELECT "ORDER BY s.id";
+const char store_sql_source_list[] =
+    SRC_SELECT "WHERE " STORE_SCOPE_IN(STORE_SOURCE_DC("s")) " ORDER BY s.id";
 
 #define STATEMENTS(X)                                                                              \
     X(SOURCE_GET, "SELECT id, kind FROM sources WHERE name = :name")                               \
@@ -117,9 +118,20 @@ int store_source_ensure(struct store *st, const char *name, const char *kind, co
     return rc;
 }
 
-int store_source_list(struct store *st, int64_t stale_before, json_t **items)
+int store_source_list(struct store *st, int64_t stale_before, const struct store_scope *sc,
+                      json_t **items)
 {
-    return collect_with(st, ST_SOURCE_LIST, ":stale", stale_before, items);
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_SOURCE_LIST);
+    int rc = GI_INTERNAL;
+
+    if (s) {
+        db_bind_int(s, ":stale", stale_before);
+        db_bind_scope(s, sc);
+        rc = db_collect(c, s, items);
+    }
+    db_conn_put(st, c);
+    return rc;
 }
 
 static int src_get(struct conn *c, int64_t id, int64_t stale_before, json_t **out)

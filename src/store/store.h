@@ -50,6 +50,16 @@ struct store_page {
     bool desc;
 };
 
+/* The data centers a list is narrowed to: a confined token's (api/scope.c).
+ * n 0, or no scope given (NULL), reaches every data center; with n > 0 a
+ * thing in no data center is outside it. The store binds it into the
+ * list's statements (STORE_SCOPE_IN, thing_dc.c), so that paging, totals
+ * and order are those of the narrowed list. */
+struct store_scope {
+    int n;
+    int64_t dcs[GI_TOKEN_DCS_MAX];
+};
+
 /* ---- credentials ---- */
 int store_token_create(struct store *st, const char *actor, const char *name, enum gi_role role,
                        const char *hash, int64_t *id_out);
@@ -80,6 +90,7 @@ struct store_audit_filter {
     const char *entity;
     int64_t entity_id; /* 0: any */
     const char *actor;
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 int store_audit_list(struct store *st, const struct store_audit_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total);
@@ -122,7 +133,8 @@ struct store_res_filter {
     const char *state;
     const char *tenant;
     const char *project;
-    const char *q; /* substring of name or attributes */
+    const char *q;            /* substring of name or attributes */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 int store_res_create(struct store *st, const char *actor, const struct store_resource *in,
                      json_t **out);
@@ -203,6 +215,8 @@ enum store_thing {
     STORE_THING_HOST_NAME,
     STORE_THING_TICKET,
     STORE_THING_ROOM_AUDIT,
+    STORE_THING_SOURCE,        /* id; see store_source_list */
+    STORE_THING_SYNC_CONFLICT, /* id; where its asset is */
 };
 /* The data center of a thing (thing_dc.c): a GPU's host's, a host's (its
  * linked server's), a ticket's asset's or else its GPU's, a room audit's;
@@ -241,6 +255,7 @@ struct store_gpu_filter {
     int stale;                        /* -1 any, 0 fresh only, 1 stale only */
     int64_t stale_before;             /* readings taken before this are stale */
     const char *team, *env;           /* the resolved owner's; NULL: any */
+    struct store_scope scope;         /* the data centers it is narrowed to (n 0: all) */
 };
 int store_gpu_list(struct store *st, const struct store_gpu_filter *f, const struct store_page *pg,
                    json_t **items, int64_t *total);
@@ -256,7 +271,10 @@ int store_gpu_list_summary(struct store *st, const struct store_gpu_filter *f,
 int store_host_cluster(struct store *st, const char *hostname, char *buf, size_t len);
 /* One GPU with provenance, current processes and recent events. */
 int store_gpu_get(struct store *st, const char *uuid, int64_t stale_before, json_t **out);
-int store_source_list(struct store *st, int64_t stale_before, json_t **items);
+/* sc: the data centers the list is narrowed to (NULL: all); a source is
+ * in them when every GPU it reported is. */
+int store_source_list(struct store *st, int64_t stale_before, const struct store_scope *sc,
+                      json_t **items);
 
 /* A pull source's settings; NULL/negative members are unchanged on update. */
 struct store_source {
@@ -314,6 +332,8 @@ int store_k8s_sync(struct store *st, int64_t source_id, const char *cluster,
 struct store_k8s_filter {
     const char *cluster, *node, *ns;
     int active; /* -1 any, 1 running now, 0 ended */
+    /* a node is where the host of its name is; a pod where its node is */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 int store_k8s_nodes(struct store *st, const struct store_k8s_filter *f, json_t **items);
 int store_k8s_pods(struct store *st, const struct store_k8s_filter *f, const struct store_page *pg,
@@ -360,6 +380,8 @@ int store_slurm_cursor(struct store *st, int64_t source_id, int64_t *pulled_unti
 struct store_slurm_filter {
     const char *cluster, *user, *account, *state;
     int64_t from, to; /* jobs whose [start, end) overlaps [from, to); -1 open */
+    /* a job is in the scope when every GPU it held is */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 /* Jobs, newest start first, each with its matched GPUs ("gpus_held":
  * [{uuid, host, index, index_known}]). */
@@ -388,6 +410,8 @@ int store_cloud_sync(struct store *st, int64_t source_id, const char *provider, 
 struct store_cloud_filter {
     const char *provider, *state, *account, *region, *q; /* NULL: any */
     int64_t source_id;                                   /* <= 0: any */
+    /* an instance is where its host is */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 /* Instances by provider and id, each with its tags object and its
  * placeholder GPUs ("gpus": [{uuid, index, model, missing_since,
@@ -406,9 +430,10 @@ int store_metrics(struct store *st, int64_t stale_before, json_t **out);
  * resource_id, resource, rule (serial, machine_id, hostname, manual,
  * ambiguous or null), manual, match_detail, linked_at and linked_by. */
 struct store_host_filter {
-    int64_t datacenter_id; /* 0: any */
-    int linked;            /* -1 any, 1 linked, 0 not linked */
-    const char *q;         /* substring of hostname, serial, machine id, server name */
+    int64_t datacenter_id;    /* 0: any */
+    int linked;               /* -1 any, 1 linked, 0 not linked */
+    const char *q;            /* substring of hostname, serial, machine id, server name */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 int store_host_list(struct store *st, const struct store_host_filter *f,
                     const struct store_page *pg, json_t **items, int64_t *total);
@@ -440,9 +465,10 @@ int store_links_refresh(struct store *st);
 /* Utilization from which a fresh GPU counts as busy (in use). */
 #define STORE_BUSY_PCT 5.0
 struct store_drift_filter {
-    const char *kind;      /* NULL: any */
-    int64_t datacenter_id; /* 0: any */
-    int64_t stale_before;  /* readings older than this are not busy */
+    const char *kind;         /* NULL: any */
+    int64_t datacenter_id;    /* 0: any */
+    int64_t stale_before;     /* readings older than this are not busy */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 /* True when kind names a drift kind. */
 bool store_drift_kind_valid(const char *kind);
@@ -529,9 +555,9 @@ int store_owner_import(struct store *st, const char *actor, const struct store_o
 int store_owner_history(struct store *st, enum store_owner_target target, const char *key,
                         json_t **items);
 /* GPUs whose resolved team is empty now, with the GPU's host, model,
- * cluster and owner. */
-int store_owner_unowned(struct store *st, const struct store_page *pg, json_t **items,
-                        int64_t *total);
+ * cluster and owner; narrowed to sc (NULL: all) by the GPU's host. */
+int store_owner_unowned(struct store *st, const struct store_scope *sc, const struct store_page *pg,
+                        json_t **items, int64_t *total);
 /* The owner of GPU `uuid` at `at`, every field with its deciding "by". */
 int store_owner_at(struct store *st, const char *uuid, int64_t at, json_t **out);
 /* The owner:refresh job: recomputes the current owner of the GPUs whose
@@ -575,9 +601,10 @@ int store_rule_get(struct store *st, int64_t id, json_t **out);
 int store_rule_update(struct store *st, const char *actor, int64_t id, const struct store_rule *in,
                       json_t **out, struct store_owner_err *err);
 int store_rule_delete(struct store *st, const char *actor, int64_t id);
-/* The GPUs a rule would match now (at most `limit`, and *total of them). */
-int store_rule_dry_run(struct store *st, const struct store_rule *in, int64_t limit, json_t **items,
-                       int64_t *total, struct store_owner_err *err);
+/* The GPUs a rule would match now (at most `limit`, and *total of them),
+ * of those in sc (NULL: all) by their host. */
+int store_rule_dry_run(struct store *st, const struct store_rule *in, const struct store_scope *sc,
+                       int64_t limit, json_t **items, int64_t *total, struct store_owner_err *err);
 
 /* ---- periodic jobs (jobs.c) ----
  * Each periodic job (pull:<source id>, ...) has one lease row shared by
@@ -864,8 +891,10 @@ int store_webhook_delete(struct store *st, const char *actor, int64_t id);
  * *out the delivery. GI_CONFLICT when the webhook is disabled. */
 int store_webhook_test(struct store *st, const char *actor, int64_t id, json_t **out);
 /* A webhook's deliveries, newest first. */
-int store_delivery_list(struct store *st, int64_t webhook_id, const struct store_page *pg,
-                        json_t **items, int64_t *total);
+/* sc: the data centers the log is narrowed to (NULL: all); a delivery is
+ * where the ticket it is about is (one about no ticket is in none). */
+int store_delivery_list(struct store *st, int64_t webhook_id, const struct store_scope *sc,
+                        const struct store_page *pg, json_t **items, int64_t *total);
 /* Sends a failed or dead delivery again: pending, due now, its retry
  * schedule restarted. GI_CONFLICT when it is pending or delivered. */
 int store_delivery_retry(struct store *st, const char *actor, int64_t id, json_t **out);

@@ -42,7 +42,8 @@ int store_sync_link_found(struct store *st, int64_t push_id, const char *system,
 /* Sync conflicts, newest first, of one asset (tag; NULL: all), open ones
  * only when open_only. GI_NOT_FOUND for an unknown tag. */
 int store_sync_conflicts(struct store *st, const char *tag, bool open_only,
-                         const struct store_page *pg, json_t **items, int64_t *total);
+                         const struct store_scope *sc, const struct store_page *pg, json_t **items,
+                         int64_t *total);
 /* Resolves an open conflict: keep "ours" (the remote's value counts as
  * synced and gpuinv's is pushed again now) or "theirs" (the remote keeps
  * its value; gpuinv's is not pushed for that field until it changes).
@@ -50,13 +51,15 @@ int store_sync_conflicts(struct store *st, const char *tag, bool open_only,
 int store_sync_conflict_resolve(struct store *st, const char *actor, int64_t id, const char *keep,
                                 json_t **out);
 /* The push log, newest first, of one asset (tag; NULL: all). */
-int store_sync_pushes(struct store *st, const char *tag, const struct store_page *pg,
-                      json_t **items, int64_t *total);
+/* Both narrowed to sc (NULL: all) by the asset's data center. */
+int store_sync_pushes(struct store *st, const char *tag, const struct store_scope *sc,
+                      const struct store_page *pg, json_t **items, int64_t *total);
 
 struct store_ticket_filter {
-    const char *state;     /* open|closed, NULL: any */
-    const char *asset_tag; /* NULL: any */
-    int64_t datacenter_id; /* 0: any; a ticket's is its asset's, else its GPU's */
+    const char *state;        /* open|closed, NULL: any */
+    const char *asset_tag;    /* NULL: any */
+    int64_t datacenter_id;    /* 0: any; a ticket's is its asset's, else its GPU's */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 int store_ticket_list(struct store *st, const struct store_ticket_filter *f,
                       const struct store_page *pg, json_t **items, int64_t *total);
@@ -99,8 +102,9 @@ struct store_asset_filter {
     /* YYYY-MM-DD: warranty or lease ending in [ends_after, ends_before)
      * (either may be NULL: open) */
     const char *ends_after, *ends_before;
-    const char *parent;    /* the parent's tag */
-    int64_t datacenter_id; /* 0: any */
+    const char *parent;       /* the parent's tag */
+    int64_t datacenter_id;    /* 0: any */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 /* Creates an asset from an API record (tag generated "GI-000123" when
  * absent; stage "active" unless given). GI_INVALID / GI_CONFLICT (a tag or
@@ -184,9 +188,10 @@ int store_asset_events_range(struct store *st, int64_t from, int64_t to,
  * store_asset_events_range orders them (`-seq`: the newest first). */
 struct store_event_filter {
     int64_t from, to;
-    const char *kind;       /* the event's kind (stage, scan, ...) */
-    const char *asset_kind; /* the asset's kind (server, gpu, ...) */
-    int64_t datacenter_id;  /* the asset's data center; -1: none matches */
+    const char *kind;         /* the event's kind (stage, scan, ...) */
+    const char *asset_kind;   /* the asset's kind (server, gpu, ...) */
+    int64_t datacenter_id;    /* the asset's data center; -1: none matches */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
 };
 int store_asset_events_find(struct store *st, const struct store_event_filter *f,
                             const struct store_page *pg, json_t **items, int64_t *total);
@@ -259,8 +264,8 @@ int store_room_audit_close(struct store *st, const char *actor, int64_t id, bool
                            json_t **out);
 /* Audits newest first, state "open"/"closed" or NULL for all; items
  * without their lists (counts only). */
-int store_room_audit_list(struct store *st, const char *state, const struct store_page *pg,
-                          json_t **items, int64_t *total);
+int store_room_audit_list(struct store *st, const char *state, const struct store_scope *sc,
+                          const struct store_page *pg, json_t **items, int64_t *total);
 /* ---- health and lifecycle rules (health.c, lifecycle_rules.c) ---- */
 
 /* What one run of the health:rollup job did: GPU-days rolled up, and

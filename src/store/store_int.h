@@ -18,6 +18,42 @@
 
 #define PAGE "LIMIT :limit OFFSET :offset"
 
+/* ---- The data-center scope of a list (struct store_scope, thing_dc.c):
+ * the one filter every narrowed list applies. Its data centers are bound
+ * as :sc_n (how many, 0 or unbound: every data center) and :sc0..:sc15
+ * (unused ones -1, which no data center has), so that one static
+ * statement serves every scope on both stores. ---- */
+#define STORE_SCOPE_LIST                                                                           \
+    ":sc0, :sc1, :sc2, :sc3, :sc4, :sc5, :sc6, :sc7, :sc8, :sc9, :sc10, :sc11, :sc12, :sc13, "     \
+    ":sc14, :sc15"
+/* True for a row whose data center, `expr` (an id, or NULL for none), is
+ * in the scope. */
+#define STORE_SCOPE_IN(expr) "(COALESCE(:sc_n, 0) = 0 OR (" expr ") IN (" STORE_SCOPE_LIST "))"
+/* True for a row whose things, the rows of `from_where` ("FROM ... WHERE
+ * ..." correlated with the row), exist and are all in the scope, each
+ * where `expr` says (a row spanning data centers is shown only to a
+ * scope that holds all of them). */
+#define STORE_SCOPE_ALL(from_where, expr)                                                          \
+    "(COALESCE(:sc_n, 0) = 0 OR (EXISTS (SELECT 1 " from_where                                     \
+    ") AND NOT EXISTS (SELECT 1 " from_where " AND COALESCE(" expr                                 \
+    ", 0) NOT IN (" STORE_SCOPE_LIST "))))"
+/* Binds sc (NULL: every data center) to a statement of STORE_SCOPE_*. */
+void db_bind_scope(struct db_stmt *s, const struct store_scope *sc);
+
+/* A ticket's data center (the tickets row named t): its asset's, else its
+ * GPU's host's; 0 when neither has one. */
+#define STORE_TICKET_DC(t)                                                                         \
+    "COALESCE((SELECT a.datacenter_id FROM assets a WHERE a.tag = " t ".asset_tag), (SELECT "      \
+    "h.datacenter_id FROM gpus g JOIN hosts h ON h.id = g.host_id WHERE g.uuid = " t               \
+    ".gpu_uuid), 0)"
+/* A source's data center (the sources row named s): the one data center
+ * of the hosts of every GPU it reported; 0 when they are in several or in
+ * none, or it reported none. */
+#define STORE_SOURCE_DC(s)                                                                         \
+    "(SELECT CASE WHEN COUNT(DISTINCT COALESCE(sh.datacenter_id, 0)) = 1 THEN "                    \
+    "MAX(COALESCE(sh.datacenter_id, 0)) ELSE 0 END FROM gpus sg LEFT JOIN hosts sh ON sh.id = "    \
+    "sg.host_id WHERE sg.source_id = " s ".id)"
+
 /* Statements two noun files run, defined once so both share one cached
  * statement: a data center's id by name (datacenters.c) and the source
  * list (sources.c). */

@@ -16,10 +16,8 @@
     "external_key, external_url, opened_by, opened_at, closed_at"
 #define TICKET_WHERE                                                                               \
     "WHERE (:state IS NULL OR state = :state) AND (:asset IS NULL OR asset_tag = :asset) AND "     \
-    "(:dc = 0 OR COALESCE((SELECT a.datacenter_id FROM assets a WHERE a.tag = "                    \
-    "tickets.asset_tag), "                                                                         \
-    "(SELECT h.datacenter_id FROM gpus g JOIN hosts h ON h.id = g.host_id WHERE g.uuid = "         \
-    "tickets.gpu_uuid), 0) = :dc) "
+    "(:dc = 0 OR " STORE_TICKET_DC("tickets") " = :dc) AND " STORE_SCOPE_IN(                       \
+        STORE_TICKET_DC("tickets")) " "
 
 #define STATEMENTS(X)                                                                              \
     X(T_OPEN_BY_KEY, "SELECT id FROM tickets WHERE dedupe_key = :key AND state = 'open'")          \
@@ -169,6 +167,7 @@ static void bind_ticket_filter(struct db_stmt *s, const void *p)
     db_bind_opt_text(s, ":state", f->state);
     db_bind_opt_text(s, ":asset", f->asset_tag);
     db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_scope(s, &f->scope);
 }
 
 int store_ticket_list(struct store *st, const struct store_ticket_filter *f,

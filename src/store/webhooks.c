@@ -26,6 +26,12 @@
     "id, webhook_id, msg_id, event, state, attempts, next_at, last_status, last_error, "           \
     "response, ticket_id, created_at, delivered_at, body"
 
+/* A delivery is where the ticket it is about is; one about no ticket is
+ * in no data center. */
+#define DLV_WHERE                                                                                  \
+    "WHERE webhook_id = :webhook AND " STORE_SCOPE_IN("(SELECT " STORE_TICKET_DC(                  \
+        "t") " FROM tickets t WHERE t.id = webhook_deliveries.ticket_id)") " "
+
 #define STATEMENTS(X)                                                                              \
     X(HOOK_ADD, "INSERT INTO webhooks (name, url, format, secret, auth, events, config, enabled, " \
                 "created_at, updated_at) VALUES (:name, :url, :format, :secret, :auth, :events, "  \
@@ -53,9 +59,9 @@
                "attempts, next_at, ticket_id, created_at) VALUES (:webhook, :msg, :event, :body, " \
                "'pending', 0, :now, :ticket, :now) RETURNING id")                                  \
     X(DLV_GET, "SELECT " DELIVERY_COLS " FROM webhook_deliveries WHERE id = :id")                  \
-    X(DLV_LIST, "SELECT " DELIVERY_COLS " FROM webhook_deliveries WHERE webhook_id = :webhook "    \
-                "ORDER BY id DESC " PAGE)                                                          \
-    X(DLV_COUNT, "SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = :webhook")            \
+    X(DLV_LIST,                                                                                    \
+      "SELECT " DELIVERY_COLS " FROM webhook_deliveries " DLV_WHERE "ORDER BY id DESC " PAGE)      \
+    X(DLV_COUNT, "SELECT COUNT(*) FROM webhook_deliveries " DLV_WHERE)                             \
     X(DLV_RETRY, "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_at = :now "  \
                  "WHERE id = :id AND state IN ('failed', 'dead')")                                 \
     X(DLV_DUE,                                                                                     \
@@ -405,14 +411,23 @@ cleanup:
     return rc;
 }
 
-static void bind_webhook(struct db_stmt *s, const void *f)
+struct dlv_filter {
+    int64_t webhook_id;
+    const struct store_scope *scope;
+};
+
+static void bind_webhook(struct db_stmt *s, const void *filter)
 {
-    db_bind_int(s, ":webhook", *(const int64_t *)f);
+    const struct dlv_filter *f = filter;
+
+    db_bind_int(s, ":webhook", f->webhook_id);
+    db_bind_scope(s, f->scope);
 }
 
-int store_delivery_list(struct store *st, int64_t webhook_id, const struct store_page *pg,
-                        json_t **items, int64_t *total)
+int store_delivery_list(struct store *st, int64_t webhook_id, const struct store_scope *sc,
+                        const struct store_page *pg, json_t **items, int64_t *total)
 {
+    struct dlv_filter f = {webhook_id, sc};
     json_t *d = NULL;
     size_t i;
     int rc = store_webhook_get(st, webhook_id, &d);
@@ -420,8 +435,8 @@ int store_delivery_list(struct store *st, int64_t webhook_id, const struct store
     json_decref(d);
     if (rc != GI_OK)
         return rc;
-    rc = db_list_page(st, stmt_sql[ST_DLV_COUNT], stmt_sql[ST_DLV_LIST], bind_webhook, &webhook_id,
-                      pg, items, total);
+    rc = db_list_page(st, stmt_sql[ST_DLV_COUNT], stmt_sql[ST_DLV_LIST], bind_webhook, &f, pg,
+                      items, total);
     if (rc == GI_OK)
         json_array_foreach(*items, i, d)
             delivery_doc(d);

@@ -62,7 +62,7 @@ static int64_t make_res(struct store *st, const struct store_resource *r)
 
 static int64_t audit_count(struct store *st, const char *entity, int64_t id)
 {
-    struct store_audit_filter af = {entity, id, NULL};
+    struct store_audit_filter af = {entity, id, NULL, {0}};
     struct store_page pg = {1000, 0, NULL, false};
     json_t *items = NULL;
     int64_t total = -1;
@@ -76,7 +76,7 @@ static int64_t audit_count(struct store *st, const char *entity, int64_t id)
 /* The newest audit row for an entity (caller decrefs). */
 static json_t *audit_last(struct store *st, const char *entity, int64_t id)
 {
-    struct store_audit_filter af = {entity, id, NULL};
+    struct store_audit_filter af = {entity, id, NULL, {0}};
     struct store_page pg = {1, 0, NULL, false};
     json_t *items = NULL, *row;
     int64_t total;
@@ -440,39 +440,39 @@ static void test_res_list(void **state)
     json_decref(items);
 
     /* Each filter alone, and in combination (every statement variant). */
-    fl = (struct store_res_filter){d1, NULL, NULL, NULL, NULL, NULL};
+    fl = (struct store_res_filter){d1, NULL, NULL, NULL, NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 3);
-    fl = (struct store_res_filter){0, "server", NULL, NULL, NULL, NULL};
+    fl = (struct store_res_filter){0, "server", NULL, NULL, NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 4);
-    fl = (struct store_res_filter){d2, "server", NULL, NULL, NULL, NULL};
+    fl = (struct store_res_filter){d2, "server", NULL, NULL, NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 2);
-    fl = (struct store_res_filter){0, NULL, "in_use", NULL, NULL, NULL};
+    fl = (struct store_res_filter){0, NULL, "in_use", NULL, NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 2);
-    fl = (struct store_res_filter){0, NULL, NULL, "acme", NULL, NULL};
+    fl = (struct store_res_filter){0, NULL, NULL, "acme", NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 2);
-    fl = (struct store_res_filter){d1, "server", "in_use", "acme", NULL, NULL};
+    fl = (struct store_res_filter){d1, "server", "in_use", "acme", NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 1);
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, "none", NULL};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, "none", NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 0);
-    fl = (struct store_res_filter){999, NULL, NULL, NULL, NULL, NULL};
+    fl = (struct store_res_filter){999, NULL, NULL, NULL, NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 0);
-    fl = (struct store_res_filter){0, "switch", NULL, NULL, NULL, NULL};
+    fl = (struct store_res_filter){0, "switch", NULL, NULL, NULL, NULL, {0}};
     assert_int_equal(list_total(f->st, &fl), 0);
 
     /* Text search: name, attributes, tenant; wildcards match literally. */
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "LPH"};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "LPH", {0}};
     assert_int_equal(list_total(f->st, &fl), 1);
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "special-host"};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "special-host", {0}};
     assert_int_equal(list_total(f->st, &fl), 1);
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "beta"};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "beta", {0}};
     assert_int_equal(list_total(f->st, &fl), 1);
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "1%"};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "1%", {0}};
     assert_int_equal(list_total(f->st, &fl), 1);
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "_"};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "_", {0}};
     assert_int_equal(list_total(f->st, &fl), 1);
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "%"};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "%", {0}};
     assert_int_equal(list_total(f->st, &fl), 1);
-    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, ""};
+    fl = (struct store_res_filter){0, NULL, NULL, NULL, NULL, "", {0}};
     assert_int_equal(list_total(f->st, &fl), 6); /* empty: no filter */
 
     /* Sorting. */
@@ -680,7 +680,7 @@ static void test_alloc_bulk(void **state)
         res(other, "server", "far", NULL, NULL, "H100", 8),
     };
     struct store_alloc_req req = {dc, "server", 3, 8, "H100", "acme", "train"};
-    struct store_res_filter inuse = {0, NULL, "in_use", NULL, NULL, NULL};
+    struct store_res_filter inuse = {0, NULL, "in_use", NULL, NULL, NULL, {0}};
     json_t *items = (json_t *)0x1;
     int64_t avail = -1, before;
 
@@ -733,7 +733,7 @@ static void test_import_all_or_none(void **state)
     int64_t dc = make_dc(f->st, "imp");
     struct store_resource existing = res(dc, "server", "exists", NULL, NULL, NULL, 0);
     struct store_resource rows[4];
-    struct store_res_filter all = {0, NULL, NULL, NULL, NULL, NULL};
+    struct store_res_filter all = {0, NULL, NULL, NULL, NULL, NULL, {0}};
     int bad[4];
     int64_t audits;
 
@@ -779,14 +779,14 @@ static void test_import_all_or_none(void **state)
     assert_status(store_res_import(f->st, "ivy", rows, 4, false, bad), GI_OK);
     assert_int_equal(list_total(f->st, &all), 5);
     assert_int_equal(audit_count(f->st, NULL, 0), audits + 4);
-    struct store_audit_filter af = {"resource", 0, "ivy"};
+    struct store_audit_filter af = {"resource", 0, "ivy", {0}};
     struct store_page pg = {100, 0, NULL, false};
     json_t *items = NULL;
     int64_t total = 0;
     assert_status(store_audit_list(f->st, &af, &pg, &items, &total), GI_OK);
     assert_int_equal(total, 4);
     json_decref(items);
-    struct store_res_filter held = {0, NULL, "in_use", "acme", NULL, NULL};
+    struct store_res_filter held = {0, NULL, "in_use", "acme", NULL, NULL, {0}};
     pg.limit = 1;
     assert_status(store_res_list(f->st, &held, &pg, &items, &total), GI_OK);
     assert_int_equal(total, 1);
@@ -805,7 +805,7 @@ static void test_audit_list(void **state)
     struct testdb_fixture *f = *state;
     int64_t dc = make_dc(f->st, "aud"), total = 0;
     struct store_resource r = res(dc, "switch", "sw", NULL, NULL, NULL, 0);
-    struct store_audit_filter af = {NULL, 0, NULL};
+    struct store_audit_filter af = {NULL, 0, NULL, {0}};
     struct store_page pg = {2, 0, NULL, false};
     json_t *items = NULL, *out = NULL;
     int64_t rid = make_res(f->st, &r), tid = 0;
@@ -830,11 +830,11 @@ static void test_audit_list(void **state)
     assert_status(store_audit_list(f->st, &af, &pg, &items, &total), GI_OK);
     assert_int_equal(total, 2);
     json_decref(items);
-    af = (struct store_audit_filter){"resource", rid, NULL};
+    af = (struct store_audit_filter){"resource", rid, NULL, {0}};
     assert_status(store_audit_list(f->st, &af, &pg, &items, &total), GI_OK);
     assert_int_equal(total, 2);
     json_decref(items);
-    af = (struct store_audit_filter){"datacenter", 0, "nobody"};
+    af = (struct store_audit_filter){"datacenter", 0, "nobody", {0}};
     assert_status(store_audit_list(f->st, &af, &pg, &items, &total), GI_OK);
     assert_int_equal(total, 0);
     assert_int_equal(json_array_size(items), 0);

@@ -51,7 +51,7 @@ static int64_t count_deliveries(struct store *st, int64_t hook)
     struct store_page pg = {.limit = 100};
     json_t *items = NULL;
     int64_t total = -1;
-    assert_int_equal(store_delivery_list(st, hook, &pg, &items, &total), GI_OK);
+    assert_int_equal(store_delivery_list(st, hook, NULL, &pg, &items, &total), GI_OK);
     json_decref(items);
     return total;
 }
