@@ -18,6 +18,9 @@
 
 #define PAGE "LIMIT :limit OFFSET :offset"
 
+/* Drops the verified tokens kept for st (credentials.c), as it closes. */
+void store_token_forget(const struct store *st);
+
 /* Statements two noun files run, defined once so both share one cached
  * statement: a data center's id by name (datacenters.c) and the source
  * list (sources.c). */
