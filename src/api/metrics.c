@@ -62,6 +62,7 @@ static void label(char *out, size_t len, const char *v)
 void api_metrics(struct req *r)
 {
     int64_t now = gi_now(), fresh = server_freshness(r->srv);
+    struct store_pool_stats pool;
     json_t *m = NULL, *g, *src;
     char *buf = NULL, name[256], kind[64];
     size_t len = 0, cap = 0, i;
@@ -125,6 +126,18 @@ void api_metrics(struct req *r)
                  kind, (long long)json_integer_value(json_object_get(src, "gpus_reported")));
     }
     json_decref(m);
+    store_pool_stats(r->store, &pool);
+    ok = ok && put(&buf, &len, &cap,
+                   "# HELP gpuinv_db_pool_connections Database connections in this process's "
+                   "pool.\n"
+                   "# TYPE gpuinv_db_pool_connections gauge\ngpuinv_db_pool_connections %d\n"
+                   "# HELP gpuinv_db_pool_waits_total Borrows that found every pooled connection "
+                   "lent and waited.\n"
+                   "# TYPE gpuinv_db_pool_waits_total counter\ngpuinv_db_pool_waits_total %lld\n"
+                   "# HELP gpuinv_db_pool_wait_seconds_total Time those borrows waited.\n"
+                   "# TYPE gpuinv_db_pool_wait_seconds_total counter\n"
+                   "gpuinv_db_pool_wait_seconds_total %.6f\n",
+                   pool.connections, (long long)pool.waits, pool.wait_s);
     if (!ok) {
         free(buf);
         reply_error(r, 500, "internal", NULL, "out of memory rendering metrics");

@@ -36,9 +36,9 @@ void api_reservations_list(struct req *r)
         return;
     }
     /* With an asset, the asset's own scope decides (as its page does);
-     * otherwise the list is narrowed to the token's data center. */
+     * otherwise the list is narrowed to the token's data centers. */
     if (f.asset ? !who_may_see_or_reply(r, WHO_ASSET, f.asset, 0)
-                : !who_dc_filter_or_reply(r, &f.datacenter_id))
+                : !who_dc_filter_or_reply(r, &f.datacenter_id, &f.scope))
         return;
     st = store_reservations_list(r->store, &f, &pg, &items, &total);
     if (st != GI_OK) {

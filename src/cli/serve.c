@@ -43,7 +43,7 @@ static const char serve_usage[] =
     "                       come from PGPASSWORD or ~/.pgpass) (default $GPUINV_DB, else\n"
     "                       gpuinv.db)\n"
     "  --demo               fill an empty database with a demo fleet\n"
-    "  --threads N          HTTP worker threads (default 8)\n"
+    "  --threads N          HTTP request workers (default 8)\n"
     "  --max-body BYTES     largest accepted request body (default 8388608)\n"
     "  --session-ttl SECS   dashboard session lifetime (default 43200)\n"
     "  --freshness SECS     data older than this is flagged stale (default 3600)\n"
@@ -186,7 +186,7 @@ int cli_serve(int argc, char **argv)
     struct scheduler *sched = NULL;
     sigset_t sigs;
     int64_t n;
-    int opt, sig, rc, code = 1;
+    int opt, sig, rc, pool, code = 1;
 
     store_usage_config_get(&usage);
     optind = 1;
@@ -368,7 +368,11 @@ int cli_serve(int argc, char **argv)
         gi_error("libsodium failed to initialize");
         return 1;
     }
-    if ((rc = store_open(db, (int)cfg.threads + 1, &st)) != GI_OK) {
+    /* A connection for each request worker and each libmicrohttpd thread
+     * (credentials are verified there), and one for the scheduler, so
+     * that no request waits to borrow one (/metrics counts such waits). */
+    pool = (int)(cfg.threads + server_io_threads(cfg.threads)) + 1;
+    if ((rc = store_open(db, pool, &st)) != GI_OK) {
         char shown[512];
         store_target_display(db, shown, sizeof shown);
         gi_error("cannot open database %s: %s", shown, gi_status_name(rc));

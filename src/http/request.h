@@ -7,6 +7,7 @@
 #define GI_REQUEST_H
 
 #include "core/model.h"
+#include "http/workq.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -57,6 +58,11 @@ struct req {
     /* Set by a reply for a write the database undid for losing a race
      * with a concurrent one: running the handler again may succeed. */
     bool retry;
+    /* The handler runs on a request worker while libmicrohttpd holds the
+     * connection suspended; `handled` is set once the reply waits to be
+     * queued on the connection's own thread. */
+    struct workq_item work;
+    bool handled;
 };
 
 typedef void (*api_handler)(struct req *r);

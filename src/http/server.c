@@ -1,8 +1,8 @@
 /* libmicrohttpd glue: accepts requests, checks each request's headers
  * (path, route, credentials, role, query parameters, announced length)
- * before any of its body is read, gathers bounded bodies, calls the
- * handler and queues its reply. Handlers never answer
- * 404/405/401/403/413 themselves. */
+ * before any of its body is read, gathers bounded bodies, has a request
+ * worker (workq.h) run the handler while the connection is suspended and
+ * queues its reply. Handlers never answer 404/405/401/403/413 themselves. */
 #include "http/server.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -13,9 +13,11 @@
 #include "http/routes.h"
 #include "http/throttle.h"
 #include "http/uri.h"
+#include "http/workq.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <microhttpd.h>
@@ -37,6 +39,7 @@
 
 struct server {
     struct MHD_Daemon *daemon;
+    struct workq *workers; /* run the handlers (workq.h) */
     struct store *store;
     struct throttle *throttle;
     size_t max_body;
@@ -50,6 +53,8 @@ struct server {
      * for clients to hang up. */
     atomic_int active;
 };
+
+unsigned server_io_threads(unsigned workers) { return workers > 8 ? (workers + 3) / 4 : 2; }
 
 uint16_t server_port(const struct server *srv) { return srv->port; }
 size_t server_max_body(const struct server *srv) { return srv->max_body; }
@@ -357,6 +362,24 @@ static void run_handler(struct req *r)
     }
 }
 
+/* Runs r's handler (on a request worker, or on the connection's thread
+ * when the workers are stopping) and hands the connection back to
+ * libmicrohttpd, which calls on_request again to queue the reply. */
+static void handle(struct req *r)
+{
+    run_handler(r);
+    if (r->resp == NULL)
+        reply_error(r, 500, "internal", NULL, "handler sent no reply");
+    r->handled = true;
+    MHD_resume_connection(r->conn);
+}
+
+static void on_work(struct workq_item *item, void *cls)
+{
+    (void)cls;
+    handle((struct req *)(void *)((char *)item - offsetof(struct req, work)));
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_size, void **con_cls)
@@ -382,15 +405,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_size = 0;
         return MHD_YES;
     }
+    if (r->handled)
+        return queue(r);
     if (r->body_too_large) {
         reply_error(r, 413, "too_large", NULL, "request body exceeds %zu bytes",
                     server_max_body(r->srv));
-    } else {
-        run_handler(r);
-        if (r->resp == NULL)
-            reply_error(r, 500, "internal", NULL, "handler sent no reply");
+        return queue(r);
     }
-    return queue(r);
+    /* The handler may block (a database round trip, a password hash): it
+     * runs on a request worker, so this thread goes on serving its other
+     * connections meanwhile. */
+    MHD_suspend_connection(conn);
+    if (!workq_push(r->srv->workers, &r->work))
+        handle(r);
+    return MHD_YES;
 }
 
 static void on_complete(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -495,6 +523,8 @@ static void server_free(struct server *srv)
     if (srv == NULL)
         return;
     throttle_free(srv->throttle);
+    workq_stop(srv->workers);
+    workq_free(srv->workers);
     free(srv->tls_cert);
     free(srv->tls_key);
     free(srv);
@@ -505,8 +535,8 @@ int server_start(const struct server_config *cfg, struct store *st, struct serve
     struct server *srv = calloc(1, sizeof *srv);
     struct sockaddr_in sa;
     const union MHD_DaemonInfo *info;
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     int rc = GI_INVALID;
 
     if (srv == NULL || (srv->throttle = throttle_new()) == NULL) {
@@ -533,6 +563,10 @@ int server_start(const struct server_config *cfg, struct store *st, struct serve
         srv->tls = true;
         flags |= MHD_USE_TLS;
     }
+    if ((srv->workers = workq_start(cfg->threads ? cfg->threads : 1, on_work, NULL)) == NULL) {
+        rc = GI_INTERNAL;
+        goto fail;
+    }
     srv->store = st;
     srv->max_body = cfg->max_body;
     srv->session_ttl = cfg->session_ttl;
@@ -541,8 +575,8 @@ int server_start(const struct server_config *cfg, struct store *st, struct serve
      * before them. */
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
-        srv, MHD_OPTION_NOTIFY_COMPLETED, on_complete, srv, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_THREAD_POOL_SIZE, server_io_threads(cfg->threads), MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED, on_complete, srv, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->idle_timeout ? cfg->idle_timeout : SERVER_DEFAULT_IDLE_TIMEOUT,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit(cfg->max_connections),
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connections,
@@ -573,6 +607,10 @@ void server_stop(struct server *srv)
     MHD_quiesce_daemon(srv->daemon);
     for (int i = 0; i < 1000 && atomic_load(&srv->active) > 0; i++)
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    /* The workers finish what is queued first: libmicrohttpd must not be
+     * stopped with a connection still suspended. A request that arrives
+     * after this runs on its connection's thread. */
+    workq_stop(srv->workers);
     MHD_stop_daemon(srv->daemon);
     server_free(srv);
 }

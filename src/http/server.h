@@ -1,4 +1,5 @@
-/* The HTTP server: libmicrohttpd thread pool, routing, authentication. */
+/* The HTTP server: libmicrohttpd threads that read requests and send
+ * replies, request workers that run the handlers, routing, authentication. */
 #ifndef GI_SERVER_H
 #define GI_SERVER_H
 
@@ -11,9 +12,9 @@ struct server;
 struct throttle;
 
 struct server_config {
-    const char *listen; /* "ADDR:PORT"; port 0 picks a free one */
-    size_t max_body;    /* bytes */
-    unsigned threads;
+    const char *listen;  /* "ADDR:PORT"; port 0 picks a free one */
+    size_t max_body;     /* bytes */
+    unsigned threads;    /* request workers (workq.h) */
     int64_t session_ttl; /* seconds */
     int64_t freshness;   /* seconds after which a GPU's data is stale */
     /* PEM files of the certificate (chain) and its private key; both set
@@ -37,6 +38,10 @@ struct server_config {
  * success *out is running and server_port() tells the bound port. */
 int server_start(const struct server_config *cfg, struct store *st, struct server **out);
 uint16_t server_port(const struct server *srv);
+/* The libmicrohttpd threads (each with its own epoll set) that read
+ * requests and send replies for `workers` request workers; they also
+ * verify credentials, so each may hold a database connection. */
+unsigned server_io_threads(unsigned workers);
 /* Stops accepting, waits for requests in flight, frees; accepts NULL. */
 void server_stop(struct server *srv);
 size_t server_max_body(const struct server *srv);

@@ -58,6 +58,34 @@
     "x.tag = :parent)) AND "                                                                       \
     "(:q IS NULL OR a.tag LIKE :q ESCAPE '!' OR a.serial LIKE :q ESCAPE '!' OR a.model LIKE :q "   \
     "ESCAPE '!') AND " STORE_SCOPE_IN("a.datacenter_id") " "
+/* Equality-only filters: a page of one kind, stage and/or data center
+ * with no other filter, in tag order. The optional terms of ASSET_WHERE
+ * ("(:kind IS NULL OR ...)") are planned before the values are known, so
+ * SQLite and PostgreSQL's generic plan walk the tag index and read rows
+ * until a page matches; these variants name only the terms given (an
+ * unset one is "1 = 1"), so the index of migration 046 (kind, stage,
+ * data center, tag) or 016's (data center, kind) serves them. The rows
+ * and their order are those of ASSET_WHERE with the same values. */
+#define EQ_K "a.kind = :kind"
+#define EQ_S "a.stage = :stage"
+#define EQ_D "a.datacenter_id = :dc"
+#define EQ_NONE "1 = 1"
+#define EQ_WHERE(k, s, d) "WHERE " k " AND " s " AND " d " "
+/* The three statements of one set of equality terms, in the order
+ * eq_stmt() counts on: the page by tag, by tag descending, the count. */
+#define EQ_VARIANT(X, n, w)                                                                        \
+    X(EQ_DOCS_##n, ASSET_DOC_SELECT w "ORDER BY a.tag " PAGE)                                      \
+    X(EQ_DOCS_DESC_##n, ASSET_DOC_SELECT w "ORDER BY a.tag DESC " PAGE)                            \
+    X(EQ_COUNT_##n, "SELECT COUNT(*) FROM assets a " w)
+/* Indexed by the terms given: bit 0 kind, bit 1 stage, bit 2 data center. */
+#define EQ_VARIANTS(X)                                                                             \
+    EQ_VARIANT(X, 1, EQ_WHERE(EQ_K, EQ_NONE, EQ_NONE))                                             \
+    EQ_VARIANT(X, 2, EQ_WHERE(EQ_NONE, EQ_S, EQ_NONE))                                             \
+    EQ_VARIANT(X, 3, EQ_WHERE(EQ_K, EQ_S, EQ_NONE))                                                \
+    EQ_VARIANT(X, 4, EQ_WHERE(EQ_NONE, EQ_NONE, EQ_D))                                             \
+    EQ_VARIANT(X, 5, EQ_WHERE(EQ_K, EQ_NONE, EQ_D))                                                \
+    EQ_VARIANT(X, 6, EQ_WHERE(EQ_NONE, EQ_S, EQ_D))                                                \
+    EQ_VARIANT(X, 7, EQ_WHERE(EQ_K, EQ_S, EQ_D))
 #define ASSET_KEY                                                                                  \
     "CASE :sort WHEN 'kind' THEN a.kind WHEN 'stage' THEN a.stage WHEN 'model' THEN a.model WHEN " \
     "'serial' THEN a.serial WHEN 'warranty_end' THEN a.warranty_end WHEN 'purchase_date' THEN "    \
@@ -119,10 +147,12 @@
     X(DOCS_ASC,                                                                                    \
       ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE)       \
     X(DOCS_DESC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY " DESC, " ASSET_KEY_NUM        \
-                                              " DESC, a.tag DESC " PAGE)
+                                              " DESC, a.tag DESC " PAGE)                           \
+    EQ_VARIANTS(X)
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+_Static_assert(ST_EQ_COUNT_7 == ST_EQ_DOCS_1 + 20, "eq_stmt() counts three statements per variant");
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
@@ -824,15 +854,43 @@ static bool filter_key(const struct store_asset_filter *f, char *key, size_t len
     return kept_key(key, len, 10, parts);
 }
 
-/* The list statement of a page's order: the documents built here (ST_LIST_*)
- * or the stored ones (ST_DOCS_*, in the same order). */
-static enum stmt_id list_stmt(const struct store_page *pg, bool stored)
+static bool by_tag(const struct store_page *pg)
 {
-    bool by_tag = !pg || !pg->sort || strcmp(pg->sort, "tag") == 0;
-    bool desc = pg && pg->desc;
-    enum stmt_id id =
-        by_tag ? (desc ? ST_LIST_TAG_DESC : ST_LIST_TAG) : (desc ? ST_LIST_DESC : ST_LIST_ASC);
+    return !pg || !pg->sort || strcmp(pg->sort, "tag") == 0;
+}
 
+/* Which of EQ_VARIANTS serves f (bit 0 kind, bit 1 stage, bit 2 data
+ * center); 0 when another filter is given or none of the three is, or
+ * when a scope of data centers applies without one data center named
+ * (the variants bind no scope; a named one is inside the scope). */
+static unsigned eq_terms(const struct store_asset_filter *f)
+{
+    if (f->model || f->q || f->warranty_before || f->warranty_after || f->ends_after ||
+        f->ends_before || f->parent || (f->scope.n > 0 && !f->datacenter_id))
+        return 0;
+    return (f->kind ? 1u : 0u) | (f->stage ? 2u : 0u) | (f->datacenter_id ? 4u : 0u);
+}
+
+/* The statement `which` (0 page, 1 page descending, 2 count) of the
+ * equality-only variant with terms t (1..7). */
+static enum stmt_id eq_stmt(unsigned t, unsigned which)
+{
+    return (enum stmt_id)(ST_EQ_DOCS_1 + 3 * (t - 1) + which);
+}
+
+/* The list statement of a page's order: the documents built here (ST_LIST_*)
+ * or the stored ones (ST_DOCS_*, in the same order; an equality-only
+ * variant when f allows). */
+static enum stmt_id list_stmt(const struct store_asset_filter *f, const struct store_page *pg,
+                              bool stored)
+{
+    bool desc = pg && pg->desc;
+    unsigned t = eq_terms(f);
+    enum stmt_id id =
+        by_tag(pg) ? (desc ? ST_LIST_TAG_DESC : ST_LIST_TAG) : (desc ? ST_LIST_DESC : ST_LIST_ASC);
+
+    if (stored && t && by_tag(pg))
+        return eq_stmt(t, desc ? 1 : 0);
     return stored ? (enum stmt_id)(id - ST_LIST_TAG + ST_DOCS_TAG) : id;
 }
 
@@ -852,7 +910,7 @@ static int list_total(struct store *st, struct conn *c, const struct store_asset
         json_decref(kept);
         return GI_OK;
     }
-    if ((cs = prep(c, ST_LIST_COUNT)) == NULL)
+    if ((cs = prep(c, eq_terms(f) ? eq_stmt(eq_terms(f), 2) : ST_LIST_COUNT)) == NULL)
         return GI_INTERNAL;
     bind_filter(cs, f);
     rc = db_fetch_int(c, cs, total);
@@ -866,7 +924,7 @@ int store_asset_list(struct store *st, const struct store_asset_filter *f,
                      const struct store_page *pg, json_t **items, int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list_stmt(pg, false))};
+    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list_stmt(f, pg, false))};
     struct kept_rev rev = {0, 0};
     json_t *arr = json_array();
     int64_t now = gi_now();
@@ -928,7 +986,7 @@ int store_asset_list_text(struct store *st, const struct store_asset_filter *f,
                           int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list_stmt(pg, true))};
+    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list_stmt(f, pg, true))};
     struct kept_rev rev = {0, 0};
     struct asset_text t = {0};
     int64_t now = gi_now();

@@ -5,8 +5,10 @@
 #include "core/status.h"
 #include "core/util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define STATEMENTS(X)                                                                              \
     X(TOKEN_ADD, "INSERT INTO tokens (name, role, hash, created_at) VALUES (:name, :role, :hash, " \
@@ -117,7 +119,121 @@ static bool dcs_read(const char *list, struct gi_principal *out)
     return out->n_dcs > 0;
 }
 
+/* Verified tokens, kept for TOKEN_KEEP_MS so that a request need not
+ * borrow a connection and make a round trip to the database just to find
+ * its token again. Only tokens found valid are kept. Every change to a
+ * token made through this process (revocation, scope, data centers,
+ * source) moves token_gen, which drops every kept entry at once, so this
+ * process honours it at its next request; a change made through another
+ * replica is seen once the entry is older than TOKEN_KEEP_MS. An entry
+ * read before a change is kept under the generation it was read at, so a
+ * lookup racing a revocation can never keep the old row. */
+#define TOKEN_KEEP_N 64
+#define TOKEN_KEEP_MS 1000
+#define TOKEN_HASH_MAX 64 /* the hex of a 32-byte hash */
+
+struct token_kept {
+    const struct store *st;
+    char hash[TOKEN_HASH_MAX + 1];
+    uint64_t gen;
+    int64_t read_ms; /* monotonic */
+    struct gi_principal who;
+};
+
+static pthread_mutex_t token_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct token_kept token_kept[TOKEN_KEEP_N];
+static size_t token_next; /* the slot replaced next */
+static uint64_t token_gen = 1;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Every kept token is dropped (after a change to any token). */
+static void token_changed(void)
+{
+    pthread_mutex_lock(&token_mu);
+    token_gen++;
+    pthread_mutex_unlock(&token_mu);
+}
+
+void store_token_forget(const struct store *st)
+{
+    pthread_mutex_lock(&token_mu);
+    for (size_t i = 0; i < TOKEN_KEEP_N; i++)
+        if (token_kept[i].st == st)
+            token_kept[i].st = NULL;
+    pthread_mutex_unlock(&token_mu);
+}
+
+/* The kept principal of hash into out; false when none is fresh. *gen
+ * receives the generation a lookup made now is read at. */
+static bool token_kept_get(const struct store *st, const char *hash, struct gi_principal *out,
+                           uint64_t *gen)
+{
+    int64_t now = mono_ms();
+    bool hit = false;
+
+    pthread_mutex_lock(&token_mu);
+    *gen = token_gen;
+    for (size_t i = 0; i < TOKEN_KEEP_N && !hit; i++) {
+        const struct token_kept *e = &token_kept[i];
+        if (e->st == st && e->gen == token_gen && now - e->read_ms < TOKEN_KEEP_MS &&
+            strcmp(e->hash, hash) == 0) {
+            *out = e->who;
+            hit = true;
+        }
+    }
+    pthread_mutex_unlock(&token_mu);
+    return hit;
+}
+
+static void token_kept_put(const struct store *st, const char *hash, const struct gi_principal *who,
+                           uint64_t gen, int64_t read_ms)
+{
+    struct token_kept *e = NULL;
+
+    if (strlen(hash) > TOKEN_HASH_MAX)
+        return;
+    pthread_mutex_lock(&token_mu);
+    if (gen == token_gen) {
+        for (size_t i = 0; i < TOKEN_KEEP_N && !e; i++)
+            if (token_kept[i].st == st && strcmp(token_kept[i].hash, hash) == 0)
+                e = &token_kept[i];
+        if (e == NULL) {
+            e = &token_kept[token_next];
+            token_next = (token_next + 1) % TOKEN_KEEP_N;
+        }
+        e->st = st;
+        gi_strlcpy(e->hash, hash, sizeof e->hash);
+        e->gen = gen;
+        e->read_ms = read_ms;
+        e->who = *who;
+    }
+    pthread_mutex_unlock(&token_mu);
+}
+
+static int token_read(struct store *st, const char *hash, struct gi_principal *out);
+
 int store_token_auth(struct store *st, const char *hash, struct gi_principal *out)
+{
+    uint64_t gen;
+    int64_t read_ms = mono_ms();
+    int rc;
+
+    if (token_kept_get(st, hash, out, &gen))
+        return GI_OK;
+    if ((rc = token_read(st, hash, out)) == GI_OK)
+        token_kept_put(st, hash, out, gen, read_ms);
+    return rc;
+}
+
+/* The token of hash as the database holds it now. */
+static int token_read(struct store *st, const char *hash, struct gi_principal *out)
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s = prep(c, ST_TOKEN_BY_HASH);
@@ -243,6 +359,7 @@ cleanup:
     rc = db_tx_end(c, rc);
     json_decref(before);
     json_decref(after);
+    token_changed();
     db_conn_put(st, c);
     return rc;
 }
@@ -384,6 +501,7 @@ int store_token_set_source(struct store *st, int64_t token_id, int64_t source_id
         db_bind_int(s, ":sid", source_id);
         rc = db_exec_done(c, s);
     }
+    token_changed();
     db_conn_put(st, c);
     return rc;
 }
@@ -401,6 +519,7 @@ int store_token_set_scope(struct store *st, int64_t token_id, const char *hosts,
         db_bind_opt_text(s, ":cluster", cluster);
         rc = db_exec_done(c, s);
     }
+    token_changed();
     db_conn_put(st, c);
     return rc;
 }
@@ -445,6 +564,7 @@ cleanup:
     json_decref(after);
     json_decref(before);
     json_decref(doc);
+    token_changed();
     db_conn_put(st, c);
     return rc;
 }

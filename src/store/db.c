@@ -7,6 +7,7 @@
 #include "core/util.h"
 #include "store/db_driver.h"
 #include "store/embedded.h"
+#include "store/store_int.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 struct store {
     const struct db_driver *drv;
@@ -29,6 +31,10 @@ struct store {
     pthread_mutex_t writer_mu;
     int n;
     struct conn **conns;
+    /* Borrows that found every connection lent, and the time they waited
+     * (under mu), for /metrics. */
+    int64_t waits;
+    int64_t wait_ns;
 };
 
 bool db_is_pg_target(const char *target)
@@ -91,9 +97,18 @@ void store_target_display(const char *target, char *buf, size_t len)
 
 enum db_dialect db_dialect(const struct conn *c) { return c->dialect; }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 struct conn *db_conn_get(struct store *st)
 {
     struct conn *c = NULL;
+    int64_t waited = 0;
 
     pthread_mutex_lock(&st->mu);
     for (;;) {
@@ -106,13 +121,28 @@ struct conn *db_conn_get(struct store *st)
         }
         if (c)
             break;
+        if (waited == 0)
+            waited = mono_ns();
         pthread_cond_wait(&st->cv, &st->mu);
+    }
+    if (waited) {
+        st->waits++;
+        st->wait_ns += mono_ns() - waited;
     }
     pthread_mutex_unlock(&st->mu);
     /* A connection the database dropped is re-established here; while it
      * cannot be, its statements answer GI_UNAVAILABLE. */
     c->drv->alive(c);
     return c;
+}
+
+void store_pool_stats(struct store *st, struct store_pool_stats *out)
+{
+    pthread_mutex_lock(&st->mu);
+    out->connections = st->n;
+    out->waits = st->waits;
+    out->wait_s = (double)st->wait_ns / 1e9;
+    pthread_mutex_unlock(&st->mu);
 }
 
 void db_conn_put(struct store *st, struct conn *c)
@@ -800,6 +830,7 @@ void store_close(struct store *st)
 {
     if (st == NULL)
         return;
+    store_token_forget(st);
     for (int i = 0; i < st->n; i++)
         st->drv->close(st->conns[i]);
     free(st->conns);

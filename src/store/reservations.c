@@ -22,7 +22,8 @@
     " FROM asset_reservations r JOIN assets s ON s.id = r.spare_id JOIN assets f ON f.id = "       \
     "r.for_id LEFT JOIN datacenters d ON d.id = s.datacenter_id "
 #define RESV_WHERE                                                                                 \
-    "WHERE (:dc = 0 OR s.datacenter_id = :dc) AND (:model IS NULL OR s.model = :model) AND "       \
+    "WHERE (:dc = 0 OR s.datacenter_id = :dc) AND " STORE_SCOPE_IN("s.datacenter_id") " AND "     \
+    "(:model IS NULL OR s.model = :model) AND "                                                    \
     "(:state IS NULL OR (:state = 'reserved' AND r.released_at IS NULL) OR (r.released_at IS NOT " \
     "NULL AND COALESCE(r.ended_as, 'released') = :state)) AND (:asset = 0 OR r.spare_id = :asset " \
     "OR r.for_id = :asset) "
@@ -52,6 +53,7 @@ static void bind_filter(struct db_stmt *s, const void *filter)
     const struct resv_bound *b = filter;
 
     db_bind_int(s, ":dc", b->f->datacenter_id);
+    db_bind_scope(s, &b->f->scope);
     db_bind_text(s, ":model", b->f->model);
     db_bind_text(s, ":state", b->f->state);
     db_bind_int(s, ":asset", b->asset_id);

@@ -28,6 +28,14 @@ int store_open(const char *path, int conns, struct store **out);
 void store_target_display(const char *target, char *buf, size_t len);
 /* Closes every connection; accepts NULL. */
 void store_close(struct store *st);
+/* The connection pool: its size, how many borrows found every connection
+ * lent and how long, in all, they waited for one. */
+struct store_pool_stats {
+    int connections;
+    int64_t waits;
+    double wait_s;
+};
+void store_pool_stats(struct store *st, struct store_pool_stats *out);
 /* Schema version after migrations. */
 int store_schema_version(struct store *st, int64_t *out);
 

@@ -308,6 +308,7 @@ struct store_resv_filter {
     const char *model;     /* NULL: every model */
     const char *state;     /* NULL: every state */
     const char *asset;     /* NULL: every asset; else a tag, as the spare or the replaced one */
+    struct store_scope scope; /* n 0: every data center; else the spare's must be one of them */
 };
 /* A page of reservations, newest first, and their total; GI_NOT_FOUND
  * when f->asset names no asset. */

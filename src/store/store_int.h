@@ -54,6 +54,9 @@ void db_bind_scope(struct db_stmt *s, const struct store_scope *sc);
     "MAX(COALESCE(sh.datacenter_id, 0)) ELSE 0 END FROM gpus sg LEFT JOIN hosts sh ON sh.id = "    \
     "sg.host_id WHERE sg.source_id = " s ".id)"
 
+/* Drops the verified tokens kept for st (credentials.c), as it closes. */
+void store_token_forget(const struct store *st);
+
 /* Statements two noun files run, defined once so both share one cached
  * statement: a data center's id by name (datacenters.c) and the source
  * list (sources.c). */

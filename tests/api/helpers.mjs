@@ -125,6 +125,22 @@ export async function mkToken(s, role, name = uniq(role)) {
   return t;
 }
 
+/**
+ * Repeats call() until its reply has `status` or `ms` milliseconds pass,
+ * and returns the last reply. For a change to a token made by another
+ * process (the CLI, another replica): a server keeps a token it verified
+ * for up to a second (src/store/credentials.c), so the change reaches it
+ * within that.
+ */
+export async function untilStatus(call, status, ms = 5000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const r = await call();
+    if (r.status === status || Date.now() > end) return r;
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
 /** Every item of a list, walking `next` cursors. */
 export async function listAll(s, pathWithQuery, opts = {}) {
   const items = [];

@@ -75,8 +75,24 @@ static void check_page(struct store *st, const struct store_asset_filter *f,
     json_decref(items);
 }
 
-/* Every order, whole and in pages of two, with and without a filter. */
-static void check_lists(struct store *st)
+/* The filter of kind, stage and data center `dc` that bits t (1 kind, 2
+ * stage, 4 data center) name: the sets the list's equality-only
+ * statements serve. */
+static struct store_asset_filter eq_filter(unsigned t, const char *kind, const char *stage,
+                                           int64_t dc)
+{
+    struct store_asset_filter f = {0};
+
+    f.kind = t & 1 ? kind : NULL;
+    f.stage = t & 2 ? stage : NULL;
+    f.datacenter_id = t & 4 ? dc : 0;
+    return f;
+}
+
+/* Every order, whole and in pages of two, with and without a filter; and
+ * every combination of kind, stage and data center dc, both ways and in
+ * pages of one. */
+static void check_lists(struct store *st, int64_t dc)
 {
     static const char *const sorts[] = {
         NULL, "tag", "datacenter", "kind", "warranty_end", "purchase_date", "id", "updated_at"};
@@ -92,6 +108,46 @@ static void check_lists(struct store *st)
                 check_page(st, &none, &pg);
         }
     }
+    for (unsigned t = 1; t < 8; t++) {
+        for (int desc = 0; desc < 2; desc++) {
+            struct store_asset_filter f = eq_filter(t, "gpu", "spare", dc);
+            struct store_page pg = {100, 0, NULL, desc != 0};
+            check_page(st, &f, &pg);
+            f = eq_filter(t, "server", "active", dc);
+            check_page(st, &f, &pg);
+            for (pg.limit = 1; pg.offset < 4; pg.offset++)
+                check_page(st, &f, &pg);
+        }
+    }
+}
+
+/* The tags of the text page of f in tag order (desc: descending) and its
+ * total equal want ("A,B") and n. */
+static void expect_tags(struct store *st, const struct store_asset_filter *f, bool desc,
+                        const char *want, int64_t n)
+{
+    struct store_page pg = {100, 0, NULL, desc};
+    char *text = NULL, *page, got[256] = "";
+    size_t len = 0, rows = 0, at = 0, i;
+    int64_t total = -1;
+    json_t *arr, *v;
+
+    assert_status(store_asset_list_text(st, f, &pg, &text, &len, &rows, &total), GI_OK);
+    page = malloc(len + 3);
+    assert_non_null(page);
+    snprintf(page, len + 3, "[%s]", text);
+    arr = json_loads(page, 0, NULL);
+    free(page);
+    assert_non_null(arr);
+    json_array_foreach(arr, i, v) {
+        at += (size_t)snprintf(got + at, sizeof got - at, "%s%s", i ? "," : "",
+                               json_string_value(json_object_get(v, "tag")));
+    }
+    assert_string_equal(got, want);
+    assert_int_equal(total, n);
+    assert_int_equal(rows, json_array_size(arr));
+    json_decref(arr);
+    free(text);
 }
 
 /* Every asset has its stored document, and none holds a read-time member. */
@@ -142,7 +198,7 @@ static void test_list_is_the_documents(void **state)
     mk(f->st, "{\"tag\":\"PSU-1\",\"kind\":\"psu\",\"model\":\"\\u65e5\\u672c\"}");
     mk(f->st, "{\"kind\":\"nic\"}");
     check_stored(&f->db);
-    check_lists(f->st);
+    check_lists(f->st, dc2_id);
 
     /* Changes: a patch, a stage move, a renamed parent, a renamed and a
      * deleted data center. */
@@ -154,33 +210,50 @@ static void test_list_is_the_documents(void **state)
         store_asset_set_stage(f->st, "t", "GPU-1", "spare", "r", false, &out, NULL, 0, NULL, 0),
         GI_OK);
     json_decref(out);
+    /* Hand-counted: GPU-1 (dc-2) is the one spare GPU; SRV-1 the one
+     * server, active, in the first data center. */
+    {
+        struct store_asset_filter k = eq_filter(1, "gpu", "spare", dc2_id);
+        struct store_asset_filter ks = eq_filter(3, "gpu", "spare", dc2_id);
+        struct store_asset_filter ksd = eq_filter(7, "gpu", "spare", dc2_id);
+        struct store_asset_filter sd = eq_filter(6, "gpu", "active", dc_id);
+        struct store_asset_filter kd = eq_filter(5, "gpu", NULL, dc_id);
+        struct store_asset_filter s2 = eq_filter(2, NULL, "active", 0);
+        expect_tags(f->st, &k, false, "GPU-1,GPU-2", 2);
+        expect_tags(f->st, &k, true, "GPU-2,GPU-1", 2);
+        expect_tags(f->st, &ks, false, "GPU-1", 1);
+        expect_tags(f->st, &ksd, false, "GPU-1", 1);
+        expect_tags(f->st, &sd, true, "SRV-1", 1);
+        expect_tags(f->st, &kd, false, "", 0);
+        expect_tags(f->st, &s2, false, "GI-000005,GPU-2,PSU-1,SRV-1", 4);
+    }
     patch = json_pack("{s:s}", "tag", "SRV-1b");
     assert_status(store_asset_update(f->st, "t", "SRV-1", patch, &out, &err), GI_OK);
     json_decref(out);
     json_decref(patch);
     check_stored(&f->db);
-    check_lists(f->st);
+    check_lists(f->st, dc2_id);
 
     dc.name = "renamed";
     assert_status(store_dc_update(f->st, "t", dc_id, &dc, &out), GI_OK);
     json_decref(out);
-    check_lists(f->st);
+    check_lists(f->st, dc2_id);
     assert_status(store_dc_delete(f->st, "t", dc2_id, true, NULL), GI_OK);
     assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM assets WHERE tag = 'GPU-1' AND "
                                            "datacenter_id IS NULL"),
                      1);
     check_stored(&f->db);
-    check_lists(f->st);
+    check_lists(f->st, dc2_id);
 
     /* Rows written around the store: listed all the same, then rendered. */
     assert_int_equal(raw_exec(&f->db, "UPDATE assets SET doc = NULL, doc_cut = NULL WHERE tag IN "
                                       "('GPU-2', 'PSU-1')"),
                      0);
-    check_lists(f->st);
+    check_lists(f->st, dc2_id);
     assert_status(store_asset_docs_fill(f->st, &filled), GI_OK);
     assert_int_equal(filled, 2);
     check_stored(&f->db);
-    check_lists(f->st);
+    check_lists(f->st, dc2_id);
     assert_status(store_asset_docs_fill(f->st, &filled), GI_OK);
     assert_int_equal(filled, 0);
 }
@@ -200,14 +273,14 @@ static void test_last_seen_from_discovery(void **state)
     assert_int_equal(raw_exec(&f->db, sql), 0);
     mk(f->st, "{\"tag\":\"G1\",\"kind\":\"gpu\",\"serial\":\"GS1\"}");
     check_stored(&f->db);
-    check_lists(f->st);
+    check_lists(f->st, 1);
     snprintf(sql, sizeof sql, "UPDATE gpus SET last_seen_at = %lld", (long long)now);
     assert_int_equal(raw_exec(&f->db, sql), 0);
     assert_status(store_asset_reconcile(f->st, now, &drifts), GI_OK);
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM assets WHERE last_seen = %lld", (long long)now);
     assert_int_equal(testdb_scalar(&f->db, sql), 1);
     check_stored(&f->db);
-    check_lists(f->st);
+    check_lists(f->st, 1);
 }
 
 int main(void)
