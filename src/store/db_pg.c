@@ -17,7 +17,7 @@
  * statement fails its transaction (or the pipeline's implicit one), which
  * undoes the SET. Sending the text unnamed each time was measured dearer:
  * parsing it again cost more than planning it (PERFORMANCE.md, "The
- * newest values in one statement"). */
+ * newest values in one statement, and fewer waits per batch"). */
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
