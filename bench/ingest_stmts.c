@@ -4,8 +4,10 @@
  * (prepared statements by the text they were prepared from) and writes the counts to the file named
  * by GI_STMT_COUNTS when the process exits: one line per text, the count, the thread CPU time spent
  * in the call in microseconds (for SQLite the statement's whole cost; for libpq only the client's
- * side), and the text's first 100 characters, separated by tabs. Build: cc -shared -fPIC -O2 -o
- * ingest_stmts.so bench/ingest_stmts.c -ldl */
+ * side), and the text's first 100 characters, separated by tabs. The waits for the server count
+ * under texts of their own beginning "(round trip)": each call that waits for an answer
+ * (PQexec, PQexecPrepared, PQprepare), each pipeline's sync and each copy's end. Build: cc
+ * -shared -fPIC -O2 -o ingest_stmts.so bench/ingest_stmts.c -ldl */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -126,7 +128,26 @@ PGresult *PQprepare(PGconn *c, const char *name, const char *q, int n, const Oid
     char key[300];
     snprintf(key, sizeof key, "%p/%.200s", (void *)c, name);
     name_set(key, q);
+    count("(round trip) PQprepare");
     return next(c, name, q, n, types);
+}
+
+int PQpipelineSync(PGconn *c)
+{
+    static __typeof__(&PQpipelineSync) next;
+    if (!next)
+        next = NEXT(PQpipelineSync);
+    count("(round trip) PQpipelineSync");
+    return next(c);
+}
+
+int PQputCopyEnd(PGconn *c, const char *msg)
+{
+    static __typeof__(&PQputCopyEnd) next;
+    if (!next)
+        next = NEXT(PQputCopyEnd);
+    count("(round trip) PQputCopyEnd");
+    return next(c, msg);
 }
 
 int PQsendQueryPrepared(PGconn *c, const char *name, int n, const char *const *v, const int *l,
@@ -150,6 +171,7 @@ PGresult *PQexecPrepared(PGconn *c, const char *name, int n, const char *const *
     char key[300];
     snprintf(key, sizeof key, "%p/%.200s", (void *)c, name);
     count(name_get(key));
+    count("(round trip) PQexecPrepared");
     return next(c, name, n, v, l, f, rf);
 }
 
@@ -169,5 +191,6 @@ PGresult *PQexec(PGconn *c, const char *q)
     if (!next)
         next = NEXT(PQexec);
     count(q);
+    count("(round trip) PQexec");
     return next(c, q);
 }

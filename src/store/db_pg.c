@@ -2,7 +2,22 @@
  * notice a lost server and reconnect, server-side prepared statements
  * cached per connection by the SQL text's address (with the :name
  * parameters the store writes rewritten to $n), parameters sent as text,
- * and the mapping of SQLSTATEs onto the program's statuses. */
+ * and the mapping of SQLSTATEs onto the program's statuses.
+ *
+ * A statement whose text begins with PG_PLAN_EACH is planned for the
+ * values it is given at every execution: it is prepared once (parsed
+ * once) like the others, and each execution goes between SET
+ * plan_cache_mode = force_custom_plan and RESET plan_cache_mode, all
+ * three in one message, so without a round trip of their own. That is
+ * for statements whose best plan depends on table sizes that change
+ * under them, such as an UPDATE joined to the rows of array parameters:
+ * the generic plan PostgreSQL caches after five executions is costed
+ * with the table as it was then and kept until the table is next
+ * analyzed (a sequential scan of a table that was small then). A failed
+ * statement fails its transaction (or the pipeline's implicit one), which
+ * undoes the SET. Sending the text unnamed each time was measured dearer:
+ * parsing it again cost more than planning it (PERFORMANCE.md, "The
+ * newest values in one statement, and fewer waits per batch"). */
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -22,6 +37,8 @@
 #define PG_SLOTS 1024
 /* Parameters one statement may have. */
 #define PG_MAX_PARAMS 64
+/* The leading comment of a statement planned at each execution. */
+#define PG_PLAN_EACH "/* plan each time */"
 /* Seconds between reconnection attempts of one connection. */
 #define PG_RECONNECT_S 1
 
@@ -45,6 +62,7 @@ struct pg_stmt {
     char name[16];               /* the server-side prepared statement's name */
     char *text;                  /* the SQL with $n parameters */
     bool prepared;               /* on the current server session */
+    bool each;                   /* planned at each execution (PG_PLAN_EACH) */
     int np;                      /* distinct parameters */
     char *names[PG_MAX_PARAMS];  /* ":name", in $n order */
     char *vals[PG_MAX_PARAMS];   /* bound values; NULL is SQL NULL */
@@ -314,6 +332,25 @@ static int rewrite(struct pg_stmt *s, const char *sql)
     return GI_OK;
 }
 
+/* A new statement for sql, its server-side name `kind` and a number. */
+static struct pg_stmt *stmt_new(struct pg_conn *c, const char *sql, char kind)
+{
+    struct pg_stmt *s = calloc(1, sizeof *s);
+
+    if (s == NULL)
+        return NULL;
+    if (rewrite(s, sql) != GI_OK) {
+        gi_error("prepare: cannot rewrite: %.120s", sql);
+        stmt_free(s);
+        return NULL;
+    }
+    s->base.drv = &db_pg_driver;
+    s->pc = c;
+    s->each = strncmp(sql, PG_PLAN_EACH, sizeof PG_PLAN_EACH - 1) == 0;
+    snprintf(s->name, sizeof s->name, "%c%u", kind, c->next_name++);
+    return s;
+}
+
 static struct db_stmt *pg_prep(struct conn *bc, const char *sql)
 {
     struct pg_conn *c = pgc(bc);
@@ -332,16 +369,8 @@ static struct db_stmt *pg_prep(struct conn *bc, const char *sql)
         }
         if (slot->sql != NULL)
             continue;
-        if ((s = calloc(1, sizeof *s)) == NULL)
+        if ((s = stmt_new(c, sql, 'g')) == NULL)
             return NULL;
-        if (rewrite(s, sql) != GI_OK) {
-            gi_error("prepare: cannot rewrite: %.120s", sql);
-            stmt_free(s);
-            return NULL;
-        }
-        s->base.drv = &db_pg_driver;
-        s->pc = c;
-        snprintf(s->name, sizeof s->name, "g%u", c->next_name++);
         slot->sql = sql;
         slot->st = s;
         return &s->base;
@@ -352,21 +381,12 @@ static struct db_stmt *pg_prep(struct conn *bc, const char *sql)
 
 static struct db_stmt *pg_prep_once(struct conn *bc, const char *sql)
 {
-    struct pg_conn *c = pgc(bc);
-    struct pg_stmt *s = calloc(1, sizeof *s);
+    struct pg_stmt *s = stmt_new(pgc(bc), sql, 'o');
 
-    if (s == NULL)
-        return NULL;
-    if (rewrite(s, sql) != GI_OK) {
-        gi_error("prepare: cannot rewrite: %.120s", sql);
-        stmt_free(s);
-        return NULL;
-    }
-    s->base.drv = &db_pg_driver;
-    s->pc = c;
-    snprintf(s->name, sizeof s->name, "o%u", c->next_name++);
-    return &s->base;
+    return s ? &s->base : NULL;
 }
+
+static void drain(struct pg_conn *c);
 
 /* Frees a statement of pg_prep_once(), deallocating it on the server
  * when it was prepared there (which a failed transaction refuses until
@@ -376,6 +396,7 @@ static void pg_stmt_free(struct db_stmt *bs)
     struct pg_stmt *s = pgs(bs);
     char sql[40];
 
+    drain(s->pc); /* a failure among them is reported by the next call that answers */
     if (s->prepared && PQstatus(s->pc->pg) == CONNECTION_OK &&
         PQtransactionStatus(s->pc->pg) != PQTRANS_INERROR) {
         snprintf(sql, sizeof sql, "DEALLOCATE %s", s->name);
@@ -434,6 +455,7 @@ static void pg_bind_null(struct db_stmt *bs, int i) { unbind(pgs(bs), i - 1); }
 
 static int pg_exec(struct conn *bc, const char *sql);
 static bool pg_tx_open(struct conn *c);
+static int send_text(struct pg_conn *c, const char *sql);
 
 /* Prepares s on the server. A parameter whose type the statement leaves
  * open (only ever compared with NULL before its typed use, as in
@@ -478,6 +500,25 @@ static int prepare(struct pg_conn *c, struct pg_stmt *s)
     return GI_INTERNAL;
 }
 
+static const char sql_custom_on[] = "SET plan_cache_mode = force_custom_plan";
+static const char sql_custom_off[] = "RESET plan_cache_mode";
+
+/* Sends the bound, prepared statement in pipeline mode, between the
+ * settings of PG_PLAN_EACH when it has it; the number of queries sent (1
+ * or 3, each answered in turn) or 0 when sending failed. */
+static int send_bound(struct pg_conn *c, const struct pg_stmt *s)
+{
+    const char *const *v = (const char *const *)s->vals;
+
+    if (s->each && PQsendQueryParams(c->pg, sql_custom_on, 0, NULL, NULL, NULL, NULL, 0) != 1)
+        return 0;
+    if (PQsendQueryPrepared(c->pg, s->name, s->np, v, NULL, NULL, 0) != 1)
+        return 0;
+    if (s->each && PQsendQueryParams(c->pg, sql_custom_off, 0, NULL, NULL, NULL, NULL, 0) != 1)
+        return 0;
+    return s->each ? 3 : 1;
+}
+
 /* A write's result: its row count becomes the connection's changes. */
 static void note_changes(struct pg_conn *c, PGresult *r)
 {
@@ -493,8 +534,9 @@ static void pipeline_leave(struct pg_conn *c);
 
 /* Reads the answers of the statements pg_send() sent, in order: each
  * write's row count becomes the connection's, the first failure is kept
- * in defer_st. Leaves pipeline mode. */
-static void drain(struct pg_conn *c)
+ * in defer_st; with `last`, the last query's result goes there instead,
+ * unjudged (NULL when none came). Leaves pipeline mode. */
+static void drain_into(struct pg_conn *c, PGresult **last)
 {
     PGresult *r;
 
@@ -506,6 +548,10 @@ static void drain(struct pg_conn *c)
     } else {
         for (int q = 0; q < c->queued; q++) {
             pipeline_take(c, &r);
+            if (last && q == c->queued - 1) {
+                *last = r;
+                break;
+            }
             if (r == NULL) {
                 if (c->defer_st == GI_OK)
                     c->defer_st = map_error(c, NULL);
@@ -527,6 +573,26 @@ static void drain(struct pg_conn *c)
     }
     c->queued = 0;
     pipeline_leave(c);
+}
+
+static void drain(struct pg_conn *c) { drain_into(c, NULL); }
+
+/* For a query just sent after deferred ones, into their pipeline: reads
+ * every answer, the query's into *out, so that a waited statement behind
+ * deferred ones costs one round trip, not two. GI_OK, or the first
+ * deferred failure (reported once; *out is then NULL). */
+static int drain_then(struct pg_conn *c, PGresult **out)
+{
+    int st;
+
+    *out = NULL;
+    drain_into(c, out);
+    if ((st = c->defer_st) != GI_OK) {
+        c->defer_st = GI_OK;
+        PQclear(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* Reads what is due and reports (once) the first deferred failure. */
@@ -552,7 +618,7 @@ static int pg_send(struct conn *bc, struct db_stmt *bs)
 {
     struct pg_conn *c = pgc(bc);
     struct pg_stmt *s = pgs(bs);
-    int st;
+    int st, sent;
 
     if (PQstatus(c->pg) != CONNECTION_OK)
         return GI_UNAVAILABLE;
@@ -564,26 +630,61 @@ static int pg_send(struct conn *bc, struct db_stmt *bs)
     }
     if (PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF && !PQenterPipelineMode(c->pg))
         return map_error(c, NULL);
-    if (PQsendQueryPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0) !=
-        1) {
+    if ((sent = send_bound(c, s)) == 0) {
         st = map_error(c, NULL);
         return flush(c) != GI_OK ? GI_UNAVAILABLE : st;
     }
-    c->queued++;
+    c->queued += sent;
     return GI_OK;
+}
+
+/* Executes a PG_PLAN_EACH statement between its settings, the three in
+ * one pipeline (one round trip): the first failed result, else the
+ * statement's; NULL when nothing came back. */
+static PGresult *execute_custom(struct pg_conn *c, struct pg_stmt *s)
+{
+    PGresult *r[3] = {NULL, NULL, NULL}, *out;
+    int sent;
+
+    if (!PQenterPipelineMode(c->pg))
+        return NULL;
+    sent = send_bound(c, s);
+    if (PQpipelineSync(c->pg) && sent == 3)
+        for (int q = 0; q < 3; q++)
+            pipeline_take(c, &r[q]);
+    pipeline_leave(c);
+    out = r[0] && PQresultStatus(r[0]) != PGRES_COMMAND_OK ? r[0] : r[1];
+    for (int q = 0; q < 3; q++)
+        if (r[q] != out)
+            PQclear(r[q]);
+    return out;
 }
 
 /* Prepares s on the server (once per session) and executes it. */
 static int execute(struct pg_conn *c, struct pg_stmt *s)
 {
+    /* Behind deferred statements, it joins their pipeline. */
+    bool behind = c->queued > 0 && c->defer_st == GI_OK && s->prepared && !s->each;
     PGresult *r;
     int st;
 
-    if ((c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
+    if (!behind && (c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
         return st;
     if (!s->prepared && (st = prepare(c, s)) != GI_OK)
         return st;
-    r = PQexecPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0);
+    if (behind) {
+        if (send_bound(c, s) != 1) {
+            st = map_error(c, NULL);
+            return flush(c) != GI_OK ? GI_UNAVAILABLE : st;
+        }
+        c->queued++;
+        if ((st = drain_then(c, &r)) != GI_OK)
+            return st;
+    } else if (s->each) {
+        r = execute_custom(c, s);
+    } else {
+        r = PQexecPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0);
+    }
     switch (PQresultStatus(r)) {
     case PGRES_COMMAND_OK:
     case PGRES_TUPLES_OK: {
@@ -659,14 +760,15 @@ static void pipeline_leave(struct pg_conn *c)
 static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
 {
     struct pg_conn *c = pgc(bc);
-    bool tx = n > 1 && PQtransactionStatus(c->pg) == PQTRANS_IDLE, sent = true;
+    bool tx, sent = true;
     PGresult *r = NULL;
-    int st = GI_OK, nq = 0;
+    int st = GI_OK;
 
     if (PQstatus(c->pg) != CONNECTION_OK)
         return GI_UNAVAILABLE;
     if ((c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
         return st;
+    tx = n > 1 && PQtransactionStatus(c->pg) == PQTRANS_IDLE;
     for (int i = 0; i < n; i++) {
         struct pg_stmt *s = pgs(ss[i]);
         PQclear(s->res);
@@ -678,11 +780,8 @@ static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
         return map_error(c, NULL);
     if (tx)
         sent = PQsendQueryParams(c->pg, sql_batch_begin, 0, NULL, NULL, NULL, NULL, 0) == 1;
-    for (int i = 0; sent && i < n; i++) {
-        struct pg_stmt *s = pgs(ss[i]);
-        sent = PQsendQueryPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL,
-                                   0) == 1;
-    }
+    for (int i = 0; sent && i < n; i++)
+        sent = send_bound(c, pgs(ss[i])) != 0;
     if (sent && tx)
         sent = PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) == 1;
     if (!sent || !PQpipelineSync(c->pg)) {
@@ -692,36 +791,39 @@ static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
         pipeline_leave(c);
         return st;
     }
-    /* Results come in the order sent: BEGIN, the statements, COMMIT. */
-    nq = n + (tx ? 2 : 0);
-    for (int q = 0; q < nq; q++) {
-        int i = q - (tx ? 1 : 0);
-        pipeline_take(c, &r);
-        if (r == NULL) {
-            if (st == GI_OK)
-                st = map_error(c, NULL);
-            break;
-        }
-        switch (PQresultStatus(r)) {
-        case PGRES_COMMAND_OK:
-        case PGRES_TUPLES_OK:
-            if (i >= 0 && i < n && st == GI_OK) {
-                struct pg_stmt *s = pgs(ss[i]);
-                s->res = r;
-                s->row = -1;
-                s->nrows = PQntuples(r);
-                r = NULL;
+    /* Results come in the order sent: BEGIN, the statements (one planned
+     * each time between its two settings), COMMIT. */
+    for (int i = tx ? -1 : 0; i < n + (tx ? 1 : 0); i++) {
+        struct pg_stmt *s = i >= 0 && i < n ? pgs(ss[i]) : NULL;
+        int parts = s && s->each ? 3 : 1;
+        for (int k = 0; k < parts; k++) {
+            pipeline_take(c, &r);
+            if (r == NULL) {
+                if (st == GI_OK)
+                    st = map_error(c, NULL);
+                goto done;
             }
-            break;
-        case PGRES_PIPELINE_ABORTED:
-            break;
-        default:
-            if (st == GI_OK)
-                st = map_error(c, r);
+            switch (PQresultStatus(r)) {
+            case PGRES_COMMAND_OK:
+            case PGRES_TUPLES_OK:
+                if (s && k == parts / 2 && st == GI_OK) {
+                    s->res = r;
+                    s->row = -1;
+                    s->nrows = PQntuples(r);
+                    r = NULL;
+                }
+                break;
+            case PGRES_PIPELINE_ABORTED:
+                break;
+            default:
+                if (st == GI_OK)
+                    st = map_error(c, r);
+            }
+            PQclear(r);
+            r = NULL;
         }
-        PQclear(r);
-        r = NULL;
     }
+done:
     pipeline_leave(c);
     /* A failed statement leaves the batch's transaction failed. */
     if (tx && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
@@ -824,17 +926,36 @@ static int64_t pg_changes(struct conn *c)
     return pgc(c)->changes;
 }
 
+/* Runs SQL text. One statement behind deferred ones joins their pipeline
+ * (the commit of a batch costs one round trip with them); BEGIN on an
+ * idle connection is itself sent without waiting, its answer read with
+ * the next statement's (the lock a writing transaction takes next), as it
+ * fails only with the connection, which that statement notices too. */
 static int pg_exec(struct conn *bc, const char *sql)
 {
     struct pg_conn *c = pgc(bc);
+    bool one = strchr(sql, ';') == NULL, behind = one && c->queued > 0 && c->defer_st == GI_OK;
     PGresult *r;
     int st = GI_OK;
 
     if (PQstatus(c->pg) != CONNECTION_OK)
         return GI_UNAVAILABLE;
-    if ((c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
+    if (!behind && (c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
         return st;
-    r = PQexec(c->pg, sql);
+    if (behind) {
+        if (PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) {
+            st = map_error(c, NULL);
+            return flush(c) != GI_OK ? GI_UNAVAILABLE : st;
+        }
+        c->queued++;
+        if ((st = drain_then(c, &r)) != GI_OK)
+            return st;
+    } else if (strcmp(sql, db_pg_driver.begin_write) == 0 &&
+               PQtransactionStatus(c->pg) == PQTRANS_IDLE) {
+        return send_text(c, sql);
+    } else {
+        r = PQexec(c->pg, sql);
+    }
     if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
         st = map_error(c, r);
         if (st == GI_INTERNAL)
@@ -847,9 +968,24 @@ static int pg_exec(struct conn *bc, const char *sql)
 /* Bytes of COPY data sent per message. */
 #define PG_COPY_CHUNK (1 << 20)
 
+/* Sends SQL text without parameters into the pipeline of deferred
+ * statements (pg_send()), its answer read with theirs. */
+static int send_text(struct pg_conn *c, const char *sql)
+{
+    if (PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF && !PQenterPipelineMode(c->pg))
+        return map_error(c, NULL);
+    if (PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) {
+        int st = map_error(c, NULL);
+        return flush(c) != GI_OK ? GI_UNAVAILABLE : st;
+    }
+    c->queued++;
+    return GI_OK;
+}
+
 /* db_copy_in(): the savepoint and the COPY go in one message, so the copy
- * costs two round trips (its start, then the data and its result) and a
- * third to release the savepoint. */
+ * costs two round trips (its start, then the data and its result); the
+ * savepoint's release is a third, or, while deferring, goes with the
+ * deferred statements that follow. */
 static int pg_copy_in(struct conn *bc, const char *sql, const char *data, size_t len, int64_t *rows)
 {
     struct pg_conn *c = pgc(bc);
@@ -897,7 +1033,8 @@ static int pg_copy_in(struct conn *bc, const char *sql, const char *data, size_t
     }
     if (st == GI_OK) {
         c->changes = *rows;
-        return pg_exec(bc, "RELEASE SAVEPOINT gi_copy");
+        return c->base.deferring ? send_text(c, "RELEASE SAVEPOINT gi_copy")
+                                 : pg_exec(bc, "RELEASE SAVEPOINT gi_copy");
     }
     *rows = 0;
     pg_exec(bc, "ROLLBACK TO SAVEPOINT gi_copy; RELEASE SAVEPOINT gi_copy");

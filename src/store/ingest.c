@@ -174,22 +174,46 @@ int ingest_gpu_event(struct conn *c, int64_t sid, const char *uuid, const char *
     return rc;
 }
 
-/* Whether source sid (of precedence prec) owns the host `name`: nobody
- * owns it yet, it already does, or it outranks the owner. */
-static int host_owned(struct conn *c, int64_t sid, int64_t prec, const char *name, bool *own)
+/* The reporting host's data center (0: none found), by the name it
+ * reports or else by an inventory server of its name, and whether source
+ * sid (of precedence prec) owns the host: nobody owns it yet, it already
+ * does, or it outranks the owner. The reads go together (one round trip
+ * on PostgreSQL); SQLite steps the server lookup only when needed. */
+static int host_place(struct conn *c, int64_t sid, int64_t prec, const struct gi_host_obs *h,
+                      int64_t *dc, bool *own)
 {
-    struct db_stmt *s = prep(c, ST_HOST_OWNER);
-    int step;
+    char shortname[GI_HOST_LEN];
+    struct db_stmt *s[3];
+    int n = 0, rc, step = DB_DONE;
 
+    *dc = 0;
     *own = true;
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_text(s, ":host", name);
-    step = db_step(c, s);
-    if (step == DB_ROW && !db_col_is_null(s, 0))
-        *own = db_col_int(s, 0) == sid || prec > db_col_int(s, 1);
-    db_reset(s);
-    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+    gi_strlcpy(shortname, h->hostname, sizeof shortname);
+    shortname[strcspn(shortname, ".")] = '\0';
+    if ((s[n++] = prep(c, ST_HOST_OWNER)) != NULL)
+        db_bind_text(s[0], ":host", h->hostname);
+    if ((s[n++] = prep(c, ST_HOST_DC)) != NULL) {
+        db_bind_text(s[1], ":host", h->hostname);
+        db_bind_text(s[1], ":short", shortname);
+    }
+    if (h->datacenter[0] && (s[n++] = prep(c, ST_DC_BY_NAME)) != NULL)
+        db_bind_text(s[2], ":name", h->datacenter);
+    if ((rc = db_read_batch(c, s, n)) == GI_OK) {
+        step = db_step(c, s[0]);
+        if (step == DB_ROW && !db_col_is_null(s[0], 0))
+            *own = db_col_int(s[0], 0) == sid || prec > db_col_int(s[0], 1);
+        /* The reported name first, then the inventory's server. */
+        for (int i = n - 1; i >= 1 && *dc == 0 && (step == DB_ROW || step == DB_DONE); i--)
+            if ((step = db_step(c, s[i])) == DB_ROW)
+                *dc = db_col_int(s[i], 0);
+        if (step != DB_ROW && step != DB_DONE)
+            rc = db_status(step);
+    }
+    for (int i = 0; i < n; i++)
+        if (s[i])
+            db_reset(s[i]);
+    db_read_end(c);
+    return rc;
 }
 
 /* Resolves the reporting host to a hosts row, finding its data center by
@@ -201,31 +225,12 @@ static int ingest_host(struct conn *c, int64_t sid, int64_t prec, const struct g
                        const char *cluster, int64_t *host_id)
 {
     struct db_stmt *s;
-    int64_t dc = 0;
-    char shortname[GI_HOST_LEN], ident[3][GI_HOST_LEN];
+    int64_t dc;
+    char ident[3][GI_HOST_LEN];
     bool own;
     int rc, step;
 
-    if (h->datacenter[0]) {
-        if (!(s = prep(c, ST_DC_BY_NAME)))
-            return GI_INTERNAL;
-        db_bind_text(s, ":name", h->datacenter);
-        rc = db_fetch_int(c, s, &dc);
-        if (rc != GI_OK && rc != GI_NOT_FOUND)
-            return rc;
-    }
-    if (dc == 0) {
-        gi_strlcpy(shortname, h->hostname, sizeof shortname);
-        shortname[strcspn(shortname, ".")] = '\0';
-        if (!(s = prep(c, ST_HOST_DC)))
-            return GI_INTERNAL;
-        db_bind_text(s, ":host", h->hostname);
-        db_bind_text(s, ":short", shortname);
-        rc = db_fetch_int(c, s, &dc);
-        if (rc != GI_OK && rc != GI_NOT_FOUND)
-            return rc;
-    }
-    if ((rc = host_owned(c, sid, prec, h->hostname, &own)) != GI_OK)
+    if ((rc = host_place(c, sid, prec, h, &dc, &own)) != GI_OK)
         return rc;
     if (!(s = prep(c, ST_HOST_UPSERT)))
         return GI_INTERNAL;
@@ -802,8 +807,7 @@ static int ingest_one(struct conn *c, const struct reporter *src, const struct g
     if (b->set.ngpus > 0 && ingest_idents_apart(b)) {
         rc = GI_INTERNAL;
         if ((read = calloc(b->set.ngpus, sizeof *read)) == NULL ||
-            (rc = ingest_idents_load(c, source_id, b, read)) != GI_OK ||
-            (rc = ingest_serials_load(c, b, read)) != GI_OK)
+            (rc = ingest_idents_load(c, source_id, b, read)) != GI_OK)
             goto cleanup;
     }
     /* So is their provenance written, after them. */
@@ -870,7 +874,9 @@ static int id_cmp(const void *a, const void *b)
  * hosts may run at once (PostgreSQL): the rows of the sources counted and
  * the reporter's own are locked, last and in id order, before counting,
  * so that each count's statement starts after the other batches that
- * changed the count committed, and sees their GPUs. */
+ * changed the count committed, and sees their GPUs. A batch that counts
+ * nothing locks no row here: its update of its source's status (the
+ * last statement) takes the same lock, without a round trip. */
 static int sources_recount(struct conn *c, int64_t source_id, struct recount *r)
 {
     struct db_stmt *s;
@@ -883,7 +889,7 @@ static int sources_recount(struct conn *c, int64_t source_id, struct recount *r)
         qsort(r->ids, r->n, sizeof *r->ids, id_cmp);
     for (size_t i = 0; i < r->n; i++)
         own = own || r->ids[i] == source_id;
-    for (size_t i = 0; i <= r->n && db_dialect(c) == DB_PG && rc == GI_OK; i++) {
+    for (size_t i = 0; r->n > 0 && i <= r->n && db_dialect(c) == DB_PG && rc == GI_OK; i++) {
         /* The reporter's row in its place among the others. */
         if (!own && (i == r->n || r->ids[i] > source_id)) {
             own = true;

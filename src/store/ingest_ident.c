@@ -82,17 +82,110 @@ static int pos_cmp(const void *a, const void *b)
     return strcmp(((const struct ident_pos *)a)->uuid, ((const struct ident_pos *)b)->uuid);
 }
 
+/* PostgreSQL: the GPU, other than itself, stored under each serial the
+ * batch reports, read with the batch's identities (one round trip for
+ * both instead of one per GPU), so that ingest_gpu() needs no read per
+ * GPU for its serial_conflict check. Only when the batch's serials differ
+ * from each other; a serial stored on another GPU of the same batch
+ * (which may be written first) is left to the check of its own. */
+struct serial_read {
+    size_t n, m;
+    struct ident_pos *ser, *uid; /* the batch's serials and uuids, sorted */
+    bool *unsure;
+    json_t *serials;
+    struct db_stmt *s; /* NULL: nothing to read */
+};
+
+static void serials_free(struct serial_read *r)
+{
+    json_decref(r->serials);
+    free(r->unsure);
+    free(r->uid);
+    free(r->ser);
+}
+
+/* Binds the read of the batch's serials (r->s), unless there is nothing
+ * to read. */
+static int serials_prepare(struct conn *c, const struct gi_batch *b, struct serial_read *r)
+{
+    size_t n = b->set.ngpus;
+
+    memset(r, 0, sizeof *r);
+    /* SQLite has no round trips: its check per GPU costs no more. */
+    if (db_dialect(c) != DB_PG)
+        return GI_OK;
+    r->n = n;
+    r->ser = calloc(n + 1, sizeof *r->ser);
+    r->uid = calloc(n + 1, sizeof *r->uid);
+    r->unsure = calloc(n + 1, sizeof *r->unsure);
+    r->serials = json_array();
+    if (r->ser == NULL || r->uid == NULL || r->unsure == NULL || r->serials == NULL)
+        return GI_INTERNAL;
+    for (size_t i = 0; i < n; i++) {
+        r->uid[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
+        if (b->set.gpus[i].serial[0] == '\0')
+            continue;
+        r->ser[r->m++] = (struct ident_pos){.uuid = b->set.gpus[i].serial, .i = i};
+        if (json_array_append_new(r->serials, json_string(b->set.gpus[i].serial)) != 0)
+            return GI_INTERNAL;
+    }
+    if (r->m == 0)
+        return GI_OK;
+    qsort(r->ser, r->m, sizeof *r->ser, pos_cmp);
+    qsort(r->uid, n, sizeof *r->uid, pos_cmp);
+    for (size_t i = 1; i < r->m; i++)
+        if (strcmp(r->ser[i - 1].uuid, r->ser[i].uuid) == 0)
+            return GI_OK; /* a serial twice: each GPU is checked on its own */
+    if (!(r->s = prep(c, ST_GPU_SERIALS_PG)))
+        return GI_INTERNAL;
+    db_bind_json(r->s, ":serials", r->serials);
+    return GI_OK;
+}
+
+/* Reads the rows of r->s into ids. */
+static int serials_take(struct conn *c, const struct gi_batch *b, struct serial_read *r,
+                        struct gpu_ident *ids)
+{
+    struct ident_pos key, *hit;
+    int step;
+
+    while ((step = db_step(c, r->s)) == DB_ROW) {
+        const char *other = db_col_text(r->s, 1);
+        key.uuid = db_col_text(r->s, 0);
+        if (key.uuid == NULL || other == NULL ||
+            (hit = bsearch(&key, r->ser, r->m, sizeof *r->ser, pos_cmp)) == NULL ||
+            strcmp(other, b->set.gpus[hit->i].uuid) == 0)
+            continue;
+        key.uuid = other;
+        if (bsearch(&key, r->uid, r->n, sizeof *r->uid, pos_cmp) != NULL)
+            r->unsure[hit->i] = true;
+        else if (ids[hit->i].serial_other[0] == '\0')
+            gi_strlcpy(ids[hit->i].serial_other, other, sizeof ids[hit->i].serial_other);
+    }
+    if (step != DB_DONE)
+        return db_status(step);
+    for (size_t i = 0; i < r->m; i++)
+        ids[r->ser[i].i].serial_read = !r->unsure[r->ser[i].i];
+    return GI_OK;
+}
+
 /* What the store holds about all of a batch's GPUs, in one statement:
- * ids[i] for the batch's i-th GPU. Only for a batch whose GPUs do not
- * depend on each other (ingest_idents_apart()). */
+ * ids[i] for the batch's i-th GPU, and on PostgreSQL the GPUs stored
+ * under the batch's serials (struct serial_read), the two reads in one
+ * round trip. Only for a batch whose GPUs do not depend on each other
+ * (ingest_idents_apart()). */
 int ingest_idents_load(struct conn *c, int64_t sid, const struct gi_batch *b, struct gpu_ident *ids)
 {
     size_t n = b->set.ngpus;
     struct ident_pos *pos = calloc(n, sizeof *pos), key, *hit;
     json_t *uuids = json_array();
-    struct db_stmt *s = NULL;
+    struct serial_read ser;
+    struct db_stmt *s[2] = {NULL, NULL};
     int rc = GI_INTERNAL, step;
 
+    if ((rc = serials_prepare(c, b, &ser)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
     if (pos == NULL || uuids == NULL)
         goto cleanup;
     for (size_t i = 0; i < n; i++) {
@@ -101,90 +194,30 @@ int ingest_idents_load(struct conn *c, int64_t sid, const struct gi_batch *b, st
             goto cleanup;
     }
     qsort(pos, n, sizeof *pos, pos_cmp);
-    if (!(s = prep(c, db_dialect(c) == DB_PG ? ST_GPU_IDENTS_PG : ST_GPU_IDENTS)))
+    if (!(s[0] = prep(c, db_dialect(c) == DB_PG ? ST_GPU_IDENTS_PG : ST_GPU_IDENTS)))
         goto cleanup;
-    db_bind_json(s, ":uuids", uuids);
-    db_bind_int(s, ":sid", sid);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        key.uuid = db_col_text(s, 9);
+    db_bind_json(s[0], ":uuids", uuids);
+    db_bind_int(s[0], ":sid", sid);
+    s[1] = ser.s;
+    if ((rc = db_read_batch(c, s, s[1] ? 2 : 1)) != GI_OK)
+        goto cleanup;
+    while ((step = db_step(c, s[0])) == DB_ROW) {
+        key.uuid = db_col_text(s[0], 9);
         if (key.uuid && (hit = bsearch(&key, pos, n, sizeof *pos, pos_cmp)) != NULL)
-            gpu_ident_row(s, &ids[hit->i]);
+            gpu_ident_row(s[0], &ids[hit->i]);
     }
-    db_reset(s);
     rc = step == DB_DONE ? GI_OK : db_status(step);
+    /* The identities first: the serials' rows fill in what they read. */
+    if (rc == GI_OK && s[1])
+        rc = serials_take(c, b, &ser, ids);
+    db_read_end(c);
 cleanup:
+    for (int i = 0; i < 2; i++)
+        if (s[i])
+            db_reset(s[i]);
+    serials_free(&ser);
     json_decref(uuids);
     free(pos);
-    return rc;
-}
-
-/* For a batch read by ingest_idents_load() on PostgreSQL: the GPU, other
- * than itself, stored under each serial the batch reports, in one
- * statement (one round trip instead of one per GPU), so that
- * ingest_gpu() needs no read per GPU for its serial_conflict check. Only
- * when the batch's serials differ from each other; a serial stored on
- * another GPU of the same batch (which may be written first) is left to
- * the check of its own. */
-int ingest_serials_load(struct conn *c, const struct gi_batch *b, struct gpu_ident *ids)
-{
-    size_t n = b->set.ngpus, m = 0;
-    struct ident_pos *ser = calloc(n + 1, sizeof *ser), *uid = calloc(n + 1, sizeof *uid), key,
-                     *hit;
-    bool *unsure = calloc(n + 1, sizeof *unsure);
-    json_t *serials = json_array();
-    struct db_stmt *s;
-    int rc = GI_INTERNAL, step;
-
-    /* SQLite has no round trips: its check per GPU costs no more. */
-    if (db_dialect(c) != DB_PG) {
-        rc = GI_OK;
-        goto cleanup;
-    }
-    if (ser == NULL || uid == NULL || unsure == NULL || serials == NULL)
-        goto cleanup;
-    for (size_t i = 0; i < n; i++) {
-        uid[i] = (struct ident_pos){.uuid = b->set.gpus[i].uuid, .i = i};
-        if (b->set.gpus[i].serial[0] == '\0')
-            continue;
-        ser[m++] = (struct ident_pos){.uuid = b->set.gpus[i].serial, .i = i};
-        if (json_array_append_new(serials, json_string(b->set.gpus[i].serial)) != 0)
-            goto cleanup;
-    }
-    rc = GI_OK;
-    if (m == 0)
-        goto cleanup;
-    qsort(ser, m, sizeof *ser, pos_cmp);
-    qsort(uid, n, sizeof *uid, pos_cmp);
-    for (size_t i = 1; i < m; i++)
-        if (strcmp(ser[i - 1].uuid, ser[i].uuid) == 0)
-            goto cleanup; /* a serial twice: each GPU is checked on its own */
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_GPU_SERIALS_PG)))
-        goto cleanup;
-    db_bind_json(s, ":serials", serials);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        const char *other = db_col_text(s, 1);
-        key.uuid = db_col_text(s, 0);
-        if (key.uuid == NULL || other == NULL ||
-            (hit = bsearch(&key, ser, m, sizeof *ser, pos_cmp)) == NULL ||
-            strcmp(other, b->set.gpus[hit->i].uuid) == 0)
-            continue;
-        key.uuid = other;
-        if (bsearch(&key, uid, n, sizeof *uid, pos_cmp) != NULL)
-            unsure[hit->i] = true;
-        else if (ids[hit->i].serial_other[0] == '\0')
-            gi_strlcpy(ids[hit->i].serial_other, other, sizeof ids[hit->i].serial_other);
-    }
-    db_reset(s);
-    if ((rc = step == DB_DONE ? GI_OK : db_status(step)) != GI_OK)
-        goto cleanup;
-    for (size_t i = 0; i < m; i++)
-        ids[ser[i].i].serial_read = !unsure[ser[i].i];
-cleanup:
-    json_decref(serials);
-    free(unsure);
-    free(uid);
-    free(ser);
     return rc;
 }
 

@@ -58,7 +58,7 @@ struct gpu_ident {
     char serial[GI_SERIAL_LEN], hostname[GI_HOST_LEN], model[GI_NAME_LEN], owner_name[64];
     /* Another GPU stored under the serial the batch reports for this one
      * (serial_other, "" for none), when serial_read: read for the whole
-     * batch at once (ingest_serials_load()). */
+     * batch at once (ingest_idents_load()). */
     bool serial_read;
     char serial_other[GI_UUID_LEN];
 };
@@ -68,12 +68,10 @@ void ingest_col_copy(struct db_stmt *s, int i, char *out, size_t len);
 /* Reads what is stored about GPU uuid for source sid into *id. */
 int ingest_ident_load(struct conn *c, int64_t sid, const char *uuid, struct gpu_ident *id);
 /* Reads the identities of all of the batch's GPUs at once into ids (one per
- * b->set.gpus entry). */
+ * b->set.gpus entry) and, on PostgreSQL, for each GPU another GPU stored
+ * under the serial it reports (ids[i].serial_other), in one round trip. */
 int ingest_idents_load(struct conn *c, int64_t sid, const struct gi_batch *b,
                        struct gpu_ident *ids);
-/* PostgreSQL: for each GPU of the batch, another GPU stored under the serial
- * it reports (ids[i].serial_other), read for the whole batch at once. */
-int ingest_serials_load(struct conn *c, const struct gi_batch *b, struct gpu_ident *ids);
 /* True when the batch's GPUs can be read for the whole batch at once
  * (distinct uuids and serials). */
 bool ingest_idents_apart(const struct gi_batch *b);

@@ -6,7 +6,10 @@
  * exactly the (GPU, hour)s the samples touch are marked for the usage
  * rollups, a mark already there takes a new stamp; and the serial check
  * read once per batch finds what a read per GPU found, also when two GPUs
- * of the batch swap serials. */
+ * of the batch swap serials; and a batch of known and new GPUs, after
+ * gpus grew, takes each GPU's own newest values. On PostgreSQL the
+ * batches of 16 GPUs or more take the one-statement form (planned at
+ * each execution), the smaller ones the update per GPU. */
 #include "unit.h"
 #include "testdb.h"
 
@@ -14,6 +17,7 @@
 #include "core/util.h"
 #include "store/store.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,8 +102,9 @@ struct sample_def {
     int64_t ecc;
 };
 
-static void push(struct fixture *f, const char *id, const char *host, const struct gpu_def *gpus,
-                 size_t ngpus, const struct sample_def *xs, size_t nxs)
+/* Pushes a batch of the GPUs and the samples (taken over: freed here). */
+static void push_samples(struct fixture *f, const char *id, const char *host,
+                         const struct gpu_def *gpus, size_t ngpus, struct gi_sample *xs, size_t nxs)
 {
     struct gi_batch b;
     struct store_ingest_result res;
@@ -116,21 +121,28 @@ static void push(struct fixture *f, const char *id, const char *host, const stru
         if (gpus[i].serial)
             gi_strlcpy(g->serial, gpus[i].serial, sizeof g->serial);
     }
-    if (nxs) {
-        b.samples = calloc(nxs, sizeof *b.samples);
-        assert_non_null(b.samples);
-    }
-    for (size_t i = 0; i < nxs; i++) {
-        gi_sample_init(&b.samples[i]);
-        gi_strlcpy(b.samples[i].gpu_uuid, xs[i].uuid, sizeof b.samples[i].gpu_uuid);
-        b.samples[i].ts = xs[i].ts;
-        b.samples[i].util_avg = xs[i].util;
-        b.samples[i].ecc_corrected = xs[i].ecc;
-    }
+    b.samples = xs;
     b.nsamples = nxs;
     assert_status(store_ingest(f->st, f->source, &b, &res), GI_OK);
     assert_false(res.duplicate);
+    assert_int_equal(res.samples, (int64_t)nxs);
     gi_batch_free(&b);
+}
+
+static void push(struct fixture *f, const char *id, const char *host, const struct gpu_def *gpus,
+                 size_t ngpus, const struct sample_def *xs, size_t nxs)
+{
+    struct gi_sample *b = nxs ? calloc(nxs, sizeof *b) : NULL;
+
+    assert_true(nxs == 0 || b != NULL);
+    for (size_t i = 0; i < nxs; i++) {
+        gi_sample_init(&b[i]);
+        gi_strlcpy(b[i].gpu_uuid, xs[i].uuid, sizeof b[i].gpu_uuid);
+        b[i].ts = xs[i].ts;
+        b[i].util_avg = xs[i].util;
+        b[i].ecc_corrected = xs[i].ecc;
+    }
+    push_samples(f, id, host, gpus, ngpus, b, nxs);
 }
 
 static int64_t gpu_id(struct fixture *f, const char *uuid)
@@ -216,6 +228,114 @@ static void test_mixed_age_batch(void **state)
         scalarf(f, "SELECT COUNT(*) FROM usage_dirty WHERE gen <= %lld", (long long)gen_a), 0);
 }
 
+/* A sample of GPU uuid at ts with utilization, corrected ECC count and
+ * power (-1 and NAN: absent). */
+static struct gi_sample sample(const char *uuid, int64_t ts, double util, int64_t ecc, double power)
+{
+    struct gi_sample x;
+
+    gi_sample_init(&x);
+    gi_strlcpy(x.gpu_uuid, uuid, sizeof x.gpu_uuid);
+    x.ts = ts;
+    x.util_avg = util;
+    x.ecc_corrected = ecc;
+    x.power_avg_w = power;
+    x.temp_c = 50;
+    return x;
+}
+
+/* The stored newest power reading, -1 when absent. */
+static int64_t power_of(struct fixture *f, const char *uuid)
+{
+    return scalarf(f, "SELECT COALESCE(CAST(power_w AS INTEGER), -1) FROM gpus WHERE uuid = '%s'",
+                   uuid);
+}
+
+/* A batch of 40 GPUs, half of them known and half new, after a batch of
+ * the known ones alone, so that gpus grew between the two: the newest
+ * values of all of them are set by one statement on PostgreSQL (one
+ * update per GPU on SQLite), each GPU from its own newest sample. */
+static void test_latest_known_and_new(void **state)
+{
+    struct fixture *f = *state;
+    enum { KNOWN = 20, NEW = 20 };
+    struct gpu_def gpus[KNOWN + NEW];
+    char names[KNOWN + NEW][16];
+    struct gi_sample *xs = calloc(KNOWN + 2 * NEW, sizeof *xs);
+    int64_t h = f->hour;
+    size_t n = 0;
+
+    assert_non_null(xs);
+    for (int i = 0; i < KNOWN + NEW; i++) {
+        snprintf(names[i], sizeof names[i], "%s-%02d", i < KNOWN ? "GPU-K" : "GPU-N", i % KNOWN);
+        gpus[i] = (struct gpu_def){names[i], NULL};
+    }
+    for (int k = 0; k < KNOWN; k++)
+        xs[n++] = sample(names[k], h + 1800, k, k, 100 + k);
+    push_samples(f, "known", "node3", gpus, KNOWN, xs, n);
+    assert_latest(f, "GPU-K-07", h + 1800, 7, 7);
+    assert_int_equal(power_of(f, "GPU-K-07"), 107);
+
+    xs = calloc(KNOWN + 2 * NEW, sizeof *xs);
+    assert_non_null(xs);
+    n = 0;
+    for (int k = 0; k < KNOWN; k++) {
+        /* Even: newer, without power or ECC count. Odd: older. */
+        if (k % 2 == 0)
+            xs[n++] = sample(names[k], h + 3600 + 60 * k, 50 + k, -1, NAN);
+        else
+            xs[n++] = sample(names[k], h + 600, 90, 99, 190);
+    }
+    for (int i = 0; i < NEW; i++) {
+        /* The newer of two samples, the later one in the batch first. */
+        xs[n++] = sample(names[KNOWN + i], h + 7500, 70 + i, i + 1, 200 + i);
+        xs[n++] = sample(names[KNOWN + i], h + 7200, i, 0, 300);
+    }
+    push_samples(f, "known-and-new", "node3", gpus, KNOWN + NEW, xs, n);
+
+    /* Each GPU's expected values, checked for all of them in a few
+     * statements (k: the number in its name), and in full for three. */
+    assert_latest(f, "GPU-K-04", h + 3600 + 240, 54, 4);
+    assert_int_equal(power_of(f, "GPU-K-04"), -1);
+    assert_latest(f, "GPU-K-07", h + 1800, 7, 7);
+    assert_int_equal(power_of(f, "GPU-K-07"), 107);
+    assert_latest(f, "GPU-N-03", h + 7500, 73, 4);
+    assert_int_equal(power_of(f, "GPU-N-03"), 203);
+    /* Even: the newer sample; the absent ECC count keeps the stored one,
+     * the absent power is absent now. */
+    assert_int_equal(
+        scalarf(f,
+                "SELECT COUNT(*) FROM (SELECT g.*, CAST(SUBSTR(uuid, 7) AS INTEGER) AS k "
+                "FROM gpus g WHERE uuid LIKE 'GPU-K-%%') x WHERE k %% 2 = 0 AND "
+                "sample_at = %lld + 60 * k AND CAST(util_pct AS INTEGER) = 50 + k AND "
+                "ecc_corrected = k AND power_w IS NULL AND observed_at = sample_at AND "
+                "reading_source_id = %lld",
+                (long long)(h + 3600), (long long)f->source),
+        KNOWN / 2);
+    /* Odd: only an older sample, so all as before. */
+    assert_int_equal(
+        scalarf(f,
+                "SELECT COUNT(*) FROM (SELECT g.*, CAST(SUBSTR(uuid, 7) AS INTEGER) AS k "
+                "FROM gpus g WHERE uuid LIKE 'GPU-K-%%') x WHERE k %% 2 = 1 AND "
+                "sample_at = %lld AND CAST(util_pct AS INTEGER) = k AND ecc_corrected = "
+                "k AND CAST(power_w AS INTEGER) = 100 + k AND observed_at = %lld",
+                (long long)(h + 1800), (long long)(h + 1800)),
+        KNOWN / 2);
+    /* New: the newer of their two samples. */
+    assert_int_equal(
+        scalarf(f,
+                "SELECT COUNT(*) FROM (SELECT g.*, CAST(SUBSTR(uuid, 7) AS INTEGER) AS k "
+                "FROM gpus g WHERE uuid LIKE 'GPU-N-%%') x WHERE sample_at = %lld AND "
+                "CAST(util_pct AS INTEGER) = 70 + k AND ecc_corrected = k + 1 AND "
+                "CAST(power_w AS INTEGER) = 200 + k AND observed_at = %lld AND "
+                "reading_source_id = %lld",
+                (long long)(h + 7500), (long long)(h + 7500), (long long)f->source),
+        NEW);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM gpus WHERE uuid LIKE 'GPU-_-%%'"),
+                     KNOWN + NEW);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM gpu_samples"), KNOWN + KNOWN + 2 * NEW);
+}
+
 static int64_t conflicts(struct fixture *f, const char *uuid, const char *other)
 {
     return scalarf(f,
@@ -254,6 +374,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mixed_age_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_serial_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_latest_known_and_new, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
