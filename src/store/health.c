@@ -4,8 +4,8 @@
  * The rollup follows usage_daily: the usage:rollup job rewrites a GPU-day
  * whenever samples of that day arrive (late ones included), which moves
  * its updated_at; this job reads usage_daily past its watermark
- * (updated_at, gpu_id, day) in bounded chunks and recomputes those
- * GPU-days from the raw samples, so late data re-dirties its day without a
+ * (in the order updated_at, day, gpu_id) in bounded chunks and recomputes
+ * those GPU-days from the raw samples, so late data re-dirties its day without a
  * second queue. Each chunk is read outside any transaction and written in
  * one short one, with the watermark. */
 #include "store/assets_int.h"
@@ -51,10 +51,10 @@ static int64_t health_settle_s = HEALTH_SETTLE_S;
       "FROM gpu_health_daily h WHERE h.gpu_id = usage_daily.gpu_id AND h.day = usage_daily.day) "  \
       "AS health_at "                                                                              \
       "FROM usage_daily WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u "    \
-      "AND (gpu_id > "                                                                             \
-      ":g OR (gpu_id = :g AND day > :d)))) ORDER BY updated_at, gpu_id, day LIMIT :limit")         \
+      "AND (day > :d OR (day = :d AND gpu_id > :g)))) ORDER BY updated_at, day, gpu_id LIMIT "     \
+      ":limit")                                                                                    \
     X(DIRTY_LEFT, "SELECT COUNT(*) FROM usage_daily WHERE updated_at <= :settled AND (updated_at " \
-                  "> :u OR (updated_at = :u AND (gpu_id > :g OR (gpu_id = :g AND day > :d))))")    \
+                  "> :u OR (updated_at = :u AND (day > :d OR (day = :d AND gpu_id > :g))))")       \
     X(SAMPLES, "SELECT gpu_id, ts, temp_c, ecc_corrected, ecc_uncorrected, xid FROM gpu_samples "  \
                "WHERE ts >= :lo AND ts < :hi AND gpu_id >= :gmin AND gpu_id <= :gmax ORDER BY ts, "  \
                "gpu_id")                                                                       \
@@ -304,7 +304,8 @@ static int cmp_hday(const void *a, const void *b)
     return x->gpu_id < y->gpu_id ? -1 : x->gpu_id > y->gpu_id;
 }
 
-/* The watermark (updated_at, gpu_id, day) of the last GPU-day rolled up. */
+/* The watermark of the last GPU-day rolled up, in usage_daily's order
+ * (updated_at, day, gpu_id). */
 static int read_watermark(struct conn *c, int64_t *wu, int64_t *wg, int64_t *wd)
 {
     struct db_stmt *s = prep(c, ST_WM_GET);
