@@ -148,15 +148,25 @@ void scheduler_rules_configure(int64_t interval_s)
 static void run_health(struct scheduler *s)
 {
     static const char job[] = "health:rollup", rules[] = "lifecycle:rules";
-    struct store_health_run res;
+    struct store_health_run res = {0};
     int64_t fired = 0;
     bool run = false;
-    int rc;
+    int rc = GI_OK;
 
     if (store_job_claim(s->st, job, s->holder, SCHEDULER_USAGE_S, SCHEDULER_MAX_RUN_S, gi_now(),
                         &run) == GI_OK &&
         run) {
-        rc = store_health_rollup(s->st, gi_now(), 64, &res);
+        /* a chunk at a time (at most 16 a run), so that a stopping
+         * server waits for one chunk, not for the run */
+        int64_t days = 0;
+        for (int i = 0; i < 16 && !stopping(s); i++) {
+            if ((rc = store_health_rollup(s->st, gi_now(), 1, &res)) != GI_OK)
+                break;
+            days += res.days;
+            if (res.left == 0)
+                break;
+        }
+        res.days = days;
         if (rc != GI_OK)
             gi_warn("job %s failed: %s", job, gi_status_name(rc));
         else if (res.left > 0)

@@ -4,8 +4,8 @@
  * The rollup follows usage_daily: the usage:rollup job rewrites a GPU-day
  * whenever samples of that day arrive (late ones included), which moves
  * its updated_at; this job reads usage_daily past its watermark
- * (updated_at, gpu_id, day) in bounded chunks and recomputes those
- * GPU-days from the raw samples, so late data re-dirties its day without a
+ * (in the order updated_at, day, gpu_id) in bounded chunks and recomputes
+ * those GPU-days from the raw samples, so late data re-dirties its day without a
  * second queue. Each chunk is read outside any transaction and written in
  * one short one, with the watermark. */
 #include "store/assets_int.h"
@@ -21,11 +21,20 @@
 /* GPU-days per chunk, and how long a usage_daily row must be old before
  * the watermark passes it (a usage transaction still open with an
  * earlier updated_at commits within it). */
-#define HEALTH_CHUNK 256
+#define HEALTH_CHUNK 1024
 #define HEALTH_SETTLE_S 120
 static int64_t health_settle_s = HEALTH_SETTLE_S;
 /* The readings before a day that seed its ECC and XID baselines. */
 #define HEALTH_BASELINE_S 3600
+/* Temperatures are counted per GPU-day in 0.1 °C steps from TEMP_MIN_C
+ * (TEMP_BINS of them; readings outside are counted in the end bins), so a
+ * chunk's GPUs are accumulated side by side in one pass over the day's
+ * samples in their stored order, in bounded memory whatever the sampling
+ * interval. The 95th percentile is exact for readings in whole or tenth
+ * degrees (what NVML, DCGM, amd-smi and hl-smi report); the maximum is
+ * exact always. */
+#define TEMP_MIN_C (-50)
+#define TEMP_BINS 2000
 /* The current day is rewritten by the usage rollup every minute while
  * samples arrive; it is recomputed at most this often (the day is rolled
  * up in full once it is over, with the usage rollup's rewrite of its last
@@ -42,13 +51,13 @@ static int64_t health_settle_s = HEALTH_SETTLE_S;
       "FROM gpu_health_daily h WHERE h.gpu_id = usage_daily.gpu_id AND h.day = usage_daily.day) "  \
       "AS health_at "                                                                              \
       "FROM usage_daily WHERE updated_at <= :settled AND (updated_at > :u OR (updated_at = :u "    \
-      "AND (gpu_id > "                                                                             \
-      ":g OR (gpu_id = :g AND day > :d)))) ORDER BY updated_at, gpu_id, day LIMIT :limit")         \
+      "AND (day > :d OR (day = :d AND gpu_id > :g)))) ORDER BY updated_at, day, gpu_id LIMIT "     \
+      ":limit")                                                                                    \
     X(DIRTY_LEFT, "SELECT COUNT(*) FROM usage_daily WHERE updated_at <= :settled AND (updated_at " \
-                  "> :u OR (updated_at = :u AND (gpu_id > :g OR (gpu_id = :g AND day > :d))))")    \
+                  "> :u OR (updated_at = :u AND (day > :d OR (day = :d AND gpu_id > :g))))")       \
     X(SAMPLES, "SELECT gpu_id, ts, temp_c, ecc_corrected, ecc_uncorrected, xid FROM gpu_samples "  \
-               "WHERE ts >= :lo AND ts < :hi AND gpu_id >= :gmin AND gpu_id <= :gmax ORDER BY "    \
-               "gpu_id, ts")                                                                       \
+               "WHERE ts >= :lo AND ts < :hi AND gpu_id >= :gmin AND gpu_id <= :gmax ORDER BY ts, "  \
+               "gpu_id")                                                                       \
     X(PUT, "INSERT INTO gpu_health_daily (gpu_id, day, samples, xid_events, xid_codes, "           \
            "ecc_corrected_inc, ecc_uncorrected_inc, temp_p95_c, temp_max_c, util_avg, energy_wh, " \
            "remap_failures, updated_at) VALUES (:g, :d, :n, :xe, :xc, :ecc_c, :ecc_u, :p95, "      \
@@ -72,6 +81,15 @@ static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
+/* What a GPU-day's samples add up to while they are read: the
+ * temperature counts (NULL until the first reading), and the last ECC and
+ * XID readings, which seed the next ones' increments. */
+struct acc {
+    uint32_t *temps;
+    int64_t n;
+    int64_t last_c, last_u, last_xid; /* -1: none yet */
+};
+
 /* One GPU-day to recompute, and what was computed. */
 struct hday {
     int64_t gpu_id, day, updated_at;
@@ -80,25 +98,21 @@ struct hday {
     int64_t remap;                             /* 1 a row-remap failure day, 0 none, -1 unknown */
     double p95, tmax;                          /* NAN: no reading */
     json_t *codes;
+    struct acc a;
 };
 
-static int cmp_dbl(const void *a, const void *b)
+static size_t temp_bin(double t)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    double b = round(t * 10.0) - TEMP_MIN_C * 10;
+
+    if (!(b > 0))
+        return 0;
+    return b >= TEMP_BINS ? TEMP_BINS - 1 : (size_t)b;
 }
 
-/* The day's figures from its raw samples, rows of SAMPLES positioned on
- * this GPU (step is the current step result); returns the step after the
- * GPU's last row. */
-struct acc {
-    double *temps;
-    size_t n, cap;
-    int64_t last_c, last_u, last_xid; /* -1: none yet */
-};
-
-static void acc_sample(struct hday *h, struct acc *a, struct db_stmt *s)
+static void acc_sample(struct hday *h, struct db_stmt *s)
 {
+    struct acc *a = &h->a;
     int64_t ts = db_col_int(s, 1);
     bool in_day = ts >= h->day;
 
@@ -106,16 +120,12 @@ static void acc_sample(struct hday *h, struct acc *a, struct db_stmt *s)
         h->samples++;
         if (!db_col_is_null(s, 2)) {
             double t = db_col_dbl(s, 2);
-            if (a->n == a->cap) {
-                size_t cap = a->cap ? a->cap * 2 : 256;
-                double *p = realloc(a->temps, cap * sizeof *p);
-                if (p) {
-                    a->temps = p;
-                    a->cap = cap;
-                }
+            if (!a->temps)
+                a->temps = calloc(TEMP_BINS, sizeof *a->temps);
+            if (a->temps) {
+                a->temps[temp_bin(t)]++;
+                a->n++;
             }
-            if (a->n < a->cap)
-                a->temps[a->n++] = t;
             if (isnan(h->tmax) || t > h->tmax)
                 h->tmax = t;
         }
@@ -156,15 +166,25 @@ static void acc_sample(struct hday *h, struct acc *a, struct db_stmt *s)
     }
 }
 
-static void acc_finish(struct hday *h, struct acc *a)
+static void acc_finish(struct hday *h)
 {
+    struct acc *a = &h->a;
+
     if (a->n > 0) {
-        size_t k = (size_t)ceil(0.95 * (double)a->n);
-        qsort(a->temps, a->n, sizeof *a->temps, cmp_dbl);
-        h->p95 = a->temps[k > 0 ? k - 1 : 0];
+        int64_t k = (int64_t)ceil(0.95 * (double)a->n), seen = 0;
+        size_t b = 0;
+        if (k < 1)
+            k = 1;
+        for (; b < TEMP_BINS - 1 && (seen += a->temps[b]) < k; b++) {
+        }
+        h->p95 = (double)((int64_t)b + TEMP_MIN_C * 10) / 10.0;
+        /* the end bins hold what lies beyond them: the maximum bounds it */
+        if (h->p95 > h->tmax)
+            h->p95 = h->tmax;
     }
+    free(a->temps);
+    a->temps = NULL;
     a->n = 0;
-    a->last_c = a->last_u = a->last_xid = -1;
 }
 
 /* The row-remap state of the GPU-days h[from..to) (one day, ascending
@@ -195,34 +215,45 @@ static int read_remap(struct conn *c, struct hday *h, size_t from, size_t to)
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
 }
 
+/* The GPU-day of gpu_id among h[from..to) (ascending gpu_id), or NULL. */
+static struct hday *find_gpu(struct hday *h, size_t from, size_t to, int64_t gpu_id)
+{
+    while (from < to) {
+        size_t mid = from + (to - from) / 2;
+        if (h[mid].gpu_id == gpu_id)
+            return &h[mid];
+        if (h[mid].gpu_id < gpu_id)
+            from = mid + 1;
+        else
+            to = mid;
+    }
+    return NULL;
+}
+
 /* Reads the samples of the GPU-days h[from..to) (one day, ascending
- * gpu_id) and fills their figures. */
+ * gpu_id) in one pass in their stored (time) order, each GPU accumulated
+ * on its own, and fills their figures. */
 static int read_day(struct conn *c, struct hday *h, size_t from, size_t to)
 {
     struct db_stmt *s = prep(c, ST_SAMPLES);
-    struct acc a = {.last_c = -1, .last_u = -1, .last_xid = -1};
-    size_t i = from;
     int step;
 
     if (!s)
         return GI_INTERNAL;
+    for (size_t i = from; i < to; i++)
+        h[i].a = (struct acc){.last_c = -1, .last_u = -1, .last_xid = -1};
     db_bind_int(s, ":lo", h[from].day - HEALTH_BASELINE_S);
     db_bind_int(s, ":hi", h[from].day + DAY_S);
     db_bind_int(s, ":gmin", h[from].gpu_id);
     db_bind_int(s, ":gmax", h[to - 1].gpu_id);
     while ((step = db_step(c, s)) == DB_ROW) {
-        int64_t gid = db_col_int(s, 0);
-        while (i < to && h[i].gpu_id < gid)
-            acc_finish(&h[i++], &a);
-        if (i == to)
-            break;
-        if (h[i].gpu_id == gid)
-            acc_sample(&h[i], &a, s);
+        struct hday *d = find_gpu(h, from, to, db_col_int(s, 0));
+        if (d)
+            acc_sample(d, s);
     }
     db_reset(s);
-    while (i < to)
-        acc_finish(&h[i++], &a);
-    free(a.temps);
+    for (size_t i = from; i < to; i++)
+        acc_finish(&h[i]);
     if (step != DB_ROW && step != DB_DONE)
         return db_status(step);
     return read_remap(c, h, from, to);
@@ -273,29 +304,37 @@ static int cmp_hday(const void *a, const void *b)
     return x->gpu_id < y->gpu_id ? -1 : x->gpu_id > y->gpu_id;
 }
 
-/* One chunk: *n GPU-days read past the watermark (0: none left), *done of
- * them rolled up (the current day is skipped while its row is fresh). */
-static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
+/* The watermark of the last GPU-day rolled up, in usage_daily's order
+ * (updated_at, day, gpu_id). */
+static int read_watermark(struct conn *c, int64_t *wu, int64_t *wg, int64_t *wd)
 {
-    struct hday h[HEALTH_CHUNK];
-    int64_t wu = 0, wg = 0, wd = 0;
     struct db_stmt *s = prep(c, ST_WM_GET);
-    int rc = GI_INTERNAL, step;
-    size_t k = 0, i, j;
-    struct hday last = {0};
-    size_t seen = 0;
+    int step;
 
-    *n = *done = 0;
+    *wu = *wg = *wd = 0;
     if (!s)
         return GI_INTERNAL;
     if ((step = db_step(c, s)) == DB_ROW) {
-        wu = db_col_int(s, 0);
-        wg = db_col_int(s, 1);
-        wd = db_col_int(s, 2);
+        *wu = db_col_int(s, 0);
+        *wg = db_col_int(s, 1);
+        *wd = db_col_int(s, 2);
     }
     db_reset(s);
-    if (step != DB_ROW && step != DB_DONE)
-        return db_status(step);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Reads the next chunk of GPU-days past the watermark into h (*k of them
+ * to recompute, *seen read, `last` the last read in usage_daily's order:
+ * the next watermark). */
+static int read_dirty(struct conn *c, int64_t now, struct hday *h, size_t *k, size_t *seen,
+                      struct hday *last)
+{
+    int64_t wu, wg, wd;
+    struct db_stmt *s;
+    int rc = read_watermark(c, &wu, &wg, &wd), step;
+
+    if (rc != GI_OK)
+        return rc;
     if (!(s = prep(c, ST_DIRTY)))
         return GI_INTERNAL;
     db_bind_int(s, ":settled", now - health_settle_s);
@@ -303,48 +342,63 @@ static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
     db_bind_int(s, ":g", wg);
     db_bind_int(s, ":d", wd);
     db_bind_int(s, ":limit", HEALTH_CHUNK);
-    while (seen < HEALTH_CHUNK && (step = db_step(c, s)) == DB_ROW) {
+    while (*seen < HEALTH_CHUNK && (step = db_step(c, s)) == DB_ROW) {
         double measured = db_col_dbl(s, 4);
-        seen++;
-        last.gpu_id = db_col_int(s, 0);
-        last.day = db_col_int(s, 1);
-        last.updated_at = db_col_int(s, 2);
-        if (last.day == now - now % DAY_S && !db_col_is_null(s, 6) &&
+        struct hday *d = &h[*k];
+        (*seen)++;
+        last->gpu_id = db_col_int(s, 0);
+        last->day = db_col_int(s, 1);
+        last->updated_at = db_col_int(s, 2);
+        if (last->day == now - now % DAY_S && !db_col_is_null(s, 6) &&
             db_col_int(s, 6) > now - HEALTH_TODAY_S)
             continue;
-        memset(&h[k], 0, sizeof h[k]);
-        h[k].gpu_id = db_col_int(s, 0);
-        h[k].day = db_col_int(s, 1);
-        h[k].updated_at = db_col_int(s, 2);
-        h[k].util_avg = measured > 0 ? db_col_dbl(s, 3) / measured : NAN;
-        h[k].energy_wh = db_col_is_null(s, 5) ? NAN : db_col_dbl(s, 5);
-        h[k].ecc_c = h[k].ecc_u = -1;
-        h[k].remap = -1;
-        h[k].p95 = h[k].tmax = NAN;
-        h[k].codes = json_array();
-        k++;
+        memset(d, 0, sizeof *d);
+        d->gpu_id = last->gpu_id;
+        d->day = last->day;
+        d->updated_at = last->updated_at;
+        d->util_avg = measured > 0 ? db_col_dbl(s, 3) / measured : NAN;
+        d->energy_wh = db_col_is_null(s, 5) ? NAN : db_col_dbl(s, 5);
+        d->ecc_c = d->ecc_u = -1;
+        d->remap = -1;
+        d->p95 = d->tmax = NAN;
+        d->codes = json_array();
+        (*k)++;
     }
     db_reset(s);
-    if (step != DB_ROW && step != DB_DONE)
-        return db_status(step);
-    if (seen == 0)
-        return GI_OK;
-    /* the watermark is `last`, the last row read in usage_daily's order */
-    qsort(h, k, sizeof *h, cmp_hday);
-    rc = GI_OK;
-    for (i = 0; rc == GI_OK && i < k; i = j) {
-        for (j = i; j < k && h[j].day == h[i].day; j++) {
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* One chunk: *n GPU-days read past the watermark (0: none left), *done of
+ * them rolled up (the current day is skipped while its row is fresh). */
+static int rollup_chunk(struct conn *c, int64_t now, size_t *n, size_t *done)
+{
+    struct hday *h = calloc(HEALTH_CHUNK, sizeof *h), last = {0};
+    size_t k = 0, seen = 0, i, j;
+    int rc;
+
+    *n = *done = 0;
+    if (!h)
+        return GI_INTERNAL;
+    rc = read_dirty(c, now, h, &k, &seen, &last);
+    if (rc == GI_OK && seen > 0) {
+        qsort(h, k, sizeof *h, cmp_hday);
+        for (i = 0; rc == GI_OK && i < k; i = j) {
+            for (j = i; j < k && h[j].day == h[i].day; j++) {
+            }
+            rc = read_day(c, h, i, j);
         }
-        rc = read_day(c, h, i, j);
+        if (rc == GI_OK)
+            rc = write_chunk(c, h, k, &last, now);
+        if (rc == GI_OK) {
+            *n = seen;
+            *done = k;
+        }
     }
-    if (rc == GI_OK)
-        rc = write_chunk(c, h, k, &last, now);
-    for (i = 0; i < k; i++)
+    for (i = 0; i < k; i++) {
         json_decref(h[i].codes);
-    if (rc == GI_OK) {
-        *n = seen;
-        *done = k;
+        free(h[i].a.temps);
     }
+    free(h);
     return rc;
 }
 
@@ -367,16 +421,9 @@ int store_health_rollup(struct store *st, int64_t now, int max_chunks, struct st
         res->days += (int64_t)done;
     }
     if (rc == GI_OK && n > 0) {
-        int64_t wu = 0, wg = 0, wd = 0;
-        int step;
-        rc = GI_INTERNAL;
-        if ((s = prep(c, ST_WM_GET))) {
-            if ((step = db_step(c, s)) == DB_ROW) {
-                wu = db_col_int(s, 0);
-                wg = db_col_int(s, 1);
-                wd = db_col_int(s, 2);
-            }
-            db_reset(s);
+        int64_t wu, wg, wd;
+        if ((rc = read_watermark(c, &wu, &wg, &wd)) == GI_OK) {
+            rc = GI_INTERNAL;
             if ((s = prep(c, ST_DIRTY_LEFT))) {
                 db_bind_int(s, ":settled", now - health_settle_s);
                 db_bind_int(s, ":u", wu);

@@ -279,8 +279,9 @@ struct store_health_run {
 void store_health_configure(int64_t settle_s);
 /* The health:rollup job: the GPU-days usage_daily rewrote since the last
  * run (past the watermark, settled for two minutes) recomputed from the
- * raw samples into gpu_health_daily, in chunks of 256 each read outside
- * and written inside one short transaction; at most max_chunks chunks (0:
+ * raw samples into gpu_health_daily, in chunks of 1,024 each read outside
+ * (one pass over a day's samples for the chunk's GPUs of that day) and
+ * written inside one short transaction; at most max_chunks chunks (0:
  * until none is left). */
 int store_health_rollup(struct store *st, int64_t now, int max_chunks,
                         struct store_health_run *res);

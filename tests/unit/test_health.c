@@ -468,6 +468,59 @@ static void test_today_throttled(void **state)
                      1);
 }
 
+/* Three GPUs' samples interleaved in time, as agents write them: each
+ * GPU-day is accumulated on its own in the one pass over the day. GPU 1:
+ * 20 readings 70.1..72.0 (p95 by nearest rank 71.9), ECC 0 then 4 (+4).
+ * GPU 2: 40.0..49.5 in half degrees (p95 49.0), ECC 7 before the day,
+ * then 9 (+2), XID 48 once. GPU 3: a usage day without samples. */
+static void test_interleaved_gpus(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t now = gi_now(), day = now - now % DAY - DAY, old = now - 3600;
+    struct store_health_run res;
+    char sql[8192];
+    size_t off = 0;
+
+    fleet(f, 3, now);
+    off += (size_t)snprintf(sql + off, sizeof sql - off,
+                            "INSERT INTO gpu_samples (ts, gpu_id, temp_c, ecc_uncorrected, xid) "
+                            "VALUES (%lld, 2, NULL, 7, NULL)",
+                            (long long)(day - 120));
+    for (int i = 0; i < 20; i++) {
+        long long ts = day + i * 300;
+        off += (size_t)snprintf(sql + off, sizeof sql - off,
+                                ", (%lld, 1, %.1f, %d, NULL), (%lld, 2, %.1f, 9, %s)", ts,
+                                70.1 + i * 0.1, i < 10 ? 0 : 4, ts, 40.0 + i * 0.5,
+                                i == 5 ? "48" : "NULL");
+    }
+    assert_true(off < sizeof sql);
+    assert_int_equal(raw_exec(&f->db, sql), 0);
+    for (int g = 1; g <= 3; g++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO usage_daily (gpu_id, day, owned_s, allocated_s, busy_s, "
+                 "alloc_idle_s, idle_s, unknown_s, measured_s, util_sum, mem_sum, energy_wh, "
+                 "updated_at) VALUES (%d, %lld, 86400, 0, 0, 0, 0, 0, 1000, 30000, 0, 1, %lld)",
+                 g, (long long)day, (long long)old);
+        assert_int_equal(raw_exec(&f->db, sql), 0);
+    }
+    assert_status(store_health_rollup(f->st, now, 0, &res), GI_OK);
+    assert_int_equal(res.days, 3);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM gpu_health_daily WHERE "
+                                           "gpu_id = 1 AND samples = 20 AND temp_p95_c = 71.9 "
+                                           "AND temp_max_c = 72.0 AND ecc_uncorrected_inc = 4 "
+                                           "AND xid_events = 0"),
+                     1);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM gpu_health_daily WHERE "
+                                           "gpu_id = 2 AND samples = 20 AND temp_p95_c = 49.0 "
+                                           "AND temp_max_c = 49.5 AND ecc_uncorrected_inc = 2 "
+                                           "AND xid_events = 1"),
+                     1);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM gpu_health_daily WHERE "
+                                           "gpu_id = 3 AND samples = 0 AND temp_p95_c IS NULL "
+                                           "AND util_avg = 30"),
+                     1);
+}
+
 /* Several rules in one pass over the same assets find, for each rule, the
  * same matches (reasons and actions included) as that rule evaluated
  * alone; and in a real pass a stage one rule moved an asset to is what the
@@ -569,6 +622,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rollup_from_samples, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_today_throttled, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_one_pass_same_as_alone, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_interleaved_gpus, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
