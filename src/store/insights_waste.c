@@ -576,6 +576,10 @@ static int sets_read(struct conn *c, const struct store_insight_filter *f, json_
         return GI_TOO_LARGE;
     if (step != DB_DONE)
         return db_status(step);
+    /* A range of whole days has no hours at its ends (and PostgreSQL's
+     * generic plan of the edges' statement costs tens of ms for none). */
+    if (f->from < f->to && f->from % 86400 == 0 && f->to % 86400 == 0)
+        return GI_OK;
     if ((s = prep(c, ST_WASTE_GPU_EDGES)) == NULL)
         return GI_INTERNAL;
     insight_bind_days(s, f, 0);
