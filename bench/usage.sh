@@ -149,6 +149,14 @@ fi
 if [ "$has_th" != 0 ]; then
   export BENCH_GEN_TEAM_HOURS=1
 fi
+if [ "$store" = postgresql ]; then
+  has_td=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_team_days'")
+else
+  has_td=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_team_days'")
+fi
+if [ "$has_td" != 0 ]; then
+  export BENCH_GEN_TEAM_DAYS=1
+fi
 # Secondary indexes are dropped for the load and built again after it.
 tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then

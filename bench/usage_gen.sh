@@ -41,6 +41,7 @@ if [ "$dialect" = sqlite ]; then
   ids() { echo "WITH RECURSIVE gi(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM gi WHERE id < $1)"; }
   idfrom="gi AS g"
   pad() { echo "printf('%05d', $1)"; }
+  ids_agg() { echo "group_concat($1, ',')"; }
 else
   gh() {
     with=""
@@ -50,6 +51,7 @@ else
   ids() { echo "WITH gi(id) AS (SELECT generate_series(1, $1))"; }
   idfrom="gi AS g"
   pad() { echo "lpad(($1)::TEXT, 5, '0')"; }
+  ids_agg() { echo "string_agg(($1)::TEXT, ',')"; }
 fi
 
 # The classification of GPU g in hour h as SQL expressions.
@@ -93,6 +95,19 @@ SELECT hour, team, currency, SUM(gpus), SUM(owned_s), SUM(allocated_s), SUM(busy
        SUM(busy_cost), SUM(alloc_idle_cost), SUM(idle_cost), SUM(unknown_cost), SUM(unpriced_s), $now
 FROM usage_groups_hourly GROUP BY hour, team, currency;"
   fi
+fi
+
+# The team days (the day groups per team and currency with their GPUs'
+# ids), where the binary's schema has them.
+team_days=""
+if [ "${BENCH_GEN_TEAM_DAYS:-0}" = 1 ]; then
+  team_days="INSERT INTO usage_team_days (day, team, currency, gpus, owned_s, alloc_idle_s, idle_s, owned_cost,
+    alloc_idle_cost, idle_cost, gpu_ids, alloc_idle_ids, updated_at)
+SELECT day, team, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), SUM(alloc_idle_s * fraction),
+       SUM(idle_s * fraction), SUM(owned_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros),
+       SUM(idle_s * fraction * rate_micros), $(ids_agg gpu_id),
+       $(ids_agg "CASE WHEN alloc_idle_s > 0 THEN gpu_id END"), $now
+FROM usage_daily GROUP BY day, team, COALESCE(currency, '');"
 fi
 
 cat <<SQL
@@ -160,6 +175,7 @@ SELECT day, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(curr
        SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), $now
 FROM usage_daily GROUP BY day, team, env, pool, cluster, cloud, model, datacenter_id, COALESCE(currency, '');
 $hourly_groups
+$team_days
 INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, container, allocated_s,
     busy_s, alloc_idle_s, util_sum, measured_s, util_max)
 SELECT gpu_id, hour, 'k8s', 'ns-' || team || '/job-' || ((gpu_id - 1) / 4) || '/main', team, 'ns-' || team,

@@ -33,6 +33,13 @@ void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f
     db_bind_int(s, ":limit", f->limit > 0 ? f->limit : 100);
 }
 
+/* Whether f filters by nothing but the team. */
+bool insight_team_only(const struct store_insight_filter *f)
+{
+    return (!f->env || !*f->env) && (!f->pool || !*f->pool) && (!f->cluster || !*f->cluster) &&
+           (!f->cloud || !*f->cloud) && (!f->model || !*f->model) && f->datacenter_id == 0;
+}
+
 /* Binds the range split of WHOLE_DAYS / EDGE_HOURS_n. */
 void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, int64_t split)
 {

@@ -48,6 +48,10 @@ void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, 
 /* Binds the filters and the range every statement shares (FILTERS) and
  * the page bound (f->limit, 100 when not positive). s and f are borrowed. */
 void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f);
+/* Whether f filters by nothing but the team (and the range), so that the
+ * tables summed over every other dimension (usage_team_hours,
+ * usage_team_gpu_days) answer it. */
+bool insight_team_only(const struct store_insight_filter *f);
 /* A figure as a new JSON real, rounded to 6 decimals so sums of floating
  * seconds read as the hours they are (10 rather than 9.999999999998). */
 json_t *insight_num(double x);

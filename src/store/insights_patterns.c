@@ -106,10 +106,7 @@ int store_usage_heatmap(struct store *st, const struct store_insight_filter *f, 
                         bool allocation, json_t **items)
 {
     struct conn *c = db_conn_get(st);
-    bool team_only = (!f->env || !*f->env) && (!f->pool || !*f->pool) &&
-                     (!f->cluster || !*f->cluster) && (!f->cloud || !*f->cloud) &&
-                     (!f->model || !*f->model) && f->datacenter_id == 0;
-    struct db_stmt *s = prep(c, team_only ? ST_HEATMAP_TEAM : ST_HEATMAP);
+    struct db_stmt *s = prep(c, insight_team_only(f) ? ST_HEATMAP_TEAM : ST_HEATMAP);
     struct cell cells[168] = {{0}};
     int step, rc = GI_INTERNAL;
 

@@ -140,6 +140,11 @@ int usage_mark_many(struct conn *c, const struct usage_span *spans, size_t n);
  * the days are summed again, intervals and rollup marks move, and the
  * hours are marked for their group sums. */
 int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now);
+/* insights_sums.c: the sums the insights keep for UTC day `day`
+ * (usage_team_days) written again from its daily rollups, inside the
+ * caller's writing transaction; called wherever the day's
+ * usage_groups_daily rows are (usage_write_groups). */
+int insight_sums_day(struct conn *c, int64_t day, int64_t now);
 
 /* cloud_merge.c: inside the cloud sync's transaction, pairs the
  * superseded, not yet merged placeholders of instance row instance_row
