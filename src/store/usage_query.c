@@ -1,5 +1,5 @@
 /* Reads of the usage rollups for the API: GPU-hours by group and step
- * with their catalog cost, and one GPU's timeline. See store.h.
+ * with their catalog cost (the timeline is usage_timeline.c). See store.h.
  *
  * The database sums rows per (group, hour or day, currency); the
  * folding into weeks and months, the currency split and the money
@@ -7,8 +7,9 @@
  * MIG slice counts its share. Costs are owned seconds x fraction x
  * rate_micros, summed as micro-unit-seconds and shown as decimal strings
  * with two decimals. */
-#include "store/store_int.h"
+#include "store/usage_int.h"
 #include "core/status.h"
+#include "core/textbuf.h"
 #include "core/util.h"
 
 #include <math.h>
@@ -19,9 +20,6 @@
 
 /* Rows the database may hand back for one report. */
 #define MAX_CELLS 200000
-/* Raw samples are shown instead of hourly rollups for ranges this short. */
-#define RAW_RANGE_S (6 * 3600)
-#define TIMELINE_ROWS 20000
 
 /* The group as text, and for the groups named through another table
  * (gpu: the UUID, datacenter: the name) the id, mapped afterwards, so that
@@ -141,25 +139,7 @@
       "SUM(u.alloc_idle_s), 0, 0, SUM(u.util_sum), SUM(u.measured_s), SUM(u.energy_wh), "          \
       "SUM(u.allocated_cost), SUM(u.busy_cost), SUM(u.alloc_idle_cost), 0, 0, SUM(u.unpriced_s) "  \
       "FROM usage_consumers_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS             \
-      " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
-    X(TL_GPU, "SELECT id FROM gpus WHERE uuid = :uuid")                                            \
-    X(TL_INTERVALS,                                                                                \
-      "SELECT kind, consumer, team, namespace, pod, container, username, process, tenant, "        \
-      "project, started_at, ended_at FROM usage_intervals WHERE gpu_id = :gid AND started_at < "   \
-      ":to AND (ended_at IS NULL OR ended_at > :from) ORDER BY started_at, id LIMIT :max")         \
-    X(TL_HOURS,                                                                                    \
-      "SELECT hour, team, env, pool, cluster, cloud, owned_s, allocated_s, busy_s, alloc_idle_s, " \
-      "idle_s, unknown_s, measured_s, util_sum, util_max, mem_sum, mem_max_mib, energy_wh, "       \
-      "power_max_w, temp_max_c FROM usage_hourly WHERE gpu_id = :gid AND hour >= :from AND hour "  \
-      "< :to ORDER BY hour LIMIT :max")                                                            \
-    X(TL_SAMPLES, "SELECT ts, util_avg, util_max, mem_used_mib, power_avg_w, temp_c, source_id "   \
-                  "FROM gpu_samples WHERE gpu_id = :gid AND ts >= :from AND ts < :to ORDER BY "    \
-                  "ts, source_id LIMIT :max")                                                      \
-    X(TL_EVENTS, "SELECT at, kind, detail FROM gpu_events WHERE gpu_uuid = :uuid AND at >= :from " \
-                 "AND at < :to ORDER BY at, id LIMIT :max")                                        \
-    X(TL_COST, "SELECT currency, SUM(owned_s * fraction * rate_micros) FROM usage_hourly WHERE "   \
-               "gpu_id = :gid AND hour >= :from AND hour < :to AND rate_micros IS NOT NULL AND "   \
-               "currency IS NOT NULL GROUP BY currency ORDER BY 2 DESC LIMIT 1")
+      " GROUP BY 1, 3, 4, 5 LIMIT :max")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -343,100 +323,239 @@ static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_q
     return rc;
 }
 
-static double round6(double x) { return round(x * 1e6) / 1e6; }
-
-static json_t *money(double micro_seconds)
+void usage_money_text(double micro_seconds, char *buf, size_t len)
 {
-    char buf[48];
-
-    snprintf(buf, sizeof buf, "%.2f", micro_seconds / 3600.0 / 1e6 + 0.0);
+    snprintf(buf, len, "%.2f", micro_seconds / 3600.0 / 1e6 + 0.0);
     if (strcmp(buf, "-0.00") == 0)
-        gi_strlcpy(buf, "0.00", sizeof buf);
-    return json_string(buf);
+        gi_strlcpy(buf, "0.00", len);
 }
 
-/* An item (or the total) from summed values; cur "" when unpriced.
- * `mixed`: the group and step hold more than one currency. */
-static json_t *render(const double *v, const char *cur, bool mixed)
-{
-    json_t *o = json_object(), *cost = json_null();
-    double owned_h = v[V_OWNED] / 3600.0, unpriced_h = v[V_UNPRICED] / 3600.0;
+/* The text of a report being written: JSON (each item an object, as
+ * jansson would encode it) or CSV (each item one flat row). */
+struct report_out {
+    struct textbuf b;
+    bool csv, consumer;
+    size_t items;
+    /* The last group written and its encoding, reused while items of the
+     * same group follow (a report's items come grouped). */
+    bool have_group, group_ok;
+    const char *group_of;
+    struct textbuf group;
+};
 
-    json_object_set_new(o, "gpu_hours",
-                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "owned", round6(owned_h),
-                                  "allocated", round6(v[V_ALLOC] / 3600.0), "busy",
-                                  round6(v[V_BUSY] / 3600.0), "allocated_idle",
-                                  round6(v[V_AIDLE] / 3600.0), "idle", round6(v[V_IDLE] / 3600.0),
-                                  "unknown", round6(v[V_UNKNOWN] / 3600.0)));
-    json_object_set_new(o, "util_avg",
-                        v[V_MEAS] > 0 ? json_real(round6(v[V_USUM] / v[V_MEAS])) : json_null());
-    json_object_set_new(o, "energy_kwh", json_real(round6(v[V_WH] / 1000.0)));
-    if (cur[0] && owned_h - unpriced_h > 1e-9) {
-        cost = json_pack("{s:o, s:s, s:s, s:{s:o, s:o, s:o, s:o}}", "amount", money(v[V_COST]),
-                         "currency", cur, "method", "catalog", "split", "busy",
-                         money(v[V_COST_BUSY]), "allocated_idle", money(v[V_COST_AIDLE]), "idle",
-                         money(v[V_COST_IDLE]), "unknown", money(v[V_COST_UNKNOWN]));
+/* The figures of an item or the total, computed once for both formats. */
+struct figures {
+    double h[6]; /* owned, allocated, busy, allocated_idle, idle, unknown */
+    double util, kwh;
+    bool has_util, priced;
+    char amount[48], split[4][48];
+    char note[160]; /* "" none */
+};
+
+static const char *const hour_names[] = {"owned",          "allocated", "busy",
+                                         "allocated_idle", "idle",      "unknown"};
+static const char *const split_names[] = {"busy", "allocated_idle", "idle", "unknown"};
+
+/* An item's (or the total's) figures from summed values; cur "" when
+ * unpriced. `mixed`: the group and step hold more than one currency. */
+static void figures_of(const double *v, const char *cur, bool mixed, struct figures *f)
+{
+    double owned_h = v[V_OWNED] / 3600.0, unpriced_h = v[V_UNPRICED] / 3600.0;
+    static const int parts[] = {V_COST_BUSY, V_COST_AIDLE, V_COST_IDLE, V_COST_UNKNOWN};
+
+    f->h[0] = usage_round6(owned_h);
+    f->h[1] = usage_round6(v[V_ALLOC] / 3600.0);
+    f->h[2] = usage_round6(v[V_BUSY] / 3600.0);
+    f->h[3] = usage_round6(v[V_AIDLE] / 3600.0);
+    f->h[4] = usage_round6(v[V_IDLE] / 3600.0);
+    f->h[5] = usage_round6(v[V_UNKNOWN] / 3600.0);
+    f->has_util = v[V_MEAS] > 0;
+    f->util = f->has_util ? usage_round6(v[V_USUM] / v[V_MEAS]) : 0;
+    f->kwh = usage_round6(v[V_WH] / 1000.0);
+    f->priced = cur[0] && owned_h - unpriced_h > 1e-9;
+    if (f->priced) {
+        usage_money_text(v[V_COST], f->amount, sizeof f->amount);
+        for (int i = 0; i < 4; i++)
+            usage_money_text(v[parts[i]], f->split[i], sizeof f->split[i]);
     }
-    json_object_set_new(o, "cost", cost ? cost : json_null());
-    if (!cur[0] || owned_h - unpriced_h <= 1e-9) {
+    f->note[0] = '\0';
+    if (!f->priced) {
         if (owned_h > 0)
-            json_object_set_new(o, "cost_note",
-                                json_string("no catalog rate covers these GPU-hours"));
+            gi_strlcpy(f->note, "no catalog rate covers these GPU-hours", sizeof f->note);
     } else if (unpriced_h > 1e-9) {
-        char note[160];
-        snprintf(note, sizeof note,
+        snprintf(f->note, sizeof f->note,
                  "%.2f of these GPU-hours have no catalog rate and are not in the amount",
                  unpriced_h);
-        json_object_set_new(o, "cost_note", json_string(note));
     } else if (mixed) {
-        json_object_set_new(o, "cost_note",
-                            json_string("more than one currency: one item per currency"));
+        gi_strlcpy(f->note, "more than one currency: one item per currency", sizeof f->note);
     }
-    return o;
 }
 
-/* Emits the cells [a, b) of one group and step (sorted by currency, ""
+/* Writes a string known to need no escaping (ASCII, no quote, backslash
+ * or control byte) as a JSON string. */
+static void put_plain(struct textbuf *b, const char *s)
+{
+    tb_put(b, "\"", 1);
+    tb_puts(b, s);
+    tb_put(b, "\"", 1);
+}
+
+/* Writes a string member "key":value when value encodes (a string that is
+ * not valid UTF-8 leaves the member out, as jansson does). */
+static void put_member_str(struct textbuf *b, const char *key, const char *value)
+{
+    struct textbuf t = {0};
+
+    if (tb_json_str(&t, value) && !t.failed) {
+        tb_put(b, ",\"", 2);
+        tb_puts(b, key);
+        tb_put(b, "\":", 2);
+        tb_put(b, t.p, t.len);
+    }
+    tb_free(&t);
+}
+
+/* The figures as the members of a JSON object, from "gpu_hours" to
+ * "cost" (and "cost_note" unless note_override, which replaces it). */
+static void put_figures_json(struct textbuf *b, const struct figures *f, const char *cur,
+                             const char *note_override)
+{
+    struct textbuf c = {0};
+    const char *note = note_override ? note_override : f->note;
+
+    tb_puts(b, "{\"gpu_hours\":{");
+    for (int i = 0; i < 6; i++) {
+        tb_puts(b, i ? ",\"" : "\"");
+        tb_puts(b, hour_names[i]);
+        tb_put(b, "\":", 2);
+        tb_json_real(b, f->h[i]);
+    }
+    tb_puts(b, "},\"util_avg\":");
+    if (f->has_util)
+        tb_json_real(b, f->util);
+    else
+        tb_puts(b, "null");
+    tb_puts(b, ",\"energy_kwh\":");
+    tb_json_real(b, f->kwh);
+    tb_puts(b, ",\"cost\":");
+    if (f->priced && tb_json_str(&c, cur) && !c.failed) {
+        tb_puts(b, "{\"amount\":");
+        put_plain(b, f->amount);
+        tb_puts(b, ",\"currency\":");
+        tb_put(b, c.p, c.len);
+        tb_puts(b, ",\"method\":\"catalog\",\"split\":{");
+        for (int i = 0; i < 4; i++) {
+            tb_puts(b, i ? ",\"" : "\"");
+            tb_puts(b, split_names[i]);
+            tb_put(b, "\":", 2);
+            put_plain(b, f->split[i]);
+        }
+        tb_puts(b, "}}");
+    } else {
+        tb_puts(b, "null");
+    }
+    tb_free(&c);
+    if (note[0]) {
+        tb_puts(b, ",\"cost_note\":");
+        put_plain(b, note);
+    }
+}
+
+/* Writes a CSV cell of text, empty for NULL. */
+static void put_csv_text(struct textbuf *b, const char *s, bool comma)
+{
+    if (comma)
+        tb_put(b, ",", 1);
+    if (s)
+        tb_csv_cell(b, s, true);
+}
+
+/* Writes one item: the group's figures and key (group, kind, start). */
+static void put_item(struct report_out *o, const struct cell *a, const struct figures *f,
+                     const char *cur)
+{
+    struct textbuf *b = &o->b;
+    char start[32];
+
+    gi_time_format(a->start, start, sizeof start);
+    if (!o->have_group || strcmp_null(o->group_of, a->group) != 0) {
+        o->group.len = 0;
+        o->group.failed = false;
+        o->group_ok = o->csv ? true : tb_json_str(&o->group, a->group) && !o->group.failed;
+        o->group_of = a->group;
+        o->have_group = true;
+    }
+    if (o->csv) {
+        put_csv_text(b, a->group, false);
+        if (o->consumer)
+            put_csv_text(b, a->kind ? a->kind : "none", true);
+        put_csv_text(b, start, true);
+        for (int i = 0; i < 6; i++) {
+            tb_put(b, ",", 1);
+            tb_csv_real(b, f->h[i]);
+        }
+        tb_put(b, ",", 1);
+        if (f->has_util)
+            tb_csv_real(b, f->util);
+        tb_put(b, ",", 1);
+        tb_csv_real(b, f->kwh);
+        put_csv_text(b, f->priced ? f->amount : NULL, true);
+        put_csv_text(b, f->priced ? cur : NULL, true);
+        put_csv_text(b, f->priced ? "catalog" : NULL, true);
+        put_csv_text(b, f->note[0] ? f->note : NULL, true);
+        tb_put(b, "\r\n", 2);
+        o->items++;
+        return;
+    }
+    if (o->items++)
+        tb_put(b, ",", 1);
+    put_figures_json(b, f, cur, NULL);
+    if (o->group_ok) {
+        tb_puts(b, ",\"group\":");
+        tb_put(b, o->group.p, o->group.len);
+    }
+    if (o->consumer)
+        put_member_str(b, "kind", a->kind ? a->kind : "none");
+    tb_puts(b, ",\"start\":");
+    put_plain(b, start);
+    tb_put(b, "}", 1);
+}
+
+/* Writes the cells [a, b) of one group and step (sorted by currency, ""
  * first) as items: one item when they hold at most one currency, else
  * one per currency, the unpriced part as an item of its own. */
-static int emit(json_t *items, const struct cell *a, const struct cell *b, bool consumer)
+static void emit(struct report_out *o, const struct cell *a, const struct cell *b)
 {
     size_t ncur = 0;
     const char *cur = "";
     double sum[V__N] = {0};
-    char start[32];
 
     for (const struct cell *c = a; c < b; c++)
         if (c->cur[0]) {
             ncur++;
             cur = c->cur;
         }
-    gi_time_format(a->start, start, sizeof start);
     for (const struct cell *c = a; c < b; c++) {
         for (int k = 0; k < V__N; k++)
             sum[k] += c->v[k];
         if (ncur > 1 || c + 1 == b) {
-            json_t *o = render(sum, ncur > 1 ? c->cur : cur, ncur > 1);
-            if (!o)
-                return GI_INTERNAL;
-            json_object_set_new(o, "group", a->group ? json_string(a->group) : json_null());
-            if (consumer)
-                json_object_set_new(o, "kind", json_string(a->kind ? a->kind : "none"));
-            json_object_set_new(o, "start", json_string(start));
-            json_array_append_new(items, o);
+            struct figures f;
+            const char *in = ncur > 1 ? c->cur : cur;
+            figures_of(sum, in, ncur > 1, &f);
+            put_item(o, a, &f, in);
             memset(sum, 0, sizeof sum);
         }
     }
-    return GI_OK;
 }
 
-/* The total over every cell: one currency's cost, or (several) null with
- * one entry per currency in "costs". */
-static json_t *total_of(const struct cells *cs)
+/* Writes the total over every cell as a JSON object: one currency's cost,
+ * or (several) null with one entry per currency in "costs". */
+static void put_total(struct textbuf *b, const struct cells *cs)
 {
     double sum[V__N] = {0};
     const char *cur = "";
-    json_t *o, *costs = json_array();
-    size_t ncur = 0;
+    struct figures f;
+    size_t ncur = 0, listed = 0;
 
     for (size_t i = 0; i < cs->n; i++) {
         bool seen = false;
@@ -451,11 +570,16 @@ static json_t *total_of(const struct cells *cs)
             cur = cs->a[i].cur;
         }
     }
-    o = render(sum, ncur > 1 ? "" : cur, false);
-    if (o && ncur > 1) {
+    figures_of(sum, ncur > 1 ? "" : cur, false, &f);
+    put_figures_json(b, &f, ncur > 1 ? "" : cur,
+                     ncur > 1 ? "more than one currency: see costs, one per currency" : NULL);
+    if (ncur > 1) {
+        tb_puts(b, ",\"costs\":[");
         for (size_t i = 0; i < cs->n; i++) {
-            double one[V__N] = {0};
+            double one = 0;
+            char amount[48];
             bool seen = false;
+            struct textbuf c = {0};
             if (!cs->a[i].cur[0])
                 continue;
             for (size_t j = 0; j < i && !seen; j++)
@@ -464,18 +588,22 @@ static json_t *total_of(const struct cells *cs)
                 continue;
             for (size_t j = i; j < cs->n; j++)
                 if (strcmp(cs->a[j].cur, cs->a[i].cur) == 0)
-                    for (int k = 0; k < V__N; k++)
-                        one[k] += cs->a[j].v[k];
-            json_array_append_new(costs, json_pack("{s:o, s:s, s:s}", "amount", money(one[V_COST]),
-                                                   "currency", cs->a[i].cur, "method", "catalog"));
+                    one += cs->a[j].v[V_COST];
+            if (!tb_json_str(&c, cs->a[i].cur) || c.failed) {
+                tb_free(&c);
+                continue;
+            }
+            usage_money_text(one, amount, sizeof amount);
+            tb_puts(b, listed++ ? ",{\"amount\":" : "{\"amount\":");
+            put_plain(b, amount);
+            tb_puts(b, ",\"currency\":");
+            tb_put(b, c.p, c.len);
+            tb_puts(b, ",\"method\":\"catalog\"}");
+            tb_free(&c);
         }
-        json_object_set_new(o, "cost_note",
-                            json_string("more than one currency: see costs, one per currency"));
-        json_object_set_new(o, "costs", costs);
-        costs = NULL;
+        tb_put(b, "]", 1);
     }
-    json_decref(costs);
-    return o;
+    tb_put(b, "}", 1);
 }
 
 /* Sums sorted cells of the same key (a week's days arrive apart). */
@@ -811,7 +939,8 @@ static int name_groups(struct conn *c, struct cells *cs)
     return GI_OK;
 }
 
-int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out)
+int store_usage_report_text(struct store *st, const struct store_usage_query *q, bool csv,
+                            char **text, size_t *len)
 {
     struct conn *c = db_conn_get(st);
     struct cells cs = {0};
@@ -830,17 +959,17 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                           : daily    ? ST_REPORT_DAILY
                                      : ST_REPORT_HOURLY;
     struct cells tot = {0};
+    struct report_out o = {.csv = csv, .consumer = consumer};
+    struct textbuf total = {0};
     int64_t groups_total = 0;
-    json_t *items = json_array(), *total = NULL;
     char from[32], to[32];
     struct db_stmt *s;
     int64_t dc_id = -1;
-    int rc = GI_INTERNAL;
+    int rc;
 
-    *out = NULL;
+    *text = NULL;
+    *len = 0;
     cs.dc = strcmp(q->group_by, "datacenter") == 0;
-    if (!items)
-        goto cleanup;
     db_read_begin(c);
     rc = datacenter_id(c, q->datacenter, &dc_id);
     if (rc == GI_OK && consumer) {
@@ -863,263 +992,83 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     db_read_end(c);
     if (rc != GI_OK)
         goto cleanup;
-    if (consumer_paged) { /* the total is every group's */
-        if (!(total = total_of(&cs)) || (rc = consumer_page(q, &cs, &groups_total)) != GI_OK) {
-            rc = rc != GI_OK ? rc : GI_INTERNAL;
-            goto cleanup;
-        }
-    }
+    if (!csv) /* the total is every group's, paged or not */
+        put_total(&total, paged ? &tot : &cs);
+    if (consumer_paged && (rc = consumer_page(q, &cs, &groups_total)) != GI_OK)
+        goto cleanup;
     if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
         rc = GI_TOO_LARGE;
         goto cleanup;
     }
-    for (size_t i = 0; i < cs.n && rc == GI_OK;) {
+    if (csv && cs.n) {
+        tb_puts(&o.b, consumer ? "group,kind," : "group,");
+        tb_puts(&o.b, "start,gpu_hours_owned,gpu_hours_allocated,gpu_hours_busy,"
+                      "gpu_hours_allocated_idle,gpu_hours_idle,gpu_hours_unknown,util_avg,"
+                      "energy_kwh,cost_amount,cost_currency,cost_method,cost_note\r\n");
+    } else if (csv) {
+        tb_put(&o.b, "\r\n", 2); /* no rows: no columns */
+    } else {
+        tb_puts(&o.b, "{\"items\":[");
+    }
+    for (size_t i = 0; i < cs.n;) {
         size_t j = i + 1;
         while (j < cs.n && cs.a[j].start == cs.a[i].start && cs.a[j].gid == cs.a[i].gid &&
                strcmp_null(cs.a[j].group, cs.a[i].group) == 0 &&
                strcmp_null(cs.a[j].kind, cs.a[i].kind) == 0)
             j++;
-        rc = emit(items, &cs.a[i], &cs.a[j], consumer);
+        emit(&o, &cs.a[i], &cs.a[j]);
         i = j;
     }
-    if (rc != GI_OK || (!total && !(total = total_of(paged ? &tot : &cs)))) {
-        rc = rc != GI_OK ? rc : GI_INTERNAL;
-        goto cleanup;
+    if (!csv) {
+        gi_time_format(q->from, from, sizeof from);
+        gi_time_format(q->to, to, sizeof to);
+        tb_puts(&o.b, "],\"total\":");
+        tb_put(&o.b, total.p ? total.p : "", total.len);
+        tb_puts(&o.b, ",\"from\":");
+        put_plain(&o.b, from);
+        tb_puts(&o.b, ",\"to\":");
+        put_plain(&o.b, to);
+        tb_puts(&o.b, ",\"group_by\":");
+        put_plain(&o.b, q->group_by);
+        tb_puts(&o.b, daily ? ",\"source\":\"usage_daily\"" : ",\"source\":\"usage_hourly\"");
+        if (total.failed)
+            o.b.failed = true;
     }
-    gi_time_format(q->from, from, sizeof from);
-    gi_time_format(q->to, to, sizeof to);
-    *out = json_pack("{s:o, s:o, s:s, s:s, s:s, s:s}", "items", items, "total", total, "from", from,
-                     "to", to, "group_by", q->group_by, "source",
-                     daily ? "usage_daily" : "usage_hourly");
-    items = total = NULL;
-    rc = *out ? GI_OK : GI_INTERNAL;
-    if (rc == GI_OK && (paged || consumer_paged)) {
+    if (!csv && (paged || consumer_paged)) {
         int64_t next = q->offset + q->limit;
-        json_object_set_new(*out, "groups_total", json_integer(groups_total));
-        json_object_set_new(*out, "limit", json_integer(q->limit));
-        json_object_set_new(*out, "offset", json_integer(q->offset));
-        json_object_set_new(*out, "next_offset",
-                            next < groups_total ? json_integer(next) : json_null());
+        char num[96];
+        snprintf(num, sizeof num, ",\"groups_total\":%lld,\"limit\":%lld,\"offset\":%lld",
+                 (long long)groups_total, (long long)q->limit, (long long)q->offset);
+        tb_puts(&o.b, num);
+        if (next < groups_total)
+            snprintf(num, sizeof num, ",\"next_offset\":%lld", (long long)next);
+        else
+            gi_strlcpy(num, ",\"next_offset\":null", sizeof num);
+        tb_puts(&o.b, num);
     }
+    if (!csv)
+        tb_put(&o.b, "}", 1);
+    *text = tb_take(&o.b, len);
+    rc = *text ? GI_OK : GI_INTERNAL;
 cleanup:
     db_conn_put(st, c);
     cells_free(&cs);
     cells_free(&tot);
-    json_decref(items);
-    json_decref(total);
+    tb_free(&o.b);
+    tb_free(&o.group);
+    tb_free(&total);
     return rc;
 }
 
-/* ---- one GPU's timeline ---- */
-
-static json_t *opt_real(struct db_stmt *s, int i)
+int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out)
 {
-    return db_col_is_null(s, i) ? json_null() : json_real(round6(db_col_dbl(s, i)));
-}
-
-static json_t *opt_text(struct db_stmt *s, int i)
-{
-    const char *v = db_col_text(s, i);
-    return v && *v ? json_string(v) : json_null();
-}
-
-static json_t *time_json(int64_t t)
-{
-    char buf[32];
-
-    gi_time_format(t, buf, sizeof buf);
-    return json_string(buf);
-}
-
-static int tl_intervals(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t *out)
-{
-    struct db_stmt *s = prep(c, ST_TL_INTERVALS);
-    static const char *const names[] = {"kind",      "consumer", "team",    "namespace", "pod",
-                                        "container", "username", "process", "tenant",    "project"};
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        json_t *o = json_object();
-        for (int i = 0; i < 10; i++)
-            json_object_set_new(o, names[i], opt_text(s, i));
-        json_object_set_new(o, "started_at", time_json(db_col_int(s, 10)));
-        json_object_set_new(o, "ended_at",
-                            db_col_is_null(s, 11) ? json_null() : time_json(db_col_int(s, 11)));
-        json_array_append_new(out, o);
-    }
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-/* Hourly telemetry and classification, and the owner changes the hours
- * show (the first hour's owner, then each change). */
-static int tl_hours(struct conn *c, int64_t gid, int64_t from, int64_t to, bool telemetry,
-                    json_t *series, json_t *owners)
-{
-    struct db_stmt *s = prep(c, ST_TL_HOURS);
-    json_t *last = NULL;
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from - from % 3600);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        double meas = db_col_dbl(s, 12);
-        json_t *owner = json_object();
-        static const char *const f[] = {"team", "env", "pool", "cluster", "cloud"};
-        for (int i = 0; i < 5; i++)
-            json_object_set_new(owner, f[i], opt_text(s, 1 + i));
-        if (!last || !json_equal(last, owner)) {
-            json_t *row = json_deep_copy(owner);
-            json_object_set_new(row, "at", time_json(db_col_int(s, 0)));
-            json_array_append_new(owners, row);
-            json_decref(last);
-            last = owner;
-        } else {
-            json_decref(owner);
-        }
-        if (!telemetry)
-            continue;
-        json_array_append_new(
-            series,
-            json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:f, s:o, s:o}",
-                      "start", time_json(db_col_int(s, 0)), "owned_s", db_col_dbl(s, 6),
-                      "allocated_s", db_col_dbl(s, 7), "busy_s", db_col_dbl(s, 8), "alloc_idle_s",
-                      db_col_dbl(s, 9), "idle_s", db_col_dbl(s, 10), "unknown_s", db_col_dbl(s, 11),
-                      "util_avg",
-                      meas > 0 ? json_real(round6(db_col_dbl(s, 13) / meas)) : json_null(),
-                      "util_max", opt_real(s, 14), "mem_avg_mib",
-                      meas > 0 ? json_real(round6(db_col_dbl(s, 15) / meas)) : json_null(),
-                      "mem_max_mib", opt_real(s, 16), "power_avg_w",
-                      meas > 0 ? json_real(round6(db_col_dbl(s, 17) * 3600.0 / meas)) : json_null(),
-                      "energy_wh", round6(db_col_dbl(s, 17)), "power_max_w", opt_real(s, 18),
-                      "temp_max_c", opt_real(s, 19)));
-    }
-    db_reset(s);
-    json_decref(last);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-static int tl_samples(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t *out)
-{
-    struct db_stmt *s = prep(c, ST_TL_SAMPLES);
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW)
-        json_array_append_new(
-            out, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "at", time_json(db_col_int(s, 0)),
-                           "util_avg", opt_real(s, 1), "util_max", opt_real(s, 2), "mem_used_mib",
-                           opt_real(s, 3), "power_w", opt_real(s, 4), "temp_c", opt_real(s, 5)));
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-static int tl_events(struct conn *c, const char *uuid, int64_t from, int64_t to, json_t *out)
-{
-    struct db_stmt *s = prep(c, ST_TL_EVENTS);
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_text(s, ":uuid", uuid);
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        json_t *detail = NULL;
-        const char *d = db_col_text(s, 2);
-        if (d)
-            detail = json_loads(d, 0, NULL);
-        json_array_append_new(out, json_pack("{s:o, s:s, s:o}", "at", time_json(db_col_int(s, 0)),
-                                             "kind", db_col_text(s, 1), "detail",
-                                             detail ? detail : json_null()));
-    }
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-/* The catalog cost of the GPU's hours in the range (in the currency most
- * of it is in), null when no hour of it is priced. */
-static int tl_cost(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t **cost)
-{
-    struct db_stmt *s = prep(c, ST_TL_COST);
-    int step;
-
-    *cost = NULL;
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from - from % 3600);
-    db_bind_int(s, ":to", to);
-    if ((step = db_step(c, s)) == DB_ROW && db_col_text(s, 0))
-        *cost = json_pack("{s:o, s:s, s:s}", "amount", money(db_col_dbl(s, 1)), "currency",
-                          db_col_text(s, 0), "method", "catalog");
-    db_reset(s);
-    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
-}
-
-int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out)
-{
-    struct conn *c = db_conn_get(st);
-    struct db_stmt *s = prep(c, ST_TL_GPU);
-    json_t *iv = json_array(), *hours = json_array(), *raw = json_array(), *ev = json_array(),
-           *owners = json_array(), *cost = NULL;
-    bool use_raw = to - from <= RAW_RANGE_S;
-    char f[32], t[32];
-    int64_t gid = 0;
-    int rc = GI_INTERNAL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = store_usage_report_text(st, q, false, &text, &len);
 
     *out = NULL;
-    if (!s || !iv || !hours || !raw || !ev || !owners)
-        goto cleanup;
-    db_read_begin(c);
-    db_bind_text(s, ":uuid", uuid);
-    rc = db_fetch_int(c, s, &gid);
-    if (rc == GI_OK)
-        rc = tl_intervals(c, gid, from, to, iv);
-    if (rc == GI_OK)
-        rc = tl_hours(c, gid, from, to, !use_raw, hours, owners);
-    if (rc == GI_OK && use_raw)
-        rc = tl_samples(c, gid, from, to, raw);
-    if (rc == GI_OK)
-        rc = tl_events(c, uuid, from, to, ev);
-    if (rc == GI_OK)
-        rc = tl_cost(c, gid, from, to, &cost);
-    db_read_end(c);
-    if (rc != GI_OK)
-        goto cleanup;
-    gi_time_format(from, f, sizeof f);
-    gi_time_format(to, t, sizeof t);
-    *out = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "uuid", uuid, "from", f, "to",
-                     t, "telemetry_source", use_raw ? "samples" : "usage_hourly", "intervals", iv,
-                     "hours", hours, "samples", raw, "events", ev, "owners", owners);
-    iv = hours = raw = ev = owners = NULL;
-    rc = *out ? GI_OK : GI_INTERNAL;
-    if (*out)
-        json_object_set_new(*out, "cost", cost ? cost : json_null());
-    cost = NULL;
-cleanup:
-    json_decref(cost);
-    db_conn_put(st, c);
-    json_decref(iv);
-    json_decref(hours);
-    json_decref(raw);
-    json_decref(ev);
-    json_decref(owners);
+    if (rc == GI_OK && !(*out = json_loadb(text, len, 0, NULL)))
+        rc = GI_INTERNAL;
+    free(text);
     return rc;
 }
