@@ -16,6 +16,8 @@
 #   BENCH_OUT=home     name of the results (bench/results/NAME.json and .md)
 #   BENCH_DB=          a database bench/usage_gen.sh filled before (SQLite file), copied
 #                      and served instead of generating one (BENCH_GPUS/DAYS then only label it)
+#   BENCH_REUSE=       the same, but served where it is, not copied (a copy of its own: the
+#                      server migrates it and its jobs write to it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +45,7 @@ cleanup() {
 trap cleanup EXIT
 
 db=$tmp/gpuinv.db
+[ -z "${BENCH_REUSE:-}" ] || { [ -f "$BENCH_REUSE" ] || die "BENCH_REUSE: $BENCH_REUSE not found"; db=$BENCH_REUSE; }
 password="bench-$(head -c 12 /dev/urandom | base64 | tr '+/' 'xy')"
 start_server() {
   local out=$tmp/serve.out line=""
@@ -60,7 +63,9 @@ stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
 
 now=$(date +%s)
 echo "bench: home page over $gpus GPUs, $days days of hourly rollups"
-if [ -n "${BENCH_DB:-}" ]; then
+if [ -n "${BENCH_REUSE:-}" ]; then
+  echo "bench: serving $db in place"
+elif [ -n "${BENCH_DB:-}" ]; then
   sqlite3 -bail "$BENCH_DB" ".backup '$db'"
 else
   start_server # applies the migrations

@@ -7,6 +7,7 @@
  * MIG slice counts its share. Costs are owned seconds x fraction x
  * rate_micros, summed as micro-unit-seconds and shown as decimal strings
  * with two decimals. */
+#include "store/usage_cells.h"
 #include "store/usage_int.h"
 #include "core/status.h"
 #include "core/textbuf.h"
@@ -49,6 +50,25 @@
     " < :to AND " FILTERS extra " GROUP BY 1, 2, 4, 5 LIMIT :max"
 #define REPORT(table, key) REPORT_WHERE(table, key, "")
 
+/* The terms of SUMS for one row, unsummed: on SQLite a report reads the
+ * rows themselves and folds them into their cells through a hash index
+ * (cell_add) instead of having the database sort and sum them, which
+ * costs three times as much. PostgreSQL sums them (fewer rows to send). */
+#define ROW_TERMS                                                                                  \
+    "u.owned_s * u.fraction, u.allocated_s * u.fraction, u.busy_s * u.fraction, u.alloc_idle_s * " \
+    "u.fraction, u.idle_s * u.fraction, u.unknown_s * u.fraction, u.util_sum * u.fraction, "       \
+    "u.measured_s * u.fraction, u.energy_wh, u.owned_s * u.fraction * u.rate_micros, u.busy_s * "  \
+    "u.fraction * u.rate_micros, u.alloc_idle_s * u.fraction * u.rate_micros, u.idle_s * "         \
+    "u.fraction * u.rate_micros, u.unknown_s * u.fraction * u.rate_micros, CASE WHEN "             \
+    "u.rate_micros IS NULL THEN u.owned_s * u.fraction ELSE 0 END"
+#define ROWS_WHERE(table, key, extra)                                                              \
+    "SELECT " GROUP_EXPR ", NULL, u." key " - u." key " % CAST(:bucket AS BIGINT), "               \
+    "COALESCE(u.currency, ''), " ROW_TERMS " FROM " table " u WHERE u." key " >= :from AND u." key \
+    " < :to AND " FILTERS extra " LIMIT :max"
+/* Rows a report may read unsummed (the cells they fold into are bounded
+ * by MAX_CELLS): 30 days of hourly rows of 50,000 GPUs. */
+#define MAX_ROWS 36000000
+
 /* The ranking of a paged host or GPU report: one aggregate of the owned
  * seconds per group over the range. With no filter but the team's, the
  * rank index (day or hour, team, gpu_id, host, owned_s, fraction) answers
@@ -83,27 +103,36 @@
     "SUM(u.busy_cost), SUM(u.alloc_idle_cost), SUM(u.idle_cost), SUM(u.unknown_cost), "            \
     "SUM(u.unpriced_s)"
 
+/* The group tables' columns of one row, unsummed (see ROW_TERMS). */
+#define ROW_TERMS_GROUPS                                                                           \
+    "u.owned_s, u.allocated_s, u.busy_s, u.alloc_idle_s, u.idle_s, u.unknown_s, u.util_sum, "      \
+    "u.measured_s, u.energy_wh, u.owned_cost, u.busy_cost, u.alloc_idle_cost, u.idle_cost, "       \
+    "u.unknown_cost, u.unpriced_s"
+#define GROUPS_WHERE(table, key, terms, tail)                                                      \
+    "SELECT " GROUP_EXPR_DIM ", NULL, u." key " - u." key " % CAST(:bucket AS BIGINT), "           \
+    "u.currency, " terms " FROM " table " u WHERE u." key " >= :from AND u." key                   \
+    " < :to AND " FILTERS tail
+#define TEAM_HOURS_WHERE(terms, tail)                                                              \
+    "SELECT CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team ELSE NULL END, NULL, NULL, u.hour - "    \
+    "u.hour % CAST(:bucket AS BIGINT), u.currency, " terms                                         \
+    " FROM usage_team_hours u WHERE u.hour >= :from AND u.hour < :to AND " FILTER_TEAM tail
+#define SUMMED_TAIL " GROUP BY 1, 2, 4, 5 LIMIT :max"
+
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(GPU_UUID, "SELECT uuid FROM gpus WHERE id = :id")                                            \
     X(DC_NAME, "SELECT name FROM datacenters WHERE id = :id")                                      \
     X(REPORT_HOURLY, REPORT("usage_hourly", "hour"))                                               \
     X(REPORT_DAILY, REPORT("usage_daily", "day"))                                                  \
-    X(REPORT_GROUPS,                                                                               \
-      "SELECT " GROUP_EXPR_DIM                                                                     \
-      ", NULL, u.day - u.day % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                  \
-      " FROM usage_groups_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS               \
-      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
-    X(REPORT_GROUPS_HOURLY,                                                                        \
-      "SELECT " GROUP_EXPR_DIM                                                                     \
-      ", NULL, u.hour - u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                \
-      " FROM usage_groups_hourly u WHERE u.hour >= :from AND u.hour < :to AND " FILTERS            \
-      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
-    X(REPORT_TEAM_HOURS,                                                                           \
-      "SELECT CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team ELSE NULL END, NULL, NULL, u.hour - "  \
-      "u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                                 \
-      " FROM usage_team_hours u WHERE u.hour >= :from AND u.hour < :to AND " FILTER_TEAM           \
-      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
+    X(REPORT_GROUPS, GROUPS_WHERE("usage_groups_daily", "day", SUMS_GROUPS, SUMMED_TAIL))          \
+    X(REPORT_GROUPS_HOURLY, GROUPS_WHERE("usage_groups_hourly", "hour", SUMS_GROUPS, SUMMED_TAIL)) \
+    X(REPORT_TEAM_HOURS, TEAM_HOURS_WHERE(SUMS_GROUPS, SUMMED_TAIL))                               \
+    X(ROWS_HOURLY, ROWS_WHERE("usage_hourly", "hour", ""))                                         \
+    X(ROWS_DAILY, ROWS_WHERE("usage_daily", "day", ""))                                            \
+    X(ROWS_GROUPS, GROUPS_WHERE("usage_groups_daily", "day", ROW_TERMS_GROUPS, " LIMIT :max"))     \
+    X(ROWS_GROUPS_HOURLY,                                                                          \
+      GROUPS_WHERE("usage_groups_hourly", "hour", ROW_TERMS_GROUPS, " LIMIT :max"))                \
+    X(ROWS_TEAM_HOURS, TEAM_HOURS_WHERE(ROW_TERMS_GROUPS, " LIMIT :max"))                          \
     X(RANK_GPU_DAILY, RANK_GPU("usage_daily", "day", FILTERS))                                     \
     X(RANK_GPU_DAILY_TEAM, RANK_GPU("usage_daily", "day", FILTER_TEAM))                            \
     X(RANK_GPU_HOURLY, RANK_GPU("usage_hourly", "hour", FILTERS))                                  \
@@ -112,10 +141,10 @@
     X(RANK_HOST_DAILY_TEAM, RANK_HOST("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
     X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
-    X(STEPS_GPU_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_SQLITE))        \
-    X(STEPS_GPU_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_SQLITE))     \
-    X(STEPS_HOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_SQLITE))         \
-    X(STEPS_HOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_SQLITE))      \
+    X(STEPS_GPU_DAILY, ROWS_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_SQLITE))          \
+    X(STEPS_GPU_HOURLY, ROWS_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_SQLITE))       \
+    X(STEPS_HOST_DAILY, ROWS_WHERE("usage_daily", "day", " AND u.host IN " KEYS_SQLITE))           \
+    X(STEPS_HOST_HOURLY, ROWS_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_SQLITE))        \
     X(STEPS_GPU_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_PG_INT))     \
     X(STEPS_GPU_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_PG_INT))  \
     X(STEPS_HOST_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_PG))          \
@@ -146,41 +175,13 @@ static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
-/* The summed columns of a cell, in the statements' order. */
-enum {
-    V_OWNED,
-    V_ALLOC,
-    V_BUSY,
-    V_AIDLE,
-    V_IDLE,
-    V_UNKNOWN,
-    V_USUM,
-    V_MEAS,
-    V_WH,
-    V_COST,
-    V_COST_BUSY,
-    V_COST_AIDLE,
-    V_COST_IDLE,
-    V_COST_UNKNOWN,
-    V_UNPRICED,
-    V__N
-};
-
-struct cell {
-    size_t rank; /* a paged report: the group's place in the page (else 0) */
-    char *group; /* NULL: none */
-    int64_t gid; /* gpu / datacenter grouping: the id the name is looked up by; -1 none */
-    char *kind;  /* consumer grouping only */
-    int64_t start;
-    char cur[4];
-    double v[V__N];
-};
-
-struct cells {
-    struct cell *a;
-    size_t n, cap;
-    bool dc; /* the ids of the groups are data centers' (else GPUs') */
-};
+/* Drops the key index (before the cells are reordered). */
+static void cells_unindex(struct cells *cs)
+{
+    free(cs->slot);
+    cs->slot = NULL;
+    cs->nslot = 0;
+}
 
 static void cells_free(struct cells *cs)
 {
@@ -189,13 +190,46 @@ static void cells_free(struct cells *cs)
         free(cs->a[i].kind);
     }
     free(cs->a);
+    cells_unindex(cs);
 }
 
-static int strcmp_null(const char *a, const char *b)
+/* FNV-1a over a cell's key. */
+static uint64_t key_hash(const char *group, int64_t gid, const char *kind, int64_t start,
+                         const char *cur)
 {
-    if (!a || !b)
-        return a ? 1 : b ? -1 : 0;
-    return strcmp(a, b);
+    uint64_t h = 0xcbf29ce484222325ull;
+    const char *parts[3] = {group ? group : "", kind ? kind : "", cur};
+    int64_t nums[2] = {gid, start};
+
+    for (int i = 0; i < 3; i++) {
+        for (const char *p = parts[i]; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+        h = (h ^ 0xff) * 0x100000001b3ull;
+    }
+    for (int i = 0; i < 2; i++)
+        for (int b = 0; b < 8; b++)
+            h = (h ^ (uint64_t)((nums[i] >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+/* (Re)builds the index for nslot slots. */
+static int cells_index(struct cells *cs, size_t nslot)
+{
+    size_t *slot = calloc(nslot, sizeof *slot);
+
+    if (!slot)
+        return GI_INTERNAL;
+    free(cs->slot);
+    cs->slot = slot;
+    cs->nslot = nslot;
+    for (size_t i = 0; i < cs->n; i++) {
+        const struct cell *c = &cs->a[i];
+        size_t j = (size_t)key_hash(c->group, c->gid, c->kind, c->start, c->cur) & (nslot - 1);
+        while (slot[j])
+            j = (j + 1) & (nslot - 1);
+        slot[j] = i + 1;
+    }
+    return GI_OK;
 }
 
 static int cell_cmp(const void *pa, const void *pb)
@@ -243,18 +277,25 @@ static int cell_add(struct cells *cs, const char *group, int64_t gid, const char
                     int64_t start, const char *cur, const double *v)
 {
     struct cell *c;
+    char cur3[sizeof c->cur];
+    size_t j;
 
-    for (size_t i = cs->n; i > 0; i--) {
-        c = &cs->a[i - 1];
+    gi_strlcpy(cur3, cur, sizeof cur3); /* the key as the cell keeps it */
+    cur = cur3;
+    if (cs->n * 2 >= cs->nslot && cells_index(cs, cs->nslot ? cs->nslot * 2 : 1024) != GI_OK)
+        return GI_INTERNAL;
+    j = (size_t)key_hash(group, gid, kind, start, cur) & (cs->nslot - 1);
+    for (; cs->slot[j]; j = (j + 1) & (cs->nslot - 1)) {
+        c = &cs->a[cs->slot[j] - 1];
         if (c->start == start && c->gid == gid && strcmp_null(c->group, group) == 0 &&
             strcmp_null(c->kind, kind) == 0 && strcmp(c->cur, cur) == 0) {
             for (int k = 0; k < V__N; k++)
                 c->v[k] += v[k];
             return GI_OK;
         }
-        if (cs->n - i > 64) /* rows come grouped: a cell is near its kin */
-            break;
     }
+    if (cs->n >= MAX_CELLS)
+        return GI_TOO_LARGE;
     if (cs->n == cs->cap) {
         size_t ncap = cs->cap ? cs->cap * 2 : 256;
         struct cell *p = realloc(cs->a, ncap * sizeof *p);
@@ -273,6 +314,7 @@ static int cell_add(struct cells *cs, const char *group, int64_t gid, const char
         return GI_INTERNAL;
     }
     cs->n++;
+    cs->slot[j] = cs->n;
     c->gid = gid;
     c->start = start;
     gi_strlcpy(c->cur, cur, sizeof c->cur);
@@ -297,17 +339,18 @@ static void bind_query(struct db_stmt *s, const struct store_usage_query *q, con
     db_bind_int(s, ":max", MAX_CELLS + 1);
 }
 
-/* Runs one report statement and folds its rows into cs; `sign` -1
- * subtracts them (the consumers' share taken from the totals). */
-static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
-                   bool with_kind, struct cells *cs, double sign)
+/* Runs one report statement and folds its rows (at most max_rows) into
+ * cs; `sign` -1 subtracts them (the consumers' share taken from the
+ * totals). */
+static int collect_rows(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
+                        bool with_kind, struct cells *cs, double sign, size_t max_rows)
 {
     size_t rows = 0;
     int step, rc = GI_OK;
 
     while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
         double v[V__N];
-        if (++rows > MAX_CELLS) {
+        if (++rows > max_rows) {
             rc = GI_TOO_LARGE;
             break;
         }
@@ -323,287 +366,39 @@ static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_q
     return rc;
 }
 
-void usage_money_text(double micro_seconds, char *buf, size_t len)
+/* collect_rows with the report's row bound. */
+static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
+                   bool with_kind, struct cells *cs, double sign)
 {
-    snprintf(buf, len, "%.2f", micro_seconds / 3600.0 / 1e6 + 0.0);
-    if (strcmp(buf, "-0.00") == 0)
-        gi_strlcpy(buf, "0.00", len);
+    return collect_rows(c, s, q, with_kind, cs, sign, MAX_CELLS);
 }
 
-/* The text of a report being written: JSON (each item an object, as
- * jansson would encode it) or CSV (each item one flat row). */
-struct report_out {
-    struct textbuf b;
-    bool csv, consumer;
-    size_t items;
-    /* The last group written and its encoding, reused while items of the
-     * same group follow (a report's items come grouped). */
-    bool have_group, group_ok;
-    const char *group_of;
-    struct textbuf group;
-};
-
-/* The figures of an item or the total, computed once for both formats. */
-struct figures {
-    double h[6]; /* owned, allocated, busy, allocated_idle, idle, unknown */
-    double util, kwh;
-    bool has_util, priced;
-    char amount[48], split[4][48];
-    char note[160]; /* "" none */
-};
-
-static const char *const hour_names[] = {"owned",          "allocated", "busy",
-                                         "allocated_idle", "idle",      "unknown"};
-static const char *const split_names[] = {"busy", "allocated_idle", "idle", "unknown"};
-
-/* An item's (or the total's) figures from summed values; cur "" when
- * unpriced. `mixed`: the group and step hold more than one currency. */
-static void figures_of(const double *v, const char *cur, bool mixed, struct figures *f)
+/* Runs the summing report statement `id` (bound for q, grouped by
+ * group_by) into cs; on SQLite its unsummed twin, folded here. */
+static int run_report(struct conn *c, enum stmt_id id, const struct store_usage_query *q,
+                      const char *group_by, int64_t dc_id, struct cells *cs)
 {
-    double owned_h = v[V_OWNED] / 3600.0, unpriced_h = v[V_UNPRICED] / 3600.0;
-    static const int parts[] = {V_COST_BUSY, V_COST_AIDLE, V_COST_IDLE, V_COST_UNKNOWN};
+    static const enum stmt_id twins[][2] = {{ST_REPORT_HOURLY, ST_ROWS_HOURLY},
+                                            {ST_REPORT_DAILY, ST_ROWS_DAILY},
+                                            {ST_REPORT_GROUPS, ST_ROWS_GROUPS},
+                                            {ST_REPORT_GROUPS_HOURLY, ST_ROWS_GROUPS_HOURLY},
+                                            {ST_REPORT_TEAM_HOURS, ST_ROWS_TEAM_HOURS}};
+    bool rows = false;
+    struct db_stmt *s;
 
-    f->h[0] = usage_round6(owned_h);
-    f->h[1] = usage_round6(v[V_ALLOC] / 3600.0);
-    f->h[2] = usage_round6(v[V_BUSY] / 3600.0);
-    f->h[3] = usage_round6(v[V_AIDLE] / 3600.0);
-    f->h[4] = usage_round6(v[V_IDLE] / 3600.0);
-    f->h[5] = usage_round6(v[V_UNKNOWN] / 3600.0);
-    f->has_util = v[V_MEAS] > 0;
-    f->util = f->has_util ? usage_round6(v[V_USUM] / v[V_MEAS]) : 0;
-    f->kwh = usage_round6(v[V_WH] / 1000.0);
-    f->priced = cur[0] && owned_h - unpriced_h > 1e-9;
-    if (f->priced) {
-        usage_money_text(v[V_COST], f->amount, sizeof f->amount);
-        for (int i = 0; i < 4; i++)
-            usage_money_text(v[parts[i]], f->split[i], sizeof f->split[i]);
-    }
-    f->note[0] = '\0';
-    if (!f->priced) {
-        if (owned_h > 0)
-            gi_strlcpy(f->note, "no catalog rate covers these GPU-hours", sizeof f->note);
-    } else if (unpriced_h > 1e-9) {
-        snprintf(f->note, sizeof f->note,
-                 "%.2f of these GPU-hours have no catalog rate and are not in the amount",
-                 unpriced_h);
-    } else if (mixed) {
-        gi_strlcpy(f->note, "more than one currency: one item per currency", sizeof f->note);
-    }
-}
-
-/* Writes a string known to need no escaping (ASCII, no quote, backslash
- * or control byte) as a JSON string. */
-static void put_plain(struct textbuf *b, const char *s)
-{
-    tb_put(b, "\"", 1);
-    tb_puts(b, s);
-    tb_put(b, "\"", 1);
-}
-
-/* Writes a string member "key":value when value encodes (a string that is
- * not valid UTF-8 leaves the member out, as jansson does). */
-static void put_member_str(struct textbuf *b, const char *key, const char *value)
-{
-    struct textbuf t = {0};
-
-    if (tb_json_str(&t, value) && !t.failed) {
-        tb_put(b, ",\"", 2);
-        tb_puts(b, key);
-        tb_put(b, "\":", 2);
-        tb_put(b, t.p, t.len);
-    }
-    tb_free(&t);
-}
-
-/* The figures as the members of a JSON object, from "gpu_hours" to
- * "cost" (and "cost_note" unless note_override, which replaces it). */
-static void put_figures_json(struct textbuf *b, const struct figures *f, const char *cur,
-                             const char *note_override)
-{
-    struct textbuf c = {0};
-    const char *note = note_override ? note_override : f->note;
-
-    tb_puts(b, "{\"gpu_hours\":{");
-    for (int i = 0; i < 6; i++) {
-        tb_puts(b, i ? ",\"" : "\"");
-        tb_puts(b, hour_names[i]);
-        tb_put(b, "\":", 2);
-        tb_json_real(b, f->h[i]);
-    }
-    tb_puts(b, "},\"util_avg\":");
-    if (f->has_util)
-        tb_json_real(b, f->util);
-    else
-        tb_puts(b, "null");
-    tb_puts(b, ",\"energy_kwh\":");
-    tb_json_real(b, f->kwh);
-    tb_puts(b, ",\"cost\":");
-    if (f->priced && tb_json_str(&c, cur) && !c.failed) {
-        tb_puts(b, "{\"amount\":");
-        put_plain(b, f->amount);
-        tb_puts(b, ",\"currency\":");
-        tb_put(b, c.p, c.len);
-        tb_puts(b, ",\"method\":\"catalog\",\"split\":{");
-        for (int i = 0; i < 4; i++) {
-            tb_puts(b, i ? ",\"" : "\"");
-            tb_puts(b, split_names[i]);
-            tb_put(b, "\":", 2);
-            put_plain(b, f->split[i]);
+    for (size_t i = 0; db_dialect(c) != DB_PG && i < sizeof twins / sizeof *twins; i++)
+        if (twins[i][0] == id) {
+            id = twins[i][1];
+            rows = true;
+            break;
         }
-        tb_puts(b, "}}");
-    } else {
-        tb_puts(b, "null");
-    }
-    tb_free(&c);
-    if (note[0]) {
-        tb_puts(b, ",\"cost_note\":");
-        put_plain(b, note);
-    }
-}
-
-/* Writes a CSV cell of text, empty for NULL. */
-static void put_csv_text(struct textbuf *b, const char *s, bool comma)
-{
-    if (comma)
-        tb_put(b, ",", 1);
-    if (s)
-        tb_csv_cell(b, s, true);
-}
-
-/* Writes one item: the group's figures and key (group, kind, start). */
-static void put_item(struct report_out *o, const struct cell *a, const struct figures *f,
-                     const char *cur)
-{
-    struct textbuf *b = &o->b;
-    char start[32];
-
-    gi_time_format(a->start, start, sizeof start);
-    if (!o->have_group || strcmp_null(o->group_of, a->group) != 0) {
-        o->group.len = 0;
-        o->group.failed = false;
-        o->group_ok = o->csv ? true : tb_json_str(&o->group, a->group) && !o->group.failed;
-        o->group_of = a->group;
-        o->have_group = true;
-    }
-    if (o->csv) {
-        put_csv_text(b, a->group, false);
-        if (o->consumer)
-            put_csv_text(b, a->kind ? a->kind : "none", true);
-        put_csv_text(b, start, true);
-        for (int i = 0; i < 6; i++) {
-            tb_put(b, ",", 1);
-            tb_csv_real(b, f->h[i]);
-        }
-        tb_put(b, ",", 1);
-        if (f->has_util)
-            tb_csv_real(b, f->util);
-        tb_put(b, ",", 1);
-        tb_csv_real(b, f->kwh);
-        put_csv_text(b, f->priced ? f->amount : NULL, true);
-        put_csv_text(b, f->priced ? cur : NULL, true);
-        put_csv_text(b, f->priced ? "catalog" : NULL, true);
-        put_csv_text(b, f->note[0] ? f->note : NULL, true);
-        tb_put(b, "\r\n", 2);
-        o->items++;
-        return;
-    }
-    if (o->items++)
-        tb_put(b, ",", 1);
-    put_figures_json(b, f, cur, NULL);
-    if (o->group_ok) {
-        tb_puts(b, ",\"group\":");
-        tb_put(b, o->group.p, o->group.len);
-    }
-    if (o->consumer)
-        put_member_str(b, "kind", a->kind ? a->kind : "none");
-    tb_puts(b, ",\"start\":");
-    put_plain(b, start);
-    tb_put(b, "}", 1);
-}
-
-/* Writes the cells [a, b) of one group and step (sorted by currency, ""
- * first) as items: one item when they hold at most one currency, else
- * one per currency, the unpriced part as an item of its own. */
-static void emit(struct report_out *o, const struct cell *a, const struct cell *b)
-{
-    size_t ncur = 0;
-    const char *cur = "";
-    double sum[V__N] = {0};
-
-    for (const struct cell *c = a; c < b; c++)
-        if (c->cur[0]) {
-            ncur++;
-            cur = c->cur;
-        }
-    for (const struct cell *c = a; c < b; c++) {
-        for (int k = 0; k < V__N; k++)
-            sum[k] += c->v[k];
-        if (ncur > 1 || c + 1 == b) {
-            struct figures f;
-            const char *in = ncur > 1 ? c->cur : cur;
-            figures_of(sum, in, ncur > 1, &f);
-            put_item(o, a, &f, in);
-            memset(sum, 0, sizeof sum);
-        }
-    }
-}
-
-/* Writes the total over every cell as a JSON object: one currency's cost,
- * or (several) null with one entry per currency in "costs". */
-static void put_total(struct textbuf *b, const struct cells *cs)
-{
-    double sum[V__N] = {0};
-    const char *cur = "";
-    struct figures f;
-    size_t ncur = 0, listed = 0;
-
-    for (size_t i = 0; i < cs->n; i++) {
-        bool seen = false;
-        for (int k = 0; k < V__N; k++)
-            sum[k] += cs->a[i].v[k];
-        if (!cs->a[i].cur[0])
-            continue;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(cs->a[j].cur, cs->a[i].cur) == 0;
-        if (!seen) {
-            ncur++;
-            cur = cs->a[i].cur;
-        }
-    }
-    figures_of(sum, ncur > 1 ? "" : cur, false, &f);
-    put_figures_json(b, &f, ncur > 1 ? "" : cur,
-                     ncur > 1 ? "more than one currency: see costs, one per currency" : NULL);
-    if (ncur > 1) {
-        tb_puts(b, ",\"costs\":[");
-        for (size_t i = 0; i < cs->n; i++) {
-            double one = 0;
-            char amount[48];
-            bool seen = false;
-            struct textbuf c = {0};
-            if (!cs->a[i].cur[0])
-                continue;
-            for (size_t j = 0; j < i && !seen; j++)
-                seen = strcmp(cs->a[j].cur, cs->a[i].cur) == 0;
-            if (seen)
-                continue;
-            for (size_t j = i; j < cs->n; j++)
-                if (strcmp(cs->a[j].cur, cs->a[i].cur) == 0)
-                    one += cs->a[j].v[V_COST];
-            if (!tb_json_str(&c, cs->a[i].cur) || c.failed) {
-                tb_free(&c);
-                continue;
-            }
-            usage_money_text(one, amount, sizeof amount);
-            tb_puts(b, listed++ ? ",{\"amount\":" : "{\"amount\":");
-            put_plain(b, amount);
-            tb_puts(b, ",\"currency\":");
-            tb_put(b, c.p, c.len);
-            tb_puts(b, ",\"method\":\"catalog\"}");
-            tb_free(&c);
-        }
-        tb_put(b, "]", 1);
-    }
-    tb_put(b, "}", 1);
+    if (!(s = prep(c, id)))
+        return GI_INTERNAL;
+    bind_query(s, q, group_by, dc_id);
+    if (!rows)
+        return collect(c, s, q, false, cs, 1.0);
+    db_bind_int(s, ":max", MAX_ROWS + 1);
+    return collect_rows(c, s, q, false, cs, 1.0, MAX_ROWS);
 }
 
 /* Sums sorted cells of the same key (a week's days arrive apart). */
@@ -643,14 +438,11 @@ static size_t count_groups(const struct cells *cs)
 static int consumer_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
                           bool daily, struct cells *cs)
 {
-    struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_HOURLY);
+    struct db_stmt *s;
     struct cells rest = {0};
-    int rc;
+    int rc = run_report(c, daily ? ST_REPORT_GROUPS : ST_REPORT_HOURLY, q, "", dc_id, &rest);
 
-    if (!s)
-        return GI_INTERNAL;
-    bind_query(s, q, "", dc_id);
-    if ((rc = collect(c, s, q, false, &rest, 1.0)) != GI_OK)
+    if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, daily ? ST_REPORT_CONSUMER_DAYS : ST_REPORT_CONSUMERS)))
@@ -734,6 +526,7 @@ static int consumer_page(const struct store_usage_query *q, struct cells *cs, in
         cs->a[w++] = cs->a[i];
     }
     cs->n = w;
+    cells_unindex(cs);
     if (cs->n)
         qsort(cs->a, cs->n, sizeof *cs->a, cell_cmp);
     *groups_total = (int64_t)n;
@@ -811,7 +604,12 @@ static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t
         }
         bind_query(s, q, q->group_by, dc_id);
         db_bind_text(s, ":keys", text);
-        rc = collect(c, s, q, false, cs, 1.0);
+        if (pass == 0 && !pg) { /* unsummed rows (ROWS_WHERE) */
+            db_bind_int(s, ":max", MAX_ROWS + 1);
+            rc = collect_rows(c, s, q, false, cs, 1.0, MAX_ROWS);
+        } else {
+            rc = collect(c, s, q, false, cs, 1.0);
+        }
     }
     for (size_t j = 0; rc == GI_OK && j < cs->n; j++)
         cs->a[j].rank = page_rank(keys, n, gpu, &cs->a[j]);
@@ -873,14 +671,11 @@ static bool team_filter_only(const struct store_usage_query *q)
 static int page_total(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
                       struct cells *tot)
 {
-    struct db_stmt *s = prep(c, daily                 ? ST_REPORT_GROUPS
-                                : team_filter_only(q) ? ST_REPORT_TEAM_HOURS
-                                                      : ST_REPORT_GROUPS_HOURLY);
-
-    if (!s)
-        return GI_INTERNAL;
-    bind_query(s, q, "", dc_id);
-    return collect(c, s, q, false, tot, 1.0);
+    return run_report(c,
+                      daily                 ? ST_REPORT_GROUPS
+                      : team_filter_only(q) ? ST_REPORT_TEAM_HOURS
+                                            : ST_REPORT_GROUPS_HOURLY,
+                      q, "", dc_id, tot);
 }
 
 /* The data-center filter's id (-1: no filter; 0: no such data center,
@@ -963,7 +758,6 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
     struct textbuf total = {0};
     int64_t groups_total = 0;
     char from[32], to[32];
-    struct db_stmt *s;
     int64_t dc_id = -1;
     int rc;
 
@@ -978,12 +772,10 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
         rc = page_cells(c, q, dc_id, daily, &cs, &groups_total);
         if (rc == GI_OK)
             rc = page_total(c, q, dc_id, daily, &tot);
-    } else if (rc == GI_OK && (s = prep(c, report))) {
-        bind_query(s, q, q->group_by, dc_id);
-        rc = collect(c, s, q, false, &cs, 1.0);
     } else if (rc == GI_OK) {
-        rc = GI_INTERNAL;
+        rc = run_report(c, report, q, q->group_by, dc_id, &cs);
     }
+    cells_unindex(&cs);
     if (rc == GI_OK && cs.n)
         qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
     cells_merge(&cs);
@@ -993,7 +785,7 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
     if (rc != GI_OK)
         goto cleanup;
     if (!csv) /* the total is every group's, paged or not */
-        put_total(&total, paged ? &tot : &cs);
+        usage_put_total(&total, paged ? &tot : &cs);
     if (consumer_paged && (rc = consumer_page(q, &cs, &groups_total)) != GI_OK)
         goto cleanup;
     if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
@@ -1016,7 +808,7 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
                strcmp_null(cs.a[j].group, cs.a[i].group) == 0 &&
                strcmp_null(cs.a[j].kind, cs.a[i].kind) == 0)
             j++;
-        emit(&o, &cs.a[i], &cs.a[j]);
+        usage_emit(&o, &cs.a[i], &cs.a[j]);
         i = j;
     }
     if (!csv) {
@@ -1025,11 +817,11 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
         tb_puts(&o.b, "],\"total\":");
         tb_put(&o.b, total.p ? total.p : "", total.len);
         tb_puts(&o.b, ",\"from\":");
-        put_plain(&o.b, from);
+        usage_put_plain(&o.b, from);
         tb_puts(&o.b, ",\"to\":");
-        put_plain(&o.b, to);
+        usage_put_plain(&o.b, to);
         tb_puts(&o.b, ",\"group_by\":");
-        put_plain(&o.b, q->group_by);
+        usage_put_plain(&o.b, q->group_by);
         tb_puts(&o.b, daily ? ",\"source\":\"usage_daily\"" : ",\"source\":\"usage_hourly\"");
         if (total.failed)
             o.b.failed = true;
