@@ -85,6 +85,12 @@
     " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 "                           \
     "ELSE 0 END, u.host"
 
+/* The same ranking's rows unsummed, for SQLite, where they are folded and
+ * ordered here (rank_rows): three times cheaper than the database's sort. */
+#define RANK_ROWS(table, key, filters)                                                             \
+    "SELECT u.gpu_id, u.host, u.owned_s * u.fraction FROM " table " u WHERE u." key                \
+    " >= :from AND u." key " < :to AND " filters " LIMIT :max"
+
 /* The page's groups (GPU ids or host names) bound as one JSON array :keys,
  * so that one statement reads the steps of every group of a page. */
 #define KEYS_SQLITE "(SELECT value FROM json_each(:keys))"
@@ -141,6 +147,11 @@
     X(RANK_HOST_DAILY_TEAM, RANK_HOST("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
     X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
+    X(RANK_ROWS_DAILY, RANK_ROWS("usage_daily", "day", FILTERS))                                   \
+    X(RANK_ROWS_DAILY_TEAM, RANK_ROWS("usage_daily", "day", FILTER_TEAM))                          \
+    X(RANK_ROWS_HOURLY, RANK_ROWS("usage_hourly", "hour", FILTERS))                                \
+    X(RANK_ROWS_HOURLY_TEAM, RANK_ROWS("usage_hourly", "hour", FILTER_TEAM))                       \
+    X(GPU_UUIDS, "SELECT id, uuid FROM gpus ORDER BY id")                                          \
     X(STEPS_GPU_DAILY, ROWS_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_SQLITE))          \
     X(STEPS_GPU_HOURLY, ROWS_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_SQLITE))       \
     X(STEPS_HOST_DAILY, ROWS_WHERE("usage_daily", "day", " AND u.host IN " KEYS_SQLITE))           \
@@ -619,6 +630,93 @@ cleanup:
     return rc;
 }
 
+/* The order of RANK_GPU and RANK_HOST: owned seconds descending, then the
+ * GPU's UUID (kept in group) and id, or the host (NULL last). */
+static int rank_cmp(const void *pa, const void *pb)
+{
+    const struct cell *a = pa, *b = pb;
+    int d = a->v[V_OWNED] > b->v[V_OWNED] ? -1 : a->v[V_OWNED] < b->v[V_OWNED];
+
+    if (d == 0 && a->gid >= 0) /* GPUs */
+        d = strcmp(a->group ? a->group : "", b->group ? b->group : "");
+    if (d == 0 && a->gid >= 0)
+        d = a->gid < b->gid ? -1 : a->gid > b->gid;
+    if (d == 0 && (!a->group || !b->group))
+        d = a->group ? -1 : b->group ? 1 : 0;
+    if (d == 0 && a->gid < 0)
+        d = strcmp(a->group, b->group);
+    return d;
+}
+
+static int gid_cmp(const void *pa, const void *pb)
+{
+    const struct cell *a = pa, *b = pb;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+/* Gives each GPU group of rank (sorted by gid) its UUID, as RANK_GPU's
+ * join does. */
+static int rank_uuids(struct conn *c, struct cells *rank)
+{
+    struct db_stmt *s = prep(c, ST_GPU_UUIDS);
+    size_t i = 0;
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    while (i < rank->n && (step = db_step(c, s)) == DB_ROW) {
+        int64_t id = db_col_int(s, 0);
+        while (i < rank->n && rank->a[i].gid < id)
+            i++;
+        if (i < rank->n && rank->a[i].gid == id && db_col_text(s, 1) &&
+            !(rank->a[i].group = strdup(db_col_text(s, 1)))) {
+            db_reset(s);
+            return GI_INTERNAL;
+        }
+    }
+    db_reset(s);
+    return i >= rank->n || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* SQLite: the ranking of every group folded from the rows (RANK_ROWS)
+ * and ordered as RANK_GPU or RANK_HOST order it, into rank (one cell per
+ * group, its owned seconds in v[V_OWNED]). */
+static int rank_rows(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                     bool gpu, bool team_only, struct cells *rank)
+{
+    struct db_stmt *s =
+        prep(c, daily ? (team_only ? ST_RANK_ROWS_DAILY_TEAM : ST_RANK_ROWS_DAILY)
+                      : (team_only ? ST_RANK_ROWS_HOURLY_TEAM : ST_RANK_ROWS_HOURLY));
+    size_t rows = 0;
+    int step, rc = GI_OK;
+
+    if (!s)
+        return GI_INTERNAL;
+    bind_query(s, q, q->group_by, dc_id);
+    db_bind_int(s, ":max", MAX_ROWS + 1);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
+        double v[V__N] = {0};
+        if (++rows > MAX_ROWS) {
+            rc = GI_TOO_LARGE;
+            break;
+        }
+        v[V_OWNED] = db_col_dbl(s, 2);
+        rc = cell_add(rank, gpu ? NULL : db_col_text(s, 1), gpu ? db_col_int(s, 0) : -1, NULL, 0,
+                      "", v);
+    }
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
+    cells_unindex(rank);
+    if (rc == GI_OK && gpu && rank->n) {
+        qsort(rank->a, rank->n, sizeof *rank->a, gid_cmp);
+        rc = rank_uuids(c, rank);
+    }
+    if (rc == GI_OK && rank->n)
+        qsort(rank->a, rank->n, sizeof *rank->a, rank_cmp);
+    return rc;
+}
+
 /* group_by=host|gpu with q->limit > 0: ranks every group with one
  * aggregate over the range (*groups_total counts them), then reads the
  * steps of the page's groups only. */
@@ -627,17 +725,33 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
 {
     bool gpu = strcmp(q->group_by, "gpu") == 0;
     bool team_only = !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0;
-    struct db_stmt *s = prep(c, rank_stmt(gpu, daily, team_only));
+    struct db_stmt *s = NULL;
     struct page_key *keys = NULL;
+    struct cells rank = {0};
     size_t n = 0;
     int64_t row = 0;
-    int step, rc = GI_OK;
+    int step = DB_DONE, rc = GI_OK;
 
     *groups_total = 0;
-    if (!s || !(keys = calloc((size_t)q->limit, sizeof *keys)))
+    if (!(keys = calloc((size_t)q->limit, sizeof *keys)))
         return GI_INTERNAL;
-    bind_query(s, q, q->group_by, dc_id);
-    while ((step = db_step(c, s)) == DB_ROW) {
+    if (db_dialect(c) != DB_PG) {
+        rc = rank_rows(c, q, dc_id, daily, gpu, team_only, &rank);
+        for (size_t i = 0; rc == GI_OK && i < rank.n; i++) {
+            if (row++ < q->offset || n >= (size_t)q->limit)
+                continue;
+            keys[n].gid = rank.a[i].gid;
+            if (!gpu && rank.a[i].group && !(keys[n].host = strdup(rank.a[i].group)))
+                rc = GI_INTERNAL;
+            n++;
+        }
+        cells_free(&rank);
+    } else if (!(s = prep(c, rank_stmt(gpu, daily, team_only)))) {
+        rc = GI_INTERNAL;
+    } else {
+        bind_query(s, q, q->group_by, dc_id);
+    }
+    while (s && (step = db_step(c, s)) == DB_ROW) {
         if (row++ < q->offset || n >= (size_t)q->limit)
             continue;
         keys[n].gid = gpu ? db_col_int(s, 0) : -1;
@@ -647,7 +761,8 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
         }
         n++;
     }
-    db_reset(s);
+    if (s)
+        db_reset(s);
     if (rc == GI_OK && step != DB_DONE)
         rc = db_status(step);
     *groups_total = row;
