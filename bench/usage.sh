@@ -35,6 +35,7 @@
 #                           database before the load); then GPUINV applies its own newer
 #                           migrations (timed) and is measured: CPU time before and after,
 #                           and whether the two answers are the same bytes ("same")
+#   BENCH_SETTLE=0          1: wait after each start until the background jobs are idle
 #   BENCH_RAW=1             0: skip part 2 (the raw-samples and PromQL reference)
 #   BENCH_OUT=              results file name (default usage, usage-pg)
 #   GPUINV=build/gpuinv     binary to measure
@@ -125,7 +126,65 @@ start_server() { # [binary]
   srv_port=${srv_port%/}
   base=http://127.0.0.1:$srv_port
 }
-stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
+# Stops the server; one that a background job holds past 10 s (a health
+# rollup backfilling a reused database) is killed.
+stop_server() {
+  local i
+  kill -TERM "$srv_pid"
+  for i in $(seq 100); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$srv_pid" 2>/dev/null || true
+  wait "$srv_pid" || true
+  srv_pid=""
+}
+# The database's processes: the bench's own cluster whole; on a reused one
+# the backends connected to the measured database, less the one the health
+# rollup is running on (it backfills every GPU-day of a database it has not
+# seen, for an hour and more at 10,000 GPUs, beside the requests) and its
+# parallel workers.
+db_pids() {
+  local pm
+  if [ -n "$pg_dir" ]; then
+    pm=$(head -1 "$pg_dir/data/postmaster.pid")
+    echo "$pm $(cat "/proc/$pm/task/$pm/children")"
+  else
+    dbq -c "WITH a AS (SELECT * FROM pg_stat_activity WHERE datname = current_database()),
+              job AS (SELECT pid FROM a WHERE state = 'active' AND query ~ 'gpu_health|gpu_samples')
+            SELECT pid FROM a WHERE pid <> pg_backend_pid() AND pid NOT IN (SELECT pid FROM job)
+              AND COALESCE(leader_pid, 0) NOT IN (SELECT pid FROM job)"
+  fi
+}
+# The CPU ticks of the server's request threads (libmicrohttpd's workers,
+# so that the background jobs of a fresh database are not counted); on
+# PostgreSQL with the database's added (the postmaster and its backends,
+# which run the SQL; on a reused cluster only the backends connected to the
+# measured database).
+cpu_ticks() { # [the database's pids, else db_pids]
+  local pids=${1:-} t
+  [ "$store" != postgresql ] || [ -n "$pids" ] || pids=$(db_pids)
+  {
+    for t in /proc/"$srv_pid"/task/*; do [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ] && cat "$t/stat"; done
+    for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done
+  } | awk '{ t += $14 + $15 } END { print t + 0 }'
+}
+clk_tck=$(getconf CLK_TCK)
+# Every thread of the server and the database's backends.
+all_ticks() {
+  local pids=$srv_pid
+  [ "$store" != postgresql ] || pids="$pids $(db_pids)"
+  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ t += $14 + $15 } END { print t + 0 }'
+}
+# With BENCH_SETTLE=1, waits (at most BENCH_SETTLE_S, default 900 s) after each
+# start until the server's background jobs are done with the database: the
+# whole process and the database's backends together use less than 5% of a
+# CPU over 3 s.
+settle() {
+  local t0=$SECONDS a b
+  while [ $((SECONDS - t0)) -lt "${BENCH_SETTLE_S:-900}" ]; do
+    a=$(all_ticks); sleep 3; b=$(all_ticks)
+    [ $((b - a)) -lt $((clk_tck * 3 / 20)) ] && { echo "bench: settled after $((SECONDS - t0)) s"; return; }
+  done
+  echo "bench: still busy after ${BENCH_SETTLE_S:-900} s; measuring anyway"
+}
 
 now=$(date +%s)
 end=$((now - now % 3600))
@@ -201,6 +260,7 @@ if [ -n "$before_bin" ]; then
 else
   start_server
 fi
+[ "${BENCH_SETTLE:-0}" = 0 ] || settle
 
 # ---- 1. the analytics routes over 30 days ----
 from=$(iso $((day_end - 30 * 86400)))
@@ -262,31 +322,13 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
     printf "%.1f %.2f %.2f %.2f %d\n", v["rps"], v["p50_us"] / 1000, v["p95_us"] / 1000,
            v["p99_us"] / 1000, v["non2xx"] }'
 }
-# The CPU ticks of the server's request threads (libmicrohttpd's workers,
-# so that the background jobs of a fresh database are not counted); on
-# PostgreSQL with the database's added (the postmaster and its backends,
-# which run the SQL; on a reused cluster only the backends connected to the
-# measured database).
-cpu_ticks() {
-  local pids="" pm t
-  if [ "$store" = postgresql ] && [ -n "$pg_dir" ]; then
-    pm=$(head -1 "$pg_dir/data/postmaster.pid")
-    pids="$pm $(cat "/proc/$pm/task/$pm/children")"
-  elif [ "$store" = postgresql ]; then
-    pids=$(dbq -c "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
-  fi
-  {
-    for t in /proc/"$srv_pid"/task/*; do [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ] && cat "$t/stat"; done
-    for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done
-  } | awk '{ t += $14 + $15 } END { print t + 0 }'
-}
-clk_tck=$(getconf CLK_TCK)
 cpu_run() { # url -> CPU ms per request over cpu_n requests (after one warm-up)
-  local a b
+  local a b pids=""
   curl -s "${auth[@]}" -o /dev/null "$1"
-  a=$(cpu_ticks)
+  [ "$store" != postgresql ] || pids=$(db_pids | tr '\n' ' ')
+  a=$(cpu_ticks "$pids")
   for _ in $(seq "$cpu_n"); do curl -s "${auth[@]}" -o /dev/null "$1"; done
-  b=$(cpu_ticks)
+  b=$(cpu_ticks "$pids")
   awk -v a="$a" -v b="$b" -v n="$cpu_n" -v t="$clk_tck" 'BEGIN { printf "%.1f", (b - a) * 1000 / t / n }'
 }
 declare -A cpu_before=()
@@ -308,6 +350,7 @@ if [ -n "$before_bin" ]; then
   t1=$EPOCHREALTIME
   upgrade_ms=$(elapsed_ms "$t0" "$t1")
   echo "bench: $bin migrated the database in $((${upgrade_ms%.*} / 1000)) s"
+  [ "${BENCH_SETTLE:-0}" = 0 ] || settle
 fi
 
 rows_json=""
