@@ -66,6 +66,12 @@ async function timed(hash, ready, collectPanels) {
     }
   }
   if (collectPanels) {
+    // Panels that settle after the last one (the marks above wait for it).
+    const left = timeoutMs - (Date.now() - t0);
+    await page.waitForFunction(() => [...document.querySelectorAll('.charts .panel, .tables .panel')]
+      .map((p) => p.querySelector('h2')?.textContent?.trim()).filter(Boolean)
+      .every((t) => t in window.__panelMarks),
+    null, { timeout: Math.max(1, left) }).catch(() => {});
     const at = await page.evaluate(() => ({ ...window.__panelMarks }));
     marks.panels = Object.fromEntries(Object.entries(at).map(([k, v]) => [k, v - t0]));
   }

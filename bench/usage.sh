@@ -87,7 +87,7 @@ chmod 755 "$tmp" # PostgreSQL runs as an unprivileged user
 srv_pid="" vm_pid="" pg_dir=""
 cleanup() {
   set +e
-  [ -n "$srv_pid" ] && kill -TERM "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  [ -n "$srv_pid" ] && stop_server 2>/dev/null
   [ -n "$vm_pid" ] && kill -TERM "$vm_pid" 2>/dev/null && wait "$vm_pid" 2>/dev/null
   [ -n "$pg_dir" ] && "$pg_sh" stop "$pg_dir"
   if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "bench: kept $tmp"; else rm -rf "$tmp"; fi
