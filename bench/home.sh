@@ -39,7 +39,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-home.XXXXXX")
 srv_pid=""
 cleanup() {
   set +e
-  [ -n "$srv_pid" ] && kill -TERM "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  [ -n "$srv_pid" ] && stop_server 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -59,7 +59,16 @@ start_server() {
   port=${line##*:}
   base=http://127.0.0.1:${port%/}
 }
-stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
+# Stops the server; one that a background job holds past 10 s (a health
+# rollup backfilling a reused database) is killed.
+stop_server() {
+  local i
+  kill -TERM "$srv_pid"
+  for i in $(seq 100); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$srv_pid" 2>/dev/null || true
+  wait "$srv_pid" || true
+  srv_pid=""
+}
 
 now=$(date +%s)
 echo "bench: home page over $gpus GPUs, $days days of hourly rollups"
