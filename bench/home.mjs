@@ -25,6 +25,23 @@ const median = (all) => {
 const browser = await launch();
 const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
 const page = await context.newPage();
+// Each panel's time to settle (its chart, table or the note that says why
+// there is none), as a wall-clock time in milliseconds, kept in
+// window.__panelMarks by its h2 title.
+await page.addInitScript(() => {
+  const marks = {};
+  const DONE = 'canvas, .heatmap, table, [data-testid=empty-state], [data-testid=not-available], ' +
+    '[data-testid=load-error], [data-testid=chart-empty]';
+  window.__panelMarks = marks;
+  const look = () => {
+    for (const p of document.querySelectorAll('.charts .panel, .tables .panel')) {
+      const title = p.querySelector('h2')?.textContent?.trim();
+      if (!title || title in marks || !p.querySelector(DONE)) continue;
+      marks[title] = Math.round(performance.timeOrigin + performance.now());
+    }
+  };
+  new MutationObserver(look).observe(document, { childList: true, subtree: true });
+});
 page.setDefaultTimeout(120000);
 await page.goto(`${url}/#/login`);
 await page.locator('input[name=username]').fill('admin');
@@ -34,7 +51,7 @@ await page.locator('[data-testid=user-name]').waitFor({ state: 'attached' });
 
 // Each load starts from a blank page, so nothing of the last one is reused
 // but the browser's session cookie (the scripts are no-store anyway).
-async function timed(hash, ready) {
+async function timed(hash, ready, collectPanels) {
   await page.goto('about:blank');
   const t0 = Date.now();
   await page.goto(`${url}/${hash}`);
@@ -47,6 +64,16 @@ async function timed(hash, ready) {
     } catch {
       marks[name] = null;
     }
+  }
+  if (collectPanels) {
+    // Panels that settle after the last one (the marks above wait for it).
+    const left = timeoutMs - (Date.now() - t0);
+    await page.waitForFunction(() => [...document.querySelectorAll('.charts .panel, .tables .panel')]
+      .map((p) => p.querySelector('h2')?.textContent?.trim()).filter(Boolean)
+      .every((t) => t in window.__panelMarks),
+    null, { timeout: Math.max(1, left) }).catch(() => {});
+    const at = await page.evaluate(() => ({ ...window.__panelMarks }));
+    marks.panels = Object.fromEntries(Object.entries(at).map(([k, v]) => [k, v - t0]));
   }
   return marks;
 }
@@ -64,13 +91,21 @@ const only = (process.env.BENCH_PAGES || '').split(',').filter(Boolean);
 const out = { runs, pages: {} };
 for (const [name, [hash, ready]] of Object.entries(pages)) {
   if (only.length && !only.includes(name)) continue;
-  for (let i = 0; i < warmup; i++) await timed(hash, ready); // not counted
+  const panels = ready.some(([mark]) => mark === 'all_panels');
+  for (let i = 0; i < warmup; i++) await timed(hash, ready, false); // not counted
   const all = [];
-  for (let i = 0; i < runs; i++) all.push(await timed(hash, ready));
+  for (let i = 0; i < runs; i++) all.push(await timed(hash, ready, panels));
   const res = {};
   for (const [mark] of ready) {
     const ms = all.map((m) => m[mark]);
     res[mark] = { median_ms: median(ms), runs_ms: ms };
+  }
+  if (panels) { // every panel's time to settle, by title (null: not settled in that run)
+    const titles = [...new Set(all.flatMap((m) => Object.keys(m.panels || {})))];
+    for (const t of titles) {
+      const ms = all.map((m) => m.panels?.[t] ?? null);
+      res[`panel: ${t}`] = { median_ms: median(ms), runs_ms: ms };
+    }
   }
   res.charts_drawn = await page.locator('.charts canvas').count();
   out.pages[name] = res;

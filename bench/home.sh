@@ -16,6 +16,8 @@
 #   BENCH_OUT=home     name of the results (bench/results/NAME.json and .md)
 #   BENCH_DB=          a database bench/usage_gen.sh filled before (SQLite file), copied
 #                      and served instead of generating one (BENCH_GPUS/DAYS then only label it)
+#   BENCH_REUSE=       the same, but served where it is, not copied (a copy of its own: the
+#                      server migrates it and its jobs write to it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,12 +39,13 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-home.XXXXXX")
 srv_pid=""
 cleanup() {
   set +e
-  [ -n "$srv_pid" ] && kill -TERM "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  [ -n "$srv_pid" ] && stop_server 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 db=$tmp/gpuinv.db
+[ -z "${BENCH_REUSE:-}" ] || { [ -f "$BENCH_REUSE" ] || die "BENCH_REUSE: $BENCH_REUSE not found"; db=$BENCH_REUSE; }
 password="bench-$(head -c 12 /dev/urandom | base64 | tr '+/' 'xy')"
 start_server() {
   local out=$tmp/serve.out line=""
@@ -56,11 +59,22 @@ start_server() {
   port=${line##*:}
   base=http://127.0.0.1:${port%/}
 }
-stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
+# Stops the server; one that a background job holds past 10 s (a health
+# rollup backfilling a reused database) is killed.
+stop_server() {
+  local i
+  kill -TERM "$srv_pid"
+  for i in $(seq 100); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$srv_pid" 2>/dev/null || true
+  wait "$srv_pid" || true
+  srv_pid=""
+}
 
 now=$(date +%s)
 echo "bench: home page over $gpus GPUs, $days days of hourly rollups"
-if [ -n "${BENCH_DB:-}" ]; then
+if [ -n "${BENCH_REUSE:-}" ]; then
+  echo "bench: serving $db in place"
+elif [ -n "${BENCH_DB:-}" ]; then
   sqlite3 -bail "$BENCH_DB" ".backup '$db'"
 else
   start_server # applies the migrations

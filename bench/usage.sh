@@ -20,16 +20,22 @@
 #   BENCH_DURATION=5        seconds of each measured wrk run
 #   BENCH_VM=1              0: skip the VictoriaMetrics reference
 #   BENCH_SKIP=             a regular expression: queries whose name matches are not measured
-#   BENCH_REUSE=            SQLite: an existing database (one BENCH_KEEP=1 kept) to measure
-#                           instead of loading a new one; the binary migrates it at start-up
+#   BENCH_REUSE=            an existing database to measure instead of loading a new one: a
+#                           SQLite file (one BENCH_KEEP=1 kept), or a postgres:// URL (then
+#                           BENCH_STORE is postgresql); the binary migrates it at start-up.
+#                           On PostgreSQL the CPU counted is the server's and that of the
+#                           database's backends (pg_stat_activity), not the cluster's others
 #   BENCH_KEEP=0            1: keep the temporary directory
 #   BENCH_WRK=1             0: no wrk latency runs (on a shared machine: CPU time only)
-#   BENCH_CPU_N=0           N > 0: also the server's CPU time per request (utime + stime
-#                           from /proc over N identical requests after one warm-up; on
-#                           PostgreSQL the database's processes counted in)
+#   BENCH_CPU_N=0           N > 0: also the CPU time per request of the server's request
+#                           threads (utime + stime from /proc over N identical requests
+#                           after one warm-up; on PostgreSQL the database's processes
+#                           counted in)
 #   BENCH_BEFORE=           a binary measured first on the same data (it migrates the
 #                           database before the load); then GPUINV applies its own newer
-#                           migrations (timed) and is measured: CPU time before and after
+#                           migrations (timed) and is measured: CPU time before and after,
+#                           and whether the two answers are the same bytes ("same")
+#   BENCH_SETTLE=0          1: wait after each start until the background jobs are idle
 #   BENCH_RAW=1             0: skip part 2 (the raw-samples and PromQL reference)
 #   BENCH_OUT=              results file name (default usage, usage-pg)
 #   GPUINV=build/gpuinv     binary to measure
@@ -70,14 +76,18 @@ out_name=${BENCH_OUT:-$out_name}
 [ -z "$before_bin" ] || [ -x "$before_bin" ] || die "BENCH_BEFORE: $before_bin not found"
 [ "$use_raw" = 1 ] || use_vm=0
 reuse=${BENCH_REUSE:-}
-[ -z "$reuse" ] || { [ "$store" = sqlite ] && [ -f "$reuse" ]; } || die "BENCH_REUSE must name a SQLite database"
+case "$reuse" in
+  postgres://* | postgresql://*) store=postgresql out_name=${BENCH_OUT:-usage-pg} ;;
+  "") ;;
+  *) [ "$store" = sqlite ] && [ -f "$reuse" ] || die "BENCH_REUSE must name a SQLite database or a postgres:// URL" ;;
+esac
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-usage.XXXXXX")
 chmod 755 "$tmp" # PostgreSQL runs as an unprivileged user
 srv_pid="" vm_pid="" pg_dir=""
 cleanup() {
   set +e
-  [ -n "$srv_pid" ] && kill -TERM "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+  [ -n "$srv_pid" ] && stop_server 2>/dev/null
   [ -n "$vm_pid" ] && kill -TERM "$vm_pid" 2>/dev/null && wait "$vm_pid" 2>/dev/null
   [ -n "$pg_dir" ] && "$pg_sh" stop "$pg_dir"
   if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "bench: kept $tmp"; else rm -rf "$tmp"; fi
@@ -89,7 +99,9 @@ export BENCH_TOKEN=$token
 auth=(-H "Authorization: Bearer $token")
 db=$tmp/gpuinv.db
 [ -z "$reuse" ] || db=$reuse
-if [ "$store" = postgresql ]; then
+if [ "$store" = postgresql ] && [ -n "$reuse" ]; then
+  db=$reuse
+elif [ "$store" = postgresql ]; then
   pg_dir=$tmp/pg
   "$pg_sh" start "$pg_dir" >"$tmp/pg-start.log" 2>&1 || die "PostgreSQL did not start: $(tail -5 "$tmp/pg-start.log")"
   c=$(cat "$pg_dir/conninfo")
@@ -114,7 +126,65 @@ start_server() { # [binary]
   srv_port=${srv_port%/}
   base=http://127.0.0.1:$srv_port
 }
-stop_server() { kill -TERM "$srv_pid"; wait "$srv_pid" || true; srv_pid=""; }
+# Stops the server; one that a background job holds past 10 s (a health
+# rollup backfilling a reused database) is killed.
+stop_server() {
+  local i
+  kill -TERM "$srv_pid"
+  for i in $(seq 100); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$srv_pid" 2>/dev/null || true
+  wait "$srv_pid" || true
+  srv_pid=""
+}
+# The database's processes: the bench's own cluster whole; on a reused one
+# the backends connected to the measured database, less the one the health
+# rollup is running on (it backfills every GPU-day of a database it has not
+# seen, for an hour and more at 10,000 GPUs, beside the requests) and its
+# parallel workers.
+db_pids() {
+  local pm
+  if [ -n "$pg_dir" ]; then
+    pm=$(head -1 "$pg_dir/data/postmaster.pid")
+    echo "$pm $(cat "/proc/$pm/task/$pm/children")"
+  else
+    dbq -c "WITH a AS (SELECT * FROM pg_stat_activity WHERE datname = current_database()),
+              job AS (SELECT pid FROM a WHERE state = 'active' AND query ~ 'gpu_health|gpu_samples')
+            SELECT pid FROM a WHERE pid <> pg_backend_pid() AND pid NOT IN (SELECT pid FROM job)
+              AND COALESCE(leader_pid, 0) NOT IN (SELECT pid FROM job)"
+  fi
+}
+# The CPU ticks of the server's request threads (libmicrohttpd's workers,
+# so that the background jobs of a fresh database are not counted); on
+# PostgreSQL with the database's added (the postmaster and its backends,
+# which run the SQL; on a reused cluster only the backends connected to the
+# measured database).
+cpu_ticks() { # [the database's pids, else db_pids]
+  local pids=${1:-} t
+  [ "$store" != postgresql ] || [ -n "$pids" ] || pids=$(db_pids)
+  {
+    for t in /proc/"$srv_pid"/task/*; do [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ] && cat "$t/stat"; done
+    for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done
+  } | awk '{ t += $14 + $15 } END { print t + 0 }'
+}
+clk_tck=$(getconf CLK_TCK)
+# Every thread of the server and the database's backends.
+all_ticks() {
+  local pids=$srv_pid
+  [ "$store" != postgresql ] || pids="$pids $(db_pids)"
+  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ t += $14 + $15 } END { print t + 0 }'
+}
+# With BENCH_SETTLE=1, waits (at most BENCH_SETTLE_S, default 900 s) after each
+# start until the server's background jobs are done with the database: the
+# whole process and the database's backends together use less than 5% of a
+# CPU over 3 s.
+settle() {
+  local t0=$SECONDS a b
+  while [ $((SECONDS - t0)) -lt "${BENCH_SETTLE_S:-900}" ]; do
+    a=$(all_ticks); sleep 3; b=$(all_ticks)
+    [ $((b - a)) -lt $((clk_tck * 3 / 20)) ] && { echo "bench: settled after $((SECONDS - t0)) s"; return; }
+  done
+  echo "bench: still busy after ${BENCH_SETTLE_S:-900} s; measuring anyway"
+}
 
 now=$(date +%s)
 end=$((now - now % 3600))
@@ -198,6 +268,7 @@ if [ -n "$before_bin" ]; then
 else
   start_server
 fi
+[ "${BENCH_SETTLE:-0}" = 0 ] || settle
 
 # ---- 1. the analytics routes over 30 days ----
 from=$(iso $((day_end - 30 * 86400)))
@@ -259,31 +330,22 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
     printf "%.1f %.2f %.2f %.2f %d\n", v["rps"], v["p50_us"] / 1000, v["p95_us"] / 1000,
            v["p99_us"] / 1000, v["non2xx"] }'
 }
-# The server's CPU ticks; on PostgreSQL with the database's (the postmaster
-# and its backends, which run the SQL) added.
-cpu_ticks() {
-  local pids=$srv_pid pm
-  if [ "$store" = postgresql ]; then
-    pm=$(head -1 "$pg_dir/data/postmaster.pid")
-    pids="$pids $pm $(cat "/proc/$pm/task/$pm/children")"
-  fi
-  for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ t += $14 + $15 } END { print t }'
-}
-clk_tck=$(getconf CLK_TCK)
 cpu_run() { # url -> CPU ms per request over cpu_n requests (after one warm-up)
-  local a b
+  local a b pids=""
   curl -s "${auth[@]}" -o /dev/null "$1"
-  a=$(cpu_ticks)
+  [ "$store" != postgresql ] || pids=$(db_pids | tr '\n' ' ')
+  a=$(cpu_ticks "$pids")
   for _ in $(seq "$cpu_n"); do curl -s "${auth[@]}" -o /dev/null "$1"; done
-  b=$(cpu_ticks)
+  b=$(cpu_ticks "$pids")
   awk -v a="$a" -v b="$b" -v n="$cpu_n" -v t="$clk_tck" 'BEGIN { printf "%.1f", (b - a) * 1000 / t / n }'
 }
 declare -A cpu_before=()
 if [ -n "$before_bin" ] && [ "$cpu_n" -gt 0 ]; then
+  qi=0
   for q in "${queries[@]}"; do
-    name=${q%%|*} path=${q#*|}
+    name=${q%%|*} path=${q#*|} qi=$((qi + 1))
     if [ -n "${BENCH_SKIP:-}" ] && [[ $name =~ $BENCH_SKIP ]]; then continue; fi
-    code=$(curl -s "${auth[@]}" -o /dev/null -w '%{http_code}' "$base$path")
+    code=$(curl -s "${auth[@]}" -o "$tmp/before-$qi.body" -w '%{http_code}' "$base$path")
     [ "$code" = 200 ] || { cpu_before[$name]=null; echo "bench: before: $name: HTTP $code"; continue; }
     cpu_before[$name]=$(cpu_run "$base$path")
     echo "bench: before: $name: ${cpu_before[$name]} ms CPU per request"
@@ -296,11 +358,13 @@ if [ -n "$before_bin" ]; then
   t1=$EPOCHREALTIME
   upgrade_ms=$(elapsed_ms "$t0" "$t1")
   echo "bench: $bin migrated the database in $((${upgrade_ms%.*} / 1000)) s"
+  [ "${BENCH_SETTLE:-0}" = 0 ] || settle
 fi
 
 rows_json=""
+qi=0
 for q in "${queries[@]}"; do
-  name=${q%%|*} path=${q#*|}
+  name=${q%%|*} path=${q#*|} qi=$((qi + 1))
   if [ -n "${BENCH_SKIP:-}" ] && [[ $name =~ $BENCH_SKIP ]]; then
     echo "bench: $name: skipped (BENCH_SKIP)"
     rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":0},"
@@ -313,7 +377,11 @@ for q in "${queries[@]}"; do
     continue
   fi
   bytes=$(wc -c <"$tmp/q.json")
-  rps=null p50=null p95=null p99=null non2xx=null cpu=null single=null
+  rps=null p50=null p95=null p99=null non2xx=null cpu=null single=null same=null
+  if [ -f "$tmp/before-$qi.body" ]; then
+    if cmp -s "$tmp/before-$qi.body" "$tmp/q.json"; then same=true; else same=false; fi
+    echo "bench: $name: the same bytes as before: $same"
+  fi
   if awk -v t="$first_s" 'BEGIN { exit !(t > 2) }'; then
     # Slower than wrk's timeout: the time of the single request instead.
     single=$(awk -v t="$first_s" 'BEGIN { printf "%.1f", t * 1000 }')
@@ -326,7 +394,7 @@ for q in "${queries[@]}"; do
     cpu=$(cpu_run "$base$path")
     echo "bench: $name: $cpu ms CPU per request (before: ${cpu_before[$name]:-null}; $bytes bytes)"
   fi
-  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu,\"cpu_ms_before\":${cpu_before[$name]:-null},\"single_ms\":$single},"
+  rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu,\"cpu_ms_before\":${cpu_before[$name]:-null},\"single_ms\":$single,\"same\":$same},"
 done
 
 # ---- 2. one question, three ways: measured GPU-hours per team over the raw window ----
@@ -419,19 +487,20 @@ print("usage on %s: %d GPUs, %d days hourly (%d rows), %d days raw (%d samples),
       (d["store"], d["gpus"], d["days"], d["hourly_rows"], d["raw_days"], d["raw_rows"], d["date"]))
 print()
 num = lambda v: "" if v is None else "%.1f" % v
-print("| query (30 days) | p50 ms | p95 ms | p99 ms | CPU ms before | CPU ms | bytes |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+print("| query (30 days) | p50 ms | p95 ms | p99 ms | CPU ms before | CPU ms | bytes | same |")
+print("|---|---:|---:|---:|---:|---:|---:|---|")
+same = lambda q: {True: "yes", False: "no"}.get(q.get("same"), "")
 for q in d["queries"]:
     if q["status"] == 0:
-        print("| %s | skipped | | | | | |" % q["query"])
+        print("| %s | skipped | | | | | | |" % q["query"])
     elif q["status"] != 200:
-        print("| %s | HTTP %d | | | | | |" % (q["query"], q["status"]))
+        print("| %s | HTTP %d | | | | | | |" % (q["query"], q["status"]))
     elif q.get("single_ms") is not None:
-        print("| %s | %.1f (one request) | | | %s | %s | %d |" % (q["query"], q["single_ms"],
-              num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"]))
+        print("| %s | %.1f (one request) | | | %s | %s | %d | %s |" % (q["query"], q["single_ms"],
+              num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"], same(q)))
     else:
-        print("| %s | %s | %s | %s | %s | %s | %d |" % (q["query"], num(q["p50_ms"]), num(q["p95_ms"]), num(q["p99_ms"]),
-              num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"]))
+        print("| %s | %s | %s | %s | %s | %s | %d | %s |" % (q["query"], num(q["p50_ms"]), num(q["p95_ms"]), num(q["p99_ms"]),
+              num(q.get("cpu_ms_before")), num(q.get("cpu_ms")), q["bytes"], same(q)))
 if d.get("upgrade_ms") is not None:
     print()
     print("migrations of the measured binary on the loaded database: %.1f s" % (d["upgrade_ms"] / 1000))

@@ -105,40 +105,6 @@ static bool page_or_reply(struct req *r, struct store_usage_query *q)
     return true;
 }
 
-/* An item as one flat CSV row (borrowing nothing). */
-static json_t *flat_row(const json_t *it)
-{
-    const json_t *h = json_object_get(it, "gpu_hours"), *cost = json_object_get(it, "cost");
-    static const char *const hours[] = {"owned",          "allocated", "busy",
-                                        "allocated_idle", "idle",      "unknown"};
-    json_t *o = json_object();
-
-    json_object_set(o, "group", json_object_get(it, "group"));
-    if (json_object_get(it, "kind"))
-        json_object_set(o, "kind", json_object_get(it, "kind"));
-    json_object_set(o, "start", json_object_get(it, "start"));
-    for (int i = 0; i < 6; i++) {
-        char key[40];
-        snprintf(key, sizeof key, "gpu_hours_%s", hours[i]);
-        json_object_set(o, key, json_object_get(h, hours[i]));
-    }
-    json_object_set(o, "util_avg", json_object_get(it, "util_avg"));
-    json_object_set(o, "energy_kwh", json_object_get(it, "energy_kwh"));
-    json_object_set_new(o, "cost_amount",
-                        json_is_object(cost) ? json_incref(json_object_get(cost, "amount"))
-                                             : json_null());
-    json_object_set_new(o, "cost_currency",
-                        json_is_object(cost) ? json_incref(json_object_get(cost, "currency"))
-                                             : json_null());
-    json_object_set_new(o, "cost_method",
-                        json_is_object(cost) ? json_incref(json_object_get(cost, "method"))
-                                             : json_null());
-    json_object_set_new(o, "cost_note", json_incref(json_object_get(it, "cost_note")));
-    if (!json_object_get(it, "cost_note"))
-        json_object_set_new(o, "cost_note", json_null());
-    return o;
-}
-
 void api_usage_get(struct req *r)
 {
     struct store_usage_query q = {.group_by = "team", .max_groups = MAX_GROUPS};
@@ -146,9 +112,8 @@ void api_usage_get(struct req *r)
     const char *g = req_param(r, "group_by");
     char dc_name[256];
     int64_t now = gi_now(), span;
-    json_t *out = NULL, *flat;
-    size_t i;
-    json_t *it;
+    char *text = NULL;
+    size_t i, len = 0;
     int st;
 
     if (g && !one_of(g, group_bys)) {
@@ -183,7 +148,7 @@ void api_usage_get(struct req *r)
                     "at most %d steps: choose a longer step or a shorter range", MAX_STEPS);
         return;
     }
-    st = store_usage_report(r->store, &q, &out);
+    st = store_usage_report_text(r->store, &q, req_wants_csv(r), &text, &len);
     if (st == GI_TOO_LARGE) {
         reply_error(r, 400, "invalid_parameter", "group_by",
                     "more than %d groups or too many rows: add a filter or a coarser grouping",
@@ -194,15 +159,10 @@ void api_usage_get(struct req *r)
         reply_status(r, st, "usage");
         return;
     }
-    if (!req_wants_csv(r)) {
-        reply_json(r, 200, out);
-        return;
-    }
-    flat = json_array();
-    json_array_foreach(json_object_get(out, "items"), i, it)
-        json_array_append_new(flat, flat_row(it));
-    json_decref(out);
-    reply_list(r, flat, (int64_t)json_array_size(flat), 0);
+    if (req_wants_csv(r))
+        reply_csv_text(r, text, len);
+    else
+        reply_json_text(r, 200, text, len);
 }
 
 void api_usage_rollup(struct req *r)

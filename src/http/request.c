@@ -2,6 +2,7 @@
 #include "http/request.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "core/textbuf.h"
 #include "core/util.h"
 #include "http/routes.h"
 #include "http/server.h"
@@ -38,26 +39,32 @@ void reply_bytes(struct req *r, unsigned status, const char *content_type, const
     set_reply(r, status, resp);
 }
 
-void reply_json(struct req *r, unsigned status, json_t *body)
+void reply_json_text(struct req *r, unsigned status, char *txt, size_t len)
 {
     static const char failed[] =
         "{\"error\":{\"code\":\"internal\",\"message\":\"encoding failed\"}}";
-    char *txt = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
     struct MHD_Response *resp;
 
-    json_decref(body);
     if (txt == NULL) {
         /* The reply is the text, without the array's terminating NUL. */
         reply_bytes(r, 500, "application/json", failed, sizeof failed - 1, false);
         return;
     }
-    resp = MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_FREE);
+    resp = MHD_create_response_from_buffer(len, txt, MHD_RESPMEM_MUST_FREE);
     if (resp == NULL) {
         free(txt);
         return;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     set_reply(r, status, resp);
+}
+
+void reply_json(struct req *r, unsigned status, json_t *body)
+{
+    char *txt = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+
+    json_decref(body);
+    reply_json_text(r, status, txt, txt ? strlen(txt) : 0);
 }
 
 /* Replaces, in place, every byte of s that is not part of valid UTF-8 text
@@ -191,91 +198,27 @@ bool req_wants_csv(struct req *r)
 
 /* ---- CSV output ---- */
 
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *np;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        if ((np = realloc(b->p, cap)) == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-/* True for a string a spreadsheet would run as a formula once its leading
- * apostrophes are taken off. Such a cell gets one more apostrophe on export,
- * and the resource import takes exactly one off again, so every string
- * round-trips (see csv_unneutralize in api/import.c). */
-static bool csv_formula(const char *s)
-{
-    while (*s == '\'')
-        s++;
-    return *s != '\0' && strchr("=+-@\t\r", *s) != NULL;
-}
-
-/* The shortest decimal text that reads back as exactly d. */
-static void csv_real(char *out, size_t len, double d)
-{
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(out, len, "%.*g", prec, d);
-        if (strtod(out, NULL) == d)
-            return;
-    }
-}
-
-/* Writes one CSV cell: quoted when needed, and with a leading apostrophe
- * when a spreadsheet would otherwise run it as a formula. */
-static void csv_cell(struct sbuf *b, const json_t *v)
+/* Writes one CSV cell (see tb_csv_cell): strings as text, numbers in
+ * their shortest exact form, documents as compact JSON. */
+static void csv_cell(struct textbuf *b, const json_t *v)
 {
     char num[64];
     char *dumped = NULL;
-    const char *s = "";
 
     if (json_is_string(v)) {
-        s = json_string_value(v);
+        tb_csv_cell(b, json_string_value(v), true);
     } else if (json_is_integer(v)) {
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        s = num;
+        tb_puts(b, num);
     } else if (json_is_real(v)) {
-        csv_real(num, sizeof num, json_real_value(v));
-        s = num;
+        tb_csv_real(b, json_real_value(v));
     } else if (json_is_true(v)) {
-        s = "true";
+        tb_puts(b, "true");
     } else if (json_is_false(v)) {
-        s = "false";
+        tb_puts(b, "false");
     } else if (json_is_object(v) || json_is_array(v)) {
         dumped = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
-        s = dumped ? dumped : "";
-    }
-    bool formula = json_is_string(v) && csv_formula(s);
-    if (formula || strpbrk(s, ",\"\r\n") != NULL) {
-        sb_put(b, "\"", 1);
-        if (formula)
-            sb_put(b, "'", 1);
-        for (const char *p = s; *p; p++) {
-            if (*p == '"')
-                sb_put(b, "\"", 1);
-            sb_put(b, p, 1);
-        }
-        sb_put(b, "\"", 1);
-    } else {
-        sb_put(b, s, strlen(s));
+        tb_csv_cell(b, dumped ? dumped : "", false);
     }
     free(dumped);
 }
@@ -285,7 +228,7 @@ static void csv_cell(struct sbuf *b, const json_t *v)
 static char *csv_render(const json_t *items, size_t *len)
 {
     json_t *cols = json_array();
-    struct sbuf b = {0};
+    struct textbuf b = {0};
     size_t i, j;
     json_t *row, *col;
     const char *key;
@@ -303,25 +246,20 @@ static char *csv_render(const json_t *items, size_t *len)
     }
     json_array_foreach(cols, j, col) {
         if (j)
-            sb_put(&b, ",", 1);
+            tb_put(&b, ",", 1);
         csv_cell(&b, col);
     }
-    sb_put(&b, "\r\n", 2);
+    tb_put(&b, "\r\n", 2);
     json_array_foreach(items, i, row) {
         json_array_foreach(cols, j, col) {
             if (j)
-                sb_put(&b, ",", 1);
+                tb_put(&b, ",", 1);
             csv_cell(&b, json_object_get(row, json_string_value(col)));
         }
-        sb_put(&b, "\r\n", 2);
+        tb_put(&b, "\r\n", 2);
     }
     json_decref(cols);
-    if (b.failed) {
-        free(b.p);
-        return NULL;
-    }
-    *len = b.len;
-    return b.p;
+    return tb_take(&b, len);
 }
 
 /* A file name being built: lower-case letters, digits and single dashes. */
@@ -391,6 +329,25 @@ static const char *csv_disposition(struct req *r, char *out, size_t len)
     return out;
 }
 
+void reply_csv_text(struct req *r, char *csv, size_t len)
+{
+    struct MHD_Response *resp;
+    char disp[192];
+
+    if (csv == NULL) {
+        reply_error(r, 500, "internal", NULL, "out of memory rendering CSV");
+        return;
+    }
+    resp = MHD_create_response_from_buffer(len, csv, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(csv);
+        return;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/csv; charset=utf-8");
+    MHD_add_response_header(resp, "Content-Disposition", csv_disposition(r, disp, sizeof disp));
+    set_reply(r, 200, resp);
+}
+
 void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
 {
     int64_t next = offset + (int64_t)json_array_size(items);
@@ -398,17 +355,8 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset)
     if (req_wants_csv(r)) {
         size_t len = 0;
         char *csv = csv_render(items, &len);
-        struct MHD_Response *resp;
-        char disp[192];
         json_decref(items);
-        if (csv == NULL) {
-            reply_error(r, 500, "internal", NULL, "out of memory rendering CSV");
-            return;
-        }
-        resp = MHD_create_response_from_buffer(len, csv, MHD_RESPMEM_MUST_FREE);
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/csv; charset=utf-8");
-        MHD_add_response_header(resp, "Content-Disposition", csv_disposition(r, disp, sizeof disp));
-        set_reply(r, 200, resp);
+        reply_csv_text(r, csv, len);
         return;
     }
     if (next < total) {

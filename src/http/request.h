@@ -86,6 +86,12 @@ void reply_list(struct req *r, json_t *items, int64_t total, int64_t offset);
  * (borrowed); the JSON envelope only, never CSV. */
 void reply_list_text(struct req *r, const char *items, size_t len, size_t rows, int64_t total,
                      int64_t offset);
+/* A JSON reply from its text (takes ownership; NULL: a 500, encoding
+ * failed). */
+void reply_json_text(struct req *r, unsigned status, char *txt, size_t len);
+/* A CSV reply from its text (takes ownership; NULL: a 500), named as
+ * reply_list names its CSV. */
+void reply_csv_text(struct req *r, char *csv, size_t len);
 
 /* ---- input ---- */
 /* Query parameter or NULL (borrowed from libmicrohttpd). `name` must be

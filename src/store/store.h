@@ -702,6 +702,14 @@ struct store_usage_query {
  * dimension: usage_groups_hourly). GI_TOO_LARGE past max_groups groups or
  * the row bound. Caller owns *out. */
 int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out);
+/* The same report as text, written without building a document: the JSON
+ * store_usage_report decodes (byte for byte what jansson would encode),
+ * or with `csv` one flat CSV row per item (group, [kind,] start,
+ * gpu_hours_owned ... gpu_hours_unknown, util_avg, energy_kwh,
+ * cost_amount, cost_currency, cost_method, cost_note) after a header row.
+ * Caller frees *text. */
+int store_usage_report_text(struct store *st, const struct store_usage_query *q, bool csv,
+                            char **text, size_t *len);
 /* One GPU's timeline over [from, to): {uuid, from, to, telemetry_source,
  * intervals[{kind, consumer, team, ..., started_at, ended_at}], hours[...]
  * (hourly rollups, when the range is over 6 hours), samples[...] (raw,

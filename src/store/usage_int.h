@@ -7,6 +7,7 @@
 
 #include "store/store_int.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,5 +71,13 @@ int usage_write_groups(struct conn *c, int64_t day, int64_t now);
 int usage_consumer_team(struct conn *c, const char *kind, const char *ns, const char *project,
                         const char *user, int64_t hour, const char *owner_team, char *team,
                         size_t len);
+
+/* usage_text.c, usage_timeline.c: x rounded to 6 decimals, as reports
+ * show their figures. */
+static inline double usage_round6(double x) { return round(x * 1e6) / 1e6; }
+
+/* usage_text.c: micro-unit-seconds as the reports show money, two
+ * decimals and never "-0.00". buf needs 48 bytes. */
+void usage_money_text(double micro_seconds, char *buf, size_t len);
 
 #endif

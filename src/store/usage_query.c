@@ -1,5 +1,5 @@
 /* Reads of the usage rollups for the API: GPU-hours by group and step
- * with their catalog cost, and one GPU's timeline. See store.h.
+ * with their catalog cost (the timeline is usage_timeline.c). See store.h.
  *
  * The database sums rows per (group, hour or day, currency); the
  * folding into weeks and months, the currency split and the money
@@ -7,8 +7,10 @@
  * MIG slice counts its share. Costs are owned seconds x fraction x
  * rate_micros, summed as micro-unit-seconds and shown as decimal strings
  * with two decimals. */
-#include "store/store_int.h"
+#include "store/usage_cells.h"
+#include "store/usage_int.h"
 #include "core/status.h"
+#include "core/textbuf.h"
 #include "core/util.h"
 
 #include <math.h>
@@ -19,9 +21,6 @@
 
 /* Rows the database may hand back for one report. */
 #define MAX_CELLS 200000
-/* Raw samples are shown instead of hourly rollups for ranges this short. */
-#define RAW_RANGE_S (6 * 3600)
-#define TIMELINE_ROWS 20000
 
 /* The group as text, and for the groups named through another table
  * (gpu: the UUID, datacenter: the name) the id, mapped afterwards, so that
@@ -51,6 +50,25 @@
     " < :to AND " FILTERS extra " GROUP BY 1, 2, 4, 5 LIMIT :max"
 #define REPORT(table, key) REPORT_WHERE(table, key, "")
 
+/* The terms of SUMS for one row, unsummed: on SQLite a report reads the
+ * rows themselves and folds them into their cells through a hash index
+ * (cell_add) instead of having the database sort and sum them, which
+ * costs three times as much. PostgreSQL sums them (fewer rows to send). */
+#define ROW_TERMS                                                                                  \
+    "u.owned_s * u.fraction, u.allocated_s * u.fraction, u.busy_s * u.fraction, u.alloc_idle_s * " \
+    "u.fraction, u.idle_s * u.fraction, u.unknown_s * u.fraction, u.util_sum * u.fraction, "       \
+    "u.measured_s * u.fraction, u.energy_wh, u.owned_s * u.fraction * u.rate_micros, u.busy_s * "  \
+    "u.fraction * u.rate_micros, u.alloc_idle_s * u.fraction * u.rate_micros, u.idle_s * "         \
+    "u.fraction * u.rate_micros, u.unknown_s * u.fraction * u.rate_micros, CASE WHEN "             \
+    "u.rate_micros IS NULL THEN u.owned_s * u.fraction ELSE 0 END"
+#define ROWS_WHERE(table, key, extra)                                                              \
+    "SELECT " GROUP_EXPR ", NULL, u." key " - u." key " % CAST(:bucket AS BIGINT), "               \
+    "COALESCE(u.currency, ''), " ROW_TERMS " FROM " table " u WHERE u." key " >= :from AND u." key \
+    " < :to AND " FILTERS extra " LIMIT :max"
+/* Rows a report may read unsummed (the cells they fold into are bounded
+ * by MAX_CELLS): 30 days of hourly rows of 50,000 GPUs. */
+#define MAX_ROWS 36000000
+
 /* The ranking of a paged host or GPU report: one aggregate of the owned
  * seconds per group over the range. With no filter but the team's, the
  * rank index (day or hour, team, gpu_id, host, owned_s, fraction) answers
@@ -67,10 +85,22 @@
     " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 "                           \
     "ELSE 0 END, u.host"
 
+/* The same ranking's rows unsummed, for SQLite, where they are folded and
+ * ordered here (rank_rows): three times cheaper than the database's sort. */
+#define RANK_ROWS(table, key, filters)                                                             \
+    "SELECT u.gpu_id, u.host, u.owned_s * u.fraction FROM " table " u WHERE u." key                \
+    " >= :from AND u." key " < :to AND " filters " LIMIT :max"
+
 /* The page's groups (GPU ids or host names) bound as one JSON array :keys,
  * so that one statement reads the steps of every group of a page. */
 #define KEYS_SQLITE "(SELECT value FROM json_each(:keys))"
 #define KEYS_PG "(SELECT json_array_elements_text(CAST(:keys AS JSON)))"
+/* The keys as an array: PostgreSQL then reads them through the (host,
+ * day|hour) index or the primary key; as IN (SELECT ...) it scanned the
+ * whole range's rows (a hash semi-join, five times slower at 10,000 GPUs,
+ * and for GPU ids a plan that took seconds). */
+#define HOSTS_PG "ANY(ARRAY" KEYS_PG ")"
+#define GPUS_PG "ANY(ARRAY" KEYS_PG_INT ")"
 #define KEYS_PG_INT "(SELECT CAST(json_array_elements_text(CAST(:keys AS JSON)) AS BIGINT))"
 
 /* The same report from usage_groups_daily (dimensions only: no host or
@@ -85,27 +115,36 @@
     "SUM(u.busy_cost), SUM(u.alloc_idle_cost), SUM(u.idle_cost), SUM(u.unknown_cost), "            \
     "SUM(u.unpriced_s)"
 
+/* The group tables' columns of one row, unsummed (see ROW_TERMS). */
+#define ROW_TERMS_GROUPS                                                                           \
+    "u.owned_s, u.allocated_s, u.busy_s, u.alloc_idle_s, u.idle_s, u.unknown_s, u.util_sum, "      \
+    "u.measured_s, u.energy_wh, u.owned_cost, u.busy_cost, u.alloc_idle_cost, u.idle_cost, "       \
+    "u.unknown_cost, u.unpriced_s"
+#define GROUPS_WHERE(table, key, terms, tail)                                                      \
+    "SELECT " GROUP_EXPR_DIM ", NULL, u." key " - u." key " % CAST(:bucket AS BIGINT), "           \
+    "u.currency, " terms " FROM " table " u WHERE u." key " >= :from AND u." key                   \
+    " < :to AND " FILTERS tail
+#define TEAM_HOURS_WHERE(terms, tail)                                                              \
+    "SELECT CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team ELSE NULL END, NULL, NULL, u.hour - "    \
+    "u.hour % CAST(:bucket AS BIGINT), u.currency, " terms                                         \
+    " FROM usage_team_hours u WHERE u.hour >= :from AND u.hour < :to AND " FILTER_TEAM tail
+#define SUMMED_TAIL " GROUP BY 1, 2, 4, 5 LIMIT :max"
+
 #define STATEMENTS(X)                                                                              \
     X(DC_BY_NAME, store_sql_dc_by_name)                                                            \
     X(GPU_UUID, "SELECT uuid FROM gpus WHERE id = :id")                                            \
     X(DC_NAME, "SELECT name FROM datacenters WHERE id = :id")                                      \
     X(REPORT_HOURLY, REPORT("usage_hourly", "hour"))                                               \
     X(REPORT_DAILY, REPORT("usage_daily", "day"))                                                  \
-    X(REPORT_GROUPS,                                                                               \
-      "SELECT " GROUP_EXPR_DIM                                                                     \
-      ", NULL, u.day - u.day % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                  \
-      " FROM usage_groups_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS               \
-      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
-    X(REPORT_GROUPS_HOURLY,                                                                        \
-      "SELECT " GROUP_EXPR_DIM                                                                     \
-      ", NULL, u.hour - u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                \
-      " FROM usage_groups_hourly u WHERE u.hour >= :from AND u.hour < :to AND " FILTERS            \
-      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
-    X(REPORT_TEAM_HOURS,                                                                           \
-      "SELECT CASE CAST(:g AS TEXT) WHEN 'team' THEN u.team ELSE NULL END, NULL, NULL, u.hour - "  \
-      "u.hour % CAST(:bucket AS BIGINT), u.currency, " SUMS_GROUPS                                 \
-      " FROM usage_team_hours u WHERE u.hour >= :from AND u.hour < :to AND " FILTER_TEAM           \
-      " GROUP BY 1, 2, 4, 5 LIMIT :max")                                                           \
+    X(REPORT_GROUPS, GROUPS_WHERE("usage_groups_daily", "day", SUMS_GROUPS, SUMMED_TAIL))          \
+    X(REPORT_GROUPS_HOURLY, GROUPS_WHERE("usage_groups_hourly", "hour", SUMS_GROUPS, SUMMED_TAIL)) \
+    X(REPORT_TEAM_HOURS, TEAM_HOURS_WHERE(SUMS_GROUPS, SUMMED_TAIL))                               \
+    X(ROWS_HOURLY, ROWS_WHERE("usage_hourly", "hour", ""))                                         \
+    X(ROWS_DAILY, ROWS_WHERE("usage_daily", "day", ""))                                            \
+    X(ROWS_GROUPS, GROUPS_WHERE("usage_groups_daily", "day", ROW_TERMS_GROUPS, " LIMIT :max"))     \
+    X(ROWS_GROUPS_HOURLY,                                                                          \
+      GROUPS_WHERE("usage_groups_hourly", "hour", ROW_TERMS_GROUPS, " LIMIT :max"))                \
+    X(ROWS_TEAM_HOURS, TEAM_HOURS_WHERE(ROW_TERMS_GROUPS, " LIMIT :max"))                          \
     X(RANK_GPU_DAILY, RANK_GPU("usage_daily", "day", FILTERS))                                     \
     X(RANK_GPU_DAILY_TEAM, RANK_GPU("usage_daily", "day", FILTER_TEAM))                            \
     X(RANK_GPU_HOURLY, RANK_GPU("usage_hourly", "hour", FILTERS))                                  \
@@ -114,14 +153,19 @@
     X(RANK_HOST_DAILY_TEAM, RANK_HOST("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
     X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
-    X(STEPS_GPU_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_SQLITE))        \
-    X(STEPS_GPU_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_SQLITE))     \
-    X(STEPS_HOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_SQLITE))         \
-    X(STEPS_HOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_SQLITE))      \
-    X(STEPS_GPU_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_PG_INT))     \
-    X(STEPS_GPU_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_PG_INT))  \
-    X(STEPS_HOST_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.host IN " KEYS_PG))          \
-    X(STEPS_HOST_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_PG))       \
+    X(RANK_ROWS_DAILY, RANK_ROWS("usage_daily", "day", FILTERS))                                   \
+    X(RANK_ROWS_DAILY_TEAM, RANK_ROWS("usage_daily", "day", FILTER_TEAM))                          \
+    X(RANK_ROWS_HOURLY, RANK_ROWS("usage_hourly", "hour", FILTERS))                                \
+    X(RANK_ROWS_HOURLY_TEAM, RANK_ROWS("usage_hourly", "hour", FILTER_TEAM))                       \
+    X(GPU_UUIDS, "SELECT id, uuid FROM gpus ORDER BY id")                                          \
+    X(STEPS_GPU_DAILY, ROWS_WHERE("usage_daily", "day", " AND u.gpu_id IN " KEYS_SQLITE))          \
+    X(STEPS_GPU_HOURLY, ROWS_WHERE("usage_hourly", "hour", " AND u.gpu_id IN " KEYS_SQLITE))       \
+    X(STEPS_HOST_DAILY, ROWS_WHERE("usage_daily", "day", " AND u.host IN " KEYS_SQLITE))           \
+    X(STEPS_HOST_HOURLY, ROWS_WHERE("usage_hourly", "hour", " AND u.host IN " KEYS_SQLITE))        \
+    X(STEPS_GPU_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.gpu_id = " GPUS_PG))          \
+    X(STEPS_GPU_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.gpu_id = " GPUS_PG))       \
+    X(STEPS_HOST_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.host = " HOSTS_PG))          \
+    X(STEPS_HOST_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.host = " HOSTS_PG))       \
     X(STEPS_NOHOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IS NULL"))               \
     X(STEPS_NOHOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IS NULL"))            \
     X(REPORT_CONSUMERS,                                                                            \
@@ -141,66 +185,20 @@
       "SUM(u.alloc_idle_s), 0, 0, SUM(u.util_sum), SUM(u.measured_s), SUM(u.energy_wh), "          \
       "SUM(u.allocated_cost), SUM(u.busy_cost), SUM(u.alloc_idle_cost), 0, 0, SUM(u.unpriced_s) "  \
       "FROM usage_consumers_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS             \
-      " GROUP BY 1, 3, 4, 5 LIMIT :max")                                                           \
-    X(TL_GPU, "SELECT id FROM gpus WHERE uuid = :uuid")                                            \
-    X(TL_INTERVALS,                                                                                \
-      "SELECT kind, consumer, team, namespace, pod, container, username, process, tenant, "        \
-      "project, started_at, ended_at FROM usage_intervals WHERE gpu_id = :gid AND started_at < "   \
-      ":to AND (ended_at IS NULL OR ended_at > :from) ORDER BY started_at, id LIMIT :max")         \
-    X(TL_HOURS,                                                                                    \
-      "SELECT hour, team, env, pool, cluster, cloud, owned_s, allocated_s, busy_s, alloc_idle_s, " \
-      "idle_s, unknown_s, measured_s, util_sum, util_max, mem_sum, mem_max_mib, energy_wh, "       \
-      "power_max_w, temp_max_c FROM usage_hourly WHERE gpu_id = :gid AND hour >= :from AND hour "  \
-      "< :to ORDER BY hour LIMIT :max")                                                            \
-    X(TL_SAMPLES, "SELECT ts, util_avg, util_max, mem_used_mib, power_avg_w, temp_c, source_id "   \
-                  "FROM gpu_samples WHERE gpu_id = :gid AND ts >= :from AND ts < :to ORDER BY "    \
-                  "ts, source_id LIMIT :max")                                                      \
-    X(TL_EVENTS, "SELECT at, kind, detail FROM gpu_events WHERE gpu_uuid = :uuid AND at >= :from " \
-                 "AND at < :to ORDER BY at, id LIMIT :max")                                        \
-    X(TL_COST, "SELECT currency, SUM(owned_s * fraction * rate_micros) FROM usage_hourly WHERE "   \
-               "gpu_id = :gid AND hour >= :from AND hour < :to AND rate_micros IS NOT NULL AND "   \
-               "currency IS NOT NULL GROUP BY currency ORDER BY 2 DESC LIMIT 1")
+      " GROUP BY 1, 3, 4, 5 LIMIT :max")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
-/* The summed columns of a cell, in the statements' order. */
-enum {
-    V_OWNED,
-    V_ALLOC,
-    V_BUSY,
-    V_AIDLE,
-    V_IDLE,
-    V_UNKNOWN,
-    V_USUM,
-    V_MEAS,
-    V_WH,
-    V_COST,
-    V_COST_BUSY,
-    V_COST_AIDLE,
-    V_COST_IDLE,
-    V_COST_UNKNOWN,
-    V_UNPRICED,
-    V__N
-};
-
-struct cell {
-    size_t rank; /* a paged report: the group's place in the page (else 0) */
-    char *group; /* NULL: none */
-    int64_t gid; /* gpu / datacenter grouping: the id the name is looked up by; -1 none */
-    char *kind;  /* consumer grouping only */
-    int64_t start;
-    char cur[4];
-    double v[V__N];
-};
-
-struct cells {
-    struct cell *a;
-    size_t n, cap;
-    bool dc; /* the ids of the groups are data centers' (else GPUs') */
-};
+/* Drops the key index (before the cells are reordered). */
+static void cells_unindex(struct cells *cs)
+{
+    free(cs->slot);
+    cs->slot = NULL;
+    cs->nslot = 0;
+}
 
 static void cells_free(struct cells *cs)
 {
@@ -209,13 +207,46 @@ static void cells_free(struct cells *cs)
         free(cs->a[i].kind);
     }
     free(cs->a);
+    cells_unindex(cs);
 }
 
-static int strcmp_null(const char *a, const char *b)
+/* FNV-1a over a cell's key. */
+static uint64_t key_hash(const char *group, int64_t gid, const char *kind, int64_t start,
+                         const char *cur)
 {
-    if (!a || !b)
-        return a ? 1 : b ? -1 : 0;
-    return strcmp(a, b);
+    uint64_t h = 0xcbf29ce484222325ull;
+    const char *parts[3] = {group ? group : "", kind ? kind : "", cur};
+    int64_t nums[2] = {gid, start};
+
+    for (int i = 0; i < 3; i++) {
+        for (const char *p = parts[i]; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+        h = (h ^ 0xff) * 0x100000001b3ull;
+    }
+    for (int i = 0; i < 2; i++)
+        for (int b = 0; b < 8; b++)
+            h = (h ^ (uint64_t)((nums[i] >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    return h;
+}
+
+/* (Re)builds the index for nslot slots. */
+static int cells_index(struct cells *cs, size_t nslot)
+{
+    size_t *slot = calloc(nslot, sizeof *slot);
+
+    if (!slot)
+        return GI_INTERNAL;
+    free(cs->slot);
+    cs->slot = slot;
+    cs->nslot = nslot;
+    for (size_t i = 0; i < cs->n; i++) {
+        const struct cell *c = &cs->a[i];
+        size_t j = (size_t)key_hash(c->group, c->gid, c->kind, c->start, c->cur) & (nslot - 1);
+        while (slot[j])
+            j = (j + 1) & (nslot - 1);
+        slot[j] = i + 1;
+    }
+    return GI_OK;
 }
 
 static int cell_cmp(const void *pa, const void *pb)
@@ -263,18 +294,25 @@ static int cell_add(struct cells *cs, const char *group, int64_t gid, const char
                     int64_t start, const char *cur, const double *v)
 {
     struct cell *c;
+    char cur3[sizeof c->cur];
+    size_t j;
 
-    for (size_t i = cs->n; i > 0; i--) {
-        c = &cs->a[i - 1];
+    gi_strlcpy(cur3, cur, sizeof cur3); /* the key as the cell keeps it */
+    cur = cur3;
+    if (cs->n * 2 >= cs->nslot && cells_index(cs, cs->nslot ? cs->nslot * 2 : 1024) != GI_OK)
+        return GI_INTERNAL;
+    j = (size_t)key_hash(group, gid, kind, start, cur) & (cs->nslot - 1);
+    for (; cs->slot[j]; j = (j + 1) & (cs->nslot - 1)) {
+        c = &cs->a[cs->slot[j] - 1];
         if (c->start == start && c->gid == gid && strcmp_null(c->group, group) == 0 &&
             strcmp_null(c->kind, kind) == 0 && strcmp(c->cur, cur) == 0) {
             for (int k = 0; k < V__N; k++)
                 c->v[k] += v[k];
             return GI_OK;
         }
-        if (cs->n - i > 64) /* rows come grouped: a cell is near its kin */
-            break;
     }
+    if (cs->n >= MAX_CELLS)
+        return GI_TOO_LARGE;
     if (cs->n == cs->cap) {
         size_t ncap = cs->cap ? cs->cap * 2 : 256;
         struct cell *p = realloc(cs->a, ncap * sizeof *p);
@@ -293,6 +331,7 @@ static int cell_add(struct cells *cs, const char *group, int64_t gid, const char
         return GI_INTERNAL;
     }
     cs->n++;
+    cs->slot[j] = cs->n;
     c->gid = gid;
     c->start = start;
     gi_strlcpy(c->cur, cur, sizeof c->cur);
@@ -317,17 +356,18 @@ static void bind_query(struct db_stmt *s, const struct store_usage_query *q, con
     db_bind_int(s, ":max", MAX_CELLS + 1);
 }
 
-/* Runs one report statement and folds its rows into cs; `sign` -1
- * subtracts them (the consumers' share taken from the totals). */
-static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
-                   bool with_kind, struct cells *cs, double sign)
+/* Runs one report statement and folds its rows (at most max_rows) into
+ * cs; `sign` -1 subtracts them (the consumers' share taken from the
+ * totals). */
+static int collect_rows(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
+                        bool with_kind, struct cells *cs, double sign, size_t max_rows)
 {
     size_t rows = 0;
     int step, rc = GI_OK;
 
     while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
         double v[V__N];
-        if (++rows > MAX_CELLS) {
+        if (++rows > max_rows) {
             rc = GI_TOO_LARGE;
             break;
         }
@@ -343,139 +383,39 @@ static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_q
     return rc;
 }
 
-static double round6(double x) { return round(x * 1e6) / 1e6; }
-
-static json_t *money(double micro_seconds)
+/* collect_rows with the report's row bound. */
+static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
+                   bool with_kind, struct cells *cs, double sign)
 {
-    char buf[48];
-
-    snprintf(buf, sizeof buf, "%.2f", micro_seconds / 3600.0 / 1e6 + 0.0);
-    if (strcmp(buf, "-0.00") == 0)
-        gi_strlcpy(buf, "0.00", sizeof buf);
-    return json_string(buf);
+    return collect_rows(c, s, q, with_kind, cs, sign, MAX_CELLS);
 }
 
-/* An item (or the total) from summed values; cur "" when unpriced.
- * `mixed`: the group and step hold more than one currency. */
-static json_t *render(const double *v, const char *cur, bool mixed)
+/* Runs the summing report statement `id` (bound for q, grouped by
+ * group_by) into cs; on SQLite its unsummed twin, folded here. */
+static int run_report(struct conn *c, enum stmt_id id, const struct store_usage_query *q,
+                      const char *group_by, int64_t dc_id, struct cells *cs)
 {
-    json_t *o = json_object(), *cost = json_null();
-    double owned_h = v[V_OWNED] / 3600.0, unpriced_h = v[V_UNPRICED] / 3600.0;
+    static const enum stmt_id twins[][2] = {{ST_REPORT_HOURLY, ST_ROWS_HOURLY},
+                                            {ST_REPORT_DAILY, ST_ROWS_DAILY},
+                                            {ST_REPORT_GROUPS, ST_ROWS_GROUPS},
+                                            {ST_REPORT_GROUPS_HOURLY, ST_ROWS_GROUPS_HOURLY},
+                                            {ST_REPORT_TEAM_HOURS, ST_ROWS_TEAM_HOURS}};
+    bool rows = false;
+    struct db_stmt *s;
 
-    json_object_set_new(o, "gpu_hours",
-                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "owned", round6(owned_h),
-                                  "allocated", round6(v[V_ALLOC] / 3600.0), "busy",
-                                  round6(v[V_BUSY] / 3600.0), "allocated_idle",
-                                  round6(v[V_AIDLE] / 3600.0), "idle", round6(v[V_IDLE] / 3600.0),
-                                  "unknown", round6(v[V_UNKNOWN] / 3600.0)));
-    json_object_set_new(o, "util_avg",
-                        v[V_MEAS] > 0 ? json_real(round6(v[V_USUM] / v[V_MEAS])) : json_null());
-    json_object_set_new(o, "energy_kwh", json_real(round6(v[V_WH] / 1000.0)));
-    if (cur[0] && owned_h - unpriced_h > 1e-9) {
-        cost = json_pack("{s:o, s:s, s:s, s:{s:o, s:o, s:o, s:o}}", "amount", money(v[V_COST]),
-                         "currency", cur, "method", "catalog", "split", "busy",
-                         money(v[V_COST_BUSY]), "allocated_idle", money(v[V_COST_AIDLE]), "idle",
-                         money(v[V_COST_IDLE]), "unknown", money(v[V_COST_UNKNOWN]));
-    }
-    json_object_set_new(o, "cost", cost ? cost : json_null());
-    if (!cur[0] || owned_h - unpriced_h <= 1e-9) {
-        if (owned_h > 0)
-            json_object_set_new(o, "cost_note",
-                                json_string("no catalog rate covers these GPU-hours"));
-    } else if (unpriced_h > 1e-9) {
-        char note[160];
-        snprintf(note, sizeof note,
-                 "%.2f of these GPU-hours have no catalog rate and are not in the amount",
-                 unpriced_h);
-        json_object_set_new(o, "cost_note", json_string(note));
-    } else if (mixed) {
-        json_object_set_new(o, "cost_note",
-                            json_string("more than one currency: one item per currency"));
-    }
-    return o;
-}
-
-/* Emits the cells [a, b) of one group and step (sorted by currency, ""
- * first) as items: one item when they hold at most one currency, else
- * one per currency, the unpriced part as an item of its own. */
-static int emit(json_t *items, const struct cell *a, const struct cell *b, bool consumer)
-{
-    size_t ncur = 0;
-    const char *cur = "";
-    double sum[V__N] = {0};
-    char start[32];
-
-    for (const struct cell *c = a; c < b; c++)
-        if (c->cur[0]) {
-            ncur++;
-            cur = c->cur;
+    for (size_t i = 0; db_dialect(c) != DB_PG && i < sizeof twins / sizeof *twins; i++)
+        if (twins[i][0] == id) {
+            id = twins[i][1];
+            rows = true;
+            break;
         }
-    gi_time_format(a->start, start, sizeof start);
-    for (const struct cell *c = a; c < b; c++) {
-        for (int k = 0; k < V__N; k++)
-            sum[k] += c->v[k];
-        if (ncur > 1 || c + 1 == b) {
-            json_t *o = render(sum, ncur > 1 ? c->cur : cur, ncur > 1);
-            if (!o)
-                return GI_INTERNAL;
-            json_object_set_new(o, "group", a->group ? json_string(a->group) : json_null());
-            if (consumer)
-                json_object_set_new(o, "kind", json_string(a->kind ? a->kind : "none"));
-            json_object_set_new(o, "start", json_string(start));
-            json_array_append_new(items, o);
-            memset(sum, 0, sizeof sum);
-        }
-    }
-    return GI_OK;
-}
-
-/* The total over every cell: one currency's cost, or (several) null with
- * one entry per currency in "costs". */
-static json_t *total_of(const struct cells *cs)
-{
-    double sum[V__N] = {0};
-    const char *cur = "";
-    json_t *o, *costs = json_array();
-    size_t ncur = 0;
-
-    for (size_t i = 0; i < cs->n; i++) {
-        bool seen = false;
-        for (int k = 0; k < V__N; k++)
-            sum[k] += cs->a[i].v[k];
-        if (!cs->a[i].cur[0])
-            continue;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(cs->a[j].cur, cs->a[i].cur) == 0;
-        if (!seen) {
-            ncur++;
-            cur = cs->a[i].cur;
-        }
-    }
-    o = render(sum, ncur > 1 ? "" : cur, false);
-    if (o && ncur > 1) {
-        for (size_t i = 0; i < cs->n; i++) {
-            double one[V__N] = {0};
-            bool seen = false;
-            if (!cs->a[i].cur[0])
-                continue;
-            for (size_t j = 0; j < i && !seen; j++)
-                seen = strcmp(cs->a[j].cur, cs->a[i].cur) == 0;
-            if (seen)
-                continue;
-            for (size_t j = i; j < cs->n; j++)
-                if (strcmp(cs->a[j].cur, cs->a[i].cur) == 0)
-                    for (int k = 0; k < V__N; k++)
-                        one[k] += cs->a[j].v[k];
-            json_array_append_new(costs, json_pack("{s:o, s:s, s:s}", "amount", money(one[V_COST]),
-                                                   "currency", cs->a[i].cur, "method", "catalog"));
-        }
-        json_object_set_new(o, "cost_note",
-                            json_string("more than one currency: see costs, one per currency"));
-        json_object_set_new(o, "costs", costs);
-        costs = NULL;
-    }
-    json_decref(costs);
-    return o;
+    if (!(s = prep(c, id)))
+        return GI_INTERNAL;
+    bind_query(s, q, group_by, dc_id);
+    if (!rows)
+        return collect(c, s, q, false, cs, 1.0);
+    db_bind_int(s, ":max", MAX_ROWS + 1);
+    return collect_rows(c, s, q, false, cs, 1.0, MAX_ROWS);
 }
 
 /* Sums sorted cells of the same key (a week's days arrive apart). */
@@ -515,14 +455,11 @@ static size_t count_groups(const struct cells *cs)
 static int consumer_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
                           bool daily, struct cells *cs)
 {
-    struct db_stmt *s = prep(c, daily ? ST_REPORT_GROUPS : ST_REPORT_HOURLY);
+    struct db_stmt *s;
     struct cells rest = {0};
-    int rc;
+    int rc = run_report(c, daily ? ST_REPORT_GROUPS : ST_REPORT_HOURLY, q, "", dc_id, &rest);
 
-    if (!s)
-        return GI_INTERNAL;
-    bind_query(s, q, "", dc_id);
-    if ((rc = collect(c, s, q, false, &rest, 1.0)) != GI_OK)
+    if (rc != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, daily ? ST_REPORT_CONSUMER_DAYS : ST_REPORT_CONSUMERS)))
@@ -606,6 +543,7 @@ static int consumer_page(const struct store_usage_query *q, struct cells *cs, in
         cs->a[w++] = cs->a[i];
     }
     cs->n = w;
+    cells_unindex(cs);
     if (cs->n)
         qsort(cs->a, cs->n, sizeof *cs->a, cell_cmp);
     *groups_total = (int64_t)n;
@@ -683,13 +621,105 @@ static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t
         }
         bind_query(s, q, q->group_by, dc_id);
         db_bind_text(s, ":keys", text);
-        rc = collect(c, s, q, false, cs, 1.0);
+        if (pass == 0 && !pg) { /* unsummed rows (ROWS_WHERE) */
+            db_bind_int(s, ":max", MAX_ROWS + 1);
+            rc = collect_rows(c, s, q, false, cs, 1.0, MAX_ROWS);
+        } else {
+            rc = collect(c, s, q, false, cs, 1.0);
+        }
     }
     for (size_t j = 0; rc == GI_OK && j < cs->n; j++)
         cs->a[j].rank = page_rank(keys, n, gpu, &cs->a[j]);
 cleanup:
     free(text);
     json_decref(list);
+    return rc;
+}
+
+/* The order of RANK_GPU and RANK_HOST: owned seconds descending, then the
+ * GPU's UUID (kept in group) and id, or the host (NULL last). */
+static int rank_cmp(const void *pa, const void *pb)
+{
+    const struct cell *a = pa, *b = pb;
+    int d = a->v[V_OWNED] > b->v[V_OWNED] ? -1 : a->v[V_OWNED] < b->v[V_OWNED];
+
+    if (d == 0 && a->gid >= 0) /* GPUs */
+        d = strcmp(a->group ? a->group : "", b->group ? b->group : "");
+    if (d == 0 && a->gid >= 0)
+        d = a->gid < b->gid ? -1 : a->gid > b->gid;
+    if (d == 0 && (!a->group || !b->group))
+        d = a->group ? -1 : b->group ? 1 : 0;
+    if (d == 0 && a->gid < 0)
+        d = strcmp(a->group, b->group);
+    return d;
+}
+
+static int gid_cmp(const void *pa, const void *pb)
+{
+    const struct cell *a = pa, *b = pb;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+/* Gives each GPU group of rank (sorted by gid) its UUID, as RANK_GPU's
+ * join does. */
+static int rank_uuids(struct conn *c, struct cells *rank)
+{
+    struct db_stmt *s = prep(c, ST_GPU_UUIDS);
+    size_t i = 0;
+    int step;
+
+    if (!s)
+        return GI_INTERNAL;
+    while (i < rank->n && (step = db_step(c, s)) == DB_ROW) {
+        int64_t id = db_col_int(s, 0);
+        while (i < rank->n && rank->a[i].gid < id)
+            i++;
+        if (i < rank->n && rank->a[i].gid == id && db_col_text(s, 1) &&
+            !(rank->a[i].group = strdup(db_col_text(s, 1)))) {
+            db_reset(s);
+            return GI_INTERNAL;
+        }
+    }
+    db_reset(s);
+    return i >= rank->n || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* SQLite: the ranking of every group folded from the rows (RANK_ROWS)
+ * and ordered as RANK_GPU or RANK_HOST order it, into rank (one cell per
+ * group, its owned seconds in v[V_OWNED]). */
+static int rank_rows(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
+                     bool gpu, bool team_only, struct cells *rank)
+{
+    struct db_stmt *s =
+        prep(c, daily ? (team_only ? ST_RANK_ROWS_DAILY_TEAM : ST_RANK_ROWS_DAILY)
+                      : (team_only ? ST_RANK_ROWS_HOURLY_TEAM : ST_RANK_ROWS_HOURLY));
+    size_t rows = 0;
+    int step, rc = GI_OK;
+
+    if (!s)
+        return GI_INTERNAL;
+    bind_query(s, q, q->group_by, dc_id);
+    db_bind_int(s, ":max", MAX_ROWS + 1);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
+        double v[V__N] = {0};
+        if (++rows > MAX_ROWS) {
+            rc = GI_TOO_LARGE;
+            break;
+        }
+        v[V_OWNED] = db_col_dbl(s, 2);
+        rc = cell_add(rank, gpu ? NULL : db_col_text(s, 1), gpu ? db_col_int(s, 0) : -1, NULL, 0,
+                      "", v);
+    }
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
+    cells_unindex(rank);
+    if (rc == GI_OK && gpu && rank->n) {
+        qsort(rank->a, rank->n, sizeof *rank->a, gid_cmp);
+        rc = rank_uuids(c, rank);
+    }
+    if (rc == GI_OK && rank->n)
+        qsort(rank->a, rank->n, sizeof *rank->a, rank_cmp);
     return rc;
 }
 
@@ -701,17 +731,33 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
 {
     bool gpu = strcmp(q->group_by, "gpu") == 0;
     bool team_only = !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0;
-    struct db_stmt *s = prep(c, rank_stmt(gpu, daily, team_only));
+    struct db_stmt *s = NULL;
     struct page_key *keys = NULL;
+    struct cells rank = {0};
     size_t n = 0;
     int64_t row = 0;
-    int step, rc = GI_OK;
+    int step = DB_DONE, rc = GI_OK;
 
     *groups_total = 0;
-    if (!s || !(keys = calloc((size_t)q->limit, sizeof *keys)))
+    if (!(keys = calloc((size_t)q->limit, sizeof *keys)))
         return GI_INTERNAL;
-    bind_query(s, q, q->group_by, dc_id);
-    while ((step = db_step(c, s)) == DB_ROW) {
+    if (db_dialect(c) != DB_PG) {
+        rc = rank_rows(c, q, dc_id, daily, gpu, team_only, &rank);
+        for (size_t i = 0; rc == GI_OK && i < rank.n; i++) {
+            if (row++ < q->offset || n >= (size_t)q->limit)
+                continue;
+            keys[n].gid = rank.a[i].gid;
+            if (!gpu && rank.a[i].group && !(keys[n].host = strdup(rank.a[i].group)))
+                rc = GI_INTERNAL;
+            n++;
+        }
+        cells_free(&rank);
+    } else if (!(s = prep(c, rank_stmt(gpu, daily, team_only)))) {
+        rc = GI_INTERNAL;
+    } else {
+        bind_query(s, q, q->group_by, dc_id);
+    }
+    while (s && (step = db_step(c, s)) == DB_ROW) {
         if (row++ < q->offset || n >= (size_t)q->limit)
             continue;
         keys[n].gid = gpu ? db_col_int(s, 0) : -1;
@@ -721,7 +767,8 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
         }
         n++;
     }
-    db_reset(s);
+    if (s)
+        db_reset(s);
     if (rc == GI_OK && step != DB_DONE)
         rc = db_status(step);
     *groups_total = row;
@@ -745,14 +792,11 @@ static bool team_filter_only(const struct store_usage_query *q)
 static int page_total(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
                       struct cells *tot)
 {
-    struct db_stmt *s = prep(c, daily                 ? ST_REPORT_GROUPS
-                                : team_filter_only(q) ? ST_REPORT_TEAM_HOURS
-                                                      : ST_REPORT_GROUPS_HOURLY);
-
-    if (!s)
-        return GI_INTERNAL;
-    bind_query(s, q, "", dc_id);
-    return collect(c, s, q, false, tot, 1.0);
+    return run_report(c,
+                      daily                 ? ST_REPORT_GROUPS
+                      : team_filter_only(q) ? ST_REPORT_TEAM_HOURS
+                                            : ST_REPORT_GROUPS_HOURLY,
+                      q, "", dc_id, tot);
 }
 
 /* The data-center filter's id (-1: no filter; 0: no such data center,
@@ -811,7 +855,8 @@ static int name_groups(struct conn *c, struct cells *cs)
     return GI_OK;
 }
 
-int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out)
+int store_usage_report_text(struct store *st, const struct store_usage_query *q, bool csv,
+                            char **text, size_t *len)
 {
     struct conn *c = db_conn_get(st);
     struct cells cs = {0};
@@ -830,17 +875,16 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
                           : daily    ? ST_REPORT_DAILY
                                      : ST_REPORT_HOURLY;
     struct cells tot = {0};
+    struct report_out o = {.csv = csv, .consumer = consumer};
+    struct textbuf total = {0};
     int64_t groups_total = 0;
-    json_t *items = json_array(), *total = NULL;
     char from[32], to[32];
-    struct db_stmt *s;
     int64_t dc_id = -1;
-    int rc = GI_INTERNAL;
+    int rc;
 
-    *out = NULL;
+    *text = NULL;
+    *len = 0;
     cs.dc = strcmp(q->group_by, "datacenter") == 0;
-    if (!items)
-        goto cleanup;
     db_read_begin(c);
     rc = datacenter_id(c, q->datacenter, &dc_id);
     if (rc == GI_OK && consumer) {
@@ -849,12 +893,10 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
         rc = page_cells(c, q, dc_id, daily, &cs, &groups_total);
         if (rc == GI_OK)
             rc = page_total(c, q, dc_id, daily, &tot);
-    } else if (rc == GI_OK && (s = prep(c, report))) {
-        bind_query(s, q, q->group_by, dc_id);
-        rc = collect(c, s, q, false, &cs, 1.0);
     } else if (rc == GI_OK) {
-        rc = GI_INTERNAL;
+        rc = run_report(c, report, q, q->group_by, dc_id, &cs);
     }
+    cells_unindex(&cs);
     if (rc == GI_OK && cs.n)
         qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
     cells_merge(&cs);
@@ -863,263 +905,83 @@ int store_usage_report(struct store *st, const struct store_usage_query *q, json
     db_read_end(c);
     if (rc != GI_OK)
         goto cleanup;
-    if (consumer_paged) { /* the total is every group's */
-        if (!(total = total_of(&cs)) || (rc = consumer_page(q, &cs, &groups_total)) != GI_OK) {
-            rc = rc != GI_OK ? rc : GI_INTERNAL;
-            goto cleanup;
-        }
-    }
+    if (!csv) /* the total is every group's, paged or not */
+        usage_put_total(&total, paged ? &tot : &cs);
+    if (consumer_paged && (rc = consumer_page(q, &cs, &groups_total)) != GI_OK)
+        goto cleanup;
     if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
         rc = GI_TOO_LARGE;
         goto cleanup;
     }
-    for (size_t i = 0; i < cs.n && rc == GI_OK;) {
+    if (csv && cs.n) {
+        tb_puts(&o.b, consumer ? "group,kind," : "group,");
+        tb_puts(&o.b, "start,gpu_hours_owned,gpu_hours_allocated,gpu_hours_busy,"
+                      "gpu_hours_allocated_idle,gpu_hours_idle,gpu_hours_unknown,util_avg,"
+                      "energy_kwh,cost_amount,cost_currency,cost_method,cost_note\r\n");
+    } else if (csv) {
+        tb_put(&o.b, "\r\n", 2); /* no rows: no columns */
+    } else {
+        tb_puts(&o.b, "{\"items\":[");
+    }
+    for (size_t i = 0; i < cs.n;) {
         size_t j = i + 1;
         while (j < cs.n && cs.a[j].start == cs.a[i].start && cs.a[j].gid == cs.a[i].gid &&
                strcmp_null(cs.a[j].group, cs.a[i].group) == 0 &&
                strcmp_null(cs.a[j].kind, cs.a[i].kind) == 0)
             j++;
-        rc = emit(items, &cs.a[i], &cs.a[j], consumer);
+        usage_emit(&o, &cs.a[i], &cs.a[j]);
         i = j;
     }
-    if (rc != GI_OK || (!total && !(total = total_of(paged ? &tot : &cs)))) {
-        rc = rc != GI_OK ? rc : GI_INTERNAL;
-        goto cleanup;
+    if (!csv) {
+        gi_time_format(q->from, from, sizeof from);
+        gi_time_format(q->to, to, sizeof to);
+        tb_puts(&o.b, "],\"total\":");
+        tb_put(&o.b, total.p ? total.p : "", total.len);
+        tb_puts(&o.b, ",\"from\":");
+        usage_put_plain(&o.b, from);
+        tb_puts(&o.b, ",\"to\":");
+        usage_put_plain(&o.b, to);
+        tb_puts(&o.b, ",\"group_by\":");
+        usage_put_plain(&o.b, q->group_by);
+        tb_puts(&o.b, daily ? ",\"source\":\"usage_daily\"" : ",\"source\":\"usage_hourly\"");
+        if (total.failed)
+            o.b.failed = true;
     }
-    gi_time_format(q->from, from, sizeof from);
-    gi_time_format(q->to, to, sizeof to);
-    *out = json_pack("{s:o, s:o, s:s, s:s, s:s, s:s}", "items", items, "total", total, "from", from,
-                     "to", to, "group_by", q->group_by, "source",
-                     daily ? "usage_daily" : "usage_hourly");
-    items = total = NULL;
-    rc = *out ? GI_OK : GI_INTERNAL;
-    if (rc == GI_OK && (paged || consumer_paged)) {
+    if (!csv && (paged || consumer_paged)) {
         int64_t next = q->offset + q->limit;
-        json_object_set_new(*out, "groups_total", json_integer(groups_total));
-        json_object_set_new(*out, "limit", json_integer(q->limit));
-        json_object_set_new(*out, "offset", json_integer(q->offset));
-        json_object_set_new(*out, "next_offset",
-                            next < groups_total ? json_integer(next) : json_null());
+        char num[96];
+        snprintf(num, sizeof num, ",\"groups_total\":%lld,\"limit\":%lld,\"offset\":%lld",
+                 (long long)groups_total, (long long)q->limit, (long long)q->offset);
+        tb_puts(&o.b, num);
+        if (next < groups_total)
+            snprintf(num, sizeof num, ",\"next_offset\":%lld", (long long)next);
+        else
+            gi_strlcpy(num, ",\"next_offset\":null", sizeof num);
+        tb_puts(&o.b, num);
     }
+    if (!csv)
+        tb_put(&o.b, "}", 1);
+    *text = tb_take(&o.b, len);
+    rc = *text ? GI_OK : GI_INTERNAL;
 cleanup:
     db_conn_put(st, c);
     cells_free(&cs);
     cells_free(&tot);
-    json_decref(items);
-    json_decref(total);
+    tb_free(&o.b);
+    tb_free(&o.group);
+    tb_free(&total);
     return rc;
 }
 
-/* ---- one GPU's timeline ---- */
-
-static json_t *opt_real(struct db_stmt *s, int i)
+int store_usage_report(struct store *st, const struct store_usage_query *q, json_t **out)
 {
-    return db_col_is_null(s, i) ? json_null() : json_real(round6(db_col_dbl(s, i)));
-}
-
-static json_t *opt_text(struct db_stmt *s, int i)
-{
-    const char *v = db_col_text(s, i);
-    return v && *v ? json_string(v) : json_null();
-}
-
-static json_t *time_json(int64_t t)
-{
-    char buf[32];
-
-    gi_time_format(t, buf, sizeof buf);
-    return json_string(buf);
-}
-
-static int tl_intervals(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t *out)
-{
-    struct db_stmt *s = prep(c, ST_TL_INTERVALS);
-    static const char *const names[] = {"kind",      "consumer", "team",    "namespace", "pod",
-                                        "container", "username", "process", "tenant",    "project"};
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        json_t *o = json_object();
-        for (int i = 0; i < 10; i++)
-            json_object_set_new(o, names[i], opt_text(s, i));
-        json_object_set_new(o, "started_at", time_json(db_col_int(s, 10)));
-        json_object_set_new(o, "ended_at",
-                            db_col_is_null(s, 11) ? json_null() : time_json(db_col_int(s, 11)));
-        json_array_append_new(out, o);
-    }
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-/* Hourly telemetry and classification, and the owner changes the hours
- * show (the first hour's owner, then each change). */
-static int tl_hours(struct conn *c, int64_t gid, int64_t from, int64_t to, bool telemetry,
-                    json_t *series, json_t *owners)
-{
-    struct db_stmt *s = prep(c, ST_TL_HOURS);
-    json_t *last = NULL;
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from - from % 3600);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        double meas = db_col_dbl(s, 12);
-        json_t *owner = json_object();
-        static const char *const f[] = {"team", "env", "pool", "cluster", "cloud"};
-        for (int i = 0; i < 5; i++)
-            json_object_set_new(owner, f[i], opt_text(s, 1 + i));
-        if (!last || !json_equal(last, owner)) {
-            json_t *row = json_deep_copy(owner);
-            json_object_set_new(row, "at", time_json(db_col_int(s, 0)));
-            json_array_append_new(owners, row);
-            json_decref(last);
-            last = owner;
-        } else {
-            json_decref(owner);
-        }
-        if (!telemetry)
-            continue;
-        json_array_append_new(
-            series,
-            json_pack("{s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:f, s:o, s:o}",
-                      "start", time_json(db_col_int(s, 0)), "owned_s", db_col_dbl(s, 6),
-                      "allocated_s", db_col_dbl(s, 7), "busy_s", db_col_dbl(s, 8), "alloc_idle_s",
-                      db_col_dbl(s, 9), "idle_s", db_col_dbl(s, 10), "unknown_s", db_col_dbl(s, 11),
-                      "util_avg",
-                      meas > 0 ? json_real(round6(db_col_dbl(s, 13) / meas)) : json_null(),
-                      "util_max", opt_real(s, 14), "mem_avg_mib",
-                      meas > 0 ? json_real(round6(db_col_dbl(s, 15) / meas)) : json_null(),
-                      "mem_max_mib", opt_real(s, 16), "power_avg_w",
-                      meas > 0 ? json_real(round6(db_col_dbl(s, 17) * 3600.0 / meas)) : json_null(),
-                      "energy_wh", round6(db_col_dbl(s, 17)), "power_max_w", opt_real(s, 18),
-                      "temp_max_c", opt_real(s, 19)));
-    }
-    db_reset(s);
-    json_decref(last);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-static int tl_samples(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t *out)
-{
-    struct db_stmt *s = prep(c, ST_TL_SAMPLES);
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW)
-        json_array_append_new(
-            out, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "at", time_json(db_col_int(s, 0)),
-                           "util_avg", opt_real(s, 1), "util_max", opt_real(s, 2), "mem_used_mib",
-                           opt_real(s, 3), "power_w", opt_real(s, 4), "temp_c", opt_real(s, 5)));
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-static int tl_events(struct conn *c, const char *uuid, int64_t from, int64_t to, json_t *out)
-{
-    struct db_stmt *s = prep(c, ST_TL_EVENTS);
-    int step;
-
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_text(s, ":uuid", uuid);
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
-    db_bind_int(s, ":max", TIMELINE_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        json_t *detail = NULL;
-        const char *d = db_col_text(s, 2);
-        if (d)
-            detail = json_loads(d, 0, NULL);
-        json_array_append_new(out, json_pack("{s:o, s:s, s:o}", "at", time_json(db_col_int(s, 0)),
-                                             "kind", db_col_text(s, 1), "detail",
-                                             detail ? detail : json_null()));
-    }
-    db_reset(s);
-    return step == DB_DONE ? GI_OK : db_status(step);
-}
-
-/* The catalog cost of the GPU's hours in the range (in the currency most
- * of it is in), null when no hour of it is priced. */
-static int tl_cost(struct conn *c, int64_t gid, int64_t from, int64_t to, json_t **cost)
-{
-    struct db_stmt *s = prep(c, ST_TL_COST);
-    int step;
-
-    *cost = NULL;
-    if (!s)
-        return GI_INTERNAL;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":from", from - from % 3600);
-    db_bind_int(s, ":to", to);
-    if ((step = db_step(c, s)) == DB_ROW && db_col_text(s, 0))
-        *cost = json_pack("{s:o, s:s, s:s}", "amount", money(db_col_dbl(s, 1)), "currency",
-                          db_col_text(s, 0), "method", "catalog");
-    db_reset(s);
-    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
-}
-
-int store_gpu_timeline(struct store *st, const char *uuid, int64_t from, int64_t to, json_t **out)
-{
-    struct conn *c = db_conn_get(st);
-    struct db_stmt *s = prep(c, ST_TL_GPU);
-    json_t *iv = json_array(), *hours = json_array(), *raw = json_array(), *ev = json_array(),
-           *owners = json_array(), *cost = NULL;
-    bool use_raw = to - from <= RAW_RANGE_S;
-    char f[32], t[32];
-    int64_t gid = 0;
-    int rc = GI_INTERNAL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = store_usage_report_text(st, q, false, &text, &len);
 
     *out = NULL;
-    if (!s || !iv || !hours || !raw || !ev || !owners)
-        goto cleanup;
-    db_read_begin(c);
-    db_bind_text(s, ":uuid", uuid);
-    rc = db_fetch_int(c, s, &gid);
-    if (rc == GI_OK)
-        rc = tl_intervals(c, gid, from, to, iv);
-    if (rc == GI_OK)
-        rc = tl_hours(c, gid, from, to, !use_raw, hours, owners);
-    if (rc == GI_OK && use_raw)
-        rc = tl_samples(c, gid, from, to, raw);
-    if (rc == GI_OK)
-        rc = tl_events(c, uuid, from, to, ev);
-    if (rc == GI_OK)
-        rc = tl_cost(c, gid, from, to, &cost);
-    db_read_end(c);
-    if (rc != GI_OK)
-        goto cleanup;
-    gi_time_format(from, f, sizeof f);
-    gi_time_format(to, t, sizeof t);
-    *out = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "uuid", uuid, "from", f, "to",
-                     t, "telemetry_source", use_raw ? "samples" : "usage_hourly", "intervals", iv,
-                     "hours", hours, "samples", raw, "events", ev, "owners", owners);
-    iv = hours = raw = ev = owners = NULL;
-    rc = *out ? GI_OK : GI_INTERNAL;
-    if (*out)
-        json_object_set_new(*out, "cost", cost ? cost : json_null());
-    cost = NULL;
-cleanup:
-    json_decref(cost);
-    db_conn_put(st, c);
-    json_decref(iv);
-    json_decref(hours);
-    json_decref(raw);
-    json_decref(ev);
-    json_decref(owners);
+    if (rc == GI_OK && !(*out = json_loadb(text, len, 0, NULL)))
+        rc = GI_INTERNAL;
+    free(text);
     return rc;
 }

@@ -71,6 +71,13 @@ test('the home page asks the heavy questions only after the first chart\'s is an
     '/api/v1/insights/idle', '/api/v1/insights/top-consumers', '/api/v1/insights/overrequest', '/api/v1/insights/savings']) {
     assert.ok(later.has(p), `${p} is asked after the first chart's answer`);
   }
+  // The insight lists go out only once both heatmaps are answered.
+  const heatmapsAnswered = Math.max(...evs.filter((e) => e.kind === 'response' &&
+    e.path === '/api/v1/usage/heatmap').map((e) => e.at));
+  const lists = evs.filter((e) => e.kind === 'request' && e.path.startsWith('/api/v1/insights/') &&
+    e.path !== '/api/v1/insights/waste-by-team');
+  assert.equal(evs.filter((e) => e.kind === 'response' && e.path === '/api/v1/usage/heatmap').length, 2);
+  for (const e of lists) assert.ok(e.at > heatmapsAnswered, `${e.path} is asked after the heatmaps' answers`);
   // The first chart is drawn.
   assert.ok(await page.locator('.charts :is(canvas, [data-testid=chart-empty])').count() > 0);
 });

@@ -390,6 +390,8 @@ static void test_report_cost(void **state)
     struct store_usage_query q = {
         .group_by = "team", .from = h, .to = h + 3600, .step = USAGE_STEP_HOUR};
     json_t *out = NULL, *items, *x, *y1, *y2, *total;
+    char *text = NULL, *dumped, *line, *save = NULL;
+    size_t len = 0;
 
     cost_row(f, 1, h, "x", 1800, 0, 0, 1.0, "2500000", "'USD'"); /* half busy, half waste */
     cost_row(f, 2, h, "x", 0, 3600, 0, 0.5, "2500000", "'USD'"); /* half a GPU, idle */
@@ -447,6 +449,31 @@ static void test_report_cost(void **state)
     assert_int_equal(json_array_size(json_object_get(total, "costs")), 2);
     assert_true(json_real_value(json_object_get(json_object_get(total, "gpu_hours"), "owned")) ==
                 4.5);
+    /* The text written without jansson is what jansson writes for the same
+     * document, byte for byte. */
+    assert_status(store_usage_report_text(f->st, &q, false, &text, &len), GI_OK);
+    dumped = json_dumps(out, JSON_COMPACT);
+    assert_int_equal(len, strlen(text));
+    assert_string_equal(text, dumped);
+    free(text);
+    free(dumped);
+    /* CSV: a header and one row per item; money guarded as text. */
+    assert_status(store_usage_report_text(f->st, &q, true, &text, &len), GI_OK);
+    line = strtok_r(text, "\n", &save);
+    assert_string_equal(line, "group,start,gpu_hours_owned,gpu_hours_allocated,gpu_hours_busy,"
+                              "gpu_hours_allocated_idle,gpu_hours_idle,gpu_hours_unknown,util_avg,"
+                              "energy_kwh,cost_amount,cost_currency,cost_method,cost_note\r");
+    line = strtok_r(NULL, "\n", &save);
+    assert_int_equal(strncmp(line, "x,", 2), 0);
+    assert_non_null(strstr(line, ",3.75,USD,catalog,1.00 of these GPU-hours have no catalog rate "
+                                 "and are not in the amount\r"));
+    line = strtok_r(NULL, "\n", &save);
+    assert_non_null(strstr(line, ",1.00,EUR,catalog,more than one currency: one item per "
+                                 "currency\r"));
+    line = strtok_r(NULL, "\n", &save);
+    assert_non_null(strstr(line, ",2.50,USD,catalog,"));
+    assert_null(strtok_r(NULL, "\n", &save));
+    free(text);
     json_decref(out);
     /* Past the group bound: refused, nothing half done. */
     q.max_groups = 1;

@@ -365,9 +365,12 @@ export function renderHome(main, ctx, view) {
     return;
   }
   chartUsage(charts, win, usage, group, groupName, metric, alive, false, teamUsage);
-  chartHeatmap(charts, filters, alive, first);
+  // The insight lists wait for the heatmaps' answers too: each costs
+  // seconds of CPU at 10,000 GPUs, and asked beside the heatmaps (tens
+  // of milliseconds) they held the charts up for as long.
+  const charted = chartHeatmap(charts, filters, alive, first).catch(() => undefined);
   chartCost(charts, win, teamUsage, alive);
-  loadTables(tables, f, win, teamUsage, filters, alive, first);
+  loadTables(tables, f, win, teamUsage, filters, alive, charted);
 }
 
 /** The header's freshness line (the oldest source's last report) and unowned count. */
