@@ -9,7 +9,8 @@
 # every pushed hour is a past hour the job must roll up; it runs far faster than real time, so the
 # job's work per real second is many times what 10,000 GPUs reporting every minute give it.
 # After the run without the job, one on-demand rollup (POST /api/v1/usage/rollup) works off the
-# backlog that run left, timed: the job's own rate in GPU-hours per second, with no ingest.
+# backlog that run left, timed: the job's own rate in GPU-hours per second, with no ingest, and
+# its CPU time per GPU-hour (the server's and, on PostgreSQL, the database backends').
 # Usage: bench/rollup_rate.sh   (needs build/gpuinv, node, sqlite3; psql for PostgreSQL)
 # Environment:
 #   BENCH_STORE=sqlite    or postgresql (a throwaway server, tests/lib/pg.sh)
@@ -25,6 +26,9 @@
 #   BENCH_OUT=            where the results go (default bench/results/rollup_rate[-pg]-DATE.json)
 #   BENCH_STMTS=          a library built from bench/ingest_stmts.c: the server runs with it
 #                         preloaded and the statements it ran are counted per run
+#   BENCH_PG_STATS=0      1 (PostgreSQL): the bench's cluster loads pg_stat_statements, and each
+#                         run writes its statements by total time, beside the results
+#                         (…-pgss-MODE.txt: calls, total and mean ms, rows, the statement)
 # Each run also reports the CPU time per batch of the server and of PostgreSQL's backends over
 # the sustained part of the push (cpu_sustained).
 # Writes bench/results/rollup_rate[-pg]-DATE.json (one object per run) and prints a summary.
@@ -61,9 +65,27 @@ if [ "$store" = postgresql ]; then
   mkdir -p "$pg_dir"
   tests/lib/pg.sh start "$pg_dir" >/dev/null
   base=$(cat "$pg_dir/conninfo")
+  if [ "${BENCH_PG_STATS:-0}" = 1 ]; then
+    printf "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\npg_stat_statements.max = 2000\n" \
+      >>"$pg_dir/data/postgresql.conf"
+    owner=(); [ "$(id -u)" = 0 ] && owner=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+    "${owner[@]}" /usr/lib/postgresql/15/bin/pg_ctl -D "$pg_dir/data" -l "$pg_dir/postgres.log" -w -t 60 restart >/dev/null
+  fi
   export BENCH_PG_PID
   BENCH_PG_PID=$(head -n 1 "$pg_dir/data/postmaster.pid")
 fi
+# CPU ticks (1/100 s) of process $1 and, on PostgreSQL, of every backend of the bench's cluster.
+cpu_ticks() {
+  local t=0 f pp
+  for f in /proc/[0-9]*/stat; do
+    read -r -a st <"$f" 2>/dev/null || continue
+    pp=${st[3]}
+    if [ "${st[0]}" = "$1" ] || { [ -n "${BENCH_PG_PID:-}" ] && [ "$pp" = "$BENCH_PG_PID" ]; }; then
+      t=$((t + st[13] + st[14]))
+    fi
+  done 2>/dev/null
+  echo "$t"
+}
 out=${BENCH_OUT:-bench/results/rollup_rate${suffix}-$(date -u +%Y-%m-%d).json}
 results="[]"
 # Simulated time: whole minutes ending at least an hour before now.
@@ -74,6 +96,9 @@ for mode in $modes; do
     PGOPTIONS=--client-min-messages=warning psql -X -q -d "${base/\/\?//postgres?}" \
       -c "DROP DATABASE IF EXISTS rr_$mode" -c "CREATE DATABASE rr_$mode" >/dev/null
     db="${base/\/\?//rr_$mode?}"
+    if [ "${BENCH_PG_STATS:-0}" = 1 ]; then
+      psql -X -q -d "$db" -c "CREATE EXTENSION pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
+    fi
   else
     db="$work/rr_$mode.db"
   fi
@@ -97,12 +122,23 @@ for mode in $modes; do
   load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   demand="null"
   if [ "$mode" = off ] && [ "${BENCH_DEMAND:-1}" != 0 ]; then
+    c1=$(cpu_ticks "$pid")
     t1=$(date +%s.%N)
     r=$(curl -s -X POST -H "Authorization: Bearer $token" "$url/api/v1/usage/rollup")
     t2=$(date +%s.%N)
+    c2=$(cpu_ticks "$pid")
     demand=$(node -e 'const r = JSON.parse(process.argv[1]); const s = Number(process.argv[3]) - Number(process.argv[2]);
+      const cpu = (Number(process.argv[5]) - Number(process.argv[4])) * 10;
       console.log(JSON.stringify({ seconds: Math.round(s * 10) / 10, gpu_hours: r.hours, dirty_left: r.dirty_left,
-        gpu_hours_per_s: Math.round(r.hours / s) }));' "$r" "$t1" "$t2")
+        gpu_hours_per_s: Math.round(r.hours / s), cpu_ms_per_gpu_hour: r.hours ? Math.round(cpu / r.hours * 100) / 100 : null }));' \
+      "$r" "$t1" "$t2" "$c1" "$c2")
+  fi
+  if [ "$store" = postgresql ] && [ "${BENCH_PG_STATS:-0}" = 1 ]; then
+    mkdir -p bench/results
+    psql -X -A -F ' | ' -q -d "$db" -c "SELECT calls, round(total_exec_time::numeric, 1) AS total_ms,
+      round(mean_exec_time::numeric, 3) AS mean_ms, rows, regexp_replace(query, '\s+', ' ', 'g')
+      FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = 'rr_$mode'
+      ORDER BY total_exec_time DESC LIMIT 80" >"${out%.json}-pgss-$mode.txt"
   fi
   kill -TERM "$pid"; wait "$pid" || true; pid=""
   rolled=$(grep -c 'job usage:rollup' "$work/err-$mode" || true)
@@ -125,7 +161,7 @@ console.log("|---|---|---|---|---|---|---|---|---|");
 for (const r of a) console.log(`| ${r.store} | ${r.rollup} | ${r.samples_per_s_sustained ?? "first minute not done"} | ${r.samples_per_s_all} | ${r.batch_p99_ms} | ${r.backlog_max} | ${r.backlog_at_push_end} | ${r.drained_after_push_s === null ? "not drained (end " + r.backlog_end + ")" : r.drained_after_push_s + " s"} | ${r.loadavg_before} → ${r.loadavg_after} |`);
 for (const r of a) {
   const d = r.rollup_on_demand_after;
-  if (d) console.log(`${r.store}: one rollup on demand after the run without the job: ${d.gpu_hours} GPU-hours in ${d.seconds} s (${d.gpu_hours_per_s}/s), ${d.dirty_left} left`);
+  if (d) console.log(`${r.store}: one rollup on demand after the run without the job: ${d.gpu_hours} GPU-hours in ${d.seconds} s (${d.gpu_hours_per_s}/s, ${d.cpu_ms_per_gpu_hour} ms of CPU each, server and database), ${d.dirty_left} left`);
 }
 ' "$out"
 echo "results: $out"

@@ -5,7 +5,10 @@
  * job is due and unheld: SQLite runs it under its single writer lock, and
  * PostgreSQL (READ COMMITTED) re-evaluates the WHERE on the newest row
  * version after waiting for a concurrent writer's row lock, so of two
- * replicas racing for one slot exactly one changes the row. */
+ * replicas racing for one slot exactly one changes the row. So a claim
+ * needs no lock of its own: on PostgreSQL it runs beside pushes
+ * (db_tx_begin_keyed() with no key) instead of waiting for every write in
+ * progress and holding up every write behind it, several times a minute. */
 #include "store/store_int.h"
 #include "core/status.h"
 
@@ -30,7 +33,7 @@ int store_job_claim(struct store *st, const char *name, const char *holder, int6
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s;
-    int rc = db_tx_begin(c);
+    int rc = db_tx_begin_keyed(c, NULL, NULL, 0);
 
     *run = false;
     if (rc != GI_OK)

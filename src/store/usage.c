@@ -29,6 +29,7 @@
 #include "core/util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +38,15 @@
 
 /* GPUs of one hour whose samples are read at once (a pass), GPUs per
  * chunk transaction (each one a key the chunk locks), and chunks per job
- * run. */
+ * run: so many that the run's time (RUN_BUDGET_MS) bounds it, since a
+ * chunk cut short by CHUNK_BUDGET_MS may hold only a few GPU-hours. */
 #define PASS_GPUS 512
 #define CHUNK_GPUS DB_LOCK_KEYS_MAX
-#define RUN_CHUNKS 1600
+#define RUN_CHUNKS 100000
+/* Threads that work a pass's chunks side by side on PostgreSQL: a chunk
+ * is a few dozen short statements, mostly waiting on round trips, so a
+ * few at once keep the database busy. */
+#define CREW_SIZE 3
 /* A chunk stops taking more of its GPUs once it has worked this long
  * (the rest stay dirty for the next chunk); a run stops taking chunks
  * after RUN_BUDGET_MS, within the job's lease. */
@@ -53,8 +59,6 @@
 #define YIELD_MAX_MS 50
 /* Rollup rows one pruning statement deletes at most. */
 #define PRUNE_BATCH 5000
-/* Rows of usage_redo worked per chunk. */
-#define REDO_ROWS 500
 /* How stale the current hour's row of a GPU may get before a run redoes
  * it without new samples (its unknown time grows; consumers change). */
 #define RECENT_S 300
@@ -133,25 +137,7 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
                             "usage_groups_hourly WHERE hour < :cut ORDER BY hour LIMIT :batch)")   \
     X(HGROUPS_PARTS_PG, "SELECT gi_usage_groups_hourly_partitions(CAST(:now AS BIGINT), "          \
                         "CAST(:keep AS INT))")                                                     \
-    X(REDO_FIRST, "SELECT id, what, gpu_id, next_hour, next_gpu FROM usage_redo ORDER BY id "      \
-                  "LIMIT 1")                                                                       \
-    X(REDO_ROWS_Q,                                                                                 \
-      "SELECT u.gpu_id, u.hour, g.model, u.env, u.cloud, u.pool FROM usage_hourly u LEFT JOIN "    \
-      "gpus g ON g.id = u.gpu_id WHERE (:gid = 0 OR u.gpu_id = :gid) AND (u.hour > :hour OR "      \
-      "(u.hour = :hour AND u.gpu_id >= :next)) ORDER BY u.hour, u.gpu_id LIMIT :n")                \
-    X(REDO_MOVE, "UPDATE usage_redo SET next_hour = :hour, next_gpu = :next WHERE id = :id")       \
-    X(REDO_DONE, "DELETE FROM usage_redo WHERE id = :id")                                          \
     X(REDO_COUNT, "SELECT COUNT(*) FROM usage_redo")                                               \
-    X(SET_OWNER, "UPDATE usage_hourly SET team = :team, env = :env, pool = :pool, cluster = "      \
-                 ":cluster, cloud = :cloud, updated_at = :now WHERE gpu_id = :gid AND hour = "     \
-                 ":hour")                                                                          \
-    X(SET_RATE, "UPDATE usage_hourly SET rate_micros = :rate, currency = :currency, price_id = "   \
-                ":price, updated_at = :now WHERE gpu_id = :gid AND hour = :hour")                  \
-    X(CONS_OF_HOUR, "SELECT kind, consumer, COALESCE(namespace, ''), COALESCE(username, ''), "     \
-                    "COALESCE(project, '') FROM usage_consumers WHERE gpu_id = :gid AND hour = "   \
-                    ":hour")                                                                       \
-    X(CONS_TEAM, "UPDATE usage_consumers SET team = :team WHERE gpu_id = :gid AND hour = :hour "   \
-                 "AND kind = :kind AND consumer = :consumer")                                      \
     X(PRUNE_HOURLY, "DELETE FROM usage_hourly WHERE (gpu_id, hour) IN (SELECT gpu_id, hour FROM "  \
                     "usage_hourly WHERE hour < :cut ORDER BY hour LIMIT :batch)")                  \
     X(PRUNE_CONS, "DELETE FROM usage_consumers WHERE (gpu_id, hour, kind, consumer) IN (SELECT "   \
@@ -229,43 +215,6 @@ int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t n
     return db_exec_done(c, s);
 }
 
-/* The (GPU, day) pairs whose consumer days a redo chunk re-sums once it
- * has applied its rows. */
-struct gpu_days {
-    int64_t (*v)[2];
-    size_t n, cap;
-};
-
-/* Adds (gid, day) unless it is there already; false when out of memory. */
-static bool gpu_days_add(struct gpu_days *d, int64_t gid, int64_t day)
-{
-    for (size_t i = d->n; i > 0; i--)
-        if (d->v[i - 1][0] == gid && d->v[i - 1][1] == day)
-            return true;
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 64;
-        int64_t(*p)[2] = realloc(d->v, cap * sizeof *p);
-        if (!p)
-            return false;
-        d->v = p;
-        d->cap = cap;
-    }
-    d->v[d->n][0] = gid;
-    d->v[d->n][1] = day;
-    d->n++;
-    return true;
-}
-
-/* Re-sums every pair's consumer day, inside the caller's transaction. */
-static int gpu_days_write(struct conn *c, const struct gpu_days *d, int64_t now)
-{
-    int rc = GI_OK;
-
-    for (size_t i = 0; i < d->n && rc == GI_OK; i++)
-        rc = usage_write_consumer_day(c, d->v[i][0], d->v[i][1], now);
-    return rc;
-}
-
 /* Deletes the consumer days past the daily retention, one day per
  * transaction. */
 static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
@@ -295,7 +244,7 @@ static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
 /* Replaces the hour's rows of usage_groups_hourly by the sums of its
  * usage_hourly rows, and the hour's rows of usage_team_hours by the sums
  * of those, inside the caller's transaction (which wrote them). */
-static int write_hour_groups(struct conn *c, int64_t hour, int64_t now)
+int usage_write_hour_groups(struct conn *c, int64_t hour, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_HGROUPS_DEL);
     int rc;
@@ -480,65 +429,178 @@ static int groups_mark(struct conn *c, int64_t hour, int64_t now)
     return db_exec_done(c, s);
 }
 
-/* One chunk: up to `limit` GPUs of the pass from p->next on, in one
- * transaction that locks those GPUs' keys (a push of one of them waits
- * for it, or it for the push), taking no more of them once
- * CHUNK_BUDGET_MS have passed. *hours counts the GPU-hours done; the pass
- * moves past them only when the chunk commits. */
-static int run_chunk(struct store *st, int64_t now, struct pass *p, size_t limit, int64_t *hours)
+/* What a chunk does once usage_compute_hour has done its GPU-hours
+ * g[0..n): their days and consumer days re-summed, their marks forgotten
+ * (each only if its stamp is still the one the pass read: new data came
+ * in otherwise) and the hour marked for its groups. Nothing reads these
+ * statements' answers, so on PostgreSQL they go out together as one
+ * pipeline: one round trip for the chunk instead of seven per GPU-hour
+ * (on SQLite each runs at once). Each keeps its one-GPU form, whose plan
+ * stays on the primary keys: the same sums over an array of GPUs were
+ * planned as scans of the whole day's rows. */
+static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int64_t hour,
+                        int64_t now)
+{
+    int64_t day = hour - hour % 86400;
+    struct db_stmt *s;
+    int rc = db_defer(c, true), drc;
+
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        if ((rc = usage_write_day(c, g[i].id, day, now)) != GI_OK ||
+            (rc = usage_write_consumer_day(c, g[i].id, day, now)) != GI_OK)
+            break;
+        rc = GI_INTERNAL;
+        if (!(s = prep(c, ST_DIRTY_DONE_GEN)))
+            break;
+        db_bind_int(s, ":hour", hour);
+        db_bind_int(s, ":gid", g[i].id);
+        db_bind_int(s, ":gen", g[i].gen);
+        rc = db_exec_done(c, s);
+    }
+    if (rc == GI_OK)
+        rc = groups_mark(c, hour, now);
+    drc = db_defer(c, false);
+    return rc != GI_OK ? rc : drc;
+}
+
+/* One chunk: the pass's GPUs from `from` up to (not including) `end`, at
+ * most CHUNK_GPUS of them, whose samples start at or after p->xs[at], in
+ * one transaction that locks those GPUs' keys (a push of one of them
+ * waits for it, or it for the push), taking no more of them once
+ * CHUNK_BUDGET_MS have passed. When it commits, *done is the index of the
+ * first GPU it did not do (*done_at: where that GPU's samples start) and
+ * *hours the GPU-hours done; otherwise nothing is done. The pass is only
+ * read (several chunks of it run at once on PostgreSQL). */
+static int run_chunk(struct store *st, int64_t now, const struct pass *p, size_t from, size_t end,
+                     size_t at, size_t *done, size_t *done_at, int64_t *hours)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
     int kinds[CHUNK_GPUS];
     const char *names[CHUNK_GPUS];
     int64_t start = mono_ms();
-    size_t end, at = p->at, i;
+    size_t i;
     int nkeys = 0;
     int rc;
 
     *hours = 0;
-    if (limit > CHUNK_GPUS)
-        limit = CHUNK_GPUS;
-    end = p->next + limit < p->nids ? p->next + limit : p->nids;
-    for (i = p->next; i < end; i++)
+    if (end - from > CHUNK_GPUS)
+        end = from + CHUNK_GPUS;
+    for (i = from; i < end; i++)
         if (p->ids[i].uuid[0] != '\0') {
             kinds[nkeys] = DB_LOCK_GPU;
             names[nkeys++] = p->ids[i].uuid;
         }
     rc = db_tx_begin_keyed(c, kinds, names, nkeys);
-    for (i = p->next; i < end && rc == GI_OK; i++) {
+    for (i = from; i < end && rc == GI_OK; i++) {
         const struct chunk_gpu *g = &p->ids[i];
-        size_t from;
-        if (i > p->next && mono_ms() - start >= CHUNK_BUDGET_MS)
+        size_t first;
+        if (i > from && mono_ms() - start >= CHUNK_BUDGET_MS)
             break;
         while (at < p->n && p->xs[at].gpu < g->id)
             at++;
-        from = at;
+        first = at;
         while (at < p->n && p->xs[at].gpu == g->id)
             at++;
-        rc = usage_compute_hour(c, g->id, p->hour, now, p->xs + from, at - from, p->xs, p->n);
-        if (rc == GI_OK)
-            rc = usage_write_consumer_day(c, g->id, p->hour - p->hour % 86400, now);
-        if (rc == GI_OK) {
-            rc = GI_INTERNAL;
-            if ((s = prep(c, ST_DIRTY_DONE_GEN))) {
-                db_bind_int(s, ":hour", p->hour);
-                db_bind_int(s, ":gid", g->id);
-                db_bind_int(s, ":gen", g->gen);
-                rc = db_exec_done(c, s);
-            }
-        }
+        rc = usage_compute_hour(c, g->id, p->hour, now, p->xs + first, at - first, p->xs, p->n);
     }
     if (rc == GI_OK)
-        rc = groups_mark(c, p->hour, now);
+        rc = chunk_finish(c, p->ids + from, i - from, p->hour, now);
     rc = db_tx_end(c, rc);
     db_conn_put(st, c);
     if (rc == GI_OK) {
-        *hours = (int64_t)(i - p->next);
-        p->next = i;
-        p->at = at;
+        *hours = (int64_t)(i - from);
+        *done = i;
+        *done_at = at;
     }
     return rc;
+}
+
+/* The chunks of one pass worked side by side on PostgreSQL: CREW_SIZE
+ * threads, each on its own connection, take runs of CHUNK_GPUS GPUs in
+ * turn and work each run to its end, chunk after chunk. */
+struct crew {
+    pthread_mutex_t mu;
+    struct store *st;
+    const struct pass *p;
+    int64_t now, deadline;
+    size_t next, at; /* the first GPU not yet taken, and where its samples start */
+    int left;        /* chunks the run may still take */
+    int64_t hours, chunks;
+    int rc; /* the first failure */
+};
+
+/* Takes the next run of GPUs [*from, *end) and where its samples start;
+ * false when the pass is done, the run's chunks or time are spent, or a
+ * chunk failed. Under w->mu. */
+static bool crew_take(struct crew *w, size_t *from, size_t *end, size_t *at)
+{
+    const struct pass *p = w->p;
+
+    if (w->rc != GI_OK || w->left <= 0 || w->next >= p->nids || mono_ms() >= w->deadline)
+        return false;
+    *from = w->next;
+    *at = w->at;
+    *end = w->next + CHUNK_GPUS < p->nids ? w->next + CHUNK_GPUS : p->nids;
+    w->next = *end;
+    while (w->at < p->n && (w->next >= p->nids || p->xs[w->at].gpu < p->ids[w->next].id))
+        w->at++;
+    return true;
+}
+
+static void *crew_work(void *arg)
+{
+    struct crew *w = arg;
+    size_t from, end, at;
+
+    pthread_mutex_lock(&w->mu);
+    while (crew_take(w, &from, &end, &at)) {
+        while (from < end && w->rc == GI_OK && w->left > 0) {
+            size_t done = from, done_at = at;
+            int64_t n = 0;
+            int rc;
+            w->left--;
+            pthread_mutex_unlock(&w->mu);
+            rc = run_chunk(w->st, w->now, w->p, from, end, at, &done, &done_at, &n);
+            pthread_mutex_lock(&w->mu);
+            if (rc != GI_OK) {
+                if (w->rc == GI_OK)
+                    w->rc = rc;
+                break;
+            }
+            w->hours += n;
+            w->chunks++;
+            from = done;
+            at = done_at;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Works the whole pass p with the crew, at most *left chunks (decreased
+ * by those taken) until `deadline`; adds the GPU-hours and chunks done
+ * to *out. A failed chunk stops the crew and is returned; the GPU-hours
+ * it held stay dirty. */
+static int crew_run(struct store *st, int64_t now, const struct pass *p, int64_t deadline,
+                    int *left, struct store_usage_run *out)
+{
+    struct crew w = {.st = st, .p = p, .now = now, .deadline = deadline, .left = *left};
+    pthread_t th[CREW_SIZE];
+    int started = 0;
+
+    pthread_mutex_init(&w.mu, NULL);
+    for (int k = 0; k < CREW_SIZE && (size_t)k * CHUNK_GPUS < p->nids; k++)
+        if (pthread_create(&th[started], NULL, crew_work, &w) == 0)
+            started++;
+    if (started == 0)
+        crew_work(&w);
+    for (int k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+    pthread_mutex_destroy(&w.mu);
+    *left = w.left;
+    out->hours += w.hours;
+    out->chunks += w.chunks;
+    return w.rc;
 }
 
 /* Sums the groups of the oldest hour marked in usage_groups_dirty again,
@@ -569,7 +631,7 @@ static int flush_groups_hour(struct store *st, int64_t now, bool *left)
     rc = GI_OK;
     if (n == 0)
         goto cleanup;
-    if ((rc = write_hour_groups(c, hours[0], now)) != GI_OK)
+    if ((rc = usage_write_hour_groups(c, hours[0], now)) != GI_OK)
         goto cleanup;
     /* hours come in order: the day is summed once its last marked hour is */
     if (n == 1 || hours[1] - hours[1] % 86400 != hours[0] - hours[0] % 86400)
@@ -653,199 +715,6 @@ static int mark_recent(struct store *st, int64_t now)
     }
     rc = db_tx_end(c, rc);
     db_conn_put(st, c);
-    return rc;
-}
-
-/* Re-resolves the consumer teams of one GPU-hour after an owner change. */
-static int redo_consumers(struct conn *c, int64_t gid, int64_t hour, const char *owner_team)
-{
-    struct db_stmt *s = prep(c, ST_CONS_OF_HOUR);
-    json_t *rows = json_array(), *row;
-    size_t i;
-    int step, rc = GI_OK;
-
-    if (!s || !rows) {
-        json_decref(rows);
-        return GI_INTERNAL;
-    }
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":hour", hour);
-    while ((step = db_step(c, s)) == DB_ROW)
-        json_array_append_new(rows,
-                              json_pack("[sssss]", db_col_text(s, 0), db_col_text(s, 1),
-                                        db_col_text(s, 2), db_col_text(s, 3), db_col_text(s, 4)));
-    db_reset(s);
-    if (step != DB_DONE)
-        rc = db_status(step);
-    json_array_foreach(rows, i, row) {
-        const char *kind = json_string_value(json_array_get(row, 0));
-        const char *ns = json_string_value(json_array_get(row, 2));
-        const char *user = json_string_value(json_array_get(row, 3));
-        const char *project = json_string_value(json_array_get(row, 4));
-        char team[OWNER_LEN] = "";
-        if (rc != GI_OK || !kind || !ns || !user || !project)
-            break;
-        if ((rc = usage_consumer_team(c, kind, ns, project, user, hour, owner_team, team,
-                                      sizeof team)) != GI_OK)
-            break;
-        rc = GI_INTERNAL;
-        if (!(s = prep(c, ST_CONS_TEAM)))
-            break;
-        db_bind_opt_text(s, ":team", team);
-        db_bind_int(s, ":gid", gid);
-        db_bind_int(s, ":hour", hour);
-        db_bind_text(s, ":kind", kind);
-        db_bind_text(s, ":consumer", json_string_value(json_array_get(row, 1)));
-        rc = db_exec_done(c, s);
-    }
-    json_decref(rows);
-    return rc;
-}
-
-/* Applies one row of a re-attribution or re-pricing. */
-static int redo_row(struct conn *c, bool owner, int64_t gid, int64_t hour, const char *model,
-                    const char *env, const char *cloud, const char *pool, int64_t now)
-{
-    struct db_stmt *s;
-    int rc;
-
-    if (owner) {
-        struct owner_fields o;
-        rc = owner_resolve(c, gid, hour, &o);
-        if (rc == GI_NOT_FOUND)
-            return GI_OK;
-        if (rc != GI_OK || !(s = prep(c, ST_SET_OWNER)))
-            return rc != GI_OK ? rc : GI_INTERNAL;
-        db_bind_opt_text(s, ":team", o.team);
-        db_bind_opt_text(s, ":env", o.env);
-        db_bind_opt_text(s, ":pool", o.pool);
-        db_bind_opt_text(s, ":cluster", o.cluster);
-        db_bind_opt_text(s, ":cloud", o.cloud);
-        db_bind_int(s, ":now", now);
-        db_bind_int(s, ":gid", gid);
-        db_bind_int(s, ":hour", hour);
-        if ((rc = db_exec_done(c, s)) == GI_OK)
-            rc = redo_consumers(c, gid, hour, o.team);
-        return rc;
-    }
-    {
-        int64_t rate = 0, price = 0;
-        char cur[4] = "";
-        rc = price_rate(c, model, env, cloud, pool, hour, &rate, cur, &price);
-        if (rc != GI_OK && rc != GI_NOT_FOUND)
-            return rc;
-        if (!(s = prep(c, ST_SET_RATE)))
-            return GI_INTERNAL;
-        db_bind_opt_int(s, ":rate", rc == GI_OK ? rate : -1);
-        db_bind_opt_text(s, ":currency", rc == GI_OK ? cur : "");
-        db_bind_opt_int(s, ":price", rc == GI_OK && price > 0 ? price : -1);
-        db_bind_int(s, ":now", now);
-        db_bind_int(s, ":gid", gid);
-        db_bind_int(s, ":hour", hour);
-        return db_exec_done(c, s);
-    }
-}
-
-/* Works REDO_ROWS rows of the oldest queued re-attribution or
- * re-pricing, in one transaction; *rows counts them (0: queue empty). */
-static int redo_chunk(struct store *st, int64_t now, int64_t *rows)
-{
-    struct conn *c = db_conn_get(st);
-    struct db_stmt *s;
-    json_t *todo = json_array(), *row;
-    struct gpu_days days = {0};
-    int64_t id = 0, gid = 0, hour = 0, next = 0, last_day = -1, last_gid = 0;
-    char what[16] = "";
-    size_t i;
-    int step, rc = db_tx_begin(c);
-
-    *rows = 0;
-    if (rc != GI_OK || !todo)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_REDO_FIRST)))
-        goto cleanup;
-    step = db_step(c, s);
-    if (step == DB_ROW) {
-        id = db_col_int(s, 0);
-        gi_strlcpy(what, db_col_text(s, 1), sizeof what);
-        gid = db_col_int(s, 2);
-        hour = db_col_int(s, 3);
-        next = db_col_int(s, 4);
-    }
-    db_reset(s);
-    rc = step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
-    if (rc != GI_OK || step == DB_DONE)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (!(s = prep(c, ST_REDO_ROWS_Q)))
-        goto cleanup;
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":hour", hour);
-    db_bind_int(s, ":next", next);
-    db_bind_int(s, ":n", REDO_ROWS);
-    while ((step = db_step(c, s)) == DB_ROW)
-        json_array_append_new(todo, db_row_values(s));
-    db_reset(s);
-    if (step != DB_DONE) {
-        rc = db_status(step);
-        goto cleanup;
-    }
-    rc = GI_OK;
-    json_array_foreach(todo, i, row) {
-        int64_t g = json_integer_value(json_array_get(row, 0));
-        int64_t h = json_integer_value(json_array_get(row, 1));
-        rc = redo_row(
-            c, strcmp(what, "owner") == 0, g, h, json_string_value(json_array_get(row, 2)),
-            json_string_value(json_array_get(row, 3)), json_string_value(json_array_get(row, 4)),
-            json_string_value(json_array_get(row, 5)), now);
-        if (rc == GI_OK && (g != last_gid || h - h % 86400 != last_day))
-            rc = usage_write_day(c, g, h - h % 86400, now);
-        if (rc == GI_OK && !gpu_days_add(&days, g, h - h % 86400))
-            rc = GI_INTERNAL;
-        /* rows come by hour: an hour's groups are re-summed once it is done */
-        if (rc == GI_OK && last_day >= 0 && h != hour)
-            rc = write_hour_groups(c, hour, now);
-        /* rows come by hour: a day's groups are re-summed once it is done */
-        if (rc == GI_OK && last_day >= 0 && h - h % 86400 != last_day)
-            rc = usage_write_groups(c, last_day, now);
-        if (rc != GI_OK)
-            break;
-        last_gid = g;
-        last_day = h - h % 86400;
-        hour = h;
-        next = g + 1;
-    }
-    if (rc == GI_OK && last_day >= 0)
-        rc = write_hour_groups(c, hour, now);
-    if (rc == GI_OK && last_day >= 0)
-        rc = usage_write_groups(c, last_day, now);
-    /* Every hour of a consumer day counts (its owner and rate are keys),
-     * so each one touched is re-summed after all the chunk's rows. */
-    if (rc == GI_OK)
-        rc = gpu_days_write(c, &days, now);
-    if (rc != GI_OK)
-        goto cleanup;
-    rc = GI_INTERNAL;
-    if (json_array_size(todo) < REDO_ROWS) {
-        if (!(s = prep(c, ST_REDO_DONE)))
-            goto cleanup;
-    } else {
-        if (!(s = prep(c, ST_REDO_MOVE)))
-            goto cleanup;
-        db_bind_int(s, ":hour", hour);
-        db_bind_int(s, ":next", next);
-    }
-    db_bind_int(s, ":id", id);
-    rc = db_exec_done(c, s);
-    *rows = (int64_t)json_array_size(todo) + 1;
-cleanup:
-    rc = db_tx_end(c, rc);
-    db_conn_put(st, c);
-    json_decref(todo);
-    free(days.v);
-    if (rc != GI_OK)
-        *rows = 0;
     return rc;
 }
 
@@ -976,33 +845,43 @@ static int audit_run(struct store *st, const char *actor, const struct store_usa
 
 /* Works dirty GPU-hours pass by pass and chunk by chunk (see pass_read,
  * run_chunk), at most max_chunks chunks and RUN_BUDGET_MS of time, into
- * *out. */
+ * *out: on PostgreSQL a pass's chunks by the crew (crew_run), on SQLite,
+ * whose one writer the job then is, one after the other, stepping aside
+ * after each. After a failed chunk the rest of the run goes one GPU-hour
+ * at a time, so that one bad GPU-hour cannot hold up the others. */
 static int run_chunks(struct store *st, int64_t now, int max_chunks, bool sqlite,
                       struct store_usage_run *out)
 {
     struct pass p = {0};
-    int64_t n = 0, start = mono_ms();
+    int64_t start = mono_ms();
     size_t limit = CHUNK_GPUS;
-    int rc = GI_OK;
+    int left = max_chunks, rc = GI_OK;
 
-    for (int i = 0; i < max_chunks; i++) {
-        int64_t t = mono_ms();
-        if (i > 0 && t - start >= RUN_BUDGET_MS)
+    while (left > 0) {
+        int64_t t = mono_ms(), n = 0;
+        size_t done = 0, done_at = 0;
+        if (left < max_chunks && t - start >= RUN_BUDGET_MS)
             break;
         if (p.next >= p.nids) {
             if ((rc = pass_read(st, now, &p)) != GI_OK || p.nids == 0)
                 break;
         }
-        rc = run_chunk(st, now, &p, limit, &n);
+        if (!sqlite && limit > 1) {
+            rc = crew_run(st, now, &p, start + RUN_BUDGET_MS, &left, out);
+            p.next = p.nids; /* what the crew left undone is read again */
+        } else {
+            left--;
+            rc = run_chunk(st, now, &p, p.next, p.next + limit < p.nids ? p.next + limit : p.nids,
+                           p.at, &done, &done_at, &n);
+        }
         if (rc == GI_UNAVAILABLE)
             break;
         if (rc != GI_OK && limit > 1) {
-            /* Something in the chunk fails: go on one GPU-hour at a time,
-             * so that one bad GPU-hour cannot hold up the others. */
             gi_warn("usage: a rollup chunk failed (%s); going on one GPU-hour at a time",
                     gi_status_name(rc));
             limit = 1;
             rc = GI_OK;
+            p.next = p.nids;
             continue;
         }
         if (rc != GI_OK) {
@@ -1014,9 +893,13 @@ static int run_chunks(struct store *st, int64_t now, int max_chunks, bool sqlite
             p.next++;
             continue;
         }
-        out->hours += n;
-        out->chunks++;
-        step_aside(sqlite, mono_ms() - t);
+        if (sqlite || limit == 1) {
+            out->hours += n;
+            out->chunks++;
+            p.next = done;
+            p.at = done_at;
+            step_aside(sqlite, mono_ms() - t);
+        }
     }
     pass_free(&p);
     return rc;
@@ -1047,7 +930,7 @@ int store_usage_rollup(struct store *st, const char *actor, int64_t now, int max
     if (rc != GI_OK)
         return rc;
     for (int i = 0; i < max_chunks; i++) {
-        if ((rc = redo_chunk(st, now, &n)) != GI_OK)
+        if ((rc = usage_redo_chunk(st, now, &n)) != GI_OK)
             return rc;
         if (n == 0)
             break;

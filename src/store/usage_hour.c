@@ -940,8 +940,6 @@ int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
         goto cleanup;
     rc = fill_gaps(c, h);
 cleanup:
-    if (rc == GI_OK)
-        rc = usage_write_day(c, gid, hour - hour % 86400, now);
     for (size_t i = 0; i < h->ncons; i++)
         free(h->cons[i].on);
     free(h->segs);

@@ -48,11 +48,21 @@ int usage_mark_hours(struct conn *c, int64_t gpu_id, int64_t first, int64_t last
  * of the hours' dimensions, inside the caller's transaction. */
 int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now);
 
+/* usage.c: replaces the hour's rows of usage_groups_hourly by the sums of
+ * its usage_hourly rows, and its rows of usage_team_hours by the sums of
+ * those, inside the caller's transaction. */
+int usage_write_hour_groups(struct conn *c, int64_t hour, int64_t now);
+
+/* usage_redo.c: works up to 500 rows of the oldest queued re-attribution
+ * or re-pricing in one transaction; *rows is how many plus one for the
+ * queue row (0: the queue is empty). */
+int usage_redo_chunk(struct store *st, int64_t now, int64_t *rows);
+
 /* usage_hour.c: recomputes GPU gid's hour (an hour start) from its samples
  * xs[0..n), inside the caller's transaction: its hourly row, consumers and
- * intervals, then its day's row. all[0..nall) are every sample of the
- * chunk, ordered by GPU (xs lies within it). Both borrowed. A GPU that no
- * longer exists is GI_OK with nothing written. */
+ * intervals; the caller then re-sums its day (usage_write_day). all[0..nall)
+ * are every sample of the chunk, ordered by GPU (xs lies within it). Both
+ * borrowed. A GPU that no longer exists is GI_OK with nothing written. */
 int usage_compute_hour(struct conn *c, int64_t gid, int64_t hour, int64_t now,
                        const struct usage_sample *xs, size_t n, const struct usage_sample *all,
                        size_t nall);
