@@ -55,9 +55,10 @@ static int64_t health_settle_s = HEALTH_SETTLE_S;
       ":limit")                                                                                    \
     X(DIRTY_LEFT, "SELECT COUNT(*) FROM usage_daily WHERE updated_at <= :settled AND (updated_at " \
                   "> :u OR (updated_at = :u AND (day > :d OR (day = :d AND gpu_id > :g))))")       \
-    X(SAMPLES, "SELECT gpu_id, ts, temp_c, ecc_corrected, ecc_uncorrected, xid FROM gpu_samples "  \
-               "WHERE ts >= :lo AND ts < :hi AND gpu_id >= :gmin AND gpu_id <= :gmax ORDER BY ts, "  \
-               "gpu_id")                                                                       \
+    X(SAMPLES,                                                                                     \
+      "SELECT gpu_id, ts, temp_c, ecc_corrected, ecc_uncorrected, xid FROM gpu_samples "           \
+      "WHERE ts >= :lo AND ts < :hi AND gpu_id >= :gmin AND gpu_id <= :gmax ORDER BY ts, "         \
+      "gpu_id")                                                                                    \
     X(PUT, "INSERT INTO gpu_health_daily (gpu_id, day, samples, xid_events, xid_codes, "           \
            "ecc_corrected_inc, ecc_uncorrected_inc, temp_p95_c, temp_max_c, util_avg, energy_wh, " \
            "remap_failures, updated_at) VALUES (:g, :d, :n, :xe, :xc, :ecc_c, :ecc_u, :p95, "      \

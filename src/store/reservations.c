@@ -22,11 +22,14 @@
     " FROM asset_reservations r JOIN assets s ON s.id = r.spare_id JOIN assets f ON f.id = "       \
     "r.for_id LEFT JOIN datacenters d ON d.id = s.datacenter_id "
 #define RESV_WHERE                                                                                 \
-    "WHERE (:dc = 0 OR s.datacenter_id = :dc) AND " STORE_SCOPE_IN("s.datacenter_id") " AND "     \
-    "(:model IS NULL OR s.model = :model) AND "                                                    \
-    "(:state IS NULL OR (:state = 'reserved' AND r.released_at IS NULL) OR (r.released_at IS NOT " \
-    "NULL AND COALESCE(r.ended_as, 'released') = :state)) AND (:asset = 0 OR r.spare_id = :asset " \
-    "OR r.for_id = :asset) "
+    "WHERE (:dc = 0 OR s.datacenter_id = :dc) AND " STORE_SCOPE_IN(                                \
+        "s.datacenter_id") " AND "                                                                 \
+                           "(:model IS NULL OR s.model = :model) AND "                             \
+                           "(:state IS NULL OR (:state = 'reserved' AND r.released_at IS NULL) "   \
+                           "OR (r.released_at IS NOT "                                             \
+                           "NULL AND COALESCE(r.ended_as, 'released') = :state)) AND (:asset = 0 " \
+                           "OR r.spare_id = :asset "                                               \
+                           "OR r.for_id = :asset) "
 
 #define STATEMENTS(X)                                                                              \
     X(LIST, "SELECT " RESV_COLS RESV_FROM RESV_WHERE "ORDER BY r.id DESC " PAGE)                   \

@@ -305,10 +305,10 @@ int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t *
  * datacenter_id, datacenter (the spare's), spare_stage, for_stage,
  * rule_id, reserved_at, ended_at, ended_by, end_reason}. */
 struct store_resv_filter {
-    int64_t datacenter_id; /* 0: every data center */
-    const char *model;     /* NULL: every model */
-    const char *state;     /* NULL: every state */
-    const char *asset;     /* NULL: every asset; else a tag, as the spare or the replaced one */
+    int64_t datacenter_id;    /* 0: every data center */
+    const char *model;        /* NULL: every model */
+    const char *state;        /* NULL: every state */
+    const char *asset;        /* NULL: every asset; else a tag, as the spare or the replaced one */
     struct store_scope scope; /* n 0: every data center; else the spare's must be one of them */
 };
 /* A page of reservations, newest first, and their total; GI_NOT_FOUND

@@ -488,10 +488,9 @@ static void test_interleaved_gpus(void **state)
                             (long long)(day - 120));
     for (int i = 0; i < 20; i++) {
         long long ts = day + i * 300;
-        off += (size_t)snprintf(sql + off, sizeof sql - off,
-                                ", (%lld, 1, %.1f, %d, NULL), (%lld, 2, %.1f, 9, %s)", ts,
-                                70.1 + i * 0.1, i < 10 ? 0 : 4, ts, 40.0 + i * 0.5,
-                                i == 5 ? "48" : "NULL");
+        off += (size_t)snprintf(
+            sql + off, sizeof sql - off, ", (%lld, 1, %.1f, %d, NULL), (%lld, 2, %.1f, 9, %s)", ts,
+            70.1 + i * 0.1, i < 10 ? 0 : 4, ts, 40.0 + i * 0.5, i == 5 ? "48" : "NULL");
     }
     assert_true(off < sizeof sql);
     assert_int_equal(raw_exec(&f->db, sql), 0);
