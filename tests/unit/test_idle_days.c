@@ -25,52 +25,6 @@
 #define H 3600LL
 #define DAY 86400LL
 
-/* Runs SQL on the test database outside the store. */
-static void exec_sql(struct testdb_fixture *f, const char *sql)
-{
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %.200s", sql);
-    } else {
-        sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %.200s: %s", sql, sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-}
-
-/* A growing SQL text. */
-struct sql {
-    char *p;
-    size_t len, cap;
-};
-
-static void sql_add(struct sql *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sql_add(struct sql *q, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (q->cap - q->len < 512) {
-        q->cap = q->cap ? q->cap * 2 : 65536;
-        q->p = realloc(q->p, q->cap);
-        assert_non_null(q->p);
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(q->p + q->len, q->cap - q->len, fmt, ap);
-    va_end(ap);
-    assert_true(n > 0 && (size_t)n < q->cap - q->len);
-    q->len += (size_t)n;
-}
-
-static void sql_run(struct testdb_fixture *f, struct sql *q)
-{
-    exec_sql(f, q->p);
-    free(q->p);
-    memset(q, 0, sizeof *q);
-}
-
 static int64_t day0(void)
 {
     int64_t now = gi_now();
@@ -83,22 +37,23 @@ static int64_t day0(void)
 static void idle_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64_t to,
                        int64_t skip)
 {
-    struct sql s = {0}, d = {0};
+    struct testdb_sql s = {0}, d = {0};
     bool first = true;
 
-    sql_add(&s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
-    sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
+    testdb_sql_add(
+        &s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
+    testdb_sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
     for (int64_t h = from; h < to; h += H) {
         if (skip && (h == skip || h == skip + H))
             continue;
         for (int64_t t = h; t < h + H; t += 300)
-            sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", first && t == h ? "" : ", ", (long long)t,
-                    (long long)gpu);
-        sql_add(&d, "%s(%lld, %lld, 1)", first ? "" : ", ", (long long)h, (long long)gpu);
+            testdb_sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", first && t == h ? "" : ", ",
+                           (long long)t, (long long)gpu);
+        testdb_sql_add(&d, "%s(%lld, %lld, 1)", first ? "" : ", ", (long long)h, (long long)gpu);
         first = false;
     }
-    sql_run(f, &s);
-    sql_run(f, &d);
+    testdb_sql_run(&f->db, &s);
+    testdb_sql_run(&f->db, &d);
 }
 
 static void rollup(struct testdb_fixture *f)
@@ -159,9 +114,9 @@ static int64_t list_same(struct testdb_fixture *f, int64_t from, int64_t to, con
     size_t i;
     json_t *o;
 
-    exec_sql(f, "UPDATE usage_idle_days SET day = -day");
+    testdb_exec(f, "UPDATE usage_idle_days SET day = -day");
     by_hours = idle_list(f, from, to, team);
-    exec_sql(f, "UPDATE usage_idle_days SET day = -day");
+    testdb_exec(f, "UPDATE usage_idle_days SET day = -day");
     assert_string_equal(by_days, by_hours);
     v = json_loads(by_days, 0, NULL);
     assert_non_null(v);
@@ -180,15 +135,15 @@ static void test_idle_days(void **state)
     struct store_usage_config keep, cfg;
     int64_t d = day0(), start = d - 5 * H, end = d + 3 * DAY + 10 * H, gap = d + DAY + 6 * H;
 
-    exec_sql(f, "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (1, 'n1', "
-                "1, 1)");
+    testdb_exec(f, "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (1, 'n1', "
+                   "1, 1)");
     for (int g = 1; g <= 2; g++) {
         char sql[512];
         snprintf(sql, sizeof sql,
                  "INSERT INTO gpus (id, uuid, host_id, idx, model, team, first_seen_at, "
                  "last_seen_at) VALUES (%d, 'GPU-%d', 1, %d, 'NVIDIA A100', 'core', 1, 1)",
                  g, g, g - 1);
-        exec_sql(f, sql);
+        testdb_exec(f, sql);
     }
     idle_hours(f, 1, start, end, 0);
     idle_hours(f, 2, start, end, gap);
@@ -219,7 +174,7 @@ static void test_idle_days(void **state)
                  "UPDATE usage_hourly SET env = 'lab' WHERE gpu_id = 1 AND hour = %lld; INSERT "
                  "INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, 1, 1)",
                  (long long)(d + 2 * DAY + 3 * H), (long long)(d + 2 * DAY + 9 * H));
-        exec_sql(f, sql);
+        testdb_exec(f, sql);
     }
     rollup(f);
     assert_int_equal(days_match(f), 5);
@@ -238,7 +193,7 @@ static void test_idle_days(void **state)
         snprintf(sql, sizeof sql,
                  "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, 1, 1)",
                  (long long)(end - H));
-        exec_sql(f, sql);
+        testdb_exec(f, sql);
     }
     rollup(f);
     store_usage_configure(&keep);

@@ -22,36 +22,12 @@
 #define T0 1793577600LL
 #define H 3600LL
 
-/* SQL text being gathered, run in one go. */
-struct sql {
-    char *p;
-    size_t len, cap;
-};
-
-static void sql_add(struct sql *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sql_add(struct sql *q, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (q->cap - q->len < 1024) {
-        q->cap = q->cap ? q->cap * 2 : 65536;
-        q->p = realloc(q->p, q->cap);
-        assert_non_null(q->p);
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(q->p + q->len, q->cap - q->len, fmt, ap);
-    va_end(ap);
-    assert_true(n > 0 && (size_t)n < q->cap - q->len);
-    q->len += (size_t)n;
-}
-
 /* Adds the SQL of a file under tests/fixtures. */
-static void fixture_sql(struct sql *q, const char *name)
+static void fixture_sql(struct testdb_sql *q, const char *name)
 {
     char path[512];
     FILE *f;
-    char buf[1000]; /* below sql_add's free-space margin */
+    char buf[1000]; /* below testdb_sql_add's bound */
     size_t n;
 
     snprintf(path, sizeof path, "%s/%s", GI_FIXTURES, name);
@@ -59,35 +35,17 @@ static void fixture_sql(struct sql *q, const char *name)
     assert_non_null(f);
     while ((n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
         buf[n] = '\0';
-        sql_add(q, "%s", buf);
+        testdb_sql_add(q, "%s", buf);
     }
     fclose(f);
 }
 
 /* The group, daily and consumer-day rollups of the hour rows, as the rollup
  * job keeps them (the SQL the API tests run too). */
-static void group_sums(struct sql *q)
+static void group_sums(struct testdb_sql *q)
 {
     fixture_sql(q, "usage_group_sums.sql");
     fixture_sql(q, "usage_consumer_days.sql");
-}
-
-/* Runs the gathered SQL on the test's database, outside the store. */
-static void sql_run(const struct testdb *t, struct sql *q)
-{
-    if (t->name[0] != '\0') {
-        if (testdb_psql(t->locator, q->p, NULL, 0) != 0)
-            fail_msg("psql failed");
-    } else {
-        sqlite3 *db = NULL;
-        char *err = NULL;
-        if (sqlite3_open(t->locator, &db) != SQLITE_OK ||
-            sqlite3_exec(db, q->p, NULL, NULL, &err) != SQLITE_OK)
-            fail_msg("sqlite3: %s", err ? err : sqlite3_errmsg(db));
-        sqlite3_close(db);
-    }
-    free(q->p);
-    memset(q, 0, sizeof *q);
 }
 
 /* A real or NULL (NAN). */
@@ -105,25 +63,26 @@ struct hour {
     double frac; /* share of a whole GPU; 0 stands for 1 */
 };
 
-static void host(struct sql *q, int id, const char *name)
+static void host(struct testdb_sql *q, int id, const char *name)
 {
-    sql_add(
+    testdb_sql_add(
         q,
         "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (%d, '%s', 1, 1);\n",
         id, name);
 }
 
-static void gpu(struct sql *q, int id, const char *uuid, int host_id)
+static void gpu(struct testdb_sql *q, int id, const char *uuid, int host_id)
 {
-    sql_add(q,
-            "INSERT INTO gpus (id, uuid, host_id, model, first_seen_at, last_seen_at) VALUES (%d, "
-            "'%s', %d, 'H100', 1, 1);\n",
-            id, uuid, host_id);
+    testdb_sql_add(
+        q,
+        "INSERT INTO gpus (id, uuid, host_id, model, first_seen_at, last_seen_at) VALUES (%d, "
+        "'%s', %d, 'H100', 1, 1);\n",
+        id, uuid, host_id);
 }
 
 /* One rollup hour priced at rate micro-units of cur per hour (cur NULL:
  * no rate); util is the average %, so util_sum = util x measured. */
-static void hour_in(struct sql *q, int gpu_id, long long at, const char *team, int host_id,
+static void hour_in(struct testdb_sql *q, int gpu_id, long long at, const char *team, int host_id,
                     const char *hostname, long long rate, const char *cur, struct hour h)
 {
     char umax[32], price[64];
@@ -132,38 +91,41 @@ static void hour_in(struct sql *q, int gpu_id, long long at, const char *team, i
         snprintf(price, sizeof price, "%lld, '%s'", rate, cur);
     else
         snprintf(price, sizeof price, "NULL, NULL");
-    sql_add(q,
-            "INSERT INTO usage_hourly (gpu_id, hour, team, env, pool, cluster, cloud, model, "
-            "datacenter_id, host_id, host, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "
-            "unknown_s, measured_s, util_sum, util_max, mem_sum, energy_wh, fraction, rate_micros, "
-            "currency, updated_at) VALUES (%d, %lld, '%s', 'prod', NULL, 'c1', NULL, 'H100', NULL, "
-            "%d, '%s', %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %s, 0, 0, %.6f, %s, 1);\n",
-            gpu_id, at, team, host_id, hostname, h.owned, h.alloc, h.busy, h.ai, h.idle, h.unknown,
-            h.measured, h.util * h.measured, dbl(umax, sizeof umax, h.umax),
-            h.frac > 0 ? h.frac : 1.0, price);
+    testdb_sql_add(
+        q,
+        "INSERT INTO usage_hourly (gpu_id, hour, team, env, pool, cluster, cloud, model, "
+        "datacenter_id, host_id, host, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "
+        "unknown_s, measured_s, util_sum, util_max, mem_sum, energy_wh, fraction, rate_micros, "
+        "currency, updated_at) VALUES (%d, %lld, '%s', 'prod', NULL, 'c1', NULL, 'H100', NULL, "
+        "%d, '%s', %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %.1f, %s, 0, 0, %.6f, %s, 1);\n",
+        gpu_id, at, team, host_id, hostname, h.owned, h.alloc, h.busy, h.ai, h.idle, h.unknown,
+        h.measured, h.util * h.measured, dbl(umax, sizeof umax, h.umax), h.frac > 0 ? h.frac : 1.0,
+        price);
 }
 
-static void hour(struct sql *q, int gpu_id, long long at, const char *team, int host_id,
+static void hour(struct testdb_sql *q, int gpu_id, long long at, const char *team, int host_id,
                  const char *hostname, long long rate, struct hour h)
 {
     hour_in(q, gpu_id, at, team, host_id, hostname, rate, "USD", h);
 }
 
 /* Who held the GPU in that hour. */
-static void consumer(struct sql *q, int gpu_id, long long at, const char *kind, const char *name,
-                     const char *team, const char *ns, const char *pod, struct hour h)
+static void consumer(struct testdb_sql *q, int gpu_id, long long at, const char *kind,
+                     const char *name, const char *team, const char *ns, const char *pod,
+                     struct hour h)
 {
     char umax[32], t[80], n[80], p[80];
 
     snprintf(t, sizeof t, team ? "'%s'" : "NULL", team ? team : "");
     snprintf(n, sizeof n, ns ? "'%s'" : "NULL", ns ? ns : "");
     snprintf(p, sizeof p, pod ? "'%s'" : "NULL", pod ? pod : "");
-    sql_add(q,
-            "INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, "
-            "allocated_s, busy_s, alloc_idle_s, util_sum, measured_s, util_max) VALUES (%d, %lld, "
-            "'%s', '%s', %s, %s, %s, %.1f, %.1f, %.1f, %.1f, %.1f, %s);\n",
-            gpu_id, at, kind, name, t, n, p, h.alloc, h.busy, h.ai, h.util * h.measured, h.measured,
-            dbl(umax, sizeof umax, h.umax));
+    testdb_sql_add(
+        q,
+        "INSERT INTO usage_consumers (gpu_id, hour, kind, consumer, team, namespace, pod, "
+        "allocated_s, busy_s, alloc_idle_s, util_sum, measured_s, util_max) VALUES (%d, %lld, "
+        "'%s', '%s', %s, %s, %s, %.1f, %.1f, %.1f, %.1f, %.1f, %s);\n",
+        gpu_id, at, kind, name, t, n, p, h.alloc, h.busy, h.ai, h.util * h.measured, h.measured,
+        dbl(umax, sizeof umax, h.umax));
 }
 
 static const struct hour held_idle = {3600, 3600, 0, 3600, 0, 0, 3600, 0, 0, 1};
@@ -173,7 +135,7 @@ static const struct hour unheld_idle = {3600, 0, 0, 0, 3600, 0, 3600, 0, 0, 1};
 
 static void fleet(const struct testdb *t)
 {
-    struct sql q = {0};
+    struct testdb_sql q = {0};
     char uuid[32];
 
     host(&q, 1, "hv");
@@ -221,7 +183,7 @@ static void fleet(const struct testdb *t)
         hour(&q, 31, T0 + 168 * H, "research", 4, "hr", 1000000, low);
     }
     group_sums(&q);
-    sql_run(t, &q);
+    testdb_sql_run(t, &q);
 }
 
 /* The range most tests read: T0-24h .. T0+10h. */
@@ -556,7 +518,7 @@ static void test_unpriced_and_mixed(void **state)
 {
     struct testdb_fixture *fx = *state;
     struct store_insight_filter f = range();
-    struct sql q = {0};
+    struct testdb_sql q = {0};
     json_t *items = NULL, *o;
     size_t i_;
 
@@ -569,7 +531,7 @@ static void test_unpriced_and_mixed(void **state)
         hour_in(&q, 43, T0 + k * H, "lab", 3, "hi", 1000000, "USD", unheld_idle);
     }
     group_sums(&q);
-    sql_run(&fx->db, &q);
+    testdb_sql_run(&fx->db, &q);
     f.team = "lab";
 
     assert_status(store_insight_waste_by_team(fx->st, &f, &items), GI_OK);
@@ -613,7 +575,7 @@ static void test_fractions(void **state)
     struct testdb_fixture *fx = *state;
     struct store_insight_filter f = range();
     struct hour slice = held_idle;
-    struct sql q = {0};
+    struct testdb_sql q = {0};
     json_t *items = NULL, *o;
     size_t i;
 
@@ -627,7 +589,7 @@ static void test_fractions(void **state)
         }
     }
     group_sums(&q);
-    sql_run(&fx->db, &q);
+    testdb_sql_run(&fx->db, &q);
     f.team = "mig";
 
     assert_status(store_insight_waste_by_team(fx->st, &f, &items), GI_OK);
@@ -664,7 +626,7 @@ static void test_owner_change(void **state)
 {
     struct testdb_fixture *fx = *state;
     struct store_insight_filter f = range();
-    struct sql q = {0};
+    struct testdb_sql q = {0};
     json_t *items = NULL, *o;
     size_t i;
     int seen = 0;
@@ -675,7 +637,7 @@ static void test_owner_change(void **state)
         consumer(&q, 61, T0 + k * H, "k8s", "x/hold/c", NULL, "x", "hold", held_idle);
     }
     group_sums(&q);
-    sql_run(&fx->db, &q);
+    testdb_sql_run(&fx->db, &q);
 
     assert_status(store_insight_waste_by_team(fx->st, &f, &items), GI_OK);
     json_array_foreach(items, i, o) {

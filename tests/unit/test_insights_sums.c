@@ -24,60 +24,31 @@
 #define H 3600LL
 #define DAY 86400LL
 
-/* A growing SQL text. */
-struct sql {
-    char *p;
-    size_t len, cap;
-};
-
-static void sql_add(struct sql *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sql_add(struct sql *q, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (q->cap - q->len < 512) {
-        q->cap = q->cap ? q->cap * 2 : 65536;
-        q->p = realloc(q->p, q->cap);
-        assert_non_null(q->p);
-    }
-    va_start(ap, fmt);
-    n = vsnprintf(q->p + q->len, q->cap - q->len, fmt, ap);
-    va_end(ap);
-    assert_true(n > 0 && (size_t)n < q->cap - q->len);
-    q->len += (size_t)n;
-}
-
-static void sql_run(struct testdb_fixture *f, struct sql *q)
-{
-    testdb_exec(f, q->p);
-    free(q->p);
-    memset(q, 0, sizeof *q);
-}
-
 /* Idle samples of gpu every 5 minutes over the hours [from, to), each hour
  * marked dirty as ingest would; with `proc`, a process on the GPU at every
  * sample too. */
 static void gpu_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64_t to, bool proc)
 {
-    struct sql s = {0}, d = {0}, p = {0};
+    struct testdb_sql s = {0}, d = {0}, p = {0};
 
-    sql_add(&s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
-    sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
-    sql_add(&p, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username) VALUES ");
+    testdb_sql_add(
+        &s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
+    testdb_sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
+    testdb_sql_add(&p, "INSERT INTO gpu_processes (ts, gpu_uuid, pid, name, username) VALUES ");
     for (int64_t h = from; h < to; h += H) {
         for (int64_t t = h; t < h + H; t += 300) {
-            sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", t == from ? "" : ", ", (long long)t,
-                    (long long)gpu);
-            sql_add(&p, "%s(%lld, 'GPU-%lld', 42, 'train', 'ana')", t == from ? "" : ", ",
-                    (long long)t, (long long)gpu);
+            testdb_sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", t == from ? "" : ", ", (long long)t,
+                           (long long)gpu);
+            testdb_sql_add(&p, "%s(%lld, 'GPU-%lld', 42, 'train', 'ana')", t == from ? "" : ", ",
+                           (long long)t, (long long)gpu);
         }
-        sql_add(&d, "%s(%lld, %lld, 1)", h == from ? "" : ", ", (long long)h, (long long)gpu);
+        testdb_sql_add(&d, "%s(%lld, %lld, 1)", h == from ? "" : ", ", (long long)h,
+                       (long long)gpu);
     }
-    sql_run(f, &s);
-    sql_run(f, &d);
+    testdb_sql_run(&f->db, &s);
+    testdb_sql_run(&f->db, &d);
     if (proc)
-        sql_run(f, &p);
+        testdb_sql_run(&f->db, &p);
     free(p.p);
 }
 

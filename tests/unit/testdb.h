@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,20 +252,63 @@ struct testdb_fixture {
 };
 
 #ifdef fail_msg
-/* Runs one statement on the fixture's database outside the store; a
- * failure fails the test. */
-static inline void testdb_exec(struct testdb_fixture *f, const char *sql)
+/* Runs SQL (one or more statements) on the test database t outside the
+ * store; a failure fails the test. */
+static inline void testdb_exec_on(const struct testdb *t, const char *sql)
 {
-    if (f->db.name[0] != '\0') {
-        if (testdb_psql(f->db.locator, sql, NULL, 0) != 0)
-            fail_msg("psql failed on: %s", sql);
+    if (t->name[0] != '\0') {
+        if (testdb_psql(t->locator, sql, NULL, 0) != 0)
+            fail_msg("psql failed on: %.200s", sql);
     } else {
         sqlite3 *db = NULL;
-        if (sqlite3_open(f->db.locator, &db) != SQLITE_OK ||
+        if (sqlite3_open(t->locator, &db) != SQLITE_OK ||
             sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-            fail_msg("sqlite3 failed on %s: %s", sql, sqlite3_errmsg(db));
+            fail_msg("sqlite3 failed on %.200s: %s", sql, sqlite3_errmsg(db));
         sqlite3_close(db);
     }
+}
+
+/* The same on the fixture's database. */
+static inline void testdb_exec(struct testdb_fixture *f, const char *sql)
+{
+    testdb_exec_on(&f->db, sql);
+}
+
+/* SQL text gathered by testdb_sql_add() and run in one go by
+ * testdb_sql_run() (start from {0}). */
+struct testdb_sql {
+    char *p;
+    size_t len, cap;
+};
+
+/* Appends to q; one call adds less than 1,024 bytes. */
+static inline void testdb_sql_add(struct testdb_sql *q, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline void testdb_sql_add(struct testdb_sql *q, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (q->cap - q->len < 1024) {
+        q->cap = q->cap ? q->cap * 2 : 65536;
+        q->p = realloc(q->p, q->cap);
+        if (q->p == NULL)
+            fail_msg("out of memory");
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(q->p + q->len, q->cap - q->len, fmt, ap);
+    va_end(ap);
+    if (n <= 0 || (size_t)n >= q->cap - q->len)
+        fail_msg("testdb_sql_add: %d bytes do not fit", n);
+    q->len += (size_t)n;
+}
+
+/* Runs q on t (testdb_exec_on) and empties it. */
+static inline void testdb_sql_run(const struct testdb *t, struct testdb_sql *q)
+{
+    testdb_exec_on(t, q->p ? q->p : "");
+    free(q->p);
+    memset(q, 0, sizeof *q);
 }
 #endif
 
