@@ -23,8 +23,8 @@ CREATE TABLE usage_team_days (
     owned_cost DOUBLE PRECISION,
     alloc_idle_cost DOUBLE PRECISION,
     idle_cost DOUBLE PRECISION,
-    gpu_ids TEXT NOT NULL,
-    alloc_idle_ids TEXT,
+    gpu_ids TEXT COLLATE "C" NOT NULL,
+    alloc_idle_ids TEXT COLLATE "C",
     updated_at BIGINT NOT NULL
 );
 CREATE INDEX usage_team_days_day ON usage_team_days(day, team);
