@@ -488,24 +488,24 @@ cleanup:
 }
 
 /* One group of a paged consumer report: its cells a[lo..hi) of the
- * sorted cells and its owned seconds over the range. */
+ * sorted cells, their kind and key (the first cell's), and its owned
+ * seconds over the range. The group carries what its order needs, so
+ * requests on several threads sort without shared state. */
 struct consumer_group {
     size_t lo, hi;
+    const char *kind, *group;
     double owned;
 };
-
-static const struct cell *group_cells;
 
 static int consumer_group_cmp(const void *pa, const void *pb)
 {
     const struct consumer_group *a = pa, *b = pb;
-    const struct cell *x = &group_cells[a->lo], *y = &group_cells[b->lo];
     int d = a->owned > b->owned ? -1 : a->owned < b->owned;
 
     if (d == 0)
-        d = strcmp_null(x->kind, y->kind);
+        d = strcmp_null(a->kind, b->kind);
     if (d == 0)
-        d = strcmp_null(x->group, y->group);
+        d = strcmp_null(a->group, b->group);
     return d;
 }
 
@@ -523,11 +523,11 @@ static int consumer_page(const struct store_usage_query *q, struct cells *cs, in
     for (size_t i = 0; i < cs->n; i++) {
         if (n == 0 || strcmp_null(cs->a[i].kind, cs->a[g[n - 1].lo].kind) != 0 ||
             strcmp_null(cs->a[i].group, cs->a[g[n - 1].lo].group) != 0)
-            g[n++] = (struct consumer_group){.lo = i, .hi = i};
+            g[n++] = (struct consumer_group){
+                .lo = i, .hi = i, .kind = cs->a[i].kind, .group = cs->a[i].group};
         g[n - 1].hi = i + 1;
         g[n - 1].owned += cs->a[i].v[V_OWNED];
     }
-    group_cells = cs->a;
     qsort(g, n, sizeof *g, consumer_group_cmp);
     for (size_t k = 0; k < n; k++)
         for (size_t i = g[k].lo; i < g[k].hi; i++)
