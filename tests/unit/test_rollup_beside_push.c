@@ -214,7 +214,7 @@ static void push_late(struct fixture *f)
 static void test_push_completes_while_backlog_drains(void **state)
 {
     struct fixture *f = *state;
-    int64_t total = (int64_t)HOSTS * 8 * HOURS, left_after_push, first_hour_left;
+    int64_t total = (int64_t)HOSTS * 8 * HOURS, left_after_push;
     pthread_t th;
 
     backlog(f);
@@ -225,7 +225,6 @@ static void test_push_completes_while_backlog_drains(void **state)
         nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 2000000}, NULL);
     push(f);
     left_after_push = waiting(f);
-    first_hour_left = waiting_in(f, f->from, f->from + 3600);
     push_late(f);
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_status(f->rc, GI_OK);
@@ -237,13 +236,13 @@ static void test_push_completes_while_backlog_drains(void **state)
         f->run.chunks += more.chunks;
         f->run.dirty_left = more.dirty_left;
     }
-    /* The push did not wait for the backlog, nor even for the rollup of
-     * its oldest hour (the GPUs of an hour are worked a chunk at a time,
-     * and a push goes between two chunks or beside them): when it
-     * returned, the run had more of that hour to do, and the run went on
-     * to finish everything. */
+    /* The push did not wait for the backlog (the GPUs of an hour are
+     * worked a chunk at a time, and a push goes between two chunks or
+     * beside them): when it returned, the run had more to do, and it went
+     * on to finish everything. How much of the oldest hour was left is
+     * not asserted: on PostgreSQL several threads work its chunks at once,
+     * and they may finish it while the push waits for its turn. */
     assert_true(left_after_push > 0);
-    assert_true(first_hour_left > 0);
     assert_int_equal(waiting(f), 0);
     assert_true(f->run.hours >= total);
     assert_true(f->run.chunks > 1);
