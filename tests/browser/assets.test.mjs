@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
-import { launch, newPage, shot, signIn, tableReady, columnTexts } from './browser.mjs';
+import { launch, newPage, shot, signIn, tableReady, columnTexts, apiOk } from './browser.mjs';
 
 let server;
 let browser;
@@ -16,11 +16,7 @@ let dc;
 let other;
 const day = (n) => new Date(Date.now() + n * 86400000).toISOString().slice(0, 10);
 
-async function call(method, p, body) {
-  const r = await server.api(method, p, { body });
-  assert.ok(r.status < 300, `${method} ${p}: ${r.status} ${r.text}`);
-  return r.json;
-}
+const call = (method, p, body) => apiOk(server, method, p, body);
 
 before(async () => {
   server = await startServer();

@@ -4,6 +4,7 @@ import { chromium } from 'playwright-core';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
+import assert from 'node:assert/strict';
 
 const CHROMIUM = process.env.GPUINV_CHROMIUM || '/usr/bin/chromium';
 
@@ -83,4 +84,11 @@ export async function columnTexts(page, col) {
 /** The number of data rows in the main data table. */
 export async function rowCount(page) {
   return page.locator('.table-wrap[aria-busy] tbody tr[data-id]').count();
+}
+
+/** An API call a test sets up with: asserts a 2xx answer and returns its JSON. */
+export async function apiOk(server, method, p, body) {
+  const r = await server.api(method, p, { body });
+  assert.ok(r.status < 300, `${method} ${p}: ${r.status} ${r.text}`);
+  return r.json;
 }

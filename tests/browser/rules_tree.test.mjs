@@ -9,18 +9,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
-import { launch, newPage, shot, signIn } from './browser.mjs';
+import { launch, newPage, shot, signIn, apiOk } from './browser.mjs';
 
 let server;
 let browser;
 let page;
 let errors;
 
-async function call(method, p, body) {
-  const r = await server.api(method, p, { body });
-  assert.ok(r.status < 300, `${method} ${p}: ${r.status} ${r.text}`);
-  return r.json;
-}
+const call = (method, p, body) => apiOk(server, method, p, body);
 
 const NAME = 'Nested A100 or ECC';
 const WANT = {

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../lib/server.mjs';
 import { dbQuery } from '../api/helpers.mjs';
-import { launch, newPage, shot, signIn } from './browser.mjs';
+import { launch, newPage, shot, signIn, apiOk } from './browser.mjs';
 
 let server;
 let browser;
@@ -15,11 +15,7 @@ let page;
 let errors;
 let source;
 
-async function call(method, p, body) {
-  const r = await server.api(method, p, { body });
-  assert.ok(r.status < 300, `${method} ${p}: ${r.status} ${r.text}`);
-  return r.json;
-}
+const call = (method, p, body) => apiOk(server, method, p, body);
 
 before(async () => {
   server = await startServer();
