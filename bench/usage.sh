@@ -25,7 +25,8 @@
 #                           BENCH_STORE is postgresql); the binary migrates it at start-up.
 #                           On PostgreSQL the CPU counted is the server's and that of the
 #                           database's backends (pg_stat_activity), not the cluster's others
-#   BENCH_KEEP=0            1: keep the temporary directory
+#   BENCH_KEEP=0            1: keep the temporary directory (and leave a PostgreSQL the
+#                           bench started running, its URL printed)
 #   BENCH_WRK=1             0: no wrk latency runs (on a shared machine: CPU time only)
 #   BENCH_CPU_N=0           N > 0: also the CPU time per request of the server's request
 #                           threads (utime + stime from /proc over N identical requests
@@ -89,8 +90,15 @@ cleanup() {
   set +e
   [ -n "$srv_pid" ] && stop_server 2>/dev/null
   [ -n "$vm_pid" ] && kill -TERM "$vm_pid" 2>/dev/null && wait "$vm_pid" 2>/dev/null
-  [ -n "$pg_dir" ] && "$pg_sh" stop "$pg_dir"
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "bench: kept $tmp"; else rm -rf "$tmp"; fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then
+    # A kept PostgreSQL stays up: its database is the template for copies
+    # (CREATE DATABASE ... TEMPLATE gpuinv) measured with BENCH_REUSE.
+    [ -z "$pg_dir" ] || echo "bench: PostgreSQL left running: $db (tests/lib/pg.sh stop $pg_dir)"
+    echo "bench: kept $tmp"
+  else
+    [ -n "$pg_dir" ] && "$pg_sh" stop "$pg_dir"
+    rm -rf "$tmp"
+  fi
 }
 trap cleanup EXIT
 
