@@ -796,7 +796,9 @@ int usage_write_groups(struct conn *c, int64_t day, int64_t now)
         return GI_INTERNAL;
     db_bind_int(s, ":day", day);
     db_bind_int(s, ":now", now);
-    return (rc = db_exec_done(c, s)) != GI_OK ? rc : insight_sums_day(c, day, now);
+    if ((rc = db_exec_done(c, s)) == GI_OK)
+        rc = usage_host_days_write(c, day, now);
+    return rc != GI_OK ? rc : insight_sums_day(c, day, now);
 }
 
 static int fill_trailing(struct conn *c, struct hour_calc *h);

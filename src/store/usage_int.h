@@ -90,4 +90,14 @@ static inline double usage_round6(double x) { return round(x * 1e6) / 1e6; }
  * decimals and never "-0.00". buf needs 48 bytes. */
 void usage_money_text(double micro_seconds, char *buf, size_t len);
 
+/* usage_host_days.c: replaces the day's rows of usage_host_days (the
+ * owned seconds per host) by the sums of its usage_daily rows, and drops
+ * the days older than the oldest day group, inside the caller's
+ * transaction. usage_write_groups() calls it. */
+int usage_host_days_write(struct conn *c, int64_t day, int64_t now);
+
+/* usage_host_days.c: whether usage_host_days answers for every day from
+ * `from` on at time `now` (none of them within reach of retention). */
+bool usage_host_days_cover(int64_t from, int64_t now);
+
 #endif

@@ -85,6 +85,13 @@
     " GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 "                           \
     "ELSE 0 END, u.host"
 
+/* The ranking of a paged host report with no filter from the owned
+ * seconds per host and day (usage_host_days): a row per host and day
+ * instead of one per GPU and day, in RANK_HOST's order. */
+#define RANK_HOST_DAYS                                                                             \
+    "SELECT u.host, SUM(u.owned_s) FROM usage_host_days u WHERE u.day >= :from AND u.day < :to "   \
+    "GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 ELSE 0 END, u.host"
+
 /* The same ranking's rows unsummed, for SQLite, where they are folded and
  * ordered here (rank_rows): three times cheaper than the database's sort. */
 #define RANK_ROWS(table, key, filters)                                                             \
@@ -153,6 +160,7 @@
     X(RANK_HOST_DAILY_TEAM, RANK_HOST("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
     X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
+    X(RANK_HOST_DAYS, RANK_HOST_DAYS)                                                              \
     X(RANK_ROWS_DAILY, RANK_ROWS("usage_daily", "day", FILTERS))                                   \
     X(RANK_ROWS_DAILY_TEAM, RANK_ROWS("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_ROWS_HOURLY, RANK_ROWS("usage_hourly", "hour", FILTERS))                                \
@@ -731,6 +739,9 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
 {
     bool gpu = strcmp(q->group_by, "gpu") == 0;
     bool team_only = !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0;
+    /* no filter at all over whole days: the hosts' day sums rank them */
+    bool host_days = !gpu && daily && team_only && !q->team && !q->datacenter &&
+                     usage_host_days_cover(q->from, (int64_t)time(NULL));
     struct db_stmt *s = NULL;
     struct page_key *keys = NULL;
     struct cells rank = {0};
@@ -741,7 +752,7 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
     *groups_total = 0;
     if (!(keys = calloc((size_t)q->limit, sizeof *keys)))
         return GI_INTERNAL;
-    if (db_dialect(c) != DB_PG) {
+    if (db_dialect(c) != DB_PG && !host_days) {
         rc = rank_rows(c, q, dc_id, daily, gpu, team_only, &rank);
         for (size_t i = 0; rc == GI_OK && i < rank.n; i++) {
             if (row++ < q->offset || n >= (size_t)q->limit)
@@ -752,7 +763,7 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
             n++;
         }
         cells_free(&rank);
-    } else if (!(s = prep(c, rank_stmt(gpu, daily, team_only)))) {
+    } else if (!(s = prep(c, host_days ? ST_RANK_HOST_DAYS : rank_stmt(gpu, daily, team_only)))) {
         rc = GI_INTERNAL;
     } else {
         bind_query(s, q, q->group_by, dc_id);

@@ -1,0 +1,58 @@
+/* The owned GPU-seconds per host and day (usage_host_days, migration
+ * 055), written by the usage:rollup job inside its transactions
+ * (usage_write_groups() in usage_hour.c calls usage_host_days_write());
+ * read by usage_query.c to rank the hosts of a paged report with no
+ * filter. See usage_int.h.
+ *
+ * A day's rows are written again from its usage_daily rows whenever its
+ * day groups are, in the same transaction, so the two always describe the
+ * same rows: late data, a re-run, a re-attribution and a merge of GPU
+ * records all re-sum the day's groups. The days older than the oldest day
+ * group (pruned by retention) are dropped then; a reader does not use the
+ * days retention may be pruning (usage_host_days_cover). */
+#include "store/usage_int.h"
+#include "core/status.h"
+
+#define STATEMENTS(X)                                                                              \
+    X(HDAYS_DEL, "DELETE FROM usage_host_days WHERE day = :day")                                   \
+    X(HDAYS_ADD, "INSERT INTO usage_host_days (day, host, gpus, owned_s, updated_at) SELECT "      \
+                 "CAST(:day AS BIGINT), host, COUNT(*), SUM(owned_s * fraction), CAST(:now AS "    \
+                 "BIGINT) FROM usage_daily WHERE day = :day GROUP BY host")                        \
+    X(HDAYS_PRUNE, "DELETE FROM usage_host_days WHERE day < (SELECT MIN(day) FROM "                \
+                   "usage_groups_daily)")
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+/* Runs statement id with :day and :now bound (where it names them). */
+static int run_day(struct conn *c, enum stmt_id id, int64_t day, int64_t now)
+{
+    struct db_stmt *s = db_prep(c, stmt_sql[id]);
+
+    if (s == NULL)
+        return GI_INTERNAL;
+    db_bind_int(s, ":day", day);
+    db_bind_int(s, ":now", now);
+    return db_exec_done(c, s);
+}
+
+int usage_host_days_write(struct conn *c, int64_t day, int64_t now)
+{
+    int rc = run_day(c, ST_HDAYS_DEL, day, now);
+
+    if (rc == GI_OK)
+        rc = run_day(c, ST_HDAYS_ADD, day, now);
+    if (rc == GI_OK)
+        rc = run_day(c, ST_HDAYS_PRUNE, day, now);
+    return rc;
+}
+
+bool usage_host_days_cover(int64_t from, int64_t now)
+{
+    /* Retention deletes usage_daily's days before now - retain_daily_days
+     * in bounded batches: a day within a day of that edge may be half
+     * gone there while its host rows still stand. */
+    const struct store_usage_config *cfg = usage_config();
+
+    return cfg && from >= now - ((int64_t)cfg->retain_daily_days - 1) * 86400;
+}
