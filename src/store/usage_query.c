@@ -408,10 +408,16 @@ static int run_report(struct conn *c, enum stmt_id id, const struct store_usage_
                                             {ST_REPORT_GROUPS, ST_ROWS_GROUPS},
                                             {ST_REPORT_GROUPS_HOURLY, ST_ROWS_GROUPS_HOURLY},
                                             {ST_REPORT_TEAM_HOURS, ST_ROWS_TEAM_HOURS}};
+    /* PostgreSQL too where the rows are the cells already (the team hours
+     * by team and hour: one row per team, hour and currency), so that it
+     * neither sorts nor groups them (5x the cost of reading them). */
+    bool as_rows =
+        db_dialect(c) != DB_PG ||
+        (id == ST_REPORT_TEAM_HOURS && q->step == USAGE_STEP_HOUR && strcmp(group_by, "team") == 0);
     bool rows = false;
     struct db_stmt *s;
 
-    for (size_t i = 0; db_dialect(c) != DB_PG && i < sizeof twins / sizeof *twins; i++)
+    for (size_t i = 0; as_rows && i < sizeof twins / sizeof *twins; i++)
         if (twins[i][0] == id) {
             id = twins[i][1];
             rows = true;

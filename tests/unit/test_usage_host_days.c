@@ -1,0 +1,265 @@
+/* The host days (usage_host_days, migration 055) as the rollup job keeps
+ * them, on each store, against hand-computed rows: after the first
+ * rollup, after late data adds a host to a past day, after a re-run over
+ * a day whose first hour moved a GPU to another host and whose later
+ * hours changed a GPU's team, and after retention pruned old days; and
+ * the paged host report with no filter, which ranks its hosts from them,
+ * answers byte for byte what the path over usage_daily answers (a filter
+ * every GPU matches takes that path).
+ *
+ * From D, midnight four days ago, to E = D+3d+10h (exclusive): GPUs 1 and
+ * 2 on host n1 and GPU 3 on host n2 report idle every 5 minutes from
+ * D-5h; GPU 4 on host n3 reports only over D+1d, and late. */
+#include "unit.h"
+#include "testdb.h"
+
+#include "core/util.h"
+#include "store/store.h"
+#include "store/store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H 3600LL
+#define DAY 86400LL
+
+/* Idle samples of gpu every 5 minutes over the hours [from, to), each hour
+ * marked dirty as ingest would. */
+static void gpu_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64_t to)
+{
+    struct testdb_sql s = {0}, d = {0};
+
+    testdb_sql_add(
+        &s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
+    testdb_sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
+    for (int64_t h = from; h < to; h += H) {
+        for (int64_t t = h; t < h + H; t += 300)
+            testdb_sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", t == from ? "" : ", ", (long long)t,
+                           (long long)gpu);
+        testdb_sql_add(&d, "%s(%lld, %lld, 1)", h == from ? "" : ", ", (long long)h,
+                       (long long)gpu);
+    }
+    testdb_sql_run(&f->db, &s);
+    testdb_sql_run(&f->db, &d);
+}
+
+static void rollup(struct testdb_fixture *f)
+{
+    struct store_usage_run run;
+
+    assert_status(store_usage_rollup(f->st, NULL, gi_now(), 0, &run), GI_OK);
+    assert_int_equal(run.dirty_left, 0);
+    assert_int_equal(run.groups_left, 0);
+}
+
+/* Marks gpu's hour dirty, so that the next rollup sums its day again. */
+static void mark(struct testdb_fixture *f, int64_t gpu, int64_t hour)
+{
+    char sql[160];
+
+    snprintf(sql, sizeof sql,
+             "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, %lld, 1)",
+             (long long)hour, (long long)gpu);
+    testdb_exec(f, sql);
+}
+
+/* The row of usage_host_days for host on day: owned seconds (-1: no row)
+ * and GPUs. */
+static void host_day(struct testdb_fixture *f, const char *host, int64_t day, int64_t owned,
+                     int64_t gpus)
+{
+    char sql[256];
+
+    snprintf(sql, sizeof sql,
+             "SELECT COALESCE(MAX(CAST(owned_s AS BIGINT)), -1) FROM usage_host_days WHERE host = "
+             "'%s' AND day = %lld",
+             host, (long long)day);
+    assert_int_equal(testdb_scalar(&f->db, sql), owned);
+    snprintf(sql, sizeof sql,
+             "SELECT COALESCE(MAX(gpus), 0) FROM usage_host_days WHERE host = '%s' AND day = %lld",
+             host, (long long)day);
+    assert_int_equal(testdb_scalar(&f->db, sql), gpus);
+}
+
+/* usage_host_days holds exactly one row per day and host of usage_daily,
+ * with their count and owned seconds; returns how many rows. */
+static int64_t days_match(struct testdb_fixture *f)
+{
+    int64_t n = testdb_scalar(&f->db, "SELECT COUNT(*) FROM (SELECT day, host FROM usage_daily "
+                                      "GROUP BY day, host) a");
+
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_host_days"), n);
+    assert_int_equal(
+        testdb_scalar(&f->db,
+                      "SELECT COUNT(*) FROM usage_host_days t JOIN (SELECT day, host, COUNT(*) "
+                      "AS n, SUM(owned_s * fraction) AS o FROM usage_daily GROUP BY day, host) a "
+                      "ON a.day = t.day AND (a.host = t.host OR (a.host IS NULL AND t.host IS "
+                      "NULL)) WHERE t.gpus = a.n AND ABS(t.owned_s - a.o) < 0.001"),
+        n);
+    return n;
+}
+
+/* The paged host report over [from, to) as text, with no filter or with a
+ * filter every GPU matches. Caller frees. */
+static char *report(struct testdb_fixture *f, int64_t from, int64_t to, int64_t limit,
+                    int64_t offset, bool filtered)
+{
+    struct store_usage_query q = {.group_by = "host",
+                                  .from = from,
+                                  .to = to,
+                                  .step = USAGE_STEP_DAY,
+                                  .limit = limit,
+                                  .offset = offset,
+                                  .model = filtered ? "NVIDIA A100" : NULL};
+    char *text = NULL;
+    size_t len = 0;
+
+    assert_status(store_usage_report_text(f->st, &q, false, &text, &len), GI_OK);
+    assert_non_null(text);
+    assert_int_equal(strlen(text), len);
+    return text;
+}
+
+/* The two paths answer the same bytes for every page of [from, to). */
+static void assert_same(struct testdb_fixture *f, int64_t from, int64_t to)
+{
+    for (int64_t limit = 1; limit <= 4; limit++)
+        for (int64_t off = 0; off <= 3; off++) {
+            char *a = report(f, from, to, limit, off, false),
+                 *b = report(f, from, to, limit, off, true);
+            assert_string_equal(a, b);
+            free(a);
+            free(b);
+        }
+}
+
+/* The hosts of the report's page, in order, joined by commas, and its
+ * groups_total (-1: the distinct hosts of usage_daily over the range). */
+static void assert_page(struct testdb_fixture *f, int64_t from, int64_t to, int64_t limit,
+                        const char *hosts, int64_t groups_total)
+{
+    char *text = report(f, from, to, limit, 0, false), got[128] = "", last[32] = "", sql[200];
+    json_t *o = json_loads(text, 0, NULL), *it;
+    size_t i;
+
+    assert_non_null(o);
+    json_array_foreach(json_object_get(o, "items"), i, it) {
+        const char *g = json_string_value(json_object_get(it, "group"));
+        size_t n = strlen(got);
+        assert_non_null(g);
+        if (strcmp(g, last) != 0)
+            snprintf(got + n, sizeof got - n, "%s%s", n ? "," : "", g);
+        snprintf(last, sizeof last, "%s", g);
+    }
+    assert_string_equal(got, hosts);
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(DISTINCT host) FROM usage_daily WHERE day >= %lld AND day < %lld",
+             (long long)from, (long long)to);
+    assert_int_equal(json_integer_value(json_object_get(o, "groups_total")),
+                     groups_total >= 0 ? groups_total : testdb_scalar(&f->db, sql));
+    json_decref(o);
+    free(text);
+}
+
+static void test_host_days(void **state)
+{
+    struct testdb_fixture *f = *state;
+    struct store_usage_config keep, cfg;
+    int64_t now = gi_now(), d = now - now % DAY - 4 * DAY, start = d - 5 * H;
+    int64_t end = d + 3 * DAY + 10 * H;
+    char sql[256];
+
+    testdb_exec(f, "INSERT INTO hosts (id, hostname, first_seen_at, last_seen_at) VALUES (1, "
+                   "'n1', 1, 1), (2, 'n2', 1, 1), (3, 'n3', 1, 1)");
+    for (int g = 1; g <= 4; g++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO gpus (id, uuid, host_id, idx, model, team, first_seen_at, "
+                 "last_seen_at) VALUES (%d, 'GPU-%d', %d, %d, 'NVIDIA A100', '%s', 1, 1)",
+                 g, g, g <= 2 ? 1 : g - 1, g - 1, g <= 2 ? "core" : "ml");
+        testdb_exec(f, sql);
+    }
+    gpu_hours(f, 1, start, end);
+    gpu_hours(f, 2, start, end);
+    gpu_hours(f, 3, start, end);
+    rollup(f);
+    assert_true(days_match(f) >= 10);
+    /* D-1: the 5 hours from D-5h of each GPU; then whole days. */
+    host_day(f, "n1", d - DAY, 2 * 5 * H, 2);
+    host_day(f, "n2", d - DAY, 5 * H, 1);
+    host_day(f, "n1", d, 2 * DAY, 2);
+    host_day(f, "n2", d + DAY, DAY, 1);
+    host_day(f, "n3", d + DAY, -1, 0);
+    assert_page(f, d, d + 3 * DAY, 1, "n1", 2);
+    assert_page(f, d, d + 3 * DAY, 5, "n1,n2", 2);
+    assert_same(f, d - DAY, d + 3 * DAY);
+
+    /* Late data: GPU 4 on n3 reports over D+1d. */
+    gpu_hours(f, 4, d + DAY, d + 2 * DAY);
+    rollup(f);
+    assert_true(days_match(f) >= 10);
+    host_day(f, "n3", d + DAY, DAY, 1);
+    host_day(f, "n3", d, -1, 0);
+    host_day(f, "n1", d + DAY, 2 * DAY, 2);
+    assert_page(f, d + DAY, d + 2 * DAY, 5, "n1,n2,n3", 3);
+    assert_same(f, d - DAY, d + 3 * DAY);
+    assert_same(f, d + DAY, d + 2 * DAY);
+
+    /* GPU 1's first hour of D+2d is on n2 (its day follows its first
+     * hour) and GPU 3 is team core from D+2d+12h; a re-run of another
+     * hour of that day sums it again. */
+    snprintf(sql, sizeof sql,
+             "UPDATE usage_hourly SET host = 'n2', host_id = 2 WHERE gpu_id = 1 AND hour = %lld",
+             (long long)(d + 2 * DAY));
+    testdb_exec(f, sql);
+    snprintf(
+        sql, sizeof sql,
+        "UPDATE usage_hourly SET team = 'core' WHERE gpu_id = 3 AND hour >= %lld AND hour < %lld",
+        (long long)(d + 2 * DAY + 12 * H), (long long)(d + 3 * DAY));
+    testdb_exec(f, sql);
+    mark(f, 1, d + 2 * DAY + 9 * H);
+    rollup(f);
+    assert_true(days_match(f) >= 10);
+    host_day(f, "n1", d + 2 * DAY, DAY, 1);
+    host_day(f, "n2", d + 2 * DAY, 2 * DAY, 2);
+    host_day(f, "n1", d + DAY, 2 * DAY, 2);
+    /* D+2d alone: n2 first now; over D..D+3d n1 still leads. */
+    assert_page(
+        f, d + 2 * DAY, d + 3 * DAY, 1, "n2",
+        2 + (testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_host_days WHERE host = 'n3'") > 1));
+    assert_page(f, d, d + 3 * DAY, 1, "n1", 3);
+    assert_same(f, d - DAY, d + 3 * DAY);
+    assert_same(f, d + 2 * DAY, d + 3 * DAY);
+
+    /* The ranking is read from usage_host_days: a row changed there by
+     * hand changes the order (the rollup writes it again below). */
+    snprintf(sql, sizeof sql, "UPDATE usage_host_days SET owned_s = 0 WHERE host = 'n1'");
+    testdb_exec(f, sql);
+    assert_page(f, d, d + 3 * DAY, 1, "n2", 3);
+
+    /* Retention keeps two days of daily rollups: the older days go, from
+     * the host days too once a day is written again; a range that reaches
+     * them takes the path over usage_daily. */
+    store_usage_config_get(&keep);
+    cfg = keep;
+    cfg.retain_daily_days = 2;
+    store_usage_configure(&cfg);
+    mark(f, 1, end - H);
+    rollup(f);
+    mark(f, 1, end - H);
+    rollup(f);
+    assert_same(f, d - DAY, now - now % DAY + DAY);
+    store_usage_configure(&keep);
+    assert_true(testdb_scalar(&f->db, "SELECT MIN(day) FROM usage_daily") > d);
+    assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_host_days WHERE day < "
+                                           "(SELECT MIN(day) FROM usage_groups_daily)"),
+                     0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_host_days, testdb_setup, testdb_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
