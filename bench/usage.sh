@@ -161,7 +161,7 @@ db_pids() {
               AND COALESCE(leader_pid, 0) NOT IN (SELECT pid FROM job)"
   fi
 }
-# The CPU ticks of the server's request threads (libmicrohttpd's workers,
+# The CPU ticks of the server's request threads (libmicrohttpd's and the request workers,
 # so that the background jobs of a fresh database are not counted); on
 # PostgreSQL with the database's added (the postmaster and its backends,
 # which run the SQL; on a reused cluster only the backends connected to the
@@ -170,7 +170,7 @@ cpu_ticks() { # [the database's pids, else db_pids]
   local pids=${1:-} t
   [ "$store" != postgresql ] || [ -n "$pids" ] || pids=$(db_pids)
   {
-    for t in /proc/"$srv_pid"/task/*; do [ "$(cat "$t/comm" 2>/dev/null)" = MHD-worker ] && cat "$t/stat"; done
+    for t in /proc/"$srv_pid"/task/*; do case "$(cat "$t/comm" 2>/dev/null)" in MHD-worker | gi-worker) cat "$t/stat" ;; esac; done
     for p in $pids; do cat "/proc/$p/stat" 2>/dev/null; done
   } | awk '{ t += $14 + $15 } END { print t + 0 }'
 }

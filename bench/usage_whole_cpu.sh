@@ -1,7 +1,7 @@
 #!/bin/bash
-# The CPU per request of a server's whole process (every thread: on SQLite
-# the reports no longer run on libmicrohttpd's MHD-worker threads, which
-# bench/usage.sh counts, so its SQLite CPU column reads about 0) for the
+# The CPU per request of a server's whole process (every thread, where
+# bench/usage.sh counts only the request threads, MHD-worker and gi-worker;
+# binaries before the workers were named read about 0 there) for the
 # paged host/GPU reports and the 30-day hour-step team report, over the 30
 # days to the last midnight. The process's CPU over 5 idle seconds is
 # measured first and its rate taken off (background jobs of a database

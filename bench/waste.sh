@@ -37,7 +37,7 @@ queries=(
 req_ticks() {
   local t=0 d
   for d in /proc/"$pid"/task/*; do
-    [ "$(cat "$d/comm" 2>/dev/null)" = MHD-worker ] && t=$((t + $(awk '{print $14 + $15}' "$d/stat")))
+    case "$(cat "$d/comm" 2>/dev/null)" in MHD-worker | gi-worker) t=$((t + $(awk '{print $14 + $15}' "$d/stat"))) ;; esac
   done
   echo "$t"
 }

@@ -1,6 +1,7 @@
 /* GET /metrics: Prometheus text for operators: GPU counts, stale and
  * missing GPUs, and per-source freshness and status. */
 #include "api/api.h"
+#include "api/scope.h"
 #include "core/status.h"
 #include "core/util.h"
 #include "http/server.h"
@@ -67,9 +68,13 @@ void api_metrics(struct req *r)
     char *buf = NULL, name[256], kind[64];
     size_t len = 0, cap = 0, i;
     bool ok = true;
-    int st = store_metrics(r->store, now - fresh, &m);
+    int st;
 
-    if (st != GI_OK) {
+    /* The server's metrics count the whole fleet and every source: a token
+     * confined to data centers cannot be shown them narrowed. */
+    if (!who_unconfined_or_reply(r, "/metrics"))
+        return;
+    if ((st = store_metrics(r->store, now - fresh, &m)) != GI_OK) {
         reply_status(r, st, "metrics");
         return;
     }

@@ -169,6 +169,16 @@ describe('token data-center scope: reads', () => {
     assert.deepEqual(gpusB, [B.uuid]);
   });
 
+  test('/metrics counts the whole fleet: refused to a confined token, served to an unconfined one', async () => {
+    for (const t of [viewer, both]) {
+      const r = assertError(await h.s.api('GET', '/metrics', { auth: t.token }), 403, { code: 'forbidden', field: 'datacenter' });
+      assert.match(r.message, /\/metrics/);
+    }
+    const m = await h.s.api('GET', '/metrics');
+    assert.equal(m.status, 200, m.text);
+    assert.match(m.text, /^gpuinv_gpus \d+$/m);
+  });
+
   test('usage and insights are forced to the data center; showback and unmatched billing are refused', async () => {
     ok(await h.s.api('GET', '/api/v1/usage', { auth: viewer.token }));
     ok(await h.s.api('GET', `/api/v1/usage?datacenter=${encodeURIComponent(dcA.name)}`, { auth: viewer.token }));
