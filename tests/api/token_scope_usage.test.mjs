@@ -67,6 +67,22 @@ describe('usage of a token of several data centers', () => {
     }
   });
 
+  test('the hourly team sums and the paged GPU and host reports: its data centers only', async () => {
+    // no filter but the team's: the paths that read the team hours and the rank index
+    const bare = { from: iso(T0 - 3600), to: iso(T0 + 3 * 3600), step: 'hour' };
+    const get = async (q, auth) => ok(await h.s.api('GET', '/api/v1/usage?' + new URLSearchParams({ ...bare, ...q }), auth ? { auth } : {}));
+    for (const q of [{ group_by: 'team' }, { group_by: 'gpu', limit: '2' }, { group_by: 'host', limit: '1' }]) {
+      const one = [];
+      for (const dc of dcs) one.push(await get({ ...q, datacenter: dc.name }));
+      const got = await get(q, two.token);
+      assert.ok(Math.abs(got.total.gpu_hours.owned - one[0].total.gpu_hours.owned - one[1].total.gpu_hours.owned) < 1e-6, JSON.stringify(q));
+      assert.ok(one[2].total.gpu_hours.owned > 0);
+      if (q.limit) assert.equal(got.groups_total, one[0].groups_total + one[1].groups_total, JSON.stringify(q));
+      const mineGroups = new Set([...one[0].items, ...one[1].items].map((x) => x.group));
+      for (const x of got.items) assert.ok(mineGroups.has(x.group), `${JSON.stringify(q)} ${x.group}`);
+    }
+  });
+
   test('CSV: the rows of its data centers only', async () => {
     const r = await usage({ group_by: 'datacenter', format: 'csv' }, two.token);
     assert.equal(r.status, 200, r.text);
