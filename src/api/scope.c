@@ -246,6 +246,12 @@ bool who_may_see_or_reply(struct req *r, enum who_thing t, const char *key, int6
 
 bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, size_t len)
 {
+    return who_dc_name_scope_or_reply(r, name, buf, len, NULL);
+}
+
+bool who_dc_name_scope_or_reply(struct req *r, const char **name, char *buf, size_t len,
+                                struct store_scope *sc)
+{
     json_t *dc = NULL;
     const char *canon;
     int64_t id = 0;
@@ -262,8 +268,12 @@ bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, si
             return false;
         }
     }
-    if (!who_dc_filter_or_reply(r, &id, NULL))
+    if (!who_dc_filter_or_reply(r, &id, sc))
         return false;
+    if (id == 0) { /* several data centers, none named: *sc holds them */
+        *name = NULL;
+        return true;
+    }
     if ((st = store_dc_get(r->store, id, &dc)) != GI_OK) {
         reply_status(r, st, "data center");
         return false;

@@ -45,6 +45,11 @@ void who_scope(const struct req *r, struct store_scope *out);
  * A name that matches no data center is left as it is (it matches
  * nothing). */
 bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, size_t len);
+/* The same for a report that reads a set of data centers: with no name
+ * given, a token of several data centers leaves *name NULL and sets *sc
+ * to its data centers (sc->n 0 otherwise). */
+bool who_dc_name_scope_or_reply(struct req *r, const char **name, char *buf, size_t len,
+                                struct store_scope *sc);
 /* For a report or a rule that cannot be narrowed to data centers
  * (showback, unmatched billing lines, lifecycle rules): true for an unconfined identity; otherwise
  * 403 forbidden naming `what`. */

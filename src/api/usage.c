@@ -133,7 +133,7 @@ void api_usage_get(struct req *r)
         if (*slot[i] && !**slot[i])
             *slot[i] = NULL;
     }
-    if (!who_dc_name_filter_or_reply(r, &q.datacenter, dc_name, sizeof dc_name))
+    if (!who_dc_name_scope_or_reply(r, &q.datacenter, dc_name, sizeof dc_name, &q.scope))
         return;
     /* Whole hours: the rollups' grain. */
     q.from -= q.from % 3600;

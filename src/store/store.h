@@ -683,7 +683,8 @@ struct store_usage_query {
     int64_t from, to;
     enum store_usage_step step;
     const char *team, *env, *pool, *cluster, *cloud, *datacenter, *model;
-    int64_t max_groups; /* GI_TOO_LARGE past it (0: no bound) */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
+    int64_t max_groups;       /* GI_TOO_LARGE past it (0: no bound) */
     /* Paging of the host and GPU groupings: limit > 0 answers the groups
      * [offset, offset + limit) in the order of their owned GPU-hours over
      * the range, descending, then key (UUID or host name; a NULL host

@@ -35,7 +35,7 @@
     ":env) AND (CAST(:pool AS TEXT) IS NULL OR u.pool = :pool) AND (CAST(:cluster AS TEXT) IS "    \
     "NULL OR u.cluster = :cluster) AND (CAST(:cloud AS TEXT) IS NULL OR u.cloud = :cloud) AND "    \
     "(CAST(:model AS TEXT) IS NULL OR u.model = :model) AND (CAST(:dc AS BIGINT) IS NULL OR "      \
-    "u.datacenter_id = :dc)"
+    "u.datacenter_id = :dc) AND " STORE_SCOPE_IN("u.datacenter_id")
 #define SUMS                                                                                       \
     "SUM(u.owned_s * u.fraction), SUM(u.allocated_s * u.fraction), SUM(u.busy_s * u.fraction), "   \
     "SUM(u.alloc_idle_s * u.fraction), SUM(u.idle_s * u.fraction), SUM(u.unknown_s * "             \
@@ -361,6 +361,7 @@ static void bind_query(struct db_stmt *s, const struct store_usage_query *q, con
     db_bind_opt_text(s, ":cloud", q->cloud);
     db_bind_opt_text(s, ":model", q->model);
     db_bind_opt_int(s, ":dc", dc_id);
+    db_bind_scope(s, &q->scope);
     db_bind_int(s, ":max", MAX_CELLS + 1);
 }
 
@@ -744,7 +745,8 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
                       struct cells *cs, int64_t *groups_total)
 {
     bool gpu = strcmp(q->group_by, "gpu") == 0;
-    bool team_only = !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0;
+    bool team_only =
+        !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0 && !q->scope.n;
     /* no filter at all over whole days: the hosts' day sums rank them */
     bool host_days = !gpu && daily && team_only && !q->team && !q->datacenter &&
                      usage_host_days_cover(q->from, (int64_t)time(NULL));
@@ -801,7 +803,8 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
  * group sum to the team hours (usage_team_hours). */
 static bool team_filter_only(const struct store_usage_query *q)
 {
-    return !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && !q->datacenter;
+    return !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && !q->datacenter &&
+           !q->scope.n;
 }
 
 /* The total of a paged report over every group, from the group rows (the
