@@ -52,26 +52,6 @@ static void gpu_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64
     free(p.p);
 }
 
-static void rollup(struct testdb_fixture *f)
-{
-    struct store_usage_run run;
-
-    assert_status(store_usage_rollup(f->st, NULL, gi_now(), 0, &run), GI_OK);
-    assert_int_equal(run.dirty_left, 0);
-    assert_int_equal(run.groups_left, 0);
-}
-
-/* Marks gpu's hour dirty, so that the next rollup sums its day again. */
-static void mark(struct testdb_fixture *f, int64_t gpu, int64_t hour)
-{
-    char sql[160];
-
-    snprintf(sql, sizeof sql,
-             "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, %lld, 1)",
-             (long long)hour, (long long)gpu);
-    testdb_exec(f, sql);
-}
-
 /* Per day, team and currency of usage_daily: its rows' count and sums. */
 #define DAY_SUMS                                                                                   \
     "(SELECT day, team, COALESCE(currency, '') AS cur, COUNT(*) AS n, SUM(owned_s * fraction) AS " \
@@ -173,7 +153,7 @@ static void test_team_days(void **state)
     gpu_hours(f, 2, d + DAY + H, d + 2 * DAY - H, true);
     gpu_hours(f, 2, d + 2 * DAY - H, end, false);
     gpu_hours(f, 3, start, end, false);
-    rollup(f);
+    testdb_rollup_summed(f);
     /* Days D-1 .. D+3 (and any later day the rollup fills): core and ml
      * each day. */
     assert_true(days_match(f) >= 10);
@@ -187,7 +167,7 @@ static void test_team_days(void **state)
     /* Late data: GPU 4 (team ml) reports over D+1d, and is owned from
      * then on (it is not missing). */
     gpu_hours(f, 4, d + DAY, d + 2 * DAY, false);
-    rollup(f);
+    testdb_rollup_summed(f);
     assert_true(days_match(f) >= 10);
     assert_gpus(f, d, d + 3 * DAY, "ml", 2, 0);
     assert_gpus(f, d, d + DAY, "ml", 1, 0);
@@ -202,8 +182,8 @@ static void test_team_days(void **state)
                  (long long)(d + 2 * DAY));
         testdb_exec(f, sql);
     }
-    mark(f, 1, d + 2 * DAY + 9 * H);
-    rollup(f);
+    testdb_mark_dirty(f, 1, d + 2 * DAY + 9 * H);
+    testdb_rollup_summed(f);
     assert_true(days_match(f) >= 10);
     assert_gpus(f, d + 2 * DAY, d + 3 * DAY, "core", 1, 0);
     assert_gpus(f, d + 2 * DAY, d + 3 * DAY, "ml", 3, 0);
@@ -215,10 +195,10 @@ static void test_team_days(void **state)
     cfg = keep;
     cfg.retain_daily_days = 2;
     store_usage_configure(&cfg);
-    mark(f, 1, end - H);
-    rollup(f);
-    mark(f, 1, end - H);
-    rollup(f);
+    testdb_mark_dirty(f, 1, end - H);
+    testdb_rollup_summed(f);
+    testdb_mark_dirty(f, 1, end - H);
+    testdb_rollup_summed(f);
     store_usage_configure(&keep);
     {
         int64_t oldest = testdb_scalar(&f->db, "SELECT MIN(day) FROM usage_daily");

@@ -44,26 +44,6 @@ static void gpu_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64
     testdb_sql_run(&f->db, &d);
 }
 
-static void rollup(struct testdb_fixture *f)
-{
-    struct store_usage_run run;
-
-    assert_status(store_usage_rollup(f->st, NULL, gi_now(), 0, &run), GI_OK);
-    assert_int_equal(run.dirty_left, 0);
-    assert_int_equal(run.groups_left, 0);
-}
-
-/* Marks gpu's hour dirty, so that the next rollup sums its day again. */
-static void mark(struct testdb_fixture *f, int64_t gpu, int64_t hour)
-{
-    char sql[160];
-
-    snprintf(sql, sizeof sql,
-             "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, %lld, 1)",
-             (long long)hour, (long long)gpu);
-    testdb_exec(f, sql);
-}
-
 /* The row of usage_host_days for host on day: owned seconds (-1: no row)
  * and GPUs. */
 static void host_day(struct testdb_fixture *f, const char *host, int64_t day, int64_t owned,
@@ -182,7 +162,7 @@ static void test_host_days(void **state)
     gpu_hours(f, 1, start, end);
     gpu_hours(f, 2, start, end);
     gpu_hours(f, 3, start, end);
-    rollup(f);
+    testdb_rollup_summed(f);
     assert_true(days_match(f) >= 10);
     /* D-1: the 5 hours from D-5h of each GPU; then whole days. */
     host_day(f, "n1", d - DAY, 2 * 5 * H, 2);
@@ -196,7 +176,7 @@ static void test_host_days(void **state)
 
     /* Late data: GPU 4 on n3 reports over D+1d. */
     gpu_hours(f, 4, d + DAY, d + 2 * DAY);
-    rollup(f);
+    testdb_rollup_summed(f);
     assert_true(days_match(f) >= 10);
     host_day(f, "n3", d + DAY, DAY, 1);
     host_day(f, "n3", d, -1, 0);
@@ -217,8 +197,8 @@ static void test_host_days(void **state)
         "UPDATE usage_hourly SET team = 'core' WHERE gpu_id = 3 AND hour >= %lld AND hour < %lld",
         (long long)(d + 2 * DAY + 12 * H), (long long)(d + 3 * DAY));
     testdb_exec(f, sql);
-    mark(f, 1, d + 2 * DAY + 9 * H);
-    rollup(f);
+    testdb_mark_dirty(f, 1, d + 2 * DAY + 9 * H);
+    testdb_rollup_summed(f);
     assert_true(days_match(f) >= 10);
     host_day(f, "n1", d + 2 * DAY, DAY, 1);
     host_day(f, "n2", d + 2 * DAY, 2 * DAY, 2);
@@ -244,10 +224,10 @@ static void test_host_days(void **state)
     cfg = keep;
     cfg.retain_daily_days = 2;
     store_usage_configure(&cfg);
-    mark(f, 1, end - H);
-    rollup(f);
-    mark(f, 1, end - H);
-    rollup(f);
+    testdb_mark_dirty(f, 1, end - H);
+    testdb_rollup_summed(f);
+    testdb_mark_dirty(f, 1, end - H);
+    testdb_rollup_summed(f);
     assert_same(f, d - DAY, now - now % DAY + DAY);
     store_usage_configure(&keep);
     assert_true(testdb_scalar(&f->db, "SELECT MIN(day) FROM usage_daily") > d);

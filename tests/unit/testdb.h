@@ -15,6 +15,7 @@
 #define GI_TESTDB_H
 
 #include "core/log.h"
+#include "core/util.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -272,6 +273,28 @@ static inline void testdb_exec_on(const struct testdb *t, const char *sql)
 static inline void testdb_exec(struct testdb_fixture *f, const char *sql)
 {
     testdb_exec_on(&f->db, sql);
+}
+
+/* Runs the usage rollup to the end: no dirty hour and no hour whose
+ * group sums wait. */
+static inline void testdb_rollup_summed(struct testdb_fixture *f)
+{
+    struct store_usage_run run;
+
+    assert_status(store_usage_rollup(f->st, NULL, gi_now(), 0, &run), GI_OK);
+    assert_int_equal(run.dirty_left, 0);
+    assert_int_equal(run.groups_left, 0);
+}
+
+/* Marks gpu's hour dirty, so that the next rollup sums its day again. */
+static inline void testdb_mark_dirty(struct testdb_fixture *f, int64_t gpu, int64_t hour)
+{
+    char sql[160];
+
+    snprintf(sql, sizeof sql,
+             "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES (%lld, %lld, 1)",
+             (long long)hour, (long long)gpu);
+    testdb_exec(f, sql);
 }
 
 /* SQL text gathered by testdb_sql_add() and run in one go by
