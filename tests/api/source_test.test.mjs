@@ -280,7 +280,7 @@ test('a saved prometheus-generic source stores what the mapping reads', async ()
 });
 
 test('a saved source is re-tested with its secret, which does not follow a new URL', async () => {
-  const src = ok(await s.api('POST', '/api/v1/sources', { body: { name: 'vendor-secure', kind: 'prometheus-generic',
+  const src = ok(await s.api('POST', '/api/v1/sources', { body: { name: 'vendor-secure', kind: 'prometheus-generic', enabled: false,
     config: { exporter_url: exporterUrl + '/secure/metrics', bearer_token: SECRET, mapping: MAPPING } } }), 201).json;
   assert.equal(src.config.bearer_token, '(set)');
   seenAuth.length = 0;

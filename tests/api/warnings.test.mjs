@@ -281,7 +281,7 @@ test('a dcgm-exporter pull degrades per field and counts what it could not use',
   const exporter = http.createServer((req, res) => res.writeHead(200, { 'Content-Type': 'text/plain' }).end(text));
   const port = await new Promise((r) => exporter.listen(0, '127.0.0.1', () => r(exporter.address().port)));
   try {
-    const src = await s.api('POST', '/api/v1/sources', { body: { name: 'w-exporter', kind: 'dcgm-exporter', config: { url: `http://127.0.0.1:${port}/metrics` } } });
+    const src = await s.api('POST', '/api/v1/sources', { body: { name: 'w-exporter', kind: 'dcgm-exporter', enabled: false, config: { url: `http://127.0.0.1:${port}/metrics` } } });
     assert.equal(src.status, 201, src.text);
     const run = await s.api('POST', `/api/v1/sources/${src.json.id}/run`);
     assert.equal(run.status, 200, run.text);
