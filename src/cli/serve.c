@@ -35,6 +35,7 @@ static const char serve_usage[] =
     "                    [--owner-refresh-s SECONDS] [--asset-missing-days N]\n"
     "                    [--webhook-backoff-s SECONDS] [--base-url URL]\n"
     "                    [--rules-interval-s SECONDS] [--health-settle-s SECONDS]\n"
+    "                    [--health-interval-s SECONDS]\n"
     "\n"
     "  --listen ADDR:PORT   address to serve on (default 127.0.0.1:8080; port 0 picks one)\n"
     "  --db PATH|URL        SQLite database file, created if missing, or a PostgreSQL\n"
@@ -80,6 +81,8 @@ static const char serve_usage[] =
     "                       rules (default 3600, 1..604800)\n"
     "  --health-settle-s SECS  how old a day's usage row must be before the health\n"
     "                       rollup reads it (default 120, 0..3600)\n"
+    "  --health-interval-s SECS  seconds between runs of the health rollup (default\n"
+    "                       60, 1..3600)\n"
     "\n"
     "environment:\n"
     "  GPUINV_ADMIN_TOKEN     creates (or keeps) an admin API token with this value\n"
@@ -163,6 +166,7 @@ int cli_serve(int argc, char **argv)
         {"base-url", required_argument, NULL, 'U'},
         {"rules-interval-s", required_argument, NULL, 'L'},
         {"health-settle-s", required_argument, NULL, 'E'},
+        {"health-interval-s", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -330,6 +334,13 @@ int cli_serve(int argc, char **argv)
                 return 2;
             }
             store_health_configure(n);
+            break;
+        case 'T':
+            if (gi_parse_int64(optarg, 1, 3600, &n) != GI_OK) {
+                fprintf(stderr, "gpuinv serve: --health-interval-s must be 1..3600\n");
+                return 2;
+            }
+            scheduler_health_configure(n);
             break;
         case 'h':
             fputs(serve_usage, stdout);

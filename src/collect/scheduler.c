@@ -134,7 +134,7 @@ static void run_owner(struct scheduler *s)
         gi_warn("job %s: cannot release its lease", job);
 }
 
-static int64_t rules_interval_s = SCHEDULER_RULES_S;
+static int64_t rules_interval_s = SCHEDULER_RULES_S, health_interval_s = SCHEDULER_USAGE_S;
 
 void scheduler_rules_configure(int64_t interval_s)
 {
@@ -142,7 +142,14 @@ void scheduler_rules_configure(int64_t interval_s)
         rules_interval_s = interval_s;
 }
 
-/* The health rollup, every minute on whichever replica claims it, after
+void scheduler_health_configure(int64_t interval_s)
+{
+    if (interval_s > 0)
+        health_interval_s = interval_s;
+}
+
+/* The health rollup, every health_interval_s (a minute) on whichever
+ * replica claims it, after
  * the usage rollup it follows (store_health_rollup, bounded chunks); then
  * the enabled lifecycle rules every rules_interval_s (store_rules_run). */
 static void run_health(struct scheduler *s)
@@ -153,7 +160,7 @@ static void run_health(struct scheduler *s)
     bool run = false;
     int rc = GI_OK;
 
-    if (store_job_claim(s->st, job, s->holder, SCHEDULER_USAGE_S, SCHEDULER_MAX_RUN_S, gi_now(),
+    if (store_job_claim(s->st, job, s->holder, health_interval_s, SCHEDULER_MAX_RUN_S, gi_now(),
                         &run) == GI_OK &&
         run) {
         /* a chunk at a time (at most 16 a run), so that a stopping

@@ -49,10 +49,12 @@ struct scheduler_options {
     int owner_s;     /* seconds between owner:refresh runs (0: SCHEDULER_OWNER_S) */
 };
 
-/* Seconds between runs of the lifecycle:rules job (default 3600); the
- * health:rollup job runs with the usage rollup. Set before the start. */
+/* Seconds between runs of the lifecycle:rules job (default 3600) and of
+ * the health:rollup job (default SCHEDULER_USAGE_S, after the usage
+ * rollup). Set before the start. */
 #define SCHEDULER_RULES_S 3600
 void scheduler_rules_configure(int64_t interval_s);
+void scheduler_health_configure(int64_t interval_s);
 
 /* Starts the thread; the store is borrowed. tick_s is the longest wait
  * between looks for due work: the wait shrinks to a quarter of the

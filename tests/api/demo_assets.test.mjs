@@ -4,8 +4,8 @@
 // within 30 days, two spares in each data center, and the GPU whose XID
 // errors rise over the last five days of its history: once the health
 // rollup has read them, the enabled example rule moves it to Diagnostic &
-// Repair (lifecycle:rules every second here; the health rollup runs each
-// minute).
+// Repair (lifecycle:rules every second here, the health rollup every
+// scheduler tick instead of each minute).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ok, mkDc, listAll, stopClean, rollupAll } from './helpers.mjs';
@@ -27,7 +27,7 @@ const plans = [
 let line;
 
 before(async () => {
-  h.s = await startServer({ args: ['--rules-interval-s', '1', '--health-settle-s', '2'] });
+  h.s = await startServer({ args: ['--rules-interval-s', '1', '--health-settle-s', '2', '--health-interval-s', '2'] });
   for (const name of DC) await mkDc(h.s, { name });
   const tokens = new Map();
   for (const p of plans) {
