@@ -13,6 +13,7 @@
  * describe the same rows; the days older than the oldest day group (pruned
  * by retention) are dropped then, and a reader ignores any still there. */
 #include "store/insights_int.h"
+#include "store/usage_int.h"
 #include "core/status.h"
 
 /* A day's rows from its usage_daily rows; the id lists are joined by
@@ -40,27 +41,12 @@
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
-
-/* Runs statement id with :day and :now bound (where it names them). */
-static int run_day(struct conn *c, enum stmt_id id, int64_t day, int64_t now)
-{
-    struct db_stmt *s = prep(c, id);
-
-    if (s == NULL)
-        return GI_INTERNAL;
-    db_bind_int(s, ":day", day);
-    db_bind_int(s, ":now", now);
-    return db_exec_done(c, s);
-}
-
 int insight_sums_day(struct conn *c, int64_t day, int64_t now)
 {
-    int rc = run_day(c, ST_SETS_DEL, day, now);
+    const char *const steps[] = {
+        stmt_sql[ST_SETS_DEL],
+        stmt_sql[db_dialect(c) == DB_PG ? ST_SETS_ADD_PG : ST_SETS_ADD_SQLITE],
+        stmt_sql[ST_SETS_PRUNE]};
 
-    if (rc == GI_OK)
-        rc = run_day(c, db_dialect(c) == DB_PG ? ST_SETS_ADD_PG : ST_SETS_ADD_SQLITE, day, now);
-    if (rc == GI_OK)
-        rc = run_day(c, ST_SETS_PRUNE, day, now);
-    return rc;
+    return usage_day_steps(c, steps, 3, day, now);
 }

@@ -196,6 +196,22 @@ int usage_fetch_opt_int(struct conn *c, struct db_stmt *s, int64_t *out, bool *n
 }
 
 /* See usage_int.h. */
+int usage_day_steps(struct conn *c, const char *const *sql, size_t n, int64_t day, int64_t now)
+{
+    int rc = GI_OK;
+
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        struct db_stmt *s = db_prep(c, sql[i]);
+        if (s == NULL)
+            return GI_INTERNAL;
+        db_bind_int(s, ":day", day);
+        db_bind_int(s, ":now", now);
+        rc = db_exec_done(c, s);
+    }
+    return rc;
+}
+
+/* See usage_int.h. */
 int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_CDAY_DEL);

@@ -24,27 +24,13 @@
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
-/* Runs statement id with :day and :now bound (where it names them). */
-static int run_day(struct conn *c, enum stmt_id id, int64_t day, int64_t now)
-{
-    struct db_stmt *s = db_prep(c, stmt_sql[id]);
-
-    if (s == NULL)
-        return GI_INTERNAL;
-    db_bind_int(s, ":day", day);
-    db_bind_int(s, ":now", now);
-    return db_exec_done(c, s);
-}
-
+/* See usage_int.h. */
 int usage_host_days_write(struct conn *c, int64_t day, int64_t now)
 {
-    int rc = run_day(c, ST_HDAYS_DEL, day, now);
+    const char *const steps[] = {stmt_sql[ST_HDAYS_DEL], stmt_sql[ST_HDAYS_ADD],
+                                 stmt_sql[ST_HDAYS_PRUNE]};
 
-    if (rc == GI_OK)
-        rc = run_day(c, ST_HDAYS_ADD, day, now);
-    if (rc == GI_OK)
-        rc = run_day(c, ST_HDAYS_PRUNE, day, now);
-    return rc;
+    return usage_day_steps(c, steps, 3, day, now);
 }
 
 bool usage_host_days_cover(int64_t from, int64_t now)

@@ -34,6 +34,11 @@ const struct store_usage_config *usage_config(void);
  * no row). */
 int usage_fetch_opt_int(struct conn *c, struct db_stmt *s, int64_t *out, bool *null);
 
+/* usage.c: rewrites one day of a table kept per day: runs the n
+ * statements sql[] in order (delete, add, prune), each with :day and :now
+ * bound where it names them, stopping at the first failure. */
+int usage_day_steps(struct conn *c, const char *const *sql, size_t n, int64_t day, int64_t now);
+
 /* usage.c: marks GPU gpu_id's hour (an hour start) dirty, inside the
  * caller's transaction; an hour already marked is left as it is (then
  * db_changes(c) is 0). */
