@@ -548,9 +548,13 @@ static int ingest_by_host(struct store *st, int64_t source_id, const char *sourc
     }
     ir = calloc(n + 1, sizeof *ir);
     rc = ir ? store_ingest_many(st, source_id, b, n, ir) : GI_INTERNAL;
+    /* A batch id names the source, host and second: a pull that lands in
+     * the same second as another pull of this source (the scheduler's and
+     * a manual run) finds its batches applied already, and counts the GPUs
+     * they carry. */
     for (size_t i = 0; rc == GI_OK && i < n; i++) {
         res->hosts++;
-        res->gpus += ir[i].gpus;
+        res->gpus += ir[i].duplicate ? (int64_t)b[i].set.ngpus : ir[i].gpus;
     }
     free(ir);
     hostbatch_free(b, n);

@@ -129,6 +129,20 @@ test('a dcgm-exporter source is scraped: GPUs, telemetry and pods', async () => 
   assert.ok(pods.some((p) => p.pod === 'jupyter-alice'), JSON.stringify(pods));
 });
 
+test('two pulls of one source in the same second both count its GPUs', async () => {
+  // Their batch ids are the same (source, host, second): the later pull
+  // finds them applied and still reports, and records, the GPUs.
+  const src = await addSource({ name: 'exporter-twice', kind: 'dcgm-exporter', enabled: false, config: { url: exporterUrl + '/a/metrics' } });
+  for (let i = 0; i < 5; i++) {
+    const runs = await Promise.all([0, 1].map(() => s.api('POST', `/api/v1/sources/${src.id}/run`)));
+    for (const r of runs) {
+      assert.equal(r.json.run.ok, true, r.text);
+      assert.equal(r.json.run.gpus, 8, r.text);
+    }
+    assert.equal((await s.api('GET', `/api/v1/sources/${src.id}`)).json.gpus_last_report, 8);
+  }
+});
+
 test('a Prometheus source queries the real Prometheus HTTP API', async () => {
   const src = await addSource({ name: 'prom-main', kind: 'prometheus', config: { url: promUrl }, cluster: 'prod-eu' });
   const run = await s.api('POST', `/api/v1/sources/${src.id}/run`);
