@@ -139,6 +139,48 @@ static int seed_credentials(struct store *st)
     return GI_OK;
 }
 
+/* The bounds of each whole-number option (a unit, when the error should
+ * name one). */
+struct int_opt {
+    int opt;
+    int64_t min, max;
+    const char *unit;
+};
+
+static const struct int_opt int_opts[] = {
+    {'t', 1, 256, ""},          {'b', 1024, INT64_C(1) << 30, ""},
+    {'s', 60, 90 * 86400, ""},  {'f', 1, 30 * 86400, " seconds"},
+    {'m', 1, 1000000, ""},      {'p', 0, 1000000, ""},
+    {'i', 1, 3600, " seconds"}, {'R', 1, 3650, ""},
+    {'O', 1, 3600, ""},         {'G', 1, 86400, ""},
+    {'H', 1, 36500, ""},        {'Y', 1, 36500, ""},
+    {'A', 1, 3650, ""},         {'W', 1, 86400, ""},
+    {'L', 1, 604800, ""},       {'E', 0, 3600, ""},
+    {'T', 1, 3600, ""},
+};
+
+/* Parses optarg into *n when opt is a whole-number option; false, with
+ * the option's range printed, when it is out of range or not a number.
+ * Other options pass untouched. */
+static bool int_arg(const struct option *opts, int opt, int64_t *n)
+{
+    const char *name = "?";
+
+    for (size_t i = 0; i < sizeof int_opts / sizeof int_opts[0]; i++) {
+        if (int_opts[i].opt != opt)
+            continue;
+        if (gi_parse_int64(optarg, int_opts[i].min, int_opts[i].max, n) == GI_OK)
+            return true;
+        for (const struct option *o = opts; o->name; o++)
+            if (o->val == opt)
+                name = o->name;
+        fprintf(stderr, "gpuinv serve: --%s must be %lld..%lld%s\n", name,
+                (long long)int_opts[i].min, (long long)int_opts[i].max, int_opts[i].unit);
+        return false;
+    }
+    return true;
+}
+
 int cli_serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -195,6 +237,8 @@ int cli_serve(int argc, char **argv)
     store_usage_config_get(&usage);
     optind = 1;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (!int_arg(opts, opt, &n))
+            return 2;
         switch (opt) {
         case 'l':
             cfg.listen = optarg;
@@ -206,31 +250,15 @@ int cli_serve(int argc, char **argv)
             demo = true;
             break;
         case 't':
-            if (gi_parse_int64(optarg, 1, 256, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --threads must be 1..256\n");
-                return 2;
-            }
             cfg.threads = (unsigned)n;
             break;
         case 'b':
-            if (gi_parse_int64(optarg, 1024, INT64_C(1) << 30, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --max-body must be 1024..1073741824\n");
-                return 2;
-            }
             cfg.max_body = (size_t)n;
             break;
         case 's':
-            if (gi_parse_int64(optarg, 60, 90 * 86400, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --session-ttl must be 60..7776000\n");
-                return 2;
-            }
             cfg.session_ttl = n;
             break;
         case 'f':
-            if (gi_parse_int64(optarg, 1, 30 * 86400, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --freshness must be 1..2592000 seconds\n");
-                return 2;
-            }
             cfg.freshness = n;
             break;
         case 'C':
@@ -240,41 +268,21 @@ int cli_serve(int argc, char **argv)
             cfg.tls_key = optarg;
             break;
         case 'm':
-            if (gi_parse_int64(optarg, 1, 1000000, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --max-connections must be 1..1000000\n");
-                return 2;
-            }
             cfg.max_connections = (unsigned)n;
             break;
         case 'p':
-            if (gi_parse_int64(optarg, 0, 1000000, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --per-ip-connections must be 0..1000000\n");
-                return 2;
-            }
             cfg.per_ip_connections = (unsigned)n;
             break;
         case 'i':
-            if (gi_parse_int64(optarg, 1, 3600, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --idle-timeout must be 1..3600 seconds\n");
-                return 2;
-            }
             cfg.idle_timeout = (unsigned)n;
             break;
         case 'R':
-            if (gi_parse_int64(optarg, 1, 3650, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --retain-samples-days must be 1..3650\n");
-                return 2;
-            }
             sched_opts.retain_days = (int)n;
             break;
         case 'N':
             sched_opts.no_rollup = true;
             break;
         case 'O':
-            if (gi_parse_int64(optarg, 1, 3600, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --owner-refresh-s must be 1..3600\n");
-                return 2;
-            }
             sched_opts.owner_s = (int)n;
             break;
         case 'B':
@@ -284,32 +292,18 @@ int cli_serve(int argc, char **argv)
             }
             break;
         case 'G':
-            if (gi_parse_int64(optarg, 1, 86400, &usage.max_gap_s) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --max-gap-s must be 1..86400\n");
-                return 2;
-            }
+            usage.max_gap_s = n;
             break;
         case 'H':
+            usage.retain_hourly_days = (int)n;
+            break;
         case 'Y':
-            if (gi_parse_int64(optarg, 1, 36500, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --retain-%s-days must be 1..36500\n",
-                        opt == 'H' ? "hourly" : "daily");
-                return 2;
-            }
-            *(opt == 'H' ? &usage.retain_hourly_days : &usage.retain_daily_days) = (int)n;
+            usage.retain_daily_days = (int)n;
             break;
         case 'A':
-            if (gi_parse_int64(optarg, 1, 3650, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --asset-missing-days must be 1..3650\n");
-                return 2;
-            }
             store_asset_configure((int)n);
             break;
         case 'W':
-            if (gi_parse_int64(optarg, 1, 86400, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --webhook-backoff-s must be 1..86400\n");
-                return 2;
-            }
             deliver_configure(n);
             break;
         case 'U':
@@ -322,24 +316,12 @@ int cli_serve(int argc, char **argv)
             base_url = optarg;
             break;
         case 'L':
-            if (gi_parse_int64(optarg, 1, 604800, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --rules-interval-s must be 1..604800\n");
-                return 2;
-            }
             scheduler_rules_configure(n);
             break;
         case 'E':
-            if (gi_parse_int64(optarg, 0, 3600, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --health-settle-s must be 0..3600\n");
-                return 2;
-            }
             store_health_configure(n);
             break;
         case 'T':
-            if (gi_parse_int64(optarg, 1, 3600, &n) != GI_OK) {
-                fprintf(stderr, "gpuinv serve: --health-interval-s must be 1..3600\n");
-                return 2;
-            }
             scheduler_health_configure(n);
             break;
         case 'h':

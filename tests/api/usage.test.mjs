@@ -261,6 +261,20 @@ test('the busy threshold and the longest gap are serve options', async () => {
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--busy-threshold-pct must be 0\.\.100/);
   assert.equal((await runCli(['serve', '--max-gap-s', '0'])).code, 2);
+  // Every whole-number option refuses a value past either end, naming its range.
+  const ranges = [['threads', 1, 256], ['max-body', 1024, 1073741824], ['session-ttl', 60, 7776000],
+    ['freshness', 1, 2592000], ['max-connections', 1, 1000000], ['per-ip-connections', 0, 1000000],
+    ['idle-timeout', 1, 3600], ['retain-samples-days', 1, 3650], ['owner-refresh-s', 1, 3600],
+    ['max-gap-s', 1, 86400], ['retain-hourly-days', 1, 36500], ['retain-daily-days', 1, 36500],
+    ['asset-missing-days', 1, 3650], ['webhook-backoff-s', 1, 86400], ['rules-interval-s', 1, 604800],
+    ['health-settle-s', 0, 3600], ['health-interval-s', 1, 3600]];
+  for (const [name, min, max] of ranges) {
+    for (const v of [String(min - 1), String(max + 1), '7x']) {
+      const r = await runCli(['serve', '--' + name, v]);
+      assert.equal(r.code, 2, `--${name} ${v}`);
+      assert.match(r.stderr, new RegExp(`--${name} must be ${min}\\.\\.${max}\\b`), `--${name} ${v}`);
+    }
+  }
   const s = await startServer({ args: ['--busy-threshold-pct', '60', '--max-gap-s', '120', '--retain-hourly-days', '30'] });
   try {
     const tok = ok(await s.api('POST', '/api/v1/tokens', { body: { name: 'tok-opt', role: 'pusher', source: 'u-opt', team: 'u-opt' } }), 201).token;
