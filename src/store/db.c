@@ -468,11 +468,6 @@ int db_tx_begin_keyed(struct conn *c, const int *kinds, const char *const *names
     return st;
 }
 
-int db_lock_key(struct conn *c, int kind, const char *name)
-{
-    return c->drv->write_lock_shared ? lock_keys(c, &kind, &name, 1) : GI_OK;
-}
-
 int db_defer(struct conn *c, bool on)
 {
     int st = c->drv->flush ? c->drv->flush(c) : GI_OK;

@@ -155,9 +155,8 @@ int db_tx_begin(struct conn *c);
 /* The kinds of key of db_tx_begin_keyed(), in the order their locks are
  * taken. */
 enum db_lock_kind {
-    DB_LOCK_HOST = 1,  /* a reporting host, by hostname */
-    DB_LOCK_GPU = 2,   /* a GPU, by a name it is stored under */
-    DB_LOCK_LINKS = 3, /* the matching of hosts to inventory servers */
+    DB_LOCK_HOST = 1, /* a reporting host, by hostname */
+    DB_LOCK_GPU = 2,  /* a GPU, by a name it is stored under */
 };
 /* The most keys db_tx_begin_keyed() takes; a write naming more takes the
  * writer lock exclusively instead (db_tx_begin()). */
@@ -168,19 +167,12 @@ enum db_lock_kind {
  * still waits for and excludes every db_tx_begin() writer, and then each
  * key's lock exclusively, transaction-scoped, in one statement and in one
  * fixed order (kind, then the name's hash), so that two of them cannot
- * deadlock on their keys; a key of a later kind is taken with
- * db_lock_key(). Two names may share a hash (they then wait for each
+ * deadlock on their keys. Two names may share a hash (they then wait for each
  * other, harmlessly). No lock of this process is held, so they run
  * beside each other on several connections. On SQLite, and with more than
  * DB_LOCK_KEYS_MAX keys, it is db_tx_begin(). kinds[i] is the kind of
  * names[i]. End it with db_tx_end(). */
 int db_tx_begin_keyed(struct conn *c, const int *kinds, const char *const *names, int n);
-/* Inside a writing transaction: the exclusive lock of one key, whose
- * kind orders after every key the transaction took before (see
- * db_tx_begin_keyed()). A transaction of db_tx_begin() excludes every
- * other writer already; taking a key there is harmless. GI_OK at once on
- * SQLite. */
-int db_lock_key(struct conn *c, int kind, const char *name);
 /* Commits when st is GI_OK, else rolls back; releases the writer lock and
  * returns the final status. */
 int db_tx_end(struct conn *c, int st);

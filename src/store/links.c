@@ -286,13 +286,13 @@ int links_host_seen(struct conn *c, int64_t host_id, const char *hostname, const
     rdc = db_col_int(s, 7);
     hdc = db_col_int(s, 8);
     db_reset(s);
-    /* Matching reads every server's keys and other hosts' links: a
-     * batch of another host running beside this one (db_tx_begin_keyed)
-     * matches after this one commits. */
+    /* Matching reads only the servers' keys (match_keys), which only
+     * inventory writes change, under the exclusive writer lock that a
+     * push's keyed transaction excludes, and writes only this host's
+     * rows, which the host's own key covers: new hosts of batches running
+     * side by side (db_tx_begin_keyed) match side by side. */
     if (!exists || (!manual && (!same || broken)))
-        return (step = db_lock_key(c, DB_LOCK_LINKS, "links")) != GI_OK
-                   ? step
-                   : match_host(c, auto_actor, host_id, &k);
+        return match_host(c, auto_actor, host_id, &k);
     if (rid > 0 && rdc != hdc) {
         int rc;
         if (!(s = db_prep(c, sql_host_follow)))

@@ -8,6 +8,8 @@
 #include "core/log.h"
 #include "core/observation.h"
 #include "core/util.h"
+#include "store/db.h"
+#include "store/links.h"
 #include "store/store.h"
 
 #include <string.h>
@@ -261,6 +263,43 @@ static void test_server_changes(void **state)
     assert_int_equal(link_of(f, h, rule, sizeof rule), 0);
 }
 
+/* On PostgreSQL, two pushes whose hosts both need matching run side by
+ * side: the second matches while the first's transaction is still open
+ * (it used to wait for a key every matching took), and both links are
+ * right once both commit. The second waits at most a second for any
+ * lock, so a shared key makes the match fail instead of hanging. */
+static void test_match_side_by_side(void **state)
+{
+    struct fixture *f = *state;
+    int64_t a = report(f, "side-a", "SN-A1", NULL), b = report(f, "side-b", "SN-B1", NULL);
+    int64_t srv_a = server(f, "srv-side-a", "SN-A2", NULL, NULL);
+    int64_t srv_b = server(f, "srv-side-b", "SN-B2", NULL, NULL);
+    int kinds[1] = {DB_LOCK_HOST};
+    const char *na[1] = {"side-a"}, *nb[1] = {"side-b"};
+    struct conn *c1, *c2;
+    char rule[32];
+
+    if (!testdb_on_pg())
+        skip();
+    c1 = db_conn_get(f->st);
+    c2 = db_conn_get(f->st);
+    assert_true(c1 != c2);
+    /* Both hosts report a serial they did not have: each re-matches. */
+    assert_status(db_tx_begin_keyed(c1, kinds, na, 1), GI_OK);
+    assert_status(links_host_seen(c1, a, "side-a", NULL, "SN-A2"), GI_OK);
+    assert_status(db_tx_begin_keyed(c2, kinds, nb, 1), GI_OK);
+    assert_status(db_simple(c2, "SET LOCAL lock_timeout = '1s'"), GI_OK);
+    assert_status(links_host_seen(c2, b, "side-b", NULL, "SN-B2"), GI_OK);
+    assert_status(db_tx_end(c2, GI_OK), GI_OK);
+    assert_status(db_tx_end(c1, GI_OK), GI_OK);
+    db_conn_put(f->st, c2);
+    db_conn_put(f->st, c1);
+    assert_int_equal(link_of(f, a, rule, sizeof rule), srv_a);
+    assert_string_equal(rule, "serial");
+    assert_int_equal(link_of(f, b, rule, sizeof rule), srv_b);
+    assert_string_equal(rule, "serial");
+}
+
 static void test_model_rule(void **state)
 {
     (void)state;
@@ -280,6 +319,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ambiguous, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manual_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_match_side_by_side, setup, teardown),
         cmocka_unit_test(test_model_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
