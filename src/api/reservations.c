@@ -11,8 +11,8 @@
 
 #include <string.h>
 
-static const char *const states[] = {"reserved",  "released",   "consumed",
-                                     "cancelled", "not_needed", "expired", NULL};
+static const char *const states[] = {"reserved",   "released", "consumed", "cancelled",
+                                     "not_needed", "expired",  NULL};
 
 void api_reservations_list(struct req *r)
 {
@@ -64,8 +64,8 @@ static bool resv_mine_or_reply(struct req *r, json_t **cur)
         return false;
     }
     return r->who.n_dcs == 0 ||
-           (who_may_see_or_reply(r, WHO_ASSET,
-                                 json_string_value(json_object_get(*cur, "spare")), 0) &&
+           (who_may_see_or_reply(r, WHO_ASSET, json_string_value(json_object_get(*cur, "spare")),
+                                 0) &&
             who_may_see_or_reply(r, WHO_ASSET,
                                  json_string_value(json_object_get(*cur, "for_asset")), 0));
 }
@@ -87,8 +87,7 @@ void api_reservations_release(struct req *r)
     if (!req_json_body_or_reply(r, &body))
         return;
     if (!json_known_or_reply(r, body, fields) ||
-        !json_str_or_reply(r, body, "reason", false, 1024, &reason) ||
-        !resv_mine_or_reply(r, &cur))
+        !json_str_or_reply(r, body, "reason", false, 1024, &reason) || !resv_mine_or_reply(r, &cur))
         goto cleanup;
     st = store_reservation_release(r->store, r->who.name, r->id, reason, &out);
     if (st == GI_CONFLICT)

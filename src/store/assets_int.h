@@ -98,8 +98,8 @@ int asset_location_doc(struct conn *c, const json_t *cols, json_t **loc);
  * made for it, as not_needed when it returned to active or spare (its
  * being decommissioned or repaired keeps it: the spare is still its
  * replacement). Inside the caller's writing transaction. */
-int asset_reservations_on_stage(struct conn *c, int64_t asset_id, const char *to,
-                                const char *actor, int64_t at);
+int asset_reservations_on_stage(struct conn *c, int64_t asset_id, const char *to, const char *actor,
+                                int64_t at);
 /* reservations.c: called after every write of asset_id's data center
  * (asset_apply, asset_locate, a data center's deletion): the open
  * reservation whose spare it is ends as cancelled when the spare is no

@@ -125,8 +125,7 @@ int store_reservation_get(struct store *st, int64_t id, json_t **out)
 
 /* Appends the event `reservation` d on both assets of the reservation r
  * (its document with ids), under actor at `at`. */
-static int resv_events(struct conn *c, const json_t *r, json_t *d, const char *actor,
-                       int64_t at)
+static int resv_events(struct conn *c, const json_t *r, json_t *d, const char *actor, int64_t at)
 {
     int64_t spare = json_integer_value(json_object_get(r, "spare_id"));
     int64_t for_id = json_integer_value(json_object_get(r, "for_id"));
@@ -140,8 +139,8 @@ static int resv_events(struct conn *c, const json_t *r, json_t *d, const char *a
 /* The event detail of reservation r in state `state` with reason. */
 static json_t *resv_detail(const json_t *r, int64_t id, const char *state, const char *reason)
 {
-    return json_pack("{s:I, s:s, s:s, s:s, s:s?}", "reservation_id", (json_int_t)id, "state",
-                     state, "spare", json_string_value(json_object_get(r, "spare")), "for",
+    return json_pack("{s:I, s:s, s:s, s:s, s:s?}", "reservation_id", (json_int_t)id, "state", state,
+                     "spare", json_string_value(json_object_get(r, "spare")), "for",
                      json_string_value(json_object_get(r, "for_asset")), "reason", reason);
 }
 
@@ -274,8 +273,8 @@ static int open_of(struct conn *c, enum stmt_id which, int64_t asset_id, int64_t
     return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
 }
 
-int asset_reservations_on_stage(struct conn *c, int64_t asset_id, const char *to,
-                                const char *actor, int64_t at)
+int asset_reservations_on_stage(struct conn *c, int64_t asset_id, const char *to, const char *actor,
+                                int64_t at)
 {
     bool active = strcmp(to, "active") == 0, spare = strcmp(to, "spare") == 0;
     char reason[96];
