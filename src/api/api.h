@@ -173,6 +173,7 @@ void api_asset_stage_counts(struct req *r);
 /* reservations.c: spare reservations */
 void api_reservations_list(struct req *r);
 void api_reservations_release(struct req *r);
+void api_reservations_update(struct req *r);
 
 /* scans.c: scans and room audits */
 void api_scans_create(struct req *r);

@@ -199,6 +199,7 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/reservations", api_reservations_list, GI_ROLE_VIEWER,
      PAGED ",datacenter,model,state,asset"},
     {"POST", "/api/v1/reservations/{id}/release", api_reservations_release, GI_ROLE_EDITOR, ""},
+    {"PATCH", "/api/v1/reservations/{id}", api_reservations_update, GI_ROLE_EDITOR, ""},
     {"GET", "/api/v1/sync-conflicts", api_sync_conflicts_list, GI_ROLE_VIEWER,
      PAGED ",state,asset"},
     {"POST", "/api/v1/sync-conflicts/{id}/resolve", api_sync_conflicts_resolve, GI_ROLE_EDITOR, ""},

@@ -340,7 +340,7 @@ int asset_docs_save_all(struct conn *c, const json_t *ids)
     return rc;
 }
 
-int asset_docs_dc_clear(struct conn *c, int64_t dc_id)
+int asset_docs_dc_clear(struct conn *c, int64_t dc_id, const char *actor, int64_t at)
 {
     struct db_stmt *s = db_prep(c, sql_dc_clear);
     json_t *ids = NULL, *v;
@@ -361,6 +361,11 @@ int asset_docs_dc_clear(struct conn *c, int64_t dc_id)
             goto cleanup;
     }
     rc = asset_docs_save_all(c, ids);
+    json_array_foreach(ids, i, v) {
+        if (rc != GI_OK)
+            break;
+        rc = asset_reservations_on_move(c, json_integer_value(v), actor, at);
+    }
 cleanup:
     json_decref(ids);
     return rc;

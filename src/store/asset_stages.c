@@ -10,7 +10,8 @@
  *
  * An override (which the API lets only an admin ask for) allows any move
  * to another stage, decommissioned's included, and needs a reason. Every
- * move is an event "stage" {from, to, reason, override} on the asset. */
+ * move is an event "stage" {from, to, reason, override} on the asset, and
+ * ends the spare reservations it makes pointless (reservations.c). */
 #include "store/assets_int.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -126,8 +127,8 @@ int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const c
         rc = asset_hook_emit(c, asset_id, "asset.stage_changed", actor, detail, reason, at);
     if (rc == GI_OK)
         rc = asset_sync_queue(c, asset_id, "stage", at);
-    if (rc == GI_OK && strcmp(to, "active") == 0)
-        rc = asset_reservation_consume(c, asset_id, actor, at);
+    if (rc == GI_OK)
+        rc = asset_reservations_on_stage(c, asset_id, to, actor, at);
     json_decref(detail);
     return rc;
 }

@@ -600,6 +600,8 @@ int asset_apply(struct conn *c, const struct asset_write *w, int64_t id, const j
     }
     rc =
         asset_event_append(c, id, *outcome == 'c' ? "created" : "updated", w->actor, detail, w->at);
+    if (rc == GI_OK && !creating && json_object_get(changes, "datacenter_id"))
+        rc = asset_reservations_on_move(c, id, w->actor, w->at);
 cleanup:
     json_decref(cur);
     json_decref(prov);

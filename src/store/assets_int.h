@@ -91,10 +91,27 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
  * {datacenter (name), room, rack, u, storage}; caller owns *loc. */
 int asset_location_doc(struct conn *c, const json_t *cols, json_t **loc);
 
-/* reservations.c: ends the open reservation whose spare is asset_id (if
- * any) as consumed: the spare went active as the replacement. Inside the
- * caller's writing transaction. */
-int asset_reservation_consume(struct conn *c, int64_t asset_id, const char *actor, int64_t at);
+/* reservations.c: what asset_id's move to stage `to` ends, called by
+ * asset_stage_change() after the move: the open reservation whose spare
+ * it is, as consumed when it went active (the replacement) and as
+ * cancelled when it went to any stage but spare; the open reservation
+ * made for it, as not_needed when it returned to active or spare (its
+ * being decommissioned or repaired keeps it: the spare is still its
+ * replacement). Inside the caller's writing transaction. */
+int asset_reservations_on_stage(struct conn *c, int64_t asset_id, const char *to, const char *actor,
+                                int64_t at);
+/* reservations.c: called after every write of asset_id's data center
+ * (asset_apply, asset_locate, a data center's deletion): the open
+ * reservation whose spare it is ends as cancelled when the spare is no
+ * longer in the data center of the asset it was reserved for. A move
+ * within the data center, or of the failing asset, ends nothing. Inside
+ * the caller's writing transaction. */
+int asset_reservations_on_move(struct conn *c, int64_t asset_id, const char *actor, int64_t at);
+/* reservations.c: ends as expired at most `limit` open reservations whose
+ * expires_at is `now` or before, soonest first, each with its events;
+ * *ended: how many. Inside the caller's writing transaction. */
+int asset_reservations_expire(struct conn *c, const char *actor, int64_t now, int64_t limit,
+                              int64_t *ended);
 
 /* ---- asset_docs.c: the stored document (migration 041) ---- */
 

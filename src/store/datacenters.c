@@ -207,7 +207,7 @@ int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force,
         rc = GI_CONFLICT;
         goto cleanup;
     }
-    if ((rc = asset_docs_dc_clear(c, id)) != GI_OK)
+    if ((rc = asset_docs_dc_clear(c, id, actor, gi_now())) != GI_OK)
         goto cleanup;
     rc = GI_INTERNAL;
     if (!(s = prep(c, ST_DC_DELETE)))

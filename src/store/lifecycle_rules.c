@@ -22,6 +22,9 @@
 #define RULE_MAX_WINDOW 90
 #define RULE_MAX_REPORT 1000
 #define RULE_MAX_DEPTH 8
+#define RULE_MAX_EXPIRE_DAYS 3650
+/* Expired spare reservations a run ends, at most, in its one transaction. */
+#define RULE_MAX_EXPIRED 500
 
 #define RULE_COLS                                                                                  \
     "id, name, enabled, condition_json, actions_json, version, created_by, created_at, "           \
@@ -55,8 +58,8 @@
                   "asset_reservations r WHERE r.spare_id = a.id AND r.released_at IS NULL) ORDER " \
                   "BY a.id LIMIT 1")                                                               \
     X(SPARE_TAG, "SELECT tag FROM assets WHERE id = :id")                                          \
-    X(RESERVE, "INSERT INTO asset_reservations (spare_id, for_id, rule_id, reserved_at) VALUES "   \
-               "(:spare, :id, :rule, :now)")                                                       \
+    X(RESERVE, "INSERT INTO asset_reservations (spare_id, for_id, rule_id, reserved_at, "          \
+               "expires_at) VALUES (:spare, :id, :rule, :now, :exp)")                              \
     X(SEED_MARK, "SELECT COUNT(*) FROM cost_settings WHERE name = 'lifecycle_examples_seeded'")    \
     X(SEED_DONE, "INSERT INTO cost_settings (name, value, updated_at) VALUES "                     \
                  "('lifecycle_examples_seeded', '1', :now)")
@@ -240,6 +243,14 @@ bool store_lrule_check(const json_t *condition, const json_t *actions, char *fie
             return fault(&k, path, ".title", "title must be a string");
         if (json_object_get(a, "reason") && !json_is_string(json_object_get(a, "reason")))
             return fault(&k, path, ".reason", "reason must be a string");
+        if (json_object_get(a, "expire_days")) {
+            const json_t *d = json_object_get(a, "expire_days");
+            if (strcmp(type, "reserve_spare") != 0)
+                return fault(&k, path, ".expire_days", "expire_days is for reserve_spare only");
+            if (!json_is_integer(d) || json_integer_value(d) < 1 ||
+                json_integer_value(d) > RULE_MAX_EXPIRE_DAYS)
+                return fault(&k, path, ".expire_days", "expire_days must be an integer 1..3650");
+        }
     }
     return true;
 }
@@ -398,10 +409,12 @@ static json_t *asset_context(const struct actx *a, int64_t rule_id, const char *
     return ctx;
 }
 
-/* The spare reserved for the asset (dry: which one would be). */
-static int reserve_spare(struct conn *c, const struct actx *a, int64_t rule_id, bool dry,
-                         int64_t now, const char *actor, json_t *res, bool *changed)
+/* The spare reserved for the asset (dry: which one would be), expiring
+ * after the action's expire_days when it has them. */
+static int reserve_spare(struct conn *c, const json_t *act, const struct actx *a, int64_t rule_id,
+                         bool dry, int64_t now, const char *actor, json_t *res, bool *changed)
 {
+    const json_t *days = json_object_get(act, "expire_days");
     struct db_stmt *s = prep(c, ST_SPARE_HELD);
     int64_t spare = 0;
     char tag[128] = "";
@@ -457,6 +470,10 @@ static int reserve_spare(struct conn *c, const struct actx *a, int64_t rule_id, 
     db_bind_int(s, ":id", a->id);
     db_bind_int(s, ":rule", rule_id);
     db_bind_int(s, ":now", now);
+    if (days)
+        db_bind_int(s, ":exp", now + json_integer_value(days) * DAY_S);
+    else
+        db_bind_text(s, ":exp", NULL);
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
     {
@@ -558,7 +575,7 @@ static int run_actions(struct conn *c, const json_t *actions, const struct actx 
                 }
             }
         } else {
-            rc = reserve_spare(c, a, rule_id, dry, now, actor, res, &changed);
+            rc = reserve_spare(c, act, a, rule_id, dry, now, actor, res, &changed);
         }
         json_array_append_new(out, res);
         if (rc != GI_OK)
@@ -704,8 +721,11 @@ static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *wh
  * and its health days is read once (no writer lock held), then every rule
  * is evaluated on each asset in the order of runs, and each match's
  * actions run in a short transaction of their own. A rule whose actions
- * fail stops (its rc) while the others go on. Unless dry, the stored
- * rules get their last run and match count. */
+ * fail stops (its rc) while the others go on. Unless dry, the pass first
+ * ends the expired spare reservations (at most RULE_MAX_EXPIRED, in one
+ * transaction, so their spares are free for this pass's reserve_spare),
+ * even with no rule, and the stored rules get their last run and match
+ * count. */
 static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool dry,
                          const char *actor, int64_t now, int64_t *evaluated)
 {
@@ -713,9 +733,16 @@ static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool
     struct actx *a = calloc(RULE_CHUNK, sizeof *a);
     int64_t today = now - now % DAY_S, after = 0;
     int window = 0, rc = a ? GI_OK : GI_INTERNAL;
-    size_t n = 1;
+    size_t n = nruns > 0;
 
     *evaluated = 0;
+    if (rc == GI_OK && !dry) {
+        int64_t expired = 0;
+        rc = db_tx_begin(c);
+        if (rc == GI_OK)
+            rc = asset_reservations_expire(c, actor, now, RULE_MAX_EXPIRED, &expired);
+        rc = db_tx_end(c, rc);
+    }
     for (size_t r = 0; r < nruns; r++) {
         int w = max_window(runs[r].cond);
         window = w > window ? w : window;
@@ -1031,7 +1058,7 @@ static int evaluate_rules(struct store *st, const int64_t *ids, size_t n, bool d
         runs[i].actions = json_object_get(row, "actions");
         runs[i].matches = json_array();
     }
-    if (rc == GI_OK && count > 0)
+    if (rc == GI_OK && (count > 0 || !dry_run))
         rc = evaluate_pass(st, runs, count, dry_run, actor, now, &evaluated);
     if (rc == GI_OK) {
         reports = json_array();

@@ -157,6 +157,9 @@ int asset_locate(struct conn *c, int64_t id, const json_t *to_cols, const char *
         rc = asset_hook_emit(c, id, "asset.location_changed", actor, detail, NULL, at);
     if (rc == GI_OK)
         rc = asset_sync_queue(c, id, "located", at);
+    if (rc == GI_OK &&
+        !json_equal(json_object_get(cur, "datacenter_id"), json_object_get(next, "datacenter_id")))
+        rc = asset_reservations_on_move(c, id, actor, at);
     *moved = rc == GI_OK;
 cleanup:
     json_decref(cur);

@@ -301,9 +301,10 @@ int store_health_day_put(struct store *st, const struct store_health_day *d, int
 int store_asset_health(struct store *st, int64_t asset_id, int64_t now, json_t **out);
 
 /* Spare reservations (reservations.c). A reservation document: {id,
- * state (reserved, released, consumed), spare, for_asset (tags), model,
- * datacenter_id, datacenter (the spare's), spare_stage, for_stage,
- * rule_id, reserved_at, ended_at, ended_by, end_reason}. */
+ * state (reserved, released, consumed, cancelled, not_needed, expired),
+ * spare, for_asset (tags), model, datacenter_id, datacenter (the
+ * spare's), spare_stage, for_stage, rule_id, reserved_at, expires_at
+ * (null: none), ended_at, ended_by, end_reason}. */
 struct store_resv_filter {
     int64_t datacenter_id;    /* 0: every data center */
     const char *model;        /* NULL: every model */
@@ -322,6 +323,12 @@ int store_reservation_get(struct store *st, int64_t id, json_t **out);
  * already, GI_NOT_FOUND when there is none. *out: the reservation after. */
 int store_reservation_release(struct store *st, const char *actor, int64_t id, const char *reason,
                               json_t **out);
+/* Sets the expiry of the open reservation id to expires_at (0: none)
+ * under actor (an event `reservation` on both assets, audited as update);
+ * GI_CONFLICT when it has ended, GI_NOT_FOUND when there is none. The
+ * caller checks that the time is to come. *out: the reservation after. */
+int store_reservation_set_expiry(struct store *st, const char *actor, int64_t id,
+                                 int64_t expires_at, json_t **out);
 
 /* Lifecycle rules. A rule document: {id, name, enabled, condition,
  * actions, version, created_by, created_at, updated_by, updated_at,

@@ -232,8 +232,10 @@ int asset_id_by_tag(struct conn *c, const char *tag, int64_t *id);
 int asset_doc_get(struct conn *c, int64_t asset_id, json_t **out);
 /* asset_docs.c: clears the data center of every asset in dc_id (before
  * the data center is deleted, which would clear it without a write the
- * stored documents see) and renders their documents again. */
-int asset_docs_dc_clear(struct conn *c, int64_t dc_id);
+ * stored documents see), renders their documents again and ends the
+ * spare reservations this takes out of their data center (under actor,
+ * at `at`). */
+int asset_docs_dc_clear(struct conn *c, int64_t dc_id, const char *actor, int64_t at);
 
 /* asset_stages.c: moves asset asset_id to stage `to` if the lifecycle
  * allows it from its current stage (or, with override, to any other
