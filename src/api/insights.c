@@ -70,10 +70,11 @@ static bool filter_or_reply(struct req *r, struct store_insight_filter *f, int64
         !req_param_str_or_reply(r, "datacenter", 128, &dc) ||
         !time_param_or_reply(r, "from", &f->from, &has_from) ||
         !time_param_or_reply(r, "to", &f->to, &has_to) ||
-        !who_dc_name_filter_or_reply(r, &dc, dc_name, sizeof dc_name))
+        !who_dc_name_scope_or_reply(r, &dc, dc_name, sizeof dc_name, &f->scope))
         return false;
     /* A data center by name, as /api/v1/usage takes it (or by id); one
-     * that does not exist matches nothing. */
+     * that does not exist matches nothing. A token of several data
+     * centers that names none reads them all (f->scope). */
     if (dc && (st = store_dc_id_by_name(r->store, dc, &f->datacenter_id)) != GI_OK) {
         if (st != GI_NOT_FOUND) {
             reply_status(r, st, "data center");

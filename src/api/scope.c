@@ -244,11 +244,6 @@ bool who_may_see_or_reply(struct req *r, enum who_thing t, const char *key, int6
     return false;
 }
 
-bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, size_t len)
-{
-    return who_dc_name_scope_or_reply(r, name, buf, len, NULL);
-}
-
 bool who_dc_name_scope_or_reply(struct req *r, const char **name, char *buf, size_t len,
                                 struct store_scope *sc)
 {

@@ -41,13 +41,11 @@ bool who_dc_filter_or_reply(struct req *r, int64_t *dc_id, struct store_scope *s
 void who_scope(const struct req *r, struct store_scope *out);
 /* The same for a report's filter that names its data center (usage and
  * insights: a name, or an id): for a confined identity *name becomes the
- * name (copied into buf) of the data center the filter is restricted to.
- * A name that matches no data center is left as it is (it matches
- * nothing). */
-bool who_dc_name_filter_or_reply(struct req *r, const char **name, char *buf, size_t len);
-/* The same for a report that reads a set of data centers: with no name
- * given, a token of several data centers leaves *name NULL and sets *sc
- * to its data centers (sc->n 0 otherwise). */
+ * name (copied into buf) of the data center the filter is restricted to,
+ * or, with no name given, a token of several data centers leaves *name
+ * NULL and sets *sc to its data centers (sc->n 0 otherwise; with sc NULL
+ * that is 400 naming `datacenter`). A name that matches no data center is
+ * left as it is (it matches nothing). */
 bool who_dc_name_scope_or_reply(struct req *r, const char **name, char *buf, size_t len,
                                 struct store_scope *sc);
 /* For a report or a rule that cannot be narrowed to data centers

@@ -858,8 +858,8 @@ static const char kept_stages[] = "asset stages";
 
 static bool filter_key(const struct store_asset_filter *f, char *key, size_t len)
 {
-    char dc[24 + GI_TOKEN_DCS_MAX * 21];
-    size_t n;
+    char dc[24 + KEPT_SCOPE_TEXT_MAX];
+    int n;
     const char *parts[11] = {f->kind,
                              f->stage,
                              f->model,
@@ -872,9 +872,8 @@ static bool filter_key(const struct store_asset_filter *f, char *key, size_t len
                              dc,
                              NULL};
 
-    n = (size_t)snprintf(dc, sizeof dc, "%lld", (long long)f->datacenter_id);
-    for (int i = 0; i < f->scope.n && i < GI_TOKEN_DCS_MAX && n < sizeof dc; i++)
-        n += (size_t)snprintf(dc + n, sizeof dc - n, ",%lld", (long long)f->scope.dcs[i]);
+    n = snprintf(dc, sizeof dc, "%lld", (long long)f->datacenter_id);
+    kept_scope_text(&f->scope, dc + n, sizeof dc - (size_t)n);
     return kept_key(key, len, 10, parts);
 }
 

@@ -17,8 +17,8 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Binds the filters and the range every statement shares (FILTERS) and
- * the page bound. */
+/* Binds the filters and the range every statement shares (FILTERS, with
+ * the scope) and the page bound. */
 void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f)
 {
     db_bind_opt_text(s, ":team", f->team);
@@ -28,16 +28,19 @@ void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f
     db_bind_opt_text(s, ":cloud", f->cloud);
     db_bind_opt_text(s, ":model", f->model);
     db_bind_int(s, ":dc", f->datacenter_id);
+    db_bind_scope(s, &f->scope);
     db_bind_int(s, ":from", f->from);
     db_bind_int(s, ":to", f->to);
     db_bind_int(s, ":limit", f->limit > 0 ? f->limit : 100);
 }
 
-/* Whether f filters by nothing but the team. */
+/* Whether f filters by nothing but the team (a scope of data centers is
+ * a filter: the team sums do not keep the data center). */
 bool insight_team_only(const struct store_insight_filter *f)
 {
     return (!f->env || !*f->env) && (!f->pool || !*f->pool) && (!f->cluster || !*f->cluster) &&
-           (!f->cloud || !*f->cloud) && (!f->model || !*f->model) && f->datacenter_id == 0;
+           (!f->cloud || !*f->cloud) && (!f->model || !*f->model) && f->datacenter_id == 0 &&
+           f->scope.n == 0;
 }
 
 /* Binds the range split of WHOLE_DAYS / EDGE_HOURS_n. */

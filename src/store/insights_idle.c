@@ -38,8 +38,7 @@
 #define IDLE_MATCH_B                                                                               \
     "(:team IS NULL OR b.team = :team) AND (:env IS NULL OR b.env = :env) AND (:pool IS NULL OR "  \
     "b.pool = :pool) AND (:cluster IS NULL OR b.cluster = :cluster) AND (:cloud IS NULL OR "       \
-    "b.cloud = :cloud) AND (:model IS NULL OR b.model = :model) AND (CAST(:dc AS BIGINT) = 0 OR "  \
-    "b.datacenter_id = :dc)"
+    "b.cloud = :cloud) AND (:model IS NULL OR b.model = :model) AND " DC_FILTERS("b")
 
 /* PostgreSQL: the runs in one statement over the hours (the gaps-and-
  * islands pattern: hour / 3600 minus the row number is constant along a

@@ -11,12 +11,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The data-center filters of every insight row, of alias `a`: the data
+ * center named (:dc, 0: any) and the token's scope (STORE_SCOPE_IN, bound
+ * by insight_bind_filter()). */
+#define DC_FILTERS(a)                                                                              \
+    "(CAST(:dc AS BIGINT) = 0 OR " a                                                               \
+    ".datacenter_id = :dc) AND " STORE_SCOPE_IN(a ".datacenter_id") " "
+
 /* The rows every insight reads (alias h for usage_hourly). */
 #define FILTERS                                                                                    \
     " h.hour >= :from AND h.hour < :to AND (:team IS NULL OR h.team = :team) AND (:env IS NULL "   \
     "OR h.env = :env) AND (:pool IS NULL OR h.pool = :pool) AND (:cluster IS NULL OR h.cluster = " \
     ":cluster) AND (:cloud IS NULL OR h.cloud = :cloud) AND (:model IS NULL OR h.model = :model) " \
-    "AND (CAST(:dc AS BIGINT) = 0 OR h.datacenter_id = :dc) "
+    "AND " DC_FILTERS("h")
 
 /* FILTERS without the range: the dimensions alone, for any table with
  * the dimension columns under alias h (usage_hourly, usage_daily,
@@ -24,8 +31,7 @@
 #define DIM_FILTERS                                                                                \
     " (:team IS NULL OR h.team = :team) AND (:env IS NULL OR h.env = :env) AND (:pool IS NULL OR " \
     "h.pool = :pool) AND (:cluster IS NULL OR h.cluster = :cluster) AND (:cloud IS NULL OR "       \
-    "h.cloud = :cloud) AND (:model IS NULL OR h.model = :model) AND (CAST(:dc AS BIGINT) = 0 OR "  \
-    "h.datacenter_id = :dc) "
+    "h.cloud = :cloud) AND (:model IS NULL OR h.model = :model) AND " DC_FILTERS("h")
 
 /* A range split for the daily tables (insight_bind_days): the whole days
  * [:d1, :d2) but the day [:x1, :x2) (empty when x1 = x2) from a table
@@ -45,12 +51,14 @@
  * reads a day across it whole. Also binds what insight_bind_filter()
  * binds. */
 void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, int64_t split);
-/* Binds the filters and the range every statement shares (FILTERS) and
- * the page bound (f->limit, 100 when not positive). s and f are borrowed. */
+/* Binds the filters and the range every statement shares (FILTERS, with
+ * f->scope) and the page bound (f->limit, 100 when not positive). s and f
+ * are borrowed. */
 void insight_bind_filter(struct db_stmt *s, const struct store_insight_filter *f);
 /* Whether f filters by nothing but the team (and the range), so that the
  * tables summed over every other dimension (usage_team_hours,
- * usage_team_gpu_days) answer it. */
+ * usage_team_days) answer it; never for a scope of data centers, which
+ * those tables do not keep. */
 bool insight_team_only(const struct store_insight_filter *f);
 /* A figure as a new JSON real, rounded to 6 decimals so sums of floating
  * seconds read as the hours they are (10 rather than 9.999999999998). */

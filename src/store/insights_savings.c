@@ -344,15 +344,16 @@ cleanup:
  *
  * The savings read three heavy lists; a page that asks again within the
  * hour, with nothing rolled up since, gets the answer it got before (a
- * kept answer, kept.h), keyed by the filters, the range and the
- * parameters, and valid while the range's rollup revision is unchanged:
- * the number of day-group rows of the range's days and their newest
- * updated_at. The rollup job rewrites a day's groups, with updated_at =
- * now, in every transaction that writes one of its hours (new data, late
- * data, re-attribution, re-pricing), and retention deletes them, so any
- * change to the hours the savings read changes the revision. An answer is
- * kept only when its revision was read in a later second than that newest
- * write (a write in the same second would not change it). */
+ * kept answer, kept.h), keyed by the filters, the data centers of the
+ * token's scope, the range and the parameters, and valid while the
+ * range's rollup revision is unchanged: the number of day-group rows of
+ * the range's days and their newest updated_at. The rollup job
+ * rewrites a day's groups, with updated_at = now, in every transaction
+ * that writes one of its hours (new data, late data, re-attribution,
+ * re-pricing), and retention deletes them, so any change to the hours the
+ * savings read changes the revision. An answer is kept only when its
+ * revision was read in a later second than that newest write (a write in
+ * the same second would not change it). */
 #define SAVINGS_CACHE_TTL_S 3600
 static const char kept_savings[] = "savings";
 
@@ -381,13 +382,14 @@ static int savings_rev_read(struct store *st, const struct store_insight_filter 
 static bool savings_key(const struct store_insight_filter *f, int64_t min_hours, double peak_below,
                         char *key, size_t len)
 {
-    char nums[160];
-    const char *parts[7] = {f->team, f->env, f->pool, f->cluster, f->cloud, f->model, nums};
+    char nums[160], dcs[KEPT_SCOPE_TEXT_MAX];
+    const char *parts[8] = {f->team, f->env, f->pool, f->cluster, f->cloud, f->model, nums, dcs};
 
     snprintf(nums, sizeof nums, "%lld %lld %lld %lld %lld %.17g", (long long)f->datacenter_id,
              (long long)f->from, (long long)f->to, (long long)f->limit, (long long)min_hours,
              peak_below);
-    return kept_key(key, len, 7, parts);
+    kept_scope_text(&f->scope, dcs, sizeof dcs);
+    return kept_key(key, len, 8, parts);
 }
 
 int store_insight_savings(struct store *st, const struct store_insight_filter *f,

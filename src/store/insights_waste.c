@@ -38,7 +38,7 @@
     " d.day >= :dfrom AND d.day < :dto AND (:team IS NULL OR d.team = :team) AND (:env IS NULL "   \
     "OR d.env = :env) AND (:pool IS NULL OR d.pool = :pool) AND (:cluster IS NULL OR d.cluster = " \
     ":cluster) AND (:cloud IS NULL OR d.cloud = :cloud) AND (:model IS NULL OR d.model = :model) " \
-    "AND (CAST(:dc AS BIGINT) = 0 OR d.datacenter_id = :dc) "
+    "AND " DC_FILTERS("d")
 
 /* The consumer rows of the range (alias r): one per GPU, consumer, whole
  * day and combination of dimensions from usage_consumers_daily, and one

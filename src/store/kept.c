@@ -1,9 +1,11 @@
 /* Kept answers; see kept.h. */
 #include "store/kept.h"
 #include "core/util.h"
+#include "store/store.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define KEPT_N 64
@@ -89,4 +91,32 @@ bool kept_key(char *out, size_t len, size_t n, const char *const *parts)
     }
     out[at] = '\0';
     return true;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void kept_scope_text(const struct store_scope *sc, char *out, size_t len)
+{
+    int64_t ids[GI_TOKEN_DCS_MAX];
+    size_t at = 0;
+    int n = sc ? sc->n : 0;
+
+    if (len == 0)
+        return;
+    out[0] = '\0';
+    if (n > GI_TOKEN_DCS_MAX)
+        n = GI_TOKEN_DCS_MAX;
+    if (n > 0)
+        memcpy(ids, sc->dcs, (size_t)n * sizeof ids[0]);
+    qsort(ids, (size_t)n, sizeof ids[0], id_cmp);
+    for (int i = 0; i < n && at < len; i++) {
+        int w = snprintf(out + at, len - at, ",%lld", (long long)ids[i]);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
 }

@@ -10,12 +10,15 @@
 #ifndef GI_KEPT_H
 #define GI_KEPT_H
 
+#include "core/model.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct store;
+struct store_scope;
 
 struct kept_rev {
     int64_t a, b;
@@ -35,5 +38,12 @@ void kept_put(const struct store *st, const char *area, const char *key, const s
 /* Builds a key from n strings (NULL kept apart from ""); false when the
  * result does not fit in len bytes. */
 bool kept_key(char *out, size_t len, size_t n, const char *const *parts);
+/* The text a key holds for the data centers of sc (NULL or n 0: every
+ * data center, ""): their ids in ascending order, each after a comma, so
+ * that two scopes of the same set give the same text and two of
+ * different sets never do. The scope's text is as long as
+ * KEPT_SCOPE_TEXT_MAX at most; len must be at least that. */
+#define KEPT_SCOPE_TEXT_MAX (1 + GI_TOKEN_DCS_MAX * 21)
+void kept_scope_text(const struct store_scope *sc, char *out, size_t len);
 
 #endif

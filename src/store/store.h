@@ -834,9 +834,10 @@ int store_showback(struct store *st, int64_t from, int64_t to, json_t **out);
  * whose owner and GPU at that hour match every filter given. */
 struct store_insight_filter {
     const char *team, *env, *pool, *cluster, *cloud, *model; /* NULL or "": any */
-    int64_t datacenter_id; /* 0: any; -1: none (an unknown data center) */
-    int64_t from, to;      /* unix seconds */
-    int64_t limit;         /* items at most */
+    int64_t datacenter_id;    /* 0: any; -1: none (an unknown data center) */
+    struct store_scope scope; /* the data centers it is narrowed to (n 0: all) */
+    int64_t from, to;         /* unix seconds */
+    int64_t limit;            /* items at most */
 };
 /* The 168 hour-of-week cells (Monday 00 first, in UTC shifted by tz_s
  * seconds), each with the average utilization, the allocated share of

@@ -6,47 +6,23 @@
 // narrows to it, of another is 403.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { useServer, assertError, ok, mkDc, mkRes, uniq, rollupAll } from './helpers.mjs';
+import { useServer, assertError, ok } from './helpers.mjs';
+import { scopeFleet } from './scope_fleet.mjs';
 
 const nowS = () => Math.floor(Date.now() / 1000);
 const D0 = Math.floor(nowS() / 86400) * 86400 - 3 * 86400;
 const T0 = D0 + 10 * 3600;
 const iso = (t) => new Date(t * 1000).toISOString().replace('.000Z', 'Z');
 const MODEL = 'NVIDIA SC' + Math.floor(Math.random() * 1e9);
-const hex = (n, w) => n.toString(16).padStart(w, '0');
 
 describe('usage of a token of several data centers', () => {
   const h = useServer();
-  const dcs = [];
-  const teams = [];
-  let two;
-  let seq = 0;
+  let dcs, teams, two;
   const range = { model: MODEL, from: iso(D0), to: iso(D0 + 86400), step: 'day' };
   const usage = async (q, auth) => h.s.api('GET', '/api/v1/usage?' + new URLSearchParams({ ...range, ...q }), auth ? { auth } : {});
 
   test('setup: three data centers with 1, 2 and 4 GPUs busy two hours', async () => {
-    for (let d = 0; d < 3; d++) {
-      const dc = await mkDc(h.s);
-      dcs.push(dc);
-      teams.push(uniq(`team${d}`));
-      const src = uniq(`su${d}`);
-      const pusher = ok(await h.s.api('POST', '/api/v1/tokens', { body: { name: 'tok-' + src, role: 'pusher', source: src, team: teams[d] } }), 201);
-      const hostname = uniq(`hu${d}`);
-      const gpus = [];
-      for (let i = 0; i < [1, 2, 4][d]; i++) {
-        seq += 1;
-        gpus.push({ uuid: `GPU-${hex(process.pid, 8)}-${hex(seq, 4)}-4000-8000-${hex(seq * 7919, 12)}`, index: i, name: MODEL });
-      }
-      ok(await h.s.api('POST', '/api/v1/ingest', { auth: pusher.token, body: { batch_id: uniq('b'), host: { hostname }, gpus, samples: [] } }), 201);
-      const res = await mkRes(h.s, dc.id);
-      const host = ok(await h.s.api('GET', `/api/v1/hosts?q=${hostname}`)).items.find((x) => x.hostname === hostname);
-      ok(await h.s.api('PUT', `/api/v1/hosts/${host.id}/link`, { body: { resource_id: res.id } }));
-      const samples = [];
-      for (let t = T0; t <= T0 + 7200; t += 60) for (const g of gpus) samples.push({ time: t, gpu: g.uuid, util_avg: 50, util_max: 60 });
-      ok(await h.s.api('POST', '/api/v1/ingest', { auth: pusher.token, body: { batch_id: uniq('b'), host: { hostname }, gpus, samples } }), 201);
-    }
-    await rollupAll(h.s);
-    two = ok(await h.s.api('POST', '/api/v1/tokens', { body: { name: uniq('two'), role: 'viewer', datacenters: [dcs[0].id, dcs[1].id] } }), 201);
+    ({ dcs, teams, two } = await scopeFleet(h.s, { model: MODEL, t0: T0 }));
   });
 
   test('by team and by data center: the sum of its data centers, nothing of the third', async () => {
