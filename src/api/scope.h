@@ -49,7 +49,7 @@ void who_scope(const struct req *r, struct store_scope *out);
 bool who_dc_name_scope_or_reply(struct req *r, const char **name, char *buf, size_t len,
                                 struct store_scope *sc);
 /* For a report or a rule that cannot be narrowed to data centers
- * (showback, unmatched billing lines, lifecycle rules): true for an unconfined identity; otherwise
+ * (unmatched billing lines, lifecycle rules): true for an unconfined identity; otherwise
  * 403 forbidden naming `what`. */
 bool who_unconfined_or_reply(struct req *r, const char *what);
 

@@ -160,17 +160,44 @@ static json_t *flat_row(const json_t *row, const char *month)
         json_object_get(bill, "amount"), "currency", json_object_get(cat, "currency"));
 }
 
+/* The report's data centers into *sc: ?datacenter= (a name or an id),
+ * else a confined token's own (n 0: every data center). */
+static bool showback_scope_or_reply(struct req *r, struct store_scope *sc)
+{
+    const char *dc = NULL;
+    char buf[256];
+    int64_t id = 0;
+    int st;
+
+    sc->n = 0;
+    if (!req_param_str_or_reply(r, "datacenter", 255, &dc) ||
+        !who_dc_name_scope_or_reply(r, &dc, buf, sizeof buf, sc))
+        return false;
+    if (!dc || !*dc)
+        return true;
+    st = store_dc_id_by_name(r->store, dc, &id);
+    if (st == GI_NOT_FOUND && gi_parse_int64(dc, 1, INT64_MAX, &id) != GI_OK)
+        id = -1; /* names no data center: the report has nothing */
+    else if (st != GI_OK && st != GI_NOT_FOUND) {
+        reply_status(r, st, "data center");
+        return false;
+    }
+    sc->n = 1;
+    sc->dcs[0] = id;
+    return true;
+}
+
 void api_showback(struct req *r)
 {
+    struct store_scope sc;
     int64_t from, to;
     char month[16];
     json_t *out = NULL;
     int st;
 
-    if (!who_unconfined_or_reply(r, "the showback report") ||
-        !month_or_reply(r, &from, &to, month, sizeof month))
+    if (!month_or_reply(r, &from, &to, month, sizeof month) || !showback_scope_or_reply(r, &sc))
         return;
-    if ((st = store_showback(r->store, from, to, &out)) != GI_OK) {
+    if ((st = store_showback(r->store, from, to, &sc, &out)) != GI_OK) {
         reply_status(r, st, "showback");
         return;
     }

@@ -164,7 +164,7 @@ const struct route gi_routes[] = {
     {"GET", "/api/v1/billing/unmatched", api_billing_unmatched, GI_ROLE_VIEWER, PAGED},
     {"GET", "/api/v1/cost-settings", api_cost_settings_get, GI_ROLE_VIEWER, ""},
     {"PUT", "/api/v1/cost-settings", api_cost_settings_put, GI_ROLE_ADMIN, ""},
-    {"GET", "/api/v1/reports/showback", api_showback, GI_ROLE_VIEWER, "format,month"},
+    {"GET", "/api/v1/reports/showback", api_showback, GI_ROLE_VIEWER, "datacenter,format,month"},
 
     {"GET", "/api/v1/usage/heatmap", api_usage_heatmap, GI_ROLE_VIEWER, USAGE_FILTERS ",metric,tz"},
     {"GET", "/api/v1/usage/trend", api_usage_trend, GI_ROLE_VIEWER,

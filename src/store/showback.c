@@ -42,8 +42,9 @@
     "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                     \
     "SUM(u.owned_s * u.fraction), SUM(u.energy_wh), MIN(r.metadata), MIN(r.gpu_count) FROM " table \
     " u LEFT JOIN host_links l ON l.host_id = u.host_id LEFT JOIN resources r ON r.id = "          \
-    "l.resource_id WHERE u." key " >= :from AND u." key " < :to GROUP BY u.gpu_id, "               \
-    "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool"
+    "l.resource_id WHERE u." key " >= :from AND u." key " < :to AND " STORE_SCOPE_IN(              \
+        "u.datacenter_id") " GROUP BY u.gpu_id, "                                                  \
+                           "COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool"
 
 #define STATEMENTS(X)                                                                              \
     X(SET_GET, "SELECT name, value FROM cost_settings")                                            \
@@ -53,20 +54,23 @@
     X(SB_HOURS,                                                                                    \
       "SELECT COALESCE(team, ''), model, env, cloud, pool, hour, SUM(owned_s * fraction), "        \
       "SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), "             \
-      "SUM(unknown_s * fraction) FROM usage_hourly WHERE hour >= :from AND hour < :to GROUP BY "   \
-      "COALESCE(team, ''), model, env, cloud, pool, hour")                                         \
+      "SUM(unknown_s * fraction) FROM usage_hourly WHERE hour >= :from AND hour < :to "            \
+      "AND " STORE_SCOPE_IN("datacenter_id") " GROUP BY "                                          \
+                                             "COALESCE(team, ''), model, env, cloud, pool, hour")  \
     X(SB_DAYS,                                                                                     \
       "SELECT COALESCE(team, ''), model, env, cloud, pool, day, SUM(owned_s), SUM(busy_s), "       \
       "SUM(alloc_idle_s), SUM(idle_s), SUM(unknown_s) FROM usage_groups_daily WHERE day >= :from " \
-      "AND day < :to GROUP BY COALESCE(team, ''), model, env, cloud, pool, day")                   \
+      "AND day < :to AND " STORE_SCOPE_IN(                                                         \
+          "datacenter_id") " GROUP BY COALESCE(team, ''), model, env, cloud, pool, day")           \
     X(SB_CHANGES, "SELECT DISTINCT effective_from FROM prices WHERE kind = 'hourly' AND "          \
                   "effective_from > :from AND effective_from < :to ORDER BY effective_from "       \
                   "LIMIT 10000")                                                                   \
     X(SB_GPUS, SB_GPUS_SQL("usage_hourly", "hour"))                                                \
     X(SB_TCO_GROUPS,                                                                               \
       "SELECT COALESCE(team, ''), model, env, cloud, pool, SUM(owned_s), SUM(energy_wh) FROM "     \
-      "usage_groups_daily WHERE day >= :from AND day < :to GROUP BY COALESCE(team, ''), model, "   \
-      "env, cloud, pool")                                                                          \
+      "usage_groups_daily WHERE day >= :from AND day < :to AND " STORE_SCOPE_IN(                   \
+          "datacenter_id") " GROUP BY COALESCE(team, ''), model, "                                 \
+                           "env, cloud, pool")                                                     \
     X(SB_INV_HOSTS,                                                                                \
       "SELECT l.host_id, r.metadata, r.gpu_count FROM host_links l JOIN resources r "              \
       "ON r.id = l.resource_id WHERE r.metadata LIKE '%purchase_cost%' ORDER BY "                  \
@@ -74,17 +78,20 @@
     X(SB_HOST_GPUS,                                                                                \
       "SELECT u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool, "                   \
       "SUM(u.owned_s * u.fraction) FROM usage_daily u WHERE u.host_id = :hid AND u.day >= :from "  \
-      "AND u.day < :to GROUP BY u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, u.pool")  \
+      "AND u.day < :to AND " STORE_SCOPE_IN(                                                       \
+          "u.datacenter_id") " GROUP BY u.gpu_id, COALESCE(u.team, ''), u.model, u.env, u.cloud, " \
+                             "u.pool")                                                             \
     X(SB_GPU_WINDOW,                                                                               \
       "SELECT COALESCE(SUM(owned_s * fraction), 0) FROM usage_hourly WHERE gpu_id = :gpu AND "     \
       "COALESCE(team, '') = :team AND model IS NOT DISTINCT FROM :model AND env IS NOT DISTINCT "  \
       "FROM :env AND cloud IS NOT DISTINCT FROM :cloud AND pool IS NOT DISTINCT FROM :pool AND "   \
-      "hour >= :from AND hour < :to")                                                              \
+      "hour >= :from AND hour < :to AND " STORE_SCOPE_IN("datacenter_id"))                         \
     X(SB_BILLED,                                                                                   \
       "SELECT COALESCE(u.team, b.team, ''), b.currency, SUM(c.cost_micros) FROM billing_costs c "  \
       "JOIN billing_lines b ON b.id = c.line_id LEFT JOIN usage_hourly u ON u.gpu_id = c.gpu_id "  \
       "AND u.hour = c.usage_start - c.usage_start % 3600 WHERE c.usage_start >= :from AND "        \
-      "c.usage_start < :to GROUP BY COALESCE(u.team, b.team, ''), b.currency")                     \
+      "c.usage_start < :to AND " STORE_SCOPE_IN("u.datacenter_id") " GROUP BY COALESCE(u.team, "   \
+                                                                   "b.team, ''), b.currency")      \
     X(SB_BILLED_TAG, "SELECT COALESCE(team, ''), currency, SUM(cost_micros) FROM billing_lines "   \
                      "WHERE matched_by = 'tag:team' AND usage_start >= :from AND usage_start < "   \
                      ":to GROUP BY COALESCE(team, ''), currency")                                  \
@@ -96,6 +103,15 @@ enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+/* Binds a report statement's range [from, to) and the data centers it is
+ * narrowed to (sc NULL or n 0: all). */
+static void bind_range(struct db_stmt *s, int64_t from, int64_t to, const struct store_scope *sc)
+{
+    db_bind_int(s, ":from", from);
+    db_bind_int(s, ":to", to);
+    db_bind_scope(s, sc);
+}
 
 /* ---- settings ---- */
 
@@ -270,7 +286,7 @@ static bool inventory_purchase(const char *metadata, int64_t gpu_count, int64_t 
 /* The owned GPU-seconds of the current SB_GPUS row (s) inside the
  * amortization window [since, since + years), within [from, to). */
 static int window_owned(struct conn *c, struct db_stmt *s, int64_t since, int64_t years,
-                        int64_t from, int64_t to, double *owned)
+                        int64_t from, int64_t to, const struct store_scope *sc, double *owned)
 {
     int64_t end = since + (int64_t)((double)years * HOURS_PER_YEAR * 3600.0);
     int64_t lo = since > from ? since : from, hi = end < to ? end : to;
@@ -290,8 +306,7 @@ static int window_owned(struct conn *c, struct db_stmt *s, int64_t since, int64_
     db_bind_text(w, ":env", txt(s, 3));
     db_bind_text(w, ":cloud", txt(s, 4));
     db_bind_text(w, ":pool", txt(s, 5));
-    db_bind_int(w, ":from", lo - lo % 3600);
-    db_bind_int(w, ":to", hi);
+    bind_range(w, lo - lo % 3600, hi, sc);
     if ((step = db_step(c, w)) == DB_ROW)
         *owned = db_col_dbl(w, 0);
     db_reset(w);
@@ -384,6 +399,7 @@ struct pricing {
     const struct price_catalog *cat;
     const struct rate_changes *changes;
     const char *cur;
+    const struct store_scope *sc;
     json_t *index;
     struct team_row **rows;
     size_t *n, *cap;
@@ -399,8 +415,7 @@ static int add_hour_range(struct conn *c, const struct pricing *p, int64_t lo, i
         return GI_OK;
     if (!(s = prep(c, ST_SB_HOURS)))
         return GI_INTERNAL;
-    db_bind_int(s, ":from", lo);
-    db_bind_int(s, ":to", hi);
+    bind_range(s, lo, hi, p->sc);
     while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
         rc = add_priced(s, p->cat, p->cur, p->index, p->rows, p->n, p->cap);
     db_reset(s);
@@ -421,8 +436,7 @@ static int add_day_groups(struct conn *c, const struct pricing *p, int64_t lo, i
         return GI_OK;
     if (!(s = prep(c, ST_SB_DAYS)))
         return GI_INTERNAL;
-    db_bind_int(s, ":from", lo);
-    db_bind_int(s, ":to", hi);
+    bind_range(s, lo, hi, p->sc);
     while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
         if (!day_mixed(p->changes, db_col_int(s, 5)))
             rc = add_priced(s, p->cat, p->cur, p->index, p->rows, p->n, p->cap);
@@ -439,12 +453,13 @@ static int add_day_groups(struct conn *c, const struct pricing *p, int64_t lo, i
  * now in both cases, so an edited price shows at once. A day's groups
  * carry the owner of each GPU's first hour of the day (usage_daily's
  * rule), so an owner change during a day goes to the day's first owner. */
-static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur, json_t *index,
-                     struct team_row **rows, size_t *n, size_t *cap)
+static int add_hours(struct conn *c, int64_t from, int64_t to, const char *cur,
+                     const struct store_scope *sc, json_t *index, struct team_row **rows, size_t *n,
+                     size_t *cap)
 {
     struct price_catalog *cat = NULL;
     struct rate_changes ch = {0};
-    struct pricing p = {NULL, &ch, cur, index, rows, n, cap};
+    struct pricing p = {NULL, &ch, cur, sc, index, rows, n, cap};
     int64_t d1 = from % DAY_S ? from - from % DAY_S + DAY_S : from, d2 = to - to % DAY_S;
     int64_t lo;
     int rc;
@@ -476,7 +491,8 @@ cleanup:
 }
 
 static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_cost_settings *set,
-                   json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+                   const struct store_scope *sc, json_t *index, struct team_row **rows, size_t *n,
+                   size_t *cap)
 {
     struct db_stmt *s = prep(c, ST_SB_GPUS);
     struct price_catalog *cat = NULL;
@@ -487,8 +503,7 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
         return GI_INTERNAL;
     if ((rc = price_catalog_load(c, "purchase", &cat)) != GI_OK)
         return rc;
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
+    bind_range(s, from, to, sc);
     while ((step = db_step(c, s)) == DB_ROW) {
         struct team_row *r = row_of(index, rows, n, cap, txt(s, 1));
         double owned = db_col_dbl(s, 6), wh = db_col_dbl(s, 7);
@@ -502,7 +517,7 @@ static int add_tco(struct conn *c, int64_t from, int64_t to, const struct store_
         r->t_energy +=
             wh / 1000.0 * (double)set->energy_micros_kwh * (double)set->pue_milli / 1000.0;
         if (inventory_purchase(txt(s, 8), db_col_int(s, 9), &micros, &since)) {
-            if ((rc = window_owned(c, s, since, set->amortization_years, from, to, &owned)) !=
+            if ((rc = window_owned(c, s, since, set->amortization_years, from, to, sc, &owned)) !=
                 GI_OK) {
                 step = rc;
                 break;
@@ -555,16 +570,16 @@ static void tco_key(struct db_stmt *s, int first, char *buf, size_t len)
 /* Reads the day groups' owned seconds and energy of [from, to) into g
  * (energy goes to each team's row at once). */
 static int tco_groups_read(struct conn *c, int64_t from, int64_t to,
-                           const struct store_cost_settings *set, struct tco_groups *g,
-                           json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+                           const struct store_cost_settings *set, const struct store_scope *sc,
+                           struct tco_groups *g, json_t *index, struct team_row **rows, size_t *n,
+                           size_t *cap)
 {
     struct db_stmt *s = prep(c, ST_SB_TCO_GROUPS);
     int step;
 
     if (!s || !(g->index = json_object()))
         return GI_INTERNAL;
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
+    bind_range(s, from, to, sc);
     while ((step = db_step(c, s)) == DB_ROW) {
         struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
         double wh = db_col_dbl(s, 6);
@@ -651,8 +666,8 @@ static int tco_hosts_read(struct conn *c, struct tco_host **out, size_t *n)
  * amortization window instead. A day's rows carry the owner of each GPU's
  * first hour of the day. */
 static int add_tco_days(struct conn *c, int64_t from, int64_t to,
-                        const struct store_cost_settings *set, json_t *index,
-                        struct team_row **rows, size_t *n, size_t *cap)
+                        const struct store_cost_settings *set, const struct store_scope *sc,
+                        json_t *index, struct team_row **rows, size_t *n, size_t *cap)
 {
     struct tco_groups g = {0};
     struct tco_host *hosts = NULL;
@@ -662,7 +677,7 @@ static int add_tco_days(struct conn *c, int64_t from, int64_t to,
     int step = DB_DONE, rc;
 
     if ((rc = price_catalog_load(c, "purchase", &cat)) != GI_OK ||
-        (rc = tco_groups_read(c, from, to, set, &g, index, rows, n, cap)) != GI_OK ||
+        (rc = tco_groups_read(c, from, to, set, sc, &g, index, rows, n, cap)) != GI_OK ||
         (rc = tco_hosts_read(c, &hosts, &nh)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < nh && rc == GI_OK; i++) {
@@ -672,8 +687,7 @@ static int add_tco_days(struct conn *c, int64_t from, int64_t to,
             break;
         }
         db_bind_int(s, ":hid", hosts[i].host_id);
-        db_bind_int(s, ":from", from);
-        db_bind_int(s, ":to", to);
+        bind_range(s, from, to, sc);
         while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
             struct team_row *r = row_of(index, rows, n, cap, txt(s, 1));
             double owned = db_col_dbl(s, 6);
@@ -686,7 +700,7 @@ static int add_tco_days(struct conn *c, int64_t from, int64_t to,
             tco_key(s, 1, key, sizeof key);
             if ((hit = json_object_get(g.index, key)))
                 g.v[json_integer_value(hit)].owned -= owned;
-            if ((rc = window_owned(c, s, hosts[i].since, set->amortization_years, from, to,
+            if ((rc = window_owned(c, s, hosts[i].since, set->amortization_years, from, to, sc,
                                    &owned)) != GI_OK)
                 break;
             r->t_capital += (double)hosts[i].micros / hours_amort * owned / 3600.0;
@@ -723,15 +737,15 @@ cleanup:
 }
 
 static int add_billed(struct conn *c, enum stmt_id id, int64_t from, int64_t to, const char *cur,
-                      json_t *index, struct team_row **rows, size_t *n, size_t *cap)
+                      const struct store_scope *sc, json_t *index, struct team_row **rows,
+                      size_t *n, size_t *cap)
 {
     struct db_stmt *s = prep(c, id);
     int step;
 
     if (!s)
         return GI_INTERNAL;
-    db_bind_int(s, ":from", from);
-    db_bind_int(s, ":to", to);
+    bind_range(s, from, to, sc);
     while ((step = db_step(c, s)) == DB_ROW) {
         struct team_row *r = row_of(index, rows, n, cap, txt(s, 0));
         const char *lc = txt(s, 1);
@@ -822,8 +836,10 @@ static int unmatched_doc(struct conn *c, int64_t from, int64_t to, const char *c
     return step == DB_DONE ? GI_OK : db_status(step);
 }
 
-int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
+int store_showback(struct store *st, int64_t from, int64_t to, const struct store_scope *sc,
+                   json_t **out)
 {
+    bool narrowed = sc && sc->n > 0;
     struct conn *c = db_conn_get(st);
     struct store_cost_settings set;
     struct team_row *rows = NULL, total = {0};
@@ -837,14 +853,17 @@ int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
     *out = NULL;
     db_read_begin(c);
     if ((rc = settings_read(c, &set)) != GI_OK ||
-        (rc = add_hours(c, from, to, set.currency, index, &rows, &n, &cap)) != GI_OK ||
+        (rc = add_hours(c, from, to, set.currency, sc, index, &rows, &n, &cap)) != GI_OK ||
         (rc = (from % DAY_S == 0 && to % DAY_S == 0 ? add_tco_days : add_tco)(
-             c, from, to, &set, index, &rows, &n, &cap)) != GI_OK ||
-        (rc = add_billed(c, ST_SB_BILLED, from, to, set.currency, index, &rows, &n, &cap)) !=
-            GI_OK ||
-        (rc = add_billed(c, ST_SB_BILLED_TAG, from, to, set.currency, index, &rows, &n, &cap)) !=
-            GI_OK ||
-        (rc = unmatched_doc(c, from, to, set.currency, &unmatched)) != GI_OK)
+             c, from, to, &set, sc, index, &rows, &n, &cap)) != GI_OK ||
+        (rc = add_billed(c, ST_SB_BILLED, from, to, set.currency, sc, index, &rows, &n, &cap)) !=
+            GI_OK)
+        goto cleanup;
+    /* Lines matched by a team tag and unmatched lines are in no data
+     * center: only a report of every data center has them. */
+    if (!narrowed && ((rc = add_billed(c, ST_SB_BILLED_TAG, from, to, set.currency, sc, index,
+                                       &rows, &n, &cap)) != GI_OK ||
+                      (rc = unmatched_doc(c, from, to, set.currency, &unmatched)) != GI_OK))
         goto cleanup;
     /* Teams in name order, the GPU-hours of no team last. */
     {
@@ -875,7 +894,7 @@ int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
     gi_time_format(from, f, sizeof f);
     gi_time_format(to, t, sizeof t);
     *out = json_pack(
-        "{s:s, s:s, s:s, s:O, s:o, s:O, s:{s:s, s:s, s:s}}", "from", f, "to", t, "currency",
+        "{s:s, s:s, s:s, s:O, s:o, s:O?, s:{s:s, s:s, s:s}}", "from", f, "to", t, "currency",
         set.currency, "items", items, "total", row_doc(&total, NULL, set.currency),
         "unmatched_billing", unmatched, "methods", "catalog",
         "owned GPU-hours x fraction x the catalog's hourly rate in force at each hour for the "
@@ -889,6 +908,12 @@ int store_showback(struct store *st, int64_t from, int64_t to, json_t **out)
         "imported cloud billing lines starting in the range: instance lines spread over the "
         "instance's GPUs and charged to each GPU-hour's owner, team-tag lines to that team");
     json_object_del(json_object_get(*out, "total"), "team");
+    if (*out && narrowed) {
+        json_t *ids = json_array();
+        for (int i = 0; i < sc->n; i++)
+            json_array_append_new(ids, json_integer((json_int_t)sc->dcs[i]));
+        json_object_set_new(*out, "datacenter_ids", ids);
+    }
 cleanup:
     db_read_end(c);
     free(rows);

@@ -825,8 +825,13 @@ int store_billing_unmatched(struct store *st, const struct store_page *pg, json_
 
 /* The showback report of [from, to) (a month): one row per team. *out
  * (caller owns): {month?, from, to, currency, rows:[...], total:{...},
- * methods:{...}}; see showback.c for each figure's method. */
-int store_showback(struct store *st, int64_t from, int64_t to, json_t **out);
+ * unmatched_billing, methods:{...}}; see showback.c for each figure's
+ * method. Narrowed to the data centers of sc (NULL or n 0: all), it
+ * counts only their GPU-hours and the bill shares of their GPU-hours,
+ * has no team-tag or unmatched billing lines (they are in no data
+ * center: unmatched_billing null) and lists sc's ids as datacenter_ids. */
+int store_showback(struct store *st, int64_t from, int64_t to, const struct store_scope *sc,
+                   json_t **out);
 
 /* ---- usage insights (insights.c): patterns, waste and savings, all read
  * from the hourly rollups (usage_hourly, usage_consumers) ---- */

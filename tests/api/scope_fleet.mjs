@@ -12,10 +12,13 @@ let seq = 0;
  * Pushes and rolls up the fleet. counts: the GPUs of each data center;
  * gpu(d, i): what GPU i of data center d does, {util, pod} (pod: the name
  * of a Kubernetes pod that holds it from the second reading on, or null).
+ * hostname(d) and server(d): data center d's host name and the fields of
+ * its inventory server (default: a unique name, no fields).
  * Returns {dcs, teams, hosts, gpus (their UUIDs per data center), two (the
  * token of the first two data centers)}.
  */
-export async function scopeFleet(s, { model, t0, hours = 2, counts = [1, 2, 4], gpu = () => ({ util: 50, pod: null }) }) {
+export async function scopeFleet(s, { model, t0, hours = 2, counts = [1, 2, 4], gpu = () => ({ util: 50, pod: null }),
+  hostname: nameOf = (d) => uniq(`hu${d}`), server = () => ({}) }) {
   const out = { dcs: [], teams: [], hosts: [], gpus: [] };
   for (let d = 0; d < counts.length; d++) {
     const dc = await mkDc(s);
@@ -23,7 +26,7 @@ export async function scopeFleet(s, { model, t0, hours = 2, counts = [1, 2, 4], 
     out.teams.push(uniq(`team${d}`));
     const src = uniq(`su${d}`);
     const pusher = ok(await s.api('POST', '/api/v1/tokens', { body: { name: 'tok-' + src, role: 'pusher', source: src, team: out.teams[d] } }), 201);
-    const hostname = uniq(`hu${d}`);
+    const hostname = nameOf(d);
     const gpus = [];
     for (let i = 0; i < counts[d]; i++) {
       seq += 1;
@@ -32,7 +35,7 @@ export async function scopeFleet(s, { model, t0, hours = 2, counts = [1, 2, 4], 
     out.gpus.push(gpus.map((g) => g.uuid));
     out.hosts.push(hostname);
     ok(await s.api('POST', '/api/v1/ingest', { auth: pusher.token, body: { batch_id: uniq('b'), host: { hostname }, gpus, samples: [] } }), 201);
-    const res = await mkRes(s, dc.id);
+    const res = await mkRes(s, dc.id, server(d));
     const host = ok(await s.api('GET', `/api/v1/hosts?q=${hostname}`)).items.find((x) => x.hostname === hostname);
     ok(await s.api('PUT', `/api/v1/hosts/${host.id}/link`, { body: { resource_id: res.id } }));
     const samples = [];
