@@ -156,7 +156,7 @@ static void run_health(struct scheduler *s)
 {
     static const char job[] = "health:rollup", rules[] = "lifecycle:rules";
     struct store_health_run res = {0};
-    int64_t fired = 0;
+    int64_t fired = 0, expired = 0;
     bool run = false;
     int rc = GI_OK;
 
@@ -187,11 +187,12 @@ static void run_health(struct scheduler *s)
                         gi_now(), &run) != GI_OK ||
         !run)
         return;
-    rc = store_lrules_run(s->st, rules, gi_now(), &fired);
+    rc = store_lrules_run(s->st, rules, gi_now(), &fired, &expired);
     if (rc != GI_OK)
         gi_warn("job %s failed: %s", rules, gi_status_name(rc));
-    else if (fired > 0)
-        gi_info("job %s: %lld match(es)", rules, (long long)fired);
+    else if (fired > 0 || expired > 0)
+        gi_info("job %s: %lld match(es), %lld reservation(s) expired", rules, (long long)fired,
+                (long long)expired);
     if (store_job_done(s->st, rules, s->holder, gi_now()) != GI_OK)
         gi_warn("job %s: cannot release its lease", rules);
 }

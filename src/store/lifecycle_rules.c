@@ -725,9 +725,9 @@ static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *wh
  * ends the expired spare reservations (at most RULE_MAX_EXPIRED, in one
  * transaction, so their spares are free for this pass's reserve_spare),
  * even with no rule, and the stored rules get their last run and match
- * count. */
+ * count. *expired: how many reservations it ended. */
 static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool dry,
-                         const char *actor, int64_t now, int64_t *evaluated)
+                         const char *actor, int64_t now, int64_t *evaluated, int64_t *expired)
 {
     struct conn *c = db_conn_get(st);
     struct actx *a = calloc(RULE_CHUNK, sizeof *a);
@@ -736,12 +736,14 @@ static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool
     size_t n = nruns > 0;
 
     *evaluated = 0;
+    *expired = 0;
     if (rc == GI_OK && !dry) {
-        int64_t expired = 0;
         rc = db_tx_begin(c);
         if (rc == GI_OK)
-            rc = asset_reservations_expire(c, actor, now, RULE_MAX_EXPIRED, &expired);
+            rc = asset_reservations_expire(c, actor, now, RULE_MAX_EXPIRED, expired);
         rc = db_tx_end(c, rc);
+        if (rc != GI_OK)
+            *expired = 0; /* rolled back */
     }
     for (size_t r = 0; r < nruns; r++) {
         int w = max_window(runs[r].cond);
@@ -997,7 +999,7 @@ int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool 
     json_t *doc = NULL;
     const json_t *src = rule;
     struct rrun r = {0};
-    int64_t evaluated = 0;
+    int64_t evaluated = 0, expired = 0;
     int rc;
 
     *report = NULL;
@@ -1012,11 +1014,13 @@ int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool 
     r.cond = json_object_get(src, "condition");
     r.actions = json_object_get(src, "actions");
     r.matches = json_array();
-    rc = evaluate_pass(st, &r, 1, dry_run, actor, now, &evaluated);
+    rc = evaluate_pass(st, &r, 1, dry_run, actor, now, &evaluated, &expired);
     if (rc == GI_OK)
         rc = r.rc;
     if (rc == GI_OK && !(*report = run_report(&r, dry_run, evaluated)))
         rc = GI_INTERNAL;
+    if (rc == GI_OK)
+        json_object_set_new(*report, "reservations_expired", json_integer((json_int_t)expired));
     json_decref(r.matches);
     json_decref(doc);
     return rc;
@@ -1028,7 +1032,7 @@ static int evaluate_rules(struct store *st, const int64_t *ids, size_t n, bool d
 {
     json_t *docs = json_array(), *enabled = NULL, *row, *reports = NULL;
     struct rrun *runs = NULL;
-    int64_t evaluated = 0, matched = 0;
+    int64_t evaluated = 0, matched = 0, expired = 0;
     size_t i, count;
     int rc = GI_OK;
 
@@ -1059,7 +1063,7 @@ static int evaluate_rules(struct store *st, const int64_t *ids, size_t n, bool d
         runs[i].matches = json_array();
     }
     if (rc == GI_OK && (count > 0 || !dry_run))
-        rc = evaluate_pass(st, runs, count, dry_run, actor, now, &evaluated);
+        rc = evaluate_pass(st, runs, count, dry_run, actor, now, &evaluated, &expired);
     if (rc == GI_OK) {
         reports = json_array();
         for (i = 0; i < count; i++) {
@@ -1071,9 +1075,9 @@ static int evaluate_rules(struct store *st, const int64_t *ids, size_t n, bool d
             matched += runs[i].matched;
             json_array_append_new(reports, one);
         }
-        *report =
-            json_pack("{s:b, s:I, s:I, s:o}", "dry_run", dry_run, "evaluated",
-                      (json_int_t)evaluated, "matched", (json_int_t)matched, "rules", reports);
+        *report = json_pack("{s:b, s:I, s:I, s:I, s:o}", "dry_run", dry_run, "evaluated",
+                            (json_int_t)evaluated, "matched", (json_int_t)matched,
+                            "reservations_expired", (json_int_t)expired, "rules", reports);
         if (!*report)
             rc = GI_INTERNAL;
     }
@@ -1092,12 +1096,14 @@ int store_lrules_evaluate(struct store *st, const int64_t *ids, size_t n, bool d
     return evaluate_rules(st, ids, n, dry_run, actor, now, report, &failed);
 }
 
-int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired)
+int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired,
+                     int64_t *expired)
 {
     json_t *rep = NULL;
     int failed = GI_OK, rc = evaluate_rules(st, NULL, 0, false, actor, now, &rep, &failed);
 
     *fired = rc == GI_OK ? json_integer_value(json_object_get(rep, "matched")) : 0;
+    *expired = rc == GI_OK ? json_integer_value(json_object_get(rep, "reservations_expired")) : 0;
     json_decref(rep);
     return rc == GI_OK ? failed : rc; /* one rule's failure did not stop the others */
 }

@@ -354,22 +354,26 @@ int store_lrule_delete(struct store *st, const char *actor, int64_t id);
 /* Evaluates one rule (a stored one by id, or the unsaved document `rule`
  * {name?, condition, actions} when id is 0) over every asset at `now`,
  * in chunks read outside any transaction; unless dry_run, each match's
- * actions run in one short writing transaction of their own under actor.
- * *report: {rule, dry_run, evaluated, matched, matches: [{asset, kind,
- * stage, why: [...], actions: [{type, result, ...}]}], truncated}. */
+ * actions run in one short writing transaction of their own under actor,
+ * after the expired spare reservations are ended. *report: {rule,
+ * dry_run, evaluated, matched, matches: [{asset, kind, stage, why: [...],
+ * actions: [{type, result, ...}]}], truncated, reservations_expired}. */
 int store_lrule_evaluate(struct store *st, int64_t id, const json_t *rule, bool dry_run,
                          const char *actor, int64_t now, json_t **report);
 /* The rules of ids (n of them; ids NULL: every enabled rule) evaluated in
  * ONE pass over the assets, in the order given (a stage one rule moves an
  * asset to is what the rules after it see, as if each ran alone in turn).
  * GI_NOT_FOUND when an id names no rule. *report: {dry_run, evaluated,
- * matched (all rules), rules: [the report of store_lrule_evaluate, plus
- * "error" (a status name) for a rule whose actions failed and stopped]}. */
+ * matched (all rules), reservations_expired, rules: [the report of
+ * store_lrule_evaluate without reservations_expired, plus "error" (a
+ * status name) for a rule whose actions failed and stopped]}. */
 int store_lrules_evaluate(struct store *st, const int64_t *ids, size_t n, bool dry_run,
                           const char *actor, int64_t now, json_t **report);
 /* The lifecycle:rules job: every enabled rule evaluated in one pass (not
- * a dry run); *fired counts the matches. */
-int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired);
+ * a dry run); *fired counts the matches, *expired the spare reservations
+ * it ended. */
+int store_lrules_run(struct store *st, const char *actor, int64_t now, int64_t *fired,
+                     int64_t *expired);
 /* Inserts the example rules of docs/LIFECYCLE.md, disabled, once per
  * database (a mark in cost_settings keeps them from coming back after
  * someone deleted them); *seeded says whether this call did. */

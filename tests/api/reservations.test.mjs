@@ -239,6 +239,22 @@ test('a move within the data center keeps it; leaving the data center cancels it
   await assertEnded(d, 'cancelled', 'the spare no longer has a data center');
 });
 
+test('a CSV import that moves the spare to another data center cancels it; its dry run does not', async () => {
+  const p = await pair();
+  const other = await mkDc(h.s);
+  const csv = `Asset Tag,Location\r\n${p.spare},${other.name}\r\n`;
+  const imp = (q = '') => h.s.api('POST', `/api/v1/assets/import${q}`, { auth: w.ed.token, body: csv, contentType: 'text/csv' });
+  const dry = ok(await imp('?dry_run=true'));
+  assert.deepEqual([dry.updated, dry.dry_run], [1, true]);
+  assert.equal((await resv(p.resv.id)).state, 'reserved');
+  assert.deepEqual(await events(p.spare, 'reservation'), []);
+  assert.deepEqual(ok(await imp()).updated, 1);
+  await assertEnded(p, 'cancelled', `the spare moved to data center ${other.name}`);
+  // the same file again changes nothing and ends nothing twice
+  assert.deepEqual(ok(await imp()).unchanged, 1);
+  assert.equal((await events(p.spare, 'reservation')).length, 1);
+});
+
 test('the failing asset recovering makes it not needed; decommissioned keeps it', async () => {
   const p = await pair();
   await stage(p.fail, { stage: 'diagnostic_repair', reason: 'xid 79' });
@@ -308,10 +324,19 @@ test('an expiry: expire_days, PATCH expires_at, expired at the next rules run', 
   assert.deepEqual(audit.map((a) => a.action), ['update', 'update']);
   assert.equal(audit[0].after.expires_at, soon);
   // a run before the time ends nothing
-  assert.deepEqual((await runPair(p)).matches[0].actions[0], { type: 'reserve_spare', result: 'existing', spare: p.spare });
+  const before = await runPair(p);
+  assert.deepEqual(before.matches[0].actions[0], { type: 'reserve_spare', result: 'existing', spare: p.spare });
+  assert.equal(before.reservations_expired, 0);
   await new Promise((res) => setTimeout(res, 3200));
+  // a dry run of every rule ends nothing and says so
+  const dry = ok(await h.s.api('POST', '/api/v1/lifecycle-rules/evaluate', { auth: w.ed.token, body: { ids: [p.rule.id] } }));
+  assert.equal(dry.dry_run, true);
+  assert.equal(dry.reservations_expired, 0);
+  assert.equal((await resv(p.resv.id)).state, 'reserved');
   // the run ends it first, then reserves the (free again) spare anew, for 3 days
-  assert.deepEqual((await runPair(p)).matches[0].actions[0], { type: 'reserve_spare', result: 'reserved', spare: p.spare });
+  const after = await runPair(p);
+  assert.deepEqual(after.matches[0].actions[0], { type: 'reserve_spare', result: 'reserved', spare: p.spare });
+  assert.equal(after.reservations_expired, 1);
   await assertEnded(p, 'expired', 'the reservation expired');
   const [again] = (await list(`asset=${p.fail}&state=reserved`)).items;
   assert.notEqual(again.id, p.resv.id);

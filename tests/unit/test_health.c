@@ -306,7 +306,7 @@ static void test_refused_and_webhook(void **state)
                               .events = "rule.fired",
                               .enabled = 1};
     struct store_lrule r = {.name = "odd", .enabled = 1};
-    int64_t now = gi_now(), id, fired = 0;
+    int64_t now = gi_now(), id, fired = 0, expired = -1;
     json_t *out = NULL, *rep;
     char field[128], err[256];
 
@@ -331,8 +331,9 @@ static void test_refused_and_webhook(void **state)
                                            "= 'rule.fired'"),
                      1);
     /* The job runs the enabled rules: this one (the seeds are disabled). */
-    assert_status(store_lrules_run(f->st, "lifecycle:rules", now, &fired), GI_OK);
+    assert_status(store_lrules_run(f->st, "lifecycle:rules", now, &fired, &expired), GI_OK);
     assert_int_equal(fired, 1);
+    assert_int_equal(expired, 0);
     json_decref(r.condition);
     json_decref(r.actions);
 }
