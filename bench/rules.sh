@@ -5,26 +5,55 @@
 # (POST /lifecycle-rules/evaluate); the reference beside it is the five rules dry-run one at a
 # time (one pass each). Wall time and the server's CPU time (utime + stime from /proc) for
 # each. Usage: bench/rules.sh [GPUS] [INGEST_BATCHES] [JSONL]; needs build/gpuinv (Release)
-# and the sqlite3 CLI. SQLite store. With JSONL, one line of figures is appended to it.
+# and the sqlite3 CLI. With JSONL, one line of figures is appended to it.
+# BENCH_STORE=postgresql runs the server on a throwaway PostgreSQL (bench/store.sh): the fleet
+# is written into a SQLite file as for SQLite, then `gpuinv db copy` moves it onto each
+# database the runs use, and each CPU figure adds the database's (server + cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/store.sh
 gpus=${1:-10000}
 batches=${2:-400}
 jsonl=${3:-}
 work=$(mktemp -d)
 pid=""
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+# BENCH_KEEP=1 keeps the work directory (and a PostgreSQL the bench started, running) to look into.
+if [ "${BENCH_KEEP:-0}" = 1 ]; then
+  trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; echo "bench: kept $work"' EXIT
+else
+  trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; bench_store_stop; rm -rf "$work"' EXIT
+fi
 cc -O2 -o "$work/ingest_bench" bench/ingest_bench.c $(pkg-config --cflags --libs libcurl sqlite3 libpq) -lpthread
 token=bench-token-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 start() { # start DB: the server on a database file, its URL in $url
   GPUINV_ADMIN_TOKEN=$token build/gpuinv serve --db "$1" --listen 127.0.0.1:0 >"$work/out" 2>"$work/err" &
   pid=$!
-  for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
   url=$(sed -n 's/.*listening on \(http:[^ ]*\)\/$/\1/p' "$work/out")
+  [ -n "$url" ] || { echo "bench: the server did not start:" >&2; cat "$work/err" >&2; exit 1; }
 }
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
-cpu() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$pid/stat"; } # server CPU seconds
+cpu() { # CPU seconds so far of the server and, on PostgreSQL, of the database cluster
+  local pg
+  pg=$(bench_pg_cpu)
+  [ "$pg" = null ] && pg=0
+  awk -v pg="$pg" '{ printf "%.2f", ($14 + $15) / 100 + pg }' "/proc/$pid/stat"
+}
+# copy NAME: the fleet (base.db) as a database of its own, its path or URL in $db
+copy() {
+  if [ "$bench_store" = sqlite ]; then
+    db="$work/$1.db"
+    cp "$work/base.db" "$db"
+    return
+  fi
+  bench_store_start "$work" "$1"
+  db=$bench_db
+  build/gpuinv db copy --from "$work/base.db" --to "$db" >"$work/copy-$1.out"
+}
+# ref NAME: the ingest reference's target (bench/ingest_bench.c): a file of its own on SQLite,
+# the server's own database on PostgreSQL
+ref() { if [ "$bench_store" = sqlite ]; then echo "$work/ref-$1.db"; else echo "$db"; fi; }
 api() { curl -s -H "Authorization: Bearer $token" -H 'Content-Type: application/json' "$@"; }
 
 # The schema, then the fleet straight into the file: GPUs, their assets, spares, and 30 days of
@@ -68,10 +97,10 @@ SQL
 echo "fleet: $gpus GPUs, $((gpus * 30)) health rows"
 
 # Baseline: the ingest alone.
-cp "$work/base.db" "$work/a.db"
-start "$work/a.db"
+copy a
+start "$db"
 ptoken=$(api -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
-"$work/ingest_bench" "$url" "$ptoken" 1 "$batches" "$work/ref-a.db" columns | tee "$work/alone.json"
+"$work/ingest_bench" "$url" "$ptoken" 1 "$batches" "$(ref a)" columns | tee "$work/alone.json"
 ids=$(api "$url/api/v1/lifecycle-rules" | grep -o '"id": *[0-9]*' | grep -o '[0-9]*' | head -5)
 
 # The five rules dry-run on the idle server, nothing written: one at a time (the reference),
@@ -98,8 +127,8 @@ echo "first pass with its writes, idle server: $run_wall s wall ($run_cpu s CPU)
 stop
 
 # The same ingest while the five rules run back to back, over and over, on a fresh copy.
-cp "$work/base.db" "$work/b.db"
-start "$work/b.db"
+copy b
+start "$db"
 ptoken=$(api -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1/tokens" | sed 's/.*"token":"\([^"]*\)".*/\1/')
 (
   while [ ! -e "$work/ingest-done" ]; do
@@ -110,7 +139,7 @@ ptoken=$(api -d '{"name":"bench","role":"pusher","source":"bench"}' "$url/api/v1
   done
 ) &
 loop=$!
-"$work/ingest_bench" "$url" "$ptoken" 1 "$batches" "$work/ref-b.db" columns | tee "$work/during.json"
+"$work/ingest_bench" "$url" "$ptoken" 1 "$batches" "$(ref b)" columns | tee "$work/during.json"
 touch "$work/ingest-done"
 wait "$loop"
 stop
@@ -123,7 +152,7 @@ p99a=$(grep -o '"batch_p99_ms":[0-9.]*' "$work/alone.json" | cut -d: -f2)
 p99b=$(grep -o '"batch_p99_ms":[0-9.]*' "$work/during.json" | cut -d: -f2)
 echo "ingest batch p99: alone $p99a ms, during the rule passes $p99b ms"
 if [ -n "$jsonl" ]; then
-  printf '{"bench":"rules","date":"%s","gpus":%s,"health_rows":%s,"load1":%s,"dry_one_at_a_time_wall_s":%s,"dry_one_at_a_time_cpu_s":%s,"dry_one_pass_wall_s":%s,"dry_one_pass_cpu_s":%s,"first_run_wall_s":%s,"first_run_cpu_s":%s,"passes_during_ingest":%s,"first_pass_s":%s,"mean_pass_s":%s,"max_pass_s":%s,"ingest_p99_alone_ms":%s,"ingest_p99_during_ms":%s}\n' \
-    "$(date -u +%FT%TZ)" "$gpus" "$((gpus * 30))" "$(cut -d' ' -f1 /proc/loadavg)" "$one_wall" "$one_cpu" \
+  printf '{"bench":"rules","store":"%s","date":"%s","gpus":%s,"health_rows":%s,"load1":%s,"dry_one_at_a_time_wall_s":%s,"dry_one_at_a_time_cpu_s":%s,"dry_one_pass_wall_s":%s,"dry_one_pass_cpu_s":%s,"first_run_wall_s":%s,"first_run_cpu_s":%s,"passes_during_ingest":%s,"first_pass_s":%s,"mean_pass_s":%s,"max_pass_s":%s,"ingest_p99_alone_ms":%s,"ingest_p99_during_ms":%s}\n' \
+    "$bench_store" "$(date -u +%FT%TZ)" "$gpus" "$((gpus * 30))" "$(cut -d' ' -f1 /proc/loadavg)" "$one_wall" "$one_cpu" \
     "$pass_wall" "$pass_cpu" "$run_wall" "$run_cpu" "$1" "$2" "$3" "$4" "$p99a" "$p99b" >>"$jsonl"
 fi

@@ -4,7 +4,8 @@
 #   BENCH_STORE=postgresql  a throwaway PostgreSQL (tests/lib/pg.sh) in the
 #                           work directory, stopped by bench_store_stop
 # bench_store_start WORK NAME sets bench_db (a path or a libpq URL) and,
-# on PostgreSQL, bench_pg_dir; bench_pg_cpu prints the CPU seconds (user +
+# on PostgreSQL, bench_pg_dir (called again, it adds database NAME to the
+# same cluster); bench_pg_cpu prints the CPU seconds (user +
 # system) the cluster has used so far: the postmaster and every process of
 # it, live or already ended (the postmaster's reaped children), so that the
 # difference over a pull is what the database spent on it.
@@ -28,10 +29,12 @@ bench_store_start() {
     return
   fi
   command -v psql >/dev/null || { echo "bench: psql is missing" >&2; exit 2; }
-  chmod 755 "$work"
-  bench_pg_dir="$work/pg"
-  mkdir -p "$bench_pg_dir"
-  tests/lib/pg.sh start "$bench_pg_dir" >/dev/null
+  if [ -z "$bench_pg_dir" ]; then # a second call adds a database to the running cluster
+    chmod 755 "$work"
+    bench_pg_dir="$work/pg"
+    mkdir -p "$bench_pg_dir"
+    tests/lib/pg.sh start "$bench_pg_dir" >/dev/null
+  fi
   base=$(cat "$bench_pg_dir/conninfo")
   PGOPTIONS=--client-min-messages=warning psql -X -q -d "${base/\/\?//postgres?}" -c "CREATE DATABASE $name" >/dev/null
   bench_db="${base/\/\?//$name?}"

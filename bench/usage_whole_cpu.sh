@@ -7,6 +7,8 @@
 # measured first and its rate taken off (background jobs of a database
 # the binary has not seen).
 # Usage: bench/usage_whole_cpu.sh BINARY SQLITE_DB [PORT] [N]
+# BENCH_PATHS (space-separated paths with their query, such as
+# "/api/v1/reports/showback?month=M") replaces the usage reports measured.
 set -euo pipefail
 bin=$1 db=$2 port=${3:-18731} n=${4:-20}
 tok=benchtok$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
@@ -20,9 +22,14 @@ now=$(date +%s) end=$((now - now % 3600)) de=$((end - end % 86400))
 to=$(date -u -d "@$de" +%Y-%m-%dT%H:%M:%SZ) from=$(date -u -d "@$((de - 30 * 86400))" +%Y-%m-%dT%H:%M:%SZ)
 a=$(ticks); sleep 5; idle=$(($(ticks) - a))
 echo "$bin: idle ticks over 5 s: $idle; load $(cut -d' ' -f1-3 /proc/loadavg)"
+paths=()
 for q in "group_by=host&step=day&limit=100" "group_by=host&step=day&limit=100&offset=200" \
   "group_by=gpu&step=day&limit=100" "group_by=team&step=hour"; do
-  u="http://127.0.0.1:$port/api/v1/usage?$q&from=$from&to=$to"
+  paths+=("/api/v1/usage?$q&from=$from&to=$to")
+done
+[ -z "${BENCH_PATHS:-}" ] || read -r -a paths <<<"$BENCH_PATHS"
+for q in "${paths[@]}"; do
+  u="http://127.0.0.1:$port$q"
   curl -sf -o /dev/null -H "Authorization: Bearer $tok" "$u"
   a=$(ticks) t0=$(date +%s.%N)
   for _ in $(seq "$n"); do curl -sf -o /dev/null -H "Authorization: Bearer $tok" "$u"; done
