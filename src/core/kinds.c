@@ -117,6 +117,26 @@ static int fail(struct gi_verr *err, const char *field, const char *fmt, ...)
     return GI_INVALID;
 }
 
+/* Checks metadata.tags, the resource's cloud-style tags that cloud_tag
+ * ownership rules match: up to 64 keys of at most 128 bytes, each a text
+ * value of at most 256 bytes (the limits of AWS tags). */
+static int check_tags(const json_t *tags, struct gi_verr *err)
+{
+    const char *key;
+    const json_t *v;
+
+    if (json_object_size(tags) > 64)
+        return fail(err, "metadata", "metadata.tags has more than 64 keys");
+    json_object_foreach((json_t *)tags, key, v) {
+        if (!*key || strlen(key) > 128 || !gi_text_ok(key))
+            return fail(err, "metadata", "a metadata.tags key is empty, too long or not text");
+        if (!json_is_string(v) || json_string_length(v) > 256 || !gi_text_ok(json_string_value(v)))
+            return fail(err, "metadata",
+                        "metadata.tags.%s must be a string of at most 256 bytes of text", key);
+    }
+    return GI_OK;
+}
+
 /* Checks a string value: type, UTF-8, length. NULL/absent is allowed. */
 static int check_str(const json_t *v, const char *field, size_t maxlen, bool required,
                      const char **out, struct gi_verr *err)
@@ -287,6 +307,11 @@ int gi_resource_check(const json_t *in, bool from_text, struct gi_resource_in *o
         json_object_foreach((json_t *)md, key, v) {
             if (strlen(key) > 64 || !gi_text_ok(key))
                 return fail(err, "metadata", "metadata key is too long or not text");
+            if (strcmp(key, "tags") == 0 && json_is_object(v)) {
+                if ((rc = check_tags(v, err)))
+                    return rc;
+                continue;
+            }
             if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v) && !json_is_null(v))
                 return fail(err, "metadata", "metadata.%s must be a string, number or boolean",
                             key);

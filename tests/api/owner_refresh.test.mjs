@@ -48,8 +48,8 @@ const mkRule = async (body) => ok(await h.s.api('POST', '/api/v1/ownership-rules
   { body: { effective_from: iso(now() - 86400), ...body } }), 201);
 const mkServer = async (dc, name) => ok(await h.s.api('POST', '/api/v1/resources',
   { body: { datacenter_id: dc, kind: 'server', name, gpu_count: 1, gpu_model: 'A100' } }), 201);
-/** A server whose tags another writer of the inventory stored (the API
- * takes only scalar metadata values). */
+/** A server whose tags another writer of the inventory stored straight
+ * into the database (the API's own metadata.tags is tested below). */
 async function taggedServer(dc, name, tags) {
   const r = await mkServer(dc, name);
   await dbQuery(h.s.db, `UPDATE resources SET metadata = '${JSON.stringify({ tags })}' WHERE id = ${r.id}`);
@@ -101,10 +101,18 @@ test('a resource whose tags or data center change: its hosts\' GPUs and the hour
   const dcMoved = ok(await h.s.api('POST', '/api/v1/datacenters', { body: { name: uniq('moved') } }), 201);
   const moved = await mkRule({ match: { kind: 'datacenter', value: dcMoved.name }, set: { team: 'epsilon' } });
   const host = uniq('tags');
-  const res = await mkServer(dc.id, host);
-  // Tags as another writer of the inventory stores them (the API takes
-  // only scalar metadata values).
-  await dbQuery(h.s.db, `UPDATE resources SET metadata = '{"tags":{"team":"alpha"}}' WHERE id = ${res.id}`);
+  const created = await mkServer(dc.id, host);
+  // The resource's tags through the API (metadata.tags, an object of text values).
+  const res = ok(await h.s.api('PATCH', `/api/v1/resources/${created.id}`,
+    { body: { metadata: { tags: { team: 'alpha', 'cost-center': 'cc-9' } }, version: created.version } }));
+  assert.deepEqual(res.metadata.tags, { team: 'alpha', 'cost-center': 'cc-9' });
+  for (const [tags, why] of [[{ team: 5 }, /metadata\.tags\.team must be a string/], [{ '': 'x' }, /key is empty/],
+    [{ team: 'x'.repeat(257) }, /at most 256 bytes/], [Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, 'v'])), /more than 64 keys/]]) {
+    const bad = await h.s.api('PATCH', `/api/v1/resources/${created.id}`, { body: { metadata: { tags }, version: res.version } });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.json.error.field, 'metadata');
+    assert.match(bad.json.error.message, why);
+  }
   const [g] = await report(host);
   assert.deepEqual((await listed(g)).team, { value: 'alpha', by: `rule:${rules.alpha.id}` });
 
