@@ -319,6 +319,7 @@ queries=(
   "trend by gpu, week, to at midnight|/api/v1/usage/trend?period=week&group_by=gpu&to=$to&limit=100"
   "waste by team, team filter|/api/v1/insights/waste-by-team?team=team-3&$range"
   "showback (cost), CSV|/api/v1/reports/showback?month=$month&format=csv"
+  "showback (cost), one data center|/api/v1/reports/showback?month=$month&datacenter=fra1"
   "consumer, team filter|/api/v1/usage?group_by=consumer&team=team-7&$range&step=day"
   "consumer, team filter, month|/api/v1/usage?group_by=consumer&team=team-7&$range&step=month"
   "top consumers|/api/v1/insights/top-consumers?$range"
