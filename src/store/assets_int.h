@@ -112,6 +112,11 @@ int asset_reservations_on_move(struct conn *c, int64_t asset_id, const char *act
  * *ended: how many. Inside the caller's writing transaction. */
 int asset_reservations_expire(struct conn *c, const char *actor, int64_t now, int64_t limit,
                               int64_t *ended);
+/* reservations.c: whether an open reservation's expires_at is `now` or
+ * before (one index read, in or out of a transaction), so that a caller
+ * takes the writer lock for asset_reservations_expire() only then. *due
+ * is false on an error too. */
+int asset_reservations_due(struct conn *c, int64_t now, bool *due);
 
 /* ---- asset_docs.c: the stored document (migration 041) ---- */
 

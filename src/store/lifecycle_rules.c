@@ -723,8 +723,9 @@ static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *wh
  * actions run in a short transaction of their own. A rule whose actions
  * fail stops (its rc) while the others go on. Unless dry, the pass first
  * ends the expired spare reservations (at most RULE_MAX_EXPIRED, in one
- * transaction, so their spares are free for this pass's reserve_spare),
- * even with no rule, and the stored rules get their last run and match
+ * transaction taken only when a read finds one due, so their spares are
+ * free for this pass's reserve_spare), even with no rule, and the stored
+ * rules get their last run and match
  * count. *expired: how many reservations it ended. */
 static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool dry,
                          const char *actor, int64_t now, int64_t *evaluated, int64_t *expired)
@@ -735,9 +736,13 @@ static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool
     int window = 0, rc = a ? GI_OK : GI_INTERNAL;
     size_t n = nruns > 0;
 
+    bool due = false;
+
     *evaluated = 0;
     *expired = 0;
-    if (rc == GI_OK && !dry) {
+    if (rc == GI_OK && !dry)
+        rc = asset_reservations_due(c, now, &due);
+    if (rc == GI_OK && due) { /* the writer lock only when some are due */
         rc = db_tx_begin(c);
         if (rc == GI_OK)
             rc = asset_reservations_expire(c, actor, now, RULE_MAX_EXPIRED, expired);
