@@ -45,7 +45,12 @@ static const char sql_save[] =
 static const char sql_unrendered[] =
     "SELECT id FROM assets WHERE doc IS NULL AND id > :after ORDER BY id LIMIT :limit";
 static const char sql_dc_clear[] = "SELECT id FROM assets WHERE datacenter_id = :dc ORDER BY id";
-static const char sql_dc_null[] = "UPDATE assets SET datacenter_id = NULL WHERE id = :id";
+static const char sql_dc_null[] =
+    "UPDATE assets SET datacenter_id = NULL WHERE datacenter_id = :dc";
+/* The spares of open reservations in a data center. */
+static const char sql_dc_spares[] =
+    "SELECT DISTINCT r.spare_id FROM asset_reservations r JOIN assets a ON a.id = r.spare_id "
+    "WHERE r.released_at IS NULL AND a.datacenter_id = :dc ORDER BY r.spare_id";
 
 /* ---- text ---- */
 
@@ -340,34 +345,44 @@ int asset_docs_save_all(struct conn *c, const json_t *ids)
     return rc;
 }
 
-int asset_docs_dc_clear(struct conn *c, int64_t dc_id, const char *actor, int64_t at)
+/* The ids statement sql returns for data center dc_id into *ids. */
+static int dc_ids(struct conn *c, const char *sql, int64_t dc_id, json_t **ids)
 {
-    struct db_stmt *s = db_prep(c, sql_dc_clear);
-    json_t *ids = NULL, *v;
-    size_t i;
-    int rc;
+    struct db_stmt *s = db_prep(c, sql);
 
+    *ids = NULL;
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":dc", dc_id);
-    if ((rc = ids_of(c, s, &ids)) != GI_OK)
+    return ids_of(c, s, ids);
+}
+
+int asset_docs_dc_clear(struct conn *c, int64_t dc_id, const char *actor, int64_t at)
+{
+    struct db_stmt *s;
+    json_t *ids = NULL, *spares = NULL, *v;
+    size_t i;
+    int rc;
+
+    if ((rc = dc_ids(c, sql_dc_clear, dc_id, &ids)) != GI_OK ||
+        (rc = dc_ids(c, sql_dc_spares, dc_id, &spares)) != GI_OK)
         goto cleanup;
-    json_array_foreach(ids, i, v) {
-        rc = GI_INTERNAL;
-        if (!(s = db_prep(c, sql_dc_null)))
-            goto cleanup;
-        db_bind_int(s, ":id", json_integer_value(v));
-        if ((rc = db_exec_done(c, s)) != GI_OK)
-            goto cleanup;
-    }
+    rc = GI_INTERNAL;
+    if (!(s = db_prep(c, sql_dc_null)))
+        goto cleanup;
+    db_bind_int(s, ":dc", dc_id);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        goto cleanup;
     rc = asset_docs_save_all(c, ids);
-    json_array_foreach(ids, i, v) {
+    /* only a reserved spare's move ends anything */
+    json_array_foreach(spares, i, v) {
         if (rc != GI_OK)
             break;
         rc = asset_reservations_on_move(c, json_integer_value(v), actor, at);
     }
 cleanup:
     json_decref(ids);
+    json_decref(spares);
     return rc;
 }
 
