@@ -393,11 +393,12 @@ static void link_finding(json_t *conflicts, const char *serial, const char *thei
  * and, when exactly one object has it, links it and reads it: 0 with *obj
  * (the object), t->url its address and *base the fields recorded as
  * synced. None or several: 1, a finding appended to conflicts, nothing
- * linked. -1 on a failed call or an answer that cannot be trusted (k
- * filled). */
+ * linked; none, for an asset another system has linked (elsewhere), is
+ * no finding: that system need not hold it. -1 on a failed call or an
+ * answer that cannot be trusted (k filled). */
 static int lookup(struct store *st, struct target *t, int64_t push_id, const char *root,
-                  const json_t *asset, json_t **obj, json_t **base, json_t *conflicts,
-                  struct call *k)
+                  const json_t *asset, bool elsewhere, json_t **obj, json_t **base,
+                  json_t *conflicts, struct call *k)
 {
     const char *serial = json_string_value(json_object_get(asset, "serial"));
     bool netbox = strcmp(t->kind, "netbox") == 0;
@@ -451,6 +452,10 @@ static int lookup(struct store *st, struct target *t, int64_t push_id, const cha
         }
     }
     if (total != 1 || json_array_size(found) != 1) {
+        if (total == 0 && elsewhere) {
+            json_decref(found);
+            return 1;
+        }
         if (total == 0)
             snprintf(what, sizeof what, "no %s has this serial", netbox ? "device" : "asset");
         else
@@ -521,7 +526,10 @@ static int send_one(struct store *st, const json_t *p, struct deliver_stats *sta
             found = remote_get(&t, &obj, &k);
         } else {
             /* never linked: look it up by serial first */
-            found = lookup(st, &t, out.id, root, asset, &obj, &found_base, conflicts, &k);
+            found = lookup(st, &t, out.id, root, asset,
+                           json_is_true(json_object_get(p, "linked_elsewhere")) ||
+                               json_integer_value(json_object_get(p, "linked_elsewhere")) == 1,
+                           &obj, &found_base, conflicts, &k);
             if (found == 1)
                 sent = 0; /* the finding is the push's outcome */
         }

@@ -43,7 +43,8 @@
       "ELSE 0 END AS dc_linked FROM assets a JOIN datacenters d ON d.id = a.datacenter_id JOIN "   \
       "sources s ON s.kind IN ('netbox', 'snipeit') WHERE a.id = :asset AND NOT EXISTS (SELECT 1 " \
       "FROM asset_sync y WHERE y.asset_id = a.id AND y.source_id = s.id AND y.field = 'link' AND " \
-      "y.held = a.serial) ORDER BY s.id")                                                          \
+      "y.held = a.serial) AND NOT EXISTS (SELECT 1 FROM asset_links k WHERE k.asset_id = a.id "    \
+      "AND k.source_id = s.id) ORDER BY s.id")                                                     \
     X(QUEUE, "INSERT INTO sync_pushes (asset_id, source_id, reason, state, attempts, next_at, "    \
              "created_at) SELECT :asset, :source, :reason, 'pending', 0, :now, :now WHERE NOT "    \
              "EXISTS (SELECT 1 FROM sync_pushes WHERE asset_id = :asset AND source_id = :source "  \
@@ -63,9 +64,12 @@
            ":now ORDER BY next_at, id LIMIT :limit")                                               \
     X(TAKE, "UPDATE sync_pushes SET next_at = :lease WHERE id = :id AND state = 'pending' AND "    \
             "next_at = :old")                                                                      \
-    X(SEND, "SELECT p.asset_id, p.source_id, p.attempts, p.reason, s.kind, s.config, l.remote_id " \
-            "FROM sync_pushes p JOIN sources s ON s.id = p.source_id LEFT JOIN asset_links l ON "  \
-            "l.asset_id = p.asset_id AND l.source_id = p.source_id WHERE p.id = :id")              \
+    X(SEND,                                                                                        \
+      "SELECT p.asset_id, p.source_id, p.attempts, p.reason, s.kind, s.config, l.remote_id, "      \
+      "EXISTS (SELECT 1 FROM asset_links o WHERE o.asset_id = p.asset_id AND o.source_id "         \
+      "<> p.source_id) AS linked_elsewhere FROM sync_pushes p JOIN sources s ON s.id = "           \
+      "p.source_id LEFT JOIN asset_links l ON l.asset_id = p.asset_id AND l.source_id = "          \
+      "p.source_id WHERE p.id = :id")                                                              \
     X(STATE, "SELECT state, attempts, asset_id, source_id FROM sync_pushes WHERE id = :id")        \
     X(MARK, "UPDATE sync_pushes SET state = :state, attempts = :attempts, next_at = :next, "       \
             "last_status = :status, last_error = :error, sent = :sent, response = :response, "     \
@@ -145,43 +149,44 @@ static int queue_one(struct conn *c, int64_t asset_id, int64_t source_id, const 
     return db_exec_done(c, s);
 }
 
-int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64_t at)
+/* Queues a push of asset_id to each source of the rows of statement id
+ * (LINKS or UNLINKED) that wants one. */
+static int queue_each(struct conn *c, enum stmt_id id, int64_t asset_id, const char *reason,
+                      int64_t at)
 {
-    struct db_stmt *s = prep(c, ST_LINKS);
-    json_t *links = NULL, *l;
-    bool unlinked;
+    struct db_stmt *s = prep(c, id);
+    json_t *rows = NULL, *l;
     size_t i;
     int rc = s ? GI_OK : GI_INTERNAL;
 
     if (rc == GI_OK) {
         db_bind_int(s, ":asset", asset_id);
-        rc = db_collect(c, s, &links);
+        rc = db_collect(c, s, &rows);
     }
-    /* An asset no asset manager has linked is looked up by its serial at
-     * every push source that serves its data center (the sender links it
-     * when exactly one object matches). */
-    unlinked = rc == GI_OK && json_array_size(links) == 0;
-    if (unlinked) {
-        json_decref(links);
-        links = NULL;
-        rc = (s = prep(c, ST_UNLINKED)) ? GI_OK : GI_INTERNAL;
-        if (rc == GI_OK) {
-            db_bind_int(s, ":asset", asset_id);
-            rc = db_collect(c, s, &links);
-        }
-    }
-    json_array_foreach(links, i, l) {
+    json_array_foreach(rows, i, l) {
         if (rc != GI_OK)
             break;
         /* config arrives parsed (db_row_json) */
-        if (unlinked ? !lookup_wanted(l)
-                     : !json_is_true(json_object_get(json_object_get(l, "config"), "push")))
+        if (id == ST_UNLINKED
+                ? !lookup_wanted(l)
+                : !json_is_true(json_object_get(json_object_get(l, "config"), "push")))
             continue;
         rc =
             queue_one(c, asset_id, json_integer_value(json_object_get(l, "source_id")), reason, at);
     }
-    json_decref(links);
+    json_decref(rows);
     return rc;
+}
+
+/* Each source that linked the asset gets its change; each other push
+ * source that serves its data center looks it up by its serial (the
+ * sender links it when exactly one object matches), so that an asset
+ * linked in one system is found in another too. */
+int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64_t at)
+{
+    int rc = queue_each(c, ST_LINKS, asset_id, reason, at);
+
+    return rc == GI_OK ? queue_each(c, ST_UNLINKED, asset_id, reason, at) : rc;
 }
 
 static int base_set(struct conn *c, int64_t asset_id, int64_t source_id, const char *field,

@@ -252,10 +252,11 @@ int asset_stage_change(struct conn *c, int64_t asset_id, const char *to, const c
  * scan, move or re-stage an asset and for the asset managers' pulls. ---- */
 
 /* Queues an outbound update of asset asset_id to every NetBox or
- * Snipe-IT source it is linked to whose config sets push: true (one
- * pending, unclaimed push per asset and source at a time; what it writes
- * is read when it is sent). reason names the change ("scan", "located",
- * "stage"). Inside the caller's writing transaction. */
+ * Snipe-IT source it is linked to whose config sets push: true, and a
+ * lookup by serial at every other push source serving its data center
+ * (one pending, unclaimed push per asset and source at a time; what it
+ * writes is read when it is sent). reason names the change ("scan",
+ * "located", "stage"). Inside the caller's writing transaction. */
 int asset_sync_queue(struct conn *c, int64_t asset_id, const char *reason, int64_t at);
 /* Records what a pull of `source` ("netbox:<id>", "snipeit:<id>"; other
  * sources are ignored) said of asset asset_id in record rec: the link to

@@ -27,7 +27,11 @@ async function waitFor(fn, what) {
 
 const api = (method, path, body) => h.s.api(method, path, body ? { body } : {});
 const pull = async (src) => ok(await api('POST', `/api/v1/sources/${src.id}/run`)).run;
-const pushes = async (tag) => ok(await api('GET', `/api/v1/sync-pushes?asset=${tag}`)).items;
+/** The pushes of the asset to the system that linked it (NB- assets NetBox,
+ * SN- assets Snipe-IT); the other system only looks it up by serial. */
+const linkedTo = (tag) => (tag.startsWith('NB-') ? 'netbox' : 'snipeit');
+const allPushes = async (tag) => ok(await api('GET', `/api/v1/sync-pushes?asset=${tag}`)).items;
+const pushes = async (tag) => (await allPushes(tag)).filter((p) => p.system === linkedTo(tag));
 const conflicts = async (tag, state = 'open') =>
   ok(await api('GET', `/api/v1/assets/${tag}/conflicts?state=${state}`)).items;
 /** The newest push of the asset once it is no longer pending. */
@@ -89,6 +93,16 @@ test('a scan sends the new rack and position to NetBox, and only what changed', 
   assert.equal(sb.devices[101].position, 22);
   const ev = ok(await api('GET', '/api/v1/assets/NB-101/events')).items.find((e) => e.kind === 'sync');
   assert.deepEqual({ ...ev.detail, fields: ev.detail.fields.sort() }, { system: 'netbox', direction: 'push', fields: ['position', 'rack'], conflicts: [] });
+  // Snipe-IT serves fra1 too: it looks the server up by serial, has no
+  // asset of it, and that is no finding (NetBox holds it); nothing written.
+  const other = await waitFor(async () => {
+    const q = (await allPushes('NB-101')).find((x) => x.system === 'snipeit');
+    return q && q.state !== 'pending' ? q : null;
+  }, 'the Snipe-IT lookup');
+  assert.equal(other.state, 'delivered', JSON.stringify(other));
+  assert.ok(sb.requests.some((r) => r.system === 'snipeit' && r.path === '/api/v1/hardware/byserial/NBSER0101'));
+  assert.deepEqual(await conflicts('NB-101'), []);
+  assert.ok(!sb.writes('snipeit').some((r) => r.path.includes('NBSER0101')));
 
   // A move to another data center sends the site by its mapped id, and a
   // stage change the NetBox status.

@@ -5,7 +5,9 @@
 // asset; no match or several is a finding on the field "link", shown with
 // the sync conflicts, and nothing is written. Keeping theirs stops the
 // lookups; keeping ours looks it up again, and a match then settles the
-// finding. NetBox is asked only for what a device can be (not a GPU); a
+// finding. An asset linked in one system is still looked up in the other
+// (finding nothing there is no finding: the first system holds it).
+// NetBox is asked only for what a device can be (not a GPU); a
 // data center no source serves is not looked up. The sources are never
 // pulled. Retries wait 1 s (--webhook-backoff-s 1).
 import { test, before, after } from 'node:test';
@@ -95,6 +97,33 @@ test('exactly one NetBox device has the serial: linked, then pushed as a linked 
   assert.deepEqual(p2.sent, { status: 'active' });
   assert.equal(lookups('netbox').length, 1);
   assert.equal(sb.devices[301].status.value, 'active');
+
+  // Linked in NetBox, it is still looked up in Snipe-IT at each change
+  // (no new finding: NetBox holds it); once Snipe-IT has the serial, the
+  // asset is linked there too and pushed to both, and the finding settles.
+  const snLook = () => lookups('snipeit').filter((r) => r.path.endsWith('/LKSER0301')).length;
+  assert.equal(snLook(), 2);
+  assert.equal((await settled('LK-1', 'snipeit', 2)).state, 'delivered');
+  assert.equal((await findings('LK-1')).length, 1);
+  sb.addHardware(502, { serial: 'LKSER0301', tag: 'SN-502', status: 2 });
+  await stage('LK-1', 'spare');
+  const q3 = await settled('LK-1', 'snipeit', 3);
+  assert.equal(q3.state, 'delivered', JSON.stringify(q3));
+  assert.deepEqual(q3.sent, { status: '4' });
+  assert.equal(sb.hardware[502].status_label.name, 'Spare');
+  assert.equal(snLook(), 3);
+  assert.deepEqual(await findings('LK-1'), []);
+  assert.equal((await settled('LK-1', 'netbox', 3)).state, 'delivered');
+  assert.equal(sb.devices[301].status.value, 'inventory');
+  // the next change reads both by id: no more lookups anywhere
+  await stage('LK-1', 'active');
+  assert.equal((await settled('LK-1', 'snipeit', 4)).state, 'delivered');
+  assert.equal((await settled('LK-1', 'netbox', 4)).state, 'delivered');
+  assert.equal(snLook(), 3);
+  assert.equal(lookups('netbox').length, 1);
+  const linked = ok(await api('GET', '/api/v1/assets/LK-1/events?limit=100')).items
+    .filter((e) => e.kind === 'sync' && e.detail.direction === 'link').map((e) => [e.detail.system, e.detail.remote_id]);
+  assert.deepEqual(linked.sort(), [['netbox', '301'], ['snipeit', '502']]);
 });
 
 test('two NetBox devices have the serial: a finding, nothing written; keeping theirs stops the lookups', async () => {
