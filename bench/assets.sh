@@ -7,7 +7,10 @@
 #      very bytes the verification hashes (bench/assets_gen.py writes them).
 # Usage: bench/assets.sh [ASSETS] [EVENTS]   (default 100000 1000000)
 # Environment: BENCH_DURATION=15 (seconds per wrk run), BENCH_CONNECTIONS=32,
-#   BENCH_PG=1 (0: SQLite only), GPUINV=build/gpuinv (a Release build).
+#   BENCH_PG=1 (0: SQLite only), GPUINV=build/gpuinv (a Release build),
+#   BENCH_BEFORE=PATH (another gpuinv binary, such as main's: measured after
+#   GPUINV on each store's same database, its lines marked "binary":"before",
+#   each page's bytes compared with GPUINV's).
 # Prints one line per measure and writes bench/results/assets-<date>.jsonl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,11 +20,13 @@ dur=${BENCH_DURATION:-15}
 conns=${BENCH_CONNECTIONS:-32}
 bin=${GPUINV:-build/gpuinv}
 use_pg=${BENCH_PG:-1}
+before=${BENCH_BEFORE:-}
 pg_sh=tests/lib/pg.sh
 for tool in wrk nginx sqlite3 curl python3 sha256sum bc; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
 done
 [ -x "$bin" ] || { echo "bench: $bin not found (make build)" >&2; exit 1; }
+[ -z "$before" ] || [ -x "$before" ] || { echo "bench: $before not found" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpuinv-assets.XXXXXX")
 chmod 755 "$work"
@@ -39,9 +44,9 @@ export BENCH_TOKEN=$token
 out_file=bench/results/assets-$(date -u +%F).jsonl
 mkdir -p bench/results
 
-start() { # start DB: the server on a database, its URL in $url
+start() { # start DB [BINARY]: the server on a database, its URL in $url
   : >"$work/out"
-  GPUINV_ADMIN_TOKEN=$token "$bin" serve --db "$1" --listen 127.0.0.1:0 --no-rollup \
+  GPUINV_ADMIN_TOKEN=$token "${2:-$bin}" serve --db "$1" --listen 127.0.0.1:0 --no-rollup \
     >"$work/out" 2>>"$work/err" &
   pid=$!
   for _ in $(seq 300); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
@@ -150,20 +155,25 @@ paths=(
 )
 
 cur_store=""
-measure() { # store: wrk every path against gpuinv, then nginx with the same bytes
-  local store=$1 i name path r n
+measure() { # store [before]: wrk every path against gpuinv, then nginx with the same bytes
+  local store=$1 which=${2:-} i name path r n f tag=""
   cur_store=$store
   start_nginx_once
   i=0
   for entry in "${paths[@]}"; do
     name=${entry%%|*} path=${entry#*|}
     i=$((i + 1))
-    curl -sf -H "Authorization: Bearer $token" -o "$work/www/p$i.json" "$url$path" ||
+    f=$work/www/p$i.json
+    [ -z "$which" ] || f=$work/before.json
+    curl -sf -H "Authorization: Bearer $token" -o "$f" "$url$path" ||
       { echo "bench: GET $path failed" >&2; exit 1; }
-    n=$(wc -c <"$work/www/p$i.json")
+    n=$(wc -c <"$f")
+    if [ -n "$which" ]; then # the before binary: does it answer the same bytes?
+      tag=",\"binary\":\"before\",\"same_bytes\":$(cmp -s "$f" "$work/www/p$i.json" && echo true || echo false)"
+    fi
     read -r rps p50 p99 bad cpu <<<"$(wrk_run "$url$path")"
     read -r nrps np50 np99 _ <<<"$(wrk_run "http://127.0.0.1:$ngx_port/p$i.json")"
-    record "{\"store\":\"$store\",\"measure\":\"$name\",\"assets\":$assets,\"bytes\":$n,\"connections\":$conns,\"rps\":$rps,\"p50_ms\":$p50,\"p99_ms\":$p99,\"non2xx\":$bad,\"cpu_ms_per_request\":$cpu,\"nginx_rps\":$nrps,\"nginx_p50_ms\":$np50,\"nginx_p99_ms\":$np99,\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\"}"
+    record "{\"store\":\"$store\",\"measure\":\"$name\"$tag,\"assets\":$assets,\"bytes\":$n,\"connections\":$conns,\"rps\":$rps,\"p50_ms\":$p50,\"p99_ms\":$p99,\"non2xx\":$bad,\"cpu_ms_per_request\":$cpu,\"nginx_rps\":$nrps,\"nginx_p50_ms\":$np50,\"nginx_p99_ms\":$np99,\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\"}"
   done
 }
 start_nginx_once() { [ -n "$ngx_port" ] || start_nginx; }
@@ -180,6 +190,11 @@ verify sqlite "$work/base.db"
 start "$work/base.db"
 measure sqlite
 stop
+if [ -n "$before" ]; then
+  start "$work/base.db" "$before"
+  measure sqlite before
+  stop
+fi
 
 if [ "$use_pg" = 1 ]; then
   pg_dir=$work/pg
@@ -191,4 +206,9 @@ if [ "$use_pg" = 1 ]; then
   start "$pg"
   measure postgresql
   stop
+  if [ -n "$before" ]; then
+    start "$pg" "$before"
+    measure postgresql before
+    stop
+  fi
 fi

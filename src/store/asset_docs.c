@@ -9,8 +9,9 @@
  * or on another row: book_value (today's depreciation), warranty (its
  * days_left and status), location.datacenter (the data center's name)
  * and parent (the parent's tag). Stored, they would go stale without a
- * write to the asset; the list adds them from the row's own columns and
- * two joins (asset_doc_append()), in the places the document has them,
+ * write to the asset; the list adds them from the row's own columns, the
+ * parent's tag and the data center names read beside the page
+ * (asset_doc_append()), in the places the document has them,
  * so that a listed asset is, byte for byte, what json_dumps() of
  * asset_doc_get() gives:
  *
@@ -44,6 +45,7 @@ static const char sql_save[] =
     "UPDATE assets SET doc = :doc, doc_cut = :cut WHERE id = :id AND doc IS DISTINCT FROM :doc";
 static const char sql_unrendered[] =
     "SELECT id FROM assets WHERE doc IS NULL AND id > :after ORDER BY id LIMIT :limit";
+static const char sql_dc_names[] = "SELECT id, name FROM datacenters ORDER BY id";
 static const char sql_dc_clear[] = "SELECT id FROM assets WHERE datacenter_id = :dc ORDER BY id";
 static const char sql_dc_null[] =
     "UPDATE assets SET datacenter_id = NULL WHERE datacenter_id = :dc";
@@ -150,22 +152,71 @@ const char *asset_warranty_status(const char *end, int64_t today, int64_t *days_
     return *days_left < 0 ? "expired" : *days_left <= 30 ? "expiring" : "in_warranty";
 }
 
-/* The stored text with the four read-time members' texts put in. */
-static void splice(struct asset_text *t, const char *doc, size_t len, size_t cut, const char *book,
-                   const char *dc, const char *parent, const char *warranty)
+/* ---- the data center names ---- */
+
+struct db_stmt *asset_dc_names_prep(struct conn *c) { return db_prep(c, sql_dc_names); }
+
+int asset_dc_names_read(struct conn *c, struct db_stmt *s, struct asset_dc_names *out)
 {
-    asset_text_add(t, doc, cut);
-    add_str(t, "\"book_value\":");
-    add_str(t, book);
-    add_str(t, ",\"location\":{\"datacenter\":");
-    add_str(t, dc);
-    asset_text_add(t, ",", 1);
-    asset_text_add(t, doc + cut + LOC_KEY_LEN, len - cut - LOC_KEY_LEN - 2);
-    add_str(t, "},\"parent\":");
-    add_str(t, parent);
-    add_str(t, ",\"warranty\":");
-    add_str(t, warranty);
-    asset_text_add(t, "}", 1);
+    size_t cap = 0;
+    int step, rc = GI_OK;
+
+    memset(out, 0, sizeof *out);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        if (out->n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            int64_t *ids = realloc(out->ids, ncap * sizeof *ids);
+            char **names = ids ? realloc(out->names, ncap * sizeof *names) : NULL;
+            if (ids)
+                out->ids = ids;
+            if (names)
+                out->names = names;
+            if (!ids || !names) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            cap = ncap;
+        }
+        if ((out->names[out->n] = strdup(db_col_text(s, 1) ? db_col_text(s, 1) : "")) == NULL) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        out->ids[out->n++] = db_col_int(s, 0);
+    }
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
+    if (rc != GI_OK)
+        asset_dc_names_free(out);
+    return rc;
+}
+
+void asset_dc_names_free(struct asset_dc_names *d)
+{
+    for (size_t i = 0; d && i < d->n; i++)
+        free(d->names[i]);
+    if (d) {
+        free(d->ids);
+        free(d->names);
+        memset(d, 0, sizeof *d);
+    }
+}
+
+/* The name of data center id in d (ids ascending); NULL when none. */
+static const char *dc_name(const struct asset_dc_names *d, int64_t id)
+{
+    size_t lo = 0, hi = d ? d->n : 0;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->ids[mid] == id)
+            return d->names[mid];
+        if (d->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 /* True when doc_cut fits the stored text's shape (see the top). */
@@ -176,51 +227,71 @@ static bool cut_fits(const char *doc, size_t len, int64_t cut)
            doc[len - 1] == '}';
 }
 
-bool asset_doc_append(struct asset_text *t, struct db_stmt *s, int col, int64_t today)
+/* The row's book value (see asset_book_value()) as the document has it. */
+static void add_book_value(struct asset_text *t, struct db_stmt *s, int col, int64_t today)
+{
+    const char *currency = db_col_text(s, col + 6);
+    int64_t value = 0;
+    char amount[32];
+
+    if (!asset_book_value(!db_col_is_null(s, col + 2), db_col_int(s, col + 2),
+                          db_col_text(s, col + 3), db_col_dbl(s, col + 4), db_col_int(s, col + 5),
+                          today, &value)) {
+        add_str(t, "null");
+        return;
+    }
+    gi_money_format(value, 2, amount, sizeof amount);
+    add_str(t, "{\"amount\":");
+    add_json_str(t, amount);
+    add_str(t, ",\"currency\":");
+    add_json_str(t, currency);
+    add_str(t, "}");
+}
+
+/* The row's warranty (see asset_warranty_status()) as the document has it. */
+static void add_warranty(struct asset_text *t, const char *end, int64_t today)
+{
+    int64_t left = 0;
+    const char *status = asset_warranty_status(end, today, &left);
+    char days[24];
+
+    if (!status) {
+        add_str(t, "{\"end\":null,\"days_left\":null,\"status\":\"unknown\"}");
+        return;
+    }
+    snprintf(days, sizeof days, "%lld", (long long)left);
+    add_str(t, "{\"end\":");
+    add_json_str(t, end);
+    add_str(t, ",\"days_left\":");
+    add_str(t, days);
+    add_str(t, ",\"status\":\"");
+    add_str(t, status);
+    add_str(t, "\"}");
+}
+
+bool asset_doc_append(struct asset_text *t, struct db_stmt *s, int col, int64_t today,
+                      const struct asset_dc_names *dcs)
 {
     const char *doc = db_col_text(s, col);
     size_t len = doc ? (size_t)db_col_bytes(s, col) : 0;
-    int64_t cut = db_col_int(s, col + 1), value = 0, left = 0;
-    const char *currency = db_col_text(s, col + 6), *status;
-    struct asset_text book = {0}, dc = {0}, parent = {0}, warranty = {0};
-    char amount[32], days[24];
+    int64_t cut = db_col_int(s, col + 1);
 
     if (!doc || db_col_is_null(s, col + 1) || !cut_fits(doc, len, cut))
         return false;
-    if (asset_book_value(!db_col_is_null(s, col + 2), db_col_int(s, col + 2),
-                         db_col_text(s, col + 3), db_col_dbl(s, col + 4), db_col_int(s, col + 5),
-                         today, &value)) {
-        gi_money_format(value, 2, amount, sizeof amount);
-        add_str(&book, "{\"amount\":");
-        add_json_str(&book, amount);
-        add_str(&book, ",\"currency\":");
-        add_json_str(&book, currency);
-        add_str(&book, "}");
-    } else {
-        add_str(&book, "null");
-    }
-    if ((status = asset_warranty_status(db_col_text(s, col + 7), today, &left)) != NULL) {
-        snprintf(days, sizeof days, "%lld", (long long)left);
-        add_str(&warranty, "{\"end\":");
-        add_json_str(&warranty, db_col_text(s, col + 7));
-        add_str(&warranty, ",\"days_left\":");
-        add_str(&warranty, days);
-        add_str(&warranty, ",\"status\":\"");
-        add_str(&warranty, status);
-        add_str(&warranty, "\"}");
-    } else {
-        add_str(&warranty, "{\"end\":null,\"days_left\":null,\"status\":\"unknown\"}");
-    }
-    add_json_str(&dc, db_col_text(s, col + 8));
-    add_json_str(&parent, db_col_text(s, col + 9));
-    if (book.failed || warranty.failed || dc.failed || parent.failed)
-        t->failed = true;
-    else
-        splice(t, doc, len, (size_t)cut, book.p, dc.p, parent.p, warranty.p);
-    asset_text_free(&book);
-    asset_text_free(&warranty);
-    asset_text_free(&dc);
-    asset_text_free(&parent);
+    /* The stored text with the four read-time members put in, written
+     * straight into t (an allocation failure marks t failed). */
+    asset_text_add(t, doc, (size_t)cut);
+    add_str(t, "\"book_value\":");
+    add_book_value(t, s, col, today);
+    add_str(t, ",\"location\":{\"datacenter\":");
+    add_json_str(t, db_col_is_null(s, col + 8) ? NULL : dc_name(dcs, db_col_int(s, col + 8)));
+    asset_text_add(t, ",", 1);
+    asset_text_add(t, doc + cut + LOC_KEY_LEN, len - (size_t)cut - LOC_KEY_LEN - 2);
+    add_str(t, "},\"parent\":");
+    add_json_str(t, db_col_text(s, col + 9));
+    add_str(t, ",\"warranty\":");
+    add_warranty(t, db_col_text(s, col + 7), today);
+    asset_text_add(t, "}", 1);
     return true;
 }
 
@@ -228,7 +299,7 @@ bool asset_doc_append(struct asset_text *t, struct db_stmt *s, int col, int64_t 
 
 /* The stored text of a document (see the top) into *out (caller frees)
  * and its cut. The document's own text must end with its four read-time
- * members as splice() writes them (the location object whole, its
+ * members as asset_doc_append() writes them (the location object whole, its
  * datacenter first); what comes before is the head. False when it does
  * not: a shape this file does not know is not stored. */
 static bool render(const json_t *doc, char **out, size_t *cut_out)

@@ -38,11 +38,25 @@
     "d.name, p.tag FROM assets a LEFT JOIN datacenters d ON d.id = a.datacenter_id LEFT JOIN "     \
     "assets p ON p.id = a.parent_id "
 /* The columns asset_doc_append() reads: the stored document and what the
- * list adds to it at read time. */
-#define ASSET_DOC_SELECT                                                                           \
+ * list adds to it at read time. The data center's name is not joined:
+ * the page reads every data center's name beside it (asset_dc_names_prep())
+ * and asset_doc_append() looks the row's one up. The parent's tag is read
+ * by key in the select list rather than joined, the same value (the key
+ * is unique). PostgreSQL plans a page's statement at every execution (a
+ * generic plan costs LIMIT $n as a tenth of the rows, so it never wins),
+ * and on the first page the two joins were three quarters of that
+ * planning and two thirds of the execution (PERFORMANCE.md, "The asset
+ * list on PostgreSQL without joins"). ASSET_DOC_JOINED keeps the joins
+ * for the orders by the data center's name (asset_doc_append() reads its
+ * a.datacenter_id all the same). */
+#define ASSET_DOC_COLS                                                                             \
     "SELECT a.doc, a.doc_cut, a.purchase_cost_micros, a.purchase_date, a.depreciation_years, "     \
-    "a.salvage_micros, a.currency, a.warranty_end, d.name, p.tag FROM assets a LEFT JOIN "         \
-    "datacenters d ON d.id = a.datacenter_id LEFT JOIN assets p ON p.id = a.parent_id "
+    "a.salvage_micros, a.currency, a.warranty_end, a.datacenter_id, "
+#define ASSET_DOC_SELECT                                                                           \
+    ASSET_DOC_COLS "(SELECT p.tag FROM assets p WHERE p.id = a.parent_id) FROM assets a "
+#define ASSET_DOC_JOINED                                                                           \
+    ASSET_DOC_COLS "p.tag FROM assets a LEFT JOIN datacenters d ON d.id = a.datacenter_id LEFT "   \
+                   "JOIN assets p ON p.id = a.parent_id "
 #define ASSET_VALUES                                                                               \
     ":tag, :kind, :serial, :epc, :vendor, :model, :parent_id, :datacenter_id, :room, :rack, "      \
     ":rack_u, :storage, :purchase_date, :purchase_cost_micros, :currency, :supplier, "             \
@@ -59,13 +73,13 @@
     "(:q IS NULL OR a.tag LIKE :q ESCAPE '!' OR a.serial LIKE :q ESCAPE '!' OR a.model LIKE :q "   \
     "ESCAPE '!') AND " STORE_SCOPE_IN("a.datacenter_id") " "
 /* Equality-only filters: a page of one kind, stage and/or data center
- * with no other filter, in tag order. The optional terms of ASSET_WHERE
- * ("(:kind IS NULL OR ...)") are planned before the values are known, so
- * SQLite and PostgreSQL's generic plan walk the tag index and read rows
- * until a page matches; these variants name only the terms given (an
- * unset one is "1 = 1"), so the index of migration 046 (kind, stage,
- * data center, tag) or 016's (data center, kind) serves them. The rows
- * and their order are those of ASSET_WHERE with the same values. */
+ * with no other filter (or none at all), in tag order. The optional terms
+ * of ASSET_WHERE ("(:kind IS NULL OR ...)") are planned before the values
+ * are known, so SQLite and PostgreSQL's generic plan walk the tag index
+ * and read rows until a page matches; these variants name only the terms
+ * given (an unset one is "1 = 1"), so the index of migration 046 (kind,
+ * stage, data center, tag) or 016's (data center, kind) serves them. The
+ * rows and their order are those of ASSET_WHERE with the same values. */
 #define EQ_K "a.kind = :kind"
 #define EQ_S "a.stage = :stage"
 #define EQ_D "a.datacenter_id = :dc"
@@ -79,6 +93,7 @@
     X(EQ_COUNT_##n, "SELECT COUNT(*) FROM assets a " w)
 /* Indexed by the terms given: bit 0 kind, bit 1 stage, bit 2 data center. */
 #define EQ_VARIANTS(X)                                                                             \
+    EQ_VARIANT(X, 0, EQ_WHERE(EQ_NONE, EQ_NONE, EQ_NONE))                                          \
     EQ_VARIANT(X, 1, EQ_WHERE(EQ_K, EQ_NONE, EQ_NONE))                                             \
     EQ_VARIANT(X, 2, EQ_WHERE(EQ_NONE, EQ_S, EQ_NONE))                                             \
     EQ_VARIANT(X, 3, EQ_WHERE(EQ_K, EQ_S, EQ_NONE))                                                \
@@ -161,8 +176,8 @@
     X(DOCS_TAG, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY a.tag " PAGE)                               \
     X(DOCS_TAG_DESC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY a.tag DESC " PAGE)                     \
     X(DOCS_ASC,                                                                                    \
-      ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE)       \
-    X(DOCS_DESC, ASSET_DOC_SELECT ASSET_WHERE "ORDER BY " ASSET_KEY " DESC, " ASSET_KEY_NUM        \
+      ASSET_DOC_JOINED ASSET_WHERE "ORDER BY " ASSET_KEY ", " ASSET_KEY_NUM ", a.tag " PAGE)       \
+    X(DOCS_DESC, ASSET_DOC_JOINED ASSET_WHERE "ORDER BY " ASSET_KEY " DESC, " ASSET_KEY_NUM        \
                                               " DESC, a.tag DESC " PAGE)                           \
     EQ_VARIANTS(X)                                                                                 \
     X(MODEL_DOCS, ASSET_DOC_SELECT MODEL_WHERE "ORDER BY a.tag " PAGE)                             \
@@ -174,7 +189,7 @@
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
-_Static_assert(ST_EQ_COUNT_7 == ST_EQ_DOCS_1 + 20, "eq_stmt() counts three statements per variant");
+_Static_assert(ST_EQ_COUNT_7 == ST_EQ_DOCS_0 + 23, "eq_stmt() counts three statements per variant");
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
@@ -882,15 +897,19 @@ static bool by_tag(const struct store_page *pg)
     return !pg || !pg->sort || strcmp(pg->sort, "tag") == 0;
 }
 
-/* Which of EQ_VARIANTS serves f (bit 0 kind, bit 1 stage, bit 2 data
- * center); 0 when another filter is given or none of the three is, or
- * when a scope of data centers applies without one data center named
+/* Whether one of EQ_VARIANTS serves f: no filter but kind, stage and data
+ * center, and no scope of data centers unless one data center is named
  * (the variants bind no scope; a named one is inside the scope). */
+static bool eq_only(const struct store_asset_filter *f)
+{
+    return !f->model && !f->q && !f->warranty_before && !f->warranty_after && !f->ends_after &&
+           !f->ends_before && !f->parent && !(f->scope.n > 0 && !f->datacenter_id);
+}
+
+/* The EQ_VARIANTS index of f's terms (bit 0 kind, bit 1 stage, bit 2 data
+ * center). */
 static unsigned eq_terms(const struct store_asset_filter *f)
 {
-    if (f->model || f->q || f->warranty_before || f->warranty_after || f->ends_after ||
-        f->ends_before || f->parent || (f->scope.n > 0 && !f->datacenter_id))
-        return 0;
     return (f->kind ? 1u : 0u) | (f->stage ? 2u : 0u) | (f->datacenter_id ? 4u : 0u);
 }
 
@@ -902,10 +921,10 @@ static bool wb_only(const struct store_asset_filter *f)
 }
 
 /* The statement `which` (0 page, 1 page descending, 2 count) of the
- * equality-only variant with terms t (1..7). */
+ * equality-only variant with terms t (0..7). */
 static enum stmt_id eq_stmt(unsigned t, unsigned which)
 {
-    return (enum stmt_id)(ST_EQ_DOCS_1 + 3 * (t - 1) + which);
+    return (enum stmt_id)(ST_EQ_DOCS_0 + 3 * t + which);
 }
 
 /* The list statement of a page's order: the documents built here (ST_LIST_*)
@@ -915,12 +934,11 @@ static enum stmt_id list_stmt(const struct store_asset_filter *f, const struct s
                               bool stored)
 {
     bool desc = pg && pg->desc;
-    unsigned t = eq_terms(f);
     enum stmt_id id =
         by_tag(pg) ? (desc ? ST_LIST_TAG_DESC : ST_LIST_TAG) : (desc ? ST_LIST_DESC : ST_LIST_ASC);
 
-    if (stored && t && by_tag(pg))
-        return eq_stmt(t, desc ? 1 : 0);
+    if (stored && eq_only(f) && by_tag(pg))
+        return eq_stmt(eq_terms(f), desc ? 1 : 0);
     if (stored && f->model && by_tag(pg))
         return desc ? ST_MODEL_DOCS_DESC : ST_MODEL_DOCS;
     if (stored && wb_only(f) && by_tag(pg))
@@ -931,7 +949,7 @@ static enum stmt_id list_stmt(const struct store_asset_filter *f, const struct s
 /* The count of the statement list_stmt() picks for f (the same terms). */
 static enum stmt_id count_stmt(const struct store_asset_filter *f)
 {
-    if (eq_terms(f))
+    if (eq_only(f))
         return eq_stmt(eq_terms(f), 2);
     if (f->model)
         return ST_MODEL_COUNT;
@@ -1030,7 +1048,9 @@ int store_asset_list_text(struct store *st, const struct store_asset_filter *f,
                           int64_t *total)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s[2] = {prep(c, ST_CHAIN_SEQ), prep(c, list_stmt(f, pg, true))};
+    struct db_stmt *s[3] = {prep(c, ST_CHAIN_SEQ), asset_dc_names_prep(c),
+                            prep(c, list_stmt(f, pg, true))};
+    struct asset_dc_names dcs = {0};
     struct kept_rev rev = {0, 0};
     struct asset_text t = {0};
     int64_t now = gi_now();
@@ -1039,25 +1059,29 @@ int store_asset_list_text(struct store *st, const struct store_asset_filter *f,
 
     *items = NULL;
     *len = *rows = 0;
-    if (s[1]) {
-        bind_filter(s[1], f);
-        db_bind_page(s[1], pg);
+    if (s[2]) {
+        bind_filter(s[2], f);
+        db_bind_page(s[2], pg);
     }
-    /* The head's seq first (see store_asset_list). */
-    rc = db_read_batch(c, s, 2);
+    /* The head's seq first (see store_asset_list), the data center names
+     * and the page in the same snapshot (one round trip on PostgreSQL). */
+    rc = db_read_batch(c, s, 3);
     if (rc == GI_OK)
         rc = db_fetch_int(c, s[0], &rev.a);
+    if (rc == GI_OK)
+        rc = asset_dc_names_read(c, s[1], &dcs);
     if (rc == GI_OK) {
-        while (stored && (step = db_step(c, s[1])) == DB_ROW) {
+        while (stored && (step = db_step(c, s[2])) == DB_ROW) {
             if (*rows)
                 asset_text_add(&t, ",", 1);
-            stored = asset_doc_append(&t, s[1], 0, now / 86400);
+            stored = asset_doc_append(&t, s[2], 0, now / 86400, &dcs);
             (*rows)++;
         }
-        db_reset(s[1]);
+        db_reset(s[2]);
         rc = !stored || step == DB_DONE ? GI_OK : db_status(step);
     }
     db_read_end(c);
+    asset_dc_names_free(&dcs);
     if (rc == GI_OK && stored)
         rc = list_total(st, c, f, &rev, now, total);
     db_conn_put(st, c);

@@ -147,13 +147,29 @@ const char *asset_warranty_status(const char *end, int64_t today, int64_t *days_
 int asset_doc_save(struct conn *c, int64_t id);
 /* asset_doc_save() for each id of a JSON array of integers. */
 int asset_docs_save_all(struct conn *c, const json_t *ids);
+/* Every data center's name by id, as a list page reads them beside its
+ * rows (a few dozen rows where a join cost more, see ASSET_DOC_SELECT in
+ * assets.c). */
+struct asset_dc_names {
+    size_t n;
+    int64_t *ids; /* ascending */
+    char **names;
+};
+/* The statement of the names (id, name by id), prepared on c; borrowed. */
+struct db_stmt *asset_dc_names_prep(struct conn *c);
+/* Reads the rows of s (asset_dc_names_prep(), executed) into *out, which
+ * the caller frees with asset_dc_names_free(). */
+int asset_dc_names_read(struct conn *c, struct db_stmt *s, struct asset_dc_names *out);
+void asset_dc_names_free(struct asset_dc_names *d);
 /* Appends, to t, the listed document of the current row of s, whose
  * columns from col on are: a.doc, a.doc_cut, a.purchase_cost_micros,
  * a.purchase_date, a.depreciation_years, a.salvage_micros, a.currency,
- * a.warranty_end, the data center's name, the parent's tag (ASSET_DOC_COLS
- * in assets.c); `today` in days since 1970-01-01. The text equals
- * json_dumps(JSON_COMPACT) of asset_doc_get(). False (nothing appended)
- * when the row has no stored document. */
-bool asset_doc_append(struct asset_text *t, struct db_stmt *s, int col, int64_t today);
+ * a.warranty_end, a.datacenter_id, the parent's tag (ASSET_DOC_COLS in
+ * assets.c), the data center's name from dcs (borrowed); `today` in days
+ * since 1970-01-01. The text equals json_dumps(JSON_COMPACT) of
+ * asset_doc_get(). False (nothing appended) when the row has no stored
+ * document. */
+bool asset_doc_append(struct asset_text *t, struct db_stmt *s, int col, int64_t today,
+                      const struct asset_dc_names *dcs);
 
 #endif

@@ -8,7 +8,9 @@
  * parent's tag); a renamed data center, a renamed parent, a deleted data
  * center and a last-seen time from discovery show in the list; rows
  * without a document are listed all the same and are rendered by
- * store_asset_docs_fill(). */
+ * store_asset_docs_fill(); the data center names the page reads beside
+ * its rows name every asset of many data centers (some deleted) right;
+ * the page of no filter under a scope of data centers holds only theirs. */
 #include "unit.h"
 #include "testdb.h"
 
@@ -157,7 +159,22 @@ static void check_lists(struct store *st, int64_t dc, bool full)
                 check_page(st, &none, &pg);
         }
     }
-    for (unsigned t = 1; t < 8; t++) {
+    /* No filter under a scope of one data center and of two (the second
+     * one with no asset): not the statement of no filter, which binds no
+     * scope. */
+    for (int n = 1; n <= 2; n++) {
+        for (int desc = 0; desc < 2; desc++) {
+            struct store_asset_filter f = {0};
+            struct store_page pg = {100, 0, NULL, desc != 0};
+            f.scope.n = n;
+            f.scope.dcs[0] = dc;
+            f.scope.dcs[1] = dc + 1000;
+            check_page(st, &f, &pg);
+            for (pg.limit = 1; pg.offset < 3; pg.offset++)
+                check_page(st, &f, &pg);
+        }
+    }
+    for (unsigned t = 0; t < 8; t++) {
         for (int desc = 0; desc < 2; desc++) {
             struct store_asset_filter f = eq_filter(t, "gpu", "spare", dc);
             struct store_page pg = {100, 0, NULL, desc != 0};
@@ -310,6 +327,43 @@ static void test_list_is_the_documents(void **state)
     assert_int_equal(filled, 0);
 }
 
+/* Assets in the first, a middle and the last of 40 data centers (more
+ * than the names' first allocation holds), listed with their names; then
+ * with some data centers deleted around them, ids no longer contiguous. */
+static void test_many_datacenters(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t ids[40];
+    char name[32], rec[256];
+    json_t *out = NULL;
+
+    for (int i = 0; i < 40; i++) {
+        struct store_dc dc = {name, "x", 1};
+        snprintf(name, sizeof name, "dc-%02d", i);
+        assert_status(store_dc_create(f->st, "t", &dc, &out), GI_OK);
+        ids[i] = json_integer_value(json_object_get(out, "id"));
+        json_decref(out);
+    }
+    for (int i = 0; i < 40; i += 13) {
+        snprintf(rec, sizeof rec,
+                 "{\"tag\":\"A-%02d\",\"kind\":\"gpu\",\"location\":{\"datacenter\":\"dc-%02d\"}}",
+                 i, i);
+        mk(f->st, rec);
+    }
+    mk(f->st, "{\"tag\":\"A-last\",\"kind\":\"psu\",\"location\":{\"datacenter\":\"dc-39\"}}");
+    mk(f->st, "{\"tag\":\"A-none\",\"kind\":\"nic\"}");
+    check_stored(&f->db);
+    check_lists(f->st, ids[13], false);
+    {
+        struct store_asset_filter none = {0};
+        expect_tags(f->st, &none, false, "A-00,A-13,A-26,A-39,A-last,A-none", 6);
+    }
+    for (int i = 1; i < 39; i += 2)
+        assert_status(store_dc_delete(f->st, "t", ids[i], true, NULL), GI_OK);
+    assert_status(store_dc_delete(f->st, "t", ids[26], true, NULL), GI_OK);
+    check_lists(f->st, ids[39], false);
+}
+
 static void test_last_seen_from_discovery(void **state)
 {
     struct testdb_fixture *f = *state;
@@ -339,6 +393,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_list_is_the_documents, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_many_datacenters, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_last_seen_from_discovery, testdb_setup,
                                         testdb_teardown),
     };
