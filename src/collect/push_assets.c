@@ -526,10 +526,11 @@ static int send_one(struct store *st, const json_t *p, struct deliver_stats *sta
             found = remote_get(&t, &obj, &k);
         } else {
             /* never linked: look it up by serial first */
-            found = lookup(st, &t, out.id, root, asset,
-                           json_is_true(json_object_get(p, "linked_elsewhere")) ||
-                               json_integer_value(json_object_get(p, "linked_elsewhere")) == 1,
-                           &obj, &found_base, conflicts, &k);
+            bool elsewhere = false;
+            if (store_sync_linked_elsewhere(st, out.id, &elsewhere) != GI_OK)
+                elsewhere = false; /* not read: a finding rather than silence */
+            found =
+                lookup(st, &t, out.id, root, asset, elsewhere, &obj, &found_base, conflicts, &k);
             if (found == 1)
                 sent = 0; /* the finding is the push's outcome */
         }

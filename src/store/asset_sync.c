@@ -64,12 +64,11 @@
            ":now ORDER BY next_at, id LIMIT :limit")                                               \
     X(TAKE, "UPDATE sync_pushes SET next_at = :lease WHERE id = :id AND state = 'pending' AND "    \
             "next_at = :old")                                                                      \
-    X(SEND,                                                                                        \
-      "SELECT p.asset_id, p.source_id, p.attempts, p.reason, s.kind, s.config, l.remote_id, "      \
-      "EXISTS (SELECT 1 FROM asset_links o WHERE o.asset_id = p.asset_id AND o.source_id "         \
-      "<> p.source_id) AS linked_elsewhere FROM sync_pushes p JOIN sources s ON s.id = "           \
-      "p.source_id LEFT JOIN asset_links l ON l.asset_id = p.asset_id AND l.source_id = "          \
-      "p.source_id WHERE p.id = :id")                                                              \
+    X(SEND, "SELECT p.asset_id, p.source_id, p.attempts, p.reason, s.kind, s.config, l.remote_id " \
+            "FROM sync_pushes p JOIN sources s ON s.id = p.source_id LEFT JOIN asset_links l ON "  \
+            "l.asset_id = p.asset_id AND l.source_id = p.source_id WHERE p.id = :id")              \
+    X(ELSEWHERE, "SELECT 1 FROM sync_pushes p JOIN asset_links o ON o.asset_id = p.asset_id AND "  \
+                 "o.source_id <> p.source_id WHERE p.id = :id LIMIT 1")                            \
     X(STATE, "SELECT state, attempts, asset_id, source_id FROM sync_pushes WHERE id = :id")        \
     X(MARK, "UPDATE sync_pushes SET state = :state, attempts = :attempts, next_at = :next, "       \
             "last_status = :status, last_error = :error, sent = :sent, response = :response, "     \
@@ -487,6 +486,25 @@ int store_sync_done(struct store *st, const struct store_sync_outcome *o, char *
 cleanup:
     rc = db_tx_end(c, rc);
     free(sent);
+    db_conn_put(st, c);
+    return rc;
+}
+
+int store_sync_linked_elsewhere(struct store *st, int64_t push_id, bool *elsewhere)
+{
+    struct conn *c = db_conn_get(st);
+    struct db_stmt *s = prep(c, ST_ELSEWHERE);
+    int step = DB_DONE, rc = s ? GI_OK : GI_INTERNAL;
+
+    *elsewhere = false;
+    if (s) {
+        db_bind_int(s, ":id", push_id);
+        step = db_step(c, s);
+        *elsewhere = step == DB_ROW;
+        db_reset(s);
+        if (step != DB_ROW && step != DB_DONE)
+            rc = db_status(step);
+    }
     db_conn_put(st, c);
     return rc;
 }

@@ -32,6 +32,10 @@ struct store_sync_outcome {
     const json_t *written, *seen, *conflicts;
 };
 int store_sync_done(struct store *st, const struct store_sync_outcome *o, char *state);
+/* Whether the asset of push push_id is linked to a source other than the
+ * push's, as it stands now (read just before a lookup, so that a link
+ * another push of the same batch made counts). */
+int store_sync_linked_elsewhere(struct store *st, int64_t push_id, bool *elsewhere);
 /* Links the asset of push push_id to the remote object remote_id that a
  * lookup by its serial found (the only one), recording theirs ({field:
  * value}, the object's pushed fields) as last synced, as a pull would,

@@ -83,11 +83,12 @@ test('exactly one NetBox device has the serial: linked, then pushed as a linked 
   assert.ok(ev.some((e) => e.detail.direction === 'link' && e.detail.system === 'netbox' && e.detail.remote_id === '301'
     && e.detail.by === 'serial'), JSON.stringify(ev));
 
-  // Snipe-IT serves fra1 too and has no asset of that serial: a finding.
+  // Snipe-IT serves fra1 too and has no asset of that serial; NetBox
+  // (asked first) now holds it, so that is no finding.
   const q = await settled('LK-1', 'snipeit');
-  assert.equal(q.state, 'conflict', JSON.stringify(q));
-  const f = await findings('LK-1');
-  assert.deepEqual(f.map((k) => [k.system, k.ours, k.theirs, k.base]), [['snipeit', 'LKSER0301', 'no asset has this serial', null]]);
+  assert.equal(q.state, 'delivered', JSON.stringify(q));
+  assert.ok(lookups('snipeit').some((r) => r.path.endsWith('/LKSER0301')));
+  assert.deepEqual(await findings('LK-1'), []);
   assert.equal(sb.writes('snipeit').length, 0);
 
   // The next change uses the link: NetBox is read by id, not looked up again.
@@ -98,13 +99,13 @@ test('exactly one NetBox device has the serial: linked, then pushed as a linked 
   assert.equal(lookups('netbox').length, 1);
   assert.equal(sb.devices[301].status.value, 'active');
 
-  // Linked in NetBox, it is still looked up in Snipe-IT at each change
-  // (no new finding: NetBox holds it); once Snipe-IT has the serial, the
-  // asset is linked there too and pushed to both, and the finding settles.
+  // Linked in NetBox, it is still looked up in Snipe-IT at each change;
+  // once Snipe-IT has the serial, the asset is linked there too and
+  // pushed to both.
   const snLook = () => lookups('snipeit').filter((r) => r.path.endsWith('/LKSER0301')).length;
-  assert.equal(snLook(), 2);
   assert.equal((await settled('LK-1', 'snipeit', 2)).state, 'delivered');
-  assert.equal((await findings('LK-1')).length, 1);
+  assert.equal(snLook(), 2);
+  assert.deepEqual(await findings('LK-1'), []);
   sb.addHardware(502, { serial: 'LKSER0301', tag: 'SN-502', status: 2 });
   await stage('LK-1', 'spare');
   const q3 = await settled('LK-1', 'snipeit', 3);
