@@ -494,19 +494,16 @@ int store_sync_linked_elsewhere(struct store *st, int64_t push_id, bool *elsewhe
 {
     struct conn *c = db_conn_get(st);
     struct db_stmt *s = prep(c, ST_ELSEWHERE);
-    int step = DB_DONE, rc = s ? GI_OK : GI_INTERNAL;
+    int64_t one = 0;
+    int rc = GI_INTERNAL;
 
-    *elsewhere = false;
     if (s) {
         db_bind_int(s, ":id", push_id);
-        step = db_step(c, s);
-        *elsewhere = step == DB_ROW;
-        db_reset(s);
-        if (step != DB_ROW && step != DB_DONE)
-            rc = db_status(step);
+        rc = db_fetch_int(c, s, &one);
     }
+    *elsewhere = rc == GI_OK;
     db_conn_put(st, c);
-    return rc;
+    return rc == GI_NOT_FOUND ? GI_OK : rc;
 }
 
 int store_sync_link_found(struct store *st, int64_t push_id, const char *system,

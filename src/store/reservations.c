@@ -312,17 +312,17 @@ int asset_reservations_on_move(struct conn *c, int64_t asset_id, const char *act
 int asset_reservations_due(struct conn *c, int64_t now, bool *due)
 {
     struct db_stmt *s = prep(c, ST_EXPIRED);
-    int step;
+    int64_t id = 0;
+    int rc;
 
     *due = false;
     if (!s)
         return GI_INTERNAL;
     db_bind_int(s, ":now", now);
     db_bind_int(s, ":limit", 1);
-    step = db_step(c, s);
-    *due = step == DB_ROW;
-    db_reset(s);
-    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+    rc = db_fetch_int(c, s, &id);
+    *due = rc == GI_OK;
+    return rc == GI_NOT_FOUND ? GI_OK : rc;
 }
 
 int asset_reservations_expire(struct conn *c, const char *actor, int64_t now, int64_t limit,
