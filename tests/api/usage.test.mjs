@@ -361,3 +361,28 @@ test('a report by a dimension over whole days reads the day groups, NULL owners 
   close(after['u-grp-new'].gpu_hours.idle, t.null.gpu_hours.idle - after.null.gpu_hours.idle, 'with its idle time');
   assert.equal((await sums('usage_groups_daily', 'SUM(gpus)')).trim(), '-|1\nu-grp|1\nu-grp-new|1');
 });
+
+test("a GPU's timeline holds its own raw samples only, in order, among many GPUs' interleaved ones", async () => {
+  const tok = await pusher('u-many', { team: 'u-many' });
+  const T = T0 + 6 * 3600;
+  // 4 hosts of 8 GPUs each, every GPU read every minute for 2 hours, the
+  // samples of a minute side by side: GPU n reads util n and n + minute.
+  const uuid = (h8, i) => `GPU-e0000000-0000-4000-8000-0000000${h8}00${String(i).padStart(2, '0')}`;
+  for (let host = 0; host < 4; host++) {
+    const gpus = [];
+    const samples = [];
+    for (let i = 0; i < 8; i++) gpus.push(gpu(uuid(host, i), i));
+    for (let t = T; t <= T + 7200; t += 60) {
+      for (let i = 0; i < 8; i++) {
+        samples.push({ time: t + host, gpu: uuid(host, i), util_avg: host * 8 + i, temp_c: (t - T) / 60 });
+      }
+    }
+    await push(tok, { batch_id: `many-${host}`, host: { hostname: `u-many-node-${host}` }, gpus, samples });
+  }
+  const g = uuid(2, 5);
+  const tl = ok(await h.s.api('GET', `/api/v1/gpus/${g}/timeline?from=${iso(T + 600)}&to=${iso(T + 4200)}`));
+  assert.equal(tl.telemetry_source, 'samples');
+  // 16:10:02 to 17:09:02: 60 readings, every one the GPU's own.
+  assert.deepEqual(tl.samples.map((x) => [x.at, x.util_avg, x.temp_c]),
+    Array.from({ length: 60 }, (_, k) => [iso(T + 600 + 60 * k + 2), 21, 10 + k]));
+});
