@@ -1,6 +1,8 @@
--- One GPU's raw samples by time (its timeline, GET
--- /api/v1/gpus/{uuid}/timeline): the key is time first, so a range read by
--- it walks every GPU's entries in the range; this index reads only the
--- GPU's own. On PostgreSQL it is a partitioned index: every day's partition
--- has it, including those gi_samples_partitions attaches later.
-CREATE INDEX gpu_samples_gpu_ts ON gpu_samples (gpu_id, ts);
+-- PostgreSQL only (migrations/pg/060_samples_by_gpu.sql adds the index
+-- gpu_samples_gpu_ts (gpu_id, ts), so that one GPU's timeline reads only its
+-- own raw samples). Not on SQLite: there the second index costs every pushed
+-- sample about a quarter more of the server's CPU (measured, docs/PERFORMANCE.md
+-- "A GPU's timeline from its own samples"), and a timeline's raw read walks
+-- every GPU's entries in the range, as before (docs/KNOWN-GAPS.md). The
+-- schema comparison lists this index as PostgreSQL's alone
+-- (tests/unit/schema_compare.sh).
