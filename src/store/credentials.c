@@ -270,10 +270,17 @@ static int token_read(struct store *st, const char *hash, struct gi_principal *o
     db_reset(s);
     /* Record use at most once a minute so reads stay reads. */
     if (rc == GI_OK && now - last >= 60 && (s = prep(c, ST_TOKEN_TOUCH)) != NULL) {
+        int t;
         db_bind_int(s, ":now", now);
         db_bind_int(s, ":id", id);
-        if (db_exec_done(c, s) != GI_OK)
-            gi_warn("could not record use of token %lld", (long long)id);
+        /* a busy database (a long write in progress) is no fault: the
+         * next use records it */
+        if ((t = db_exec_done(c, s)) == GI_UNAVAILABLE || t == GI_RETRY)
+            gi_info("token %lld: its last use not recorded now (the database is busy); its next "
+                    "use records it",
+                    (long long)id);
+        else if (t != GI_OK)
+            gi_warn("could not record use of token %lld: %s", (long long)id, gi_status_name(t));
     }
 cleanup:
     db_conn_put(st, c);
