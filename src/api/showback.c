@@ -165,25 +165,27 @@ static json_t *flat_row(const json_t *row, const char *month)
 static bool showback_scope_or_reply(struct req *r, struct store_scope *sc)
 {
     const char *dc = NULL;
-    char buf[256];
     int64_t id = 0;
     int st;
 
     sc->n = 0;
-    if (!req_param_str_or_reply(r, "datacenter", 255, &dc) ||
-        !who_dc_name_scope_or_reply(r, &dc, buf, sizeof buf, sc))
+    if (!req_param_str_or_reply(r, "datacenter", 255, &dc))
         return false;
-    if (!dc || !*dc)
-        return true;
-    st = store_dc_id_by_name(r->store, dc, &id);
-    if (st == GI_NOT_FOUND && gi_parse_int64(dc, 1, INT64_MAX, &id) != GI_OK)
-        id = -1; /* names no data center: the report has nothing */
-    else if (st != GI_OK && st != GI_NOT_FOUND) {
-        reply_status(r, st, "data center");
-        return false;
+    if (dc && *dc) {
+        st = store_dc_id_by_name(r->store, dc, &id);
+        if (st == GI_NOT_FOUND && gi_parse_int64(dc, 1, INT64_MAX, &id) != GI_OK)
+            id = -1; /* names no data center: the report has nothing */
+        else if (st != GI_OK && st != GI_NOT_FOUND) {
+            reply_status(r, st, "data center");
+            return false;
+        }
     }
-    sc->n = 1;
-    sc->dcs[0] = id;
+    if (id >= 0 && !who_dc_filter_or_reply(r, &id, sc))
+        return false;
+    if (id != 0) {
+        sc->n = 1;
+        sc->dcs[0] = id;
+    }
     return true;
 }
 
