@@ -17,7 +17,17 @@
  * statement fails its transaction (or the pipeline's implicit one), which
  * undoes the SET. Sending the text unnamed each time was measured dearer:
  * parsing it again cost more than planning it (PERFORMANCE.md, "The
- * newest values in one statement, and fewer waits per batch"). */
+ * newest values in one statement, and fewer waits per batch").
+ *
+ * A statement whose text begins with PG_PLAN_ONCE goes between SET
+ * plan_cache_mode = force_generic_plan and the RESET the same way: it is
+ * planned once per session for any values (again after the table is next
+ * analyzed). That is for a page read whose terms are all equalities an
+ * index serves in order, ending in LIMIT and OFFSET parameters: the
+ * generic plan prices those at a tenth of the table each, so it looks
+ * dearer than the plan for the values given, and left to choose,
+ * PostgreSQL planned such a page at every execution, which cost more than
+ * reading it (PERFORMANCE.md, "Pages planned once on PostgreSQL"). */
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -39,6 +49,8 @@
 #define PG_MAX_PARAMS 64
 /* The leading comment of a statement planned at each execution. */
 #define PG_PLAN_EACH "/* plan each time */"
+/* The leading comment of a statement planned once for any values. */
+#define PG_PLAN_ONCE "/* plan once */"
 /* Seconds between reconnection attempts of one connection. */
 #define PG_RECONNECT_S 1
 
@@ -62,7 +74,7 @@ struct pg_stmt {
     char name[16];               /* the server-side prepared statement's name */
     char *text;                  /* the SQL with $n parameters */
     bool prepared;               /* on the current server session */
-    bool each;                   /* planned at each execution (PG_PLAN_EACH) */
+    const char *plan_mode;       /* the SET around each execution, or NULL */
     int np;                      /* distinct parameters */
     char *names[PG_MAX_PARAMS];  /* ":name", in $n order */
     char *vals[PG_MAX_PARAMS];   /* bound values; NULL is SQL NULL */
@@ -195,7 +207,13 @@ static int pg_connect(struct pg_conn *c)
         return GI_UNAVAILABLE;
     }
     PQsetNoticeProcessor(c->pg, on_notice, NULL);
-    r = PQexec(c->pg, "SET TIME ZONE 'UTC'; SET client_min_messages = warning");
+    /* No JIT compilation: it is made again at every execution, tens of
+     * milliseconds for a statement costed above jit_above_cost, which a
+     * generic plan of a page is (its LIMIT priced at a tenth of the
+     * table), while the store's statements read pages and rollups in
+     * well under that (PERFORMANCE.md, "Pages planned once on
+     * PostgreSQL"). */
+    r = PQexec(c->pg, "SET TIME ZONE 'UTC'; SET client_min_messages = warning; SET jit = off");
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         int st = map_error(c, r);
         PQclear(r);
@@ -333,6 +351,10 @@ static int rewrite(struct pg_stmt *s, const char *sql)
 }
 
 /* A new statement for sql, its server-side name `kind` and a number. */
+static const char sql_custom_on[] = "SET plan_cache_mode = force_custom_plan";
+static const char sql_generic_on[] = "SET plan_cache_mode = force_generic_plan";
+static const char sql_plan_off[] = "RESET plan_cache_mode";
+
 static struct pg_stmt *stmt_new(struct pg_conn *c, const char *sql, char kind)
 {
     struct pg_stmt *s = calloc(1, sizeof *s);
@@ -346,7 +368,10 @@ static struct pg_stmt *stmt_new(struct pg_conn *c, const char *sql, char kind)
     }
     s->base.drv = &db_pg_driver;
     s->pc = c;
-    s->each = strncmp(sql, PG_PLAN_EACH, sizeof PG_PLAN_EACH - 1) == 0;
+    if (strncmp(sql, PG_PLAN_EACH, sizeof PG_PLAN_EACH - 1) == 0)
+        s->plan_mode = sql_custom_on;
+    else if (strncmp(sql, PG_PLAN_ONCE, sizeof PG_PLAN_ONCE - 1) == 0)
+        s->plan_mode = sql_generic_on;
     snprintf(s->name, sizeof s->name, "%c%u", kind, c->next_name++);
     return s;
 }
@@ -500,23 +525,20 @@ static int prepare(struct pg_conn *c, struct pg_stmt *s)
     return GI_INTERNAL;
 }
 
-static const char sql_custom_on[] = "SET plan_cache_mode = force_custom_plan";
-static const char sql_custom_off[] = "RESET plan_cache_mode";
-
 /* Sends the bound, prepared statement in pipeline mode, between the
- * settings of PG_PLAN_EACH when it has it; the number of queries sent (1
- * or 3, each answered in turn) or 0 when sending failed. */
+ * settings of PG_PLAN_EACH or PG_PLAN_ONCE when it has one; the number of
+ * queries sent (1 or 3, each answered in turn) or 0 when sending failed. */
 static int send_bound(struct pg_conn *c, const struct pg_stmt *s)
 {
     const char *const *v = (const char *const *)s->vals;
 
-    if (s->each && PQsendQueryParams(c->pg, sql_custom_on, 0, NULL, NULL, NULL, NULL, 0) != 1)
+    if (s->plan_mode && PQsendQueryParams(c->pg, s->plan_mode, 0, NULL, NULL, NULL, NULL, 0) != 1)
         return 0;
     if (PQsendQueryPrepared(c->pg, s->name, s->np, v, NULL, NULL, 0) != 1)
         return 0;
-    if (s->each && PQsendQueryParams(c->pg, sql_custom_off, 0, NULL, NULL, NULL, NULL, 0) != 1)
+    if (s->plan_mode && PQsendQueryParams(c->pg, sql_plan_off, 0, NULL, NULL, NULL, NULL, 0) != 1)
         return 0;
-    return s->each ? 3 : 1;
+    return s->plan_mode ? 3 : 1;
 }
 
 /* A write's result: its row count becomes the connection's changes. */
@@ -638,10 +660,10 @@ static int pg_send(struct conn *bc, struct db_stmt *bs)
     return GI_OK;
 }
 
-/* Executes a PG_PLAN_EACH statement between its settings, the three in
+/* Executes a statement between its plan settings, the three in
  * one pipeline (one round trip): the first failed result, else the
  * statement's; NULL when nothing came back. */
-static PGresult *execute_custom(struct pg_conn *c, struct pg_stmt *s)
+static PGresult *execute_between(struct pg_conn *c, struct pg_stmt *s)
 {
     PGresult *r[3] = {NULL, NULL, NULL}, *out;
     int sent;
@@ -664,7 +686,7 @@ static PGresult *execute_custom(struct pg_conn *c, struct pg_stmt *s)
 static int execute(struct pg_conn *c, struct pg_stmt *s)
 {
     /* Behind deferred statements, it joins their pipeline. */
-    bool behind = c->queued > 0 && c->defer_st == GI_OK && s->prepared && !s->each;
+    bool behind = c->queued > 0 && c->defer_st == GI_OK && s->prepared && !s->plan_mode;
     PGresult *r;
     int st;
 
@@ -680,8 +702,8 @@ static int execute(struct pg_conn *c, struct pg_stmt *s)
         c->queued++;
         if ((st = drain_then(c, &r)) != GI_OK)
             return st;
-    } else if (s->each) {
-        r = execute_custom(c, s);
+    } else if (s->plan_mode) {
+        r = execute_between(c, s);
     } else {
         r = PQexecPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0);
     }
@@ -795,7 +817,7 @@ static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
      * each time between its two settings), COMMIT. */
     for (int i = tx ? -1 : 0; i < n + (tx ? 1 : 0); i++) {
         struct pg_stmt *s = i >= 0 && i < n ? pgs(ss[i]) : NULL;
-        int parts = s && s->each ? 3 : 1;
+        int parts = s && s->plan_mode ? 3 : 1;
         for (int k = 0; k < parts; k++) {
             pipeline_take(c, &r);
             if (r == NULL) {

@@ -43,16 +43,17 @@
 /* A page in id order of one data center and kind (and state) with no
  * other filter: equality terms only, which the index of migration 016
  * serves in order, so that even PostgreSQL's generic plan of the prepared
- * statement (planned once, for any values) reads just the page's rows.
- * The optional terms of RES_WHERE_COMMON make a generic plan expect one
- * row and sort every match instead. The data center is known to exist
- * (a foreign key): no join. */
+ * statement (planned once, for any values) reads just the page's rows;
+ * on PostgreSQL it is planned just once (db_pg.c, PG_PLAN_ONCE; to
+ * SQLite the leading comment is a space). The optional terms of RES_WHERE_COMMON make
+ * a generic plan expect one row and sort every match instead. The data
+ * center is known to exist (a foreign key): no join. */
 #define RES_PLAIN_DKS                                                                              \
-    "SELECT r.doc FROM resources r WHERE r.datacenter_id = :dc AND r.kind = :kind AND r.state = "  \
-    ":state ORDER BY r.id " PAGE
+    "/* plan once */ SELECT r.doc FROM resources r WHERE r.datacenter_id = :dc AND r.kind = "      \
+    ":kind AND r.state = :state ORDER BY r.id " PAGE
 #define RES_PLAIN_DK                                                                               \
-    "SELECT r.doc FROM resources r WHERE r.datacenter_id = :dc AND r.kind = :kind ORDER BY "       \
-    "r.id " PAGE
+    "/* plan once */ SELECT r.doc FROM resources r WHERE r.datacenter_id = :dc AND r.kind = "      \
+    ":kind ORDER BY r.id " PAGE
 #define RES_COUNT(w) "SELECT COUNT(*) FROM resources r " w RES_WHERE_COMMON
 
 /* A bulk allocation's candidates. On PostgreSQL the rows are also locked

@@ -3,7 +3,10 @@
  * store: each statement of a batch gives its own rows, a failing one fails
  * the batch and leaves the connection usable with no transaction open, a
  * batch inside a write transaction reads that transaction's rows and does
- * not end it, and a copy that meets a taken key undoes only itself. */
+ * not end it, a copy that meets a taken key undoes only itself, and a
+ * statement planned once (PostgreSQL: one generic plan) gives each
+ * execution's rows alone, in a batch and deferred, and leaves the
+ * session's planning as it was. */
 #include "unit.h"
 #include "testdb.h"
 
@@ -21,6 +24,11 @@ static const char sql_names[] = "SELECT name FROM datacenters ORDER BY name";
 static const char sql_count[] = "SELECT COUNT(*) FROM datacenters";
 static const char sql_add[] = "INSERT INTO datacenters (name, location, rows_count, created_at, "
                               "updated_at) VALUES (:name, '', 0, 0, 0)";
+static const char sql_once[] = "/* plan once */ SELECT name FROM datacenters WHERE name >= "
+                               ":from ORDER BY name LIMIT :limit OFFSET :offset";
+static const char sql_plans[] = "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                "WHERE statement LIKE '/* plan once */%'";
+static const char sql_setting[] = "SELECT current_setting(:name)";
 static const char sql_copy[] =
     "COPY datacenters (name, location, rows_count, created_at, updated_at) FROM STDIN";
 
@@ -190,6 +198,91 @@ static void test_copy_in(void **state)
     db_conn_put(f->st, c);
 }
 
+/* The page of sql_once from `from`, its names joined by commas, read
+ * alone or in a batch. */
+static void once_page(struct conn *c, const char *from, int limit, int offset, bool batch,
+                      char *out, size_t len)
+{
+    struct db_stmt *s = db_prep(c, sql_once);
+
+    assert_non_null(s);
+    db_bind_text(s, ":from", from);
+    db_bind_int(s, ":limit", limit);
+    db_bind_int(s, ":offset", offset);
+    if (batch)
+        assert_status(db_read_batch(c, &s, 1), GI_OK);
+    out[0] = '\0';
+    while (db_step(c, s) == DB_ROW) {
+        if (out[0])
+            strncat(out, ",", len - strlen(out) - 1);
+        strncat(out, db_col_text(s, 0), len - strlen(out) - 1);
+    }
+    db_reset(s);
+    if (batch)
+        db_read_end(c);
+}
+
+static const char *setting(struct conn *c, const char *name, char *out, size_t len)
+{
+    struct db_stmt *s = db_prep(c, sql_setting);
+
+    assert_non_null(s);
+    db_bind_text(s, ":name", name);
+    assert_int_equal(db_step(c, s), DB_ROW);
+    snprintf(out, len, "%s", db_col_text(s, 0));
+    db_reset(s);
+    return out;
+}
+
+static void test_planned_once(void **state)
+{
+    struct testdb_fixture *f = *state;
+    static const char *const names[] = {"d1", "d2", "d3", "d4", "d5"};
+    char page[128], val[64];
+    struct conn *c;
+    int rc;
+
+    add_dcs(f->st, names, 5);
+    c = db_conn_get(f->st);
+    /* More executions than PostgreSQL plans for the values before it
+     * weighs a generic plan, with other values each time. */
+    for (int i = 0; i < 4; i++) {
+        once_page(c, "d2", 2, 0, false, page, sizeof page);
+        assert_string_equal(page, "d2,d3");
+        once_page(c, "d1", 10, 3, true, page, sizeof page);
+        assert_string_equal(page, "d4,d5");
+        once_page(c, "d9", 5, 0, i % 2 == 0, page, sizeof page);
+        assert_string_equal(page, "");
+    }
+    /* Inside a write transaction, behind a deferred write. */
+    assert_status(db_tx_begin(c), GI_OK);
+    assert_status(db_defer(c, true), GI_OK);
+    {
+        struct db_stmt *s = db_prep(c, sql_add);
+        assert_non_null(s);
+        db_bind_text(s, ":name", "d0");
+        assert_status(db_exec_done(c, s), GI_OK);
+    }
+    once_page(c, "d0", 2, 0, false, page, sizeof page);
+    assert_string_equal(page, "d0,d1");
+    rc = db_tx_end(c, GI_CONFLICT);
+    assert_status(rc, GI_CONFLICT);
+    once_page(c, "d0", 2, 0, false, page, sizeof page);
+    assert_string_equal(page, "d1,d2");
+    if (db_dialect(c) == DB_PG) {
+        struct db_stmt *s = db_prep(c, sql_plans);
+        assert_non_null(s);
+        assert_int_equal(db_step(c, s), DB_ROW);
+        assert_true(db_col_int(s, 0) >= 1);
+        assert_int_equal(db_col_int(s, 1), 0);
+        db_reset(s);
+        /* The setting around it does not outlive it; no JIT. */
+        assert_string_equal(setting(c, "plan_cache_mode", val, sizeof val), "auto");
+        assert_string_equal(setting(c, "jit", val, sizeof val), "off");
+    }
+    db_conn_put(f->st, c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +293,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_inside_write_transaction, testdb_setup,
                                         testdb_teardown),
         cmocka_unit_test_setup_teardown(test_copy_in, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_planned_once, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
