@@ -54,6 +54,66 @@
 /* Seconds between reconnection attempts of one connection. */
 #define PG_RECONNECT_S 1
 
+/* One writer at a time across every replica: the same discipline as
+ * SQLite's, so a write's checks hold until it commits. The key is
+ * gpuinv's own (an arbitrary constant); the lock ends with the
+ * transaction, also when a replica dies. */
+#define PG_WRITE_LOCK "SELECT pg_advisory_xact_lock(7305264918007312385)"
+/* Taken shared by writers that lock the rows they touch by key
+ * (db_tx_begin_keyed()): they run beside each other and exclude, and
+ * wait for, every writer that holds it exclusively. */
+#define PG_WRITE_LOCK_SHARED "SELECT pg_advisory_xact_lock_shared(7305264918007312385)"
+
+/* The texts without parameters the driver sends most (transaction
+ * control, the writers' locks, the plan settings): each session prepares
+ * them once when it connects and sends them by name, so the server does
+ * not parse them again at every use. */
+enum pg_fixed {
+    PF_BEGIN,
+    PF_BEGIN_READ,
+    PF_COMMIT,
+    PF_ROLLBACK,
+    PF_WRITE_LOCK,
+    PF_WRITE_LOCK_SHARED,
+    PF_CUSTOM_ON,
+    PF_GENERIC_ON,
+    PF_PLAN_OFF,
+    PF__N
+};
+static const char *const pg_fixed_sql[PF__N] = {
+    [PF_BEGIN] = "BEGIN",
+    [PF_BEGIN_READ] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    [PF_COMMIT] = "COMMIT",
+    [PF_ROLLBACK] = "ROLLBACK",
+    [PF_WRITE_LOCK] = PG_WRITE_LOCK,
+    [PF_WRITE_LOCK_SHARED] = PG_WRITE_LOCK_SHARED,
+    [PF_CUSTOM_ON] = "SET plan_cache_mode = force_custom_plan",
+    [PF_GENERIC_ON] = "SET plan_cache_mode = force_generic_plan",
+    [PF_PLAN_OFF] = "RESET plan_cache_mode",
+};
+
+/* The fixed text sql is (by content), or -1. */
+static int fixed_of(const char *sql)
+{
+    for (int i = 0; i < PF__N; i++)
+        if (strcmp(sql, pg_fixed_sql[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* The session's name of a fixed text. */
+static void fixed_name(int f, char out[16]) { snprintf(out, 16, "f%d", f); }
+
+/* Sends a fixed text by its name (in pipeline mode): 1, or 0 when
+ * sending failed. */
+static int send_fixed(PGconn *pg, int f)
+{
+    char name[16];
+
+    fixed_name(f, name);
+    return PQsendQueryPrepared(pg, name, 0, NULL, NULL, NULL, 0);
+}
+
 /* Type OIDs of the built-in types the readers tell apart (pg_type.h). */
 enum {
     OID_BOOL = 16,
@@ -74,7 +134,7 @@ struct pg_stmt {
     char name[16];               /* the server-side prepared statement's name */
     char *text;                  /* the SQL with $n parameters */
     bool prepared;               /* on the current server session */
-    const char *plan_mode;       /* the SET around each execution, or NULL */
+    int plan_mode;               /* the SET around each execution (PF_*), or -1 */
     int np;                      /* distinct parameters */
     char *names[PG_MAX_PARAMS];  /* ":name", in $n order */
     char *vals[PG_MAX_PARAMS];   /* bound values; NULL is SQL NULL */
@@ -220,6 +280,17 @@ static int pg_connect(struct pg_conn *c)
         return st;
     }
     PQclear(r);
+    for (int f = 0; f < PF__N; f++) {
+        char name[16];
+        fixed_name(f, name);
+        r = PQprepare(c->pg, name, pg_fixed_sql[f], 0, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            int st = map_error(c, r);
+            PQclear(r);
+            return st;
+        }
+        PQclear(r);
+    }
     atomic_fetch_add(&pg_connects, 1);
     return GI_OK;
 }
@@ -351,9 +422,6 @@ static int rewrite(struct pg_stmt *s, const char *sql)
 }
 
 /* A new statement for sql, its server-side name `kind` and a number. */
-static const char sql_custom_on[] = "SET plan_cache_mode = force_custom_plan";
-static const char sql_generic_on[] = "SET plan_cache_mode = force_generic_plan";
-static const char sql_plan_off[] = "RESET plan_cache_mode";
 
 static struct pg_stmt *stmt_new(struct pg_conn *c, const char *sql, char kind)
 {
@@ -368,10 +436,11 @@ static struct pg_stmt *stmt_new(struct pg_conn *c, const char *sql, char kind)
     }
     s->base.drv = &db_pg_driver;
     s->pc = c;
+    s->plan_mode = -1;
     if (strncmp(sql, PG_PLAN_EACH, sizeof PG_PLAN_EACH - 1) == 0)
-        s->plan_mode = sql_custom_on;
+        s->plan_mode = PF_CUSTOM_ON;
     else if (strncmp(sql, PG_PLAN_ONCE, sizeof PG_PLAN_ONCE - 1) == 0)
-        s->plan_mode = sql_generic_on;
+        s->plan_mode = PF_GENERIC_ON;
     snprintf(s->name, sizeof s->name, "%c%u", kind, c->next_name++);
     return s;
 }
@@ -532,13 +601,13 @@ static int send_bound(struct pg_conn *c, const struct pg_stmt *s)
 {
     const char *const *v = (const char *const *)s->vals;
 
-    if (s->plan_mode && PQsendQueryParams(c->pg, s->plan_mode, 0, NULL, NULL, NULL, NULL, 0) != 1)
+    if (s->plan_mode >= 0 && send_fixed(c->pg, s->plan_mode) != 1)
         return 0;
     if (PQsendQueryPrepared(c->pg, s->name, s->np, v, NULL, NULL, 0) != 1)
         return 0;
-    if (s->plan_mode && PQsendQueryParams(c->pg, sql_plan_off, 0, NULL, NULL, NULL, NULL, 0) != 1)
+    if (s->plan_mode >= 0 && send_fixed(c->pg, PF_PLAN_OFF) != 1)
         return 0;
-    return s->plan_mode ? 3 : 1;
+    return s->plan_mode >= 0 ? 3 : 1;
 }
 
 /* A write's result: its row count becomes the connection's changes. */
@@ -686,7 +755,7 @@ static PGresult *execute_between(struct pg_conn *c, struct pg_stmt *s)
 static int execute(struct pg_conn *c, struct pg_stmt *s)
 {
     /* Behind deferred statements, it joins their pipeline. */
-    bool behind = c->queued > 0 && c->defer_st == GI_OK && s->prepared && !s->plan_mode;
+    bool behind = c->queued > 0 && c->defer_st == GI_OK && s->prepared && s->plan_mode < 0;
     PGresult *r;
     int st;
 
@@ -702,7 +771,7 @@ static int execute(struct pg_conn *c, struct pg_stmt *s)
         c->queued++;
         if ((st = drain_then(c, &r)) != GI_OK)
             return st;
-    } else if (s->plan_mode) {
+    } else if (s->plan_mode >= 0) {
         r = execute_between(c, s);
     } else {
         r = PQexecPrepared(c->pg, s->name, s->np, (const char *const *)s->vals, NULL, NULL, 0);
@@ -741,7 +810,6 @@ static int pg_step(struct conn *bc, struct db_stmt *bs)
 }
 
 /* The SQL of a batch's snapshot, sent in its pipeline. */
-static const char sql_batch_begin[] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
 /* Reads the results of one query of a pipeline: its first result is kept
  * in *out (NULL when none came), the rest are dropped, up to the NULL that
@@ -801,11 +869,11 @@ static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
     if (!PQenterPipelineMode(c->pg))
         return map_error(c, NULL);
     if (tx)
-        sent = PQsendQueryParams(c->pg, sql_batch_begin, 0, NULL, NULL, NULL, NULL, 0) == 1;
+        sent = send_fixed(c->pg, PF_BEGIN_READ) == 1;
     for (int i = 0; sent && i < n; i++)
         sent = send_bound(c, pgs(ss[i])) != 0;
     if (sent && tx)
-        sent = PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) == 1;
+        sent = send_fixed(c->pg, PF_COMMIT) == 1;
     if (!sent || !PQpipelineSync(c->pg)) {
         st = map_error(c, NULL);
         if (!sent)
@@ -817,7 +885,7 @@ static int pg_run_batch(struct conn *bc, struct db_stmt *const *ss, int n)
      * each time between its two settings), COMMIT. */
     for (int i = tx ? -1 : 0; i < n + (tx ? 1 : 0); i++) {
         struct pg_stmt *s = i >= 0 && i < n ? pgs(ss[i]) : NULL;
-        int parts = s && s->plan_mode ? 3 : 1;
+        int parts = s && s->plan_mode >= 0 ? 3 : 1;
         for (int k = 0; k < parts; k++) {
             pipeline_take(c, &r);
             if (r == NULL) {
@@ -957,6 +1025,7 @@ static int pg_exec(struct conn *bc, const char *sql)
 {
     struct pg_conn *c = pgc(bc);
     bool one = strchr(sql, ';') == NULL, behind = one && c->queued > 0 && c->defer_st == GI_OK;
+    int f = one ? fixed_of(sql) : -1;
     PGresult *r;
     int st = GI_OK;
 
@@ -965,16 +1034,20 @@ static int pg_exec(struct conn *bc, const char *sql)
     if (!behind && (c->queued || c->defer_st != GI_OK) && (st = flush(c)) != GI_OK)
         return st;
     if (behind) {
-        if (PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) {
+        if ((f >= 0 ? send_fixed(c->pg, f)
+                    : PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0)) != 1) {
             st = map_error(c, NULL);
             return flush(c) != GI_OK ? GI_UNAVAILABLE : st;
         }
         c->queued++;
         if ((st = drain_then(c, &r)) != GI_OK)
             return st;
-    } else if (strcmp(sql, db_pg_driver.begin_write) == 0 &&
-               PQtransactionStatus(c->pg) == PQTRANS_IDLE) {
+    } else if (f == PF_BEGIN && PQtransactionStatus(c->pg) == PQTRANS_IDLE) {
         return send_text(c, sql);
+    } else if (f >= 0) {
+        char name[16];
+        fixed_name(f, name);
+        r = PQexecPrepared(c->pg, name, 0, NULL, NULL, NULL, 0);
     } else {
         r = PQexec(c->pg, sql);
     }
@@ -996,7 +1069,10 @@ static int send_text(struct pg_conn *c, const char *sql)
 {
     if (PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF && !PQenterPipelineMode(c->pg))
         return map_error(c, NULL);
-    if (PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0) != 1) {
+    int f = fixed_of(sql);
+
+    if ((f >= 0 ? send_fixed(c->pg, f)
+                : PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0)) != 1) {
         int st = map_error(c, NULL);
         return flush(c) != GI_OK ? GI_UNAVAILABLE : st;
     }
@@ -1101,15 +1177,8 @@ const struct db_driver db_pg_driver = {
     .flush = pg_flush,
     .copy_in = pg_copy_in,
     .begin_write = "BEGIN",
-    /* One writer at a time across every replica: the same discipline as
-     * SQLite's, so a write's checks hold until it commits. The key is
-     * gpuinv's own (an arbitrary constant); the lock ends with the
-     * transaction, also when a replica dies. */
-    .write_lock = "SELECT pg_advisory_xact_lock(7305264918007312385)",
-    /* Taken shared by writers that lock the rows they touch by key
-     * (db_tx_begin_keyed()): they run beside each other and exclude, and
-     * wait for, every writer that holds it exclusively. */
-    .write_lock_shared = "SELECT pg_advisory_xact_lock_shared(7305264918007312385)",
+    .write_lock = PG_WRITE_LOCK,
+    .write_lock_shared = PG_WRITE_LOCK_SHARED,
     .tx_open = pg_tx_open,
     .alive = pg_alive,
 };
