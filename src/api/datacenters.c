@@ -131,12 +131,8 @@ void api_datacenters_overview(struct req *r)
 
     if (!who_may_see_or_reply(r, WHO_DATACENTER, NULL, r->id))
         return;
-    st = store_dc_overview(r->store, r->id, &out);
-
-    if (st == GI_OK)
-        st = store_dc_discovered(r->store, r->id, gi_now() - server_freshness(r->srv), &disc);
+    st = store_dc_overview(r->store, r->id, gi_now() - server_freshness(r->srv), &out, &disc);
     if (st != GI_OK) {
-        json_decref(out);
         reply_status(r, st, "data center");
         return;
     }

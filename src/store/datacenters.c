@@ -228,23 +228,28 @@ cleanup:
     return rc;
 }
 
-int store_dc_overview(struct store *st, int64_t id, json_t **out)
+int store_dc_overview(struct store *st, int64_t id, int64_t stale_before, json_t **out,
+                      json_t **discovered)
 {
     struct conn *c = db_conn_get(st);
-    struct db_stmt *s[2] = {prep(c, ST_DC_BASIC), prep(c, ST_DC_COUNTS)};
+    struct db_stmt *s[4] = {prep(c, ST_DC_BASIC), prep(c, ST_DC_COUNTS)};
     json_t *dc = NULL, *cnt = NULL, *gpus = NULL;
     int rc;
 
+    *out = *discovered = NULL;
     for (int i = 0; i < 2; i++)
         if (s[i])
             db_bind_int(s[i], ":id", id);
-    /* One snapshot so counts and GPU totals agree (one round trip on
-     * PostgreSQL). */
-    if ((rc = db_read_batch(c, s, 2)) != GI_OK)
+    dc_discovered_prep(c, id, stale_before, s + 2);
+    /* One snapshot so the counts, the declared and the discovered GPU
+     * totals agree (one round trip on PostgreSQL). */
+    if ((rc = db_read_batch(c, s, 4)) != GI_OK)
         goto cleanup;
     if ((rc = db_fetch_one(c, s[0], &dc)) != GI_OK)
         goto cleanup;
     if ((rc = dc_counts_rows(c, s[1], &cnt, &gpus)) != GI_OK)
+        goto cleanup;
+    if ((rc = dc_discovered_read(c, s + 2, discovered)) != GI_OK)
         goto cleanup;
     *out =
         json_pack("{s:I, s:s?, s:s?, s:o, s:o}", "datacenter_id", (json_int_t)id, "name",
@@ -254,6 +259,10 @@ int store_dc_overview(struct store *st, int64_t id, json_t **out)
     rc = *out ? GI_OK : GI_INTERNAL;
 cleanup:
     db_read_end(c);
+    if (rc != GI_OK) {
+        json_decref(*discovered);
+        *discovered = NULL;
+    }
     json_decref(dc);
     json_decref(cnt);
     json_decref(gpus);

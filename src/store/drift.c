@@ -317,40 +317,34 @@ static const char sql_dc_seen[] =
     "SELECT COUNT(DISTINCT l.resource_id) FROM hosts h JOIN host_links l ON l.host_id = h.id "
     "WHERE h.datacenter_id = :dc AND l.resource_id IS NOT NULL";
 
-int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out)
+void dc_discovered_prep(struct conn *c, int64_t id, int64_t stale_before, struct db_stmt *s[2])
 {
-    struct conn *c = db_conn_get(st);
-    struct db_stmt *s[2] = {db_prep(c, sql_dc_gpus), db_prep(c, sql_dc_seen)};
-    json_int_t v[6] = {0};
-    int64_t seen = 0;
-    int rc, step;
-
-    *out = NULL;
+    s[0] = db_prep(c, sql_dc_gpus);
+    s[1] = db_prep(c, sql_dc_seen);
     for (int i = 0; i < 2; i++)
         if (s[i])
             db_bind_int(s[i], ":dc", id);
     if (s[0])
         db_bind_int(s[0], ":stale", stale_before);
-    /* One snapshot (one round trip on PostgreSQL). */
-    if ((rc = db_read_batch(c, s, 2)) != GI_OK)
-        goto cleanup;
-    step = db_step(c, s[0]);
+}
+
+int dc_discovered_read(struct conn *c, struct db_stmt *const s[2], json_t **out)
+{
+    json_int_t v[6] = {0};
+    int64_t seen = 0;
+    int rc, step = db_step(c, s[0]);
+
+    *out = NULL;
     if (step == DB_ROW)
         for (int i = 0; i < 6; i++)
             v[i] = db_col_int(s[0], i);
     db_reset(s[0]);
-    if (step != DB_ROW) {
-        rc = db_status(step);
-        goto cleanup;
-    }
+    if (step != DB_ROW)
+        return db_status(step);
     if ((rc = db_fetch_int(c, s[1], &seen)) != GI_OK)
-        goto cleanup;
+        return rc;
     *out = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "total", v[0], "in_use", v[1], "idle",
                      v[2], "stale", v[3], "unknown", v[4], "on_linked_hosts", v[5], "servers_seen",
                      (json_int_t)seen);
-    rc = *out ? GI_OK : GI_INTERNAL;
-cleanup:
-    db_read_end(c);
-    db_conn_put(st, c);
-    return rc;
+    return *out ? GI_OK : GI_INTERNAL;
 }

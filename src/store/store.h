@@ -118,7 +118,12 @@ int store_dc_update(struct store *st, const char *actor, int64_t id, const struc
 /* Refuses with GI_CONFLICT while resources remain, unless force; *counts
  * (may be NULL) receives the per-kind counts either way. */
 int store_dc_delete(struct store *st, const char *actor, int64_t id, bool force, json_t **counts);
-int store_dc_overview(struct store *st, int64_t id, json_t **out);
+/* The overview of one data center, and in *discovered its discovered GPUs:
+ * {total, in_use, idle, stale, unknown, on_linked_hosts, servers_seen},
+ * physical GPUs of hosts in it (a GPU not heard from since stale_before is
+ * stale), read in one snapshot. */
+int store_dc_overview(struct store *st, int64_t id, int64_t stale_before, json_t **out,
+                      json_t **discovered);
 int store_dc_id_by_name(struct store *st, const char *name, int64_t *id);
 
 /* ---- resources ---- */
@@ -488,9 +493,6 @@ int store_drift_list(struct store *st, const struct store_drift_filter *f,
  * (letters and digits) of the declared model is a word of the discovered
  * model, ignoring case ("H100" matches "NVIDIA H100 80GB HBM3"). */
 bool store_model_matches(const char *declared, const char *discovered);
-/* A data center's discovered GPUs: {total, in_use, idle, stale, unknown,
- * on_linked_hosts, servers_seen}, physical GPUs of hosts in it. */
-int store_dc_discovered(struct store *st, int64_t id, int64_t stale_before, json_t **out);
 
 /* ---- ownership (ownership.c, owner_dims.c, owner_rules.c) ----
  * Teams, environments, pools and clusters/clouds are dimensions (kind

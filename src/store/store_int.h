@@ -61,6 +61,11 @@ void store_token_forget(const struct store *st);
  * statement: a data center's id by name (datacenters.c) and the source
  * list (sources.c). */
 extern const char store_sql_dc_by_name[];
+/* drift.c: a data center's discovered GPUs (store_dc_overview()) as two
+ * statements, prepared and bound into s, to read in a batch with others;
+ * then their answer. */
+void dc_discovered_prep(struct conn *c, int64_t id, int64_t stale_before, struct db_stmt *s[2]);
+int dc_discovered_read(struct conn *c, struct db_stmt *const s[2], json_t **out);
 extern const char store_sql_source_list[];
 
 /* Finds or creates the source `name` of `kind` on c (inside the caller's

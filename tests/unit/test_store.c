@@ -295,11 +295,15 @@ static void test_dc_overview(void **state)
         res(dc, "infiniband", "ib", NULL, NULL, NULL, 0),
         res(other, "server", "x", NULL, NULL, "H100", 64),
     };
-    json_t *out = NULL, *gpus, *counts;
+    json_t *out = NULL, *disc = NULL, *gpus, *counts;
 
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         make_res(f->st, &rows[i]);
-    assert_status(store_dc_overview(f->st, dc, &out), GI_OK);
+    assert_status(store_dc_overview(f->st, dc, 0, &out, &disc), GI_OK);
+    /* No host is discovered in it. */
+    assert_int_equal(iget(disc, "total"), 0);
+    assert_int_equal(iget(disc, "servers_seen"), 0);
+    json_decref(disc);
     assert_int_equal(iget(out, "datacenter_id"), dc);
     assert_string_equal(sget(out, "name"), "ov");
     assert_string_equal(sget(out, "location"), "Somewhere");
@@ -322,7 +326,9 @@ static void test_dc_overview(void **state)
     assert_int_equal(iget(out, "vms"), 1);
     json_decref(out);
 
-    assert_status(store_dc_overview(f->st, 999, &out), GI_NOT_FOUND);
+    assert_status(store_dc_overview(f->st, 999, 0, &out, &disc), GI_NOT_FOUND);
+    assert_null(out);
+    assert_null(disc);
 }
 
 /* ---- resources ---- */
