@@ -15,10 +15,11 @@
 #define ASSET_HASH_HEX 65
 
 /* asset_events.c: the hex SHA-256 of an event's canonical byte string
- * (see the top of asset_events.c). */
-void asset_event_hash(int64_t seq, int64_t asset_id, int64_t at, const char *kind,
-                      const char *actor, const char *detail, size_t detail_len,
-                      const char *prev_hash, char hex[ASSET_HASH_HEX]);
+ * (see the top of asset_events.c); GI_INTERNAL (hex empty) when no hash
+ * could be made. */
+int asset_event_hash(int64_t seq, int64_t asset_id, int64_t at, const char *kind, const char *actor,
+                     const char *detail, size_t detail_len, const char *prev_hash,
+                     char hex[ASSET_HASH_HEX]);
 
 /* The writable columns of an asset, in the order of the statements of
  * assets.c. An asset's values travel as a JSON object keyed by these

@@ -4,11 +4,14 @@
  * verification walk finds an altered detail, a deleted event (in the
  * middle and at the end) and two events swapped, naming the first broken
  * seq. Tampering goes around the store, as an attacker with the database
- * file would: the test drops the append-only trigger first. */
+ * file would: the test drops the append-only trigger first. An event's
+ * hash is the SHA-256 of its canonical string as documented (the expected
+ * values were computed apart, with Python's hashlib). */
 #include "unit.h"
 #include "testdb.h"
 
 #include "core/util.h"
+#include "store/assets_int.h"
 #include "store/store.h"
 
 #include <string.h>
@@ -198,9 +201,30 @@ static void test_appends_after_verify_continue_chain(void **state)
     json_decref(patch);
 }
 
+static void test_canonical_hash(void **state)
+{
+    char hex[ASSET_HASH_HEX], prev[65], big[3001];
+    static const char detail[] = "{\"from\":\"active\",\"to\":\"spare\"}";
+
+    (void)state;
+    for (int i = 0; i < 32; i++)
+        memcpy(prev + 2 * i, "ab", 2);
+    prev[64] = '\0';
+    assert_int_equal(asset_event_hash(7, -42, 1796305408, "stage", "ops \xc3\xa9", detail,
+                                      strlen(detail), prev, hex),
+                     GI_OK);
+    assert_string_equal(hex, "aac65fcc82a4c24eababb60b22efe6f27ce9d4535b2cef5499379699382b710b");
+    /* A detail longer than the hash's gathering buffer, empty fields. */
+    memset(big, 'D', 3000);
+    big[3000] = '\0';
+    assert_int_equal(asset_event_hash(1, 0, 0, "x", "", big, 3000, "", hex), GI_OK);
+    assert_string_equal(hex, "1304e24d42a6c06fab5720151832552e8832e607334455baec1b6032d7a5a92f");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_canonical_hash),
         cmocka_unit_test_setup_teardown(test_chain_appends, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_triggers_refuse_changes, testdb_setup,
                                         testdb_teardown),
