@@ -541,6 +541,17 @@ void db_savepoint_end(struct conn *c, int st)
     c->drv->exec(c, st == GI_OK ? "RELEASE SAVEPOINT stmt" : "ROLLBACK TO SAVEPOINT stmt");
 }
 
+int db_part_begin(struct conn *c) { return c->drv->exec(c, "SAVEPOINT part"); }
+
+int db_part_end(struct conn *c, int st)
+{
+    if (st == GI_OK && (st = c->drv->exec(c, "RELEASE SAVEPOINT part")) == GI_OK)
+        return GI_OK;
+    c->drv->exec(c, "ROLLBACK TO SAVEPOINT part");
+    c->drv->exec(c, "RELEASE SAVEPOINT part");
+    return st;
+}
+
 /* True for the columns whose text is a JSON document. */
 static bool json_column(const char *name, size_t nl)
 {

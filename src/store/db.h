@@ -201,6 +201,13 @@ int db_defer(struct conn *c, bool on);
  * db_savepoint_end() with its status after. */
 int db_savepoint(struct conn *c);
 void db_savepoint_end(struct conn *c, int st);
+/* Several statements inside a writing transaction that take effect
+ * together or not at all without ending it (one rule's firing among
+ * others): db_part_begin() before them, db_part_end() with their status
+ * after, which undoes them on either store when it is not GI_OK and
+ * returns it, or the savepoint's own failure. */
+int db_part_begin(struct conn *c);
+int db_part_end(struct conn *c, int st);
 /* A read transaction, so that several statements see one snapshot. */
 void db_read_begin(struct conn *c);
 void db_read_end(struct conn *c);

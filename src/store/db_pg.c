@@ -65,7 +65,7 @@
 #define PG_WRITE_LOCK_SHARED "SELECT pg_advisory_xact_lock_shared(7305264918007312385)"
 
 /* The texts without parameters the driver sends most (transaction
- * control, the writers' locks, the plan settings): each session prepares
+ * control, the writers' locks, the plan settings, db_part_begin()'s): each session prepares
  * them once when it connects and sends them by name, so the server does
  * not parse them again at every use. */
 enum pg_fixed {
@@ -78,6 +78,9 @@ enum pg_fixed {
     PF_CUSTOM_ON,
     PF_GENERIC_ON,
     PF_PLAN_OFF,
+    PF_PART,
+    PF_PART_RELEASE,
+    PF_PART_ROLLBACK,
     PF__N
 };
 static const char *const pg_fixed_sql[PF__N] = {
@@ -90,6 +93,9 @@ static const char *const pg_fixed_sql[PF__N] = {
     [PF_CUSTOM_ON] = "SET plan_cache_mode = force_custom_plan",
     [PF_GENERIC_ON] = "SET plan_cache_mode = force_generic_plan",
     [PF_PLAN_OFF] = "RESET plan_cache_mode",
+    [PF_PART] = "SAVEPOINT part",
+    [PF_PART_RELEASE] = "RELEASE SAVEPOINT part",
+    [PF_PART_ROLLBACK] = "ROLLBACK TO SAVEPOINT part",
 };
 
 /* The fixed text sql is (by content), or -1. */

@@ -684,11 +684,33 @@ struct rrun {
     int rc; /* the first failure of its actions; the rule then stops */
 };
 
-/* One match of r on a: its actions (in a writing transaction of their own
- * unless dry), and its line in the report. A stage the actions moved the
- * asset to is what the rules after r see. */
+/* The writing transaction a pass's firings share: opened at the first
+ * firing, committed after RULE_TX_FIRINGS of them or at the end of the
+ * chunk, so that the writer lock is taken (and waited for, behind the
+ * ingest batches in flight on PostgreSQL) once per few dozen firings
+ * rather than once each, and held for no longer than those few. */
+#define RULE_TX_FIRINGS 32
+struct pass_tx {
+    bool open;
+    int firings;
+};
+
+/* Commits the firings so far, if any; their status. */
+static int pass_commit(struct conn *c, struct pass_tx *t)
+{
+    if (!t->open)
+        return GI_OK;
+    t->open = false;
+    t->firings = 0;
+    return db_tx_end(c, GI_OK);
+}
+
+/* One match of r on a: its actions (together or not at all, in the pass's
+ * writing transaction unless dry), and its line in the report. A stage
+ * the actions moved the asset to is what the rules after r see. *txrc:
+ * a failed commit (the pass stops). */
 static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *why, bool dry,
-                const char *actor, int64_t now)
+                const char *actor, int64_t now, struct pass_tx *t, int *txrc)
 {
     json_t *results = json_array();
     char moved[32] = "";
@@ -698,11 +720,19 @@ static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *wh
         rc = run_actions(c, r->actions, a, r->id, r->name, why, true, actor, now, results, moved,
                          sizeof moved);
     } else {
-        rc = db_tx_begin(c);
-        if (rc == GI_OK)
-            rc = run_actions(c, r->actions, a, r->id, r->name, why, false, actor, now, results,
-                             moved, sizeof moved);
-        rc = db_tx_end(c, rc);
+        rc = t->open ? GI_OK : db_tx_begin(c);
+        if (rc == GI_OK) {
+            t->open = true;
+            rc = db_part_begin(c);
+            if (rc == GI_OK)
+                rc = run_actions(c, r->actions, a, r->id, r->name, why, false, actor, now, results,
+                                 moved, sizeof moved);
+            rc = db_part_end(c, rc);
+            if (++t->firings >= RULE_TX_FIRINGS)
+                *txrc = pass_commit(c, t);
+        } else {
+            db_tx_end(c, rc);
+        }
     }
     if (rc == GI_OK) {
         r->matched++;
@@ -720,7 +750,8 @@ static int fire(struct conn *c, struct rrun *r, struct actx *a, const json_t *wh
 /* Every rule of runs over every asset in ONE pass: each chunk of assets
  * and its health days is read once (no writer lock held), then every rule
  * is evaluated on each asset in the order of runs, and each match's
- * actions run in a short transaction of their own. A rule whose actions
+ * actions run together or not at all (a savepoint) in a writing
+ * transaction shared by up to RULE_TX_FIRINGS firings of the chunk. A rule whose actions
  * fail stops (its rc) while the others go on. Unless dry, the pass first
  * ends the expired spare reservations (at most RULE_MAX_EXPIRED, in one
  * transaction taken only when a read finds one due, so their spares are
@@ -735,6 +766,7 @@ static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool
     int64_t today = now - now % DAY_S, after = 0;
     int window = 0, rc = a ? GI_OK : GI_INTERNAL;
     size_t n = nruns > 0;
+    struct pass_tx tx = {false, 0};
 
     bool due = false;
 
@@ -761,19 +793,23 @@ static int evaluate_pass(struct store *st, struct rrun *runs, size_t nruns, bool
                         window > 0, a, &n);
         for (size_t i = 0; rc == GI_OK && i < n; i++) {
             (*evaluated)++;
-            for (size_t r = 0; r < nruns; r++) {
+            for (size_t r = 0; rc == GI_OK && r < nruns; r++) {
                 json_t *why;
                 if (runs[r].rc != GI_OK)
                     continue;
                 why = json_array();
                 if (eval(runs[r].cond, &a[i], today, why))
-                    runs[r].rc = fire(c, &runs[r], &a[i], why, dry, actor, now);
+                    runs[r].rc = fire(c, &runs[r], &a[i], why, dry, actor, now, &tx, &rc);
                 json_decref(why);
             }
         }
+        if (rc == GI_OK)
+            rc = pass_commit(c, &tx);
         for (size_t i = 0; i < n; i++)
             free(a[i].rows);
     }
+    if (tx.open) /* a failed commit or read left it open: undone */
+        db_tx_end(c, rc == GI_OK ? GI_INTERNAL : rc);
     for (size_t r = 0; rc == GI_OK && !dry && r < nruns; r++) {
         struct db_stmt *s;
         if (runs[r].id <= 0 || runs[r].rc != GI_OK)

@@ -283,6 +283,36 @@ static void test_planned_once(void **state)
     db_conn_put(f->st, c);
 }
 
+/* Parts of one writing transaction: a part that fails is undone whole
+ * (its first statement too), the parts before and after it stay. */
+static void test_parts(void **state)
+{
+    struct testdb_fixture *f = *state;
+    static const char *const names[] = {"p-a"};
+    const char *part2[] = {"p-b", "p-a"}; /* p-a is taken: the part fails */
+    struct conn *c;
+    int rc;
+
+    add_dcs(f->st, names, 1);
+    c = db_conn_get(f->st);
+    assert_status(db_tx_begin(c), GI_OK);
+    for (int p = 0; p < 3; p++) {
+        assert_status(db_part_begin(c), GI_OK);
+        rc = GI_OK;
+        for (int i = 0; rc == GI_OK && i < 2; i++) {
+            struct db_stmt *s = db_prep(c, sql_add);
+            assert_non_null(s);
+            db_bind_text(s, ":name",
+                         p == 1 ? part2[i] : (p == 0 ? (i ? "p-d" : "p-c") : (i ? "p-f" : "p-e")));
+            rc = db_exec_done(c, s);
+        }
+        assert_int_equal(db_part_end(c, rc) == GI_OK, p != 1);
+    }
+    assert_status(db_tx_end(c, GI_OK), GI_OK);
+    assert_int_equal(count_dcs(c), 5); /* p-a, p-c, p-d, p-e, p-f; no p-b */
+    db_conn_put(f->st, c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +324,7 @@ int main(void)
                                         testdb_teardown),
         cmocka_unit_test_setup_teardown(test_copy_in, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_planned_once, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_parts, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
