@@ -385,4 +385,13 @@ test("a GPU's timeline holds its own raw samples only, in order, among many GPUs
   // 16:10:02 to 17:09:02: 60 readings, every one the GPU's own.
   assert.deepEqual(tl.samples.map((x) => [x.at, x.util_avg, x.temp_c]),
     Array.from({ length: 60 }, (_, k) => [iso(T + 600 + 60 * k + 2), 21, 10 + k]));
+  // A range starting on one of its readings keeps it, one ending on a
+  // reading leaves it out, and seconds where only other GPUs read add nothing.
+  const edge = ok(await h.s.api('GET', `/api/v1/gpus/${g}/timeline?from=${iso(T + 602)}&to=${iso(T + 1202)}`));
+  assert.deepEqual(edge.samples.map((x) => [x.at, x.temp_c]),
+    Array.from({ length: 10 }, (_, k) => [iso(T + 602 + 60 * k), 10 + k]));
+  const first = ok(await h.s.api('GET', `/api/v1/gpus/${uuid(0, 0)}/timeline?from=${iso(T)}&to=${iso(T + 61)}`));
+  assert.deepEqual(first.samples.map((x) => [x.at, x.util_avg]), [[iso(T), 0], [iso(T + 60), 0]]);
+  const none = ok(await h.s.api('GET', `/api/v1/gpus/${g}/timeline?from=${iso(T + 7203)}&to=${iso(T + 7800)}`));
+  assert.deepEqual(none.samples, []);
 });
