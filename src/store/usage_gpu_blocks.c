@@ -25,7 +25,8 @@
                  "CAST(:span AS BIGINT) GROUP BY gpu_id")                                          \
     X(BLOCK_PRUNE, "DELETE FROM usage_gpu_blocks WHERE start < (SELECT MIN(day) FROM "             \
                    "usage_groups_daily)")                                                          \
-    X(GPU_DEL, "DELETE FROM usage_gpu_blocks WHERE gpu_id = :from OR gpu_id = :to")                \
+    X(GPU_DEL, "DELETE FROM usage_gpu_blocks WHERE gpu_id IN (:from, :to) AND start IN (SELECT "   \
+               "DISTINCT day - day % CAST(:span AS BIGINT) FROM usage_daily WHERE gpu_id = :to)")  \
     X(GPU_ADD, "INSERT INTO usage_gpu_blocks (start, gpu_id, owned_s, updated_at) SELECT day - "   \
                "day % CAST(:span AS BIGINT), gpu_id, SUM(owned_s * fraction), CAST(:now AS "       \
                "BIGINT) FROM usage_daily WHERE gpu_id = :to AND day >= 0 GROUP BY day - day % "    \
@@ -61,7 +62,10 @@ int usage_gpu_blocks_write(struct conn *c, int64_t day, int64_t now)
     return rc == GI_OK ? run(c, ST_BLOCK_PRUNE, 0, 0, 0, now) : rc;
 }
 
-/* See usage_int.h. */
+/* See usage_int.h. Every day `from` had is one of `to`'s now (moved, or
+ * dropped where `to` had it), so the blocks of `to`'s days are all the
+ * blocks either may have: they are found through the key, not by a scan
+ * of every block. */
 int usage_gpu_blocks_merge(struct conn *c, int64_t from, int64_t to, int64_t now)
 {
     int rc = run(c, ST_GPU_DEL, 0, from, to, now);
