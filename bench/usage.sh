@@ -235,6 +235,14 @@ fi
 if [ "$has_td" != 0 ]; then
   export BENCH_GEN_TEAM_DAYS=1
 fi
+if [ "$store" = postgresql ]; then
+  has_hd=$(dbq -c "SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'usage_host_days' AND column_name IN ('owned_s', 'allocated_s')")
+  has_gb=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_gpu_blocks'")
+else
+  has_hd=$(dbq "SELECT COUNT(*) FROM pragma_table_info('usage_host_days') WHERE name IN ('owned_s', 'allocated_s')")
+  has_gb=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_gpu_blocks'")
+fi
+export BENCH_GEN_HOST_DAYS=$has_hd BENCH_GEN_GPU_BLOCKS=$has_gb
 # Secondary indexes are dropped for the load and built again after it.
 tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then
