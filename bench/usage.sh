@@ -211,30 +211,19 @@ if [ -n "$reuse" ]; then
   load_ms=0
   echo "bench: reusing $reuse (start-up with its migrations: $migrate_ms ms)"
 else
-if [ "$store" = postgresql ]; then
-  has_hg=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_groups_hourly'")
-else
-  has_hg=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_groups_hourly'")
-fi
-if [ "$has_hg" != 0 ]; then
-  export BENCH_GEN_HOURLY_GROUPS=1
-fi
-if [ "$store" = postgresql ]; then
-  has_th=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_team_hours'")
-else
-  has_th=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_team_hours'")
-fi
-if [ "$has_th" != 0 ]; then
-  export BENCH_GEN_TEAM_HOURS=1
-fi
-if [ "$store" = postgresql ]; then
-  has_td=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_team_days'")
-else
-  has_td=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_team_days'")
-fi
-if [ "$has_td" != 0 ]; then
-  export BENCH_GEN_TEAM_DAYS=1
-fi
+# The derived tables the rollup job keeps, where the binary's schema has them.
+has_table() {
+  if [ "$store" = postgresql ]; then
+    [ "$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = '$1'")" != 0 ]
+  else
+    [ "$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = '$1'")" != 0 ]
+  fi
+}
+! has_table usage_groups_hourly || export BENCH_GEN_HOURLY_GROUPS=1
+! has_table usage_team_hours || export BENCH_GEN_TEAM_HOURS=1
+! has_table usage_team_days || export BENCH_GEN_TEAM_DAYS=1
+! has_table usage_idle_days || export BENCH_GEN_IDLE_DAYS=1
+! has_table usage_host_days || export BENCH_GEN_HOST_DAYS=1
 # Secondary indexes are dropped for the load and built again after it.
 tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then
@@ -250,11 +239,7 @@ fi
 dbq <"$tmp/drop.sql"
 # The daily consumer rows, where the binary's schema has them.
 cdaily=0
-if [ "$store" = postgresql ]; then
-  [ "$(dbq -c "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'usage_consumers_daily'")" = 1 ] && cdaily=1
-else
-  [ "$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_consumers_daily'")" = 1 ] && cdaily=1
-fi
+! has_table usage_consumers_daily || cdaily=1
 bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" "$cdaily" >"$tmp/gen.sql"
 t0=$EPOCHREALTIME
 if [ "$store" = postgresql ]; then
@@ -328,6 +313,8 @@ queries=(
   "allocated-idle|/api/v1/insights/allocated-idle?$range"
   "overrequest|/api/v1/insights/overrequest?$range"
   "idle|/api/v1/insights/idle?$range"
+  "idle, team+env filter|/api/v1/insights/idle?team=team-3&env=poc&$range"
+  "idle, 48 hours, from 01:30|/api/v1/insights/idle?min_hours=48&from=$(iso $((day_end - 30 * 86400 + 5400)))&to=$to"
 )
 wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
   local out
