@@ -211,38 +211,27 @@ if [ -n "$reuse" ]; then
   load_ms=0
   echo "bench: reusing $reuse (start-up with its migrations: $migrate_ms ms)"
 else
+# The derived tables the rollup job keeps, where the binary's schema has them.
+has_table() {
+  if [ "$store" = postgresql ]; then
+    [ "$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = '$1'")" != 0 ]
+  else
+    [ "$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = '$1'")" != 0 ]
+  fi
+}
+! has_table usage_groups_hourly || export BENCH_GEN_HOURLY_GROUPS=1
+! has_table usage_team_hours || export BENCH_GEN_TEAM_HOURS=1
+! has_table usage_team_days || export BENCH_GEN_TEAM_DAYS=1
+! has_table usage_idle_days || export BENCH_GEN_IDLE_DAYS=1
+! has_table usage_host_days || export BENCH_GEN_HOST_DAYS=1
+# migration 061's host days carry every report sum
 if [ "$store" = postgresql ]; then
-  has_hg=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_groups_hourly'")
+  hd_sums=$(dbq -c "SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'usage_host_days' AND column_name = 'allocated_s'")
 else
-  has_hg=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_groups_hourly'")
+  hd_sums=$(dbq "SELECT COUNT(*) FROM pragma_table_info('usage_host_days') WHERE name = 'allocated_s'")
 fi
-if [ "$has_hg" != 0 ]; then
-  export BENCH_GEN_HOURLY_GROUPS=1
-fi
-if [ "$store" = postgresql ]; then
-  has_th=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_team_hours'")
-else
-  has_th=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_team_hours'")
-fi
-if [ "$has_th" != 0 ]; then
-  export BENCH_GEN_TEAM_HOURS=1
-fi
-if [ "$store" = postgresql ]; then
-  has_td=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_team_days'")
-else
-  has_td=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_team_days'")
-fi
-if [ "$has_td" != 0 ]; then
-  export BENCH_GEN_TEAM_DAYS=1
-fi
-if [ "$store" = postgresql ]; then
-  has_hd=$(dbq -c "SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'usage_host_days' AND column_name IN ('owned_s', 'allocated_s')")
-  has_gb=$(dbq -c "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'usage_gpu_blocks'")
-else
-  has_hd=$(dbq "SELECT COUNT(*) FROM pragma_table_info('usage_host_days') WHERE name IN ('owned_s', 'allocated_s')")
-  has_gb=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_gpu_blocks'")
-fi
-export BENCH_GEN_HOST_DAYS=$has_hd BENCH_GEN_GPU_BLOCKS=$has_gb
+[ "$hd_sums" = 0 ] || export BENCH_GEN_HOST_DAYS=2
+! has_table usage_gpu_blocks || export BENCH_GEN_GPU_BLOCKS=1
 # Secondary indexes are dropped for the load and built again after it.
 tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then
@@ -258,11 +247,7 @@ fi
 dbq <"$tmp/drop.sql"
 # The daily consumer rows, where the binary's schema has them.
 cdaily=0
-if [ "$store" = postgresql ]; then
-  [ "$(dbq -c "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'usage_consumers_daily'")" = 1 ] && cdaily=1
-else
-  [ "$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_consumers_daily'")" = 1 ] && cdaily=1
-fi
+! has_table usage_consumers_daily || cdaily=1
 bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" "$cdaily" >"$tmp/gen.sql"
 t0=$EPOCHREALTIME
 if [ "$store" = postgresql ]; then
@@ -336,6 +321,8 @@ queries=(
   "allocated-idle|/api/v1/insights/allocated-idle?$range"
   "overrequest|/api/v1/insights/overrequest?$range"
   "idle|/api/v1/insights/idle?$range"
+  "idle, team+env filter|/api/v1/insights/idle?team=team-3&env=poc&$range"
+  "idle, 48 hours, from 01:30|/api/v1/insights/idle?min_hours=48&from=$(iso $((day_end - 30 * 86400 + 5400)))&to=$to"
 )
 wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
   local out

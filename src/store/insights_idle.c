@@ -7,22 +7,30 @@
  * Its run is the chain of consecutive hours ending at that hour, each with
  * a row that is idle and passes the filters, and none before the range's
  * start: a missing hour or one that is not idle, or not of the filter,
- * ends it. On PostgreSQL one statement finds every run over the hours
- * (IDLE_RUNS_PG). On SQLite, where a statement costs no round trip, each
- * run is walked back from the newest hour:
- * - the hours of one day, newest first, from usage_hourly (IDLE_HOURS);
- * - when the walk reaches the day's first hour, the days before it from
- *   usage_idle_days (IDLE_DAYS, migration 043), each taken whole while
- *   it has a row there (its 24 hours idle in one combination of the filter
- *   dimensions), that row passes the filters and the day's first hourly
- *   row still exists: retention prunes the hourly rows oldest first, so a
- *   day whose first hour is kept has all of them;
- * - the day where that stops is walked hour by hour again from its last
- *   hour, and so on until the run ends.
- * A day without a row there (one with an owner change, or one the job has
- * not summed) costs only speed: its hours are read. The answer is the one the
- * hourly rows give, in about 50 rows per GPU instead of one per hour of
- * its run. */
+ * ends it. Each run is walked back from its newest hour, a day at a time:
+ * the hours of one day, newest first, from usage_hourly (IDLE_HOURS);
+ * when they reach the day's first hour, the days before it from
+ * usage_idle_days (IDLE_DAYS, see below), each taken whole while it can
+ * be; the day where that stops is walked by the hour again, and so on.
+ * On SQLite, where a statement costs no round trip, that is the whole
+ * answer: three statements per GPU that stop where the run breaks cost
+ * less than the sorts a statement over all the runs needs (2,000 GPUs:
+ * about 60 ms against 400 ms). On PostgreSQL, where each statement is a
+ * round trip, one statement (IDLE_RUNS) takes every candidate's run as
+ * far as three steps over sets of rows find it:
+ * 1. the hours of the newest hour's day, from usage_hourly;
+ * 2. when those reach the day's first hour, the days before it from
+ *    usage_idle_days (migration 043), each taken whole while it has a row
+ *    there (its 24 hours idle in one combination of the filter
+ *    dimensions), that row passes the filters and the day's first hourly
+ *    row still exists: retention prunes the hourly rows oldest first, so
+ *    a day whose first hour is kept has all of them;
+ * 3. the hours of the day below the last one taken whole;
+ * and a run that fills that third day whole (its hours idle in more than
+ * one combination, or a day the job has not summed) goes on by the walk.
+ * A day without a row in usage_idle_days costs only speed. The answer is
+ * the one the hourly rows give, in about 50 rows per GPU instead of one
+ * per hour of its run. */
 #include "store/insights_int.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -40,40 +48,82 @@
     "b.pool = :pool) AND (:cluster IS NULL OR b.cluster = :cluster) AND (:cloud IS NULL OR "       \
     "b.cloud = :cloud) AND (:model IS NULL OR b.model = :model) AND " DC_FILTERS("b")
 
-/* PostgreSQL: the runs in one statement over the hours (the gaps-and-
- * islands pattern: hour / 3600 minus the row number is constant along a
- * run), from the newest hour back to the newest one that breaks the run;
- * there a walk's round trip per statement per GPU costs more than the rows
- * it saves. */
+/* The part of a run that walks w (gpu_id, hi, lo) find among the hours
+ * from lo to hi: the idle hours that pass the filters there, numbered
+ * newest first, the n-th in the run while it is n - 1 hours below hi (a
+ * missing hour or one that is not idle or not of the filter ends it). */
+#define HOUR_RUN(w)                                                                                \
+    "SELECT gpu_id, MIN(hour) AS since, COUNT(*) AS hours, SUM(fs) AS fs, SUM(cost) AS cost, "     \
+    "MIN(currency) AS cur1, MAX(currency) AS cur2 FROM (SELECT w.gpu_id, w.hi, h.hour, h.idle_s "  \
+    "* h.fraction AS fs, h.idle_s * h.fraction * h.rate_micros AS cost, h.currency, ROW_NUMBER() " \
+    "OVER (PARTITION BY w.gpu_id ORDER BY h.hour DESC) AS rn FROM " w " w JOIN usage_hourly h ON " \
+    "h.gpu_id = w.gpu_id AND h.hour >= w.lo AND h.hour <= w.hi WHERE h.allocated_s = 0 AND "       \
+    "h.idle_s > 0 AND" DIM_FILTERS ") t WHERE (t.hi - t.hour) / 3600 + 1 = t.rn GROUP BY gpu_id"
+
+/* The newest owned hour of each GPU from :lo to :to that passes the
+ * filters, with idx naming the index that serves it: on SQLite the one by
+ * hour, which reads those few hours only, where its planner, which does
+ * not know how few they are, would skip through every GPU's hours. */
+#define IDLE_NEWEST(idx)                                                                           \
+    "SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h" idx " WHERE h.hour >= :lo AND "     \
+    "h.hour < :to AND" DIM_FILTERS "AND h.owned_s > 0 GROUP BY h.gpu_id"
+
+/* The candidates: each GPU whose newest hour is idle, with that hour's row. */
+#define IDLE_CAND(idx)                                                                             \
+    "SELECT n.gpu_id, n.hour, g.uuid, x.host, x.team, x.model, x.rate_micros * x.fraction, "       \
+    "x.currency FROM (" IDLE_NEWEST(idx) ") n JOIN usage_hourly x ON x.gpu_id = n.gpu_id AND "     \
+                                         "x.hour = n.hour JOIN gpus g ON g.id = n.gpu_id WHERE "   \
+                                         "x.allocated_s = 0 AND x.idle_s > 0"
+
+/* Every candidate's run as far as three steps find it (see the top), one
+ * row per step that found hours: (gpu, step, since, hours, idle
+ * seconds, cost, currencies). Step 1, the hours of the newest hour's day;
+ * 2, when those reach the day's first hour, the whole idle days before it
+ * (numbered newest first as the hours are); 3, the hours of the day below
+ * those. */
 #define STATEMENTS(X)                                                                              \
-    X(IDLE_RUNS_PG,                                                                                \
-      "WITH newest AS (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE " FILTERS    \
-      "AND h.hour >= :recent AND h.owned_s > 0 GROUP BY h.gpu_id), "                               \
-      "cand AS (SELECT n.gpu_id, n.hour, COALESCE((SELECT b.hour FROM usage_hourly b WHERE "       \
-      "b.gpu_id = n.gpu_id AND b.hour < n.hour AND b.hour >= :from AND CASE WHEN b.allocated_s = " \
-      "0 AND b.idle_s > 0 AND " IDLE_MATCH_B " THEN 0 ELSE 1 END = 1 ORDER BY b.hour DESC LIMIT "  \
-      "1), CAST(:from AS BIGINT) - 3600) AS brk FROM newest n JOIN usage_hourly x ON x.gpu_id = "  \
-      "n.gpu_id AND x.hour = n.hour WHERE x.allocated_s = 0 AND x.idle_s > 0), "                   \
-      "idle AS (SELECT h.gpu_id, h.hour, h.idle_s * h.fraction AS idle_s, h.idle_s * "             \
-      "h.fraction * h.rate_micros / 3600 AS cost, h.currency, h.hour / 3600 - ROW_NUMBER() OVER "  \
-      "(PARTITION BY h.gpu_id ORDER BY h.hour) AS isl FROM cand c CROSS JOIN usage_hourly h "      \
-      "WHERE h.gpu_id = c.gpu_id AND h.hour > c.brk AND h.hour <= c.hour AND " FILTERS             \
-      "AND h.allocated_s = 0 AND h.idle_s > 0), "                                                  \
-      "runs AS (SELECT gpu_id, MIN(hour) AS since, MAX(hour) AS last, COUNT(*) AS hours, "         \
-      "SUM(idle_s) AS idle_s, SUM(cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "    \
-      "FROM idle GROUP BY gpu_id, isl) "                                                           \
-      "SELECT g.uuid, r.since, r.last + 3600, r.hours, r.idle_s / 3600, r.cost, r.cur1, r.cur2, "  \
-      "l.host, l.team, l.model, l.rate_micros * l.fraction, l.currency FROM runs r JOIN cand n "   \
-      "ON n.gpu_id = r.gpu_id AND n.hour = r.last JOIN usage_hourly l ON l.gpu_id = r.gpu_id AND " \
-      "l.hour = r.last JOIN gpus g ON g.id = r.gpu_id WHERE r.hours >= :min_hours ORDER BY "       \
-      "r.hours DESC, g.uuid LIMIT :limit")                                                         \
-    X(IDLE_CAND,                                                                                   \
-      "SELECT n.gpu_id, n.hour, g.uuid, x.host, x.team, x.model, x.rate_micros * x.fraction, "     \
-      "x.currency FROM (SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE h.hour >= " \
-      ":lo AND h.hour < :to AND " DIM_FILTERS "AND h.owned_s > 0 GROUP BY h.gpu_id) n JOIN "       \
-      "usage_hourly x ON "                                                                         \
-      "x.gpu_id = n.gpu_id AND x.hour = n.hour JOIN gpus g ON g.id = n.gpu_id WHERE "              \
-      "x.allocated_s = 0 AND x.idle_s > 0")                                                        \
+    X(IDLE_RUNS,                                                                                   \
+      "WITH cand AS (SELECT n.gpu_id, n.hour AS last, n.hour - n.hour % 86400 AS day FROM "        \
+      "(" IDLE_NEWEST(                                                                             \
+          "") ") n JOIN usage_hourly x ON x.gpu_id = n.gpu_id AND x.hour = n.hour WHERE "          \
+              "x.allocated_s = 0 AND x.idle_s > 0), "                                              \
+              "topw AS (SELECT gpu_id, last AS hi, CASE WHEN day > CAST(:from AS BIGINT) THEN "    \
+              "day ELSE "                                                                          \
+              "CAST(:from AS BIGINT) END AS lo FROM cand), "                                       \
+              "topr AS (" HOUR_RUN(                                                                \
+                  "topw") "), "                                                                    \
+                          "dayw AS (SELECT c.gpu_id, c.day FROM cand c JOIN topr t ON t.gpu_id = " \
+                          "c.gpu_id WHERE "                                                        \
+                          "t.since = c.day AND c.day > CAST(:from AS BIGINT)), "                   \
+                          "dayr AS (SELECT gpu_id, MIN(day) AS since, 24 * COUNT(*) AS hours, "    \
+                          "SUM(idle_fs) AS fs, "                                                   \
+                          "SUM(idle_cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "  \
+                          "FROM (SELECT "                                                          \
+                          "w.gpu_id, w.day AS top, h.day, h.idle_fs, h.idle_cost, h.currency, "    \
+                          "ROW_NUMBER() OVER "                                                     \
+                          "(PARTITION BY w.gpu_id ORDER BY h.day DESC) AS rn FROM dayw w JOIN "    \
+                          "usage_idle_days h ON "                                                  \
+                          "h.gpu_id = w.gpu_id AND h.day < w.day AND h.day >= :from_day JOIN "     \
+                          "usage_hourly f ON "                                                     \
+                          "f.gpu_id = h.gpu_id AND f.hour = h.day WHERE" DIM_FILTERS               \
+                          ") d WHERE (d.top - d.day) / "                                           \
+                          "86400 = d.rn GROUP BY gpu_id), "                                        \
+                          "botw AS (SELECT b.gpu_id, b.day + 82800 AS hi, CASE WHEN b.day > "      \
+                          "CAST(:from AS BIGINT) "                                                 \
+                          "THEN b.day ELSE CAST(:from AS BIGINT) END AS lo FROM (SELECT gpu_id, "  \
+                          "since - 86400 AS day "                                                  \
+                          "FROM dayr UNION ALL SELECT gpu_id, day - 86400 FROM dayw WHERE gpu_id " \
+                          "NOT IN (SELECT "                                                        \
+                          "gpu_id FROM dayr)) b), "                                                \
+                          "botr AS (" HOUR_RUN(                                                    \
+                              "botw") ") "                                                         \
+                                      "SELECT gpu_id, 1, since, hours, fs, cost, cur1, cur2 FROM " \
+                                      "topr UNION ALL SELECT gpu_id, 2, "                          \
+                                      "since, hours, fs, cost, cur1, cur2 FROM dayr UNION ALL "    \
+                                      "SELECT gpu_id, 3, since, hours, fs, "                       \
+                                      "cost, cur1, cur2 FROM botr ORDER BY 1, 2")                  \
+    X(IDLE_CAND_SQLITE, IDLE_CAND(" INDEXED BY usage_hourly_hour"))                                \
+    X(IDLE_CAND_PG, IDLE_CAND(""))                                                                 \
     X(IDLE_HOURS,                                                                                  \
       "SELECT h.hour, CASE WHEN h.allocated_s = 0 AND h.idle_s > 0 AND " DIM_FILTERS               \
       "THEN 1 ELSE 0 END, h.idle_s * h.fraction, h.idle_s * h.fraction * h.rate_micros, "          \
@@ -103,21 +153,29 @@ struct run {
     char cur1[16], cur2[16];
 };
 
-/* Adds the figures of an hour or a whole day to r. */
-static void run_add(struct run *r, int64_t since, int64_t hours, double idle_fs, struct db_stmt *s,
-                    int cost_col, int cur_col)
+/* Counts currency cur (NULL: none) among r's. */
+static void run_cur(struct run *r, const char *cur)
 {
-    const char *cur = db_col_text(s, cur_col);
+    if (cur && (r->cur1[0] == '\0' || strcmp(cur, r->cur1) < 0))
+        gi_strlcpy(r->cur1, cur, sizeof r->cur1);
+    if (cur && (r->cur2[0] == '\0' || strcmp(cur, r->cur2) > 0))
+        gi_strlcpy(r->cur2, cur, sizeof r->cur2);
+}
 
+/* Adds the figures of an hour, a whole day or a step of IDLE_RUNS to r:
+ * the cost in column cost_col of s, its currencies in cur_col (and
+ * cur2_col, -1 for none). */
+static void run_add(struct run *r, int64_t since, int64_t hours, double idle_fs, struct db_stmt *s,
+                    int cost_col, int cur_col, int cur2_col)
+{
     r->since = since;
     r->hours += hours;
     r->idle_fs += idle_fs;
     if (!db_col_is_null(s, cost_col))
         r->cost = (isnan(r->cost) ? 0 : r->cost) + db_col_dbl(s, cost_col);
-    if (cur && (r->cur1[0] == '\0' || strcmp(cur, r->cur1) < 0))
-        gi_strlcpy(r->cur1, cur, sizeof r->cur1);
-    if (cur && (r->cur2[0] == '\0' || strcmp(cur, r->cur2) > 0))
-        gi_strlcpy(r->cur2, cur, sizeof r->cur2);
+    run_cur(r, db_col_text(s, cur_col));
+    if (cur2_col >= 0)
+        run_cur(r, db_col_text(s, cur2_col));
 }
 
 /* Walks back over the rows of statement id for GPU gid, newest first,
@@ -140,7 +198,7 @@ static int walk(struct conn *c, enum stmt_id id, const char *bound_name,
     while ((step = db_step(c, s)) == DB_ROW) {
         if (db_col_int(s, 0) != expect || db_col_int(s, 1) == 0)
             break;
-        run_add(r, expect, hours, db_col_dbl(s, 2), s, 3, 4);
+        run_add(r, expect, hours, db_col_dbl(s, 2), s, 3, 4, -1);
         expect -= step_s;
     }
     db_reset(s);
@@ -173,23 +231,22 @@ static int walk_days(struct conn *c, const struct store_insight_filter *f, int64
 /* The first day start at or after t. */
 static int64_t day_ceil(int64_t t) { return t % DAY ? t - t % DAY + DAY : t; }
 
-/* Walks x's run back from its newest hour into r (see the top). */
-static int idle_walk(struct conn *c, const struct store_insight_filter *f, const struct cand *x,
+/* Walks gid's run on from the hour top (the hour below the part r holds)
+ * into r, a day at a time (see the top). */
+static int idle_walk(struct conn *c, const struct store_insight_filter *f, int64_t gid, int64_t top,
                      struct run *r)
 {
-    int64_t top = x->last, from = f->from;
+    int64_t from = f->from;
     int rc = GI_OK;
 
-    memset(r, 0, sizeof *r);
-    r->cost = NAN;
     while (rc == GI_OK && top >= from) {
         int64_t day = top - top % DAY, next = 0;
         bool whole = false;
 
-        rc = walk_hours(c, f, x->gid, top, day > from ? day : from, r, &next, &whole);
+        rc = walk_hours(c, f, gid, top, day > from ? day : from, r, &next, &whole);
         if (rc != GI_OK || !whole || day <= from)
             break;
-        if ((rc = walk_days(c, f, x->gid, day, day_ceil(from), r, &next)) != GI_OK)
+        if ((rc = walk_days(c, f, gid, day, day_ceil(from), r, &next)) != GI_OK)
             break;
         top = next + DAY - HOUR; /* the last hour of the day not taken whole */
     }
@@ -210,12 +267,12 @@ static int idle_cmp(const void *a, const void *b)
     return strcmp(ux ? ux : "", uy ? uy : "");
 }
 
-/* The candidates of f (IDLE_CAND), each with its item started: *v (owned
+/* The candidates of f (IDLE_CAND_*), each with its item started: *v (owned
  * by the caller, items included) and *n. */
 static int idle_cands(struct conn *c, const struct store_insight_filter *f, struct cand **v,
                       size_t *n)
 {
-    struct db_stmt *s = prep(c, ST_IDLE_CAND);
+    struct db_stmt *s = prep(c, db_dialect(c) == DB_PG ? ST_IDLE_CAND_PG : ST_IDLE_CAND_SQLITE);
     size_t cap = 0;
     int step, rc = GI_OK;
 
@@ -278,62 +335,78 @@ static bool idle_item(struct cand *x, const struct run *r)
     return ok;
 }
 
-static int idle_walks(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
-                      json_t *items);
-
-/* One GPU of the IDLE_RUNS_PG statement. */
-static json_t *run_row(struct db_stmt *s)
+/* By GPU id. */
+static int cand_cmp(const void *a, const void *b)
 {
-    json_t *o = json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}", "gpu", insight_col_text_json(s, 0), "host",
-        insight_col_text_json(s, 8), "team", insight_col_text_json(s, 9), "model",
-        insight_col_text_json(s, 10), "since", insight_time_json(db_col_int(s, 1)), "until",
-        insight_time_json(db_col_int(s, 2)), "hours", (json_int_t)db_col_int(s, 3),
-        "idle_gpu_hours", insight_num(db_col_dbl(s, 4)), "cost",
-        insight_cost_json(insight_col_opt(s, 5), db_col_text(s, 6), db_col_text(s, 7)));
-    if (o)
-        insight_set_hourly(o, insight_col_opt(s, 11), db_col_text(s, 12));
-    return o;
+    const struct cand *x = a, *y = b;
+
+    return x->gid < y->gid ? -1 : x->gid > y->gid;
 }
 
-/* The idle GPUs in one statement (PostgreSQL). */
-static int idle_runs_pg(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
-                        json_t *items)
+/* Reads IDLE_RUNS into r[] (parallel to v[], sorted by GPU id); *step[i]
+ * the last step that found hours of v[i]'s run. */
+static int idle_runs(struct conn *c, const struct store_insight_filter *f, const struct cand *v,
+                     size_t n, struct run *r, int *step)
 {
-    struct db_stmt *s = prep(c, ST_IDLE_RUNS_PG);
+    struct db_stmt *s = prep(c, ST_IDLE_RUNS);
+    int st;
 
     if (s == NULL)
         return GI_INTERNAL;
     insight_bind_filter(s, f);
-    db_bind_int(s, ":min_hours", min_hours);
-    db_bind_int(s, ":recent", insight_recent_hour(f->to));
-    return insight_collect_rows(c, s, run_row, items);
+    db_bind_int(s, ":lo",
+                insight_recent_hour(f->to) > f->from ? insight_recent_hour(f->to) : f->from);
+    db_bind_int(s, ":from_day", day_ceil(f->from));
+    while ((st = db_step(c, s)) == DB_ROW) {
+        struct cand key = {.gid = db_col_int(s, 0)};
+        const struct cand *x = bsearch(&key, v, n, sizeof *v, cand_cmp);
+        size_t i;
+
+        if (x == NULL) /* a candidate that appeared since IDLE_CAND_PG read them */
+            continue;
+        i = (size_t)(x - v);
+        run_add(&r[i], db_col_int(s, 2), db_col_int(s, 3), db_col_dbl(s, 4), s, 5, 6, 7);
+        step[i] = (int)db_col_int(s, 1);
+    }
+    db_reset(s);
+    return db_status(st);
 }
 
 int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
                        json_t *items)
 {
-    if (db_dialect(c) == DB_PG)
-        return idle_runs_pg(c, f, min_hours, items);
-    return idle_walks(c, f, min_hours, items);
-}
-
-/* The idle GPUs by walks (SQLite). */
-static int idle_walks(struct conn *c, const struct store_insight_filter *f, int64_t min_hours,
-                      json_t *items)
-{
     struct cand *v = NULL;
+    struct run *r = NULL;
+    int *step = NULL;
     size_t n = 0, i;
     json_t *found = json_array();
     int rc = found ? idle_cands(c, f, &v, &n) : GI_INTERNAL;
 
+    if (rc == GI_OK && n > 0) {
+        qsort(v, n, sizeof *v, cand_cmp);
+        r = calloc(n, sizeof *r);
+        step = calloc(n, sizeof *step);
+        if (r == NULL || step == NULL)
+            rc = GI_INTERNAL;
+        for (i = 0; rc == GI_OK && i < n; i++)
+            r[i].cost = NAN;
+    }
+    if (rc == GI_OK && n > 0 && db_dialect(c) == DB_PG)
+        rc = idle_runs(c, f, v, n, r, step);
     for (i = 0; rc == GI_OK && i < n; i++) {
-        struct run r;
-        if ((rc = idle_walk(c, f, &v[i], &r)) != GI_OK)
+        int64_t top = -1;
+
+        /* SQLite walks every run from its newest hour; on PostgreSQL a run
+         * that fills the third step's day whole goes on before it. */
+        if (db_dialect(c) != DB_PG)
+            top = v[i].last;
+        else if (step[i] == 3 && r[i].since % DAY == 0 && r[i].since > f->from)
+            top = r[i].since - HOUR;
+        if (top >= 0 && (rc = idle_walk(c, f, v[i].gid, top, &r[i])) != GI_OK)
             break;
-        if (r.hours < min_hours)
+        if (r[i].hours == 0 || r[i].hours < min_hours)
             continue;
-        if (!idle_item(&v[i], &r) || json_array_append(found, v[i].o) != 0)
+        if (!idle_item(&v[i], &r[i]) || json_array_append(found, v[i].o) != 0)
             rc = GI_INTERNAL;
     }
     if (rc == GI_OK)
@@ -343,6 +416,8 @@ static int idle_walks(struct conn *c, const struct store_insight_filter *f, int6
     for (i = 0; i < n; i++)
         json_decref(v[i].o);
     free(v);
+    free(r);
+    free(step);
     json_decref(found);
     return rc;
 }

@@ -4,8 +4,9 @@
  * hours changed environment, and after retention pruned old hourly rows,
  * the table holds exactly the GPU-days whose hourly rows are 24 idle hours
  * in one combination of the filter dimensions, with their sums; and the
- * idle list read through those days (SQLite; PostgreSQL reads the runs in
- * one statement over the hours) equals the one read hour by hour.
+ * idle list read through those days equals the one read hour by hour
+ * (on PostgreSQL, with no day to take whole, every run goes on past its
+ * third step by the walk a day at a time).
  *
  * From D, midnight four days ago: GPUs 1 and 2 of team core, never held,
  * report idle from D-5h to E = D+3d+10h (exclusive); GPU 2 misses the
