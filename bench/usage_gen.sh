@@ -16,12 +16,11 @@
 # With BENCH_GEN_HOURLY_GROUPS=1 (a schema that has usage_groups_hourly) the
 # hourly group sums are written too, as the rollup job keeps them, and with
 # BENCH_GEN_TEAM_HOURS=1 as well (a schema that has usage_team_hours) their
-# sums per team and hour. BENCH_GEN_TEAM_DAYS, BENCH_GEN_IDLE_DAYS and
-# BENCH_GEN_HOST_DAYS (set by bench/usage.sh where the schema has those
-# tables) fill the team days, the whole idle days and the host days as the
-# rollup job keeps them (BENCH_GEN_HOST_DAYS=2: with every report sum, as
-# migration 061 keeps them), and BENCH_GEN_GPU_BLOCKS=1 (a schema that has
-# usage_gpu_blocks) the GPUs' four-day blocks of owned seconds.
+# sums per team and hour. BENCH_GEN_TEAM_DAYS, BENCH_GEN_IDLE_DAYS (or
+# BENCH_GEN_IDLE_TAILS) and BENCH_GEN_HOST_DAYS (set by bench/usage.sh
+# where the schema has those tables; BENCH_GEN_HOST_DAYS=2 where they are
+# 061's, with the GPUs' blocks) fill the team days, the idle list's day
+# rows and the host days as the rollup job keeps them.
 # Usage: bench/usage_gen.sh sqlite|postgresql GPUS DAYS CONSUMER_DAYS RAW_DAYS RAW_STEP NOW [CONSUMER_DAILY]
 set -euo pipefail
 dialect=$1 gpus=$2 days=$3 cdays=$4 rdays=$5 rstep=$6 now=$7 cdaily=${8:-0}
@@ -115,43 +114,24 @@ SELECT day, team, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), SUM
 FROM usage_daily GROUP BY day, team, COALESCE(currency, '');"
 fi
 
-# The GPU-days of 24 idle hours in one combination of the filter dimensions
-# (as migration 043 fills them), the owned seconds per host and day (as
-# migration 055 does, or every report sum as 061 does) and the GPUs'
-# blocks (061), where the schema has them.
+# The day rows of the idle list and the owned seconds per host and day,
+# filled as the migrations that made them fill them from the rollups
+# (063 the idle tails, else 043 the whole idle days; 061 the host days
+# with every report sum and the GPUs' four-day blocks, else 055 the host
+# days), where the schema has them.
+mig=src/store/migrations
+[ "$dialect" = sqlite ] || mig=src/store/migrations/pg
+fill_from() { sed -n "/^INSERT INTO $2 /,\$p" "$mig/$1"; }
 day_sums=""
-if [ "${BENCH_GEN_IDLE_DAYS:-0}" = 1 ]; then
-  day_sums+="INSERT INTO usage_idle_days (gpu_id, day, team, env, pool, cluster, cloud, model, datacenter_id,
-    currency, idle_fs, idle_cost, updated_at)
-SELECT gpu_id, hour - hour % 86400, team, env, pool, cluster, cloud, model, datacenter_id, currency,
-       SUM(idle_s * fraction), SUM(idle_s * fraction * rate_micros), $now
-FROM usage_hourly WHERE allocated_s = 0 AND idle_s > 0
-GROUP BY gpu_id, hour - hour % 86400, team, env, pool, cluster, cloud, model, datacenter_id, currency
-HAVING COUNT(*) = 24;"
+if [ "${BENCH_GEN_IDLE_TAILS:-0}" = 1 ]; then
+  day_sums+=$(fill_from 063_usage_idle_tails.sql usage_idle_days)
+elif [ "${BENCH_GEN_IDLE_DAYS:-0}" = 1 ]; then
+  day_sums+=$(fill_from 043_usage_idle_days.sql usage_idle_days)
 fi
-if [ "${BENCH_GEN_HOST_DAYS:-0}" = 1 ]; then
-  day_sums+="
-INSERT INTO usage_host_days (day, host, gpus, owned_s, updated_at)
-SELECT day, host, COUNT(*), SUM(owned_s * fraction), $now FROM usage_daily GROUP BY day, host;"
-elif [ "${BENCH_GEN_HOST_DAYS:-0}" = 2 ]; then
-  day_sums+="
-INSERT INTO usage_host_days (day, host, currency, gpus, owned_s, allocated_s, busy_s,
-    alloc_idle_s, idle_s, unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost,
-    alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, updated_at)
-SELECT day, host, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction),
-       SUM(allocated_s * fraction), SUM(busy_s * fraction), SUM(alloc_idle_s * fraction),
-       SUM(idle_s * fraction), SUM(unknown_s * fraction), SUM(util_sum * fraction),
-       SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * fraction * rate_micros),
-       SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros),
-       SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * rate_micros),
-       SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), $now
-FROM usage_daily GROUP BY day, host, COALESCE(currency, '');"
-fi
-if [ "${BENCH_GEN_GPU_BLOCKS:-0}" = 1 ]; then
-  day_sums+="
-INSERT INTO usage_gpu_blocks (start, gpu_id, owned_s, updated_at)
-SELECT day - day % 345600, gpu_id, SUM(owned_s * fraction), $now FROM usage_daily
-GROUP BY day - day % 345600, gpu_id;"
+if [ "${BENCH_GEN_HOST_DAYS:-0}" = 2 ]; then # 061: every report sum, and the GPUs' blocks after it
+  day_sums+=$'\n'$(fill_from 061_usage_pages.sql usage_host_days)
+elif [ "${BENCH_GEN_HOST_DAYS:-0}" = 1 ]; then
+  day_sums+=$'\n'$(fill_from 055_usage_host_days.sql usage_host_days)
 fi
 
 cat <<SQL

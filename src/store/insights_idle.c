@@ -7,30 +7,28 @@
  * Its run is the chain of consecutive hours ending at that hour, each with
  * a row that is idle and passes the filters, and none before the range's
  * start: a missing hour or one that is not idle, or not of the filter,
- * ends it. Each run is walked back from its newest hour, a day at a time:
- * the hours of one day, newest first, from usage_hourly (IDLE_HOURS);
- * when they reach the day's first hour, the days before it from
- * usage_idle_days (IDLE_DAYS, see below), each taken whole while it can
- * be; the day where that stops is walked by the hour again, and so on.
- * On SQLite, where a statement costs no round trip, that is the whole
- * answer: three statements per GPU that stop where the run breaks cost
- * less than the sorts a statement over all the runs needs (2,000 GPUs:
- * about 60 ms against 400 ms). On PostgreSQL, where each statement is a
- * round trip, one statement (IDLE_RUNS) takes every candidate's run as
- * far as three steps over sets of rows find it:
- * 1. the hours of the newest hour's day, from usage_hourly;
- * 2. when those reach the day's first hour, the days before it from
- *    usage_idle_days (migration 043), each taken whole while it has a row
- *    there (its 24 hours idle in one combination of the filter
- *    dimensions), that row passes the filters and the day's first hourly
- *    row still exists: retention prunes the hourly rows oldest first, so
- *    a day whose first hour is kept has all of them;
- * 3. the hours of the day below the last one taken whole;
- * and a run that fills that third day whole (its hours idle in more than
- * one combination, or a day the job has not summed) goes on by the walk.
- * A day without a row in usage_idle_days costs only speed. The answer is
- * the one the hourly rows give, in about 50 rows per GPU instead of one
- * per hour of its run. */
+ * ends it. A run is read a day at a time from usage_idle_days (migrations
+ * 043 and 063), which holds each GPU-day's idle tail: the idle hours in
+ * one combination of the filter dimensions up to the day's newest hour,
+ * with their sums. Going back from the run's newest hour:
+ * - the day's tail, taken whole when it ends at that hour, lies in the
+ *   range, passes the filters and has all its hours still kept (TAIL_KEPT);
+ * - the day's hours below it where the run may go on (the hour before
+ *   the tail idle in another combination: idle_before), or all the day's
+ *   hours where the tail does not serve
+ *   (a range that ends inside the day), from usage_hourly;
+ * - when the day is taken to its first hour, the days before it idle
+ *   whole (a tail of 24 hours), each one row, and then the day that stops
+ *   those, in the same way from its last hour.
+ * So a run costs about a row per day instead of one per hour. SQLite,
+ * where a statement costs no round trip, walks each run so: one statement
+ * over its day rows (IDLE_DAY_ROWS), newest first, that stops where the
+ * run breaks, and the hours (IDLE_HOURS) only where those do not serve;
+ * on PostgreSQL, where each is a round trip, one statement
+ * (IDLE_RUNS) takes every candidate's run through its newest day, the
+ * whole days before it and the day below those, over sets of rows, and
+ * only a run that goes on past that is walked. The answer is the one the
+ * hourly rows give. */
 #include "store/insights_int.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -61,79 +59,109 @@
     "h.idle_s > 0 AND" DIM_FILTERS ") t WHERE (t.hi - t.hour) / 3600 + 1 = t.rn GROUP BY gpu_id"
 
 /* The newest owned hour of each GPU from :lo to :to that passes the
- * filters, with idx naming the index that serves it: on SQLite the one by
- * hour, which reads those few hours only, where its planner, which does
- * not know how few they are, would skip through every GPU's hours. */
-#define IDLE_NEWEST(idx)                                                                           \
-    "SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h" idx " WHERE h.hour >= :lo AND "     \
-    "h.hour < :to AND" DIM_FILTERS "AND h.owned_s > 0 GROUP BY h.gpu_id"
+ * filters. */
+#define IDLE_NEWEST                                                                                \
+    "SELECT h.gpu_id, MAX(h.hour) AS hour FROM usage_hourly h WHERE h.hour >= :lo AND h.hour < "   \
+    ":to AND" DIM_FILTERS "AND h.owned_s > 0 GROUP BY h.gpu_id"
 
-/* The candidates: each GPU whose newest hour is idle, with that hour's row. */
-#define IDLE_CAND(idx)                                                                             \
+/* The candidates: each GPU whose newest hour is idle, with that hour's row.
+ * PostgreSQL reads the newest hours and then their rows; SQLite in one
+ * pass, through the index by hour (its planner, which does not know how
+ * few hours the range's newest two are, would skip through every GPU's
+ * hours by the primary key), taking the row's columns beside MAX(): the
+ * bare columns of such a query are those of the row that holds the
+ * maximum, as SQLite documents. */
+#define IDLE_CAND_PG_SQL                                                                           \
     "SELECT n.gpu_id, n.hour, g.uuid, x.host, x.team, x.model, x.rate_micros * x.fraction, "       \
-    "x.currency FROM (" IDLE_NEWEST(idx) ") n JOIN usage_hourly x ON x.gpu_id = n.gpu_id AND "     \
-                                         "x.hour = n.hour JOIN gpus g ON g.id = n.gpu_id WHERE "   \
-                                         "x.allocated_s = 0 AND x.idle_s > 0"
+    "x.currency FROM (" IDLE_NEWEST ") n JOIN usage_hourly x ON x.gpu_id = n.gpu_id AND x.hour = " \
+    "n.hour JOIN gpus g ON g.id = n.gpu_id WHERE x.allocated_s = 0 AND x.idle_s > 0"
+#define IDLE_CAND_SQLITE_SQL                                                                       \
+    "SELECT n.gpu_id, n.hour, g.uuid, n.host, n.team, n.model, n.rate, n.currency FROM (SELECT "   \
+    "h.gpu_id, MAX(h.hour) AS hour, h.allocated_s AS allocated_s, h.idle_s AS idle_s, h.host AS "  \
+    "host, h.team AS team, h.model AS model, h.rate_micros * h.fraction AS rate, h.currency AS "   \
+    "currency FROM usage_hourly h INDEXED BY usage_hourly_hour WHERE h.hour >= :lo AND h.hour < "  \
+    ":to AND" DIM_FILTERS "AND h.owned_s > 0 GROUP BY h.gpu_id) n JOIN gpus g ON g.id = n.gpu_id " \
+    "WHERE n.allocated_s = 0 AND n.idle_s > 0"
 
-/* Every candidate's run as far as three steps find it (see the top), one
- * row per step that found hours: (gpu, step, since, hours, idle
- * seconds, cost, currencies). Step 1, the hours of the newest hour's day;
- * 2, when those reach the day's first hour, the whole idle days before it
- * (numbered newest first as the hours are); 3, the hours of the day below
- * those. */
+/* A row h of usage_idle_days whose hours are all kept: retention prunes
+ * the hourly rows oldest hour first (then the day rows), so a tail whose
+ * first hour is later than the oldest hour left has all of its hours. A
+ * tail that starts at that hour is read by the hour. */
+#define TAIL_KEPT " h.first_hour > (SELECT MIN(k.hour) FROM usage_hourly k) "
+
+/* A day's idle tail h (usage_idle_days, migration 063) that a run takes
+ * whole: inside the range, of the filters, its hours kept (TAIL_KEPT),
+ * and either reaching the day's first hour `day` (the run goes on in the
+ * day before) or with the hour before it not idle (the run ends there). */
+#define TAIL_TAKEN(day)                                                                            \
+    " h.first_hour >= CAST(:from AS BIGINT) AND" DIM_FILTERS "AND" TAIL_KEPT                       \
+    "AND (h.first_hour = " day " OR h.idle_before = 0) "
+#define TOP_TAIL_TAKEN TAIL_TAKEN("c.day")
+#define BOT_TAIL_TAKEN TAIL_TAKEN("b.day")
+
+/* The start of a range (:from, cast for PostgreSQL's sake) or the day d,
+ * whichever is later. */
+#define LATER_FROM(d)                                                                              \
+    "CASE WHEN " d " > CAST(:from AS BIGINT) THEN " d " ELSE CAST(:from AS BIGINT) END"
+#define TOP_LO LATER_FROM("day")
+#define BOT_LO LATER_FROM("b.day")
+#define TOP_HOURS HOUR_RUN("topw")
+#define BOT_HOURS HOUR_RUN("botw")
+
+/* PostgreSQL: every candidate's run as far as three steps find it (see
+ * the top), one row per step that found hours: (gpu, step, since, hours,
+ * idle seconds, cost, currencies). Step 1, the newest hour's day: its
+ * tail where it ends at that hour and is taken (topt), else its hours; 2,
+ * when those reach the day's first hour, the days idle whole before it,
+ * numbered newest first as the hours are; 3, the day below those: its
+ * tail (bott), else its hours. */
 #define STATEMENTS(X)                                                                              \
     X(IDLE_RUNS,                                                                                   \
       "WITH cand AS (SELECT n.gpu_id, n.hour AS last, n.hour - n.hour % 86400 AS day FROM "        \
-      "(" IDLE_NEWEST(                                                                             \
-          "") ") n JOIN usage_hourly x ON x.gpu_id = n.gpu_id AND x.hour = n.hour WHERE "          \
-              "x.allocated_s = 0 AND x.idle_s > 0), "                                              \
-              "topw AS (SELECT gpu_id, last AS hi, CASE WHEN day > CAST(:from AS BIGINT) THEN "    \
-              "day ELSE "                                                                          \
-              "CAST(:from AS BIGINT) END AS lo FROM cand), "                                       \
-              "topr AS (" HOUR_RUN(                                                                \
-                  "topw") "), "                                                                    \
-                          "dayw AS (SELECT c.gpu_id, c.day FROM cand c JOIN topr t ON t.gpu_id = " \
-                          "c.gpu_id WHERE "                                                        \
-                          "t.since = c.day AND c.day > CAST(:from AS BIGINT)), "                   \
-                          "dayr AS (SELECT gpu_id, MIN(day) AS since, 24 * COUNT(*) AS hours, "    \
-                          "SUM(idle_fs) AS fs, "                                                   \
-                          "SUM(idle_cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 "  \
-                          "FROM (SELECT "                                                          \
-                          "w.gpu_id, w.day AS top, h.day, h.idle_fs, h.idle_cost, h.currency, "    \
-                          "ROW_NUMBER() OVER "                                                     \
-                          "(PARTITION BY w.gpu_id ORDER BY h.day DESC) AS rn FROM dayw w JOIN "    \
-                          "usage_idle_days h ON "                                                  \
-                          "h.gpu_id = w.gpu_id AND h.day < w.day AND h.day >= :from_day JOIN "     \
-                          "usage_hourly f ON "                                                     \
-                          "f.gpu_id = h.gpu_id AND f.hour = h.day WHERE" DIM_FILTERS               \
-                          ") d WHERE (d.top - d.day) / "                                           \
-                          "86400 = d.rn GROUP BY gpu_id), "                                        \
-                          "botw AS (SELECT b.gpu_id, b.day + 82800 AS hi, CASE WHEN b.day > "      \
-                          "CAST(:from AS BIGINT) "                                                 \
-                          "THEN b.day ELSE CAST(:from AS BIGINT) END AS lo FROM (SELECT gpu_id, "  \
-                          "since - 86400 AS day "                                                  \
-                          "FROM dayr UNION ALL SELECT gpu_id, day - 86400 FROM dayw WHERE gpu_id " \
-                          "NOT IN (SELECT "                                                        \
-                          "gpu_id FROM dayr)) b), "                                                \
-                          "botr AS (" HOUR_RUN(                                                    \
-                              "botw") ") "                                                         \
-                                      "SELECT gpu_id, 1, since, hours, fs, cost, cur1, cur2 FROM " \
-                                      "topr UNION ALL SELECT gpu_id, 2, "                          \
-                                      "since, hours, fs, cost, cur1, cur2 FROM dayr UNION ALL "    \
-                                      "SELECT gpu_id, 3, since, hours, fs, "                       \
-                                      "cost, cur1, cur2 FROM botr ORDER BY 1, 2")                  \
-    X(IDLE_CAND_SQLITE, IDLE_CAND(" INDEXED BY usage_hourly_hour"))                                \
-    X(IDLE_CAND_PG, IDLE_CAND(""))                                                                 \
+      "(" IDLE_NEWEST ") n JOIN usage_hourly x ON x.gpu_id = n.gpu_id AND x.hour = n.hour WHERE "  \
+      "x.allocated_s = 0 AND x.idle_s > 0), "                                                      \
+      "topt AS (SELECT c.gpu_id, h.first_hour AS since, (c.last - h.first_hour) / 3600 + 1 AS "    \
+      "hours, h.idle_fs AS fs, h.idle_cost AS cost, h.currency AS cur1, h.currency AS cur2 FROM "  \
+      "cand c JOIN usage_idle_days h ON h.gpu_id = c.gpu_id AND h.day = c.day AND h.last_hour = "  \
+      "c.last WHERE" TOP_TAIL_TAKEN "), "                                                          \
+      "topw AS (SELECT gpu_id, last AS hi, " TOP_LO " AS lo FROM cand WHERE gpu_id NOT IN "        \
+      "(SELECT gpu_id FROM topt)), "                                                               \
+      "topr AS (" TOP_HOURS " UNION ALL SELECT * FROM topt), "                                     \
+      "dayw AS (SELECT c.gpu_id, c.day FROM cand c JOIN topr t ON t.gpu_id = c.gpu_id WHERE "      \
+      "t.since = c.day AND c.day > CAST(:from AS BIGINT)), "                                       \
+      "dayr AS (SELECT gpu_id, MIN(day) AS since, 24 * COUNT(*) AS hours, SUM(idle_fs) AS fs, "    \
+      "SUM(idle_cost) AS cost, MIN(currency) AS cur1, MAX(currency) AS cur2 FROM (SELECT "         \
+      "w.gpu_id, w.day AS top, h.day, h.idle_fs, h.idle_cost, h.currency, ROW_NUMBER() OVER "      \
+      "(PARTITION BY w.gpu_id ORDER BY h.day DESC) AS rn FROM dayw w JOIN usage_idle_days h ON "   \
+      "h.gpu_id = w.gpu_id AND h.day < w.day AND h.day >= :from_day WHERE h.first_hour = h.day "   \
+      "AND h.last_hour = h.day + 82800 AND" TAIL_KEPT "AND" DIM_FILTERS                            \
+      ") d WHERE (d.top - d.day) / 86400 = d.rn GROUP BY "                                         \
+      "gpu_id), "                                                                                  \
+      "botd AS (SELECT gpu_id, since - 86400 AS day FROM dayr UNION ALL SELECT gpu_id, day - "     \
+      "86400 FROM dayw WHERE gpu_id NOT IN (SELECT gpu_id FROM dayr)), "                           \
+      "bott AS (SELECT b.gpu_id, h.first_hour AS since, (b.day + 82800 - h.first_hour) / 3600 + "  \
+      "1 AS hours, h.idle_fs AS fs, h.idle_cost AS cost, h.currency AS cur1, h.currency AS cur2 "  \
+      "FROM botd b JOIN usage_idle_days h ON h.gpu_id = b.gpu_id AND h.day = b.day AND "           \
+      "h.last_hour = b.day + 82800 WHERE" BOT_TAIL_TAKEN "), "                                     \
+      "botw AS (SELECT b.gpu_id, b.day + 82800 AS hi, " BOT_LO " AS lo FROM botd b WHERE "         \
+      "b.gpu_id NOT IN (SELECT gpu_id FROM bott)), "                                               \
+      "botr AS (" BOT_HOURS " UNION ALL SELECT * FROM bott) "                                      \
+      "SELECT gpu_id, 1, since, hours, fs, cost, cur1, cur2 FROM topr UNION ALL SELECT "           \
+      "gpu_id, 2, since, hours, fs, cost, cur1, cur2 FROM dayr UNION ALL SELECT gpu_id, 3, "       \
+      "since, hours, fs, cost, cur1, cur2 FROM botr ORDER BY 1, 2")                                \
+    X(IDLE_CAND_SQLITE, IDLE_CAND_SQLITE_SQL)                                                      \
+    X(IDLE_CAND_PG, IDLE_CAND_PG_SQL)                                                              \
     X(IDLE_HOURS,                                                                                  \
       "SELECT h.hour, CASE WHEN h.allocated_s = 0 AND h.idle_s > 0 AND " DIM_FILTERS               \
       "THEN 1 ELSE 0 END, h.idle_s * h.fraction, h.idle_s * h.fraction * h.rate_micros, "          \
       "h.currency FROM usage_hourly h WHERE h.gpu_id = :gid AND h.hour >= :lo AND h.hour <= :hi "  \
       "ORDER BY h.hour DESC")                                                                      \
-    X(IDLE_DAYS,                                                                                   \
-      "SELECT h.day, CASE WHEN f.gpu_id IS NOT NULL AND " DIM_FILTERS "THEN 1 ELSE 0 END, "        \
-      "h.idle_fs, h.idle_cost, h.currency FROM usage_idle_days h LEFT JOIN usage_hourly f ON "     \
-      "f.gpu_id = h.gpu_id AND f.hour = h.day WHERE h.gpu_id = :gid AND h.day >= :lo AND h.day < " \
-      ":before ORDER BY h.day DESC")
+    X(IDLE_DAY_ROWS,                                                                               \
+      "SELECT h.day, h.first_hour, h.last_hour, CASE WHEN" DIM_FILTERS "THEN 1 ELSE 0 END, CASE "  \
+      "WHEN h.first_hour >= :from AND" TAIL_KEPT "THEN 1 ELSE 0 END, h.idle_fs, h.idle_cost, "     \
+      "h.currency, h.idle_before FROM usage_idle_days h WHERE h.gpu_id = :gid AND h.day >= :lo "   \
+      "AND h.day <= :day ORDER BY h.day DESC")                                                     \
+    X(IDLE_OLDEST, "SELECT MIN(hour) FROM usage_hourly")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -178,77 +206,164 @@ static void run_add(struct run *r, int64_t since, int64_t hours, double idle_fs,
         run_cur(r, db_col_text(s, cur2_col));
 }
 
-/* Walks back over the rows of statement id for GPU gid, newest first,
- * from `expect` on in steps of step_s seconds (each row `hours` GPU-hours),
- * bound by :lo and the upper bound bound_name = hi; a gap or a row that is
- * not idle ends the walk. *next becomes the first step not taken. */
-static int walk(struct conn *c, enum stmt_id id, const char *bound_name,
-                const struct store_insight_filter *f, int64_t gid, int64_t hi, int64_t lo,
-                int64_t expect, int64_t step_s, int hours, struct run *r, int64_t *next)
-{
-    struct db_stmt *s = prep(c, id);
-    int step;
+/* A walk's statement, prepared and bound with the filters once for the
+ * whole list: each GPU's walk binds only its own three parameters, by
+ * position (a statement's bindings outlive its resets). */
+struct walk_stmt {
+    struct db_stmt *s;
+    int gid, lo, hi; /* :gid, and the statement's lower and upper bound */
+};
 
-    if (s == NULL)
+/* The walks' statements for the filters f. */
+struct walker {
+    struct conn *c;
+    int64_t from, oldest; /* the range's start; the oldest hour kept */
+    struct walk_stmt hours, days;
+};
+
+static int walk_stmt_init(struct conn *c, const struct store_insight_filter *f, enum stmt_id id,
+                          const char *lo, const char *hi, struct walk_stmt *w)
+{
+    if ((w->s = prep(c, id)) == NULL)
         return GI_INTERNAL;
-    insight_bind_filter(s, f);
-    db_bind_int(s, ":gid", gid);
-    db_bind_int(s, ":lo", lo);
-    db_bind_int(s, bound_name, hi);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        if (db_col_int(s, 0) != expect || db_col_int(s, 1) == 0)
-            break;
-        run_add(r, expect, hours, db_col_dbl(s, 2), s, 3, 4, -1);
-        expect -= step_s;
-    }
-    db_reset(s);
-    if (step != DB_ROW && step != DB_DONE)
-        return db_status(step);
-    *next = expect;
+    insight_bind_filter(w->s, f);
+    w->gid = db_param_index(w->s, ":gid");
+    w->lo = db_param_index(w->s, lo);
+    w->hi = db_param_index(w->s, hi);
     return GI_OK;
 }
 
-/* Walks gid's hours from `top` down to `lo`: *next becomes the hour below
- * the run's part found there (top when top itself breaks it); *whole
- * whether it reaches lo unbroken. */
-static int walk_hours(struct conn *c, const struct store_insight_filter *f, int64_t gid,
-                      int64_t top, int64_t lo, struct run *r, int64_t *next, bool *whole)
+static int walker_init(struct conn *c, const struct store_insight_filter *f, struct walker *w)
 {
-    int rc = walk(c, ST_IDLE_HOURS, ":hi", f, gid, top, lo, top, HOUR, 1, r, next);
+    struct db_stmt *s = prep(c, ST_IDLE_OLDEST);
+    int rc;
 
-    *whole = rc == GI_OK && *next < lo;
+    w->c = c;
+    w->from = f->from;
+    if (s == NULL)
+        return GI_INTERNAL;
+    rc = db_step(c, s);
+    w->oldest = rc == DB_ROW ? db_col_int(s, 0) : 0; /* 0 with no rows: none to take */
+    db_reset(s);
+    if ((rc = db_status(rc)) != GI_OK)
+        return rc;
+    if ((rc = walk_stmt_init(c, f, ST_IDLE_HOURS, ":lo", ":hi", &w->hours)) == GI_OK)
+        rc = walk_stmt_init(c, f, ST_IDLE_DAY_ROWS, ":lo", ":day", &w->days);
     return rc;
 }
 
-/* Takes the whole idle days before the day `day` (a day start) that
- * start at lo or later: *next becomes the first of them not taken. */
-static int walk_days(struct conn *c, const struct store_insight_filter *f, int64_t gid, int64_t day,
-                     int64_t lo, struct run *r, int64_t *next)
+/* Binds w's statement for GPU gid and the bounds lo, hi. */
+static struct db_stmt *walk_bind(const struct walk_stmt *w, int64_t gid, int64_t lo, int64_t hi)
 {
-    return walk(c, ST_IDLE_DAYS, ":before", f, gid, day, lo, day - DAY, DAY, 24, r, next);
+    db_bind_int_at(w->s, w->gid, gid);
+    db_bind_int_at(w->s, w->lo, lo);
+    db_bind_int_at(w->s, w->hi, hi);
+    return w->s;
 }
 
 /* The first day start at or after t. */
 static int64_t day_ceil(int64_t t) { return t % DAY ? t - t % DAY + DAY : t; }
 
-/* Walks gid's run on from the hour top (the hour below the part r holds)
- * into r, a day at a time (see the top). */
-static int idle_walk(struct conn *c, const struct store_insight_filter *f, int64_t gid, int64_t top,
-                     struct run *r)
+/* Walks gid's hours from `top` down to `lo` (IDLE_HOURS), newest first:
+ * *next becomes the hour below the run's part found there (top when top
+ * itself breaks it); *whole whether it reaches lo unbroken. */
+static int walk_hours(const struct walker *w, int64_t gid, int64_t top, int64_t lo, struct run *r,
+                      int64_t *next, bool *whole)
 {
-    int64_t from = f->from;
+    struct db_stmt *s = walk_bind(&w->hours, gid, lo, top);
+    int64_t expect = top;
+    int step;
+
+    while ((step = db_step(w->c, s)) == DB_ROW) {
+        if (db_col_int(s, 0) != expect || db_col_int(s, 1) == 0)
+            break;
+        run_add(r, expect, 1, db_col_dbl(s, 2), s, 3, 4, -1);
+        expect -= HOUR;
+    }
+    db_reset(s);
+    if (step != DB_ROW && step != DB_DONE)
+        return db_status(step);
+    *next = expect;
+    *whole = expect < lo;
+    return GI_OK;
+}
+
+/* How a walk over the day rows stopped. */
+enum days_end {
+    DAYS_DONE,  /* the run ends (or the range starts) where r's part does */
+    DAYS_HOURS, /* go on by the hours from *top, in its day */
+};
+
+/* Takes gid's day rows (IDLE_DAY_ROWS) newest first from the day of the
+ * hour top: each day's tail while it ends where the run has come to (top,
+ * then the last hour of each day before) and passes, going on to the day
+ * before while a tail reaches its day's first hour. *top becomes the hour
+ * the walk stopped at.
+ *
+ * Where the run has come to a day's last hour, that hour is idle only if
+ * the day has a tail that ends there, and of the filters only if the tail
+ * is (it is of that hour's combination), so no such tail, or one that
+ * fails the filters, ends the run; but for a day older than the oldest
+ * hour kept, whose row retention may have taken before all its hours. */
+static int walk_days(const struct walker *w, int64_t gid, int64_t *top, struct run *r,
+                     enum days_end *end)
+{
+    int64_t from = w->from, day = *top - *top % DAY;
+    struct db_stmt *s = walk_bind(&w->days, gid, from - from % DAY, day);
+    int step;
+
+    for (;;) {
+        bool at_last = *top == day + DAY - HOUR && day >= w->oldest;
+        int64_t first;
+
+        step = db_step(w->c, s);
+        if (step != DB_ROW || db_col_int(s, 0) != day || db_col_int(s, 2) != *top ||
+            db_col_int(s, 3) == 0) {
+            *end = at_last ? DAYS_DONE : DAYS_HOURS;
+            break;
+        }
+        if (db_col_int(s, 4) == 0) { /* before the range, or hours pruned */
+            *end = DAYS_HOURS;
+            break;
+        }
+        first = db_col_int(s, 1);
+        run_add(r, first, (*top - first) / HOUR + 1, db_col_dbl(s, 5), s, 6, 7, -1);
+        *top = first - HOUR;
+        if (first > day) { /* the hour before the tail ends the run unless idle */
+            *end = db_col_int(s, 8) != 0 ? DAYS_HOURS : DAYS_DONE;
+            break;
+        }
+        if (day <= from) { /* the range starts with this day */
+            *end = DAYS_DONE;
+            break;
+        }
+        day -= DAY;
+    }
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Walks gid's run on from the hour top (the hour below the part r holds)
+ * into r (see the top): the day rows as far as they serve, then the hours
+ * of the day where they stop; when those reach the day's first hour, on
+ * from the last hour of the day before. */
+static int idle_walk(const struct walker *w, int64_t gid, int64_t top, struct run *r)
+{
+    int64_t from = w->from;
     int rc = GI_OK;
 
     while (rc == GI_OK && top >= from) {
-        int64_t day = top - top % DAY, next = 0;
+        int64_t day, next = 0;
+        enum days_end end;
         bool whole = false;
 
-        rc = walk_hours(c, f, gid, top, day > from ? day : from, r, &next, &whole);
+        if ((rc = walk_days(w, gid, &top, r, &end)) != GI_OK || end == DAYS_DONE || top < from)
+            break;
+        day = top - top % DAY;
+        rc = walk_hours(w, gid, top, day > from ? day : from, r, &next, &whole);
         if (rc != GI_OK || !whole || day <= from)
             break;
-        if ((rc = walk_days(c, f, gid, day, day_ceil(from), r, &next)) != GI_OK)
-            break;
-        top = next + DAY - HOUR; /* the last hour of the day not taken whole */
+        top = day - HOUR;
     }
     return rc;
 }
@@ -377,6 +492,7 @@ int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int
 {
     struct cand *v = NULL;
     struct run *r = NULL;
+    struct walker w;
     int *step = NULL;
     size_t n = 0, i;
     json_t *found = json_array();
@@ -393,6 +509,8 @@ int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int
     }
     if (rc == GI_OK && n > 0 && db_dialect(c) == DB_PG)
         rc = idle_runs(c, f, v, n, r, step);
+    if (rc == GI_OK && n > 0)
+        rc = walker_init(c, f, &w);
     for (i = 0; rc == GI_OK && i < n; i++) {
         int64_t top = -1;
 
@@ -402,7 +520,7 @@ int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int
             top = v[i].last;
         else if (step[i] == 3 && r[i].since % DAY == 0 && r[i].since > f->from)
             top = r[i].since - HOUR;
-        if (top >= 0 && (rc = idle_walk(c, f, v[i].gid, top, &r[i])) != GI_OK)
+        if (top >= 0 && (rc = idle_walk(&w, v[i].gid, top, &r[i])) != GI_OK)
             break;
         if (r[i].hours == 0 || r[i].hours < min_hours)
             continue;

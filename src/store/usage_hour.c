@@ -109,12 +109,26 @@
     X(IDLE_DAY_DEL, "DELETE FROM usage_idle_days WHERE gpu_id = :gid AND day = :day")              \
     X(IDLE_DAY_ADD,                                                                                \
       "INSERT INTO usage_idle_days (gpu_id, day, team, env, pool, cluster, cloud, model, "         \
-      "datacenter_id, currency, idle_fs, idle_cost, updated_at) SELECT CAST(:gid AS BIGINT), "     \
-      "CAST(:day AS BIGINT), team, env, pool, cluster, cloud, model, datacenter_id, currency, "    \
-      "SUM(idle_s * fraction), SUM(idle_s * fraction * rate_micros), CAST(:now AS BIGINT) FROM "   \
-      "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + 86400 " \
-      "AND allocated_s = 0 AND idle_s > 0 GROUP BY team, env, pool, cluster, cloud, model, "       \
-      "datacenter_id, currency HAVING COUNT(*) = 24")                                              \
+      "datacenter_id, currency, idle_fs, idle_cost, first_hour, last_hour, idle_before, "          \
+      "updated_at) SELECT CAST(:gid AS BIGINT), CAST(:day AS BIGINT), a.team, a.env, a.pool, "     \
+      "a.cluster, a.cloud, a.model, a.datacenter_id, a.currency, a.fs, a.cost, a.first_hour, "     \
+      "a.last_hour, CASE WHEN a.first_hour > :day AND EXISTS (SELECT 1 FROM usage_hourly p WHERE " \
+      "p.gpu_id = :gid AND p.hour = a.first_hour - 3600 AND p.allocated_s = 0 AND p.idle_s > 0) "  \
+      "THEN 1 ELSE 0 END, CAST(:now AS BIGINT) FROM (SELECT team, env, pool, cluster, cloud, "     \
+      "model, datacenter_id, currency, SUM(fs) AS fs, SUM(cost) AS cost, MIN(hour) AS "            \
+      "first_hour, MAX(hour) AS last_hour FROM (SELECT x.hour AS top, h.hour, h.team, h.env, "     \
+      "h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, h.currency, h.idle_s * h.fraction "   \
+      "AS fs, h.idle_s * h.fraction * h.rate_micros AS cost, ROW_NUMBER() OVER (ORDER BY h.hour "  \
+      "DESC) AS rn FROM usage_hourly x JOIN usage_hourly h ON h.gpu_id = x.gpu_id AND h.hour >= "  \
+      ":day AND h.hour <= x.hour WHERE x.gpu_id = :gid AND x.hour = (SELECT MAX(hour) FROM "       \
+      "usage_hourly WHERE gpu_id = :gid AND hour >= :day AND hour < CAST(:day AS BIGINT) + "       \
+      "86400) AND x.allocated_s = 0 AND x.idle_s > 0 AND h.allocated_s = 0 AND h.idle_s > 0 AND "  \
+      "h.team IS NOT DISTINCT FROM x.team AND h.env IS NOT DISTINCT FROM x.env AND h.pool IS NOT " \
+      "DISTINCT FROM x.pool AND h.cluster IS NOT DISTINCT FROM x.cluster AND h.cloud IS NOT "      \
+      "DISTINCT FROM x.cloud AND h.model IS NOT DISTINCT FROM x.model AND h.datacenter_id IS NOT " \
+      "DISTINCT FROM x.datacenter_id AND h.currency IS NOT DISTINCT FROM x.currency) t WHERE "     \
+      "(top - hour) / 3600 + 1 = rn GROUP BY team, env, pool, cluster, cloud, model, "             \
+      "datacenter_id, currency) a")                                                                \
     X(GROUPS_DEL, "DELETE FROM usage_groups_daily WHERE day = :day")                               \
     X(GROUPS_ADD,                                                                                  \
       "INSERT INTO usage_groups_daily (day, team, env, pool, cluster, cloud, model, "              \
@@ -758,8 +772,9 @@ int usage_write_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
     db_bind_int(s, ":now", now);
     if ((rc = db_exec_done(c, s)) != GI_OK)
         return rc;
-    /* The day as the idle list may take it whole (usage_idle_days): its 24
-     * hours idle in one combination of the filter dimensions, or no row. */
+    /* The day's idle tail (usage_idle_days, migration 063): its idle hours
+     * in one combination of the filter dimensions up to its newest hour,
+     * or no row. */
     if (!(s = prep(c, ST_IDLE_DAY_DEL)))
         return GI_INTERNAL;
     db_bind_int(s, ":gid", gid);
