@@ -231,6 +231,13 @@ else
     export BENCH_GEN_IDLE_TAILS=1
 fi
 ! has_table usage_host_days || export BENCH_GEN_HOST_DAYS=1
+# migration 061's host days carry every report sum (and come with the GPUs' blocks)
+if [ "$store" = postgresql ]; then
+  hd_sums=$(dbq -c "SELECT COUNT(*) FROM information_schema.columns WHERE table_name = 'usage_host_days' AND column_name = 'allocated_s'")
+else
+  hd_sums=$(dbq "SELECT COUNT(*) FROM pragma_table_info('usage_host_days') WHERE name = 'allocated_s'")
+fi
+[ "$hd_sums" = 0 ] || export BENCH_GEN_HOST_DAYS=2
 # Secondary indexes are dropped for the load and built again after it.
 tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
 if [ "$store" = postgresql ]; then

@@ -18,8 +18,9 @@
 # BENCH_GEN_TEAM_HOURS=1 as well (a schema that has usage_team_hours) their
 # sums per team and hour. BENCH_GEN_TEAM_DAYS, BENCH_GEN_IDLE_DAYS (or
 # BENCH_GEN_IDLE_TAILS) and BENCH_GEN_HOST_DAYS (set by bench/usage.sh
-# where the schema has those tables) fill the team days, the idle list's
-# day rows and the host days as the rollup job keeps them.
+# where the schema has those tables; BENCH_GEN_HOST_DAYS=2 where they are
+# 061's, with the GPUs' blocks) fill the team days, the idle list's day
+# rows and the host days as the rollup job keeps them.
 # Usage: bench/usage_gen.sh sqlite|postgresql GPUS DAYS CONSUMER_DAYS RAW_DAYS RAW_STEP NOW [CONSUMER_DAILY]
 set -euo pipefail
 dialect=$1 gpus=$2 days=$3 cdays=$4 rdays=$5 rstep=$6 now=$7 cdaily=${8:-0}
@@ -115,8 +116,9 @@ fi
 
 # The day rows of the idle list and the owned seconds per host and day,
 # filled as the migrations that made them fill them from the rollups
-# (063 the idle tails, else 043 the whole idle days; 055 the host days),
-# where the schema has them.
+# (063 the idle tails, else 043 the whole idle days; 061 the host days
+# with every report sum and the GPUs' four-day blocks, else 055 the host
+# days), where the schema has them.
 mig=src/store/migrations
 [ "$dialect" = sqlite ] || mig=src/store/migrations/pg
 fill_from() { sed -n "/^INSERT INTO $2 /,\$p" "$mig/$1"; }
@@ -126,7 +128,9 @@ if [ "${BENCH_GEN_IDLE_TAILS:-0}" = 1 ]; then
 elif [ "${BENCH_GEN_IDLE_DAYS:-0}" = 1 ]; then
   day_sums+=$(fill_from 043_usage_idle_days.sql usage_idle_days)
 fi
-if [ "${BENCH_GEN_HOST_DAYS:-0}" = 1 ]; then
+if [ "${BENCH_GEN_HOST_DAYS:-0}" = 2 ]; then # 061: every report sum, and the GPUs' blocks after it
+  day_sums+=$'\n'$(fill_from 061_usage_pages.sql usage_host_days)
+elif [ "${BENCH_GEN_HOST_DAYS:-0}" = 1 ]; then
   day_sums+=$'\n'$(fill_from 055_usage_host_days.sql usage_host_days)
 fi
 

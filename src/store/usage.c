@@ -105,6 +105,8 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
     X(GDIRTY_LIST, "SELECT hour FROM usage_groups_dirty ORDER BY hour LIMIT 2")                    \
     X(GDIRTY_DONE, "DELETE FROM usage_groups_dirty WHERE hour = :hour")                            \
     X(PRUNE_GROUPS, "DELETE FROM usage_groups_daily WHERE day < :cut")                             \
+    X(PRUNE_HDAYS, "DELETE FROM usage_host_days WHERE day < :cut")                                 \
+    X(PRUNE_BLOCKS, "DELETE FROM usage_gpu_blocks WHERE start < :cut")                             \
     X(HGROUPS_DEL, "DELETE FROM usage_groups_hourly WHERE hour = :hour")                           \
     X(HGROUPS_ADD,                                                                                 \
       "INSERT INTO usage_groups_hourly (hour, team, env, pool, cluster, cloud, model, "            \
@@ -816,13 +818,17 @@ static int prune(struct store *st, int64_t now, int64_t *removed)
         rc = db_tx_end(c, rc);
         db_conn_put(st, c);
     }
-    if (rc == GI_OK) { /* the groups of the days gone (a few rows a day: one statement) */
+    if (rc == GI_OK) { /* the groups, host days and blocks of the days gone: a block that
+                        * starts before the cut lost some of its days */
+        static const enum stmt_id prunes[] = {ST_PRUNE_GROUPS, ST_PRUNE_HDAYS, ST_PRUNE_BLOCKS};
         struct conn *c = db_conn_get(st);
         struct db_stmt *s;
         rc = db_tx_begin(c);
-        if (rc == GI_OK && !(s = prep(c, ST_PRUNE_GROUPS)))
-            rc = GI_INTERNAL;
-        if (rc == GI_OK) {
+        for (size_t i = 0; rc == GI_OK && i < sizeof prunes / sizeof *prunes; i++) {
+            if (!(s = prep(c, prunes[i]))) {
+                rc = GI_INTERNAL;
+                break;
+            }
             db_bind_int(s, ":cut", now - (int64_t)cfg.retain_daily_days * 86400);
             rc = db_exec_done(c, s);
         }

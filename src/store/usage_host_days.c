@@ -1,8 +1,8 @@
-/* The owned GPU-seconds per host and day (usage_host_days, migration
- * 055), written by the usage:rollup job inside its transactions
+/* The report sums per host, day and currency (usage_host_days,
+ * migrations 055 and 061), written by the usage:rollup job inside its transactions
  * (usage_write_groups() in usage_hour.c calls usage_host_days_write());
  * read by usage_query.c to rank the hosts of a paged report with no
- * filter. See usage_int.h.
+ * filter and to read the figures of its page. See usage_int.h.
  *
  * A day's rows are written again from its usage_daily rows whenever its
  * day groups are, in the same transaction, so the two always describe the
@@ -15,9 +15,13 @@
 
 #define STATEMENTS(X)                                                                              \
     X(HDAYS_DEL, "DELETE FROM usage_host_days WHERE day = :day")                                   \
-    X(HDAYS_ADD, "INSERT INTO usage_host_days (day, host, gpus, owned_s, updated_at) SELECT "      \
-                 "CAST(:day AS BIGINT), host, COUNT(*), SUM(owned_s * fraction), CAST(:now AS "    \
-                 "BIGINT) FROM usage_daily WHERE day = :day GROUP BY host")                        \
+    X(HDAYS_ADD,                                                                                   \
+      "INSERT INTO usage_host_days (day, host, currency, gpus, owned_s, allocated_s, "             \
+      "busy_s, alloc_idle_s, idle_s, unknown_s, util_sum, measured_s, energy_wh, "                 \
+      "owned_cost, busy_cost, alloc_idle_cost, idle_cost, unknown_cost, unpriced_s, "              \
+      "updated_at) SELECT CAST(:day AS BIGINT), host, COALESCE(currency, ''), " USAGE_GROUP_TERMS  \
+      ", CAST(:now AS BIGINT) FROM usage_daily WHERE day = :day "                                  \
+      "GROUP BY host, COALESCE(currency, '')")                                                     \
     X(HDAYS_PRUNE, "DELETE FROM usage_host_days WHERE day < (SELECT MIN(day) FROM "                \
                    "usage_groups_daily)")
 

@@ -135,13 +135,8 @@
       "datacenter_id, currency, gpus, owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, "        \
       "unknown_s, util_sum, measured_s, energy_wh, owned_cost, busy_cost, alloc_idle_cost, "       \
       "idle_cost, unknown_cost, unpriced_s, updated_at) SELECT day, team, env, pool, cluster, "    \
-      "cloud, model, datacenter_id, COALESCE(currency, ''), COUNT(*), SUM(owned_s * fraction), "   \
-      "SUM(allocated_s * fraction), SUM(busy_s * fraction), SUM(alloc_idle_s * fraction), "        \
-      "SUM(idle_s * fraction), SUM(unknown_s * fraction), SUM(util_sum * fraction), "              \
-      "SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * fraction * rate_micros), "        \
-      "SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction * rate_micros), "         \
-      "SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * rate_micros), SUM(CASE "   \
-      "WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END), CAST(:now AS BIGINT) FROM "   \
+      "cloud, model, datacenter_id, COALESCE(currency, ''), " USAGE_GROUP_TERMS                    \
+      ", CAST(:now AS BIGINT) FROM "                                                               \
       "usage_daily WHERE day = :day GROUP BY day, team, env, pool, cluster, cloud, model, "        \
       "datacenter_id, COALESCE(currency, '')")                                                     \
     X(IV_FIND,                                                                                     \
@@ -813,6 +808,8 @@ int usage_write_groups(struct conn *c, int64_t day, int64_t now)
     db_bind_int(s, ":now", now);
     if ((rc = db_exec_done(c, s)) == GI_OK)
         rc = usage_host_days_write(c, day, now);
+    if (rc == GI_OK)
+        rc = usage_gpu_blocks_write(c, day, now);
     return rc != GI_OK ? rc : insight_sums_day(c, day, now);
 }
 

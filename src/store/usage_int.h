@@ -95,11 +95,41 @@ static inline double usage_round6(double x) { return round(x * 1e6) / 1e6; }
  * decimals and never "-0.00". buf needs 48 bytes. */
 void usage_money_text(double micro_seconds, char *buf, size_t len);
 
-/* usage_host_days.c: replaces the day's rows of usage_host_days (the
- * owned seconds per host) by the sums of its usage_daily rows, and drops
- * the days older than the oldest day group, inside the caller's
- * transaction. usage_write_groups() calls it. */
+/* The sums of a group of usage_daily rows as the report shows them, in
+ * the column order of usage_groups_daily and usage_host_days (gpus,
+ * owned_s .. unpriced_s): seconds x fraction, costs x rate_micros
+ * (micro-unit-seconds, NULL when nothing is priced). The rollup writes
+ * both tables with these terms, so that a report summing them summed the
+ * same rows the same way. */
+#define USAGE_GROUP_TERMS                                                                          \
+    "COUNT(*), SUM(owned_s * fraction), SUM(allocated_s * fraction), SUM(busy_s * fraction), "     \
+    "SUM(alloc_idle_s * fraction), SUM(idle_s * fraction), SUM(unknown_s * fraction), "            \
+    "SUM(util_sum * fraction), SUM(measured_s * fraction), SUM(energy_wh), SUM(owned_s * "         \
+    "fraction * rate_micros), SUM(busy_s * fraction * rate_micros), SUM(alloc_idle_s * fraction "  \
+    "* rate_micros), SUM(idle_s * fraction * rate_micros), SUM(unknown_s * fraction * "            \
+    "rate_micros), SUM(CASE WHEN rate_micros IS NULL THEN owned_s * fraction ELSE 0 END)"
+
+/* usage_host_days.c: replaces the day's rows of usage_host_days (every
+ * sum of a host's report row, per currency) by the sums of its
+ * usage_daily rows, and drops the days older than the oldest day group,
+ * inside the caller's transaction. usage_write_groups() calls it. */
 int usage_host_days_write(struct conn *c, int64_t day, int64_t now);
+
+/* The days of a block of usage_gpu_blocks, and its length in seconds:
+ * block starts are the multiples of USAGE_BLOCK_S. */
+#define USAGE_BLOCK_DAYS 4
+#define USAGE_BLOCK_S ((int64_t)USAGE_BLOCK_DAYS * 86400)
+
+/* usage_gpu_blocks.c: replaces the rows of usage_gpu_blocks of the block
+ * holding `day` (a day start) by the sums of that block's usage_daily
+ * rows, and drops the blocks that start before the oldest day group,
+ * inside the caller's transaction. usage_write_groups() calls it. */
+int usage_gpu_blocks_write(struct conn *c, int64_t day, int64_t now);
+
+/* usage_gpu_blocks.c: after GPU `from`'s daily rows were merged into
+ * `to`'s (usage_merge_gpu), drops `from`'s blocks and sums `to`'s again
+ * from its daily rows, inside the caller's transaction. */
+int usage_gpu_blocks_merge(struct conn *c, int64_t from, int64_t to, int64_t now);
 
 /* usage_host_days.c: whether usage_host_days answers for every day from
  * `from` on at time `now` (none of them within reach of retention). */

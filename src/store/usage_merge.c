@@ -11,7 +11,9 @@
  *   consumer days.
  * - Allocation intervals move to `to`; `from`'s marks for the rollup job
  *   become `to`'s, and every hour whose rows changed is marked in
- *   usage_groups_dirty so that the group tables are summed again.
+ *   usage_groups_dirty so that the group tables are summed again; the
+ *   blocks of owned seconds of both GPUs (usage_gpu_blocks.c) are summed
+ *   again at once, since a day moved whole marks no hour.
  * - Recomputing a moved hour later finds `to` owned in it: usage_hour.c
  *   owns a GPU from the start of the placeholders merged into it
  *   (cloud_gpus.superseded_by), as it does from an inventory
@@ -116,6 +118,8 @@ int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now)
             rc = usage_write_consumer_day(c, to, days[i], now);
     for (size_t i = 0; i < sizeof drops / sizeof *drops && rc == GI_OK; i++)
         rc = run2(c, drops[i], from, to, now);
+    if (rc == GI_OK) /* every day of to's may have changed, moved whole or summed again */
+        rc = usage_gpu_blocks_merge(c, from, to, now);
 cleanup:
     free(days);
     return rc;

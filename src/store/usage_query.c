@@ -92,11 +92,34 @@
     "SELECT u.host, SUM(u.owned_s) FROM usage_host_days u WHERE u.day >= :from AND u.day < :to "   \
     "GROUP BY u.host ORDER BY 2 DESC, CASE WHEN u.host IS NULL THEN 1 ELSE 0 END, u.host"
 
+/* The owned seconds of every GPU over [:from, :to) with no filter, as
+ * rows to sum per GPU: the blocks of usage_gpu_blocks within [:a, :b)
+ * (block starts, :from <= :a < :b <= :to), a row per GPU and block, and
+ * the days at the edges from usage_daily. */
+#define BLOCK_ROWS                                                                                 \
+    "SELECT u.gpu_id, NULL, u.owned_s AS owned FROM usage_gpu_blocks u WHERE u.start >= :a AND "   \
+    "u.start < :b UNION ALL SELECT u.gpu_id, NULL, u.owned_s * u.fraction FROM usage_daily u "     \
+    "WHERE u.day >= :from AND u.day < :a UNION ALL SELECT u.gpu_id, NULL, u.owned_s * "            \
+    "u.fraction FROM usage_daily u WHERE u.day >= :b AND u.day < :to"
+/* RANK_GPU from those rows. */
+#define RANK_GPU_BLOCKS                                                                            \
+    "SELECT r.gpu_id, r.owned FROM (SELECT b.gpu_id, SUM(b.owned) AS owned FROM "                  \
+    "(" BLOCK_ROWS ") b GROUP BY b.gpu_id) r LEFT JOIN gpus g ON g.id = r.gpu_id ORDER "           \
+    "BY r.owned DESC, COALESCE(g.uuid, ''), r.gpu_id"
+
 /* The same ranking's rows unsummed, for SQLite, where they are folded and
  * ordered here (rank_rows): three times cheaper than the database's sort. */
 #define RANK_ROWS(table, key, filters)                                                             \
     "SELECT u.gpu_id, u.host, u.owned_s * u.fraction FROM " table " u WHERE u." key                \
     " >= :from AND u." key " < :to AND " filters " LIMIT :max"
+
+/* The figures of a page of hosts from usage_host_days, whose rows are
+ * already the cells of a day (one per host, day and currency); their
+ * columns are the per-host sums of SUMS. */
+#define HOST_DAYS_WHERE(extra)                                                                     \
+    "SELECT u.host, NULL, NULL, u.day - u.day % CAST(:bucket AS BIGINT), "                         \
+    "u.currency, " ROW_TERMS_GROUPS                                                                \
+    " FROM usage_host_days u WHERE u.day >= :from AND u.day < :to AND " extra " LIMIT :max"
 
 /* The page's groups (GPU ids or host names) bound as one JSON array :keys,
  * so that one statement reads the steps of every group of a page. */
@@ -161,6 +184,8 @@
     X(RANK_HOST_HOURLY, RANK_HOST("usage_hourly", "hour", FILTERS))                                \
     X(RANK_HOST_HOURLY_TEAM, RANK_HOST("usage_hourly", "hour", FILTER_TEAM))                       \
     X(RANK_HOST_DAYS, RANK_HOST_DAYS)                                                              \
+    X(RANK_GPU_BLOCKS, RANK_GPU_BLOCKS)                                                            \
+    X(RANK_ROWS_BLOCKS, BLOCK_ROWS " LIMIT :max")                                                  \
     X(RANK_ROWS_DAILY, RANK_ROWS("usage_daily", "day", FILTERS))                                   \
     X(RANK_ROWS_DAILY_TEAM, RANK_ROWS("usage_daily", "day", FILTER_TEAM))                          \
     X(RANK_ROWS_HOURLY, RANK_ROWS("usage_hourly", "hour", FILTERS))                                \
@@ -175,6 +200,9 @@
     X(STEPS_HOST_DAILY_PG, REPORT_WHERE("usage_daily", "day", " AND u.host = " HOSTS_PG))          \
     X(STEPS_HOST_HOURLY_PG, REPORT_WHERE("usage_hourly", "hour", " AND u.host = " HOSTS_PG))       \
     X(STEPS_NOHOST_DAILY, REPORT_WHERE("usage_daily", "day", " AND u.host IS NULL"))               \
+    X(STEPS_HDAYS, HOST_DAYS_WHERE("u.host IN " KEYS_SQLITE))                                      \
+    X(STEPS_HDAYS_PG, HOST_DAYS_WHERE("u.host = " HOSTS_PG))                                       \
+    X(STEPS_NOHOST_HDAYS, HOST_DAYS_WHERE("u.host IS NULL"))                                       \
     X(STEPS_NOHOST_HOURLY, REPORT_WHERE("usage_hourly", "hour", " AND u.host IS NULL"))            \
     X(REPORT_CONSUMERS,                                                                            \
       "SELECT c.consumer, NULL, c.kind, u.hour - u.hour % CAST(:bucket AS BIGINT), "               \
@@ -596,9 +624,12 @@ static size_t page_rank(const struct page_key *keys, size_t n, bool gpu, const s
 /* Reads the steps of the page's groups keys[0..n) into cs, each cell
  * ranked by its group's place in the page: one statement for the named
  * groups (their keys bound as a JSON array), one more for the group of
- * the GPUs with no host if the page has it. */
+ * the GPUs with no host if the page has it. host_days: hosts read from
+ * usage_host_days (whole days, no filter), a row per host, day and
+ * currency, instead of one per GPU and day. */
 static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
-                      bool gpu, const struct page_key *keys, size_t n, struct cells *cs)
+                      bool gpu, bool host_days, const struct page_key *keys, size_t n,
+                      struct cells *cs)
 {
     bool pg = db_dialect(c) == DB_PG, nohost = false;
     json_t *list = json_array();
@@ -622,7 +653,9 @@ static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t
             continue;
         if (pass == 1 && !nohost)
             break;
-        if (pass == 1)
+        if (host_days)
+            id = pass == 1 ? ST_STEPS_NOHOST_HDAYS : pg ? ST_STEPS_HDAYS_PG : ST_STEPS_HDAYS;
+        else if (pass == 1)
             id = daily ? ST_STEPS_NOHOST_DAILY : ST_STEPS_NOHOST_HOURLY;
         else if (gpu)
             id = daily ? (pg ? ST_STEPS_GPU_DAILY_PG : ST_STEPS_GPU_DAILY)
@@ -636,7 +669,7 @@ static int page_steps(struct conn *c, const struct store_usage_query *q, int64_t
         }
         bind_query(s, q, q->group_by, dc_id);
         db_bind_text(s, ":keys", text);
-        if (pass == 0 && !pg) { /* unsummed rows (ROWS_WHERE) */
+        if (host_days || (pass == 0 && !pg)) { /* unsummed rows (ROWS_WHERE, HOST_DAYS) */
             db_bind_int(s, ":max", MAX_ROWS + 1);
             rc = collect_rows(c, s, q, false, cs, 1.0, MAX_ROWS);
         } else {
@@ -699,21 +732,93 @@ static int rank_uuids(struct conn *c, struct cells *rank)
     return i >= rank->n || step == DB_DONE ? GI_OK : db_status(step);
 }
 
+/* Adds owned seconds to GPU gid's cell of a ranking, or appends one:
+ * cell_add keyed by the id alone (a GPU ranking's cells have no group,
+ * kind, start or currency), instead of hashing and comparing every key
+ * part for each of its 100,000 to 300,000 rows (a third of the fold's
+ * cost in a profile of the unfiltered GPU page). Shares cell_add's index
+ * (rank holds GPU cells only). */
+static int rank_add_gpu(struct cells *rank, int64_t gid, double owned)
+{
+    size_t j;
+
+    if (rank->n * 2 >= rank->nslot) {
+        size_t nslot = rank->nslot ? rank->nslot * 2 : 1024, *slot = calloc(nslot, sizeof *slot);
+        if (!slot)
+            return GI_INTERNAL;
+        for (size_t i = 0; i < rank->n; i++) {
+            j = (size_t)((uint64_t)rank->a[i].gid * 0x9e3779b97f4a7c15ull >> 20) & (nslot - 1);
+            while (slot[j])
+                j = (j + 1) & (nslot - 1);
+            slot[j] = i + 1;
+        }
+        free(rank->slot);
+        rank->slot = slot;
+        rank->nslot = nslot;
+    }
+    j = (size_t)((uint64_t)gid * 0x9e3779b97f4a7c15ull >> 20) & (rank->nslot - 1);
+    for (; rank->slot[j]; j = (j + 1) & (rank->nslot - 1))
+        if (rank->a[rank->slot[j] - 1].gid == gid) {
+            rank->a[rank->slot[j] - 1].v[V_OWNED] += owned;
+            return GI_OK;
+        }
+    if (rank->n >= MAX_CELLS)
+        return GI_TOO_LARGE;
+    if (rank->n == rank->cap) {
+        size_t ncap = rank->cap ? rank->cap * 2 : 256;
+        struct cell *p = realloc(rank->a, ncap * sizeof *p);
+        if (!p)
+            return GI_INTERNAL;
+        rank->a = p;
+        rank->cap = ncap;
+    }
+    memset(&rank->a[rank->n], 0, sizeof rank->a[rank->n]);
+    rank->a[rank->n].gid = gid;
+    rank->a[rank->n].v[V_OWNED] = owned;
+    rank->slot[j] = ++rank->n;
+    return GI_OK;
+}
+
+/* Binds the whole blocks [blocks[0], blocks[1]) of a GPU ranking from
+ * usage_gpu_blocks (BLOCK_ROWS); NULL: none. */
+static void bind_blocks(struct db_stmt *s, const int64_t *blocks)
+{
+    if (!blocks)
+        return;
+    db_bind_int(s, ":a", blocks[0]);
+    db_bind_int(s, ":b", blocks[1]);
+}
+
+/* Whether the GPUs of a paged report over [from, to) (whole days) rank
+ * from usage_gpu_blocks: the range holds a whole block; blocks[0..2) its
+ * whole blocks' starts [first, end). */
+static bool range_blocks(int64_t from, int64_t to, int64_t *blocks)
+{
+    int64_t a = from + (USAGE_BLOCK_S - from % USAGE_BLOCK_S) % USAGE_BLOCK_S;
+    int64_t b = to - to % USAGE_BLOCK_S;
+
+    blocks[0] = a;
+    blocks[1] = b;
+    return from >= 0 && a < b;
+}
+
 /* SQLite: the ranking of every group folded from the rows (RANK_ROWS)
  * and ordered as RANK_GPU or RANK_HOST order it, into rank (one cell per
  * group, its owned seconds in v[V_OWNED]). */
 static int rank_rows(struct conn *c, const struct store_usage_query *q, int64_t dc_id, bool daily,
-                     bool gpu, bool team_only, struct cells *rank)
+                     bool gpu, bool team_only, const int64_t *blocks, struct cells *rank)
 {
     struct db_stmt *s =
-        prep(c, daily ? (team_only ? ST_RANK_ROWS_DAILY_TEAM : ST_RANK_ROWS_DAILY)
-                      : (team_only ? ST_RANK_ROWS_HOURLY_TEAM : ST_RANK_ROWS_HOURLY));
+        prep(c, blocks  ? ST_RANK_ROWS_BLOCKS
+                : daily ? (team_only ? ST_RANK_ROWS_DAILY_TEAM : ST_RANK_ROWS_DAILY)
+                        : (team_only ? ST_RANK_ROWS_HOURLY_TEAM : ST_RANK_ROWS_HOURLY));
     size_t rows = 0;
     int step, rc = GI_OK;
 
     if (!s)
         return GI_INTERNAL;
     bind_query(s, q, q->group_by, dc_id);
+    bind_blocks(s, blocks);
     db_bind_int(s, ":max", MAX_ROWS + 1);
     while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW) {
         double v[V__N] = {0};
@@ -721,9 +826,12 @@ static int rank_rows(struct conn *c, const struct store_usage_query *q, int64_t 
             rc = GI_TOO_LARGE;
             break;
         }
+        if (gpu) {
+            rc = rank_add_gpu(rank, db_col_int(s, 0), db_col_dbl(s, 2));
+            continue;
+        }
         v[V_OWNED] = db_col_dbl(s, 2);
-        rc = cell_add(rank, gpu ? NULL : db_col_text(s, 1), gpu ? db_col_int(s, 0) : -1, NULL, 0,
-                      "", v);
+        rc = cell_add(rank, db_col_text(s, 1), -1, NULL, 0, "", v);
     }
     db_reset(s);
     if (rc == GI_OK && step != DB_DONE)
@@ -747,9 +855,14 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
     bool gpu = strcmp(q->group_by, "gpu") == 0;
     bool team_only =
         !q->env && !q->pool && !q->cluster && !q->cloud && !q->model && dc_id < 0 && !q->scope.n;
-    /* no filter at all over whole days: the hosts' day sums rank them */
-    bool host_days = !gpu && daily && team_only && !q->team && !q->datacenter &&
-                     usage_host_days_cover(q->from, (int64_t)time(NULL));
+    /* no filter at all over whole days: the hosts' day sums rank them and
+     * give the page's figures; the GPUs' block sums rank them where the
+     * range holds a whole block */
+    bool plain = daily && team_only && !q->team && !q->datacenter &&
+                 usage_host_days_cover(q->from, (int64_t)time(NULL));
+    bool host_days = !gpu && plain;
+    int64_t blocks[2];
+    bool gpu_blocks = gpu && plain && range_blocks(q->from, q->to, blocks);
     struct db_stmt *s = NULL;
     struct page_key *keys = NULL;
     struct cells rank = {0};
@@ -761,7 +874,7 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
     if (!(keys = calloc((size_t)q->limit, sizeof *keys)))
         return GI_INTERNAL;
     if (db_dialect(c) != DB_PG && !host_days) {
-        rc = rank_rows(c, q, dc_id, daily, gpu, team_only, &rank);
+        rc = rank_rows(c, q, dc_id, daily, gpu, team_only, gpu_blocks ? blocks : NULL, &rank);
         for (size_t i = 0; rc == GI_OK && i < rank.n; i++) {
             if (row++ < q->offset || n >= (size_t)q->limit)
                 continue;
@@ -771,10 +884,13 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
             n++;
         }
         cells_free(&rank);
-    } else if (!(s = prep(c, host_days ? ST_RANK_HOST_DAYS : rank_stmt(gpu, daily, team_only)))) {
+    } else if (!(s = prep(c, host_days    ? ST_RANK_HOST_DAYS
+                             : gpu_blocks ? ST_RANK_GPU_BLOCKS
+                                          : rank_stmt(gpu, daily, team_only)))) {
         rc = GI_INTERNAL;
     } else {
         bind_query(s, q, q->group_by, dc_id);
+        bind_blocks(s, gpu_blocks ? blocks : NULL);
     }
     while (s && (step = db_step(c, s)) == DB_ROW) {
         if (row++ < q->offset || n >= (size_t)q->limit)
@@ -792,7 +908,7 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
         rc = db_status(step);
     *groups_total = row;
     if (rc == GI_OK)
-        rc = page_steps(c, q, dc_id, daily, gpu, keys, n, cs);
+        rc = page_steps(c, q, dc_id, daily, gpu, host_days, keys, n, cs);
     for (size_t i = 0; i < n; i++)
         free(keys[i].host);
     free(keys);

@@ -2,10 +2,12 @@
  * them, on each store, against hand-computed rows: after the first
  * rollup, after late data adds a host to a past day, after a re-run over
  * a day whose first hour moved a GPU to another host and whose later
- * hours changed a GPU's team, and after retention pruned old days; and
- * the paged host report with no filter, which ranks its hosts from them,
- * answers byte for byte what the path over usage_daily answers (a filter
- * every GPU matches takes that path).
+ * hours changed a GPU's team, after a re-run that priced a GPU's day in
+ * another currency, and after retention pruned old days, every sum of
+ * the report compared with usage_daily's; and the paged host report with
+ * no filter, which ranks its hosts and reads its page's figures from
+ * them, answers byte for byte what the path over usage_daily answers (a
+ * filter every GPU matches takes that path), by day, week and month.
  *
  * From D, midnight four days ago, to E = D+3d+10h (exclusive): GPUs 1 and
  * 2 on host n1 and GPU 3 on host n2 report idle every 5 minutes from
@@ -62,33 +64,51 @@ static void host_day(struct testdb_fixture *f, const char *host, int64_t day, in
     assert_int_equal(testdb_scalar(&f->db, sql), gpus);
 }
 
-/* usage_host_days holds exactly one row per day and host of usage_daily,
- * with their count and owned seconds; returns how many rows. */
+/* usage_host_days holds exactly one row per day, host and currency of
+ * usage_daily, with their count and every sum of the report (compared
+ * here with the sums of usage_daily, a NULL cost matching a NULL sum);
+ * returns how many rows. */
 static int64_t days_match(struct testdb_fixture *f)
 {
-    int64_t n = testdb_scalar(&f->db, "SELECT COUNT(*) FROM (SELECT day, host FROM usage_daily "
-                                      "GROUP BY day, host) a");
+    int64_t n = testdb_scalar(&f->db, "SELECT COUNT(*) FROM (SELECT day, host, COALESCE(currency, "
+                                      "'') FROM usage_daily GROUP BY day, host, COALESCE(currency, "
+                                      "'')) a");
 
     assert_int_equal(testdb_scalar(&f->db, "SELECT COUNT(*) FROM usage_host_days"), n);
     assert_int_equal(
-        testdb_scalar(&f->db,
-                      "SELECT COUNT(*) FROM usage_host_days t JOIN (SELECT day, host, COUNT(*) "
-                      "AS n, SUM(owned_s * fraction) AS o FROM usage_daily GROUP BY day, host) a "
-                      "ON a.day = t.day AND (a.host = t.host OR (a.host IS NULL AND t.host IS "
-                      "NULL)) WHERE t.gpus = a.n AND ABS(t.owned_s - a.o) < 0.001"),
+        testdb_scalar(
+            &f->db,
+            "SELECT COUNT(*) FROM usage_host_days t JOIN (SELECT day, host, COALESCE(currency, "
+            "'') AS cur, COUNT(*) AS n, SUM(owned_s * fraction) AS o, SUM(allocated_s * "
+            "fraction) AS al, SUM(busy_s * fraction) AS bu, SUM(alloc_idle_s * fraction) AS ai, "
+            "SUM(idle_s * fraction) AS i, SUM(unknown_s * fraction) AS un, SUM(util_sum * "
+            "fraction) AS us, SUM(measured_s * fraction) AS ms, SUM(energy_wh) AS e, "
+            "SUM(owned_s * fraction * rate_micros) AS oc, SUM(idle_s * fraction * rate_micros) "
+            "AS ic, SUM(unknown_s * fraction * rate_micros) AS uc, SUM(CASE WHEN rate_micros IS "
+            "NULL THEN owned_s * fraction ELSE 0 END) AS up FROM usage_daily GROUP BY day, host, "
+            "COALESCE(currency, '')) a ON a.day = t.day AND a.cur = t.currency AND (a.host = "
+            "t.host OR (a.host IS NULL AND t.host IS NULL)) WHERE t.gpus = a.n AND ABS(t.owned_s "
+            "- a.o) < 0.001 AND ABS(t.allocated_s - a.al) < 0.001 AND ABS(t.busy_s - a.bu) < "
+            "0.001 AND ABS(t.alloc_idle_s - a.ai) < 0.001 AND ABS(t.idle_s - a.i) < 0.001 AND "
+            "ABS(t.unknown_s - a.un) < 0.001 AND ABS(t.util_sum - a.us) < 0.001 AND "
+            "ABS(t.measured_s - a.ms) < 0.001 AND ABS(t.energy_wh - a.e) < 0.001 AND "
+            "ABS(COALESCE(t.owned_cost, -1) - COALESCE(a.oc, -1)) < 0.001 AND "
+            "ABS(COALESCE(t.idle_cost, -1) - COALESCE(a.ic, -1)) < 0.001 AND "
+            "ABS(COALESCE(t.unknown_cost, -1) - COALESCE(a.uc, -1)) < 0.001 AND ABS(t.unpriced_s "
+            "- a.up) < 0.001"),
         n);
     return n;
 }
 
 /* The paged host report over [from, to) as text, with no filter or with a
  * filter every GPU matches. Caller frees. */
-static char *report(struct testdb_fixture *f, int64_t from, int64_t to, int64_t limit,
-                    int64_t offset, bool filtered)
+static char *report_by(struct testdb_fixture *f, int64_t from, int64_t to,
+                       enum store_usage_step step, int64_t limit, int64_t offset, bool filtered)
 {
     struct store_usage_query q = {.group_by = "host",
                                   .from = from,
                                   .to = to,
-                                  .step = USAGE_STEP_DAY,
+                                  .step = step,
                                   .limit = limit,
                                   .offset = offset,
                                   .model = filtered ? "NVIDIA A100" : NULL};
@@ -101,17 +121,29 @@ static char *report(struct testdb_fixture *f, int64_t from, int64_t to, int64_t 
     return text;
 }
 
-/* The two paths answer the same bytes for every page of [from, to). */
+/* The report by day. Caller frees. */
+static char *report(struct testdb_fixture *f, int64_t from, int64_t to, int64_t limit,
+                    int64_t offset, bool filtered)
+{
+    return report_by(f, from, to, USAGE_STEP_DAY, limit, offset, filtered);
+}
+
+/* The two paths answer the same bytes for every page of [from, to), by
+ * day, week and month. */
 static void assert_same(struct testdb_fixture *f, int64_t from, int64_t to)
 {
-    for (int64_t limit = 1; limit <= 4; limit++)
-        for (int64_t off = 0; off <= 3; off++) {
-            char *a = report(f, from, to, limit, off, false),
-                 *b = report(f, from, to, limit, off, true);
-            assert_string_equal(a, b);
-            free(a);
-            free(b);
-        }
+    static const enum store_usage_step steps[] = {USAGE_STEP_DAY, USAGE_STEP_WEEK,
+                                                  USAGE_STEP_MONTH};
+
+    for (size_t k = 0; k < sizeof steps / sizeof *steps; k++)
+        for (int64_t limit = 1; limit <= 4; limit++)
+            for (int64_t off = 0; off <= 3; off++) {
+                char *a = report_by(f, from, to, steps[k], limit, off, false),
+                     *b = report_by(f, from, to, steps[k], limit, off, true);
+                assert_string_equal(a, b);
+                free(a);
+                free(b);
+            }
 }
 
 /* The hosts of the report's page, in order, joined by commas, and its
@@ -210,6 +242,32 @@ static void test_host_days(void **state)
     assert_page(f, d, d + 3 * DAY, 1, "n1", 3);
     assert_same(f, d - DAY, d + 3 * DAY);
     assert_same(f, d + 2 * DAY, d + 3 * DAY);
+
+    /* GPU 3's hours of D+1d but the first are priced in EUR, then the
+     * first is computed again, which sums the day again: n2's day has a
+     * row in EUR (the day's row takes its first hour's price) and GPU 3's
+     * cost; the page's figures read from the host days show it as the
+     * path over usage_daily does. */
+    snprintf(sql, sizeof sql,
+             "UPDATE usage_hourly SET rate_micros = 1500000, currency = 'EUR' WHERE gpu_id = 3 "
+             "AND hour >= %lld AND hour < %lld",
+             (long long)(d + DAY), (long long)(d + 2 * DAY));
+    testdb_exec(f, sql);
+    testdb_mark_dirty(f, 3, d + DAY + 5 * H);
+    testdb_rollup_summed(f);
+    assert_true(days_match(f) >= 10);
+    snprintf(sql, sizeof sql,
+             "SELECT CAST(ROUND(owned_cost / 1000000) AS BIGINT) FROM usage_host_days WHERE host "
+             "= 'n2' AND day = %lld AND currency = 'EUR'",
+             (long long)(d + DAY));
+    assert_int_equal(testdb_scalar(&f->db, sql), 86400 * 3 / 2);
+    {
+        char *text = report(f, d + DAY, d + 2 * DAY, 5, 0, false);
+        assert_non_null(strstr(text, "\"amount\":\"36.00\",\"currency\":\"EUR\""));
+        free(text);
+    }
+    assert_same(f, d - DAY, d + 3 * DAY);
+    assert_same(f, d + DAY, d + 2 * DAY);
 
     /* The ranking is read from usage_host_days: a row changed there by
      * hand changes the order (the rollup writes it again below). */
