@@ -4,16 +4,19 @@
  * See store.h; figures and money are those of insights.c.
  *
  * The consumer lists (allocated-idle, top consumers, over-requesting
- * workloads) read the whole days of their range from
- * usage_consumers_daily and only the hours of the partial days at either
- * end from usage_consumers and usage_hourly (CONSUMER_ROWS); both give
- * the same sums, as a day's rows are the sums of its hours per consumer
- * and combination of the hours' dimensions. Runs of consecutive hours
+ * workloads) read the whole days of their range as aligned spans of
+ * consumer days (usage_consumer_spans, usage_spans.c: a few rows per
+ * consumer for any range instead of one per day) and only the hours of
+ * the partial days at either end from usage_consumers and usage_hourly
+ * (CONSUMER_ROWS); all give the same sums, as a day's rows are the sums
+ * of its hours per consumer and combination of the hours' dimensions,
+ * and a span's those of its days. Runs of consecutive hours
  * ("since when") need hours: an allocated-idle run is walked back hour by
  * hour over its first and last day and by whole idle days in between. An
  * hour without a row breaks a run, so a gap in the data is never taken
  * for idleness. */
 #include "store/insights_int.h"
+#include "store/usage_spans.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -32,13 +35,14 @@
     " usage_consumers u CROSS JOIN usage_hourly h " more " WHERE u.hour >= :from AND u.hour < "    \
     ":to AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND "
 
-/* The filters of FILTERS on usage_consumers_daily (alias d), over the
- * whole days of the range [:dfrom, :dto). */
-#define DAY_FILTERS                                                                                \
-    " d.day >= :dfrom AND d.day < :dto AND (:team IS NULL OR d.team = :team) AND (:env IS NULL "   \
-    "OR d.env = :env) AND (:pool IS NULL OR d.pool = :pool) AND (:cluster IS NULL OR d.cluster = " \
-    ":cluster) AND (:cloud IS NULL OR d.cloud = :cloud) AND (:model IS NULL OR d.model = :model) " \
-    "AND " DC_FILTERS("d")
+/* The filters of FILTERS on usage_consumers_daily and usage_consumer_spans
+ * (alias d) but the range (DAY_DIMS), and with the whole days of the
+ * range [:dfrom, :dto) (DAY_FILTERS). */
+#define DAY_DIMS                                                                                   \
+    " (:team IS NULL OR d.team = :team) AND (:env IS NULL OR d.env = :env) AND (:pool IS NULL OR " \
+    "d.pool = :pool) AND (:cluster IS NULL OR d.cluster = :cluster) AND (:cloud IS NULL OR "       \
+    "d.cloud = :cloud) AND (:model IS NULL OR d.model = :model) AND " DC_FILTERS("d")
+#define DAY_FILTERS " d.day >= :dfrom AND d.day < :dto AND" DAY_DIMS
 
 /* The consumer rows of the range (alias r): one per GPU, consumer, whole
  * day and combination of dimensions from usage_consumers_daily, and one
@@ -57,12 +61,28 @@
     "usage_hourly h WHERE u.hour >= " lo " AND u.hour < " hi " AND h.hour >= " lo                  \
     " AND h.hour < " hi " AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND " FILTERS                \
     "AND u.allocated_s > 0"
-#define CONSUMER_ROWS                                                                              \
-    " (SELECT d.gpu_id, d.kind, d.consumer, d.consumer_team AS holder, d.namespace, d.pod, "       \
+/* The rows of one table of consumer days or spans (alias d) that `cond`
+ * selects, in the columns of CONSUMER_ROWS. */
+#define DAY_ROWS(table, cond)                                                                      \
+    "SELECT d.gpu_id, d.kind, d.consumer, d.consumer_team AS holder, d.namespace, d.pod, "         \
     "d.team, d.host_id, d.host, d.currency, d.hours, d.idle_hours, d.first_hour, d.last_hour, "    \
     "d.first_idle_hour, d.held_s, d.allocated_s, d.busy_s, d.alloc_idle_s, d.util_sum, "           \
-    "d.measured_s, d.util_max, d.allocated_cost, d.alloc_idle_cost FROM usage_consumers_daily d "  \
-    "WHERE" DAY_FILTERS " UNION ALL " CONSUMER_HOUR_ROWS(                                          \
+    "d.measured_s, d.util_max, d.allocated_cost, d.alloc_idle_cost FROM " table " d WHERE " cond   \
+    " AND" DAY_DIMS
+#define SPAN_ROWS(n)                                                                               \
+    " UNION ALL " DAY_ROWS("usage_consumer_spans",                                                 \
+                           "d.len = " #n " AND d.day IN (:s" #n "a, :s" #n "b)")
+#define TOP_SPAN_ROWS                                                                              \
+    " UNION ALL " DAY_ROWS("usage_consumer_spans", "d.len = 32 AND d.day >= :m1 AND d.day < :m2")
+/* The whole days as aligned spans (usage_span_cover, bound by
+ * usage_span_bind): a day or two from the consumer days, at most two
+ * spans of each length up to 16 days and the run of 32-day spans between
+ * from usage_consumer_spans, each row the sums of its days' rows. */
+#define CONSUMER_DAY_ROWS                                                                          \
+    DAY_ROWS("usage_consumers_daily", "d.day IN (:s1a, :s1b)")                                     \
+    SPAN_ROWS(2) SPAN_ROWS(4) SPAN_ROWS(8) SPAN_ROWS(16) TOP_SPAN_ROWS
+#define CONSUMER_ROWS                                                                              \
+    " (" CONSUMER_DAY_ROWS " UNION ALL " CONSUMER_HOUR_ROWS(                                       \
         ":lo1", ":hi1") " UNION ALL " CONSUMER_HOUR_ROWS(":lo2", ":hi2") ") r "
 
 /* A workload: a pod (on whichever container), else the consumer, on one
@@ -255,7 +275,10 @@ static struct day_split split_days(const struct store_insight_filter *f)
 static void bind_rows(struct db_stmt *s, const struct store_insight_filter *f)
 {
     struct day_split d = split_days(f);
+    struct usage_span_cover cv;
 
+    usage_span_cover(d.dfrom, d.dto, &cv);
+    usage_span_bind(s, &cv);
     insight_bind_filter(s, f);
     db_bind_int(s, ":dfrom", d.dfrom);
     db_bind_int(s, ":dto", d.dto);

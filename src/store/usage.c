@@ -24,6 +24,7 @@
  * without the writers of those marking anything. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
+#include "store/usage_spans.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -174,8 +175,8 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
       "u.hour < CAST(:day AS BIGINT) + 86400 AND u.allocated_s > 0 GROUP BY u.gpu_id, u.kind, "    \
       "u.consumer, u.team, h.team, h.env, h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, "  \
       "h.host_id, h.currency")                                                                     \
-    X(PRUNE_CDAYS, "DELETE FROM usage_consumers_daily WHERE day = (SELECT MIN(day) FROM "          \
-                   "usage_consumers_daily WHERE day < :cut)")
+    X(OLDEST_CDAY, "SELECT MIN(day) FROM usage_consumers_daily WHERE day < :cut")                  \
+    X(PRUNE_CDAYS, "DELETE FROM usage_consumers_daily WHERE day = :day")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -230,32 +231,44 @@ int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t n
     db_bind_int(s, ":gid", gid);
     db_bind_int(s, ":day", day);
     db_bind_int(s, ":now", now);
-    return db_exec_done(c, s);
+    if ((rc = db_exec_done(c, s)) != GI_OK)
+        return rc;
+    return usage_spans_write_day(c, gid, day);
 }
 
 /* Deletes the consumer days past the daily retention, one day per
- * transaction. */
+ * transaction with the spans that hold it summed again. */
 static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
 {
-    int64_t n;
+    int64_t n, day;
+    bool none;
     int rc;
 
     do {
         struct conn *c = db_conn_get(st);
         struct db_stmt *s;
         n = 0;
+        none = true;
         rc = db_tx_begin(c);
-        if (rc == GI_OK && !(s = prep(c, ST_PRUNE_CDAYS)))
+        if (rc == GI_OK && !(s = prep(c, ST_OLDEST_CDAY)))
             rc = GI_INTERNAL;
         if (rc == GI_OK) {
             db_bind_int(s, ":cut", now - (int64_t)cfg.retain_daily_days * 86400);
+            rc = usage_fetch_opt_int(c, s, &day, &none);
+        }
+        if (rc == GI_OK && !none && !(s = prep(c, ST_PRUNE_CDAYS)))
+            rc = GI_INTERNAL;
+        if (rc == GI_OK && !none) {
+            db_bind_int(s, ":day", day);
             if ((rc = db_exec_done(c, s)) == GI_OK)
                 n = db_changes(c);
+            if (rc == GI_OK)
+                rc = usage_spans_prune_day(c, day);
         }
         rc = db_tx_end(c, rc);
         db_conn_put(st, c);
         *removed += rc == GI_OK ? n : 0;
-    } while (rc == GI_OK && n > 0);
+    } while (rc == GI_OK && !none);
     return rc;
 }
 
