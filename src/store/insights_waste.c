@@ -142,6 +142,7 @@
       "GROUP BY r.gpu_id, r.kind, r.consumer HAVING MIN(r.first_idle_hour) IS NOT NULL) t JOIN "   \
       "gpus g ON g.id = t.gpu_id LEFT JOIN usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = "    \
       "t.last ORDER BY COALESCE(t.cost, 0) DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")      \
+    X(HOURS_AFTER, "SELECT 1 FROM usage_consumers WHERE hour >= :to AND hour < :end LIMIT 1")      \
     X(ALLOC_IDLE_HOURS,                                                                            \
       "SELECT u.hour, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END "            \
       "FROM" CONSUMER_HOURS("") FILTERS                                                            \
@@ -255,36 +256,64 @@ int64_t insight_recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 36
 
 /* The whole days [dfrom, dto) of the range, which CONSUMER_ROWS reads
  * from usage_consumers_daily; the hours before and after them come from
- * the hourly rows. The range holds the hours that start in [from, to). */
+ * the hourly rows. The range holds the hours that start in [from, to); the
+ * whole days are read as the spans that cover them (usage_span_cover).
+ * rows_dto is where the days CONSUMER_ROWS reads end: dto, or the day
+ * after it when the range ends inside that day and the day has no
+ * consumer hour from `to` on (a range that ends now), so that the day is
+ * read whole, from its consumer days, instead of by the hour. */
 struct day_split {
-    int64_t dfrom, dto;
+    int64_t dfrom, dto, rows_dto;
 };
 
 static struct day_split split_days(const struct store_insight_filter *f)
 {
     int64_t top = f->to % 3600 ? f->to + 3600 - f->to % 3600 : f->to;
     struct day_split d = {f->from % 86400 ? f->from + 86400 - f->from % 86400 : f->from,
-                          top - top % 86400};
+                          top - top % 86400, 0};
 
     if (d.dto <= d.dfrom) /* no whole day: every hour from the hourly rows */
         d.dfrom = d.dto = f->from;
+    d.rows_dto = d.dto;
     return d;
 }
 
-/* Binds the filters and the day split of a CONSUMER_ROWS statement. */
-static void bind_rows(struct db_stmt *s, const struct store_insight_filter *f)
+/* The split of CONSUMER_ROWS for f: split_days(), with the range's last
+ * day read whole when no consumer hour of it starts at or after f->to. */
+static int rows_split(struct conn *c, const struct store_insight_filter *f, struct day_split *d)
 {
-    struct day_split d = split_days(f);
+    struct db_stmt *s;
+    int step;
+
+    *d = split_days(f);
+    if (d->dto % 86400 != 0 || f->to <= d->dto || f->to - d->dto >= 86400)
+        return GI_OK;
+    if ((s = prep(c, ST_HOURS_AFTER)) == NULL)
+        return GI_INTERNAL;
+    db_bind_int(s, ":to", f->to);
+    db_bind_int(s, ":end", d->dto + 86400);
+    step = db_step(c, s);
+    db_reset(s);
+    if (step == DB_DONE)
+        d->rows_dto = d->dto + 86400;
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Binds the filters and the day split d of a CONSUMER_ROWS statement
+ * (also of ALLOC_IDLE_DAYS, which reads [:dfrom, :dto)). */
+static void bind_rows(struct db_stmt *s, const struct store_insight_filter *f,
+                      const struct day_split *d)
+{
     struct usage_span_cover cv;
 
-    usage_span_cover(d.dfrom, d.dto, &cv);
+    usage_span_cover(d->dfrom, d->rows_dto, &cv);
     usage_span_bind(s, &cv);
     insight_bind_filter(s, f);
-    db_bind_int(s, ":dfrom", d.dfrom);
-    db_bind_int(s, ":dto", d.dto);
+    db_bind_int(s, ":dfrom", d->dfrom);
+    db_bind_int(s, ":dto", d->dto);
     db_bind_int(s, ":lo1", f->from);
-    db_bind_int(s, ":hi1", d.dfrom);
-    db_bind_int(s, ":lo2", d.dto);
+    db_bind_int(s, ":hi1", d->dfrom);
+    db_bind_int(s, ":lo2", d->rows_dto);
     db_bind_int(s, ":hi2", f->to);
 }
 
@@ -358,11 +387,12 @@ static int walk_hours(struct conn *c, const struct idle_walk *w, int64_t top, in
 static int walk_days(struct conn *c, const struct idle_walk *w, int64_t *start)
 {
     struct db_stmt *s = prep(c, ST_ALLOC_IDLE_DAYS);
+    struct day_split d = split_days(w->f);
     int step;
 
     if (s == NULL)
         return GI_INTERNAL;
-    bind_rows(s, w->f);
+    bind_rows(s, w->f, &d);
     db_bind_int(s, ":gid", w->gid);
     db_bind_text(s, ":kind", w->kind);
     db_bind_text(s, ":consumer", w->consumer);
@@ -439,13 +469,16 @@ static int alloc_idle_runs(struct conn *c, const struct store_insight_filter *f,
  * figures). */
 int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
 {
-    struct db_stmt *s = prep(c, ST_ALLOC_IDLE);
+    struct db_stmt *s;
     size_t first = json_array_size(items);
+    struct day_split d;
     int rc;
 
-    if (s == NULL)
+    if ((rc = rows_split(c, f, &d)) != GI_OK)
+        return rc;
+    if ((s = prep(c, ST_ALLOC_IDLE)) == NULL)
         return GI_INTERNAL;
-    bind_rows(s, f);
+    bind_rows(s, f, &d);
     if ((rc = insight_collect_rows(c, s, alloc_idle_row, items)) != GI_OK)
         return rc;
     return alloc_idle_runs(c, f, items, first);
@@ -731,11 +764,15 @@ static json_t *top_row(struct db_stmt *s)
 
 static int top_fn(struct conn *c, const void *arg, json_t *items)
 {
-    struct db_stmt *s = prep(c, ST_TOP_CONSUMERS);
+    struct db_stmt *s;
+    struct day_split d;
+    int rc;
 
-    if (s == NULL)
+    if ((rc = rows_split(c, arg, &d)) != GI_OK)
+        return rc;
+    if ((s = prep(c, ST_TOP_CONSUMERS)) == NULL)
         return GI_INTERNAL;
-    bind_rows(s, arg);
+    bind_rows(s, arg, &d);
     return insight_collect_rows(c, s, top_row, items);
 }
 
@@ -872,15 +909,18 @@ int insight_sort_limit(json_t *items, int (*cmp)(const void *, const void *), in
 int insight_overrequest_items(struct conn *c, const struct store_insight_filter *f,
                               double peak_below, json_t *items)
 {
-    struct db_stmt *s = prep(c, ST_OVERREQUEST);
+    struct db_stmt *s;
     struct workload w = {0};
+    struct day_split d;
     char key[1024] = "", prev[1024] = "";
     int64_t rows = 0;
-    int step, rc = GI_OK;
+    int step, rc;
 
-    if (s == NULL)
+    if ((rc = rows_split(c, f, &d)) != GI_OK)
+        return rc;
+    if ((s = prep(c, ST_OVERREQUEST)) == NULL)
         return GI_INTERNAL;
-    bind_rows(s, f);
+    bind_rows(s, f, &d);
     while ((step = db_step(c, s)) == DB_ROW) {
         const char *kind = db_col_text(s, 0), *wl = db_col_text(s, 1);
         if (++rows > OVERREQUEST_MAX_ROWS) {

@@ -145,11 +145,16 @@ async function check(from, to) {
 }
 
 // Ranges whose ends fall in every part of the spans: whole days at odd
-// offsets, one day, partial days at either end, no whole day, nothing.
+// offsets, one day, partial days at either end, no whole day, nothing; a
+// range that ends inside a day with hours after its end (read by the
+// hour), and inside one with none (read whole, as a range that ends now):
+// day 4 after 13:00, today, and day 20 before 15:00 until late data.
 const RANGES = [
   [dayK(35), dayK(2)], [dayK(29), dayK(6)], [dayK(17), dayK(16)], [dayK(32), dayK(1)],
   [dayK(13) + 11 * H, dayK(3) + 11 * H], [dayK(20) + 10 * H, dayK(20) + 11 * H],
   [dayK(9) + 23 * H, dayK(7) + 1 * H], [dayK(40), dayK(38)], [dayK(37), TODAY],
+  [dayK(12) + 5 * H, dayK(4) + 13 * H], [dayK(30) + 17 * H, TODAY + 5 * H],
+  [dayK(20), dayK(20) + 15 * H], [dayK(21), dayK(20) + 15 * H + 1800],
 ];
 const spansMatchDays = async () => {
   // Every span row is the sum of the consumer days inside it.
