@@ -214,8 +214,9 @@ int usage_day_steps(struct conn *c, const char *const *sql, size_t n, int64_t da
     return rc;
 }
 
-/* See usage_int.h. */
-int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
+/* Sums GPU gid's consumer hours of `day` into its consumer days again,
+ * leaving the spans to the caller. */
+static int write_consumer_day_rows(struct conn *c, int64_t gid, int64_t day, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_CDAY_DEL);
     int rc;
@@ -231,9 +232,15 @@ int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t n
     db_bind_int(s, ":gid", gid);
     db_bind_int(s, ":day", day);
     db_bind_int(s, ":now", now);
-    if ((rc = db_exec_done(c, s)) != GI_OK)
-        return rc;
-    return usage_spans_write_day(c, gid, day);
+    return db_exec_done(c, s);
+}
+
+/* See usage_int.h. */
+int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
+{
+    int rc = write_consumer_day_rows(c, gid, day, now);
+
+    return rc != GI_OK ? rc : usage_spans_write_day(c, gid, day);
 }
 
 /* Deletes the consumer days past the daily retention, one day per
@@ -468,17 +475,21 @@ static int groups_mark(struct conn *c, int64_t hour, int64_t now)
  * pipeline: one round trip for the chunk instead of seven per GPU-hour
  * (on SQLite each runs at once). Each keeps its one-GPU form, whose plan
  * stays on the primary keys: the same sums over an array of GPUs were
- * planned as scans of the whole day's rows. */
+ * planned as scans of the whole day's rows. The consumer-day spans of the
+ * day follow for all the chunk's GPUs at once (usage_spans_write_days:
+ * on SQLite a statement per span length instead of two per GPU and
+ * length). */
 static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int64_t hour,
                         int64_t now)
 {
-    int64_t day = hour - hour % 86400;
+    int64_t day = hour - hour % 86400, ids[CHUNK_GPUS];
     struct db_stmt *s;
     int rc = db_defer(c, true), drc;
 
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        ids[i] = g[i].id;
         if ((rc = usage_write_day(c, g[i].id, day, now)) != GI_OK ||
-            (rc = usage_write_consumer_day(c, g[i].id, day, now)) != GI_OK)
+            (rc = write_consumer_day_rows(c, g[i].id, day, now)) != GI_OK)
             break;
         rc = GI_INTERNAL;
         if (!(s = prep(c, ST_DIRTY_DONE_GEN)))
@@ -488,6 +499,9 @@ static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int
         db_bind_int(s, ":gen", g[i].gen);
         rc = db_exec_done(c, s);
     }
+    /* The spans holding the day, of all the chunk's GPUs at once. */
+    if (rc == GI_OK)
+        rc = usage_spans_write_days(c, ids, n, day);
     if (rc == GI_OK)
         rc = groups_mark(c, hour, now);
     drc = db_defer(c, false);

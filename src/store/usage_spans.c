@@ -16,6 +16,8 @@
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* The columns of a span row, and their sums over the rows of a source
  * (alias x) grouped by the consumer day's key. */
@@ -59,7 +61,16 @@
     X(ADD_ALL_HALVES, SPAN_ADD("usage_consumer_spans", "x.len = :half AND"))                       \
     X(DROP_GPU, "DELETE FROM usage_consumer_spans WHERE gpu_id = :gid")                            \
     X(FILL_GPU_DAYS, SPAN_FILL("usage_consumers_daily", "x.gpu_id = :gid"))                        \
-    X(FILL_GPU_HALVES, SPAN_FILL("usage_consumer_spans", "x.gpu_id = :gid AND x.len = :half"))
+    X(FILL_GPU_HALVES, SPAN_FILL("usage_consumer_spans", "x.gpu_id = :gid AND x.len = :half"))     \
+    /* The same as DEL_GPU, ADD_GPU_DAYS, ADD_GPU_HALVES for a set of GPUs                         \
+     * (:ids, a JSON array), each found by its own key (SQLite). */                                \
+    X(DEL_SET_SQLITE, "DELETE FROM usage_consumer_spans WHERE gpu_id IN (SELECT value FROM "       \
+                      "json_each(:ids)) AND len = :len AND day = :start")                          \
+    X(ADD_SET_DAYS_SQLITE,                                                                         \
+      SPAN_ADD("usage_consumers_daily", "x.gpu_id IN (SELECT value FROM json_each(:ids)) AND"))    \
+    X(ADD_SET_HALVES_SQLITE,                                                                       \
+      SPAN_ADD("usage_consumer_spans",                                                             \
+               "x.gpu_id IN (SELECT value FROM json_each(:ids)) AND x.len = :half AND"))
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -171,6 +182,56 @@ int usage_spans_write_day(struct conn *c, int64_t gid, int64_t day)
 }
 
 int usage_spans_prune_day(struct conn *c, int64_t day) { return rewrite_spans(c, 0, day); }
+
+/* The GPU ids as a JSON array, bound as :ids; false when out of memory. */
+static bool bind_ids(struct db_stmt *s, const int64_t *gids, size_t n)
+{
+    size_t len = 0, cap = 3 + n * 21; /* an id is at most 20 characters */
+    char *json = malloc(cap);
+
+    if (json == NULL)
+        return false;
+    json[len++] = '[';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(json + len, cap - len, "%s%lld", i ? "," : "", (long long)gids[i]);
+    json[len++] = ']';
+    json[len] = '\0';
+    db_bind_text(s, ":ids", json);
+    free(json);
+    return true;
+}
+
+/* On SQLite a statement per span length for all the GPUs (each runs at
+ * once, and its planner seeks each GPU's rows by their keys); on
+ * PostgreSQL the one-GPU statements, which the caller's pipeline sends
+ * together and whose plans stay on the keys (a set of GPUs was planned as
+ * a scan of the whole days' rows). */
+int usage_spans_write_days(struct conn *c, const int64_t *gids, size_t n, int64_t day)
+{
+    int rc = GI_OK;
+
+    if (db_dialect(c) == DB_PG) {
+        for (size_t i = 0; i < n && rc == GI_OK; i++)
+            rc = usage_spans_write_day(c, gids[i], day);
+        return rc;
+    }
+    if (n == 0)
+        return GI_OK;
+    for (int64_t len = 2; len <= USAGE_SPAN_TOP && rc == GI_OK; len *= 2) {
+        struct db_stmt *s = prep(c, ST_DEL_SET_SQLITE);
+        if (s == NULL || !bind_ids(s, gids, n))
+            return GI_INTERNAL;
+        bind_span(s, len, day);
+        if ((rc = db_exec_done(c, s)) != GI_OK)
+            break;
+        s = prep(c, len == 2 ? ST_ADD_SET_DAYS_SQLITE : ST_ADD_SET_HALVES_SQLITE);
+        if (s == NULL || !bind_ids(s, gids, n))
+            return GI_INTERNAL;
+        bind_span(s, len, day);
+        rc = db_exec_done(c, s);
+    }
+    return rc;
+}
 
 int usage_spans_rebuild_gpu(struct conn *c, int64_t gid)
 {
