@@ -476,9 +476,9 @@ static int groups_mark(struct conn *c, int64_t hour, int64_t now)
  * (on SQLite each runs at once). Each keeps its one-GPU form, whose plan
  * stays on the primary keys: the same sums over an array of GPUs were
  * planned as scans of the whole day's rows. The consumer-day spans of the
- * day follow for all the chunk's GPUs at once (usage_spans_write_days:
- * on SQLite a statement per span length instead of two per GPU and
- * length). */
+ * day follow for all the chunk's GPUs at once (usage_spans_write_days: a
+ * statement per span length instead of two per GPU and length, each
+ * GPU's rows still found by its key). */
 static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int64_t hour,
                         int64_t now)
 {

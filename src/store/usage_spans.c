@@ -70,7 +70,13 @@
       SPAN_ADD("usage_consumers_daily", "x.gpu_id IN (SELECT value FROM json_each(:ids)) AND"))    \
     X(ADD_SET_HALVES_SQLITE,                                                                       \
       SPAN_ADD("usage_consumer_spans",                                                             \
-               "x.gpu_id IN (SELECT value FROM json_each(:ids)) AND x.len = :half AND"))
+               "x.gpu_id IN (SELECT value FROM json_each(:ids)) AND x.len = :half AND"))           \
+    X(DEL_SET_PG, "DELETE FROM usage_consumer_spans WHERE gpu_id = ANY(CAST(:ids AS BIGINT[])) "   \
+                  "AND len = :len AND day = :start")                                               \
+    X(ADD_SET_DAYS_PG,                                                                             \
+      SPAN_ADD("usage_consumers_daily", "x.gpu_id = ANY(CAST(:ids AS BIGINT[])) AND"))             \
+    X(ADD_SET_HALVES_PG, SPAN_ADD("usage_consumer_spans",                                          \
+                                  "x.gpu_id = ANY(CAST(:ids AS BIGINT[])) AND x.len = :half AND"))
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -183,13 +189,24 @@ int usage_spans_write_day(struct conn *c, int64_t gid, int64_t day)
 
 int usage_spans_prune_day(struct conn *c, int64_t day) { return rewrite_spans(c, 0, day); }
 
-/* The GPU ids as a JSON array, bound as :ids; false when out of memory. */
-static bool bind_ids(struct db_stmt *s, const int64_t *gids, size_t n)
+/* The GPU ids bound as :ids: a JSON array on SQLite, an array on
+ * PostgreSQL; false when out of memory. */
+static bool bind_ids(struct db_stmt *s, bool pg, const int64_t *gids, size_t n)
 {
     size_t len = 0, cap = 3 + n * 21; /* an id is at most 20 characters */
-    char *json = malloc(cap);
+    struct db_array a = {0};
+    char *json;
 
-    if (json == NULL)
+    if (pg) {
+        bool ok;
+        for (size_t i = 0; i < n; i++)
+            db_array_int(&a, gids[i]);
+        ok = !a.failed;
+        db_bind_array(s, ":ids", &a);
+        db_array_free(&a);
+        return ok;
+    }
+    if ((json = malloc(cap)) == NULL)
         return false;
     json[len++] = '[';
     for (size_t i = 0; i < n; i++)
@@ -201,31 +218,27 @@ static bool bind_ids(struct db_stmt *s, const int64_t *gids, size_t n)
     return true;
 }
 
-/* On SQLite a statement per span length for all the GPUs (each runs at
- * once, and its planner seeks each GPU's rows by their keys); on
- * PostgreSQL the one-GPU statements, which the caller's pipeline sends
- * together and whose plans stay on the keys (a set of GPUs was planned as
- * a scan of the whole days' rows). */
+/* A statement per span length for all the GPUs, each GPU's rows found by
+ * their keys. */
 int usage_spans_write_days(struct conn *c, const int64_t *gids, size_t n, int64_t day)
 {
+    bool pg = db_dialect(c) == DB_PG;
     int rc = GI_OK;
 
-    if (db_dialect(c) == DB_PG) {
-        for (size_t i = 0; i < n && rc == GI_OK; i++)
-            rc = usage_spans_write_day(c, gids[i], day);
-        return rc;
-    }
     if (n == 0)
         return GI_OK;
     for (int64_t len = 2; len <= USAGE_SPAN_TOP && rc == GI_OK; len *= 2) {
-        struct db_stmt *s = prep(c, ST_DEL_SET_SQLITE);
-        if (s == NULL || !bind_ids(s, gids, n))
+        struct db_stmt *s = prep(c, pg ? ST_DEL_SET_PG : ST_DEL_SET_SQLITE);
+        if (s == NULL || !bind_ids(s, pg, gids, n))
             return GI_INTERNAL;
         bind_span(s, len, day);
         if ((rc = db_exec_done(c, s)) != GI_OK)
             break;
-        s = prep(c, len == 2 ? ST_ADD_SET_DAYS_SQLITE : ST_ADD_SET_HALVES_SQLITE);
-        if (s == NULL || !bind_ids(s, gids, n))
+        if (len == 2)
+            s = prep(c, pg ? ST_ADD_SET_DAYS_PG : ST_ADD_SET_DAYS_SQLITE);
+        else
+            s = prep(c, pg ? ST_ADD_SET_HALVES_PG : ST_ADD_SET_HALVES_SQLITE);
+        if (s == NULL || !bind_ids(s, pg, gids, n))
             return GI_INTERNAL;
         bind_span(s, len, day);
         rc = db_exec_done(c, s);

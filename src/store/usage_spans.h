@@ -38,8 +38,9 @@ void usage_span_bind(struct db_stmt *s, const struct usage_span_cover *cv);
 int usage_spans_write_day(struct conn *c, int64_t gid, int64_t day);
 
 /* usage_spans_write_day() for the GPUs gids[0..n) (borrowed, each once)
- * and one day, a statement per span length for all of them: the rollup
- * job's chunk, which has rewritten those GPUs' consumer days of `day`. */
+ * and one day, two statements per span length for all of them (their ids
+ * a JSON array on SQLite, an array on PostgreSQL): the rollup job's
+ * chunk, which has rewritten those GPUs' consumer days of `day`. */
 int usage_spans_write_days(struct conn *c, const int64_t *gids, size_t n, int64_t day);
 
 /* Replaces every span of GPU gid by the sums of its consumer days as they
