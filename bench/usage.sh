@@ -239,7 +239,7 @@ else
 fi
 [ "$hd_sums" = 0 ] || export BENCH_GEN_HOST_DAYS=2
 # Secondary indexes are dropped for the load and built again after it.
-tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','gpu_samples'"
+tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','usage_consumer_spans','gpu_samples'"
 if [ "$store" = postgresql ]; then
   dbq -c "SELECT indexdef || ';' FROM pg_indexes WHERE tablename IN ($tables) AND indexname NOT LIKE '%pkey'
           AND indexname NOT IN (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid)" >"$tmp/indexes.sql"
@@ -255,6 +255,16 @@ dbq <"$tmp/drop.sql"
 cdaily=0
 ! has_table usage_consumers_daily || cdaily=1
 bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" "$cdaily" >"$tmp/gen.sql"
+# The consumer-day spans of those consumer days, where the schema has them
+# (the fill the tests run, tests/fixtures/usage_consumer_days.sql).
+if [ "$store" = postgresql ]; then
+  cspans=$(dbq -c "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'usage_consumer_spans'")
+else
+  cspans=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_consumer_spans'")
+fi
+if [ "$cdaily" = 1 ] && [ "$cspans" = 1 ]; then
+  { echo "BEGIN;"; sed -n '/^DELETE FROM usage_consumer_spans/,$p' tests/fixtures/usage_consumer_days.sql; echo "COMMIT;"; } >>"$tmp/gen.sql"
+fi
 t0=$EPOCHREALTIME
 if [ "$store" = postgresql ]; then
   dbq -c "SET maintenance_work_mem = '512MB'" -f "$tmp/gen.sql" -f "$tmp/indexes.sql" -c "VACUUM ANALYZE"

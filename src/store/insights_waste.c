@@ -4,16 +4,19 @@
  * See store.h; figures and money are those of insights.c.
  *
  * The consumer lists (allocated-idle, top consumers, over-requesting
- * workloads) read the whole days of their range from
- * usage_consumers_daily and only the hours of the partial days at either
- * end from usage_consumers and usage_hourly (CONSUMER_ROWS); both give
- * the same sums, as a day's rows are the sums of its hours per consumer
- * and combination of the hours' dimensions. Runs of consecutive hours
+ * workloads) read the whole days of their range as aligned spans of
+ * consumer days (usage_consumer_spans, usage_spans.c: a few rows per
+ * consumer for any range instead of one per day) and only the hours of
+ * the partial days at either end from usage_consumers and usage_hourly
+ * (CONSUMER_ROWS); all give the same sums, as a day's rows are the sums
+ * of its hours per consumer and combination of the hours' dimensions,
+ * and a span's those of its days. Runs of consecutive hours
  * ("since when") need hours: an allocated-idle run is walked back hour by
  * hour over its first and last day and by whole idle days in between. An
  * hour without a row breaks a run, so a gap in the data is never taken
  * for idleness. */
 #include "store/insights_int.h"
+#include "store/usage_spans.h"
 #include "core/status.h"
 #include "core/util.h"
 
@@ -32,13 +35,14 @@
     " usage_consumers u CROSS JOIN usage_hourly h " more " WHERE u.hour >= :from AND u.hour < "    \
     ":to AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND "
 
-/* The filters of FILTERS on usage_consumers_daily (alias d), over the
- * whole days of the range [:dfrom, :dto). */
-#define DAY_FILTERS                                                                                \
-    " d.day >= :dfrom AND d.day < :dto AND (:team IS NULL OR d.team = :team) AND (:env IS NULL "   \
-    "OR d.env = :env) AND (:pool IS NULL OR d.pool = :pool) AND (:cluster IS NULL OR d.cluster = " \
-    ":cluster) AND (:cloud IS NULL OR d.cloud = :cloud) AND (:model IS NULL OR d.model = :model) " \
-    "AND " DC_FILTERS("d")
+/* The filters of FILTERS on usage_consumers_daily and usage_consumer_spans
+ * (alias d) but the range (DAY_DIMS), and with the whole days of the
+ * range [:dfrom, :dto) (DAY_FILTERS). */
+#define DAY_DIMS                                                                                   \
+    " (:team IS NULL OR d.team = :team) AND (:env IS NULL OR d.env = :env) AND (:pool IS NULL OR " \
+    "d.pool = :pool) AND (:cluster IS NULL OR d.cluster = :cluster) AND (:cloud IS NULL OR "       \
+    "d.cloud = :cloud) AND (:model IS NULL OR d.model = :model) AND " DC_FILTERS("d")
+#define DAY_FILTERS " d.day >= :dfrom AND d.day < :dto AND" DAY_DIMS
 
 /* The consumer rows of the range (alias r): one per GPU, consumer, whole
  * day and combination of dimensions from usage_consumers_daily, and one
@@ -57,12 +61,28 @@
     "usage_hourly h WHERE u.hour >= " lo " AND u.hour < " hi " AND h.hour >= " lo                  \
     " AND h.hour < " hi " AND h.gpu_id = u.gpu_id AND h.hour = u.hour AND " FILTERS                \
     "AND u.allocated_s > 0"
-#define CONSUMER_ROWS                                                                              \
-    " (SELECT d.gpu_id, d.kind, d.consumer, d.consumer_team AS holder, d.namespace, d.pod, "       \
+/* The rows of one table of consumer days or spans (alias d) that `cond`
+ * selects, in the columns of CONSUMER_ROWS. */
+#define DAY_ROWS(table, cond)                                                                      \
+    "SELECT d.gpu_id, d.kind, d.consumer, d.consumer_team AS holder, d.namespace, d.pod, "         \
     "d.team, d.host_id, d.host, d.currency, d.hours, d.idle_hours, d.first_hour, d.last_hour, "    \
     "d.first_idle_hour, d.held_s, d.allocated_s, d.busy_s, d.alloc_idle_s, d.util_sum, "           \
-    "d.measured_s, d.util_max, d.allocated_cost, d.alloc_idle_cost FROM usage_consumers_daily d "  \
-    "WHERE" DAY_FILTERS " UNION ALL " CONSUMER_HOUR_ROWS(                                          \
+    "d.measured_s, d.util_max, d.allocated_cost, d.alloc_idle_cost FROM " table " d WHERE " cond   \
+    " AND" DAY_DIMS
+#define SPAN_ROWS(n)                                                                               \
+    " UNION ALL " DAY_ROWS("usage_consumer_spans",                                                 \
+                           "d.len = " #n " AND d.day IN (:s" #n "a, :s" #n "b)")
+#define TOP_SPAN_ROWS                                                                              \
+    " UNION ALL " DAY_ROWS("usage_consumer_spans", "d.len = 32 AND d.day >= :m1 AND d.day < :m2")
+/* The whole days as aligned spans (usage_span_cover, bound by
+ * usage_span_bind): a day or two from the consumer days, at most two
+ * spans of each length up to 16 days and the run of 32-day spans between
+ * from usage_consumer_spans, each row the sums of its days' rows. */
+#define CONSUMER_DAY_ROWS                                                                          \
+    DAY_ROWS("usage_consumers_daily", "d.day IN (:s1a, :s1b)")                                     \
+    SPAN_ROWS(2) SPAN_ROWS(4) SPAN_ROWS(8) SPAN_ROWS(16) TOP_SPAN_ROWS
+#define CONSUMER_ROWS                                                                              \
+    " (" CONSUMER_DAY_ROWS " UNION ALL " CONSUMER_HOUR_ROWS(                                       \
         ":lo1", ":hi1") " UNION ALL " CONSUMER_HOUR_ROWS(":lo2", ":hi2") ") r "
 
 /* A workload: a pod (on whichever container), else the consumer, on one
@@ -122,6 +142,7 @@
       "GROUP BY r.gpu_id, r.kind, r.consumer HAVING MIN(r.first_idle_hour) IS NOT NULL) t JOIN "   \
       "gpus g ON g.id = t.gpu_id LEFT JOIN usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = "    \
       "t.last ORDER BY COALESCE(t.cost, 0) DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")      \
+    X(HOURS_AFTER, "SELECT 1 FROM usage_consumers WHERE hour >= :to AND hour < :end LIMIT 1")      \
     X(ALLOC_IDLE_HOURS,                                                                            \
       "SELECT u.hour, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END "            \
       "FROM" CONSUMER_HOURS("") FILTERS                                                            \
@@ -235,33 +256,64 @@ int64_t insight_recent_hour(int64_t to) { return (to - 1) - (to - 1) % 3600 - 36
 
 /* The whole days [dfrom, dto) of the range, which CONSUMER_ROWS reads
  * from usage_consumers_daily; the hours before and after them come from
- * the hourly rows. The range holds the hours that start in [from, to). */
+ * the hourly rows. The range holds the hours that start in [from, to); the
+ * whole days are read as the spans that cover them (usage_span_cover).
+ * rows_dto is where the days CONSUMER_ROWS reads end: dto, or the day
+ * after it when the range ends inside that day and the day has no
+ * consumer hour from `to` on (a range that ends now), so that the day is
+ * read whole, from its consumer days, instead of by the hour. */
 struct day_split {
-    int64_t dfrom, dto;
+    int64_t dfrom, dto, rows_dto;
 };
 
 static struct day_split split_days(const struct store_insight_filter *f)
 {
     int64_t top = f->to % 3600 ? f->to + 3600 - f->to % 3600 : f->to;
     struct day_split d = {f->from % 86400 ? f->from + 86400 - f->from % 86400 : f->from,
-                          top - top % 86400};
+                          top - top % 86400, 0};
 
     if (d.dto <= d.dfrom) /* no whole day: every hour from the hourly rows */
         d.dfrom = d.dto = f->from;
+    d.rows_dto = d.dto;
     return d;
 }
 
-/* Binds the filters and the day split of a CONSUMER_ROWS statement. */
-static void bind_rows(struct db_stmt *s, const struct store_insight_filter *f)
+/* The split of CONSUMER_ROWS for f: split_days(), with the range's last
+ * day read whole when no consumer hour of it starts at or after f->to. */
+static int rows_split(struct conn *c, const struct store_insight_filter *f, struct day_split *d)
 {
-    struct day_split d = split_days(f);
+    struct db_stmt *s;
+    int step;
 
+    *d = split_days(f);
+    if (d->dto % 86400 != 0 || f->to <= d->dto || f->to - d->dto >= 86400)
+        return GI_OK;
+    if ((s = prep(c, ST_HOURS_AFTER)) == NULL)
+        return GI_INTERNAL;
+    db_bind_int(s, ":to", f->to);
+    db_bind_int(s, ":end", d->dto + 86400);
+    step = db_step(c, s);
+    db_reset(s);
+    if (step == DB_DONE)
+        d->rows_dto = d->dto + 86400;
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
+/* Binds the filters and the day split d of a CONSUMER_ROWS statement
+ * (also of ALLOC_IDLE_DAYS, which reads [:dfrom, :dto)). */
+static void bind_rows(struct db_stmt *s, const struct store_insight_filter *f,
+                      const struct day_split *d)
+{
+    struct usage_span_cover cv;
+
+    usage_span_cover(d->dfrom, d->rows_dto, &cv);
+    usage_span_bind(s, &cv);
     insight_bind_filter(s, f);
-    db_bind_int(s, ":dfrom", d.dfrom);
-    db_bind_int(s, ":dto", d.dto);
+    db_bind_int(s, ":dfrom", d->dfrom);
+    db_bind_int(s, ":dto", d->dto);
     db_bind_int(s, ":lo1", f->from);
-    db_bind_int(s, ":hi1", d.dfrom);
-    db_bind_int(s, ":lo2", d.dto);
+    db_bind_int(s, ":hi1", d->dfrom);
+    db_bind_int(s, ":lo2", d->rows_dto);
     db_bind_int(s, ":hi2", f->to);
 }
 
@@ -335,11 +387,12 @@ static int walk_hours(struct conn *c, const struct idle_walk *w, int64_t top, in
 static int walk_days(struct conn *c, const struct idle_walk *w, int64_t *start)
 {
     struct db_stmt *s = prep(c, ST_ALLOC_IDLE_DAYS);
+    struct day_split d = split_days(w->f);
     int step;
 
     if (s == NULL)
         return GI_INTERNAL;
-    bind_rows(s, w->f);
+    bind_rows(s, w->f, &d);
     db_bind_int(s, ":gid", w->gid);
     db_bind_text(s, ":kind", w->kind);
     db_bind_text(s, ":consumer", w->consumer);
@@ -416,13 +469,16 @@ static int alloc_idle_runs(struct conn *c, const struct store_insight_filter *f,
  * figures). */
 int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
 {
-    struct db_stmt *s = prep(c, ST_ALLOC_IDLE);
+    struct db_stmt *s;
     size_t first = json_array_size(items);
+    struct day_split d;
     int rc;
 
-    if (s == NULL)
+    if ((rc = rows_split(c, f, &d)) != GI_OK)
+        return rc;
+    if ((s = prep(c, ST_ALLOC_IDLE)) == NULL)
         return GI_INTERNAL;
-    bind_rows(s, f);
+    bind_rows(s, f, &d);
     if ((rc = insight_collect_rows(c, s, alloc_idle_row, items)) != GI_OK)
         return rc;
     return alloc_idle_runs(c, f, items, first);
@@ -708,11 +764,15 @@ static json_t *top_row(struct db_stmt *s)
 
 static int top_fn(struct conn *c, const void *arg, json_t *items)
 {
-    struct db_stmt *s = prep(c, ST_TOP_CONSUMERS);
+    struct db_stmt *s;
+    struct day_split d;
+    int rc;
 
-    if (s == NULL)
+    if ((rc = rows_split(c, arg, &d)) != GI_OK)
+        return rc;
+    if ((s = prep(c, ST_TOP_CONSUMERS)) == NULL)
         return GI_INTERNAL;
-    bind_rows(s, arg);
+    bind_rows(s, arg, &d);
     return insight_collect_rows(c, s, top_row, items);
 }
 
@@ -849,15 +909,18 @@ int insight_sort_limit(json_t *items, int (*cmp)(const void *, const void *), in
 int insight_overrequest_items(struct conn *c, const struct store_insight_filter *f,
                               double peak_below, json_t *items)
 {
-    struct db_stmt *s = prep(c, ST_OVERREQUEST);
+    struct db_stmt *s;
     struct workload w = {0};
+    struct day_split d;
     char key[1024] = "", prev[1024] = "";
     int64_t rows = 0;
-    int step, rc = GI_OK;
+    int step, rc;
 
-    if (s == NULL)
+    if ((rc = rows_split(c, f, &d)) != GI_OK)
+        return rc;
+    if ((s = prep(c, ST_OVERREQUEST)) == NULL)
         return GI_INTERNAL;
-    bind_rows(s, f);
+    bind_rows(s, f, &d);
     while ((step = db_step(c, s)) == DB_ROW) {
         const char *kind = db_col_text(s, 0), *wl = db_col_text(s, 1);
         if (++rows > OVERREQUEST_MAX_ROWS) {

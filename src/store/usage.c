@@ -24,6 +24,7 @@
  * without the writers of those marking anything. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
+#include "store/usage_spans.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "core/util.h"
@@ -174,8 +175,8 @@ const struct store_usage_config *usage_config(void) { return &cfg; }
       "u.hour < CAST(:day AS BIGINT) + 86400 AND u.allocated_s > 0 GROUP BY u.gpu_id, u.kind, "    \
       "u.consumer, u.team, h.team, h.env, h.pool, h.cluster, h.cloud, h.model, h.datacenter_id, "  \
       "h.host_id, h.currency")                                                                     \
-    X(PRUNE_CDAYS, "DELETE FROM usage_consumers_daily WHERE day = (SELECT MIN(day) FROM "          \
-                   "usage_consumers_daily WHERE day < :cut)")
+    X(OLDEST_CDAY, "SELECT MIN(day) FROM usage_consumers_daily WHERE day < :cut")                  \
+    X(PRUNE_CDAYS, "DELETE FROM usage_consumers_daily WHERE day = :day")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -213,8 +214,9 @@ int usage_day_steps(struct conn *c, const char *const *sql, size_t n, int64_t da
     return rc;
 }
 
-/* See usage_int.h. */
-int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
+/* Sums GPU gid's consumer hours of `day` into its consumer days again,
+ * leaving the spans to the caller. */
+static int write_consumer_day_rows(struct conn *c, int64_t gid, int64_t day, int64_t now)
 {
     struct db_stmt *s = prep(c, ST_CDAY_DEL);
     int rc;
@@ -233,29 +235,47 @@ int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t n
     return db_exec_done(c, s);
 }
 
+/* See usage_int.h. */
+int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
+{
+    int rc = write_consumer_day_rows(c, gid, day, now);
+
+    return rc != GI_OK ? rc : usage_spans_write_day(c, gid, day);
+}
+
 /* Deletes the consumer days past the daily retention, one day per
- * transaction. */
+ * transaction with the spans that hold it summed again. */
 static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
 {
-    int64_t n;
+    int64_t n, day;
+    bool none;
     int rc;
 
     do {
         struct conn *c = db_conn_get(st);
         struct db_stmt *s;
         n = 0;
+        none = true;
         rc = db_tx_begin(c);
-        if (rc == GI_OK && !(s = prep(c, ST_PRUNE_CDAYS)))
+        if (rc == GI_OK && !(s = prep(c, ST_OLDEST_CDAY)))
             rc = GI_INTERNAL;
         if (rc == GI_OK) {
             db_bind_int(s, ":cut", now - (int64_t)cfg.retain_daily_days * 86400);
+            rc = usage_fetch_opt_int(c, s, &day, &none);
+        }
+        if (rc == GI_OK && !none && !(s = prep(c, ST_PRUNE_CDAYS)))
+            rc = GI_INTERNAL;
+        if (rc == GI_OK && !none) {
+            db_bind_int(s, ":day", day);
             if ((rc = db_exec_done(c, s)) == GI_OK)
                 n = db_changes(c);
+            if (rc == GI_OK)
+                rc = usage_spans_prune_day(c, day);
         }
         rc = db_tx_end(c, rc);
         db_conn_put(st, c);
         *removed += rc == GI_OK ? n : 0;
-    } while (rc == GI_OK && n > 0);
+    } while (rc == GI_OK && !none);
     return rc;
 }
 
@@ -455,17 +475,21 @@ static int groups_mark(struct conn *c, int64_t hour, int64_t now)
  * pipeline: one round trip for the chunk instead of seven per GPU-hour
  * (on SQLite each runs at once). Each keeps its one-GPU form, whose plan
  * stays on the primary keys: the same sums over an array of GPUs were
- * planned as scans of the whole day's rows. */
+ * planned as scans of the whole day's rows. The consumer-day spans of the
+ * day follow for all the chunk's GPUs at once (usage_spans_write_days: a
+ * statement per span length instead of two per GPU and length, each
+ * GPU's rows still found by its key). */
 static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int64_t hour,
                         int64_t now)
 {
-    int64_t day = hour - hour % 86400;
+    int64_t day = hour - hour % 86400, ids[CHUNK_GPUS];
     struct db_stmt *s;
     int rc = db_defer(c, true), drc;
 
     for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        ids[i] = g[i].id;
         if ((rc = usage_write_day(c, g[i].id, day, now)) != GI_OK ||
-            (rc = usage_write_consumer_day(c, g[i].id, day, now)) != GI_OK)
+            (rc = write_consumer_day_rows(c, g[i].id, day, now)) != GI_OK)
             break;
         rc = GI_INTERNAL;
         if (!(s = prep(c, ST_DIRTY_DONE_GEN)))
@@ -475,6 +499,9 @@ static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int
         db_bind_int(s, ":gen", g[i].gen);
         rc = db_exec_done(c, s);
     }
+    /* The spans holding the day, of all the chunk's GPUs at once. */
+    if (rc == GI_OK)
+        rc = usage_spans_write_days(c, ids, n, day);
     if (rc == GI_OK)
         rc = groups_mark(c, hour, now);
     drc = db_defer(c, false);

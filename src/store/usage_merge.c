@@ -8,7 +8,8 @@
  *   hour is never counted twice. Days follow: a day only `from` has moves
  *   whole (its hours may be past the hourly retention), every other day
  *   `from` touched is summed again from `to`'s hours; the same for the
- *   consumer days.
+ *   consumer days, and the consumer-day spans of both GPUs are summed
+ *   again from their consumer days (usage_spans.c).
  * - Allocation intervals move to `to`; `from`'s marks for the rollup job
  *   become `to`'s, and every hour whose rows changed is marked in
  *   usage_groups_dirty so that the group tables are summed again; the
@@ -20,6 +21,7 @@
  *   registration. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
+#include "store/usage_spans.h"
 #include "core/status.h"
 
 #include <stdlib.h>
@@ -120,6 +122,10 @@ int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now)
         rc = run2(c, drops[i], from, to, now);
     if (rc == GI_OK) /* every day of to's may have changed, moved whole or summed again */
         rc = usage_gpu_blocks_merge(c, from, to, now);
+    /* The consumer days that moved whole (and those from dropped) change
+     * the spans of both: summed again from what each has now. */
+    if (rc == GI_OK && (rc = usage_spans_rebuild_gpu(c, from)) == GI_OK)
+        rc = usage_spans_rebuild_gpu(c, to);
 cleanup:
     free(days);
     return rc;

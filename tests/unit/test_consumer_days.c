@@ -3,7 +3,9 @@
  * samples, pod labels and processes are written straight into the raw
  * tables, the GPU-hours marked dirty as ingest would, the job run, and
  * the consumer days compared with the sums of the hourly consumer rows
- * and with figures worked out by hand. */
+ * and with figures worked out by hand, and the consumer-day spans
+ * (usage_consumer_spans) with the sums of the consumer days, also after a
+ * GPU merge. */
 #include "unit.h"
 #include "testdb.h"
 
@@ -152,6 +154,42 @@ static void rollup(struct testdb_fixture *f)
     "ABS(COALESCE(x.cost, -1) - COALESCE(y.cost, -1)) > 1 OR x.fh <> y.fh OR x.lh <> y.lh OR "     \
     "x.ih <> y.ih"
 
+/* The same for the spans: per span (length and start) and key, the sums
+ * of the consumer days inside it and of the span rows. */
+#define SPAN_LENS                                                                                  \
+    "(SELECT 2 AS len UNION ALL SELECT 4 UNION ALL SELECT 8 UNION ALL SELECT 16 UNION ALL SELECT " \
+    "32) l"
+#define DAY_SPAN_GROUPS                                                                            \
+    "SELECT l.len AS len, d.day - d.day %% (l.len * 86400) AS day, d.gpu_id AS gpu_id, d.kind AS " \
+    "kind, d.consumer AS consumer, COALESCE(d.consumer_team, '') AS ct, COALESCE(d.team, '') AS "  \
+    "team, SUM(d.hours) AS n, SUM(d.allocated_s) AS a, SUM(d.busy_s) AS b, SUM(d.alloc_idle_s) "   \
+    "AS i, MIN(d.first_hour) AS fh, MAX(d.last_hour) AS lh, SUM(d.idle_hours) AS ih FROM "         \
+    "usage_consumers_daily d CROSS JOIN " SPAN_LENS " GROUP BY l.len, d.day - d.day %% (l.len * "  \
+    "86400), d.gpu_id, d.kind, d.consumer, COALESCE(d.consumer_team, ''), COALESCE(d.team, '')"
+#define SPAN_GROUPS                                                                                \
+    "SELECT len, day, gpu_id, kind, consumer, COALESCE(consumer_team, '') AS ct, COALESCE(team, "  \
+    "'') AS team, SUM(hours) AS n, SUM(allocated_s) AS a, SUM(busy_s) AS b, SUM(alloc_idle_s) AS " \
+    "i, MIN(first_hour) AS fh, MAX(last_hour) AS lh, SUM(idle_hours) AS ih FROM "                  \
+    "usage_consumer_spans GROUP BY len, day, gpu_id, kind, consumer, COALESCE(consumer_team, "     \
+    "''), COALESCE(team, '')"
+#define SAME_SPAN                                                                                  \
+    "y.len = x.len AND y.day = x.day AND y.gpu_id = x.gpu_id AND y.kind = x.kind AND y.consumer "  \
+    "= x.consumer AND y.ct = x.ct AND y.team = x.team"
+#define SPAN_DIFFERS                                                                               \
+    "y.gpu_id IS NULL OR x.n <> y.n OR ABS(x.a - y.a) > 0.001 OR ABS(x.b - y.b) > 0.001 OR "       \
+    "ABS(x.i - y.i) > 0.001 OR x.fh <> y.fh OR x.lh <> y.lh OR x.ih <> y.ih"
+
+static void assert_spans_match_days(struct testdb_fixture *f)
+{
+    assert_int_equal(scalarf(f,
+                             "SELECT COUNT(*) FROM (" DAY_SPAN_GROUPS ") x LEFT JOIN (" SPAN_GROUPS
+                             ") y ON " SAME_SPAN " WHERE " SPAN_DIFFERS),
+                     0);
+    /* ... and no span without its days. */
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM (" SPAN_GROUPS ") x"),
+                     scalarf(f, "SELECT COUNT(*) FROM (" DAY_SPAN_GROUPS ") x"));
+}
+
 static void assert_days_match_hours(struct testdb_fixture *f)
 {
     int64_t hourly = scalarf(f, "SELECT COUNT(*) FROM (" HOURLY_GROUPS ") x");
@@ -163,6 +201,7 @@ static void assert_days_match_hours(struct testdb_fixture *f)
                      0);
     /* ... and no daily row without its hours. */
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM (" DAILY_GROUPS ") x"), hourly);
+    assert_spans_match_days(f);
 }
 
 /* Allocated seconds of one consumer on one GPU and day, rounded. */
@@ -337,6 +376,59 @@ static void test_owner_change_mid_day(void **state)
                      7200);
 }
 
+/* A GPU merged into another: the day only `from` had moves whole, the
+ * hour only it had moves into `to`'s day; `from` keeps no span, and
+ * `to`'s spans are the sums of its consumer days, moved ones included. */
+static void test_merge_keeps_spans(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0(), d = day_of(h), old = h - 3 * 86400;
+    int64_t both, moved;
+    struct conn *c;
+    int rc;
+
+    host(f, 1, "n1");
+    gpu(f, 7, 1, 0);
+    gpu(f, 8, 1, 1);
+    samples(f, 7, old, old + 3600, 50);
+    pod_seen(f, 7, "ml", "m", old, old + 3600);
+    dirty(f, 7, old, old + 3600);
+    samples(f, 7, h, h + 3600, 50);
+    pod_seen(f, 7, "ml", "m", h, h + 3600);
+    dirty(f, 7, h, h + 3600);
+    samples(f, 8, h + 2 * 3600, h + 3 * 3600, 50);
+    pod_seen(f, 8, "ml", "n", h + 2 * 3600, h + 3 * 3600);
+    dirty(f, 8, h + 2 * 3600, h + 3 * 3600);
+    rollup(f);
+    assert_days_match_hours(f);
+    assert_true(scalarf(f, "SELECT COUNT(*) FROM usage_consumer_spans WHERE gpu_id = 7") > 0);
+    /* The two GPUs' consumer seconds (no hour held by both), and those of
+     * the old day, which only GPU 7 has. */
+    both = scalarf(f, "SELECT CAST(ROUND(SUM(allocated_s)) AS BIGINT) FROM usage_consumers_daily");
+    moved = day_alloc(f, 7, day_of(old), "ml/m/c");
+    assert_true(moved >= 3600);
+
+    c = db_conn_get(f->st);
+    assert_status(db_tx_begin(c), GI_OK);
+    rc = usage_merge_gpu(c, 7, 8, gi_now());
+    assert_status(db_tx_end(c, rc), GI_OK);
+    db_conn_put(f->st, c);
+
+    assert_spans_match_days(f);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumer_spans WHERE gpu_id = 7"), 0);
+    /* The 32-day spans of GPU 8 hold both GPUs' hours. */
+    assert_int_equal(scalarf(f, "SELECT CAST(ROUND(SUM(allocated_s)) AS BIGINT) FROM "
+                                "usage_consumer_spans WHERE gpu_id = 8 AND len = 32"),
+                     both);
+    assert_int_equal(scalarf(f,
+                             "SELECT CAST(ROUND(SUM(allocated_s)) AS BIGINT) FROM "
+                             "usage_consumer_spans WHERE gpu_id = 8 AND len = 2 AND consumer = "
+                             "'ml/m/c' AND day = %lld",
+                             (long long)(day_of(old) - day_of(old) % (2 * 86400))),
+                     moved);
+    assert_true(day_alloc(f, 8, d, "ml/m/c") >= 3600);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +437,7 @@ int main(void)
                                         testdb_teardown),
         cmocka_unit_test_setup_teardown(test_late_data, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_owner_change_mid_day, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_merge_keeps_spans, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
