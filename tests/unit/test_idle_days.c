@@ -32,31 +32,6 @@ static int64_t day0(void)
     return now - now % DAY - 4 * DAY;
 }
 
-/* Idle samples of gpu every 5 minutes over the hours [from, to), but the
- * two hours from `skip` on (0: none), each hour marked dirty as ingest
- * would. */
-static void idle_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64_t to,
-                       int64_t skip)
-{
-    struct testdb_sql s = {0}, d = {0};
-    bool first = true;
-
-    testdb_sql_add(
-        &s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
-    testdb_sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
-    for (int64_t h = from; h < to; h += H) {
-        if (skip && (h == skip || h == skip + H))
-            continue;
-        for (int64_t t = h; t < h + H; t += 300)
-            testdb_sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", first && t == h ? "" : ", ",
-                           (long long)t, (long long)gpu);
-        testdb_sql_add(&d, "%s(%lld, %lld, 1)", first ? "" : ", ", (long long)h, (long long)gpu);
-        first = false;
-    }
-    testdb_sql_run(&f->db, &s);
-    testdb_sql_run(&f->db, &d);
-}
-
 static void rollup(struct testdb_fixture *f)
 {
     struct store_usage_run run;
@@ -186,8 +161,8 @@ static void test_idle_days(void **state)
                  g, g, g - 1);
         testdb_exec(f, sql);
     }
-    idle_hours(f, 1, start, end, 0);
-    idle_hours(f, 2, start, end, gap);
+    testdb_idle_hours(&f->db, 1, start, end, 300, 0);
+    testdb_idle_hours(&f->db, 2, start, end, 300, gap);
     rollup(f);
     /* GPU 1's days D, D+1, D+2; GPU 2's D and D+2. */
     assert_int_equal(days_match(f, 0), 5);
@@ -201,7 +176,7 @@ static void test_idle_days(void **state)
     assert_int_equal(list_same(f, start, end, "other", "GPU-1"), -1);
 
     /* Late data fills GPU 2's gap: its run now spans the range too. */
-    idle_hours(f, 2, gap, gap + 2 * H, 0);
+    testdb_idle_hours(&f->db, 2, gap, gap + 2 * H, 300, 0);
     rollup(f);
     assert_int_equal(days_match(f, 0), 6);
     assert_int_equal(list_same(f, start, end, NULL, "GPU-2"), (end - start) / H);

@@ -30,26 +30,6 @@
 #define DAY 86400LL
 #define BLOCK (4 * DAY)
 
-/* Idle samples of gpu every 15 minutes over the hours [from, to), each
- * hour marked dirty as ingest would. */
-static void gpu_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64_t to)
-{
-    struct testdb_sql s = {0}, d = {0};
-
-    testdb_sql_add(
-        &s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
-    testdb_sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
-    for (int64_t h = from; h < to; h += H) {
-        for (int64_t t = h; t < h + H; t += 900)
-            testdb_sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", t == from ? "" : ", ", (long long)t,
-                           (long long)gpu);
-        testdb_sql_add(&d, "%s(%lld, %lld, 1)", h == from ? "" : ", ", (long long)h,
-                       (long long)gpu);
-    }
-    testdb_sql_run(&f->db, &s);
-    testdb_sql_run(&f->db, &d);
-}
-
 /* usage_gpu_blocks holds exactly one row per block and GPU of usage_daily
  * (the blocks from the oldest day group on), each the sum of its days'
  * owned seconds x fraction; returns how many rows. */
@@ -219,9 +199,9 @@ static void test_gpu_blocks(void **state)
                  g, g, g <= 2 ? 1 : 2, g - 1);
         testdb_exec(f, sql);
     }
-    gpu_hours(f, 1, b - 2 * DAY + 5 * H, end);
-    gpu_hours(f, 2, b - 2 * DAY + 5 * H, end);
-    gpu_hours(f, 3, b + DAY + 7 * H, end);
+    testdb_idle_hours(&f->db, 1, b - 2 * DAY + 5 * H, end, 900, 0);
+    testdb_idle_hours(&f->db, 2, b - 2 * DAY + 5 * H, end, 900, 0);
+    testdb_idle_hours(&f->db, 3, b + DAY + 7 * H, end, 900, 0);
     testdb_rollup_summed(f);
     assert_true(blocks_match(f) >= 6);
     assert_block(f, 1, b);
@@ -244,7 +224,7 @@ static void test_gpu_blocks(void **state)
     }
 
     /* Late data: GPU 4 reports over B+2d..B+3d. */
-    gpu_hours(f, 4, b + 2 * DAY, b + 3 * DAY);
+    testdb_idle_hours(&f->db, 4, b + 2 * DAY, b + 3 * DAY, 900, 0);
     testdb_rollup_summed(f);
     blocks_match(f);
     assert_block(f, 4, b);

@@ -26,26 +26,6 @@
 #define H 3600LL
 #define DAY 86400LL
 
-/* Idle samples of gpu every 5 minutes over the hours [from, to), each hour
- * marked dirty as ingest would. */
-static void gpu_hours(struct testdb_fixture *f, int64_t gpu, int64_t from, int64_t to)
-{
-    struct testdb_sql s = {0}, d = {0};
-
-    testdb_sql_add(
-        &s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
-    testdb_sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
-    for (int64_t h = from; h < to; h += H) {
-        for (int64_t t = h; t < h + H; t += 300)
-            testdb_sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", t == from ? "" : ", ", (long long)t,
-                           (long long)gpu);
-        testdb_sql_add(&d, "%s(%lld, %lld, 1)", h == from ? "" : ", ", (long long)h,
-                       (long long)gpu);
-    }
-    testdb_sql_run(&f->db, &s);
-    testdb_sql_run(&f->db, &d);
-}
-
 /* The row of usage_host_days for host on day: owned seconds (-1: no row)
  * and GPUs. */
 static void host_day(struct testdb_fixture *f, const char *host, int64_t day, int64_t owned,
@@ -191,9 +171,9 @@ static void test_host_days(void **state)
                  g, g, g <= 2 ? 1 : g - 1, g - 1, g <= 2 ? "core" : "ml");
         testdb_exec(f, sql);
     }
-    gpu_hours(f, 1, start, end);
-    gpu_hours(f, 2, start, end);
-    gpu_hours(f, 3, start, end);
+    testdb_idle_hours(&f->db, 1, start, end, 300, 0);
+    testdb_idle_hours(&f->db, 2, start, end, 300, 0);
+    testdb_idle_hours(&f->db, 3, start, end, 300, 0);
     testdb_rollup_summed(f);
     assert_true(days_match(f) >= 10);
     /* D-1: the 5 hours from D-5h of each GPU; then whole days. */
@@ -207,7 +187,7 @@ static void test_host_days(void **state)
     assert_same(f, d - DAY, d + 3 * DAY);
 
     /* Late data: GPU 4 on n3 reports over D+1d. */
-    gpu_hours(f, 4, d + DAY, d + 2 * DAY);
+    testdb_idle_hours(&f->db, 4, d + DAY, d + 2 * DAY, 300, 0);
     testdb_rollup_summed(f);
     assert_true(days_match(f) >= 10);
     host_day(f, "n3", d + DAY, DAY, 1);

@@ -333,6 +333,31 @@ static inline void testdb_sql_run(const struct testdb *t, struct testdb_sql *q)
     free(q->p);
     memset(q, 0, sizeof *q);
 }
+
+/* Idle samples of gpu (utilization 0, 100 W, source 7) every step seconds
+ * over the hours [from, to), but the two hours from skip on (0: none),
+ * each hour marked dirty as ingest would. */
+static inline void testdb_idle_hours(const struct testdb *t, int64_t gpu, int64_t from, int64_t to,
+                                     int64_t step, int64_t skip)
+{
+    struct testdb_sql s = {0}, d = {0};
+    bool first = true;
+
+    testdb_sql_add(
+        &s, "INSERT INTO gpu_samples (ts, gpu_id, util_avg, power_avg_w, source_id) VALUES ");
+    testdb_sql_add(&d, "INSERT INTO usage_dirty (hour, gpu_id, marked_at) VALUES ");
+    for (int64_t h = from; h < to; h += 3600) {
+        if (skip && (h == skip || h == skip + 3600))
+            continue;
+        for (int64_t ts = h; ts < h + 3600; ts += step)
+            testdb_sql_add(&s, "%s(%lld, %lld, 0, 100, 7)", first && ts == h ? "" : ", ",
+                           (long long)ts, (long long)gpu);
+        testdb_sql_add(&d, "%s(%lld, %lld, 1)", first ? "" : ", ", (long long)h, (long long)gpu);
+        first = false;
+    }
+    testdb_sql_run(t, &s);
+    testdb_sql_run(t, &d);
+}
 #endif
 
 static inline int testdb_setup(void **state)
