@@ -6,6 +6,7 @@
 #include "store/db_driver.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,13 +92,21 @@ static int sq_exec(struct conn *c, const char *sql)
     return map_rc(handle(c), rc);
 }
 
+/* Before SQLite's first use: no count of the memory it holds, which
+ * otherwise takes a process-wide mutex at every allocation and free (the
+ * store never reads the count). Too late once a connection is open, which
+ * SQLite refuses harmlessly. */
+static void sq_configure(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 /* Opens one connection with the pragmas every connection needs. */
 static int sq_open(const char *path, struct conn **out)
 {
-    struct sq_conn *c = calloc(1, sizeof *c);
+    static pthread_once_t configured = PTHREAD_ONCE_INIT;
+    struct sq_conn *c;
     int rc;
 
-    if (c == NULL)
+    pthread_once(&configured, sq_configure);
+    if ((c = calloc(1, sizeof *c)) == NULL)
         return GI_INTERNAL;
     c->base.drv = &db_sqlite_driver;
     c->base.dialect = DB_SQLITE;
