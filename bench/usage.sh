@@ -255,15 +255,14 @@ dbq <"$tmp/drop.sql"
 cdaily=0
 ! has_table usage_consumers_daily || cdaily=1
 bench/usage_gen.sh "$store" "$gpus" "$days" "$cdays" "$rdays" "$rstep" "$now" "$cdaily" >"$tmp/gen.sql"
-# The consumer-day spans of those consumer days, where the schema has them
-# (the fill the tests run, tests/fixtures/usage_consumer_days.sql).
-if [ "$store" = postgresql ]; then
-  cspans=$(dbq -c "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'usage_consumer_spans'")
-else
-  cspans=$(dbq "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_consumer_spans'")
-fi
-if [ "$cdaily" = 1 ] && [ "$cspans" = 1 ]; then
-  { echo "BEGIN;"; sed -n '/^DELETE FROM usage_consumer_spans/,$p' tests/fixtures/usage_consumer_days.sql; echo "COMMIT;"; } >>"$tmp/gen.sql"
+# The consumer-day spans of those consumer days, where the schema has them,
+# filled with migration 062's own statements (from its first INSERT to its
+# first CREATE INDEX).
+if [ "$cdaily" = 1 ] && has_table usage_consumer_spans; then
+  mig=src/store/migrations
+  [ "$store" = sqlite ] || mig=src/store/migrations/pg
+  { echo "BEGIN;"; sed -n '/^INSERT INTO usage_consumer_spans/,/^CREATE INDEX/p' "$mig/062_usage_consumer_spans.sql" |
+      grep -v '^CREATE INDEX'; echo "COMMIT;"; } >>"$tmp/gen.sql"
 fi
 t0=$EPOCHREALTIME
 if [ "$store" = postgresql ]; then

@@ -15,8 +15,15 @@ export function daySumsSql() {
 // The consumer days of the consumer hours a test wrote straight into
 // usage_consumers (tests/fixtures/usage_consumer_days.sql, run by the C unit
 // tests too).
-const CONSUMER_SQL = readFileSync(new URL('../fixtures/usage_consumer_days.sql', import.meta.url), 'utf8')
-  .split('\n').filter((l) => !l.startsWith('--')).join('\n');
+// The consumer-day spans after them, with migration 062's own statements
+// (from its first INSERT to its first CREATE INDEX).
+const SPANS_SQL = (() => {
+  const mig = readFileSync(new URL('../../src/store/migrations/062_usage_consumer_spans.sql', import.meta.url), 'utf8');
+  const from = mig.indexOf('INSERT INTO usage_consumer_spans');
+  return mig.slice(from, mig.indexOf('CREATE INDEX', from));
+})();
+const CONSUMER_SQL = (readFileSync(new URL('../fixtures/usage_consumer_days.sql', import.meta.url), 'utf8') +
+  SPANS_SQL).split('\n').filter((l) => !l.startsWith('--')).join('\n');
 
 /** SQL that replaces every consumer day (usage_consumers_daily) by the sums of
  * the hourly consumer rows, each hour with its GPU-hour's owner and rate. */

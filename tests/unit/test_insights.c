@@ -40,12 +40,35 @@ static void fixture_sql(struct testdb_sql *q, const char *name)
     fclose(f);
 }
 
+/* Migration 062's statements that fill the consumer-day spans from the
+ * consumer days: from its first INSERT to its first CREATE INDEX. */
+static void span_fill_sql(struct testdb_sql *q)
+{
+    static const char path[] =
+        GI_FIXTURES "/../../src/store/migrations/062_usage_consumer_spans.sql";
+    FILE *f = fopen(path, "r");
+    char line[1000]; /* below testdb_sql_add's bound */
+    bool in = false;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "CREATE INDEX", 12) == 0 && in)
+            break;
+        in = in || strncmp(line, "INSERT INTO usage_consumer_spans", 32) == 0;
+        if (in)
+            testdb_sql_add(q, "%s", line);
+    }
+    fclose(f);
+    assert_true(in);
+}
+
 /* The group, daily and consumer-day rollups of the hour rows, as the rollup
  * job keeps them (the SQL the API tests run too). */
 static void group_sums(struct testdb_sql *q)
 {
     fixture_sql(q, "usage_group_sums.sql");
     fixture_sql(q, "usage_consumer_days.sql");
+    span_fill_sql(q);
 }
 
 /* A real or NULL (NAN). */
