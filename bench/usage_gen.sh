@@ -7,10 +7,14 @@
 #   allocated GPU-hour over the last CONSUMER_DAYS days, and raw samples
 #   every RAW_STEP seconds over the last RAW_DAYS days.
 # Every figure follows one pattern, so the rollups and the raw samples
-# answer the same questions alike: GPUs with id % 10 < 6 are allocated
-# always, 6..7 on weekdays 08-19 UTC only, 8..9 never; team-3 holds its
-# GPUs at 1 % utilization, the others run at 70 % in working hours and
-# 20 % outside; one GPU-hour in 211 has no data (unknown).
+# answer the same questions alike: a host's 8 GPUs belong to one team
+# (team-(host % 20)) and run two jobs of 4 GPUs each (job (id - 1) / 4,
+# one consumer, a Kubernetes pod); the GPUs of jobs with job % 10 < 6 are
+# allocated always, 6..7 on weekdays 08-19 UTC only, 8..9 never; team-3
+# holds its GPUs at 1 % utilization, the jobs with job % 10 = 1 leave
+# the last two of their four GPUs unused (0 %: a workload asking for more
+# GPUs than it uses), the others run at 70 % in working hours and 20 %
+# outside; one GPU-hour in 211 has no data (unknown).
 # With CONSUMER_DAILY 1 (the schema has usage_consumers_daily), the
 # consumer hours are also summed per day as the rollup job keeps them.
 # With BENCH_GEN_HOURLY_GROUPS=1 (a schema that has usage_groups_hourly) the
@@ -63,13 +67,15 @@ weekday="((h.v / 86400 + 3) % 7)" # 0 = Monday
 hod="((h.v / 3600) % 24)"
 work="($weekday < 5 AND $hod >= 8 AND $hod < 19)"
 gap="((g.id * 31 + h.v / 3600) % 211 = 0)"
-alloc="(g.id % 10 < 6 OR (g.id % 10 < 8 AND $work))"
-util="(CASE WHEN NOT $alloc THEN 0.0 WHEN g.id % 20 = 3 THEN 1.0 WHEN $work THEN 70.0 ELSE 20.0 END)"
-team="'team-' || (g.id % 20)"
+job="((g.id - 1) / 4)"
+host="((g.id - 1) / 8 + 1)"
+alloc="($job % 10 < 6 OR ($job % 10 < 8 AND $work))"
+unused="($job % 10 = 1 AND (g.id - 1) % 4 >= 2)"
+util="(CASE WHEN NOT $alloc OR $unused THEN 0.0 WHEN $host % 20 = 3 THEN 1.0 WHEN $work THEN 70.0 ELSE 20.0 END)"
+team="'team-' || ($host % 20)"
 env="(CASE g.id % 3 WHEN 0 THEN 'prod' WHEN 1 THEN 'dev' ELSE 'poc' END)"
 model="(CASE g.id % 5 WHEN 0 THEN 'NVIDIA H100 80GB HBM3' WHEN 1 THEN 'NVIDIA A100-SXM4-80GB' WHEN 2 THEN 'NVIDIA L40S' WHEN 3 THEN 'NVIDIA H200' ELSE 'NVIDIA L4' END)"
 
-host="((g.id - 1) / 8 + 1)"
 gh "$start" "$end" 3600 time
 hourly_with=$with hourly_from=$from
 gh "$rstart" "$end" "$rstep" time
