@@ -11,10 +11,11 @@ def util(gpu, t):
     weekday = (t // 86400 + 3) % 7
     hod = (t // 3600) % 24
     work = weekday < 5 and 8 <= hod < 19
-    alloc = gpu % 10 < 6 or (gpu % 10 < 8 and work)
-    if not alloc:
+    job, host = (gpu - 1) // 4, (gpu - 1) // 8 + 1
+    alloc = job % 10 < 6 or (job % 10 < 8 and work)
+    if not alloc or (job % 10 == 1 and (gpu - 1) % 4 >= 2):
         return 0.0
-    if gpu % 20 == 3:
+    if host % 20 == 3:
         return 1.0
     return 70.0 if work else 20.0
 
@@ -31,7 +32,7 @@ def main():
                 continue
             ts.append(t * 1000)
             vals.append(util(g, t))
-        line = {"metric": {"__name__": "gpu_util", "gpu": "GPU-bench-%05d" % g, "team": "team-%d" % (g % 20)},
+        line = {"metric": {"__name__": "gpu_util", "gpu": "GPU-bench-%05d" % g, "team": "team-%d" % (((g - 1) // 8 + 1) % 20)},
                 "values": vals, "timestamps": ts}
         out.write(json.dumps(line, separators=(",", ":")))
         out.write("\n")
