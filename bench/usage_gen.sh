@@ -126,6 +126,10 @@ fi
 # with every report sum and the GPUs' four-day blocks, else 055 the host
 # days), where the schema has them.
 mig=src/store/migrations
+# PostgreSQL plans the derived tables' fills (self-joins of the hourly
+# rows) from the hourly rows' statistics, so they are taken first.
+analyze_hourly=""
+[ "$dialect" = sqlite ] || analyze_hourly="ANALYZE usage_hourly;"
 [ "$dialect" = sqlite ] || mig=src/store/migrations/pg
 fill_from() { sed -n "/^INSERT INTO $2 /,\$p" "$mig/$1"; }
 day_sums=""
@@ -181,6 +185,7 @@ SELECT g.id, h.v, $team, $env, 'pool-' || (g.id % 8), 'cl-' || ($host % 12),
        1, 2500000, 'USD', NULL, $now
 FROM $hourly_from;
 COMMIT;
+$analyze_hourly
 BEGIN;
 INSERT INTO usage_daily (gpu_id, day, team, env, pool, cluster, cloud, model, datacenter_id, host_id, host,
     owned_s, allocated_s, busy_s, alloc_idle_s, idle_s, unknown_s, measured_s, util_sum, util_max,
