@@ -3,13 +3,20 @@
  * and period-over-period trends by one grouping (whole days from the day
  * groups, or from usage_daily by host or GPU; the partial
  * days at the range's ends and the day the two periods meet in from the
- * hourly group rows, or from usage_hourly by host or GPU). See store.h; figures and money are those
- * of insights.c. */
+ * hourly group rows, or from usage_hourly by host or GPU). With no filter
+ * at all, the whole days by host come from the host days
+ * (usage_host_days), and the GPUs of a trend by GPU are ranked from the
+ * current half's blocks (usage_gpu_blocks) and edges before both halves
+ * are summed for the page's GPUs only. See store.h; figures and money are
+ * those of insights.c. */
 #include "store/insights_int.h"
+#include "store/usage_int.h"
 #include "core/status.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Per-group sums of one half of a trend over the rows of TREND_SRC_*:
  * `cmp` picks the rows (by their hour or day, t). */
@@ -58,6 +65,49 @@
     "AS ms, h.owned_s * h.fraction * h.rate_micros AS oc, h.currency AS cur FROM usage_daily h "   \
     "WHERE " WHOLE_DAYS("day") TREND_EDGES(GPU_COLS) ") h"
 
+/* The same rows with no filter, by host: whole days from the host days
+ * (usage_host_days, whose sums are those of usage_daily's rows of the
+ * host, day and currency), the rest from usage_hourly. */
+#define TREND_SRC_HOST_DAYS                                                                        \
+    "(SELECT h.host, h.day AS t, h.owned_s AS o, h.busy_s AS b, h.alloc_idle_s AS a, h.util_sum "  \
+    "AS us, h.measured_s AS ms, h.owned_cost AS oc, NULLIF(h.currency, '') AS cur FROM "           \
+    "usage_host_days h WHERE h.day >= :d1 AND h.day < :d2 AND NOT (h.day >= :x1 AND h.day < "      \
+    ":x2)" TREND_EDGES("h.host, ") ") h"
+
+/* TREND_SRC_DAILY with no filter, for the GPUs `in` names only (a page
+ * ranked by TREND_RANK_GPU), read through the tables' keys (gpu_id,
+ * day|hour). */
+#define TREND_KEY_HOURS(in, a, b)                                                                  \
+    " UNION ALL SELECT h.gpu_id, h.hour, h.owned_s * h.fraction, h.busy_s * h.fraction, "          \
+    "h.alloc_idle_s * h.fraction, h.util_sum * h.fraction, h.measured_s * h.fraction, "            \
+    "h.owned_s * h.fraction * h.rate_micros, h.currency FROM usage_hourly h WHERE h.gpu_id " in    \
+    " AND h.hour >= " a " AND h.hour < " b
+#define TREND_SRC_KEYS(in)                                                                         \
+    "(SELECT h.gpu_id, h.day AS t, h.owned_s * h.fraction AS o, h.busy_s * h.fraction AS b, "      \
+    "h.alloc_idle_s * h.fraction AS a, h.util_sum * h.fraction AS us, h.measured_s * h.fraction "  \
+    "AS ms, h.owned_s * h.fraction * h.rate_micros AS oc, h.currency AS cur FROM usage_daily h "   \
+    "WHERE h.gpu_id " in " AND h.day >= :d1 AND h.day < :d2 AND NOT (h.day >= :x1 AND h.day < "    \
+    ":x2)" TREND_KEY_HOURS(in, ":from", ":d1") TREND_KEY_HOURS(in, ":d2", ":to")                   \
+        TREND_KEY_HOURS(in, ":x1", ":x2") ") h"
+#define KEYS_SQLITE "IN (SELECT value FROM json_each(:keys))"
+#define KEYS_PG "= ANY(ARRAY(SELECT CAST(json_array_elements_text(CAST(:keys AS JSON)) AS BIGINT)))"
+
+/* The first :limit GPUs of a trend by GPU with no filter, in TREND's
+ * order (the current half's owned seconds, most first, then the UUID):
+ * the current half's whole blocks of usage_gpu_blocks [:a, :b), its other
+ * whole days [:lo, :a) and [:b, :hi) from usage_daily and its hours
+ * [:mid, :lo) and [:hi, :to) from usage_hourly, a few rows per GPU
+ * instead of one per GPU and day of both halves. */
+#define TREND_RANK_GPU                                                                             \
+    "SELECT r.gpu_id, r.owned FROM (SELECT u.gpu_id, SUM(u.o) AS owned FROM (SELECT u.gpu_id, "    \
+    "u.owned_s AS o FROM usage_gpu_blocks u WHERE u.start >= :a AND u.start < :b UNION ALL "       \
+    "SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day >= :lo AND u.day < "   \
+    ":a UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day >= :b "   \
+    "AND u.day < :hi UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_hourly u WHERE " \
+    "u.hour >= :mid AND u.hour < :lo UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM "      \
+    "usage_hourly u WHERE u.hour >= :hi AND u.hour < :to) u GROUP BY u.gpu_id) r JOIN gpus g ON "  \
+    "g.id = r.gpu_id ORDER BY r.owned DESC, g.uuid LIMIT :limit"
+
 #define TREND(key, src, join)                                                                      \
     "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM " src " " join                 \
                                                              " GROUP BY " key                      \
@@ -85,7 +135,12 @@
     X(TREND_MODEL, TREND("h.model", TREND_SRC_GROUPS, ""))                                         \
     X(TREND_DC, TREND("d.name", TREND_SRC_GROUPS, JOIN_DC))                                        \
     X(TREND_HOST, TREND("h.host", TREND_SRC_DAILY, ""))                                            \
-    X(TREND_GPU, TREND("g.uuid", TREND_SRC_DAILY, JOIN_GPU))
+    X(TREND_GPU, TREND("g.uuid", TREND_SRC_DAILY, JOIN_GPU))                                       \
+    /* With no filter (trend_plain). */                                                            \
+    X(TREND_HOST_DAYS, TREND("h.host", TREND_SRC_HOST_DAYS, ""))                                   \
+    X(TREND_RANK_GPU, TREND_RANK_GPU)                                                              \
+    X(TREND_GPU_KEYS, TREND("g.uuid", TREND_SRC_KEYS(KEYS_SQLITE), JOIN_GPU))                      \
+    X(TREND_GPU_KEYS_PG, TREND("g.uuid", TREND_SRC_KEYS(KEYS_PG), JOIN_GPU))
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
 static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
@@ -275,10 +330,95 @@ static json_t *trend_row(struct db_stmt *s)
         cost);
 }
 
+/* Whether a trend by host or GPU may read the tables kept for the
+ * reports with no filter (usage_host_days, usage_gpu_blocks): f filters
+ * by nothing, and its range holds no day retention may be pruning. */
+static bool trend_plain(const struct store_insight_filter *f)
+{
+    return (!f->team || !*f->team) && insight_team_only(f) &&
+           usage_host_days_cover(f->from, (int64_t)time(NULL));
+}
+
+/* Binds the parts of a trend's current half [mid, f->to) that
+ * TREND_RANK_GPU reads, split as insight_bind_days() splits the range:
+ * the whole days [lo, hi) the trend reads from usage_daily, of them the
+ * whole blocks [a, b) (a = b = hi: none), and the hours around them
+ * (lo = hi = to: every hour of the half). */
+static void bind_rank(struct db_stmt *s, const struct store_insight_filter *f, int64_t mid)
+{
+    const int64_t day = 86400;
+    int64_t d1 = f->from % day ? f->from - f->from % day + day : f->from;
+    int64_t lo = mid % day ? mid - mid % day + day : mid, hi = f->to - f->to % day, a, b;
+
+    if (lo < d1)
+        lo = d1;
+    if (d1 >= hi || lo >= hi)
+        lo = hi = f->to;
+    a = lo + (USAGE_BLOCK_S - lo % USAGE_BLOCK_S) % USAGE_BLOCK_S;
+    b = hi - hi % USAGE_BLOCK_S;
+    if (a >= b)
+        a = b = hi;
+    db_bind_int(s, ":lo", lo);
+    db_bind_int(s, ":hi", hi);
+    db_bind_int(s, ":a", a);
+    db_bind_int(s, ":b", b);
+    db_bind_int(s, ":mid", mid);
+}
+
+/* A trend by GPU with no filter: ranks the GPUs by the current half alone
+ * (TREND_RANK_GPU), then sums both halves of the first f->limit of them
+ * only (TREND_GPU_KEYS), appending their rows to items. *done false, and
+ * nothing appended, when fewer GPUs than the limit own anything in the
+ * current half: the page then holds GPUs that only the sums over every
+ * row of both halves find. c and f are borrowed. */
+static int trend_gpu_plain(struct conn *c, const struct store_insight_filter *f, int64_t mid,
+                           json_t *items, bool *done)
+{
+    int64_t limit = f->limit > 0 ? f->limit : 100;
+    struct db_stmt *s = prep(c, ST_TREND_RANK_GPU);
+    json_t *keys = json_array();
+    char *text = NULL;
+    double last = 0;
+    int step = DB_DONE, rc = GI_INTERNAL;
+
+    *done = false;
+    if (!s || !keys)
+        goto cleanup;
+    insight_bind_filter(s, f);
+    bind_rank(s, f, mid);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        last = db_col_dbl(s, 1);
+        if (json_array_append_new(keys, json_integer(db_col_int(s, 0))) != 0)
+            break;
+    }
+    db_reset(s);
+    if (step != DB_DONE) {
+        rc = step == DB_ROW ? GI_INTERNAL : db_status(step);
+        goto cleanup;
+    }
+    rc = GI_OK;
+    if ((int64_t)json_array_size(keys) < limit || !(last > 0))
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(text = json_dumps(keys, JSON_COMPACT)) ||
+        !(s = prep(c, db_dialect(c) == DB_PG ? ST_TREND_GPU_KEYS_PG : ST_TREND_GPU_KEYS)))
+        goto cleanup;
+    insight_bind_days(s, f, mid);
+    db_bind_int(s, ":mid", mid);
+    db_bind_text(s, ":keys", text);
+    rc = insight_collect_rows(c, s, trend_row, items);
+    *done = true;
+cleanup:
+    free(text);
+    json_decref(keys);
+    return rc;
+}
+
 int store_usage_trend(struct store *st, const struct store_insight_filter *f, const char *group_by,
                       int64_t cur_from, json_t **items)
 {
     int id = trend_stmt(group_by);
+    bool plain, done = false;
     struct conn *c;
     struct db_stmt *s;
     int rc = GI_INTERNAL;
@@ -286,8 +426,20 @@ int store_usage_trend(struct store *st, const struct store_insight_filter *f, co
     *items = NULL;
     if (id < 0)
         return GI_INVALID;
+    plain = (id == ST_TREND_HOST || id == ST_TREND_GPU) && trend_plain(f);
     c = db_conn_get(st);
-    if ((s = prep(c, (enum stmt_id)id)) == NULL || (*items = json_array()) == NULL)
+    if ((*items = json_array()) == NULL)
+        goto cleanup;
+    if (plain && id == ST_TREND_GPU) {
+        /* the ranking and the page's sums in one snapshot */
+        db_read_begin(c);
+        rc = trend_gpu_plain(c, f, cur_from, *items, &done);
+        db_read_end(c);
+        if (rc != GI_OK || done)
+            goto cleanup;
+        rc = GI_INTERNAL;
+    }
+    if ((s = prep(c, plain && id == ST_TREND_HOST ? ST_TREND_HOST_DAYS : (enum stmt_id)id)) == NULL)
         goto cleanup;
     /* The day the two halves meet in is read by the hour. */
     insight_bind_days(s, f, cur_from);
