@@ -138,6 +138,8 @@
     X(TREND_GPU, TREND("g.uuid", TREND_SRC_DAILY, JOIN_GPU))                                       \
     /* With no filter (trend_plain). */                                                            \
     X(TREND_HOST_DAYS, TREND("h.host", TREND_SRC_HOST_DAYS, ""))                                   \
+    X(TREND_HOST_ROWS,                                                                             \
+      "SELECT h.host, h.t, h.o, h.b, h.a, h.us, h.ms, h.oc, h.cur FROM " TREND_SRC_HOST_DAYS)      \
     X(TREND_RANK_GPU, TREND_RANK_GPU)                                                              \
     X(TREND_GPU_KEYS, TREND("g.uuid", TREND_SRC_KEYS(KEYS_SQLITE), JOIN_GPU))                      \
     X(TREND_GPU_KEYS_PG, TREND("g.uuid", TREND_SRC_KEYS(KEYS_PG), JOIN_GPU))
@@ -302,25 +304,27 @@ static const char *half_currency(const struct half *h)
     return h->cur2 && strcmp(h->cur1, h->cur2) != 0 ? "mixed" : h->cur1;
 }
 
-/* One group of a trend: each figure of the current half beside the
- * previous one. */
-static json_t *trend_row(struct db_stmt *s)
+/* One group of a trend (group: stolen, NULL when out of memory): each
+ * figure of the current half beside the previous one. */
+static json_t *trend_json(json_t *group, const struct half *cur_h, const struct half *prev_h)
 {
-    struct half cur, prev;
+    struct half cur = *cur_h, prev = *prev_h;
     const char *currency;
     json_t *cost;
 
-    half_read(s, 1, &cur);
-    half_read(s, 9, &prev);
+    if (group == NULL)
+        return NULL;
     currency = half_currency(&cur) ? half_currency(&cur) : half_currency(&prev);
     cost = change_json(half_cost(&cur), half_cost(&prev), insight_money_json(half_cost(&cur)),
                        insight_money_json(half_cost(&prev)));
-    if (cost == NULL)
+    if (cost == NULL) {
+        json_decref(group);
         return NULL;
+    }
     json_object_set_new(cost, "currency", currency ? json_string(currency) : json_null());
     json_object_set_new(cost, "method", json_string("catalog"));
     return json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o}", "group", insight_col_text_json(s, 0), "owned",
+        "{s:o, s:o, s:o, s:o, s:o, s:o}", "group", group, "owned",
         change_json(cur.owned, prev.owned, insight_num(cur.owned), insight_num(prev.owned)), "busy",
         change_json(cur.busy, prev.busy, insight_num(cur.busy), insight_num(prev.busy)),
         "allocated_idle",
@@ -328,6 +332,213 @@ static json_t *trend_row(struct db_stmt *s)
                     insight_num(prev.alloc_idle)),
         "util_avg", change_json(cur.util, prev.util, opt_num(cur.util), opt_num(prev.util)), "cost",
         cost);
+}
+
+/* One row of a TREND statement as a trend item. */
+static json_t *trend_row(struct db_stmt *s)
+{
+    struct half cur, prev;
+
+    half_read(s, 1, &cur);
+    half_read(s, 9, &prev);
+    return trend_json(insight_col_text_json(s, 0), &cur, &prev);
+}
+
+/* ---- SQLite: a trend by host with no filter folded here ---- */
+
+/* One host's sums ([0] the previous half, [1] the current one) as
+ * TREND_HALF sums them: o, b, a, us, ms; the owned cost (NAN until a
+ * priced row) and the least and greatest currency (NULL until one). */
+struct host_fold {
+    char *host; /* NULL: the GPUs with no host */
+    double v[2][5], oc[2];
+    char *cmin[2], *cmax[2];
+};
+
+/* The hosts folded so far, with an open-addressing index of a[] by host
+ * (slot: index + 1, 0 empty; cap a power of two, at least twice n). */
+struct host_folds {
+    struct host_fold *a;
+    size_t n, cap;
+    uint32_t *slot;
+};
+
+/* Hosts a trend folds at most (a row each in a few kB). */
+#define MAX_HOSTS 1000000
+
+static void host_folds_free(struct host_folds *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->a[i].host);
+        for (int k = 0; k < 2; k++) {
+            free(t->a[i].cmin[k]);
+            free(t->a[i].cmax[k]);
+        }
+    }
+    free(t->a);
+    free(t->slot);
+}
+
+/* FNV-1a of a host name, NULL a value of its own. */
+static uint32_t host_hash(const char *h)
+{
+    uint32_t x = 2166136261u;
+
+    if (!h)
+        return 1;
+    for (; *h; h++)
+        x = (x ^ (unsigned char)*h) * 16777619u;
+    return x;
+}
+
+static bool host_eq(const char *a, const char *b)
+{
+    return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
+/* Doubles the index (and the rows' room). */
+static int host_folds_grow(struct host_folds *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 1024;
+    struct host_fold *a = realloc(t->a, cap / 2 * sizeof *a);
+    uint32_t *slot = calloc(cap, sizeof *slot);
+
+    if (a)
+        t->a = a;
+    if (!a || !slot) {
+        free(slot);
+        return GI_INTERNAL;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        size_t j = host_hash(t->a[i].host) & (cap - 1);
+        while (slot[j])
+            j = (j + 1) & (cap - 1);
+        slot[j] = (uint32_t)i + 1;
+    }
+    free(t->slot);
+    t->slot = slot;
+    t->cap = cap;
+    return GI_OK;
+}
+
+/* The fold of host (borrowed), added when new; NULL when out of memory
+ * or past MAX_HOSTS (*rc says which). */
+static struct host_fold *host_get(struct host_folds *t, const char *host, int *rc)
+{
+    size_t j;
+    struct host_fold *f;
+
+    if (t->n * 2 >= t->cap && (*rc = host_folds_grow(t)) != GI_OK)
+        return NULL;
+    for (j = host_hash(host) & (t->cap - 1); t->slot[j]; j = (j + 1) & (t->cap - 1))
+        if (host_eq(t->a[t->slot[j] - 1].host, host))
+            return &t->a[t->slot[j] - 1];
+    if (t->n >= MAX_HOSTS) {
+        *rc = GI_TOO_LARGE;
+        return NULL;
+    }
+    f = &t->a[t->n];
+    memset(f, 0, sizeof *f);
+    f->oc[0] = f->oc[1] = NAN;
+    if (host && !(f->host = strdup(host))) {
+        *rc = GI_INTERNAL;
+        return NULL;
+    }
+    t->slot[j] = (uint32_t)++t->n;
+    return f;
+}
+
+/* Keeps a copy of cur (borrowed, not NULL) in *keep (owned) when *keep
+ * is NULL or cur sorts before it (less) or after it (!less), as MIN and
+ * MAX of a text column; false when out of memory. */
+static bool keep_text(char **keep, const char *cur, bool less)
+{
+    char *dup;
+
+    if (*keep && (less ? strcmp(cur, *keep) >= 0 : strcmp(cur, *keep) <= 0))
+        return true;
+    if (!(dup = strdup(cur)))
+        return false;
+    free(*keep);
+    *keep = dup;
+    return true;
+}
+
+/* Adds a row of TREND_HOST_ROWS (host, t, o, b, a, us, ms, oc, cur). */
+static int host_fold_row(struct host_folds *t, struct db_stmt *s, int64_t mid)
+{
+    int rc = GI_OK;
+    struct host_fold *f = host_get(t, db_col_text(s, 0), &rc);
+    int k = db_col_int(s, 1) >= mid;
+    const char *cur = db_col_text(s, 8);
+
+    if (!f)
+        return rc;
+    for (int i = 0; i < 5; i++)
+        f->v[k][i] += db_col_dbl(s, 2 + i);
+    if (!db_col_is_null(s, 7))
+        f->oc[k] = (isnan(f->oc[k]) ? 0 : f->oc[k]) + db_col_dbl(s, 7);
+    if (cur && (!keep_text(&f->cmin[k], cur, true) || !keep_text(&f->cmax[k], cur, false)))
+        return GI_INTERNAL;
+    return GI_OK;
+}
+
+/* TREND's order: the current half's owned seconds, most first, then the
+ * host (BINARY, no host first, as SQLite orders NULL). */
+static int host_fold_cmp(const void *pa, const void *pb)
+{
+    const struct host_fold *a = pa, *b = pb;
+
+    if (a->v[1][0] != b->v[1][0])
+        return a->v[1][0] > b->v[1][0] ? -1 : 1;
+    if (!a->host || !b->host)
+        return a->host ? 1 : b->host ? -1 : 0;
+    return strcmp(a->host, b->host);
+}
+
+/* A half of a fold as half_read() reads it from a TREND row. */
+static void host_half(const struct host_fold *f, int k, struct half *h)
+{
+    h->owned = f->v[k][0] / 3600;
+    h->busy = f->v[k][1] / 3600;
+    h->alloc_idle = f->v[k][2] / 3600;
+    h->util = f->v[k][4] > 0 ? f->v[k][3] / f->v[k][4] : NAN;
+    h->cost = f->oc[k] / 3600;
+    h->cur1 = f->cmin[k];
+    h->cur2 = f->cmax[k];
+}
+
+/* SQLite: the trend by host with no filter (TREND_HOST_DAYS's answer)
+ * folded here from its rows unsummed: the sorter of SQLite's GROUP BY
+ * over the hourly rows of the partial days was most of its cost. */
+static int trend_host_fold(struct conn *c, const struct store_insight_filter *f, int64_t mid,
+                           json_t *items)
+{
+    struct db_stmt *s = prep(c, ST_TREND_HOST_ROWS);
+    struct host_folds t = {0};
+    int64_t limit = f->limit > 0 ? f->limit : 100;
+    int step = DB_DONE, rc = GI_OK;
+
+    if (!s)
+        return GI_INTERNAL;
+    insight_bind_days(s, f, mid);
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        rc = host_fold_row(&t, s, mid);
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
+    if (rc == GI_OK && t.n)
+        qsort(t.a, t.n, sizeof *t.a, host_fold_cmp);
+    for (size_t i = 0; rc == GI_OK && i < t.n && (int64_t)i < limit; i++) {
+        struct half cur, prev;
+        host_half(&t.a[i], 1, &cur);
+        host_half(&t.a[i], 0, &prev);
+        if (!insight_append(items, trend_json(t.a[i].host ? json_string(t.a[i].host) : json_null(),
+                                              &cur, &prev)))
+            rc = GI_INTERNAL;
+    }
+    host_folds_free(&t);
+    return rc;
 }
 
 /* Whether a trend by host or GPU may read the tables kept for the
@@ -438,6 +649,10 @@ int store_usage_trend(struct store *st, const struct store_insight_filter *f, co
         if (rc != GI_OK || done)
             goto cleanup;
         rc = GI_INTERNAL;
+    }
+    if (plain && id == ST_TREND_HOST && db_dialect(c) != DB_PG) {
+        rc = trend_host_fold(c, f, cur_from, *items);
+        goto cleanup;
     }
     if ((s = prep(c, plain && id == ST_TREND_HOST ? ST_TREND_HOST_DAYS : (enum stmt_id)id)) == NULL)
         goto cleanup;
