@@ -98,15 +98,18 @@
  * whole days [:lo, :a) and [:b, :hi) from usage_daily and its hours
  * [:mid, :lo) and [:hi, :to) from usage_hourly, a few rows per GPU
  * instead of one per GPU and day of both halves. */
+#define TREND_RANK_ROWS                                                                            \
+    "SELECT u.gpu_id, u.owned_s AS o FROM usage_gpu_blocks u WHERE u.start >= :a AND u.start < "   \
+    ":b "                                                                                          \
+    "UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day >= :lo AND " \
+    "u.day < :a UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day " \
+    ">= :b AND u.day < :hi UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_hourly u " \
+    "WHERE u.hour >= :mid AND u.hour < :lo UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction "     \
+    "FROM usage_hourly u WHERE u.hour >= :hi AND u.hour < :to"
 #define TREND_RANK_GPU                                                                             \
-    "SELECT r.gpu_id, r.owned FROM (SELECT u.gpu_id, SUM(u.o) AS owned FROM (SELECT u.gpu_id, "    \
-    "u.owned_s AS o FROM usage_gpu_blocks u WHERE u.start >= :a AND u.start < :b UNION ALL "       \
-    "SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day >= :lo AND u.day < "   \
-    ":a UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day >= :b "   \
-    "AND u.day < :hi UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_hourly u WHERE " \
-    "u.hour >= :mid AND u.hour < :lo UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM "      \
-    "usage_hourly u WHERE u.hour >= :hi AND u.hour < :to) u GROUP BY u.gpu_id) r JOIN gpus g ON "  \
-    "g.id = r.gpu_id ORDER BY r.owned DESC, g.uuid LIMIT :limit"
+    "SELECT r.gpu_id, r.owned FROM (SELECT u.gpu_id, SUM(u.o) AS owned FROM (" TREND_RANK_ROWS     \
+    ") u GROUP BY u.gpu_id) r JOIN gpus g ON g.id = r.gpu_id ORDER BY r.owned DESC, g.uuid LIMIT " \
+    ":limit"
 
 #define TREND(key, src, join)                                                                      \
     "SELECT " key ", " TREND_HALF(">=") ", " TREND_HALF("<") " FROM " src " " join                 \
@@ -141,6 +144,10 @@
     X(TREND_HOST_ROWS,                                                                             \
       "SELECT h.host, h.t, h.o, h.b, h.a, h.us, h.ms, h.oc, h.cur FROM " TREND_SRC_HOST_DAYS)      \
     X(TREND_RANK_GPU, TREND_RANK_GPU)                                                              \
+    /* SQLite: the same ranking's rows unsummed (trend_rank_fold). */                              \
+    X(TREND_RANK_ROWS, TREND_RANK_ROWS)                                                            \
+    X(GPU_MAX_ID, "SELECT MAX(id) FROM gpus")                                                      \
+    X(GPU_UUIDS, "SELECT id, uuid FROM gpus")                                                      \
     X(TREND_GPU_KEYS, TREND("g.uuid", TREND_SRC_KEYS(KEYS_SQLITE), JOIN_GPU))                      \
     X(TREND_GPU_KEYS_PG, TREND("g.uuid", TREND_SRC_KEYS(KEYS_PG), JOIN_GPU))
 
@@ -576,6 +583,130 @@ static void bind_rank(struct db_stmt *s, const struct store_insight_filter *f, i
     db_bind_int(s, ":mid", mid);
 }
 
+/* The first f->limit GPUs of TREND_RANK_GPU as JSON ids appended to keys,
+ * *last the owned seconds of the last of them. */
+static int trend_rank_sql(struct conn *c, const struct store_insight_filter *f, int64_t mid,
+                          json_t *keys, double *last)
+{
+    struct db_stmt *s = prep(c, ST_TREND_RANK_GPU);
+    int step = DB_DONE;
+
+    if (!s)
+        return GI_INTERNAL;
+    insight_bind_filter(s, f);
+    bind_rank(s, f, mid);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        *last = db_col_dbl(s, 1);
+        if (json_array_append_new(keys, json_integer(db_col_int(s, 0))) != 0)
+            break;
+    }
+    db_reset(s);
+    return step == DB_ROW ? GI_INTERNAL : db_status(step);
+}
+
+/* A GPU of a folded ranking: its owned seconds and UUID (owned). */
+struct ranked {
+    double owned;
+    int64_t id;
+    char *uuid;
+};
+
+/* TREND's order: most owned first, then the UUID (BINARY). */
+static int ranked_cmp(const void *pa, const void *pb)
+{
+    const struct ranked *a = pa, *b = pb;
+
+    if (a->owned != b->owned)
+        return a->owned > b->owned ? -1 : 1;
+    return strcmp(a->uuid, b->uuid);
+}
+
+/* GPU ids a folded ranking indexes directly (8 bytes and 1 each). */
+#define MAX_FOLD_ID 10000000
+
+/* SQLite: TREND_RANK_GPU's answer from its rows unsummed
+ * (TREND_RANK_ROWS), summed here in an array indexed by GPU id and
+ * ordered with the GPUs' UUIDs: SQLite's GROUP BY sorter and ORDER BY
+ * over every GPU were most of the ranking's cost. GI_UNAVAILABLE when the
+ * ids are too sparse for the array (then TREND_RANK_GPU answers). */
+static int trend_rank_fold(struct conn *c, const struct store_insight_filter *f, int64_t mid,
+                           int64_t limit, json_t *keys, double *last)
+{
+    struct db_stmt *s = prep(c, ST_GPU_MAX_ID);
+    double *sum = NULL;
+    unsigned char *seen = NULL;
+    struct ranked *v = NULL;
+    size_t n = 0, cap = 0;
+    int64_t max = -1;
+    int step = DB_DONE, rc = GI_INTERNAL;
+
+    if (!s)
+        return GI_INTERNAL;
+    if ((step = db_step(c, s)) == DB_ROW && !db_col_is_null(s, 0))
+        max = db_col_int(s, 0);
+    db_reset(s);
+    if ((rc = db_status(step)) != GI_OK)
+        return rc;
+    if (max < 0)
+        return GI_OK; /* no GPU: an empty ranking */
+    if (max > MAX_FOLD_ID)
+        return GI_UNAVAILABLE;
+    rc = GI_INTERNAL;
+    if (!(sum = calloc((size_t)max + 1, sizeof *sum)) || !(seen = calloc((size_t)max + 1, 1)) ||
+        !(s = prep(c, ST_TREND_RANK_ROWS)))
+        goto cleanup;
+    insight_bind_filter(s, f);
+    bind_rank(s, f, mid);
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t id = db_col_int(s, 0);
+        if (id < 0 || id > max)
+            continue; /* no such GPU: the join drops it */
+        sum[id] += db_col_dbl(s, 1);
+        seen[id] = 1;
+    }
+    db_reset(s);
+    if ((rc = db_status(step)) != GI_OK)
+        goto cleanup;
+    rc = GI_INTERNAL;
+    if (!(s = prep(c, ST_GPU_UUIDS)))
+        goto cleanup;
+    while ((step = db_step(c, s)) == DB_ROW) {
+        int64_t id = db_col_int(s, 0);
+        const char *uuid = db_col_text(s, 1);
+        if (id < 0 || id > max || !seen[id] || !uuid)
+            continue;
+        if (n == cap) {
+            struct ranked *w = realloc(v, (cap = cap ? cap * 2 : 1024) * sizeof *v);
+            if (!w)
+                break;
+            v = w;
+        }
+        if (!(v[n].uuid = strdup(uuid)))
+            break;
+        v[n].owned = sum[id];
+        v[n++].id = id;
+    }
+    db_reset(s);
+    if (step == DB_ROW || (rc = db_status(step)) != GI_OK)
+        goto cleanup;
+    if (n)
+        qsort(v, n, sizeof *v, ranked_cmp);
+    for (size_t i = 0; i < n && (int64_t)i < limit; i++) {
+        if (json_array_append_new(keys, json_integer(v[i].id)) != 0) {
+            rc = GI_INTERNAL;
+            break;
+        }
+        *last = v[i].owned;
+    }
+cleanup:
+    for (size_t i = 0; i < n; i++)
+        free(v[i].uuid);
+    free(v);
+    free(seen);
+    free(sum);
+    return rc;
+}
+
 /* A trend by GPU with no filter: ranks the GPUs by the current half alone
  * (TREND_RANK_GPU), then sums both halves of the first f->limit of them
  * only (TREND_GPU_KEYS), appending their rows to items. *done false, and
@@ -586,28 +717,20 @@ static int trend_gpu_plain(struct conn *c, const struct store_insight_filter *f,
                            json_t *items, bool *done)
 {
     int64_t limit = f->limit > 0 ? f->limit : 100;
-    struct db_stmt *s = prep(c, ST_TREND_RANK_GPU);
+    struct db_stmt *s = NULL;
     json_t *keys = json_array();
     char *text = NULL;
     double last = 0;
-    int step = DB_DONE, rc = GI_INTERNAL;
+    int rc = GI_INTERNAL;
 
     *done = false;
-    if (!s || !keys)
+    if (!keys)
         goto cleanup;
-    insight_bind_filter(s, f);
-    bind_rank(s, f, mid);
-    while ((step = db_step(c, s)) == DB_ROW) {
-        last = db_col_dbl(s, 1);
-        if (json_array_append_new(keys, json_integer(db_col_int(s, 0))) != 0)
-            break;
-    }
-    db_reset(s);
-    if (step != DB_DONE) {
-        rc = step == DB_ROW ? GI_INTERNAL : db_status(step);
+    rc = db_dialect(c) == DB_PG ? GI_UNAVAILABLE : trend_rank_fold(c, f, mid, limit, keys, &last);
+    if (rc == GI_UNAVAILABLE)
+        rc = trend_rank_sql(c, f, mid, keys, &last);
+    if (rc != GI_OK)
         goto cleanup;
-    }
-    rc = GI_OK;
     if ((int64_t)json_array_size(keys) < limit || !(last > 0))
         goto cleanup;
     rc = GI_INTERNAL;
