@@ -141,8 +141,16 @@
     X(TREND_GPU, TREND("g.uuid", TREND_SRC_DAILY, JOIN_GPU))                                       \
     /* With no filter (trend_plain). */                                                            \
     X(TREND_HOST_DAYS, TREND("h.host", TREND_SRC_HOST_DAYS, ""))                                   \
-    X(TREND_HOST_ROWS,                                                                             \
-      "SELECT h.host, h.t, h.o, h.b, h.a, h.us, h.ms, h.oc, h.cur FROM " TREND_SRC_HOST_DAYS)      \
+    /* SQLite: its rows unsummed, whole days and hours apart (trend_host_fold). */                 \
+    X(TREND_HOST_DAY_ROWS,                                                                         \
+      "SELECT h.host, h.day, h.owned_s, h.busy_s, h.alloc_idle_s, h.util_sum, h.measured_s, 1, "   \
+      "h.owned_cost, NULLIF(h.currency, '') FROM usage_host_days h WHERE h.day >= :d1 AND h.day "  \
+      "< "                                                                                         \
+      ":d2 AND NOT (h.day >= :x1 AND h.day < :x2)")                                                \
+    X(TREND_HOST_HOUR_ROWS,                                                                        \
+      "SELECT h.host, h.hour, h.owned_s, h.busy_s, h.alloc_idle_s, h.util_sum, h.measured_s, "     \
+      "h.fraction, h.rate_micros, h.currency FROM usage_hourly h WHERE h.hour >= :p AND h.hour < " \
+      ":q")                                                                                        \
     X(TREND_RANK_GPU, TREND_RANK_GPU)                                                              \
     /* SQLite: the same ranking's rows unsummed (trend_rank_fold). */                              \
     X(TREND_RANK_ROWS, TREND_RANK_ROWS)                                                            \
@@ -471,23 +479,41 @@ static bool keep_text(char **keep, const char *cur, bool less)
     return true;
 }
 
-/* Adds a row of TREND_HOST_ROWS (host, t, o, b, a, us, ms, oc, cur). */
-static int host_fold_row(struct host_folds *t, struct db_stmt *s, int64_t mid)
+/* Adds a row of TREND_HOST_DAY_ROWS or TREND_HOST_HOUR_ROWS (host, t, o,
+ * b, a, us, ms, fraction, then the cost or the rate, currency): the hours'
+ * seconds times the fraction and their cost times the rate, as
+ * TREND_SRC_HOST_DAYS computes them, the days' sums as they are. */
+static int host_fold_row(struct host_folds *t, struct db_stmt *s, int64_t mid, bool hourly)
 {
     int rc = GI_OK;
     struct host_fold *f = host_get(t, db_col_text(s, 0), &rc);
     int k = db_col_int(s, 1) >= mid;
-    const char *cur = db_col_text(s, 8);
+    double fr = hourly ? db_col_dbl(s, 7) : 1;
+    const char *cur = db_col_text(s, 9);
 
     if (!f)
         return rc;
     for (int i = 0; i < 5; i++)
-        f->v[k][i] += db_col_dbl(s, 2 + i);
-    if (!db_col_is_null(s, 7))
-        f->oc[k] = (isnan(f->oc[k]) ? 0 : f->oc[k]) + db_col_dbl(s, 7);
+        f->v[k][i] += hourly ? db_col_dbl(s, 2 + i) * fr : db_col_dbl(s, 2 + i);
+    if (!db_col_is_null(s, 8)) {
+        double oc = hourly ? db_col_dbl(s, 2) * fr * db_col_dbl(s, 8) : db_col_dbl(s, 8);
+        f->oc[k] = (isnan(f->oc[k]) ? 0 : f->oc[k]) + oc;
+    }
     if (cur && (!keep_text(&f->cmin[k], cur, true) || !keep_text(&f->cmax[k], cur, false)))
         return GI_INTERNAL;
     return GI_OK;
+}
+
+/* Folds every row of s (bound, borrowed, reset afterwards) into t. */
+static int host_fold_rows(struct conn *c, struct db_stmt *s, struct host_folds *t, int64_t mid,
+                          bool hourly)
+{
+    int step = DB_DONE, rc = GI_OK;
+
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        rc = host_fold_row(t, s, mid, hourly);
+    db_reset(s);
+    return rc == GI_OK ? db_status(step) : rc;
 }
 
 /* TREND's order: the current half's owned seconds, most first, then the
@@ -516,24 +542,47 @@ static void host_half(const struct host_fold *f, int k, struct half *h)
 }
 
 /* SQLite: the trend by host with no filter (TREND_HOST_DAYS's answer)
- * folded here from its rows unsummed: the sorter of SQLite's GROUP BY
- * over the hourly rows of the partial days was most of its cost. */
+ * folded here from its rows unsummed, each part of the range read by a
+ * statement of its own: the sorter of SQLite's GROUP BY over the hourly
+ * rows of the partial days was most of its cost, and the UNION ALL's
+ * co-routine and products much of the rest. */
 static int trend_host_fold(struct conn *c, const struct store_insight_filter *f, int64_t mid,
                            json_t *items)
 {
-    struct db_stmt *s = prep(c, ST_TREND_HOST_ROWS);
+    const int64_t day = 86400;
+    struct db_stmt *s = prep(c, ST_TREND_HOST_DAY_ROWS);
     struct host_folds t = {0};
     int64_t limit = f->limit > 0 ? f->limit : 100;
-    int step = DB_DONE, rc = GI_OK;
+    /* the split insight_bind_days() binds: whole days [d1, d2) but the
+     * day [x1, x2), the hours [from, d1), [d2, to) and [x1, x2) */
+    int64_t d1 = f->from % day ? f->from - f->from % day + day : f->from;
+    int64_t d2 = f->to - f->to % day, x1 = 0, x2 = 0;
+    int rc;
 
+    if (d1 >= d2)
+        d1 = d2 = f->to;
+    else if (mid > d1 && mid < d2 && mid % day != 0) {
+        x1 = mid - mid % day;
+        x2 = x1 + day;
+    }
     if (!s)
         return GI_INTERNAL;
     insight_bind_days(s, f, mid);
-    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
-        rc = host_fold_row(&t, s, mid);
-    db_reset(s);
-    if (rc == GI_OK && step != DB_DONE)
-        rc = db_status(step);
+    rc = host_fold_rows(c, s, &t, mid, false);
+    {
+        const int64_t edges[3][2] = {{f->from, d1}, {d2, f->to}, {x1, x2}};
+        for (int e = 0; rc == GI_OK && e < 3; e++) {
+            if (edges[e][0] >= edges[e][1])
+                continue;
+            if (!(s = prep(c, ST_TREND_HOST_HOUR_ROWS))) {
+                rc = GI_INTERNAL;
+                break;
+            }
+            db_bind_int(s, ":p", edges[e][0]);
+            db_bind_int(s, ":q", edges[e][1]);
+            rc = host_fold_rows(c, s, &t, mid, true);
+        }
+    }
     if (rc == GI_OK && t.n)
         qsort(t.a, t.n, sizeof *t.a, host_fold_cmp);
     for (size_t i = 0; rc == GI_OK && i < t.n && (int64_t)i < limit; i++) {
