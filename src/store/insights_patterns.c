@@ -92,20 +92,21 @@
 #define KEYS_SQLITE "IN (SELECT value FROM json_each(:keys))"
 #define KEYS_PG "= ANY(ARRAY(SELECT CAST(json_array_elements_text(CAST(:keys AS JSON)) AS BIGINT)))"
 
-/* The first :limit GPUs of a trend by GPU with no filter, in TREND's
- * order (the current half's owned seconds, most first, then the UUID):
- * the current half's whole blocks of usage_gpu_blocks [:a, :b), its other
- * whole days [:lo, :a) and [:b, :hi) from usage_daily and its hours
- * [:mid, :lo) and [:hi, :to) from usage_hourly, a few rows per GPU
- * instead of one per GPU and day of both halves. */
+/* The rows that rank the GPUs of a trend by GPU with no filter by the
+ * current half's owned seconds: its whole blocks of usage_gpu_blocks
+ * [:a, :b), its other whole days [:lo, :a) and [:b, :hi) from
+ * usage_daily and its hours [:mid, :lo) and [:hi, :to) from
+ * usage_hourly, a few rows per GPU instead of one per GPU and day of both
+ * halves (bind_rank). */
 #define TREND_RANK_ROWS                                                                            \
-    "SELECT u.gpu_id, u.owned_s AS o FROM usage_gpu_blocks u WHERE u.start >= :a AND u.start < "   \
-    ":b "                                                                                          \
-    "UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day >= :lo AND " \
-    "u.day < :a UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE u.day " \
-    ">= :b AND u.day < :hi UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_hourly u " \
-    "WHERE u.hour >= :mid AND u.hour < :lo UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction "     \
-    "FROM usage_hourly u WHERE u.hour >= :hi AND u.hour < :to"
+    "SELECT u.gpu_id, u.owned_s AS o FROM usage_gpu_blocks u WHERE u.start >= :a AND "             \
+    "u.start < :b UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM usage_daily u WHERE "     \
+    "u.day >= :lo AND u.day < :a UNION ALL SELECT u.gpu_id, u.owned_s * u.fraction FROM "          \
+    "usage_daily u WHERE u.day >= :b AND u.day < :hi UNION ALL SELECT u.gpu_id, u.owned_s * "      \
+    "u.fraction FROM usage_hourly u WHERE u.hour >= :mid AND u.hour < :lo UNION ALL SELECT "       \
+    "u.gpu_id, u.owned_s * u.fraction FROM usage_hourly u WHERE u.hour >= :hi AND u.hour < :to"
+/* The first :limit of them in TREND's order (the current half's owned
+ * seconds, most first, then the UUID). */
 #define TREND_RANK_GPU                                                                             \
     "SELECT r.gpu_id, r.owned FROM (SELECT u.gpu_id, SUM(u.o) AS owned FROM (" TREND_RANK_ROWS     \
     ") u GROUP BY u.gpu_id) r JOIN gpus g ON g.id = r.gpu_id ORDER BY r.owned DESC, g.uuid LIMIT " \
@@ -144,9 +145,8 @@
     /* SQLite: its rows unsummed, whole days and hours apart (trend_host_fold). */                 \
     X(TREND_HOST_DAY_ROWS,                                                                         \
       "SELECT h.host, h.day, h.owned_s, h.busy_s, h.alloc_idle_s, h.util_sum, h.measured_s, 1, "   \
-      "h.owned_cost, NULLIF(h.currency, '') FROM usage_host_days h WHERE h.day >= :d1 AND h.day "  \
-      "< "                                                                                         \
-      ":d2 AND NOT (h.day >= :x1 AND h.day < :x2)")                                                \
+      "h.owned_cost, NULLIF(h.currency, '') FROM usage_host_days h WHERE h.day >= :d1 AND "        \
+      "h.day < :d2 AND NOT (h.day >= :x1 AND h.day < :x2)")                                        \
     X(TREND_HOST_HOUR_ROWS,                                                                        \
       "SELECT h.host, h.hour, h.owned_s, h.busy_s, h.alloc_idle_s, h.util_sum, h.measured_s, "     \
       "h.fraction, h.rate_micros, h.currency FROM usage_hourly h WHERE h.hour >= :p AND h.hour < " \
