@@ -3,8 +3,9 @@
 // beside the daily rows: checked against hand-computed rows after the
 // first rollup, after late data adds a host to a past day and after an
 // ownership change mid-day, and the report's bytes against the path over
-// the daily rows (a filter on the model every GPU has takes it). The
-// hour-step team report likewise against the one a model filter answers.
+// the daily rows (a filter on the model every GPU has takes it); the trends
+// by host and by GPU likewise. The hour-step team report likewise against
+// the one a model filter answers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useServer, ok, dbQuery, rollupAll } from './helpers.mjs';
@@ -61,6 +62,25 @@ async function assertSame(extra = {}) {
   }
 }
 
+/** Trends by host and by GPU, to at midnight and now, a week and a month,
+ * several limits: the same bytes with no filter (the host days, the GPU
+ * blocks) and with the model's (usage_daily). */
+async function assertSameTrend() {
+  for (const by of ['host', 'gpu']) {
+    for (const period of ['week', 'month']) {
+      for (const to of [`&to=${iso(D0 + 86400)}`, `&to=${iso(D0 + 13 * H)}`, '']) {
+        for (const limit of [1, 2, 5]) {
+          const qs = `/api/v1/usage/trend?group_by=${by}&period=${period}&limit=${limit}${to}`;
+          const a = await h.s.api('GET', qs);
+          const b = await h.s.api('GET', `${qs}&model=${encodeURIComponent(MODEL)}`);
+          assert.equal(a.status, 200, a.text);
+          assert.equal(a.text, b.text, qs);
+        }
+      }
+    }
+  }
+}
+
 test('the host days after the first rollup, and the report that ranks from them', async () => {
   await push('hd-a', [0], (i) => START[i], T0 + 4 * H, 'hd-a-1');
   await push('hd-b', [1, 2], (i) => START[i], T0 + 4 * H, 'hd-b-1');
@@ -69,6 +89,7 @@ test('the host days after the first rollup, and the report that ranks from them'
   const r = JSON.parse(await text({ ...RANGE, group_by: 'host', step: 'day', limit: 1 }));
   assert.deepEqual([r.groups_total, r.next_offset, r.items[0].group], [2, 1, 'hd-b']);
   await assertSame();
+  await assertSameTrend();
 });
 
 test('late data adds a host to a past day; an ownership change mid-day moves no host', async () => {
@@ -79,6 +100,7 @@ test('late data adds a host to a past day; an ownership change mid-day moves no 
   const r = JSON.parse(await text({ ...RANGE, group_by: 'host', step: 'day', limit: 5 }));
   assert.deepEqual([...new Set(r.items.map((x) => x.group))], ['hd-c', 'hd-b', 'hd-a']);
   await assertSame();
+  await assertSameTrend();
 
   ok(await h.s.api('POST', '/api/v1/teams', { body: { name: 'hd-other' } }), 201);
   ok(await h.s.api('PUT', `/api/v1/gpus/${uuid(4)}/owner`,
@@ -86,6 +108,7 @@ test('late data adds a host to a past day; an ownership change mid-day moves no 
   assert.equal((await rollupAll(h.s)).dirty_left, 0);
   assert.deepEqual(await hostDays(), want);
   await assertSame();
+  await assertSameTrend();
   await assertSame({ team: 'hd-other' });
   const other = JSON.parse(await text({ ...RANGE, group_by: 'host', step: 'hour', team: 'hd-other', limit: 5 }));
   assert.deepEqual([other.groups_total, [...new Set(other.items.map((x) => x.group))]], [1, ['hd-c']]);
