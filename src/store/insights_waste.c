@@ -131,17 +131,30 @@
 #define WASTE_GPU_HOURS(edge)                                                                      \
     " UNION ALL SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_hourly h WHERE " edge
 
+/* The allocated-idle GPUs and consumers of the range, most idle cost
+ * first (alias a_ for the columns the savings filter on). */
+#define ALLOC_IDLE_SQL                                                                             \
+    "SELECT g.uuid AS a_uuid, t.kind AS a_kind, t.consumer AS a_cons, t.holder, l.team, l.host, "  \
+    "t.gh AS a_gh, t.cost AS a_cost, t.cur1, t.cur2, t.first_idle, t.last + 3600, t.held, "        \
+    "t.gpu_id AS a_gid, l.rate_micros * l.fraction, l.currency, t.last AS a_last FROM (SELECT "    \
+    "r.gpu_id, r.kind, r.consumer, MAX(r.holder) AS holder, SUM(r.alloc_idle_s) / 3600 AS gh, "    \
+    "SUM(r.alloc_idle_cost) / 3600 AS cost, MIN(r.currency) AS cur1, MAX(r.currency) AS cur2, "    \
+    "MAX(r.last_hour) AS last, MIN(r.first_idle_hour) AS first_idle, SUM(r.allocated_s) / 3600 "   \
+    "AS held FROM" CONSUMER_ROWS                                                                   \
+    "GROUP BY r.gpu_id, r.kind, r.consumer HAVING MIN(r.first_idle_hour) IS NOT NULL) t JOIN "     \
+    "gpus g ON g.id = t.gpu_id LEFT JOIN usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = "      \
+    "t.last ORDER BY COALESCE(t.cost, 0) DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit"
+
 #define STATEMENTS(X)                                                                              \
-    X(ALLOC_IDLE,                                                                                  \
-      "SELECT g.uuid, t.kind, t.consumer, t.holder, l.team, l.host, t.gh, t.cost, t.cur1, "        \
-      "t.cur2, t.first_idle, t.last + 3600, t.held, t.gpu_id, l.rate_micros * l.fraction, "        \
-      "l.currency, t.last FROM (SELECT r.gpu_id, r.kind, r.consumer, MAX(r.holder) AS holder, "    \
-      "SUM(r.alloc_idle_s) / 3600 AS gh, SUM(r.alloc_idle_cost) / 3600 AS cost, MIN(r.currency) "  \
-      "AS cur1, MAX(r.currency) AS cur2, MAX(r.last_hour) AS last, MIN(r.first_idle_hour) AS "     \
-      "first_idle, SUM(r.allocated_s) / 3600 AS held FROM" CONSUMER_ROWS                           \
-      "GROUP BY r.gpu_id, r.kind, r.consumer HAVING MIN(r.first_idle_hour) IS NOT NULL) t JOIN "   \
-      "gpus g ON g.id = t.gpu_id LEFT JOIN usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = "    \
-      "t.last ORDER BY COALESCE(t.cost, 0) DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")      \
+    X(ALLOC_IDLE, ALLOC_IDLE_SQL)                                                                  \
+    /* Those of the ALLOC_IDLE rows, in the same order, whose consumer may                         \
+     * be idle now: its newest hour is recent (:recent on) and wholly                              \
+     * allocated-idle (the first hour its run is walked back from). */                             \
+    X(ALLOC_IDLE_NOW,                                                                              \
+      "SELECT a.* FROM (" ALLOC_IDLE_SQL ") a WHERE a.a_last >= :recent AND EXISTS (SELECT 1 "     \
+      "FROM usage_consumers x WHERE x.gpu_id = a.a_gid AND x.hour = a.a_last AND x.kind = "        \
+      "a.a_kind AND x.consumer = a.a_cons AND x.allocated_s > 0 AND x.busy_s = 0 AND "             \
+      "x.alloc_idle_s > 0) ORDER BY COALESCE(a.a_cost, 0) DESC, a.a_gh DESC, a.a_uuid, a.a_cons")  \
     X(HOURS_AFTER, "SELECT 1 FROM usage_consumers WHERE hour >= :to AND hour < :end LIMIT 1")      \
     X(ALLOC_IDLE_HOURS,                                                                            \
       "SELECT u.hour, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END "            \
@@ -466,8 +479,10 @@ static int alloc_idle_runs(struct conn *c, const struct store_insight_filter *f,
 }
 
 /* Appends the allocated-idle GPUs to items (with the hidden HOURLY
- * figures). */
-int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
+ * figures): all of them, or (now) only those whose consumer is idle now,
+ * the others dropped before their runs are walked. */
+static int alloc_idle_items(struct conn *c, const struct store_insight_filter *f, bool now,
+                            json_t *items)
 {
     struct db_stmt *s;
     size_t first = json_array_size(items);
@@ -476,12 +491,25 @@ int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *
 
     if ((rc = rows_split(c, f, &d)) != GI_OK)
         return rc;
-    if ((s = prep(c, ST_ALLOC_IDLE)) == NULL)
+    if ((s = prep(c, now ? ST_ALLOC_IDLE_NOW : ST_ALLOC_IDLE)) == NULL)
         return GI_INTERNAL;
     bind_rows(s, f, &d);
+    if (now)
+        db_bind_int(s, ":recent", insight_recent_hour(f->to));
     if ((rc = insight_collect_rows(c, s, alloc_idle_row, items)) != GI_OK)
         return rc;
     return alloc_idle_runs(c, f, items, first);
+}
+
+int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
+{
+    return alloc_idle_items(c, f, false, items);
+}
+
+int insight_alloc_idle_now_items(struct conn *c, const struct store_insight_filter *f,
+                                 json_t *items)
+{
+    return alloc_idle_items(c, f, true, items);
 }
 
 /* Runs one item producer on a borrowed connection in one snapshot. */
