@@ -431,7 +431,7 @@ static bool walks_bind(struct db_stmt *s, bool pg, const struct walk *v, size_t 
                        int64_t (*lo)(const struct walk *), int64_t (*hi)(const struct walk *))
 {
     struct db_array gids = {0}, los = {0}, his = {0};
-    size_t len = 0, cap = 3 + n * 64; /* three numbers of at most 20 characters */
+    size_t len = 0, cap = 3 + n * 72; /* ",[a,b,c]": at most 65 characters */
     char *json = pg ? NULL : malloc(cap);
     bool ok;
 
