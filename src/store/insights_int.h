@@ -117,6 +117,13 @@ int insight_idle_items(struct conn *c, const struct store_insight_filter *f, int
 /* Appends the allocated-idle GPUs of f to items (with the hidden HOURLY
  * figures). */
 int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items);
+/* The same, in the same order, less the items the savings would not use:
+ * those whose consumer is not idle now (its newest hour before
+ * insight_recent_hour(f->to), or not wholly allocated-idle), dropped
+ * before their runs are walked; the first f->limit items ranked, as
+ * insight_alloc_idle_items() has them, then filtered. */
+int insight_alloc_idle_now_items(struct conn *c, const struct store_insight_filter *f,
+                                 json_t *items);
 /* Appends the over-requesting workloads of f (peak utilisation below
  * peak_below) to items. */
 int insight_overrequest_items(struct conn *c, const struct store_insight_filter *f,

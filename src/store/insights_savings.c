@@ -310,9 +310,11 @@ static int savings_fn(struct conn *c, const void *arg, json_t *items)
     if (alloc == NULL || idle == NULL || over == NULL || ops.claimed == NULL)
         goto cleanup;
     /* Every GPU behind an opportunity counts, so the lists are read whole
-     * (up to a bound) and the opportunities limited afterwards. */
+     * (up to a bound) and the opportunities limited afterwards; of the
+     * allocated-idle GPUs only those idle now, which savings_alloc_idle
+     * keeps, have their runs walked. */
     f.limit = 10000;
-    if ((rc = insight_alloc_idle_items(c, &f, alloc)) != GI_OK ||
+    if ((rc = insight_alloc_idle_now_items(c, &f, alloc)) != GI_OK ||
         (rc = insight_idle_items(c, &f, a->min_hours, idle)) != GI_OK ||
         (rc = insight_overrequest_items(c, &f, a->peak_below, over)) != GI_OK)
         goto cleanup;

@@ -131,28 +131,67 @@
 #define WASTE_GPU_HOURS(edge)                                                                      \
     " UNION ALL SELECT h.team, h.gpu_id, h.alloc_idle_s FROM usage_hourly h WHERE " edge
 
+/* The GPUs whose consumers' runs are walked (alias j: the GPU, and the
+ * lowest and highest hour or day start read of it), from a JSON array of
+ * [gpu, lo, hi] on SQLite, from three arrays on PostgreSQL. */
+#define WALKS_SQLITE                                                                               \
+    "(SELECT json_extract(value, '$[0]') AS gid, json_extract(value, '$[1]') AS lo, "              \
+    "json_extract(value, '$[2]') AS hi FROM json_each(:walks)) j"
+#define WALKS_PG                                                                                   \
+    "unnest(CAST(:gids AS BIGINT[]), CAST(:los AS BIGINT[]), CAST(:his AS BIGINT[])) AS j(gid, "   \
+    "lo, hi)"
+/* Planned for the GPUs and hours of each walk on PostgreSQL (db_pg.c). */
+#define PG_PLAN_EACH_SQL "/* plan each time */ "
+/* The consumer hours of the walks' GPUs in [j.lo, j.hi] that the filters
+ * keep, each with whether it was wholly allocated-idle, newest first per
+ * consumer. A walk's hours lie inside the range, and the index of the
+ * consumer hours is searched from j.lo (not from :from). */
+#define WALK_HOURS(walks)                                                                          \
+    "SELECT u.gpu_id, u.kind, u.consumer, u.hour, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 "  \
+    "THEN 1 ELSE 0 END FROM " walks " CROSS JOIN usage_consumers u CROSS JOIN usage_hourly h "     \
+    "WHERE u.gpu_id = j.gid AND u.hour >= j.lo AND u.hour <= j.hi AND h.gpu_id = j.gid AND "       \
+    "h.hour = u.hour AND h.hour >= j.lo AND h.hour <= j.hi AND" FILTERS                            \
+    "AND u.allocated_s > 0 ORDER BY u.gpu_id, u.kind, u.consumer, u.hour DESC"
+/* The idle hours of each whole day (of the range's, before j.hi) of the
+ * consumers of the walks' GPUs, newest day first per consumer. */
+#define WALK_DAYS(walks)                                                                           \
+    "SELECT d.gpu_id, d.kind, d.consumer, d.day, SUM(d.idle_hours) FROM " walks " CROSS JOIN "     \
+    "usage_consumers_daily d WHERE d.gpu_id = j.gid AND d.day < j.hi AND" DAY_FILTERS              \
+    "GROUP BY d.gpu_id, d.kind, d.consumer, d.day ORDER BY d.gpu_id, d.kind, d.consumer, d.day "   \
+    "DESC"
+
+/* The allocated-idle GPUs and consumers of the range, most idle cost
+ * first (alias a_ for the columns the savings filter on). */
+#define ALLOC_IDLE_SQL                                                                             \
+    "SELECT g.uuid AS a_uuid, t.kind AS a_kind, t.consumer AS a_cons, t.holder, l.team, l.host, "  \
+    "t.gh AS a_gh, t.cost AS a_cost, t.cur1, t.cur2, t.first_idle, t.last + 3600, t.held, "        \
+    "t.gpu_id AS a_gid, l.rate_micros * l.fraction, l.currency, t.last AS a_last FROM (SELECT "    \
+    "r.gpu_id, r.kind, r.consumer, MAX(r.holder) AS holder, SUM(r.alloc_idle_s) / 3600 AS gh, "    \
+    "SUM(r.alloc_idle_cost) / 3600 AS cost, MIN(r.currency) AS cur1, MAX(r.currency) AS cur2, "    \
+    "MAX(r.last_hour) AS last, MIN(r.first_idle_hour) AS first_idle, SUM(r.allocated_s) / 3600 "   \
+    "AS held FROM" CONSUMER_ROWS                                                                   \
+    "GROUP BY r.gpu_id, r.kind, r.consumer HAVING MIN(r.first_idle_hour) IS NOT NULL) t JOIN "     \
+    "gpus g ON g.id = t.gpu_id LEFT JOIN usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = "      \
+    "t.last ORDER BY COALESCE(t.cost, 0) DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit"
+
 #define STATEMENTS(X)                                                                              \
-    X(ALLOC_IDLE,                                                                                  \
-      "SELECT g.uuid, t.kind, t.consumer, t.holder, l.team, l.host, t.gh, t.cost, t.cur1, "        \
-      "t.cur2, t.first_idle, t.last + 3600, t.held, t.gpu_id, l.rate_micros * l.fraction, "        \
-      "l.currency, t.last FROM (SELECT r.gpu_id, r.kind, r.consumer, MAX(r.holder) AS holder, "    \
-      "SUM(r.alloc_idle_s) / 3600 AS gh, SUM(r.alloc_idle_cost) / 3600 AS cost, MIN(r.currency) "  \
-      "AS cur1, MAX(r.currency) AS cur2, MAX(r.last_hour) AS last, MIN(r.first_idle_hour) AS "     \
-      "first_idle, SUM(r.allocated_s) / 3600 AS held FROM" CONSUMER_ROWS                           \
-      "GROUP BY r.gpu_id, r.kind, r.consumer HAVING MIN(r.first_idle_hour) IS NOT NULL) t JOIN "   \
-      "gpus g ON g.id = t.gpu_id LEFT JOIN usage_hourly l ON l.gpu_id = t.gpu_id AND l.hour = "    \
-      "t.last ORDER BY COALESCE(t.cost, 0) DESC, t.gh DESC, g.uuid, t.consumer LIMIT :limit")      \
+    X(ALLOC_IDLE, ALLOC_IDLE_SQL)                                                                  \
+    /* Those of the ALLOC_IDLE rows, in the same order, whose consumer may                         \
+     * be idle now: its newest hour is recent (:recent on) and wholly                              \
+     * allocated-idle (the first hour its run is walked back from). */                             \
+    X(ALLOC_IDLE_NOW,                                                                              \
+      "SELECT a.* FROM (" ALLOC_IDLE_SQL ") a WHERE a.a_last >= :recent AND EXISTS (SELECT 1 "     \
+      "FROM usage_consumers x WHERE x.gpu_id = a.a_gid AND x.hour = a.a_last AND x.kind = "        \
+      "a.a_kind AND x.consumer = a.a_cons AND x.allocated_s > 0 AND x.busy_s = 0 AND "             \
+      "x.alloc_idle_s > 0) ORDER BY COALESCE(a.a_cost, 0) DESC, a.a_gh DESC, a.a_uuid, a.a_cons")  \
     X(HOURS_AFTER, "SELECT 1 FROM usage_consumers WHERE hour >= :to AND hour < :end LIMIT 1")      \
-    X(ALLOC_IDLE_HOURS,                                                                            \
-      "SELECT u.hour, CASE WHEN u.busy_s = 0 AND u.alloc_idle_s > 0 THEN 1 ELSE 0 END "            \
-      "FROM" CONSUMER_HOURS("") FILTERS                                                            \
-      "AND u.gpu_id = :gid AND h.gpu_id = :gid AND u.kind = :kind AND u.consumer = :consumer AND " \
-      "u.hour >= :lo AND u.hour <= :hi AND h.hour >= :lo AND h.hour <= :hi AND u.allocated_s > 0 " \
-      "ORDER BY u.hour DESC")                                                                      \
-    X(ALLOC_IDLE_DAYS,                                                                             \
-      "SELECT d.day, SUM(d.idle_hours) FROM usage_consumers_daily d WHERE d.gpu_id = :gid AND "    \
-      "d.kind = :kind AND d.consumer = :consumer AND d.day < :before AND" DAY_FILTERS              \
-      "GROUP BY d.day ORDER BY d.day DESC")                                                        \
+    /* The hours and the whole days the runs of a set of consumers are                             \
+     * walked over (WALK_HOURS, WALK_DAYS), from the GPUs of the walks                             \
+     * (:walks on SQLite, :gids/:los/:his on PostgreSQL). */                                       \
+    X(WALK_HOURS_SQLITE, WALK_HOURS(WALKS_SQLITE))                                                 \
+    X(WALK_HOURS_PG, PG_PLAN_EACH_SQL WALK_HOURS(WALKS_PG))                                        \
+    X(WALK_DAYS_SQLITE, WALK_DAYS(WALKS_SQLITE))                                                   \
+    X(WALK_DAYS_PG, PG_PLAN_EACH_SQL WALK_DAYS(WALKS_PG))                                          \
     X(WASTE_BY_TEAM, WASTE(WASTE_SRC))                                                             \
     X(WASTE_BY_TEAM_ONLY, WASTE(WASTE_SRC_TEAM))                                                   \
     X(WASTE_GPUS,                                                                                  \
@@ -300,7 +339,7 @@ static int rows_split(struct conn *c, const struct store_insight_filter *f, stru
 }
 
 /* Binds the filters and the day split d of a CONSUMER_ROWS statement
- * (also of ALLOC_IDLE_DAYS, which reads [:dfrom, :dto)). */
+ * (also of WALK_DAYS, which reads [:dfrom, :dto)). */
 static void bind_rows(struct db_stmt *s, const struct store_insight_filter *f,
                       const struct day_split *d)
 {
@@ -341,99 +380,246 @@ static json_t *alloc_idle_row(struct db_stmt *s)
 }
 
 /* One consumer on one GPU whose run of wholly allocated-idle hours is
- * sought. */
-struct idle_walk {
-    const struct store_insight_filter *f;
+ * sought: the run ending at its newest hour `last` in the range, as the
+ * hourly rows have it; now whether there is one, start its first hour.
+ * The hours of last's day and of the day where the run begins are read
+ * hour by hour; the whole days between are taken from
+ * usage_consumers_daily. All the walks of a list go together, a
+ * statement per step for all of them. */
+struct walk {
     int64_t gid;
-    const char *kind, *consumer;
+    const char *kind, *consumer; /* borrowed from the item */
+    json_t *o;                   /* the item, borrowed */
+    int64_t last, start;
+    bool now, broken;
+    bool active;             /* taking part in the step being read */
+    bool stop;               /* its rows of that step are read to where its run stops */
+    int64_t top, lo, expect; /* a step over hours: [lo, top], the hour due */
 };
 
-/* Steps back through w's hours from `top` down to `lo` (hour starts):
- * *start becomes the earliest hour of the run of wholly allocated-idle
- * hours ending at top (top + 3600 when top is none), *broken whether the
- * run stops above lo (an hour not idle, or one without a row). */
-static int walk_hours(struct conn *c, const struct idle_walk *w, int64_t top, int64_t lo,
-                      int64_t *start, bool *broken)
+/* Orders walks by GPU. */
+static int walk_cmp(const void *a, const void *b)
 {
-    struct db_stmt *s = prep(c, ST_ALLOC_IDLE_HOURS);
-    int64_t expect = top;
+    const struct walk *x = a, *y = b;
+    return x->gid < y->gid ? -1 : x->gid > y->gid;
+}
+
+/* The active walk of GPU gid and consumer (kind, consumer) in v[0..n)
+ * (sorted by GPU), NULL when none. */
+static struct walk *walk_find(struct walk *v, size_t n, int64_t gid, const char *kind,
+                              const char *consumer)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].gid < gid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < n && v[lo].gid == gid; lo++)
+        if (v[lo].active && kind && consumer && strcmp(v[lo].kind, kind) == 0 &&
+            strcmp(v[lo].consumer, consumer) == 0)
+            return &v[lo];
+    return NULL;
+}
+
+/* Binds the GPUs of the active walks, each with the lowest lo and the
+ * highest hi of its walks (lo, hi: per walk); false when out of memory. */
+static bool walks_bind(struct db_stmt *s, bool pg, const struct walk *v, size_t n,
+                       int64_t (*lo)(const struct walk *), int64_t (*hi)(const struct walk *))
+{
+    struct db_array gids = {0}, los = {0}, his = {0};
+    size_t len = 0, cap = 3 + n * 72; /* ",[a,b,c]": at most 65 characters */
+    char *json = pg ? NULL : malloc(cap);
+    bool ok;
+
+    if (!pg && json == NULL)
+        return false;
+    if (json)
+        json[len++] = '[';
+    for (size_t i = 0; i < n;) {
+        int64_t gid = v[i].gid, l = INT64_MAX, h = INT64_MIN;
+        bool any = false;
+        for (; i < n && v[i].gid == gid; i++) {
+            if (!v[i].active)
+                continue;
+            any = true;
+            l = lo(&v[i]) < l ? lo(&v[i]) : l;
+            h = hi(&v[i]) > h ? hi(&v[i]) : h;
+        }
+        if (!any)
+            continue;
+        if (pg) {
+            db_array_int(&gids, gid);
+            db_array_int(&los, l);
+            db_array_int(&his, h);
+        } else {
+            len += (size_t)snprintf(json + len, cap - len, "%s[%lld,%lld,%lld]", len > 1 ? "," : "",
+                                    (long long)gid, (long long)l, (long long)h);
+        }
+    }
+    if (pg) {
+        ok = !gids.failed && !los.failed && !his.failed;
+        db_bind_array(s, ":gids", &gids);
+        db_bind_array(s, ":los", &los);
+        db_bind_array(s, ":his", &his);
+        db_array_free(&gids);
+        db_array_free(&los);
+        db_array_free(&his);
+        return ok;
+    }
+    json[len++] = ']';
+    json[len] = '\0';
+    db_bind_text(s, ":walks", json);
+    free(json);
+    return true;
+}
+
+static int64_t walk_lo(const struct walk *w) { return w->lo; }
+static int64_t walk_top(const struct walk *w) { return w->top; }
+static int64_t walk_start(const struct walk *w) { return w->start; }
+
+/* The hour where a step back from hour t stops: t's day's first hour,
+ * or the range's first when later. */
+static int64_t day_floor(int64_t t, int64_t from)
+{
+    return t - t % 86400 > from ? t - t % 86400 : from;
+}
+
+/* Steps each active walk back through its hours from top down to lo:
+ * start becomes the earliest hour of the run of wholly allocated-idle
+ * hours ending at top (top + 3600 when top is none), broken whether the
+ * run stops above lo (an hour not idle, or one without a row). */
+static int walk_hours(struct conn *c, const struct store_insight_filter *f, struct walk *v,
+                      size_t n)
+{
+    bool pg = db_dialect(c) == DB_PG;
+    struct db_stmt *s = prep(c, pg ? ST_WALK_HOURS_PG : ST_WALK_HOURS_SQLITE);
     int step;
 
-    *start = top + 3600;
-    *broken = true;
     if (s == NULL)
         return GI_INTERNAL;
-    insight_bind_filter(s, w->f);
-    db_bind_int(s, ":gid", w->gid);
-    db_bind_text(s, ":kind", w->kind);
-    db_bind_text(s, ":consumer", w->consumer);
-    db_bind_int(s, ":lo", lo);
-    db_bind_int(s, ":hi", top);
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].active)
+            continue;
+        v[i].start = v[i].top + 3600;
+        v[i].expect = v[i].top;
+        v[i].stop = false;
+    }
+    insight_bind_filter(s, f);
+    if (!walks_bind(s, pg, v, n, walk_lo, walk_top))
+        return GI_INTERNAL;
     while ((step = db_step(c, s)) == DB_ROW) {
-        if (db_col_int(s, 0) != expect || db_col_int(s, 1) == 0)
-            break;
-        *start = expect;
-        expect -= 3600;
+        struct walk *w = walk_find(v, n, db_col_int(s, 0), db_col_text(s, 1), db_col_text(s, 2));
+        int64_t hour = db_col_int(s, 3);
+        if (w == NULL || w->stop || hour > w->top || hour < w->lo)
+            continue;
+        if (hour != w->expect || db_col_int(s, 4) == 0) {
+            w->stop = true;
+            continue;
+        }
+        w->start = w->expect;
+        w->expect -= 3600;
     }
     db_reset(s);
-    if (step != DB_ROW && step != DB_DONE)
+    if (step != DB_DONE)
         return db_status(step);
-    *broken = expect >= lo;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].active)
+            v[i].broken = v[i].expect >= v[i].lo;
     return GI_OK;
 }
 
-/* Moves *start back over the whole days before it that w held wholly
- * allocated-idle (24 idle hours in usage_consumers_daily). */
-static int walk_days(struct conn *c, const struct idle_walk *w, int64_t *start)
+/* Moves each active walk's start back over the whole days before it that
+ * its consumer held wholly allocated-idle (24 idle hours in
+ * usage_consumers_daily). */
+static int walk_days(struct conn *c, const struct store_insight_filter *f, struct walk *v, size_t n)
 {
-    struct db_stmt *s = prep(c, ST_ALLOC_IDLE_DAYS);
-    struct day_split d = split_days(w->f);
+    bool pg = db_dialect(c) == DB_PG;
+    struct db_stmt *s = prep(c, pg ? ST_WALK_DAYS_PG : ST_WALK_DAYS_SQLITE);
+    struct day_split d = split_days(f);
     int step;
 
     if (s == NULL)
         return GI_INTERNAL;
-    bind_rows(s, w->f, &d);
-    db_bind_int(s, ":gid", w->gid);
-    db_bind_text(s, ":kind", w->kind);
-    db_bind_text(s, ":consumer", w->consumer);
-    db_bind_int(s, ":before", *start);
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].active)
+            continue;
+        v[i].top = v[i].start; /* the days before it */
+        v[i].lo = d.dfrom;
+        v[i].stop = false;
+    }
+    bind_rows(s, f, &d);
+    if (!walks_bind(s, pg, v, n, walk_lo, walk_start))
+        return GI_INTERNAL;
     while ((step = db_step(c, s)) == DB_ROW) {
-        if (db_col_int(s, 0) != *start - 86400 || db_col_int(s, 1) != 24)
-            break;
-        *start -= 86400;
+        struct walk *w = walk_find(v, n, db_col_int(s, 0), db_col_text(s, 1), db_col_text(s, 2));
+        int64_t day = db_col_int(s, 3);
+        if (w == NULL || w->stop || day >= w->top)
+            continue;
+        if (day != w->start - 86400 || db_col_int(s, 4) != 24) {
+            w->stop = true;
+            continue;
+        }
+        w->start -= 86400;
     }
     db_reset(s);
-    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+    return step == DB_DONE ? GI_OK : db_status(step);
 }
 
-/* The run of wholly allocated-idle hours that ends at w's newest hour
- * `last` in the range, as the hourly rows have it: *now whether there is
- * one, *since its first hour. The hours of last's day and of the day
- * where the run begins are read hour by hour; the whole days between
- * are taken from usage_consumers_daily. */
-static int idle_run(struct conn *c, const struct idle_walk *w, int64_t last, bool *now,
-                    int64_t *since)
+/* Walks the runs of v[0..n) (sorted by GPU): each walk's hours of last's
+ * day; while a run reaches back through a whole day, the whole idle days
+ * before it and then the hours of the day below them, for all the walks
+ * still going at once. */
+static int walk_runs(struct conn *c, const struct store_insight_filter *f, struct walk *v, size_t n)
 {
-    int64_t start, from = w->f->from;
-    bool broken;
-    int rc = walk_hours(c, w, last, last - last % 86400 > from ? last - last % 86400 : from, &start,
-                        &broken);
+    int64_t from = f->from;
+    bool going = false;
+    int rc;
 
-    *now = rc == GI_OK && start <= last;
-    while (rc == GI_OK && *now && !broken && start > from) {
-        int64_t prev;
-        if ((rc = walk_days(c, w, &start)) != GI_OK || start <= from)
-            break;
-        prev = start - 3600;
-        rc = walk_hours(c, w, prev, prev - prev % 86400 > from ? prev - prev % 86400 : from, &start,
-                        &broken);
-        if (start > prev) { /* the hour before the run is not idle */
-            start = prev + 3600;
-            break;
+    for (size_t i = 0; i < n; i++) {
+        v[i].active = true;
+        v[i].top = v[i].last;
+        v[i].lo = day_floor(v[i].last, from);
+    }
+    if ((rc = walk_hours(c, f, v, n)) != GI_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        v[i].now = v[i].start <= v[i].last;
+        v[i].active = v[i].now && !v[i].broken && v[i].start > from;
+        going = going || v[i].active;
+    }
+    while (going) {
+        if ((rc = walk_days(c, f, v, n)) != GI_OK)
+            return rc;
+        for (size_t i = 0; i < n; i++) {
+            if (!v[i].active)
+                continue;
+            if (v[i].start <= from) {
+                v[i].active = false;
+                continue;
+            }
+            v[i].top = v[i].start - 3600;
+            v[i].lo = day_floor(v[i].top, from);
+        }
+        if ((rc = walk_hours(c, f, v, n)) != GI_OK)
+            return rc;
+        going = false;
+        for (size_t i = 0; i < n; i++) {
+            if (!v[i].active)
+                continue;
+            if (v[i].start > v[i].top) { /* the hour before the run is not idle */
+                v[i].start = v[i].top + 3600;
+                v[i].active = false;
+            } else {
+                v[i].active = !v[i].broken && v[i].start > from;
+            }
+            going = going || v[i].active;
         }
     }
-    *since = start;
-    return rc;
+    return GI_OK;
 }
 
 /* Finds the runs of the allocated-idle items from index `first` on:
@@ -442,32 +628,46 @@ static int idle_run(struct conn *c, const struct idle_walk *w, int64_t last, boo
 static int alloc_idle_runs(struct conn *c, const struct store_insight_filter *f, json_t *items,
                            size_t first)
 {
-    for (size_t i = first; i < json_array_size(items); i++) {
-        json_t *o = json_array_get(items, i), *cons = json_object_get(o, "consumer");
-        struct idle_walk w = {f, json_integer_value(json_object_get(o, ITEM_GID)),
-                              json_string_value(json_object_get(cons, "kind")),
-                              json_string_value(json_object_get(cons, "name"))};
-        int64_t since = 0;
-        bool now = false;
-        int rc = GI_OK;
+    size_t total = json_array_size(items), n = 0;
+    struct walk *v = total > first ? calloc(total - first, sizeof *v) : NULL;
+    int rc = GI_OK;
 
-        if (w.kind && w.consumer)
-            rc = idle_run(c, &w, json_integer_value(json_object_get(o, ITEM_LAST)), &now, &since);
-        if (rc != GI_OK)
-            return rc;
-        if (now) {
-            json_object_set_new(o, "since", insight_time_json(since));
-            json_object_set_new(o, "idle_now", json_true());
-        }
-        json_object_del(o, ITEM_GID);
-        json_object_del(o, ITEM_LAST);
+    if (total > first && v == NULL)
+        return GI_INTERNAL;
+    for (size_t i = first; i < total; i++) {
+        json_t *o = json_array_get(items, i), *cons = json_object_get(o, "consumer");
+        struct walk *w = &v[n];
+        w->o = o;
+        w->gid = json_integer_value(json_object_get(o, ITEM_GID));
+        w->kind = json_string_value(json_object_get(cons, "kind"));
+        w->consumer = json_string_value(json_object_get(cons, "name"));
+        w->last = json_integer_value(json_object_get(o, ITEM_LAST));
+        if (w->kind && w->consumer)
+            n++;
     }
-    return GI_OK;
+    if (n > 0) {
+        qsort(v, n, sizeof *v, walk_cmp);
+        rc = walk_runs(c, f, v, n);
+    }
+    for (size_t i = 0; rc == GI_OK && i < n; i++) {
+        if (v[i].now) {
+            json_object_set_new(v[i].o, "since", insight_time_json(v[i].start));
+            json_object_set_new(v[i].o, "idle_now", json_true());
+        }
+    }
+    for (size_t i = first; i < total; i++) {
+        json_object_del(json_array_get(items, i), ITEM_GID);
+        json_object_del(json_array_get(items, i), ITEM_LAST);
+    }
+    free(v);
+    return rc;
 }
 
 /* Appends the allocated-idle GPUs to items (with the hidden HOURLY
- * figures). */
-int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
+ * figures): all of them, or (now) only those whose consumer is idle now,
+ * the others dropped before their runs are walked. */
+static int alloc_idle_items(struct conn *c, const struct store_insight_filter *f, bool now,
+                            json_t *items)
 {
     struct db_stmt *s;
     size_t first = json_array_size(items);
@@ -476,12 +676,25 @@ int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *
 
     if ((rc = rows_split(c, f, &d)) != GI_OK)
         return rc;
-    if ((s = prep(c, ST_ALLOC_IDLE)) == NULL)
+    if ((s = prep(c, now ? ST_ALLOC_IDLE_NOW : ST_ALLOC_IDLE)) == NULL)
         return GI_INTERNAL;
     bind_rows(s, f, &d);
+    if (now)
+        db_bind_int(s, ":recent", insight_recent_hour(f->to));
     if ((rc = insight_collect_rows(c, s, alloc_idle_row, items)) != GI_OK)
         return rc;
     return alloc_idle_runs(c, f, items, first);
+}
+
+int insight_alloc_idle_items(struct conn *c, const struct store_insight_filter *f, json_t *items)
+{
+    return alloc_idle_items(c, f, false, items);
+}
+
+int insight_alloc_idle_now_items(struct conn *c, const struct store_insight_filter *f,
+                                 json_t *items)
+{
+    return alloc_idle_items(c, f, true, items);
 }
 
 /* Runs one item producer on a borrowed connection in one snapshot. */

@@ -141,20 +141,55 @@ async function check(from, to) {
     assert.deepEqual([...i.idle_gpus].sort(), w.idle.sort());
     close(i.idle_gpu_hours, r6(w.idleHours), `overrequest ${tag} ${i.workload}`);
   }
+  await checkIdleNow(from, to, ai, tag);
   return { top, ai, over };
+}
+
+/** The runs of the allocated-idle items worked out from the consumer hours
+ * (a run: the hours back from the consumer's newest one in the range, each
+ * there and wholly allocated-idle, none before `from`), and the savings'
+ * allocated-idle GPUs: those idle now whose newest hour is recent (the hour
+ * before the range's newest or later), less those an over-requesting
+ * workload's opportunity names first. */
+async function checkIdleNow(from, to, ai, tag) {
+  const hours = await rowsOf(`SELECT g.uuid, x.kind, x.consumer, x.hour, CASE WHEN x.busy_s = 0 AND x.alloc_idle_s > 0 THEN 1 ELSE 0 END
+    FROM usage_consumers x JOIN gpus g ON g.id = x.gpu_id WHERE x.allocated_s > 0 AND x.hour >= ${from} AND x.hour < ${to}`);
+  const idleAt = new Map(hours.map(([gpu, kind, consumer, hour, idle]) => [`${gpu}|${kind}|${consumer}|${hour}`, idle === '1']));
+  const recent = (to - 1) - ((to - 1) % H) - H;
+  const wantSaved = new Set();
+  for (const i of ai) {
+    const last = Date.parse(i.last_seen) / 1000 - H;
+    const key = `${i.gpu}|${i.consumer.kind}|${i.consumer.name}`;
+    let start = last + H;
+    while (start - H >= from && idleAt.get(`${key}|${start - H}`)) start -= H;
+    const now = start <= last;
+    assert.equal(i.idle_now, now, `allocated-idle ${tag} ${key} idle now`);
+    if (now) assert.equal(Date.parse(i.since) / 1000, start, `allocated-idle ${tag} ${key} since`);
+    if (now && last >= recent) wantSaved.add(i.gpu);
+  }
+  const sv = ok(await s.api('GET', `/api/v1/insights/savings?from=${iso(from)}&to=${iso(to)}&peak_below=${PEAK}&limit=1000`)).items;
+  const of = (kind) => sv.filter((o) => o.kind === kind).flatMap((o) => o.gpu_uuids);
+  for (const u of of('overrequest')) wantSaved.delete(u);
+  assert.deepEqual(of('allocated_idle').sort(), [...wantSaved].sort(), `savings ${tag} allocated-idle GPUs`);
 }
 
 // Ranges whose ends fall in every part of the spans: whole days at odd
 // offsets, one day, partial days at either end, no whole day, nothing; a
 // range that ends inside a day with hours after its end (read by the
 // hour), and inside one with none (read whole, as a range that ends now):
-// day 4 after 13:00, today, and day 20 before 15:00 until late data.
+// day 4 after 13:00, today, and day 20 before 15:00 until late data; and
+// ranges whose consumers are idle now, for the savings.
 const RANGES = [
   [dayK(35), dayK(2)], [dayK(29), dayK(6)], [dayK(17), dayK(16)], [dayK(32), dayK(1)],
   [dayK(13) + 11 * H, dayK(3) + 11 * H], [dayK(20) + 10 * H, dayK(20) + 11 * H],
   [dayK(9) + 23 * H, dayK(7) + 1 * H], [dayK(40), dayK(38)], [dayK(37), TODAY],
   [dayK(12) + 5 * H, dayK(4) + 13 * H], [dayK(30) + 17 * H, TODAY + 5 * H],
   [dayK(20), dayK(20) + 15 * H], [dayK(21), dayK(20) + 15 * H + 1800],
+  // Ending just after a day's readings, so that its consumers are idle
+  // now: on day 5 B and C (B named by the pod's over-request, so that the
+  // savings release C as allocated-idle), on day 2 B (named by the
+  // over-request; C busy).
+  [dayK(30) + 12 * H, dayK(5) + 12 * H], [dayK(8) + 11 * H, dayK(2) + 12 * H + 600],
 ];
 const spansMatchDays = async () => {
   // Every span row is the sum of the consumer days inside it.
