@@ -220,7 +220,7 @@
       "COALESCE(u.currency, ''), SUM(u.allocated_s), SUM(u.allocated_s), SUM(u.busy_s), "          \
       "SUM(u.alloc_idle_s), 0, 0, SUM(u.util_sum), SUM(u.measured_s), SUM(u.energy_wh), "          \
       "SUM(u.allocated_cost), SUM(u.busy_cost), SUM(u.alloc_idle_cost), 0, 0, SUM(u.unpriced_s) "  \
-      "FROM usage_consumers_daily u WHERE u.day >= :from AND u.day < :to AND " FILTERS             \
+      "FROM usage_consumer_totals u WHERE u.day >= :from AND u.day < :to AND " FILTERS             \
       " GROUP BY 1, 3, 4, 5 LIMIT :max")
 
 enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
@@ -493,8 +493,10 @@ static size_t count_groups(const struct cells *cs)
 /* group_by=consumer: each consumer's share, and the rest of the owned
  * time (idle and unknown) as group null of kind "none", so that the
  * items add up to the GPU totals. `daily` (whole days, no hourly steps):
- * the consumers from usage_consumers_daily and the totals from
- * usage_groups_daily, else both from the hourly rows. */
+ * the consumers from their totals over their GPUs (usage_consumer_totals:
+ * a row per consumer and day, where usage_consumers_daily has one per GPU
+ * as well) and the GPU totals from usage_groups_daily, else both from the
+ * hourly rows. */
 static int consumer_cells(struct conn *c, const struct store_usage_query *q, int64_t dc_id,
                           bool daily, struct cells *cs)
 {

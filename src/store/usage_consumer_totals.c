@@ -1,0 +1,230 @@
+/* The consumer totals: usage_consumers_daily summed over the GPUs of each
+ * consumer and day (usage_consumer_totals, migration 065), so that the
+ * usage report by consumer reads a row per consumer, day and combination
+ * of the dimensions it filters by, instead of one per GPU as well. See
+ * usage_consumer_totals.h.
+ *
+ * The totals are the sums of the consumer days there are, always: each
+ * writer of usage_consumers_daily sums the totals of the consumers whose
+ * days it rewrote again in its own transaction, from their consumer days
+ * (found through the index on day and consumer), rather than changing
+ * them by a difference, which would not give back the same sums. */
+#include "store/usage_consumer_totals.h"
+#include "core/status.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The consumer days' rows of a total, grouped by its key. */
+#define TOTAL_ADD(where)                                                                           \
+    "INSERT INTO usage_consumer_totals (day, kind, consumer, team, env, pool, cluster, cloud, "    \
+    "model, datacenter_id, currency, gpu_rows, allocated_s, busy_s, alloc_idle_s, util_sum, "      \
+    "measured_s, energy_wh, allocated_cost, busy_cost, alloc_idle_cost, unpriced_s, updated_at) "  \
+    "SELECT x.day, x.kind, x.consumer, x.team, x.env, x.pool, x.cluster, x.cloud, x.model, "       \
+    "x.datacenter_id, x.currency, COUNT(*), SUM(x.allocated_s), SUM(x.busy_s), "                   \
+    "SUM(x.alloc_idle_s), SUM(x.util_sum), SUM(x.measured_s), SUM(x.energy_wh), "                  \
+    "SUM(x.allocated_cost), SUM(x.busy_cost), SUM(x.alloc_idle_cost), SUM(x.unpriced_s), "         \
+    "MAX(x.updated_at) FROM usage_consumers_daily x WHERE x.day = :day" where                      \
+    " GROUP BY x.day, x.kind, x.consumer, x.team, x.env, x.pool, x.cluster, x.cloud, x.model, "    \
+    "x.datacenter_id, x.currency"
+/* The consumers :names, a JSON array of strings. */
+#define NAMES_SQLITE " IN (SELECT value FROM json_each(:names))"
+#define NAMES_PG " = ANY(ARRAY(SELECT json_array_elements_text(CAST(:names AS JSON))))"
+#define NOTE_COLS "SELECT DISTINCT day, consumer FROM usage_consumers_daily WHERE "
+
+#define STATEMENTS(X)                                                                              \
+    X(NOTE_GPU_DAY, NOTE_COLS "gpu_id = :gid AND day = :day")                                      \
+    X(NOTE_GPU, NOTE_COLS "gpu_id = :gid")                                                         \
+    X(NOTE_SET_SQLITE, NOTE_COLS "gpu_id IN (SELECT value FROM json_each(:ids)) AND day = :day")   \
+    X(NOTE_SET_PG, NOTE_COLS "gpu_id = ANY(CAST(:ids AS BIGINT[])) AND day = :day")                \
+    X(DEL_SQLITE, "DELETE FROM usage_consumer_totals WHERE day = :day AND consumer" NAMES_SQLITE)  \
+    X(DEL_PG, "DELETE FROM usage_consumer_totals WHERE day = :day AND consumer" NAMES_PG)          \
+    X(ADD_SQLITE, TOTAL_ADD(" AND x.consumer" NAMES_SQLITE))                                       \
+    X(ADD_PG, TOTAL_ADD(" AND x.consumer" NAMES_PG))                                               \
+    X(DEL_DAY, "DELETE FROM usage_consumer_totals WHERE day = :day")                               \
+    X(ADD_DAY, TOTAL_ADD(""))
+
+enum stmt_id { STATEMENTS(STORE_AS_ENUM) ST__COUNT };
+static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
+
+static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
+
+void usage_ctot_keys_free(struct usage_ctot_keys *k)
+{
+    for (size_t i = 0; i < k->n; i++)
+        free(k->a[i].consumer);
+    free(k->a);
+    *k = (struct usage_ctot_keys){0};
+}
+
+/* Appends (day, consumer) to k (a copy of consumer). */
+static int key_add(struct usage_ctot_keys *k, int64_t day, const char *consumer)
+{
+    char *copy;
+
+    if (k->n == k->cap) {
+        size_t ncap = k->cap ? k->cap * 2 : 16;
+        struct usage_ctot_key *p = realloc(k->a, ncap * sizeof *p);
+        if (!p)
+            return GI_INTERNAL;
+        k->a = p;
+        k->cap = ncap;
+    }
+    if (!(copy = strdup(consumer ? consumer : "")))
+        return GI_INTERNAL;
+    k->a[k->n++] = (struct usage_ctot_key){.day = day, .consumer = copy};
+    return GI_OK;
+}
+
+/* Adds the rows (day, consumer) of the bound statement s to k. */
+static int note_rows(struct conn *c, struct db_stmt *s, struct usage_ctot_keys *k)
+{
+    int step, rc = GI_OK;
+
+    while (rc == GI_OK && (step = db_step(c, s)) == DB_ROW)
+        rc = key_add(k, db_col_int(s, 0), db_col_text(s, 1));
+    db_reset(s);
+    if (rc == GI_OK && step != DB_DONE)
+        rc = db_status(step);
+    return rc;
+}
+
+/* The GPU ids bound as :ids: a JSON array on SQLite, an array on
+ * PostgreSQL; false when out of memory. */
+static bool bind_ids(struct db_stmt *s, bool pg, const int64_t *gids, size_t n)
+{
+    size_t len = 0, cap = 3 + n * 21; /* an id is at most 20 characters */
+    struct db_array a = {0};
+    char *json;
+
+    if (pg) {
+        bool ok;
+        for (size_t i = 0; i < n; i++)
+            db_array_int(&a, gids[i]);
+        ok = !a.failed;
+        db_bind_array(s, ":ids", &a);
+        db_array_free(&a);
+        return ok;
+    }
+    if ((json = malloc(cap)) == NULL)
+        return false;
+    json[len++] = '[';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(json + len, cap - len, "%s%lld", i ? "," : "", (long long)gids[i]);
+    json[len++] = ']';
+    json[len] = '\0';
+    db_bind_text(s, ":ids", json);
+    free(json);
+    return true;
+}
+
+int usage_ctot_note(struct conn *c, const int64_t *gids, size_t n, int64_t day,
+                    struct usage_ctot_keys *k)
+{
+    bool pg = db_dialect(c) == DB_PG;
+    struct db_stmt *s;
+    int rc = GI_OK;
+
+    if (n > 1 && day >= 0) { /* a rollup chunk: one statement for its GPUs */
+        if (!(s = prep(c, pg ? ST_NOTE_SET_PG : ST_NOTE_SET_SQLITE)) || !bind_ids(s, pg, gids, n))
+            return GI_INTERNAL;
+        db_bind_int(s, ":day", day);
+        return note_rows(c, s, k);
+    }
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+        if (!(s = prep(c, day >= 0 ? ST_NOTE_GPU_DAY : ST_NOTE_GPU)))
+            return GI_INTERNAL;
+        db_bind_int(s, ":gid", gids[i]);
+        if (day >= 0)
+            db_bind_int(s, ":day", day);
+        rc = note_rows(c, s, k);
+    }
+    return rc;
+}
+
+static int key_cmp(const void *pa, const void *pb)
+{
+    const struct usage_ctot_key *a = pa, *b = pb;
+
+    if (a->day != b->day)
+        return a->day < b->day ? -1 : 1;
+    return strcmp(a->consumer, b->consumer);
+}
+
+/* Runs statement id with :day and (when names is not NULL) :names bound. */
+static int run_day(struct conn *c, enum stmt_id id, int64_t day, const char *names)
+{
+    struct db_stmt *s = prep(c, id);
+
+    if (!s)
+        return GI_INTERNAL;
+    db_bind_int(s, ":day", day);
+    if (names)
+        db_bind_text(s, ":names", names);
+    return db_exec_done(c, s);
+}
+
+/* Sums the totals of the consumers k[lo..hi) of one day again (sorted,
+ * distinct): those consumers' rows, or the whole day's when a name does
+ * not encode as JSON (not UTF-8). */
+static int refresh_day(struct conn *c, const struct usage_ctot_key *k, size_t lo, size_t hi)
+{
+    bool pg = db_dialect(c) == DB_PG;
+    json_t *list = json_array();
+    char *names = NULL;
+    int rc;
+
+    for (size_t i = lo; list && i < hi; i++) {
+        json_t *name = json_string(k[i].consumer);
+        if (!name || json_array_append_new(list, name) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    if (list && (names = json_dumps(list, JSON_COMPACT)) != NULL) {
+        rc = run_day(c, pg ? ST_DEL_PG : ST_DEL_SQLITE, k[lo].day, names);
+        if (rc == GI_OK)
+            rc = run_day(c, pg ? ST_ADD_PG : ST_ADD_SQLITE, k[lo].day, names);
+    } else {
+        rc = run_day(c, ST_DEL_DAY, k[lo].day, NULL);
+        if (rc == GI_OK)
+            rc = run_day(c, ST_ADD_DAY, k[lo].day, NULL);
+    }
+    free(names);
+    json_decref(list);
+    return rc;
+}
+
+int usage_ctot_refresh(struct conn *c, const int64_t *gids, size_t n, int64_t day,
+                       struct usage_ctot_keys *k)
+{
+    size_t w = 0;
+    int rc = usage_ctot_note(c, gids, n, day, k);
+
+    if (rc == GI_OK && k->n)
+        qsort(k->a, k->n, sizeof *k->a, key_cmp);
+    for (size_t i = 0; rc == GI_OK && i < k->n; i++) { /* distinct pairs */
+        if (w > 0 && key_cmp(&k->a[w - 1], &k->a[i]) == 0) {
+            free(k->a[i].consumer);
+            k->a[i].consumer = NULL;
+            continue;
+        }
+        k->a[w++] = k->a[i];
+    }
+    if (rc == GI_OK)
+        k->n = w;
+    for (size_t lo = 0; rc == GI_OK && lo < k->n;) {
+        size_t hi = lo + 1;
+        while (hi < k->n && k->a[hi].day == k->a[lo].day)
+            hi++;
+        rc = refresh_day(c, k->a, lo, hi);
+        lo = hi;
+    }
+    usage_ctot_keys_free(k);
+    return rc;
+}
+
+int usage_ctot_prune_day(struct conn *c, int64_t day) { return run_day(c, ST_DEL_DAY, day, NULL); }
