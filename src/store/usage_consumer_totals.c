@@ -18,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The consumer days' rows of a total, grouped by its key. */
+/* The consumer days' rows of a total, grouped by its key, each consumer's
+ * day's rows numbered (part). */
 #define TOTAL_ADD(where)                                                                           \
-    "INSERT INTO usage_consumer_totals (day, kind, consumer, team, env, pool, cluster, cloud, "    \
-    "model, datacenter_id, currency, gpu_rows, allocated_s, busy_s, alloc_idle_s, util_sum, "      \
-    "measured_s, energy_wh, allocated_cost, busy_cost, alloc_idle_cost, unpriced_s, updated_at) "  \
-    "SELECT x.day, x.kind, x.consumer, x.team, x.env, x.pool, x.cluster, x.cloud, x.model, "       \
+    "INSERT INTO usage_consumer_totals (day, kind, consumer, part, team, env, pool, cluster, "     \
+    "cloud, model, datacenter_id, currency, gpu_rows, allocated_s, busy_s, alloc_idle_s, "         \
+    "util_sum, measured_s, energy_wh, allocated_cost, busy_cost, alloc_idle_cost, unpriced_s, "    \
+    "updated_at) SELECT x.day, x.kind, x.consumer, ROW_NUMBER() OVER (PARTITION BY x.day, "        \
+    "x.kind, x.consumer), x.team, x.env, x.pool, x.cluster, x.cloud, x.model, "                    \
     "x.datacenter_id, x.currency, COUNT(*), SUM(x.allocated_s), SUM(x.busy_s), "                   \
     "SUM(x.alloc_idle_s), SUM(x.util_sum), SUM(x.measured_s), SUM(x.energy_wh), "                  \
     "SUM(x.allocated_cost), SUM(x.busy_cost), SUM(x.alloc_idle_cost), SUM(x.unpriced_s), "         \
@@ -44,6 +46,7 @@
     X(DEL_PG, "DELETE FROM usage_consumer_totals WHERE day = :day AND consumer" NAMES_PG)          \
     X(ADD_SQLITE, TOTAL_ADD(" AND x.consumer" NAMES_SQLITE))                                       \
     X(ADD_PG, TOTAL_ADD(" AND x.consumer" NAMES_PG))                                               \
+    X(LOCK_DAY_PG, "SELECT pg_advisory_xact_lock(CAST(:kind AS INT), CAST(:dayno AS INT))")        \
     X(DEL_DAY, "DELETE FROM usage_consumer_totals WHERE day = :day")                               \
     X(ADD_DAY, TOTAL_ADD(""))
 
@@ -198,6 +201,29 @@ static int refresh_day(struct conn *c, const struct usage_ctot_key *k, size_t lo
     return rc;
 }
 
+/* PostgreSQL: waits for the day's totals (a transaction-scoped lock).
+ * Writers of different GPUs run beside each other there (the rollup
+ * job's crew, a run on demand beside the scheduled one) and may share a
+ * consumer's day; under READ COMMITTED each would sum it again without
+ * the other's uncommitted consumer days, and the last to commit would win.
+ * Taken in day order, each writer's last step: the second sums the day
+ * once the first has committed, from what both wrote. */
+static int lock_day(struct conn *c, int64_t day)
+{
+    struct db_stmt *s;
+    int step;
+
+    if (db_dialect(c) != DB_PG)
+        return GI_OK; /* one writer */
+    if (!(s = prep(c, ST_LOCK_DAY_PG)))
+        return GI_INTERNAL;
+    db_bind_int(s, ":kind", DB_LOCK_CONSUMER_DAY);
+    db_bind_int(s, ":dayno", day / 86400);
+    step = db_step(c, s);
+    db_reset(s);
+    return step == DB_ROW || step == DB_DONE ? GI_OK : db_status(step);
+}
+
 int usage_ctot_refresh(struct conn *c, const int64_t *gids, size_t n, int64_t day,
                        struct usage_ctot_keys *k)
 {
@@ -220,7 +246,8 @@ int usage_ctot_refresh(struct conn *c, const int64_t *gids, size_t n, int64_t da
         size_t hi = lo + 1;
         while (hi < k->n && k->a[hi].day == k->a[lo].day)
             hi++;
-        rc = refresh_day(c, k->a, lo, hi);
+        if ((rc = lock_day(c, k->a[lo].day)) == GI_OK)
+            rc = refresh_day(c, k->a, lo, hi);
         lo = hi;
     }
     usage_ctot_keys_free(k);

@@ -4,7 +4,10 @@
 -- (day, kind, consumer, team, env, pool, cluster, cloud, model,
 -- datacenter_id, currency) of the consumer days: the dimensions the
 -- report filters by and the currency it splits by (team is the GPU
--- owner's team, as in usage_consumers_daily); gpu_rows counts the
+-- owner's team, as in usage_consumers_daily), part numbering the rows of
+-- one consumer's day (1, 2, ...: its combinations of dimensions and
+-- currency, in no particular order) for the primary key, which keeps a
+-- day's rows together for the report's range of days; gpu_rows counts the
 -- consumer days summed, the seconds, energy and costs are their sums
 -- (a cost NULL where none of them is priced), updated_at the greatest.
 -- The rows are always the sums of the consumer days there are: every
@@ -12,12 +15,12 @@
 -- days it rewrote again in the same transaction (usage_consumer_totals.c:
 -- the rollup job, the redo of owners and prices, a GPU merge, retention),
 -- each consumer's day from its rows found through
--- usage_consumers_daily_consumer. No unique index: usage_consumer_totals.c
--- is the only writer and replaces a consumer's day at once.
+-- usage_consumers_daily_consumer, replaced at once.
 CREATE TABLE usage_consumer_totals (
     day BIGINT NOT NULL,
     kind TEXT COLLATE "C" NOT NULL,
     consumer TEXT COLLATE "C" NOT NULL,
+    part BIGINT NOT NULL,
     team TEXT COLLATE "C",
     env TEXT COLLATE "C",
     pool TEXT COLLATE "C",
@@ -37,19 +40,19 @@ CREATE TABLE usage_consumer_totals (
     busy_cost DOUBLE PRECISION,
     alloc_idle_cost DOUBLE PRECISION,
     unpriced_s DOUBLE PRECISION NOT NULL,
-    updated_at BIGINT NOT NULL
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (day, consumer, kind, part)
 );
 
 -- Filled from the consumer days already there; the indexes after the rows.
-INSERT INTO usage_consumer_totals (day, kind, consumer, team, env, pool, cluster, cloud, model,
-    datacenter_id, currency, gpu_rows, allocated_s, busy_s, alloc_idle_s, util_sum, measured_s,
-    energy_wh, allocated_cost, busy_cost, alloc_idle_cost, unpriced_s, updated_at)
-SELECT day, kind, consumer, team, env, pool, cluster, cloud, model, datacenter_id, currency,
-    COUNT(*), SUM(allocated_s), SUM(busy_s), SUM(alloc_idle_s), SUM(util_sum), SUM(measured_s),
-    SUM(energy_wh), SUM(allocated_cost), SUM(busy_cost), SUM(alloc_idle_cost), SUM(unpriced_s),
-    MAX(updated_at)
+INSERT INTO usage_consumer_totals (day, kind, consumer, part, team, env, pool, cluster, cloud,
+    model, datacenter_id, currency, gpu_rows, allocated_s, busy_s, alloc_idle_s, util_sum,
+    measured_s, energy_wh, allocated_cost, busy_cost, alloc_idle_cost, unpriced_s, updated_at)
+SELECT day, kind, consumer, ROW_NUMBER() OVER (PARTITION BY day, kind, consumer), team, env,
+    pool, cluster, cloud, model, datacenter_id, currency, COUNT(*), SUM(allocated_s),
+    SUM(busy_s), SUM(alloc_idle_s), SUM(util_sum), SUM(measured_s), SUM(energy_wh),
+    SUM(allocated_cost), SUM(busy_cost), SUM(alloc_idle_cost), SUM(unpriced_s), MAX(updated_at)
 FROM usage_consumers_daily
 GROUP BY day, kind, consumer, team, env, pool, cluster, cloud, model, datacenter_id, currency;
 CREATE INDEX usage_consumer_totals_day ON usage_consumer_totals(day, team);
-CREATE INDEX usage_consumer_totals_consumer ON usage_consumer_totals(day, consumer);
 CREATE INDEX usage_consumers_daily_consumer ON usage_consumers_daily(day, consumer);
