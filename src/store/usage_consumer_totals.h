@@ -17,26 +17,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A consumer's day (day start, consumer's name: owned). */
+/* A consumer's day and block of GPU ids (day start, gpu_id / 64,
+ * consumer's name: owned). */
 struct usage_ctot_key {
-    int64_t day;
+    int64_t day, block;
     char *consumer;
 };
 
-/* The (day, consumer) pairs noted for a refresh; zero-initialised empty. */
+/* The (day, block, consumer) keys noted for a refresh; zero-initialised
+ * empty. */
 struct usage_ctot_keys {
     struct usage_ctot_key *a;
     size_t n, cap;
 };
 
-/* Adds to k the (day, consumer) pairs of the consumer days of the GPUs
+/* Adds to k the (day, block, consumer) keys of the consumer days of the GPUs
  * gids[0..n) (borrowed) on `day` (a day start; -1: every day). */
 int usage_ctot_note(struct conn *c, const int64_t *gids, size_t n, int64_t day,
                     struct usage_ctot_keys *k);
 
-/* Notes the pairs of the same GPUs and days again (what they hold now),
- * then replaces the totals of every pair noted by the sums of its
- * consumer days, inside the caller's transaction; empties k. */
+/* Notes the keys of the same GPUs and days again (what they hold now),
+ * then replaces the totals of every key noted by the sums of its
+ * consumer days (those of its block's GPUs), inside the caller's
+ * transaction; empties k. */
 int usage_ctot_refresh(struct conn *c, const int64_t *gids, size_t n, int64_t day,
                        struct usage_ctot_keys *k);
 

@@ -132,12 +132,13 @@ async function checkAll() {
     for (const step of ['day', 'week', 'month', 'hour'])
       for (const team of [null, 'i-cta', 'i-ctb']) await check(from, to, step, team);
 }
-/** The totals are the sums of the consumer days, one row per key. */
+/** The totals are the sums of the consumer days, one row per key (its block of 64 GPU ids included). */
 async function totalsMatchDays() {
-  const key = 'day, kind, consumer, team, env, pool, cluster, cloud, model, datacenter_id, currency';
-  const bad = await rowsOf(`SELECT COUNT(*) FROM (SELECT ${key}, COUNT(*) AS n, SUM(allocated_s) AS a, SUM(busy_s) AS b
-      FROM usage_consumers_daily GROUP BY ${key}) x LEFT JOIN usage_consumer_totals t ON t.day = x.day AND t.kind = x.kind
-      AND t.consumer = x.consumer AND COALESCE(t.team, '') = COALESCE(x.team, '') AND COALESCE(t.currency, '') = COALESCE(x.currency, '')
+  const key = 'day, kind, consumer, gpu_id / 64, team, env, pool, cluster, cloud, model, datacenter_id, currency';
+  const bad = await rowsOf(`SELECT COUNT(*) FROM (SELECT day, kind, consumer, gpu_id / 64 AS blk, team, currency, COUNT(*) AS n,
+      SUM(allocated_s) AS a, SUM(busy_s) AS b FROM usage_consumers_daily GROUP BY ${key}) x LEFT JOIN usage_consumer_totals t
+      ON t.day = x.day AND t.kind = x.kind AND t.consumer = x.consumer AND t.gpu_block = x.blk
+      AND COALESCE(t.team, '') = COALESCE(x.team, '') AND COALESCE(t.currency, '') = COALESCE(x.currency, '')
       WHERE t.day IS NULL OR t.gpu_rows <> x.n OR ABS(t.allocated_s - x.a) > 0.001 OR ABS(t.busy_s - x.b) > 0.001`);
   assert.equal(+bad[0][0], 0);
   const [[nt]] = await rowsOf('SELECT COUNT(*) FROM usage_consumer_totals');

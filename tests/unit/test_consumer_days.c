@@ -180,36 +180,32 @@ static void rollup(struct testdb_fixture *f)
     "y.gpu_id IS NULL OR x.n <> y.n OR ABS(x.a - y.a) > 0.001 OR ABS(x.b - y.b) > 0.001 OR "       \
     "ABS(x.i - y.i) > 0.001 OR x.fh <> y.fh OR x.lh <> y.lh OR x.ih <> y.ih"
 
-/* The same for the consumer totals: per day, consumer and the report's
- * dimensions and currency, the sums of the consumer days and the totals'
- * row (one each). */
+/* The same for the consumer totals: per day, consumer, block of 64 GPU
+ * ids and the report's dimensions and currency, the sums of the consumer
+ * days and the totals' row (one each). */
 #define TOTAL_KEY(t)                                                                               \
     t "day AS day, " t "kind AS kind, " t "consumer AS consumer, COALESCE(" t "team, '') AS "      \
       "team, COALESCE(" t "env, '') AS env, COALESCE(" t "pool, '') AS pool, COALESCE(" t          \
       "cluster, '') AS cluster, COALESCE(" t "cloud, '') AS cloud, COALESCE(" t "model, '') AS "   \
       "model, COALESCE(" t "datacenter_id, -1) AS dc, COALESCE(" t "currency, '') AS cur"
-#define DAY_TOTAL_GROUPS                                                                           \
-    "SELECT " TOTAL_KEY(                                                                           \
-        "d.") ", COUNT(*) AS n, SUM(d.allocated_s) AS a, SUM(d.busy_s) AS b, "                     \
-              "SUM(d.alloc_idle_s) AS i, SUM(d.util_sum) AS us, SUM(d.measured_s) AS m, "          \
-              "SUM(d.energy_wh) "                                                                  \
-              "AS e, SUM(d.allocated_cost) AS cost, SUM(d.busy_cost) AS bcost, SUM(d.unpriced_s) " \
-              "AS up "                                                                             \
-              "FROM usage_consumers_daily d GROUP BY d.day, d.kind, d.consumer, COALESCE(d.team, " \
-              "''), "                                                                              \
-              "COALESCE(d.env, ''), COALESCE(d.pool, ''), COALESCE(d.cluster, ''), "               \
-              "COALESCE(d.cloud, ''), "                                                            \
-              "COALESCE(d.model, ''), COALESCE(d.datacenter_id, -1), COALESCE(d.currency, '')"
-#define TOTAL_ROWS                                                                                 \
-    "SELECT " TOTAL_KEY(                                                                           \
-        "t.") ", t.gpu_rows AS n, t.allocated_s AS a, t.busy_s AS b, "                             \
-              "t.alloc_idle_s AS i, t.util_sum AS us, t.measured_s AS m, t.energy_wh AS e, "       \
-              "t.allocated_cost AS cost, t.busy_cost AS bcost, t.unpriced_s AS up FROM "           \
-              "usage_consumer_totals t"
+#define DAY_TOTAL_SUMS                                                                             \
+    ", d.gpu_id / 64 AS blk, COUNT(*) AS n, SUM(d.allocated_s) AS a, SUM(d.busy_s) AS b, "         \
+    "SUM(d.alloc_idle_s) AS i, SUM(d.util_sum) AS us, SUM(d.measured_s) AS m, SUM(d.energy_wh) "   \
+    "AS e, SUM(d.allocated_cost) AS cost, SUM(d.busy_cost) AS bcost, SUM(d.unpriced_s) AS up "     \
+    "FROM usage_consumers_daily d GROUP BY d.day, d.kind, d.consumer, COALESCE(d.team, ''), "      \
+    "COALESCE(d.env, ''), COALESCE(d.pool, ''), COALESCE(d.cluster, ''), COALESCE(d.cloud, ''), "  \
+    "COALESCE(d.model, ''), COALESCE(d.datacenter_id, -1), COALESCE(d.currency, ''), "             \
+    "d.gpu_id / 64"
+#define DAY_TOTAL_GROUPS "SELECT " TOTAL_KEY("d.") DAY_TOTAL_SUMS
+#define TOTAL_COLS                                                                                 \
+    ", t.gpu_block AS blk, t.gpu_rows AS n, t.allocated_s AS a, t.busy_s AS b, t.alloc_idle_s "    \
+    "AS i, t.util_sum AS us, t.measured_s AS m, t.energy_wh AS e, t.allocated_cost AS cost, "      \
+    "t.busy_cost AS bcost, t.unpriced_s AS up FROM usage_consumer_totals t"
+#define TOTAL_ROWS "SELECT " TOTAL_KEY("t.") TOTAL_COLS
 #define SAME_TOTAL                                                                                 \
     "y.day = x.day AND y.kind = x.kind AND y.consumer = x.consumer AND y.team = x.team AND "       \
     "y.env = x.env AND y.pool = x.pool AND y.cluster = x.cluster AND y.cloud = x.cloud AND "       \
-    "y.model = x.model AND y.dc = x.dc AND y.cur = x.cur"
+    "y.model = x.model AND y.dc = x.dc AND y.cur = x.cur AND y.blk = x.blk"
 #define TOTAL_DIFFERS                                                                              \
     "y.day IS NULL OR x.n <> y.n OR ABS(x.a - y.a) > 0.001 OR ABS(x.b - y.b) > 0.001 OR "          \
     "ABS(x.i - y.i) > 0.001 OR ABS(x.us - y.us) > 0.01 OR ABS(x.m - y.m) > 0.001 OR "              \
@@ -319,6 +315,39 @@ static void test_pod_on_two_gpus(void **state)
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumers_daily WHERE gpu_id = 2 AND "
                                 "first_idle_hour = first_hour"),
                      1);
+}
+
+/* A pod on GPUs 63 and 64 has a total in each of their blocks of 64 GPU
+ * ids; late data on GPU 64 sums its block again and leaves the other's. */
+static void test_pod_across_blocks(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0(), d = day_of(h);
+
+    host(f, 1, "n1");
+    gpu(f, 63, 1, 0);
+    gpu(f, 64, 1, 1);
+    for (int64_t g = 63; g <= 64; g++) {
+        samples(f, g, h, h + 3600, 50);
+        pod_seen(f, g, "ml", "wide", h, h + 3600);
+        dirty(f, g, h, h + 3600);
+    }
+    rollup(f);
+    assert_days_match_hours(f);
+    assert_int_equal(total_alloc(f, d, "ml/wide/c", NULL), 2 * 3600);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumer_totals WHERE consumer = "
+                                "'ml/wide/c' AND gpu_rows = 1 AND gpu_block IN (0, 1)"),
+                     2);
+    samples(f, 64, h + 3 * 3600, h + 4 * 3600, 50);
+    pod_seen(f, 64, "ml", "wide", h + 3 * 3600, h + 4 * 3600);
+    dirty(f, 64, h + 3 * 3600, h + 4 * 3600);
+    rollup(f);
+    assert_days_match_hours(f);
+    assert_int_equal(total_alloc(f, d, "ml/wide/c", NULL), 3 * 3600);
+    assert_int_equal(scalarf(f, "SELECT CAST(ROUND(allocated_s) AS BIGINT) FROM "
+                                "usage_consumer_totals WHERE consumer = 'ml/wide/c' AND "
+                                "gpu_block = 0"),
+                     3600);
 }
 
 /* Two users' processes on one GPU at once share its seconds: two rows
@@ -589,6 +618,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_pod_on_two_gpus, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_pod_across_blocks, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_two_consumers_share_a_gpu, testdb_setup,
                                         testdb_teardown),
         cmocka_unit_test_setup_teardown(test_late_data, testdb_setup, testdb_teardown),
