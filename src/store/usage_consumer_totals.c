@@ -72,7 +72,7 @@ void usage_ctot_keys_free(struct usage_ctot_keys *k)
     *k = (struct usage_ctot_keys){0};
 }
 
-/* Appends (day, consumer) to k (a copy of consumer). */
+/* Appends (day, block, consumer) to k (a copy of consumer). */
 static int key_add(struct usage_ctot_keys *k, int64_t day, int64_t block, const char *consumer)
 {
     char *copy;
