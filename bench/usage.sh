@@ -239,7 +239,7 @@ else
 fi
 [ "$hd_sums" = 0 ] || export BENCH_GEN_HOST_DAYS=2
 # Secondary indexes are dropped for the load and built again after it.
-tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','usage_consumer_spans','gpu_samples'"
+tables="'usage_hourly','usage_daily','usage_consumers','usage_consumers_daily','usage_consumer_spans','usage_consumer_totals','gpu_samples'"
 if [ "$store" = postgresql ]; then
   dbq -c "SELECT indexdef || ';' FROM pg_indexes WHERE tablename IN ($tables) AND indexname NOT LIKE '%pkey'
           AND indexname NOT IN (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid)" >"$tmp/indexes.sql"
@@ -262,6 +262,14 @@ if [ "$cdaily" = 1 ] && has_table usage_consumer_spans; then
   mig=src/store/migrations
   [ "$store" = sqlite ] || mig=src/store/migrations/pg
   { echo "BEGIN;"; sed -n '/^INSERT INTO usage_consumer_spans/,/^CREATE INDEX/p' "$mig/062_usage_consumer_spans.sql" |
+      grep -v '^CREATE INDEX'; echo "COMMIT;"; } >>"$tmp/gen.sql"
+fi
+# The consumer totals of those consumer days, where the schema has them, with
+# migration 065's own statement.
+if [ "$cdaily" = 1 ] && has_table usage_consumer_totals; then
+  mig=src/store/migrations
+  [ "$store" = sqlite ] || mig=src/store/migrations/pg
+  { echo "BEGIN;"; sed -n '/^INSERT INTO usage_consumer_totals/,/^CREATE INDEX/p' "$mig/065_usage_consumer_totals.sql" |
       grep -v '^CREATE INDEX'; echo "COMMIT;"; } >>"$tmp/gen.sql"
 fi
 t0=$EPOCHREALTIME

@@ -157,6 +157,9 @@ int db_tx_begin(struct conn *c);
 enum db_lock_kind {
     DB_LOCK_HOST = 1, /* a reporting host, by hostname */
     DB_LOCK_GPU = 2,  /* a GPU, by a name it is stored under */
+    /* a day of the consumer totals, by its day number (taken inside a
+     * transaction, after its keys: usage_consumer_totals.c) */
+    DB_LOCK_CONSUMER_DAY = 3,
 };
 /* The most keys db_tx_begin_keyed() takes; a write naming more takes the
  * writer lock exclusively instead (db_tx_begin()). */

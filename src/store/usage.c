@@ -24,6 +24,7 @@
  * without the writers of those marking anything. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
+#include "store/usage_consumer_totals.h"
 #include "store/usage_spans.h"
 #include "core/log.h"
 #include "core/status.h"
@@ -238,13 +239,19 @@ static int write_consumer_day_rows(struct conn *c, int64_t gid, int64_t day, int
 /* See usage_int.h. */
 int usage_write_consumer_day(struct conn *c, int64_t gid, int64_t day, int64_t now)
 {
-    int rc = write_consumer_day_rows(c, gid, day, now);
+    struct usage_ctot_keys k = {0};
+    int rc = usage_ctot_note(c, &gid, 1, day, &k);
 
-    return rc != GI_OK ? rc : usage_spans_write_day(c, gid, day);
+    if (rc == GI_OK && (rc = write_consumer_day_rows(c, gid, day, now)) == GI_OK &&
+        (rc = usage_spans_write_day(c, gid, day)) == GI_OK)
+        rc = usage_ctot_refresh(c, &gid, 1, day, &k);
+    usage_ctot_keys_free(&k);
+    return rc;
 }
 
 /* Deletes the consumer days past the daily retention, one day per
- * transaction with the spans that hold it summed again. */
+ * transaction with the spans that hold it summed again and its consumer
+ * totals gone with it. */
 static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
 {
     int64_t n, day;
@@ -271,6 +278,8 @@ static int prune_consumer_days(struct store *st, int64_t now, int64_t *removed)
                 n = db_changes(c);
             if (rc == GI_OK)
                 rc = usage_spans_prune_day(c, day);
+            if (rc == GI_OK)
+                rc = usage_ctot_prune_day(c, day);
         }
         rc = db_tx_end(c, rc);
         db_conn_put(st, c);
@@ -478,16 +487,24 @@ static int groups_mark(struct conn *c, int64_t hour, int64_t now)
  * planned as scans of the whole day's rows. The consumer-day spans of the
  * day follow for all the chunk's GPUs at once (usage_spans_write_days: a
  * statement per span length instead of two per GPU and length, each
- * GPU's rows still found by its key). */
+ * GPU's rows still found by its key), and so do the totals of the
+ * consumers those GPUs held that day before and hold now
+ * (usage_ctot_refresh: two statements per chunk, and the consumers' rows
+ * found by their key). */
 static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int64_t hour,
                         int64_t now)
 {
     int64_t day = hour - hour % 86400, ids[CHUNK_GPUS];
+    struct usage_ctot_keys k = {0};
     struct db_stmt *s;
-    int rc = db_defer(c, true), drc;
+    int rc, drc;
 
-    for (size_t i = 0; i < n && rc == GI_OK; i++) {
+    for (size_t i = 0; i < n; i++)
         ids[i] = g[i].id;
+    rc = usage_ctot_note(c, ids, n, day, &k);
+    if (rc == GI_OK)
+        rc = db_defer(c, true);
+    for (size_t i = 0; i < n && rc == GI_OK; i++) {
         if ((rc = usage_write_day(c, g[i].id, day, now)) != GI_OK ||
             (rc = write_consumer_day_rows(c, g[i].id, day, now)) != GI_OK)
             break;
@@ -504,7 +521,10 @@ static int chunk_finish(struct conn *c, const struct chunk_gpu *g, size_t n, int
         rc = usage_spans_write_days(c, ids, n, day);
     if (rc == GI_OK)
         rc = groups_mark(c, hour, now);
+    if (rc == GI_OK)
+        rc = usage_ctot_refresh(c, ids, n, day, &k);
     drc = db_defer(c, false);
+    usage_ctot_keys_free(&k);
     return rc != GI_OK ? rc : drc;
 }
 

@@ -40,6 +40,7 @@ struct cell {
     int64_t start;
     char cur[4];
     double v[V__N];
+    uint64_t hash; /* of the key, while the cells are indexed (struct cells) */
 };
 
 struct cells {
@@ -47,7 +48,9 @@ struct cells {
     size_t n, cap;
     bool dc; /* the ids of the groups are data centers' (else GPUs') */
     /* While rows are folded in: an open-addressing index of the cells by
-     * key (slot: the cell's place + 1; 0 empty), nslot a power of two. */
+     * key (slot: the cell's place + 1, and for cell_add's index the high
+     * half of the key's hash in the high 32 bits; 0 empty), nslot a power
+     * of two. */
     size_t *slot, nslot;
 };
 

@@ -9,7 +9,9 @@
  *   whole (its hours may be past the hourly retention), every other day
  *   `from` touched is summed again from `to`'s hours; the same for the
  *   consumer days, and the consumer-day spans of both GPUs are summed
- *   again from their consumer days (usage_spans.c).
+ *   again from their consumer days (usage_spans.c), and the totals of
+ *   every consumer either held on any day from what they hold after the
+ *   merge (usage_consumer_totals.c).
  * - Allocation intervals move to `to`; `from`'s marks for the rollup job
  *   become `to`'s, and every hour whose rows changed is marked in
  *   usage_groups_dirty so that the group tables are summed again; the
@@ -21,6 +23,7 @@
  *   registration. */
 #include "store/store_int.h"
 #include "store/usage_int.h"
+#include "store/usage_consumer_totals.h"
 #include "store/usage_spans.h"
 #include "core/status.h"
 
@@ -103,13 +106,17 @@ int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now)
                                          ST_HOUR_DROP,   ST_DAY_MOVE,  ST_CDAY_MOVE};
     static const enum stmt_id drops[] = {ST_DAY_DROP, ST_CDAY_DROP, ST_IV_MOVE, ST_DIRTY_MOVE,
                                          ST_DIRTY_DROP};
-    int64_t *days = NULL;
+    int64_t *days = NULL, both[2] = {from, to};
+    struct usage_ctot_keys k = {0};
     size_t ndays = 0;
     int rc;
 
     if (from <= 0 || to <= 0 || from == to)
         return GI_INVALID;
-    if ((rc = days_of(c, from, &days, &ndays)) != GI_OK)
+    /* the consumers of both GPUs' days, whose totals are summed again at
+     * the end from what the two hold then */
+    if ((rc = usage_ctot_note(c, both, 2, -1, &k)) != GI_OK ||
+        (rc = days_of(c, from, &days, &ndays)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < sizeof moves / sizeof *moves && rc == GI_OK; i++)
         rc = run2(c, moves[i], from, to, now);
@@ -126,7 +133,10 @@ int usage_merge_gpu(struct conn *c, int64_t from, int64_t to, int64_t now)
      * the spans of both: summed again from what each has now. */
     if (rc == GI_OK && (rc = usage_spans_rebuild_gpu(c, from)) == GI_OK)
         rc = usage_spans_rebuild_gpu(c, to);
+    if (rc == GI_OK)
+        rc = usage_ctot_refresh(c, both, 2, -1, &k);
 cleanup:
+    usage_ctot_keys_free(&k);
     free(days);
     return rc;
 }

@@ -22,11 +22,18 @@ const SPANS_SQL = (() => {
   const from = mig.indexOf('INSERT INTO usage_consumer_spans');
   return mig.slice(from, mig.indexOf('CREATE INDEX', from));
 })();
+// The consumer totals after them, with migration 065's own statement.
+const TOTALS_SQL = (() => {
+  const mig = readFileSync(new URL('../../src/store/migrations/065_usage_consumer_totals.sql', import.meta.url), 'utf8');
+  const from = mig.indexOf('INSERT INTO usage_consumer_totals');
+  return mig.slice(from, mig.indexOf('CREATE INDEX', from));
+})();
 const CONSUMER_SQL = (readFileSync(new URL('../fixtures/usage_consumer_days.sql', import.meta.url), 'utf8') +
-  SPANS_SQL).split('\n').filter((l) => !l.startsWith('--')).join('\n');
+  SPANS_SQL + TOTALS_SQL).split('\n').filter((l) => !l.startsWith('--')).join('\n');
 
 /** SQL that replaces every consumer day (usage_consumers_daily) by the sums of
- * the hourly consumer rows, each hour with its GPU-hour's owner and rate. */
+ * the hourly consumer rows, each hour with its GPU-hour's owner and rate, and
+ * the spans and totals of the consumer days by theirs. */
 export function consumerDaysSql() {
   return CONSUMER_SQL;
 }

@@ -4,8 +4,9 @@
  * tables, the GPU-hours marked dirty as ingest would, the job run, and
  * the consumer days compared with the sums of the hourly consumer rows
  * and with figures worked out by hand, and the consumer-day spans
- * (usage_consumer_spans) with the sums of the consumer days, also after a
- * GPU merge. */
+ * (usage_consumer_spans) and the consumer totals (usage_consumer_totals)
+ * with the sums of the consumer days, also after late data, a GPU merge
+ * and retention. */
 #include "unit.h"
 #include "testdb.h"
 
@@ -179,6 +180,61 @@ static void rollup(struct testdb_fixture *f)
     "y.gpu_id IS NULL OR x.n <> y.n OR ABS(x.a - y.a) > 0.001 OR ABS(x.b - y.b) > 0.001 OR "       \
     "ABS(x.i - y.i) > 0.001 OR x.fh <> y.fh OR x.lh <> y.lh OR x.ih <> y.ih"
 
+/* The same for the consumer totals: per day, consumer, block of 64 GPU
+ * ids and the report's dimensions and currency, the sums of the consumer
+ * days and the totals' row (one each). */
+#define TOTAL_KEY(t)                                                                               \
+    t "day AS day, " t "kind AS kind, " t "consumer AS consumer, COALESCE(" t "team, '') AS "      \
+      "team, COALESCE(" t "env, '') AS env, COALESCE(" t "pool, '') AS pool, COALESCE(" t          \
+      "cluster, '') AS cluster, COALESCE(" t "cloud, '') AS cloud, COALESCE(" t "model, '') AS "   \
+      "model, COALESCE(" t "datacenter_id, -1) AS dc, COALESCE(" t "currency, '') AS cur"
+#define DAY_TOTAL_SUMS                                                                             \
+    ", d.gpu_id / 64 AS blk, COUNT(*) AS n, SUM(d.allocated_s) AS a, SUM(d.busy_s) AS b, "         \
+    "SUM(d.alloc_idle_s) AS i, SUM(d.util_sum) AS us, SUM(d.measured_s) AS m, SUM(d.energy_wh) "   \
+    "AS e, SUM(d.allocated_cost) AS cost, SUM(d.busy_cost) AS bcost, SUM(d.unpriced_s) AS up "     \
+    "FROM usage_consumers_daily d GROUP BY d.day, d.kind, d.consumer, COALESCE(d.team, ''), "      \
+    "COALESCE(d.env, ''), COALESCE(d.pool, ''), COALESCE(d.cluster, ''), COALESCE(d.cloud, ''), "  \
+    "COALESCE(d.model, ''), COALESCE(d.datacenter_id, -1), COALESCE(d.currency, ''), "             \
+    "d.gpu_id / 64"
+#define DAY_TOTAL_GROUPS "SELECT " TOTAL_KEY("d.") DAY_TOTAL_SUMS
+#define TOTAL_COLS                                                                                 \
+    ", t.gpu_block AS blk, t.gpu_rows AS n, t.allocated_s AS a, t.busy_s AS b, t.alloc_idle_s "    \
+    "AS i, t.util_sum AS us, t.measured_s AS m, t.energy_wh AS e, t.allocated_cost AS cost, "      \
+    "t.busy_cost AS bcost, t.unpriced_s AS up FROM usage_consumer_totals t"
+#define TOTAL_ROWS "SELECT " TOTAL_KEY("t.") TOTAL_COLS
+#define SAME_TOTAL                                                                                 \
+    "y.day = x.day AND y.kind = x.kind AND y.consumer = x.consumer AND y.team = x.team AND "       \
+    "y.env = x.env AND y.pool = x.pool AND y.cluster = x.cluster AND y.cloud = x.cloud AND "       \
+    "y.model = x.model AND y.dc = x.dc AND y.cur = x.cur AND y.blk = x.blk"
+#define TOTAL_DIFFERS                                                                              \
+    "y.day IS NULL OR x.n <> y.n OR ABS(x.a - y.a) > 0.001 OR ABS(x.b - y.b) > 0.001 OR "          \
+    "ABS(x.i - y.i) > 0.001 OR ABS(x.us - y.us) > 0.01 OR ABS(x.m - y.m) > 0.001 OR "              \
+    "ABS(x.e - y.e) > 0.001 OR ABS(COALESCE(x.cost, -1) - COALESCE(y.cost, -1)) > 1 OR "           \
+    "ABS(COALESCE(x.bcost, -1) - COALESCE(y.bcost, -1)) > 1 OR ABS(x.up - y.up) > 0.001"
+
+static void assert_totals_match_days(struct testdb_fixture *f)
+{
+    assert_int_equal(scalarf(f,
+                             "SELECT COUNT(*) FROM (" DAY_TOTAL_GROUPS ") x LEFT JOIN (" TOTAL_ROWS
+                             ") y ON " SAME_TOTAL " WHERE " TOTAL_DIFFERS),
+                     0);
+    /* ... and no total without its days, nor two for one key. */
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumer_totals"),
+                     scalarf(f, "SELECT COUNT(*) FROM (" DAY_TOTAL_GROUPS ") x"));
+}
+
+/* A consumer's allocated seconds of one day in its totals, rounded (team
+ * NULL: every team). */
+static int64_t total_alloc(struct testdb_fixture *f, int64_t day, const char *consumer,
+                           const char *team)
+{
+    return scalarf(f,
+                   "SELECT CAST(ROUND(COALESCE(SUM(allocated_s), 0)) AS BIGINT) FROM "
+                   "usage_consumer_totals WHERE day = %lld AND consumer = '%s' AND (team = '%s' "
+                   "OR %d = 1)",
+                   (long long)day, consumer, team ? team : "", team ? 0 : 1);
+}
+
 static void assert_spans_match_days(struct testdb_fixture *f)
 {
     assert_int_equal(scalarf(f,
@@ -202,6 +258,7 @@ static void assert_days_match_hours(struct testdb_fixture *f)
     /* ... and no daily row without its hours. */
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM (" DAILY_GROUPS ") x"), hourly);
     assert_spans_match_days(f);
+    assert_totals_match_days(f);
 }
 
 /* Allocated seconds of one consumer on one GPU and day, rounded. */
@@ -235,6 +292,11 @@ static void test_pod_on_two_gpus(void **state)
     assert_int_equal(scalarf(f, "SELECT CAST(ROUND(SUM(allocated_s)) AS BIGINT) FROM "
                                 "usage_consumers_daily WHERE consumer = 'ml/train/c'"),
                      3 * 3600);
+    /* One total for the pod's day, over both GPUs. */
+    assert_int_equal(total_alloc(f, d, "ml/train/c", NULL), 3 * 3600);
+    assert_int_equal(scalarf(f, "SELECT gpu_rows * 10 + COUNT(*) FROM usage_consumer_totals "
+                                "WHERE consumer = 'ml/train/c' GROUP BY gpu_rows"),
+                     21);
     assert_int_equal(scalarf(f,
                              "SELECT COUNT(*) FROM usage_consumers_daily WHERE consumer = "
                              "'ml/train/c' AND hours = 2 AND first_hour = %lld AND last_hour = "
@@ -253,6 +315,39 @@ static void test_pod_on_two_gpus(void **state)
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumers_daily WHERE gpu_id = 2 AND "
                                 "first_idle_hour = first_hour"),
                      1);
+}
+
+/* A pod on GPUs 63 and 64 has a total in each of their blocks of 64 GPU
+ * ids; late data on GPU 64 sums its block again and leaves the other's. */
+static void test_pod_across_blocks(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0(), d = day_of(h);
+
+    host(f, 1, "n1");
+    gpu(f, 63, 1, 0);
+    gpu(f, 64, 1, 1);
+    for (int64_t g = 63; g <= 64; g++) {
+        samples(f, g, h, h + 3600, 50);
+        pod_seen(f, g, "ml", "wide", h, h + 3600);
+        dirty(f, g, h, h + 3600);
+    }
+    rollup(f);
+    assert_days_match_hours(f);
+    assert_int_equal(total_alloc(f, d, "ml/wide/c", NULL), 2 * 3600);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumer_totals WHERE consumer = "
+                                "'ml/wide/c' AND gpu_rows = 1 AND gpu_block IN (0, 1)"),
+                     2);
+    samples(f, 64, h + 3 * 3600, h + 4 * 3600, 50);
+    pod_seen(f, 64, "ml", "wide", h + 3 * 3600, h + 4 * 3600);
+    dirty(f, 64, h + 3 * 3600, h + 4 * 3600);
+    rollup(f);
+    assert_days_match_hours(f);
+    assert_int_equal(total_alloc(f, d, "ml/wide/c", NULL), 3 * 3600);
+    assert_int_equal(scalarf(f, "SELECT CAST(ROUND(allocated_s) AS BIGINT) FROM "
+                                "usage_consumer_totals WHERE consumer = 'ml/wide/c' AND "
+                                "gpu_block = 0"),
+                     3600);
 }
 
 /* Two users' processes on one GPU at once share its seconds: two rows
@@ -296,6 +391,7 @@ static void test_late_data(void **state)
     dirty(f, 4, h, h + 1800);
     rollup(f);
     assert_int_equal(day_alloc(f, 4, d, "ml/late/c"), 1800);
+    assert_int_equal(total_alloc(f, d, "ml/late/c", NULL), 1800);
     /* The rest of the hour and two hours of the afternoon arrive late. */
     samples(f, 4, h + 1860, h + 3600, 50);
     pod_seen(f, 4, "ml", "late", h + 1800, h + 3600);
@@ -305,6 +401,7 @@ static void test_late_data(void **state)
     rollup(f);
     assert_days_match_hours(f);
     assert_int_equal(day_alloc(f, 4, d, "ml/late/c"), 3600 + 2 * 3600);
+    assert_int_equal(total_alloc(f, d, "ml/late/c", NULL), 3600 + 2 * 3600);
     assert_int_equal(scalarf(f,
                              "SELECT COUNT(*) FROM usage_consumers_daily WHERE gpu_id = 4 AND "
                              "last_hour = %lld",
@@ -356,6 +453,9 @@ static void test_owner_change_mid_day(void **state)
                              "'vision' AND first_hour = %lld AND last_hour = %lld",
                              (long long)d, (long long)(h + 2 * 3600), (long long)(h + 3 * 3600)),
                      7200);
+    /* The owner change splits the consumer's total of the day by team. */
+    assert_int_equal(total_alloc(f, d, "ml/long/c", "core"), 7200);
+    assert_int_equal(total_alloc(f, d, "ml/long/c", "vision"), 7200);
     /* A rate from h + 3h on, re-applied to the stored hours: one of the
      * hours is priced ($2.00/h, 3600 s x 2,000,000 micros). */
     {
@@ -415,6 +515,11 @@ static void test_merge_keeps_spans(void **state)
     db_conn_put(f->st, c);
 
     assert_spans_match_days(f);
+    assert_totals_match_days(f);
+    assert_int_equal(total_alloc(f, day_of(old), "ml/m/c", NULL), moved);
+    assert_int_equal(scalarf(f, "SELECT CAST(ROUND(SUM(allocated_s)) AS BIGINT) FROM "
+                                "usage_consumer_totals"),
+                     both);
     assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumer_spans WHERE gpu_id = 7"), 0);
     /* The 32-day spans of GPU 8 hold both GPUs' hours. */
     assert_int_equal(scalarf(f, "SELECT CAST(ROUND(SUM(allocated_s)) AS BIGINT) FROM "
@@ -429,15 +534,98 @@ static void test_merge_keeps_spans(void **state)
     assert_true(day_alloc(f, 8, d, "ml/m/c") >= 3600);
 }
 
+/* A GPU merged into another that held the same pod in the same hour:
+ * `to`'s hour stays and `from`'s goes, so the pod's total of that day
+ * loses `from`'s share; the day only `from` had moves whole and keeps its
+ * total. */
+static void test_merge_drops_totals(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0(), d = day_of(h), old = h - 3 * 86400;
+    struct conn *c;
+    int rc;
+
+    host(f, 1, "n1");
+    gpu(f, 7, 1, 0);
+    gpu(f, 8, 1, 1);
+    for (int64_t g = 7; g <= 8; g++) {
+        samples(f, g, h, h + 3600, 50);
+        pod_seen(f, g, "ml", "both", h, h + 3600);
+        dirty(f, g, h, h + 3600);
+    }
+    samples(f, 7, old, old + 3600, 50);
+    pod_seen(f, 7, "ml", "both", old, old + 3600);
+    dirty(f, 7, old, old + 3600);
+    rollup(f);
+    assert_days_match_hours(f);
+    assert_int_equal(total_alloc(f, d, "ml/both/c", NULL), 2 * 3600);
+    assert_int_equal(total_alloc(f, day_of(old), "ml/both/c", NULL), 3600);
+    assert_int_equal(scalarf(f, "SELECT MAX(gpu_rows) FROM usage_consumer_totals WHERE day = %lld",
+                             (long long)d),
+                     2);
+
+    c = db_conn_get(f->st);
+    assert_status(db_tx_begin(c), GI_OK);
+    rc = usage_merge_gpu(c, 7, 8, gi_now());
+    assert_status(db_tx_end(c, rc), GI_OK);
+    db_conn_put(f->st, c);
+
+    assert_totals_match_days(f);
+    assert_int_equal(total_alloc(f, d, "ml/both/c", NULL), 3600);
+    assert_int_equal(total_alloc(f, day_of(old), "ml/both/c", NULL), 3600);
+    /* ... from one GPU's consumer days now, where two held it before. */
+    assert_int_equal(scalarf(f, "SELECT MAX(gpu_rows) FROM usage_consumer_totals WHERE day = %lld",
+                             (long long)d),
+                     1);
+}
+
+/* Retention drops the consumer days older than its cut and their totals
+ * with them; the days kept keep theirs. */
+static void test_retention_drops_totals(void **state)
+{
+    struct testdb_fixture *f = *state;
+    int64_t h = t0(), d = day_of(h), old = h - 3 * 86400;
+    struct store_usage_config saved, cfg;
+
+    host(f, 1, "n1");
+    gpu(f, 9, 1, 0);
+    samples(f, 9, old, old + 3600, 50);
+    pod_seen(f, 9, "ml", "kept", old, old + 3600);
+    samples(f, 9, h, h + 7200, 50);
+    pod_seen(f, 9, "ml", "kept", h, h + 7200);
+    dirty(f, 9, old, old + 3600);
+    dirty(f, 9, h, h + 7200);
+    rollup(f);
+    assert_days_match_hours(f);
+    assert_int_equal(total_alloc(f, day_of(old), "ml/kept/c", NULL), 3600);
+    assert_int_equal(total_alloc(f, d, "ml/kept/c", NULL), 7200);
+
+    store_usage_config_get(&saved);
+    cfg = saved;
+    cfg.retain_daily_days = 3; /* the cut falls between the two days */
+    store_usage_configure(&cfg);
+    rollup(f);
+    store_usage_configure(&saved);
+    assert_int_equal(scalarf(f, "SELECT COUNT(*) FROM usage_consumers_daily WHERE day = %lld",
+                             (long long)day_of(old)),
+                     0);
+    assert_totals_match_days(f);
+    assert_int_equal(total_alloc(f, day_of(old), "ml/kept/c", NULL), 0);
+    assert_int_equal(total_alloc(f, d, "ml/kept/c", NULL), 7200);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_pod_on_two_gpus, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_pod_across_blocks, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_two_consumers_share_a_gpu, testdb_setup,
                                         testdb_teardown),
         cmocka_unit_test_setup_teardown(test_late_data, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_owner_change_mid_day, testdb_setup, testdb_teardown),
         cmocka_unit_test_setup_teardown(test_merge_keeps_spans, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_merge_drops_totals, testdb_setup, testdb_teardown),
+        cmocka_unit_test_setup_teardown(test_retention_drops_totals, testdb_setup, testdb_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,21 +40,23 @@ static void fixture_sql(struct testdb_sql *q, const char *name)
     fclose(f);
 }
 
-/* Migration 062's statements that fill the consumer-day spans from the
- * consumer days: from its first INSERT to its first CREATE INDEX. */
-static void span_fill_sql(struct testdb_sql *q)
+/* A migration's statements that fill a table derived from the consumer
+ * days (`first`: how the first of them starts): from that INSERT to the
+ * migration's first CREATE INDEX after it. */
+static void migration_fill_sql(struct testdb_sql *q, const char *migration, const char *first)
 {
-    static const char path[] =
-        GI_FIXTURES "/../../src/store/migrations/062_usage_consumer_spans.sql";
-    FILE *f = fopen(path, "r");
+    char path[512];
+    FILE *f;
     char line[1000]; /* below testdb_sql_add's bound */
     bool in = false;
 
+    snprintf(path, sizeof path, "%s/../../src/store/migrations/%s", GI_FIXTURES, migration);
+    f = fopen(path, "r");
     assert_non_null(f);
     while (fgets(line, sizeof line, f) != NULL) {
         if (strncmp(line, "CREATE INDEX", 12) == 0 && in)
             break;
-        in = in || strncmp(line, "INSERT INTO usage_consumer_spans", 32) == 0;
+        in = in || strncmp(line, first, strlen(first)) == 0;
         if (in)
             testdb_sql_add(q, "%s", line);
     }
@@ -68,7 +70,8 @@ static void group_sums(struct testdb_sql *q)
 {
     fixture_sql(q, "usage_group_sums.sql");
     fixture_sql(q, "usage_consumer_days.sql");
-    span_fill_sql(q);
+    migration_fill_sql(q, "062_usage_consumer_spans.sql", "INSERT INTO usage_consumer_spans");
+    migration_fill_sql(q, "065_usage_consumer_totals.sql", "INSERT INTO usage_consumer_totals");
 }
 
 /* A real or NULL (NAN). */
