@@ -363,6 +363,33 @@ void db_array_free(struct db_array *a)
     memset(a, 0, sizeof *a);
 }
 
+bool db_bind_ids(struct conn *c, struct db_stmt *s, const char *name, const int64_t *ids, size_t n)
+{
+    size_t len = 0, cap = 3 + n * 21; /* an id is at most 20 characters */
+    struct db_array a = {0};
+    char *json;
+
+    if (db_dialect(c) == DB_PG) {
+        bool ok;
+        for (size_t i = 0; i < n; i++)
+            db_array_int(&a, ids[i]);
+        ok = !a.failed;
+        db_bind_array(s, name, &a);
+        db_array_free(&a);
+        return ok;
+    }
+    if ((json = malloc(cap)) == NULL)
+        return false;
+    json[len++] = '[';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(json + len, cap - len, "%s%" PRId64, i ? "," : "", ids[i]);
+    json[len++] = ']';
+    json[len] = '\0';
+    db_bind_text(s, name, json);
+    free(json);
+    return true;
+}
+
 int db_exec_done(struct conn *c, struct db_stmt *s)
 {
     int rc;

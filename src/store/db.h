@@ -95,6 +95,10 @@ void db_array_dbl(struct db_array *a, double v);
 void db_array_opt_int(struct db_array *a, int64_t v);
 void db_bind_array(struct db_stmt *s, const char *name, struct db_array *a);
 void db_array_free(struct db_array *a);
+/* Binds the ids ids[0..n) as `name`: an array on PostgreSQL (read with
+ * ANY(CAST(name AS BIGINT[])) or unnest), a JSON array on SQLite (read
+ * with json_each(name)); false when out of memory. */
+bool db_bind_ids(struct conn *c, struct db_stmt *s, const char *name, const int64_t *ids, size_t n);
 
 /* Positional binders for hot paths: the index of parameter `name` (0 when
  * the statement lacks it, which the *_at binders then skip), looked up

@@ -17,7 +17,6 @@
 
 #include <jansson.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,35 +103,6 @@ static int note_rows(struct conn *c, struct db_stmt *s, struct usage_ctot_keys *
     return rc;
 }
 
-/* The GPU ids bound as :ids: a JSON array on SQLite, an array on
- * PostgreSQL; false when out of memory. */
-static bool bind_ids(struct db_stmt *s, bool pg, const int64_t *gids, size_t n)
-{
-    size_t len = 0, cap = 3 + n * 21; /* an id is at most 20 characters */
-    struct db_array a = {0};
-    char *json;
-
-    if (pg) {
-        bool ok;
-        for (size_t i = 0; i < n; i++)
-            db_array_int(&a, gids[i]);
-        ok = !a.failed;
-        db_bind_array(s, ":ids", &a);
-        db_array_free(&a);
-        return ok;
-    }
-    if ((json = malloc(cap)) == NULL)
-        return false;
-    json[len++] = '[';
-    for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(json + len, cap - len, "%s%lld", i ? "," : "", (long long)gids[i]);
-    json[len++] = ']';
-    json[len] = '\0';
-    db_bind_text(s, ":ids", json);
-    free(json);
-    return true;
-}
-
 int usage_ctot_note(struct conn *c, const int64_t *gids, size_t n, int64_t day,
                     struct usage_ctot_keys *k)
 {
@@ -141,7 +111,8 @@ int usage_ctot_note(struct conn *c, const int64_t *gids, size_t n, int64_t day,
     int rc = GI_OK;
 
     if (n > 1 && day >= 0) { /* a rollup chunk: one statement for its GPUs */
-        if (!(s = prep(c, pg ? ST_NOTE_SET_PG : ST_NOTE_SET_SQLITE)) || !bind_ids(s, pg, gids, n))
+        if (!(s = prep(c, pg ? ST_NOTE_SET_PG : ST_NOTE_SET_SQLITE)) ||
+            !db_bind_ids(c, s, ":ids", gids, n))
             return GI_INTERNAL;
         db_bind_int(s, ":day", day);
         return note_rows(c, s, k);

@@ -16,7 +16,6 @@
 
 #include <assert.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 /* The columns of a span row, and their sums over the rows of a source
@@ -189,35 +188,6 @@ int usage_spans_write_day(struct conn *c, int64_t gid, int64_t day)
 
 int usage_spans_prune_day(struct conn *c, int64_t day) { return rewrite_spans(c, 0, day); }
 
-/* The GPU ids bound as :ids: a JSON array on SQLite, an array on
- * PostgreSQL; false when out of memory. */
-static bool bind_ids(struct db_stmt *s, bool pg, const int64_t *gids, size_t n)
-{
-    size_t len = 0, cap = 3 + n * 21; /* an id is at most 20 characters */
-    struct db_array a = {0};
-    char *json;
-
-    if (pg) {
-        bool ok;
-        for (size_t i = 0; i < n; i++)
-            db_array_int(&a, gids[i]);
-        ok = !a.failed;
-        db_bind_array(s, ":ids", &a);
-        db_array_free(&a);
-        return ok;
-    }
-    if ((json = malloc(cap)) == NULL)
-        return false;
-    json[len++] = '[';
-    for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(json + len, cap - len, "%s%lld", i ? "," : "", (long long)gids[i]);
-    json[len++] = ']';
-    json[len] = '\0';
-    db_bind_text(s, ":ids", json);
-    free(json);
-    return true;
-}
-
 /* A statement per span length for all the GPUs, each GPU's rows found by
  * their keys. */
 int usage_spans_write_days(struct conn *c, const int64_t *gids, size_t n, int64_t day)
@@ -229,7 +199,7 @@ int usage_spans_write_days(struct conn *c, const int64_t *gids, size_t n, int64_
         return GI_OK;
     for (int64_t len = 2; len <= USAGE_SPAN_TOP && rc == GI_OK; len *= 2) {
         struct db_stmt *s = prep(c, pg ? ST_DEL_SET_PG : ST_DEL_SET_SQLITE);
-        if (s == NULL || !bind_ids(s, pg, gids, n))
+        if (s == NULL || !db_bind_ids(c, s, ":ids", gids, n))
             return GI_INTERNAL;
         bind_span(s, len, day);
         if ((rc = db_exec_done(c, s)) != GI_OK)
@@ -238,7 +208,7 @@ int usage_spans_write_days(struct conn *c, const int64_t *gids, size_t n, int64_
             s = prep(c, pg ? ST_ADD_SET_DAYS_PG : ST_ADD_SET_DAYS_SQLITE);
         else
             s = prep(c, pg ? ST_ADD_SET_HALVES_PG : ST_ADD_SET_HALVES_SQLITE);
-        if (s == NULL || !bind_ids(s, pg, gids, n))
+        if (s == NULL || !db_bind_ids(c, s, ":ids", gids, n))
             return GI_INTERNAL;
         bind_span(s, len, day);
         rc = db_exec_done(c, s);
