@@ -1,7 +1,7 @@
-/* Private interface between the two halves of the usage reports:
- * usage_query.c (reading the rollups into cells) and usage_text.c
- * (writing the cells as the reply's JSON or CSV text). Nothing outside
- * these files includes it. */
+/* Private interface between the parts of the usage reports: usage_query.c
+ * (reading the rollups into cells), usage_cells.c (the cells and their
+ * index) and usage_text.c (writing the cells as the reply's JSON or CSV
+ * text). Nothing outside these files includes it. */
 #ifndef GI_USAGE_CELLS_H
 #define GI_USAGE_CELLS_H
 
@@ -48,11 +48,37 @@ struct cells {
     size_t n, cap;
     bool dc; /* the ids of the groups are data centers' (else GPUs') */
     /* While rows are folded in: an open-addressing index of the cells by
-     * key (slot: the cell's place + 1, and for cell_add's index the high
+     * key (slot: the cell's place + 1, and for usage_cell_add's index the high
      * half of the key's hash in the high 32 bits; 0 empty), nslot a power
      * of two. */
     size_t *slot, nslot;
 };
+
+/* Rows the database may hand back for one report, and cells it may fold
+ * them into. */
+#define USAGE_MAX_CELLS 200000
+
+/* Drops the cells' key index (before the cells are reordered); frees the
+ * cells and their index. */
+void usage_cells_unindex(struct cells *cs);
+void usage_cells_free(struct cells *cs);
+/* FNV-1a over a cell's key. */
+uint64_t usage_cell_hash(const char *group, int64_t gid, const char *kind, int64_t start,
+                         const char *cur);
+/* The order of a report's cells: rank, kind, group, id, step, currency. */
+int usage_cell_cmp(const void *pa, const void *pb);
+/* Adds v into the cell of the key, or appends one (GI_TOO_LARGE past
+ * USAGE_MAX_CELLS). */
+int usage_cell_add(struct cells *cs, const char *group, int64_t gid, const char *kind,
+                   int64_t start, const char *cur, const double *v);
+/* Sums cells of the same key, sorted by usage_cell_cmp (a week's days
+ * arrive apart). */
+void usage_cells_merge(struct cells *cs);
+/* The number of groups (group, id, kind) among cells sorted so. */
+size_t usage_cells_groups(const struct cells *cs);
+/* Keeps the cells of a page (rank > 0), freeing the others, sorted by
+ * usage_cell_cmp. */
+void usage_cells_keep_ranked(struct cells *cs);
 
 /* strcmp with NULL (none) before any text. */
 static inline int strcmp_null(const char *a, const char *b)

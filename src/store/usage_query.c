@@ -19,9 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Rows the database may hand back for one report. */
-#define MAX_CELLS 200000
-
 /* The group as text, and for the groups named through another table
  * (gpu: the UUID, datacenter: the name) the id, mapped afterwards, so that
  * the aggregate itself joins nothing. */
@@ -52,7 +49,7 @@
 
 /* The terms of SUMS for one row, unsummed: on SQLite a report reads the
  * rows themselves and folds them into their cells through a hash index
- * (cell_add) instead of having the database sort and sum them, which
+ * (usage_cell_add) instead of having the database sort and sum them, which
  * costs three times as much. PostgreSQL sums them (fewer rows to send). */
 #define ROW_TERMS                                                                                  \
     "u.owned_s * u.fraction, u.allocated_s * u.fraction, u.busy_s * u.fraction, u.alloc_idle_s * " \
@@ -66,7 +63,7 @@
     "COALESCE(u.currency, ''), " ROW_TERMS " FROM " table " u WHERE u." key " >= :from AND u." key \
     " < :to AND " FILTERS extra " LIMIT :max"
 /* Rows a report may read unsummed (the cells they fold into are bounded
- * by MAX_CELLS): 30 days of hourly rows of 50,000 GPUs. */
+ * by USAGE_MAX_CELLS): 30 days of hourly rows of 50,000 GPUs. */
 #define MAX_ROWS 36000000
 
 /* The ranking of a paged host or GPU report: one aggregate of the owned
@@ -236,91 +233,6 @@ static const char *const stmt_sql[] = {STATEMENTS(STORE_AS_SQL)};
 
 static struct db_stmt *prep(struct conn *c, enum stmt_id id) { return db_prep(c, stmt_sql[id]); }
 
-/* Drops the key index (before the cells are reordered). */
-static void cells_unindex(struct cells *cs)
-{
-    free(cs->slot);
-    cs->slot = NULL;
-    cs->nslot = 0;
-}
-
-static void cells_free(struct cells *cs)
-{
-    for (size_t i = 0; i < cs->n; i++) {
-        free(cs->a[i].group);
-        free(cs->a[i].kind);
-    }
-    free(cs->a);
-    cells_unindex(cs);
-}
-
-/* FNV-1a over a cell's key. */
-static uint64_t key_hash(const char *group, int64_t gid, const char *kind, int64_t start,
-                         const char *cur)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    const char *parts[3] = {group ? group : "", kind ? kind : "", cur};
-    int64_t nums[2] = {gid, start};
-
-    for (int i = 0; i < 3; i++) {
-        for (const char *p = parts[i]; *p; p++)
-            h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-        h = (h ^ 0xff) * 0x100000001b3ull;
-    }
-    for (int i = 0; i < 2; i++)
-        for (int b = 0; b < 8; b++)
-            h = (h ^ (uint64_t)((nums[i] >> (8 * b)) & 0xff)) * 0x100000001b3ull;
-    return h;
-}
-
-/* A slot of the index: the cell's place + 1 in the low 32 bits (MAX_CELLS
- * is far below 2^32), the high half of its key's hash above them, so that
- * a probe compares the hashes without reading the cell (a cache miss in
- * the 10 MB of a report's cells, per probe of each of its rows). */
-_Static_assert(sizeof(size_t) >= 8, "a slot holds a cell's place and half its hash");
-static size_t slot_of(size_t i, uint64_t hash)
-{
-    return (size_t)((hash >> 32) << 32 | (uint64_t)(i + 1));
-}
-static size_t slot_cell(size_t slot) { return (size_t)(slot & 0xffffffffu) - 1; }
-
-/* (Re)builds the index for nslot slots. */
-static int cells_index(struct cells *cs, size_t nslot)
-{
-    size_t *slot = calloc(nslot, sizeof *slot);
-
-    if (!slot)
-        return GI_INTERNAL;
-    free(cs->slot);
-    cs->slot = slot;
-    cs->nslot = nslot;
-    for (size_t i = 0; i < cs->n; i++) {
-        size_t j = (size_t)cs->a[i].hash & (nslot - 1);
-        while (slot[j])
-            j = (j + 1) & (nslot - 1);
-        slot[j] = slot_of(i, cs->a[i].hash);
-    }
-    return GI_OK;
-}
-
-static int cell_cmp(const void *pa, const void *pb)
-{
-    const struct cell *a = pa, *b = pb;
-    int d = a->rank < b->rank ? -1 : a->rank > b->rank;
-
-    if (d == 0)
-        d = strcmp_null(a->kind, b->kind);
-    if (d == 0)
-        d = strcmp_null(a->group, b->group);
-    if (d == 0)
-        d = a->gid < b->gid ? -1 : a->gid > b->gid;
-    if (d == 0)
-        d = a->start < b->start ? -1 : a->start > b->start;
-    if (d == 0)
-        d = strcmp(a->cur, b->cur);
-    return d;
-}
-
 /* The start of the step holding t (t a day or hour start). */
 static int64_t step_start(enum store_usage_step step, int64_t t)
 {
@@ -343,62 +255,6 @@ static int64_t step_start(enum store_usage_step step, int64_t t)
     return t;
 }
 
-/* Adds the row into the cell of the same key, or appends one. */
-static int cell_add(struct cells *cs, const char *group, int64_t gid, const char *kind,
-                    int64_t start, const char *cur, const double *v)
-{
-    struct cell *c;
-    char cur3[sizeof c->cur];
-    uint64_t h;
-    size_t j;
-
-    gi_strlcpy(cur3, cur, sizeof cur3); /* the key as the cell keeps it */
-    cur = cur3;
-    if (cs->n * 2 >= cs->nslot && cells_index(cs, cs->nslot ? cs->nslot * 2 : 1024) != GI_OK)
-        return GI_INTERNAL;
-    h = key_hash(group, gid, kind, start, cur);
-    j = (size_t)h & (cs->nslot - 1);
-    for (; cs->slot[j]; j = (j + 1) & (cs->nslot - 1)) {
-        if ((uint64_t)cs->slot[j] >> 32 != h >> 32)
-            continue;
-        c = &cs->a[slot_cell(cs->slot[j])];
-        if (c->hash == h && c->start == start && c->gid == gid &&
-            strcmp_null(c->group, group) == 0 && strcmp_null(c->kind, kind) == 0 &&
-            strcmp(c->cur, cur) == 0) {
-            for (int k = 0; k < V__N; k++)
-                c->v[k] += v[k];
-            return GI_OK;
-        }
-    }
-    if (cs->n >= MAX_CELLS)
-        return GI_TOO_LARGE;
-    if (cs->n == cs->cap) {
-        size_t ncap = cs->cap ? cs->cap * 2 : 256;
-        struct cell *p = realloc(cs->a, ncap * sizeof *p);
-        if (!p)
-            return GI_INTERNAL;
-        cs->a = p;
-        cs->cap = ncap;
-    }
-    c = &cs->a[cs->n];
-    memset(c, 0, sizeof *c);
-    c->group = group ? strdup(group) : NULL;
-    c->kind = kind ? strdup(kind) : NULL;
-    if ((group && !c->group) || (kind && !c->kind)) {
-        free(c->group);
-        free(c->kind);
-        return GI_INTERNAL;
-    }
-    cs->slot[j] = slot_of(cs->n, h);
-    cs->n++;
-    c->gid = gid;
-    c->start = start;
-    c->hash = h;
-    gi_strlcpy(c->cur, cur, sizeof c->cur);
-    memcpy(c->v, v, sizeof c->v);
-    return GI_OK;
-}
-
 static void bind_query(struct db_stmt *s, const struct store_usage_query *q, const char *group_by,
                        int64_t dc_id)
 {
@@ -414,7 +270,7 @@ static void bind_query(struct db_stmt *s, const struct store_usage_query *q, con
     db_bind_opt_text(s, ":model", q->model);
     db_bind_opt_int(s, ":dc", dc_id);
     db_bind_scope(s, &q->scope);
-    db_bind_int(s, ":max", MAX_CELLS + 1);
+    db_bind_int(s, ":max", USAGE_MAX_CELLS + 1);
 }
 
 /* Runs one report statement and folds its rows (at most max_rows) into
@@ -434,9 +290,9 @@ static int collect_rows(struct conn *c, struct db_stmt *s, const struct store_us
         }
         for (int k = 0; k < V__N; k++)
             v[k] = sign * db_col_dbl(s, 5 + k);
-        rc = cell_add(cs, db_col_text(s, 0), db_col_is_null(s, 1) ? -1 : db_col_int(s, 1),
-                      with_kind ? db_col_text(s, 2) : NULL, step_start(q->step, db_col_int(s, 3)),
-                      db_col_text(s, 4), v);
+        rc = usage_cell_add(cs, db_col_text(s, 0), db_col_is_null(s, 1) ? -1 : db_col_int(s, 1),
+                            with_kind ? db_col_text(s, 2) : NULL,
+                            step_start(q->step, db_col_int(s, 3)), db_col_text(s, 4), v);
     }
     db_reset(s);
     if (rc == GI_OK && step != DB_DONE)
@@ -448,7 +304,7 @@ static int collect_rows(struct conn *c, struct db_stmt *s, const struct store_us
 static int collect(struct conn *c, struct db_stmt *s, const struct store_usage_query *q,
                    bool with_kind, struct cells *cs, double sign)
 {
-    return collect_rows(c, s, q, with_kind, cs, sign, MAX_CELLS);
+    return collect_rows(c, s, q, with_kind, cs, sign, USAGE_MAX_CELLS);
 }
 
 /* Runs the summing report statement `id` (bound for q, grouped by
@@ -485,35 +341,6 @@ static int run_report(struct conn *c, enum stmt_id id, const struct store_usage_
     return collect_rows(c, s, q, false, cs, 1.0, MAX_ROWS);
 }
 
-/* Sums sorted cells of the same key (a week's days arrive apart). */
-static void cells_merge(struct cells *cs)
-{
-    size_t w = 0;
-
-    for (size_t i = 0; i < cs->n; i++) {
-        if (w > 0 && cell_cmp(&cs->a[w - 1], &cs->a[i]) == 0) {
-            for (int k = 0; k < V__N; k++)
-                cs->a[w - 1].v[k] += cs->a[i].v[k];
-            free(cs->a[i].group);
-            free(cs->a[i].kind);
-            continue;
-        }
-        cs->a[w++] = cs->a[i];
-    }
-    cs->n = w;
-}
-
-static size_t count_groups(const struct cells *cs)
-{
-    size_t n = 0;
-
-    for (size_t i = 0; i < cs->n; i++)
-        if (i == 0 || strcmp_null(cs->a[i].group, cs->a[i - 1].group) != 0 ||
-            cs->a[i].gid != cs->a[i - 1].gid || strcmp_null(cs->a[i].kind, cs->a[i - 1].kind) != 0)
-            n++;
-    return n;
-}
-
 /* group_by=consumer: each consumer's share, and the rest of the owned
  * time (idle and unknown) as group null of kind "none", so that the
  * items add up to the GPU totals. `daily` (whole days, no hourly steps):
@@ -536,7 +363,7 @@ static int consumer_cells(struct conn *c, const struct store_usage_query *q, int
     bind_query(s, q, "", dc_id);
     if (daily)
         db_bind_int(s, ":max", MAX_ROWS + 1);
-    if ((rc = collect_rows(c, s, q, true, cs, 1.0, daily ? MAX_ROWS : MAX_CELLS)) != GI_OK)
+    if ((rc = collect_rows(c, s, q, true, cs, 1.0, daily ? MAX_ROWS : USAGE_MAX_CELLS)) != GI_OK)
         goto cleanup;
     for (size_t i = 0; i < cs->n && rc == GI_OK; i++) {
         double neg[V__N];
@@ -551,10 +378,10 @@ static int consumer_cells(struct conn *c, const struct store_usage_query *q, int
     }
     for (size_t j = 0; j < rest.n && rc == GI_OK; j++) {
         if (rest.a[j].v[V_OWNED] > 1e-6)
-            rc = cell_add(cs, NULL, -1, "none", rest.a[j].start, rest.a[j].cur, rest.a[j].v);
+            rc = usage_cell_add(cs, NULL, -1, "none", rest.a[j].start, rest.a[j].cur, rest.a[j].v);
     }
 cleanup:
-    cells_free(&rest);
+    usage_cells_free(&rest);
     return rc;
 }
 
@@ -582,12 +409,12 @@ static int consumer_group_cmp(const void *pa, const void *pb)
 
 /* group_by=consumer with q->limit > 0: keeps the cells of the page's
  * groups only, ranked as host and GPU pages are (owned GPU-hours over the
- * range, descending, then kind and key); cs comes sorted by cell_cmp,
+ * range, descending, then kind and key); cs comes sorted by usage_cell_cmp,
  * unranked. *groups_total counts every group. */
 static int consumer_page(const struct store_usage_query *q, struct cells *cs, int64_t *groups_total)
 {
     struct consumer_group *g = calloc(cs->n ? cs->n : 1, sizeof *g);
-    size_t n = 0, w = 0;
+    size_t n = 0;
 
     if (!g)
         return GI_INTERNAL;
@@ -605,18 +432,7 @@ static int consumer_page(const struct store_usage_query *q, struct cells *cs, in
             cs->a[i].rank = (int64_t)k >= q->offset && (int64_t)k < q->offset + q->limit
                                 ? k - (size_t)q->offset + 1
                                 : 0;
-    for (size_t i = 0; i < cs->n; i++) {
-        if (cs->a[i].rank == 0) {
-            free(cs->a[i].group);
-            free(cs->a[i].kind);
-            continue;
-        }
-        cs->a[w++] = cs->a[i];
-    }
-    cs->n = w;
-    cells_unindex(cs);
-    if (cs->n)
-        qsort(cs->a, cs->n, sizeof *cs->a, cell_cmp);
+    usage_cells_keep_ranked(cs);
     *groups_total = (int64_t)n;
     free(g);
     return GI_OK;
@@ -641,7 +457,7 @@ static bool cells_one_currency(const struct cells *cs)
 static int consumer_page_unsorted(const struct store_usage_query *q, struct cells *cs,
                                   int64_t *groups_total)
 {
-    size_t nslot = 1024, n = 0, w = 0, *slot = NULL, *of = NULL, *place = NULL;
+    size_t nslot = 1024, n = 0, *slot = NULL, *of = NULL, *place = NULL;
     struct consumer_group *g = NULL;
     int rc = GI_INTERNAL;
 
@@ -654,7 +470,7 @@ static int consumer_page_unsorted(const struct store_usage_query *q, struct cell
         goto cleanup;
     for (size_t i = 0; i < cs->n; i++) { /* of[i]: the group of cell i */
         const struct cell *k = &cs->a[i];
-        size_t j = (size_t)key_hash(k->group, -1, k->kind, 0, "") & (nslot - 1);
+        size_t j = (size_t)usage_cell_hash(k->group, -1, k->kind, 0, "") & (nslot - 1);
         for (; slot[j]; j = (j + 1) & (nslot - 1))
             if (strcmp_null(g[slot[j] - 1].kind, k->kind) == 0 &&
                 strcmp_null(g[slot[j] - 1].group, k->group) == 0)
@@ -673,19 +489,9 @@ static int consumer_page_unsorted(const struct store_usage_query *q, struct cell
         place[g[k].lo] = (int64_t)k >= q->offset && (int64_t)k < q->offset + q->limit
                              ? k - (size_t)q->offset + 1
                              : 0;
-    for (size_t i = 0; i < cs->n; i++) {
+    for (size_t i = 0; i < cs->n; i++)
         cs->a[i].rank = place[of[i]];
-        if (cs->a[i].rank == 0) {
-            free(cs->a[i].group);
-            free(cs->a[i].kind);
-            continue;
-        }
-        cs->a[w++] = cs->a[i];
-    }
-    cs->n = w;
-    cells_unindex(cs);
-    if (cs->n)
-        qsort(cs->a, cs->n, sizeof *cs->a, cell_cmp);
+    usage_cells_keep_ranked(cs);
     *groups_total = (int64_t)n;
     rc = GI_OK;
 cleanup:
@@ -835,10 +641,10 @@ static int rank_uuids(struct conn *c, struct cells *rank)
 }
 
 /* Adds owned seconds to GPU gid's cell of a ranking, or appends one:
- * cell_add keyed by the id alone (a GPU ranking's cells have no group,
+ * usage_cell_add keyed by the id alone (a GPU ranking's cells have no group,
  * kind, start or currency), instead of hashing and comparing every key
  * part for each of its 100,000 to 300,000 rows (a third of the fold's
- * cost in a profile of the unfiltered GPU page). Shares cell_add's index
+ * cost in a profile of the unfiltered GPU page). Shares usage_cell_add's index
  * (rank holds GPU cells only). */
 static int rank_add_gpu(struct cells *rank, int64_t gid, double owned)
 {
@@ -864,7 +670,7 @@ static int rank_add_gpu(struct cells *rank, int64_t gid, double owned)
             rank->a[rank->slot[j] - 1].v[V_OWNED] += owned;
             return GI_OK;
         }
-    if (rank->n >= MAX_CELLS)
+    if (rank->n >= USAGE_MAX_CELLS)
         return GI_TOO_LARGE;
     if (rank->n == rank->cap) {
         size_t ncap = rank->cap ? rank->cap * 2 : 256;
@@ -933,12 +739,12 @@ static int rank_rows(struct conn *c, const struct store_usage_query *q, int64_t 
             continue;
         }
         v[V_OWNED] = db_col_dbl(s, 2);
-        rc = cell_add(rank, db_col_text(s, 1), -1, NULL, 0, "", v);
+        rc = usage_cell_add(rank, db_col_text(s, 1), -1, NULL, 0, "", v);
     }
     db_reset(s);
     if (rc == GI_OK && step != DB_DONE)
         rc = db_status(step);
-    cells_unindex(rank);
+    usage_cells_unindex(rank);
     if (rc == GI_OK && gpu && rank->n) {
         qsort(rank->a, rank->n, sizeof *rank->a, gid_cmp);
         rc = rank_uuids(c, rank);
@@ -985,7 +791,7 @@ static int page_cells(struct conn *c, const struct store_usage_query *q, int64_t
                 rc = GI_INTERNAL;
             n++;
         }
-        cells_free(&rank);
+        usage_cells_free(&rank);
     } else if (!(s = prep(c, host_days    ? ST_RANK_HOST_DAYS
                              : gpu_blocks ? ST_RANK_GPU_BLOCKS
                                           : rank_stmt(gpu, daily, team_only)))) {
@@ -1143,12 +949,12 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
         rc = run_report(c, report, q, q->group_by, dc_id, &cs);
     }
     if (!fast_page) {
-        cells_unindex(&cs);
+        usage_cells_unindex(&cs);
         if (rc == GI_OK && cs.n)
-            qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
-        cells_merge(&cs);
+            qsort(cs.a, cs.n, sizeof *cs.a, usage_cell_cmp);
+        usage_cells_merge(&cs);
         if (rc == GI_OK && (rc = name_groups(c, &cs)) == GI_OK && cs.n)
-            qsort(cs.a, cs.n, sizeof *cs.a, cell_cmp);
+            qsort(cs.a, cs.n, sizeof *cs.a, usage_cell_cmp);
     }
     db_read_end(c);
     if (rc != GI_OK)
@@ -1157,7 +963,7 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
         usage_put_total(&total, paged ? &tot : &cs);
     if (consumer_paged && !fast_page && (rc = consumer_page(q, &cs, &groups_total)) != GI_OK)
         goto cleanup;
-    if (q->max_groups > 0 && count_groups(&cs) > (size_t)q->max_groups) {
+    if (q->max_groups > 0 && usage_cells_groups(&cs) > (size_t)q->max_groups) {
         rc = GI_TOO_LARGE;
         goto cleanup;
     }
@@ -1213,8 +1019,8 @@ int store_usage_report_text(struct store *st, const struct store_usage_query *q,
     rc = *text ? GI_OK : GI_INTERNAL;
 cleanup:
     db_conn_put(st, c);
-    cells_free(&cs);
-    cells_free(&tot);
+    usage_cells_free(&cs);
+    usage_cells_free(&tot);
     tb_free(&o.b);
     tb_free(&o.group);
     tb_free(&total);
