@@ -31,7 +31,8 @@
 #   BENCH_CPU_N=0           N > 0: also the CPU time per request of the server's request
 #                           threads (utime + stime from /proc over N identical requests
 #                           after one warm-up; on PostgreSQL the database's processes
-#                           counted in)
+#                           counted in; a path with __N__ asks each request anew, the
+#                           answers the server keeps (the savings) not reused)
 #   BENCH_BEFORE=           a binary measured first on the same data (it migrates the
 #                           database before the load); then GPUINV applies its own newer
 #                           migrations (timed) and is measured: CPU time before and after,
@@ -331,6 +332,7 @@ queries=(
   "trend (summary)|/api/v1/usage/trend?period=week&group_by=team"
   "waste by team|/api/v1/insights/waste-by-team?$range"
   "savings|/api/v1/insights/savings?$range"
+  "savings, first request|/api/v1/insights/savings?$range&limit=__N__"
   "trend, month, to at midnight (day groups only)|/api/v1/usage/trend?period=month&group_by=team&to=$to"
   "trend by gpu, week, to at midnight|/api/v1/usage/trend?period=week&group_by=gpu&to=$to&limit=100"
   "trend by host, week, to at midnight|/api/v1/usage/trend?period=week&group_by=host&to=$to&limit=100"
@@ -362,12 +364,18 @@ wrk_run() { # url -> "rps p50_ms p95_ms p99_ms non2xx"
     printf "%.1f %.2f %.2f %.2f %d\n", v["rps"], v["p50_us"] / 1000, v["p95_us"] / 1000,
            v["p99_us"] / 1000, v["non2xx"] }'
 }
-cpu_run() { # url -> CPU ms per request over cpu_n requests (after one warm-up)
-  local a b pids=""
-  curl -s "${auth[@]}" -o /dev/null "$1"
+# A path with __N__ in it asks a question the server keeps the answer of
+# (the savings): each request puts another number there (as the limit), so
+# that every one is a first request.
+cpu_run() { # url -> CPU ms per request over cpu_n requests (after one warm-up); their times in $tmp/times
+  local a b i pids=""
+  curl -s "${auth[@]}" -o /dev/null "${1//__N__/99}"
   [ "$store" != postgresql ] || pids=$(db_pids | tr '\n' ' ')
+  : >"$tmp/times"
   a=$(cpu_ticks "$pids")
-  for _ in $(seq "$cpu_n"); do curl -s "${auth[@]}" -o /dev/null "$1"; done
+  for i in $(seq "$cpu_n"); do
+    curl -s "${auth[@]}" -o /dev/null -w '%{time_total}\n' "${1//__N__/$((100 + i))}" >>"$tmp/times"
+  done
   b=$(cpu_ticks "$pids")
   awk -v a="$a" -v b="$b" -v n="$cpu_n" -v t="$clk_tck" 'BEGIN { printf "%.1f", (b - a) * 1000 / t / n }'
 }
@@ -377,7 +385,7 @@ if [ -n "$before_bin" ] && [ "$cpu_n" -gt 0 ]; then
   for q in "${queries[@]}"; do
     name=${q%%|*} path=${q#*|} qi=$((qi + 1))
     if [ -n "${BENCH_SKIP:-}" ] && [[ $name =~ $BENCH_SKIP ]]; then continue; fi
-    code=$(curl -s "${auth[@]}" -o "$tmp/before-$qi.body" -w '%{http_code}' "$base$path")
+    code=$(curl -s "${auth[@]}" -o "$tmp/before-$qi.body" -w '%{http_code}' "$base${path//__N__/100}")
     [ "$code" = 200 ] || { cpu_before[$name]=null; echo "bench: before: $name: HTTP $code"; continue; }
     cpu_before[$name]=$(cpu_run "$base$path")
     echo "bench: before: $name: ${cpu_before[$name]} ms CPU per request"
@@ -402,7 +410,7 @@ for q in "${queries[@]}"; do
     rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":0},"
     continue
   fi
-  read -r code first_s <<<"$(curl -s "${auth[@]}" -o "$tmp/q.json" --max-time 600 -w '%{http_code} %{time_total}' "$base$path")"
+  read -r code first_s <<<"$(curl -s "${auth[@]}" -o "$tmp/q.json" --max-time 600 -w '%{http_code} %{time_total}' "$base${path//__N__/100}")"
   if [ "$code" != 200 ]; then
     echo "bench: $name: HTTP $code, not measured"
     rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":$code},"
@@ -418,13 +426,19 @@ for q in "${queries[@]}"; do
     # Slower than wrk's timeout: the time of the single request instead.
     single=$(awk -v t="$first_s" 'BEGIN { printf "%.1f", t * 1000 }')
     echo "bench: $name: $single ms (one request; $bytes bytes)"
-  elif [ "$use_wrk" != 0 ]; then
+  elif [ "$use_wrk" != 0 ] && [[ $path != *__N__* ]]; then
     read -r rps p50 p95 p99 non2xx <<<"$(wrk_run "$base$path")"
     echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms ($bytes bytes)"
   fi
   if [ "$cpu_n" -gt 0 ]; then
     cpu=$(cpu_run "$base$path")
     echo "bench: $name: $cpu ms CPU per request (before: ${cpu_before[$name]:-null}; $bytes bytes)"
+    if [[ $path == *__N__* ]]; then # each a first request: their own times, not wrk's
+      read -r p50 p95 p99 <<<"$(sort -g "$tmp/times" | awk '{ v[NR] = $1 * 1000 } END {
+        for (i = 1; i <= 3; i++) { q = (i == 1 ? 0.5 : i == 2 ? 0.95 : 0.99); k = int(q * NR + 0.999999); if (k < 1) k = 1
+          printf "%.2f ", v[k] } }')"
+      echo "bench: $name: p50 $p50 ms, p95 $p95 ms, p99 $p99 ms over $cpu_n first requests"
+    fi
   fi
   rows_json+="{\"query\":\"$name\",\"path\":\"${path%%\?*}\",\"status\":200,\"bytes\":$bytes,\"rps\":$rps,\"p50_ms\":$p50,\"p95_ms\":$p95,\"p99_ms\":$p99,\"non2xx\":$non2xx,\"cpu_ms\":$cpu,\"cpu_ms_before\":${cpu_before[$name]:-null},\"single_ms\":$single,\"same\":$same},"
 done
@@ -432,8 +446,15 @@ done
 # ---- 2. one question, three ways: measured GPU-hours per team over the raw window ----
 api_ms=null raw_ms=null vm_ms=null vm_p95=null vm_load_s=null
 if [ "$use_raw" != 0 ]; then
-rfrom=$((end - rdays * 86400))
-q_api="/api/v1/usage?group_by=team&from=$(iso "$rfrom")&to=$(iso "$end")&step=month"
+# The raw window ends where the loaded samples do: on a reused database,
+# loaded in an earlier hour, that is not the current hour.
+rend=$end rnow=$now
+if [ -n "$reuse" ]; then
+  rlast=$(dbq -c "SELECT MAX(ts) FROM gpu_samples" 2>/dev/null || dbq "SELECT MAX(ts) FROM gpu_samples")
+  [ -z "$rlast" ] || { rend=$((rlast - rlast % 3600 + 3600)) rnow=$rend; }
+fi
+rfrom=$((rend - rdays * 86400))
+q_api="/api/v1/usage?group_by=team&from=$(iso "$rfrom")&to=$(iso "$rend")&step=month"
 curl -sf "${auth[@]}" -o "$tmp/api-team.json" "$base$q_api" || die "GET $q_api"
 python3 - "$tmp/api-team.json" >"$tmp/api-team.txt" <<'PY'
 import json, sys
@@ -452,7 +473,7 @@ done
 api_ms=$(echo "${api_times[@]}" | median)
 
 raw_sql="SELECT g.team, count(*) * $rstep / 3600.0 FROM gpu_samples s JOIN gpus g ON g.id = s.gpu_id
-         WHERE s.ts >= $rfrom AND s.ts < $end GROUP BY g.team ORDER BY g.team"
+         WHERE s.ts >= $rfrom AND s.ts < $rend GROUP BY g.team ORDER BY g.team"
 raw_times=()
 for i in 1 2 3; do
   t0=$EPOCHREALTIME
@@ -481,12 +502,12 @@ if [ "$use_vm" != 0 ]; then
   done
   [ -n "${vm:-}" ] || die "VictoriaMetrics did not start: $(tail -3 "$tmp/vm.log")"
   t0=$EPOCHREALTIME
-  bench/usage_vm.py "$gpus" "$rdays" "$rstep" "$now" | curl -sf -X POST -T - "$vm/api/v1/import" || die "VictoriaMetrics import"
+  bench/usage_vm.py "$gpus" "$rdays" "$rstep" "$rnow" | curl -sf -X POST -T - "$vm/api/v1/import" || die "VictoriaMetrics import"
   curl -sf -o /dev/null "$vm/internal/force_flush" || true
   t1=$EPOCHREALTIME
   vm_load_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
   promql="sum by (team) (count_over_time(gpu_util[${rdays}d])) * $rstep / 3600"
-  vm_q=(--data-urlencode "query=$promql" --data-urlencode "time=$((end - 1))")
+  vm_q=(--data-urlencode "query=$promql" --data-urlencode "time=$((rend - 1))")
   curl -sf "$vm/api/v1/query" "${vm_q[@]}" -o "$tmp/vm.json" || die "PromQL query"
   python3 -c 'import json, sys
 for r in sorted(json.load(open(sys.argv[1]))["data"]["result"], key=lambda r: r["metric"]["team"]):
