@@ -44,23 +44,30 @@ bool insight_team_only(const struct store_insight_filter *f)
 }
 
 /* Binds the range split of WHOLE_DAYS / EDGE_HOURS_n. */
-void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, int64_t split)
+struct insight_days insight_days_split(const struct store_insight_filter *f, int64_t split)
 {
     const int64_t day = 86400;
-    int64_t d1 = f->from % day ? f->from - f->from % day + day : f->from;
-    int64_t d2 = f->to - f->to % day, x1 = 0, x2 = 0;
+    struct insight_days d = {f->from % day ? f->from - f->from % day + day : f->from,
+                             f->to - f->to % day, 0, 0};
 
-    if (d1 >= d2)
-        d1 = d2 = f->to; /* no whole day: every hour from usage_hourly */
-    else if (split > d1 && split < d2 && split % day != 0) {
-        x1 = split - split % day;
-        x2 = x1 + day;
+    if (d.d1 >= d.d2)
+        d.d1 = d.d2 = f->to; /* no whole day: every hour from usage_hourly */
+    else if (split > d.d1 && split < d.d2 && split % day != 0) {
+        d.x1 = split - split % day;
+        d.x2 = d.x1 + day;
     }
+    return d;
+}
+
+void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, int64_t split)
+{
+    struct insight_days d = insight_days_split(f, split);
+
     insight_bind_filter(s, f);
-    db_bind_int(s, ":d1", d1);
-    db_bind_int(s, ":d2", d2);
-    db_bind_int(s, ":x1", x1);
-    db_bind_int(s, ":x2", x2);
+    db_bind_int(s, ":d1", d.d1);
+    db_bind_int(s, ":d2", d.d2);
+    db_bind_int(s, ":x1", d.x1);
+    db_bind_int(s, ":x2", d.x2);
 }
 
 /* A figure rounded to 6 decimals, so sums of floating seconds read as the

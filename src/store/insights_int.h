@@ -51,6 +51,12 @@
  * reads a day across it whole. Also binds what insight_bind_filter()
  * binds. */
 void insight_bind_days(struct db_stmt *s, const struct store_insight_filter *f, int64_t split);
+/* That split itself: the whole days [d1, d2) (d1 = d2 = f->to when there
+ * is none) but the day [x1, x2) (x1 = x2 = 0: none). */
+struct insight_days {
+    int64_t d1, d2, x1, x2;
+};
+struct insight_days insight_days_split(const struct store_insight_filter *f, int64_t split);
 /* Binds the filters and the range every statement shares (FILTERS, with
  * f->scope) and the page bound (f->limit, 100 when not positive). s and f
  * are borrowed. */

@@ -549,28 +549,20 @@ static void host_half(const struct host_fold *f, int k, struct half *h)
 static int trend_host_fold(struct conn *c, const struct store_insight_filter *f, int64_t mid,
                            json_t *items)
 {
-    const int64_t day = 86400;
     struct db_stmt *s = prep(c, ST_TREND_HOST_DAY_ROWS);
     struct host_folds t = {0};
     int64_t limit = f->limit > 0 ? f->limit : 100;
     /* the split insight_bind_days() binds: whole days [d1, d2) but the
      * day [x1, x2), the hours [from, d1), [d2, to) and [x1, x2) */
-    int64_t d1 = f->from % day ? f->from - f->from % day + day : f->from;
-    int64_t d2 = f->to - f->to % day, x1 = 0, x2 = 0;
+    struct insight_days d = insight_days_split(f, mid);
     int rc;
 
-    if (d1 >= d2)
-        d1 = d2 = f->to;
-    else if (mid > d1 && mid < d2 && mid % day != 0) {
-        x1 = mid - mid % day;
-        x2 = x1 + day;
-    }
     if (!s)
         return GI_INTERNAL;
     insight_bind_days(s, f, mid);
     rc = host_fold_rows(c, s, &t, mid, false);
     {
-        const int64_t edges[3][2] = {{f->from, d1}, {d2, f->to}, {x1, x2}};
+        const int64_t edges[3][2] = {{f->from, d.d1}, {d.d2, f->to}, {d.x1, d.x2}};
         for (int e = 0; rc == GI_OK && e < 3; e++) {
             if (edges[e][0] >= edges[e][1])
                 continue;
